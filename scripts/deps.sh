@@ -1,0 +1,26 @@
+#!/bin/sh
+# Installs what kjit needs on a fresh Debian 12 machine, and nothing more.
+# Called by the Makefile when a build or test dependency is missing; safe to
+# run again (apt-get skips what is installed). Needs root, or sudo.
+set -eu
+
+PKGS="build-essential pkg-config clang libclang-rt-14-dev llvm
+libuv1-dev libsqlite3-dev sqlite3 libssl-dev libsystemd-dev
+hipcc libamdhip64-dev rocm-device-libs rocminfo
+libshaderc-dev glslang-dev spirv-tools libvulkan-dev mesa-vulkan-drivers
+valgrind systemd"
+
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+		missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO=sudo
+echo "deps: installing$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
