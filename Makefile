@@ -1,0 +1,115 @@
+# kjit: build, test, run.  `make` builds everything into $(BUILD)/;
+# `make test` and `make run` first install what a fresh Debian 12 lacks
+# (scripts/deps.sh).  Modules are picked up by directory: a new .c file in
+# common/, cache/, compilers/, daemon/ or client/ needs no edit here.
+
+BUILD   ?= build
+PREFIX  ?= /usr/local
+DESTDIR ?=
+CC      ?= cc
+SAN     ?=
+OPT     ?= -O2
+
+WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
+CPPFLAGS_KJ := -D_GNU_SOURCE -Iclient -Icommon -Icache -Icompilers -Idaemon \
+	-DKJIT_PREFIX='"$(PREFIX)"' -DKJIT_SRCDIR='"$(CURDIR)"'
+CFLAGS_KJ := -std=c11 $(OPT) -g -fPIC $(WARN) -fvisibility=hidden
+ifeq ($(SAN),1)
+CFLAGS_KJ += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS_KJ += -fsanitize=address,undefined
+endif
+ifeq ($(COVERAGE),1)
+CFLAGS_KJ += --coverage
+LDFLAGS_KJ += --coverage
+endif
+
+SHADERC_LIBS := -lshaderc_combined -lstdc++ -lm -lpthread
+DAEMON_LIBS  := -luv -lsqlite3 -lcrypto -ldl $(SHADERC_LIBS) -lsystemd
+CLIENT_LIBS  := -lcrypto -ldl
+
+COMMON_SRC   := $(wildcard common/*.c)
+CACHE_SRC    := $(wildcard cache/*.c)
+COMPILER_SRC := $(wildcard compilers/*.c)
+DAEMON_SRC   := $(filter-out daemon/main.c,$(wildcard daemon/*.c))
+CLIENT_SRC   := $(filter-out client/cli.c,$(wildcard client/*.c))
+TEST_SRC     := $(wildcard tests/test-*.c)
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+COMMON_OBJ   := $(call obj,$(COMMON_SRC))
+CACHE_OBJ    := $(call obj,$(CACHE_SRC))
+COMPILER_OBJ := $(call obj,$(COMPILER_SRC))
+DAEMON_OBJ   := $(call obj,$(DAEMON_SRC))
+CLIENT_OBJ   := $(call obj,$(CLIENT_SRC))
+TESTS        := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+
+DEPS_OK := $(BUILD)/.deps-ok
+
+.PHONY: all deps test test-asan run stop bench bench-gpu test-gpu install clean fuzz stress
+all: $(BUILD)/kjitd $(BUILD)/kjit $(BUILD)/libkjit.so $(BUILD)/libkjit.a \
+	$(BUILD)/include/kjit.h $(BUILD)/kjit.pc
+
+# scripts/deps.sh is a no-op when everything is installed.
+$(DEPS_OK): scripts/deps.sh
+	@./scripts/deps.sh
+	@mkdir -p $(BUILD) && touch $@
+deps: $(DEPS_OK)
+
+$(BUILD)/obj/%.o: %.c $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_KJ) $(CFLAGS_KJ) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/kjitd: $(call obj,daemon/main.c) $(DAEMON_OBJ) $(COMPILER_OBJ) $(CACHE_OBJ) $(COMMON_OBJ)
+	$(CC) $(LDFLAGS_KJ) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
+
+$(BUILD)/kjit: $(call obj,client/cli.c) $(BUILD)/libkjit.a
+	$(CC) $(LDFLAGS_KJ) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS)
+
+$(BUILD)/libkjit.a: $(CLIENT_OBJ) $(COMMON_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/libkjit.so: $(CLIENT_OBJ) $(COMMON_OBJ)
+	$(CC) -shared -Wl,-soname,libkjit.so.0 $(LDFLAGS_KJ) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS)
+
+$(BUILD)/include/kjit.h: client/kjit.h
+	@mkdir -p $(dir $@)
+	cp $< $@
+
+$(BUILD)/kjit.pc: client/kjit.pc.in Makefile
+	sed -e 's|@PREFIX@|$(PREFIX)|g' $< > $@
+
+# Each tests/test-NAME.c is one binary linked with every module.
+$(BUILD)/tests/%: $(call obj,tests/%.c) $(DAEMON_OBJ) $(COMPILER_OBJ) $(CACHE_OBJ) $(CLIENT_OBJ) $(COMMON_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_KJ) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS) -lvulkan
+
+-include tests/kernels/Makefile.part
+
+test: all $(TESTS) $(TEST_EXTRA)
+	@BUILD=$(BUILD) ./tests/run.sh
+
+# The same suite under AddressSanitizer and UndefinedBehaviorSanitizer.
+test-asan:
+	$(MAKE) BUILD=build-asan SAN=1 OPT=-O1 test
+
+run: all
+	@./scripts/run.sh $(BUILD)
+
+stop: all
+	@$(BUILD)/kjit stop || true
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include \
+		$(DESTDIR)$(PREFIX)/share/kjit
+	install -m 755 $(BUILD)/kjitd $(BUILD)/kjit $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 $(BUILD)/libkjit.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(BUILD)/libkjit.so $(DESTDIR)$(PREFIX)/lib/libkjit.so.0
+	ln -sf libkjit.so.0 $(DESTDIR)$(PREFIX)/lib/libkjit.so
+	install -m 644 client/kjit.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 $(BUILD)/kjit.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	cp -r kernels_src $(DESTDIR)$(PREFIX)/share/kjit/
+
+clean:
+	rm -rf $(BUILD) build-asan
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,165 @@
+/* cache.h: the on-disk object cache of one kjitd: object files under
+ * <dir>/<target>-<version>/<key>.<ext> and their index <dir>/index.sqlite
+ * (WAL mode), with an exclusive lock on <dir>/lock held for the cache's life.
+ *
+ * Invariants: an object becomes visible only whole (temporary file in the
+ * same directory, fsync, rename, then the index row); an object is served
+ * only after its SHA-256 matched the digest in the index; a corrupt or
+ * missing object is a miss (its row and file are dropped), never a wrong
+ * answer.  All calls come from one thread (kjitd's loop).  All file system
+ * calls go through a kj__fsys table so tests can make any of them fail.
+ */
+#ifndef KJ_CACHE_H
+#define KJ_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+/* The system calls cache/ makes, so tests can fail the n-th one. */
+struct kj__fsys {
+	int (*open)(const char *path, int flags, mode_t mode);
+	ssize_t (*read)(int fd, void *p, size_t n);
+	ssize_t (*write)(int fd, const void *p, size_t n);
+	int (*fsync)(int fd);
+	int (*close)(int fd);
+	int (*rename)(const char *from, const char *to);
+	int (*unlink)(const char *path);
+	int (*mkdir)(const char *path, mode_t mode);
+	int (*fstat)(int fd, struct stat *st);
+};
+/* The real system calls. */
+extern const struct kj__fsys kj__fsys_default;
+
+struct kj__cache;
+
+struct kj__cache_options {
+	const struct kj__fsys *fs;   /* NULL: kj__fsys_default */
+	uint64_t max_size;           /* 0: KJ_DEFAULT_MAX_SIZE */
+	FILE *log;                   /* warnings (corrupt objects, I/O errors); NULL: stderr */
+};
+
+/* What the index holds about one object. */
+struct kj__cache_entry {
+	char key[65];                /* hex SHA-256 cache key */
+	int backend;                 /* enum kjit_backend */
+	char target[128];            /* canonical target */
+	char version[64];            /* runtime version */
+	char ext[8];                 /* "hsaco", "cubin", "ptx", "spv" */
+	uint64_t size;
+	char sha256[65];             /* hex digest of the object's bytes */
+	int64_t created;             /* unix seconds */
+	int64_t last_used;
+	uint64_t hits;
+	uint64_t compile_ms;
+	const char *source_name;     /* may be NULL */
+	const char *options;         /* options joined by spaces; may be NULL */
+	const char *compiler;        /* compiler identity; may be NULL */
+	const char *log;             /* compile log; may be NULL */
+};
+
+/* Opens (creating as needed) the cache in dir and takes its lock.  Returns
+ * 0, KJIT_EBUSY if another process holds the lock, KJIT_EIO (with a reason
+ * logged), KJIT_ENOMEM.  An index that cannot be opened or is corrupt is
+ * moved aside and rebuilt empty, with a warning. */
+int kj__cache_open(struct kj__cache **out, const char *dir, const struct kj__cache_options *opt);
+/* Flushes pending counters and closes; NULL is a no-op. */
+void kj__cache_close(struct kj__cache *c);
+
+/* Looks key up.  On a verified hit: 0, *data malloc'd (or from the memory
+ * hot set, copied), *len, and *e filled (string pointers valid until the
+ * next call).  A miss: KJIT_ENOENT.  A corrupt or missing object: its row
+ * and file are removed, a warning logged, and KJIT_ENOENT returned (the
+ * caller recompiles).  Counts the hit in memory (see kj__cache_flush). */
+int kj__cache_lookup(struct kj__cache *c, const char *key, uint8_t **data, size_t *len,
+		     struct kj__cache_entry *e);
+
+/* Stores an object: temporary file, fsync, rename, then the index row.
+ * e->sha256, size, created and last_used are filled in here.  Returns 0 or
+ * a negative code (the cache is left unchanged and consistent on error). */
+int kj__cache_publish(struct kj__cache *c, struct kj__cache_entry *e, const uint8_t *data, size_t len);
+
+/* Writes in-memory hit counters and last-used times to the index. */
+int kj__cache_flush(struct kj__cache *c);
+
+/* Metadata of one entry (strings malloc'd into *e; free with
+ * kj__cache_entry_free).  0 or KJIT_ENOENT. */
+int kj__cache_get(struct kj__cache *c, const char *key, struct kj__cache_entry *e);
+void kj__cache_entry_free(struct kj__cache_entry *e);
+
+/* Calls fn for every entry (optionally only target), most recently used
+ * first; stops early when fn returns non-zero and returns that. */
+int kj__cache_foreach(struct kj__cache *c, const char *target,
+		      int (*fn)(const struct kj__cache_entry *e, void *arg), void *arg);
+
+/* Evicts least-recently-used entries until the total size is <= max_size
+ * (0: the configured cap).  *evicted, *freed may be NULL. */
+int kj__cache_gc(struct kj__cache *c, uint64_t max_size, uint64_t *evicted, uint64_t *freed);
+/* Re-hashes every object; drops corrupt or missing ones, calling fn for
+ * each (may be NULL).  *bad = how many were dropped. */
+int kj__cache_verify(struct kj__cache *c, void (*fn)(const struct kj__cache_entry *e, const char *why, void *arg),
+		     void *arg, uint64_t *checked, uint64_t *bad);
+/* Removes every entry (of target only, when not NULL). *removed may be NULL. */
+int kj__cache_clear(struct kj__cache *c, const char *target, uint64_t *removed);
+
+/* Totals for stats. */
+struct kj__cache_totals {
+	uint64_t entries;
+	uint64_t bytes;
+};
+int kj__cache_totals(struct kj__cache *c, struct kj__cache_totals *t);
+
+/* Persistent named counters (stats survive restarts): add delta to name. */
+int kj__cache_counter_add(struct kj__cache *c, const char *name, int64_t delta);
+int kj__cache_counter_get(struct kj__cache *c, const char *name, int64_t *value);
+
+/* The cache key: SHA-256 of a canonical encoding of everything that can
+ * change the compiled bytes (docs/cache-key.md): backend, compiler identity
+ * and version, canonical target, runtime version, options (in order),
+ * entry points (sorted, deduplicated), source, and every header (sorted by
+ * name, each name and bytes).  hex gets 64 digits and a NUL. */
+struct kj__key_input {
+	int backend;
+	const char *compiler;           /* identity and version */
+	const char *target;             /* canonical */
+	const char *version;            /* runtime version */
+	const char *const *options;
+	size_t n_options;
+	const char *const *entries;
+	size_t n_entries;
+	const uint8_t *source;
+	size_t source_len;
+	const char *const *header_names;
+	const uint8_t *const *header_data;
+	const size_t *header_len;
+	size_t n_headers;
+};
+int kj__cache_key(const struct kj__key_input *in, char hex[65]);
+
+/* Include resolution: the headers a source may include, found by scanning
+ * every #include line of the source and, recursively, of what it includes.
+ * A quoted or bracketed name is looked up among the request's headers, then
+ * in each allowed directory; names that are absolute, contain "..", or
+ * control characters, or a computed #include, are rejected (KJIT_EINCLUDE,
+ * with the offending line in err and no file content).  A bracketed name
+ * found nowhere is left to the compiler only if it is one of the compiler's
+ * built-in headers (builtin_prefixes, e.g. "hip/"); anything else is
+ * KJIT_EINCLUDE.  On success *out holds every resolved header, each once,
+ * sorted by name; free with kj__includes_free. */
+struct kj__includes {
+	size_t n;
+	char **names;
+	uint8_t **data;
+	size_t *len;
+};
+int kj__includes_resolve(const uint8_t *source, size_t source_len,
+			 const char *const *req_names, const uint8_t *const *req_data, const size_t *req_len,
+			 size_t n_req,
+			 const char *const *allowed_dirs, size_t n_dirs,
+			 const char *const *builtin_prefixes, size_t n_builtin,
+			 struct kj__includes *out, char *err, size_t errlen);
+void kj__includes_free(struct kj__includes *inc);
+
+#endif /* KJ_CACHE_H */

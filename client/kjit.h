@@ -1,0 +1,163 @@
+/* kjit.h: the public C interface of libkjit, the client of the kjitd kernel cache.
+ *
+ * A process asks kjitd for a compiled GPU code object (HSACO, cubin, PTX or
+ * SPIR-V) by source or by the name of a bundled kernel, and loads it itself
+ * with its own driver (hipModuleLoadData, cuModuleLoadData,
+ * vkCreateShaderModule).  libkjit connects to the per-user daemon (starting
+ * one when none answers) or to $KJIT_SOCKET, and never writes the cache.
+ *
+ * Conventions: every call returns 0 or a negative KJIT_E* code, which
+ * kjit_strerror() turns into words.  Handles are opaque, created and
+ * destroyed in pairs; destroy(NULL) does nothing.  A kjit_client is not
+ * thread-safe: use one per thread, or lock around it.
+ */
+#ifndef KJIT_H
+#define KJIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define KJIT_EXPORT __attribute__((visibility("default")))
+#else
+#define KJIT_EXPORT
+#endif
+
+#define KJIT_VERSION_MAJOR 0
+#define KJIT_VERSION_MINOR 1
+
+/* Error codes: all negative.  Keep in sync with kjit_strerror(). */
+enum kjit_error {
+	KJIT_OK = 0,
+	KJIT_ENOMEM = -1,       /* out of memory */
+	KJIT_EINVAL = -2,       /* bad argument or malformed request */
+	KJIT_EIO = -3,          /* I/O error (errno kept in kjit_result.sys_errno) */
+	KJIT_ECONNECT = -4,     /* daemon unreachable */
+	KJIT_EPROTO = -5,       /* protocol violation or version mismatch */
+	KJIT_ECOMPILE = -6,     /* the compiler rejected the source (log attached) */
+	KJIT_ENOTARGET = -7,    /* no target given, configured or detected */
+	KJIT_ETARGET = -8,      /* target unknown or unsupported by the compiler */
+	KJIT_EBACKEND = -9,     /* backend unknown, or its compiler not installed */
+	KJIT_ENOKERNEL = -10,   /* no bundled kernel of that name */
+	KJIT_EWORKER = -11,     /* the compile worker crashed or was killed */
+	KJIT_ETIMEDOUT = -12,   /* compile or I/O timed out */
+	KJIT_ETOOBIG = -13,     /* source, object or message over its size cap */
+	KJIT_EINCLUDE = -14,    /* an #include outside the allowed directories */
+	KJIT_ENOENT = -15,      /* no such cache entry */
+	KJIT_ECORRUPT = -16,    /* an object or bundle failed its digest check */
+	KJIT_EBUSY = -17,       /* another kjitd already serves this cache */
+	KJIT_EDENIED = -18,     /* the daemon refused this user */
+	KJIT_EINTERNAL = -19,   /* a bug: please report */
+	KJIT_ESHUTDOWN = -20,   /* the daemon is shutting down */
+};
+#define KJIT_ERROR_MIN (-20)
+
+/* Returns a static one-line description of code (never NULL). */
+KJIT_EXPORT const char *kjit_strerror(int code);
+
+enum kjit_backend {
+	KJIT_BACKEND_NONE = 0,
+	KJIT_BACKEND_HIP = 1,
+	KJIT_BACKEND_CUDA = 2,
+	KJIT_BACKEND_VULKAN = 3,
+};
+
+/* "hip", "cuda", "vulkan"; NULL for anything else. */
+KJIT_EXPORT const char *kjit_backend_name(int backend);
+/* The backend named name, or KJIT_BACKEND_NONE. */
+KJIT_EXPORT int kjit_backend_from_name(const char *name);
+
+/* How a get was answered. */
+enum kjit_status {
+	KJIT_STATUS_NONE = 0,
+	KJIT_STATUS_HIT = 1,      /* served from the cache */
+	KJIT_STATUS_COMPILED = 2, /* compiled for this request */
+	KJIT_STATUS_JOINED = 3,   /* waited on a compile another request started */
+};
+KJIT_EXPORT const char *kjit_status_name(int status); /* "hit", "compiled", "joined" */
+
+typedef struct kjit_client kjit_client;
+
+/* Options for kjit_open; a zeroed struct (or NULL) means the defaults. */
+typedef struct kjit_open_options {
+	const char *socket_path; /* NULL: $KJIT_SOCKET, else the per-user path */
+	int no_autostart;        /* 1: never start a daemon ($KJIT_NO_AUTOSTART=1 too) */
+	int timeout_ms;          /* per reply; 0: KJIT_DEFAULT_TIMEOUT_MS */
+} kjit_open_options;
+
+/* Connects to kjitd, starting a per-user daemon when none answers and
+ * autostart is allowed (at most one starts when many clients race).
+ * On success *out owns the connection; free it with kjit_close(). */
+KJIT_EXPORT int kjit_open(kjit_client **out, const kjit_open_options *opt);
+KJIT_EXPORT void kjit_close(kjit_client *c);
+
+/* A header the source may #include by this exact name. */
+typedef struct kjit_header {
+	const char *name;
+	const void *data;
+	size_t size;
+} kjit_header;
+
+/* What to compile.  Either source (+ source_size) or kernel is set. */
+typedef struct kjit_request {
+	int backend;                 /* enum kjit_backend */
+	const char *target;          /* NULL: resolved (env, then daemon) */
+	const char *runtime_version; /* NULL: resolved (env, then daemon) */
+	const char *kernel;          /* name of a bundled kernel, or NULL */
+	const void *source;          /* source text, or NULL with kernel */
+	size_t source_size;
+	const char *source_name;     /* for logs and `kjit ls`; may be NULL */
+	const char *const *entries;  /* entry points (kernel names); may be NULL */
+	size_t n_entries;
+	const char *const *options;  /* compiler options */
+	size_t n_options;
+	const kjit_header *headers;  /* headers the source may include */
+	size_t n_headers;
+	int no_env;                  /* 1: ignore the environment's overrides */
+} kjit_request;
+
+/* The answer to a get.  Everything in it is owned by it: release it with
+ * kjit_result_free(), which also accepts a zeroed or freed result. */
+typedef struct kjit_result {
+	int status;              /* enum kjit_status, on success */
+	uint8_t *data;           /* the code object */
+	size_t size;
+	char key[65];            /* hex SHA-256 cache key */
+	char *target;            /* the canonical target it was built for */
+	char *runtime_version;   /* the runtime version it was built for */
+	char *log;               /* the compiler's log (may be NULL) */
+	char *error;             /* one line saying what failed, on failure */
+	int sys_errno;           /* errno behind KJIT_EIO / KJIT_ECONNECT */
+} kjit_result;
+
+/* Fetches the object for req.  Returns 0 with res filled, or a negative
+ * code with res->error (and for KJIT_ECOMPILE res->log) set.  The caller
+ * frees res with kjit_result_free() in both cases. */
+KJIT_EXPORT int kjit_get(kjit_client *c, const kjit_request *req, kjit_result *res);
+KJIT_EXPORT void kjit_result_free(kjit_result *res);
+
+/* Round trip to the daemon.  Returns 0 when it answered. */
+KJIT_EXPORT int kjit_ping(kjit_client *c);
+
+/* Asks the daemon to exit once in-flight requests are answered. */
+KJIT_EXPORT int kjit_stop(kjit_client *c);
+
+/* Administrative queries.  On success *text (human) and/or *json (one JSON
+ * object) are malloc'd strings the caller frees; either pointer may be NULL
+ * when not wanted.  cmd is one of "stats", "targets", "ls", "show", "gc",
+ * "verify", "clear"; arg is the command's argument (a key, a target, a
+ * size) or NULL. */
+KJIT_EXPORT int kjit_admin(kjit_client *c, const char *cmd, const char *arg,
+	       char **text, char **json);
+
+/* The last error's one-line description on c, or "" (never NULL). */
+KJIT_EXPORT const char *kjit_last_error(const kjit_client *c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KJIT_H */

@@ -1,0 +1,56 @@
+/* detect.h: what GPUs and runtimes this machine has, and which target a
+ * client process asks for.
+ *
+ * Detection (daemon side, run in a short-lived child so that no driver
+ * library is ever loaded into kjitd): HIP from the KFD topology in sysfs
+ * (<root>/class/kfd/kfd/topology/nodes/N/properties), rocminfo as fallback,
+ * the ROCm version from what is installed; CUDA from libcuda loaded with
+ * dlopen; Vulkan from the loader's physical devices.
+ *
+ * Resolution (client side): the environment of the process that will load
+ * the object decides, with the precedence of docs/targets.md: explicit
+ * target > KJIT_HIP_ARCH / KJIT_CUDA_ARCH / KJIT_VULKAN_ENV >
+ * HSA_OVERRIDE_GFX_VERSION (with HSA_XNACK) > CANDLE_ROCM_ARCH > (daemon)
+ * configuration > detection.
+ */
+#ifndef KJ_DETECT_H
+#define KJ_DETECT_H
+
+#include <stddef.h>
+
+#include "limits.h"
+
+struct kj__gpu {
+	int backend;                        /* enum kjit_backend */
+	char target[KJ_TARGET_MAX];         /* canonical: gfx90a:sramecc+:xnack-, sm_90, vulkan1.3 */
+	char name[128];                     /* marketing or driver name, may be "" */
+	char version[KJ_VERSION_STR_MAX];   /* runtime version: ROCm 5.2, CUDA 13.0, Vulkan API 1.3.239 */
+};
+
+/* Finds the GPUs of one backend.  sysfs_root NULL means "/sys".  Fills at
+ * most max entries, sets *n, and writes into note a one-line reason when
+ * none is found ("no AMD GPU: /sys/class/kfd absent; set KJIT_HIP_ARCH").
+ * Returns 0 (also when none found) or a negative code. */
+int kj__detect(int backend, const char *sysfs_root, struct kj__gpu *gpus, size_t max, size_t *n,
+	       char *note, size_t notelen);
+
+/* The installed runtime version for backend ("5.2" for ROCm from the
+ * installed HIP runtime; "13.0" for CUDA from the driver or NVRTC), or ""
+ * when unknown.  0 or a negative code. */
+int kj__detect_runtime_version(int backend, char *out, size_t outlen);
+
+/* Resolves from the environment alone.  getenv_fn NULL means getenv (tests
+ * pass their own).  On 0: target is canonical or "" (nothing set: the
+ * daemon decides), *target_from names the variable it came from (static
+ * string) or NULL; likewise version.  KJIT_ETARGET / KJIT_EINVAL with a
+ * one-line reason in err naming the variable for a malformed value. */
+int kj__resolve_env(int backend, const char *(*getenv_fn)(const char *name),
+		    char target[KJ_TARGET_MAX], const char **target_from,
+		    char version[KJ_VERSION_STR_MAX], const char **version_from,
+		    char *err, size_t errlen);
+
+/* The variable a user sets to choose the target of backend
+ * ("KJIT_HIP_ARCH"...), for error messages. */
+const char *kj__target_env_name(int backend);
+
+#endif /* KJ_DETECT_H */

@@ -1,0 +1,318 @@
+/* proto.c: encoding and decoding of kjit frames (see proto.h and
+ * docs/protocol.md).  Every length read from the wire is checked against
+ * what remains before any byte is touched; nothing here trusts its input. */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kjit.h"
+#include "proto.h"
+#include "util.h"
+
+#define FIELD_HDR_SIZE 6 /* u16 tag, u32 len */
+
+static void put_le16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+static void put_le32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+static uint16_t get_le16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+static uint32_t get_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+int kj__buf_reserve(struct kj__buf *b, size_t n)
+{
+	if (b->cap - b->len >= n)
+		return 0;
+	if (n > SIZE_MAX / 2 - b->len)
+		return KJIT_ENOMEM;
+	size_t cap = b->cap ? b->cap : 256;
+	while (cap - b->len < n)
+		cap *= 2;
+	uint8_t *p = realloc(b->p, cap);
+	if (p == NULL)
+		return KJIT_ENOMEM;
+	b->p = p;
+	b->cap = cap;
+	return 0;
+}
+
+int kj__buf_append(struct kj__buf *b, const void *p, size_t n)
+{
+	int r = kj__buf_reserve(b, n);
+	if (r < 0)
+		return r;
+	if (n > 0)
+		memcpy(b->p + b->len, p, n);
+	b->len += n;
+	return 0;
+}
+
+void kj__buf_free(struct kj__buf *b)
+{
+	if (b == NULL)
+		return;
+	free(b->p);
+	b->p = NULL;
+	b->len = b->cap = 0;
+}
+
+int kj__msg_begin(struct kj__buf *b, uint16_t type, uint32_t id)
+{
+	uint8_t h[KJ_FRAME_HDR_SIZE];
+
+	b->len = 0;
+	put_le32(h, 0);
+	put_le16(h + 4, type);
+	h[6] = KJ_PROTO_VERSION;
+	h[7] = 0;
+	put_le32(h + 8, id);
+	return kj__buf_append(b, h, sizeof h);
+}
+
+int kj__msg_put(struct kj__buf *b, uint16_t tag, const void *p, size_t n)
+{
+	uint8_t h[FIELD_HDR_SIZE];
+
+	if (b->len < KJ_FRAME_HDR_SIZE)
+		return KJIT_EINVAL;
+	if (n > KJ_FRAME_MAX || b->len - KJ_FRAME_HDR_SIZE + FIELD_HDR_SIZE + n > KJ_FRAME_MAX)
+		return KJIT_ETOOBIG;
+	put_le16(h, tag);
+	put_le32(h + 2, (uint32_t)n);
+	int r = kj__buf_reserve(b, sizeof h + n);
+	if (r < 0)
+		return r;
+	kj__buf_append(b, h, sizeof h);
+	return kj__buf_append(b, p, n);
+}
+
+int kj__msg_put_str(struct kj__buf *b, uint16_t tag, const char *s)
+{
+	return kj__msg_put(b, tag, s, strlen(s));
+}
+
+int kj__msg_put_u32(struct kj__buf *b, uint16_t tag, uint32_t v)
+{
+	uint8_t p[4];
+	put_le32(p, v);
+	return kj__msg_put(b, tag, p, sizeof p);
+}
+
+int kj__msg_put_i32(struct kj__buf *b, uint16_t tag, int32_t v)
+{
+	return kj__msg_put_u32(b, tag, (uint32_t)v);
+}
+
+int kj__msg_put_u64(struct kj__buf *b, uint16_t tag, uint64_t v)
+{
+	uint8_t p[8];
+	put_le32(p, (uint32_t)v);
+	put_le32(p + 4, (uint32_t)(v >> 32));
+	return kj__msg_put(b, tag, p, sizeof p);
+}
+
+int kj__msg_end(struct kj__buf *b)
+{
+	if (b->len < KJ_FRAME_HDR_SIZE)
+		return KJIT_EINVAL;
+	size_t body = b->len - KJ_FRAME_HDR_SIZE;
+	if (body > KJ_FRAME_MAX)
+		return KJIT_ETOOBIG;
+	put_le32(b->p, (uint32_t)body);
+	return 0;
+}
+
+int kj__frame_hdr_decode(const uint8_t *p, struct kj__frame_hdr *h)
+{
+	h->len = get_le32(p);
+	h->type = get_le16(p + 4);
+	h->version = p[6];
+	h->flags = p[7];
+	h->id = get_le32(p + 8);
+	if (h->len > KJ_FRAME_MAX)
+		return KJIT_ETOOBIG;
+	if (h->version != KJ_PROTO_VERSION)
+		return KJIT_EPROTO;
+	return 0;
+}
+
+/* Walks the body once; returns the field count or a negative code. */
+static int count_fields(const uint8_t *body, size_t len, size_t *count)
+{
+	size_t off = 0, n = 0;
+
+	while (off < len) {
+		if (len - off < FIELD_HDR_SIZE)
+			return KJIT_EPROTO;
+		uint32_t flen = get_le32(body + off + 2);
+		off += FIELD_HDR_SIZE;
+		if (flen > len - off)
+			return KJIT_EPROTO;
+		off += flen;
+		if (++n > KJ_FIELD_MAX_COUNT)
+			return KJIT_ETOOBIG;
+	}
+	*count = n;
+	return 0;
+}
+
+int kj__msg_decode(const uint8_t *body, size_t len, struct kj__msg *m)
+{
+	size_t n = 0, off = 0;
+
+	m->n = 0;
+	m->f = NULL;
+	if (len > KJ_FRAME_MAX)
+		return KJIT_ETOOBIG;
+	int r = count_fields(body, len, &n);
+	if (r < 0)
+		return r;
+	if (n == 0)
+		return 0;
+	m->f = calloc(n, sizeof *m->f);
+	if (m->f == NULL)
+		return KJIT_ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		m->f[i].tag = get_le16(body + off);
+		m->f[i].len = get_le32(body + off + 2);
+		m->f[i].p = body + off + FIELD_HDR_SIZE;
+		off += FIELD_HDR_SIZE + m->f[i].len;
+	}
+	m->n = n;
+	return 0;
+}
+
+void kj__msg_free(struct kj__msg *m)
+{
+	if (m == NULL)
+		return;
+	free(m->f);
+	m->f = NULL;
+	m->n = 0;
+}
+
+const struct kj__field *kj__msg_next(const struct kj__msg *m, uint16_t tag, size_t *pos)
+{
+	for (size_t i = *pos; i < m->n; i++) {
+		if (m->f[i].tag == tag) {
+			*pos = i + 1;
+			return &m->f[i];
+		}
+	}
+	*pos = m->n;
+	return NULL;
+}
+
+const struct kj__field *kj__msg_get(const struct kj__msg *m, uint16_t tag)
+{
+	size_t pos = 0;
+	return kj__msg_next(m, tag, &pos);
+}
+
+int kj__field_strdup(const struct kj__field *f, size_t max, char **out)
+{
+	*out = NULL;
+	if (f == NULL)
+		return 0;
+	if (f->len > max || memchr(f->p, '\0', f->len) != NULL)
+		return KJIT_EPROTO;
+	*out = kj__strndup((const char *)f->p, f->len);
+	return *out ? 0 : KJIT_ENOMEM;
+}
+
+int kj__field_u32(const struct kj__field *f, uint32_t *v)
+{
+	if (f == NULL || f->len != 4)
+		return KJIT_EPROTO;
+	*v = get_le32(f->p);
+	return 0;
+}
+
+int kj__field_i32(const struct kj__field *f, int32_t *v)
+{
+	uint32_t u;
+	int r = kj__field_u32(f, &u);
+	if (r == 0)
+		memcpy(v, &u, sizeof *v);
+	return r;
+}
+
+int kj__field_u64(const struct kj__field *f, uint64_t *v)
+{
+	if (f == NULL || f->len != 8)
+		return KJIT_EPROTO;
+	*v = (uint64_t)get_le32(f->p) | (uint64_t)get_le32(f->p + 4) << 32;
+	return 0;
+}
+
+int kj__frame_write_fd(int fd, const struct kj__buf *b)
+{
+	int r = kj__write_all(fd, b->p, b->len);
+	if (r == -EPIPE || r == -ECONNRESET)
+		return KJIT_ECONNECT;
+	if (r < 0) {
+		errno = -r;
+		return KJIT_EIO;
+	}
+	return 0;
+}
+
+/* Reads exactly n bytes, waiting at most timeout_ms for each chunk. */
+static int read_timed(int fd, uint8_t *p, size_t n, int timeout_ms)
+{
+	size_t got = 0;
+
+	while (got < n) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		int pr = poll(&pfd, 1, timeout_ms);
+		if (pr < 0) {
+			if (errno == EINTR)
+				continue;
+			return KJIT_EIO;
+		}
+		if (pr == 0)
+			return KJIT_ETIMEDOUT;
+		ssize_t k = read(fd, p + got, n - got);
+		if (k < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			return errno == ECONNRESET ? KJIT_ECONNECT : KJIT_EIO;
+		}
+		if (k == 0)
+			return KJIT_ECONNECT;
+		got += (size_t)k;
+	}
+	return 0;
+}
+
+int kj__frame_read_fd(int fd, int timeout_ms, struct kj__frame_hdr *h, uint8_t **body)
+{
+	uint8_t hdr[KJ_FRAME_HDR_SIZE];
+	uint8_t *p = NULL;
+
+	*body = NULL;
+	int r = read_timed(fd, hdr, sizeof hdr, timeout_ms);
+	if (r < 0)
+		return r;
+	r = kj__frame_hdr_decode(hdr, h);
+	if (r < 0)
+		return r;
+	if (h->len > 0) {
+		p = malloc(h->len);
+		if (p == NULL)
+			return KJIT_ENOMEM;
+		r = read_timed(fd, p, h->len, timeout_ms);
+		if (r < 0) {
+			free(p);
+			return r;
+		}
+	}
+	*body = p;
+	return 0;
+}

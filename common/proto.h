@@ -1,0 +1,134 @@
+/* proto.h: the one message framing of kjit, used on the client socket and on
+ * the worker pipes alike (docs/protocol.md describes it for other languages).
+ *
+ * A frame is a 12-byte header {u32 body length, u16 type, u8 version,
+ * u8 flags, u32 request id}, little-endian, then the body: a sequence of
+ * fields {u16 tag, u32 length, bytes}.  Lengths are checked against
+ * KJ_FRAME_MAX before anything is read or copied; strings are not
+ * NUL-terminated on the wire and may not contain NUL.
+ */
+#ifndef KJ_PROTO_H
+#define KJ_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "limits.h"
+
+enum kj__msg_type {
+	/* client -> daemon */
+	KJ_MSG_PING = 1,
+	KJ_MSG_GET = 2,
+	KJ_MSG_ADMIN = 3,   /* CMD, ARG: stats, targets, ls, show, gc, verify, clear */
+	KJ_MSG_STOP = 4,
+	/* daemon -> client */
+	KJ_MSG_REPLY = 0x80, /* CODE, then what the request asked for */
+	/* worker <-> daemon */
+	KJ_MSG_HELLO = 0x40, /* worker: CODE, COMPILER, COMPILER_VERSION, VERSION, ERROR */
+	KJ_MSG_JOB = 0x41,   /* daemon: TARGET, OPTION*, ENTRY*, SOURCE_NAME, SOURCE, (HEADER_NAME HEADER_DATA)* */
+	KJ_MSG_RESULT = 0x42 /* worker: CODE, DATA, LOG, ERROR, COMPILE_US */
+};
+
+enum kj__field_tag {
+	KJ_F_BACKEND = 1,          /* u32 enum kjit_backend */
+	KJ_F_TARGET = 2,           /* str */
+	KJ_F_VERSION = 3,          /* str: runtime version */
+	KJ_F_KERNEL = 4,           /* str: bundled kernel name */
+	KJ_F_SOURCE = 5,           /* bytes */
+	KJ_F_SOURCE_NAME = 6,      /* str */
+	KJ_F_ENTRY = 7,            /* str, repeated */
+	KJ_F_OPTION = 8,           /* str, repeated, in order */
+	KJ_F_HEADER_NAME = 9,      /* str, repeated; the next field is its HEADER_DATA */
+	KJ_F_HEADER_DATA = 10,     /* bytes */
+	KJ_F_CODE = 11,            /* i32: 0 or a KJIT_E* code */
+	KJ_F_STATUS = 12,          /* u32 enum kjit_status */
+	KJ_F_DATA = 13,            /* bytes: the code object */
+	KJ_F_KEY = 14,             /* str: hex SHA-256 */
+	KJ_F_LOG = 15,             /* str: compiler log */
+	KJ_F_ERROR = 16,           /* str: one line */
+	KJ_F_CMD = 17,             /* str */
+	KJ_F_ARG = 18,             /* str */
+	KJ_F_TEXT = 19,            /* str: human-readable answer */
+	KJ_F_JSON = 20,            /* str: one JSON object */
+	KJ_F_COMPILER = 21,        /* str: compiler identity, e.g. "hiprtc" */
+	KJ_F_COMPILER_VERSION = 22,/* str: e.g. "hiprtc 9.0; comgr 2.4; device-libs 5.2.3" */
+	KJ_F_COMPILE_US = 23,      /* u64: microseconds spent compiling */
+	KJ_F_TARGET_SOURCE = 24,   /* str: where the client's target came from (env var name) */
+};
+
+struct kj__buf {
+	uint8_t *p;
+	size_t len;
+	size_t cap;
+};
+
+/* Grows b to hold at least n more bytes.  0 or KJIT_ENOMEM. */
+int kj__buf_reserve(struct kj__buf *b, size_t n);
+/* Appends n bytes.  0 or KJIT_ENOMEM. */
+int kj__buf_append(struct kj__buf *b, const void *p, size_t n);
+/* Frees b's memory and zeroes it; NULL is a no-op. */
+void kj__buf_free(struct kj__buf *b);
+
+struct kj__frame_hdr {
+	uint32_t len;
+	uint16_t type;
+	uint8_t version;
+	uint8_t flags;
+	uint32_t id;
+};
+
+/* Starts a message of type with request id into b (which it resets). */
+int kj__msg_begin(struct kj__buf *b, uint16_t type, uint32_t id);
+/* Appends one field.  0, KJIT_ENOMEM or KJIT_ETOOBIG (frame over the cap). */
+int kj__msg_put(struct kj__buf *b, uint16_t tag, const void *p, size_t n);
+int kj__msg_put_str(struct kj__buf *b, uint16_t tag, const char *s);
+int kj__msg_put_u32(struct kj__buf *b, uint16_t tag, uint32_t v);
+int kj__msg_put_i32(struct kj__buf *b, uint16_t tag, int32_t v);
+int kj__msg_put_u64(struct kj__buf *b, uint16_t tag, uint64_t v);
+/* Writes the body length into the header.  0 or KJIT_ETOOBIG. */
+int kj__msg_end(struct kj__buf *b);
+
+/* Decodes a 12-byte frame header.  Returns 0, KJIT_EPROTO (wrong version:
+ * h is still filled so the caller can answer), or KJIT_ETOOBIG. */
+int kj__frame_hdr_decode(const uint8_t *p, struct kj__frame_hdr *h);
+
+struct kj__field {
+	uint16_t tag;
+	uint32_t len;
+	const uint8_t *p; /* points into the body the message was decoded from */
+};
+
+struct kj__msg {
+	size_t n;
+	struct kj__field *f; /* malloc'd; the field bytes are not copied */
+};
+
+/* Splits a frame body into fields, checking every length.  On success m
+ * owns an array (free with kj__msg_free) that points into body, which must
+ * outlive m.  KJIT_EPROTO for a malformed body, KJIT_ETOOBIG for too many
+ * fields, KJIT_ENOMEM. */
+int kj__msg_decode(const uint8_t *body, size_t len, struct kj__msg *m);
+void kj__msg_free(struct kj__msg *m);
+
+/* The first field with tag at or after index *pos (0 to start), or NULL;
+ * *pos is left just past it, so repeated calls walk repeated fields. */
+const struct kj__field *kj__msg_next(const struct kj__msg *m, uint16_t tag, size_t *pos);
+/* The first field with tag, or NULL. */
+const struct kj__field *kj__msg_get(const struct kj__msg *m, uint16_t tag);
+
+/* Copies a string field into a new NUL-terminated string.  KJIT_EPROTO if it
+ * holds a NUL or is longer than max; KJIT_ENOMEM.  f NULL: *out = NULL, 0. */
+int kj__field_strdup(const struct kj__field *f, size_t max, char **out);
+/* Reads a u32 / i32 / u64 field (exact length).  KJIT_EPROTO otherwise. */
+int kj__field_u32(const struct kj__field *f, uint32_t *v);
+int kj__field_i32(const struct kj__field *f, int32_t *v);
+int kj__field_u64(const struct kj__field *f, uint64_t *v);
+
+/* Blocking I/O on a stream fd (client, worker).  Writes all of b.  Reads one
+ * whole frame, waiting at most timeout_ms (<0: forever) for each part; *body
+ * is malloc'd (NULL when empty).  Return 0, KJIT_EIO (errno kept),
+ * KJIT_ECONNECT (peer closed), KJIT_ETIMEDOUT, KJIT_EPROTO, KJIT_ETOOBIG. */
+int kj__frame_write_fd(int fd, const struct kj__buf *b);
+int kj__frame_read_fd(int fd, int timeout_ms, struct kj__frame_hdr *h, uint8_t **body);
+
+#endif /* KJ_PROTO_H */

@@ -1,0 +1,76 @@
+/* sha.c: SHA-256 through OpenSSL's EVP interface (see sha.h). */
+#include <openssl/evp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kjit.h"
+#include "sha.h"
+
+struct kj__sha {
+	EVP_MD_CTX *ctx;
+};
+
+int kj__sha_new(struct kj__sha **out)
+{
+	struct kj__sha *s = calloc(1, sizeof *s);
+
+	if (s == NULL)
+		return KJIT_ENOMEM;
+	s->ctx = EVP_MD_CTX_new();
+	if (s->ctx == NULL || EVP_DigestInit_ex(s->ctx, EVP_sha256(), NULL) != 1) {
+		kj__sha_free(s);
+		return KJIT_ENOMEM;
+	}
+	*out = s;
+	return 0;
+}
+
+int kj__sha_update(struct kj__sha *s, const void *p, size_t n)
+{
+	return EVP_DigestUpdate(s->ctx, p, n) == 1 ? 0 : KJIT_EINTERNAL;
+}
+
+int kj__sha_final(struct kj__sha *s, uint8_t out[KJ_SHA256_LEN])
+{
+	unsigned int n = 0;
+	return EVP_DigestFinal_ex(s->ctx, out, &n) == 1 && n == KJ_SHA256_LEN ? 0 : KJIT_EINTERNAL;
+}
+
+int kj__sha_reset(struct kj__sha *s)
+{
+	return EVP_DigestInit_ex(s->ctx, EVP_sha256(), NULL) == 1 ? 0 : KJIT_EINTERNAL;
+}
+
+void kj__sha_free(struct kj__sha *s)
+{
+	if (s == NULL)
+		return;
+	EVP_MD_CTX_free(s->ctx);
+	free(s);
+}
+
+int kj__sha256(const void *p, size_t n, uint8_t out[KJ_SHA256_LEN])
+{
+	unsigned int len = 0;
+	return EVP_Digest(p, n, out, &len, EVP_sha256(), NULL) == 1 && len == KJ_SHA256_LEN ? 0 : KJIT_EINTERNAL;
+}
+
+void kj__hex(const uint8_t d[KJ_SHA256_LEN], char hex[KJ_SHA256_HEX_LEN + 1])
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (int i = 0; i < KJ_SHA256_LEN; i++) {
+		hex[2 * i] = digits[d[i] >> 4];
+		hex[2 * i + 1] = digits[d[i] & 15];
+	}
+	hex[KJ_SHA256_HEX_LEN] = '\0';
+}
+
+int kj__hex_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n != KJ_SHA256_HEX_LEN)
+		return 0;
+	return strspn(s, "0123456789abcdef") == n;
+}

@@ -1,0 +1,27 @@
+/* sha.h: SHA-256 through OpenSSL's EVP interface, one-shot and streaming. */
+#ifndef KJ_SHA_H
+#define KJ_SHA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define KJ_SHA256_LEN 32
+#define KJ_SHA256_HEX_LEN 64
+
+struct kj__sha;  /* streaming context (opaque; wraps EVP_MD_CTX) */
+
+int kj__sha_new(struct kj__sha **out);
+int kj__sha_update(struct kj__sha *s, const void *p, size_t n);
+/* Finishes into out[32]; the context may be reused after kj__sha_reset. */
+int kj__sha_final(struct kj__sha *s, uint8_t out[KJ_SHA256_LEN]);
+int kj__sha_reset(struct kj__sha *s);
+void kj__sha_free(struct kj__sha *s);
+
+/* One shot.  0 or KJIT_EINTERNAL. */
+int kj__sha256(const void *p, size_t n, uint8_t out[KJ_SHA256_LEN]);
+/* Writes 64 lowercase hex digits and a NUL into hex[65]. */
+void kj__hex(const uint8_t d[KJ_SHA256_LEN], char hex[KJ_SHA256_HEX_LEN + 1]);
+/* 1 if s is exactly 64 lowercase hex digits. */
+int kj__hex_ok(const char *s);
+
+#endif /* KJ_SHA_H */

@@ -1,0 +1,54 @@
+/* util.h: small helpers shared by kjitd, libkjit and the tools: checked
+ * allocation, whole-file and whole-buffer I/O, the default paths of the
+ * design (socket, cache directory), and the name checks every input that
+ * becomes part of a path goes through. */
+#ifndef KJ_UTIL_H
+#define KJ_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define KJ_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* strdup/strndup/asprintf that return NULL only on ENOMEM. */
+char *kj__strdup(const char *s);
+char *kj__strndup(const char *s, size_t n);
+char *kj__asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Writes n bytes to fd, retrying on EINTR and short writes.  0 or -errno. */
+int kj__write_all(int fd, const void *p, size_t n);
+/* Reads exactly n bytes.  0, -errno, or -EPIPE at end of file. */
+int kj__read_all(int fd, void *p, size_t n);
+/* Reads a whole file of at most max bytes into a malloc'd buffer with a NUL
+ * appended (not counted in *len).  0, -errno, or -EFBIG past max. */
+int kj__read_file(const char *path, size_t max, uint8_t **data, size_t *len);
+/* mkdir -p with mode for the directories it creates.  0 or -errno. */
+int kj__mkdir_p(const char *path, mode_t mode);
+
+/* Monotonic clock in microseconds; wall clock in seconds. */
+uint64_t kj__now_us(void);
+int64_t kj__wall_s(void);
+
+/* Default paths of the design, honouring KJIT_SOCKET / KJIT_CACHE_DIR,
+ * XDG_RUNTIME_DIR / XDG_CACHE_HOME / HOME.  malloc'd, or NULL on ENOMEM. */
+char *kj__default_socket_path(void);
+char *kj__default_cache_dir(void);
+
+/* 1 if s is a safe single path component / name: 1..KJ_NAME_MAX bytes of
+ * [A-Za-z0-9._+-], not "." or "..", no '/', NUL or control characters. */
+int kj__name_ok(const char *s);
+/* 1 if s is printable ASCII without '/' and shorter than max (targets,
+ * versions: they become directory names). */
+int kj__token_ok(const char *s, size_t max);
+
+/* Parses "5G", "512M", "100k", "12345" (binary units).  0 or KJIT_EINVAL. */
+int kj__parse_size(const char *s, uint64_t *out);
+
+/* Appends s to b as a JSON string literal (quoted, escaped). */
+struct kj__buf;
+int kj__json_str(struct kj__buf *b, const char *s);
+/* printf-append to b.  0 or KJIT_ENOMEM. */
+int kj__buf_printf(struct kj__buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif /* KJ_UTIL_H */

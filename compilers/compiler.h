@@ -1,0 +1,75 @@
+/* compiler.h: the one small interface every compiler family implements.
+ *
+ * A compiler runs only inside a compile worker process (compilers/worker.c),
+ * never inside kjitd: compilers are large libraries with global state and
+ * bugs of their own (hiprtc 5.2 aborts on unknown targets).  Each family is a
+ * const table of operations, chosen by name when the worker starts, as
+ * Redis's ae.c chooses its backend.
+ */
+#ifndef KJ_COMPILER_H
+#define KJ_COMPILER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct kj__header {
+	const char *name;
+	const uint8_t *data;
+	size_t len;
+};
+
+struct kj__compile_job {
+	const char *target;                 /* canonical target ID */
+	const char *const *options;         /* in order */
+	size_t n_options;
+	const char *const *entries;         /* may be empty */
+	size_t n_entries;
+	const char *source_name;            /* "rms_norm.cu"; never NULL */
+	const uint8_t *source;
+	size_t source_len;
+	const struct kj__header *headers;   /* every header the source may include */
+	size_t n_headers;
+};
+
+struct kj__compile_out {
+	uint8_t *data;   /* malloc'd code object */
+	size_t len;
+	char *log;       /* malloc'd compiler log, or NULL */
+	char *error;     /* malloc'd one-line reason on failure, or NULL */
+};
+
+struct kj__compiler_ops {
+	const char *name;      /* "hiprtc", "hipcc", "nvrtc", "shaderc" */
+	int backend;           /* enum kjit_backend */
+	const char *ext;       /* default object extension: "hsaco", "cubin", "spv" */
+	/* Loads the compiler (dlopen and the like) and warms it so the first
+	 * job does not pay for it.  0, or KJIT_EBACKEND with a reason in err. */
+	int (*init)(void **state, char *err, size_t errlen);
+	void (*fini)(void *state);
+	/* The compiler's identity for the cache key, e.g. "hiprtc 9.0; comgr
+	 * 2.4; device-libs 5.2.3", and the runtime version objects are built
+	 * for, e.g. "5.2".  0 or a negative code. */
+	int (*identity)(void *state, char *id, size_t idlen, char *runtime_version, size_t rvlen);
+	/* 0 if the compiler can build for target, else KJIT_ETARGET with a
+	 * reason naming the target.  Called before every compile. */
+	int (*check_target)(void *state, const char *target, char *err, size_t errlen);
+	/* Compiles job.  0 with out->data set; KJIT_ECOMPILE with out->log;
+	 * or another negative code with out->error.  Frees nothing of job. */
+	int (*compile)(void *state, const struct kj__compile_job *job, struct kj__compile_out *out);
+};
+
+extern const struct kj__compiler_ops kj__compiler_hiprtc;
+extern const struct kj__compiler_ops kj__compiler_hipcc;
+extern const struct kj__compiler_ops kj__compiler_nvrtc;
+extern const struct kj__compiler_ops kj__compiler_shaderc;
+
+/* The family named name ("hiprtc", ...), or NULL. */
+const struct kj__compiler_ops *kj__compiler_find(const char *name);
+void kj__compile_out_free(struct kj__compile_out *out);
+
+/* Entry of `kjitd --worker FAMILY`: applies the sandbox, loads the
+ * compiler, sends HELLO on fd, then answers JOB frames until fd closes.
+ * Returns the process exit status. */
+int kj__worker_main(const char *family, int fd);
+
+#endif /* KJ_COMPILER_H */

@@ -1,0 +1,116 @@
+/*
+ * kjit_prelude.h: the one header shared by every HIP/CUDA kernel in kernels_src.
+ *
+ * Each kernel source is compiled unchanged by hiprtc (HIP, AMD) and by NVRTC (CUDA).
+ * Neither compiler may see a system header, so this file uses only what both provide
+ * built in, and hides the differences:
+ *   - KJ_HIP / KJ_CUDA: which compiler is reading the file;
+ *   - KJ_WARP: lanes per warp/wavefront (32 on NVIDIA and RDNA wave32, 64 on CDNA).
+ *     Code is written to be correct for either width: reductions loop over KJ_WARP,
+ *     per-block scratch is sized for the smallest width (32);
+ *   - kj_shfl_xor: butterfly shuffle within a warp/wavefront;
+ *   - kj_dp4a: 4-way signed int8 dot with int32 accumulate (__dp4a on CUDA,
+ *     __builtin_amdgcn_sdot4 on AMD targets that have dot1-insts, plain C otherwise);
+ *   - kj_block_sum / kj_block_max: block-wide reductions returning the result to all
+ *     threads.  They require blockDim.x to be a multiple of KJ_WARP and <= KJ_BLOCK.
+ * KJ_BLOCK is the block size the launcher uses (manifest option -DKJ_BLOCK=N; it must be
+ * a multiple of 64 so that it is whole wavefronts on every target).
+ */
+#pragma once
+
+#if defined(__HIPCC_RTC__) || defined(__HIP__) || defined(__HIP_DEVICE_COMPILE__)
+#define KJ_HIP 1
+#else
+#define KJ_CUDA 1
+#endif
+
+#ifndef KJ_BLOCK
+#define KJ_BLOCK 256
+#endif
+#if KJ_BLOCK % 64 != 0 || KJ_BLOCK > 1024
+#error "KJ_BLOCK must be a multiple of 64 and at most 1024"
+#endif
+
+/* Scratch slots for one value per warp, sized for the narrowest warp (32 lanes). */
+#define KJ_MAX_WARPS (KJ_BLOCK / 32)
+
+#define KJ_INF __builtin_huge_valf()
+#define KJ_DEV static __device__ __forceinline__
+
+typedef unsigned long long kj_size;
+
+#if defined(KJ_HIP)
+#if defined(__AMDGCN_WAVEFRONT_SIZE)
+#define KJ_WARP __AMDGCN_WAVEFRONT_SIZE
+#else
+#define KJ_WARP warpSize
+#endif
+KJ_DEV float kj_shfl_xor(float v, int mask) { return __shfl_xor(v, mask); }
+#else
+#define KJ_WARP 32
+KJ_DEV float kj_shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
+#endif
+
+/* a·b over the four signed bytes of each word, plus c. */
+KJ_DEV int kj_dp4a(int a, int b, int c)
+{
+#if defined(KJ_CUDA)
+    return __dp4a(a, b, c);
+#elif defined(__gfx906__) || defined(__gfx908__) || defined(__gfx90a__) ||                 \
+    defined(__gfx1011__) || defined(__gfx1012__) || defined(__gfx1030__) ||                \
+    defined(__gfx1031__) || defined(__gfx1032__) || defined(__gfx1033__) ||                \
+    defined(__gfx1034__) || defined(__gfx1035__) || defined(__gfx1036__)
+    return __builtin_amdgcn_sdot4(a, b, c, false);
+#else
+    return c + (signed char)(a) * (signed char)(b) + (signed char)(a >> 8) * (signed char)(b >> 8) +
+           (signed char)(a >> 16) * (signed char)(b >> 16) +
+           (signed char)(a >> 24) * (signed char)(b >> 24);
+#endif
+}
+
+KJ_DEV float4 kj_ld4(const float *p, kj_size i) { return reinterpret_cast<const float4 *>(p)[i]; }
+KJ_DEV void kj_st4(float *p, kj_size i, float4 v) { reinterpret_cast<float4 *>(p)[i] = v; }
+
+KJ_DEV float kj_warp_sum(float v)
+{
+    for (int o = KJ_WARP / 2; o > 0; o >>= 1)
+        v += kj_shfl_xor(v, o);
+    return v;
+}
+
+KJ_DEV float kj_warp_max(float v)
+{
+    for (int o = KJ_WARP / 2; o > 0; o >>= 1)
+        v = fmaxf(v, kj_shfl_xor(v, o));
+    return v;
+}
+
+/* Sum over the block, returned to every thread; `red` is __shared__ float[KJ_MAX_WARPS]. */
+KJ_DEV float kj_block_sum(float v, float *red)
+{
+    const int nw = (int)blockDim.x / KJ_WARP;
+    float t = 0.f;
+    v = kj_warp_sum(v);
+    if (threadIdx.x % KJ_WARP == 0)
+        red[threadIdx.x / KJ_WARP] = v;
+    __syncthreads();
+    for (int i = 0; i < nw; i++)
+        t += red[i];
+    __syncthreads(); /* red may be reused at once */
+    return t;
+}
+
+/* Max over the block, returned to every thread; same contract as kj_block_sum. */
+KJ_DEV float kj_block_max(float v, float *red)
+{
+    const int nw = (int)blockDim.x / KJ_WARP;
+    float t = -KJ_INF;
+    v = kj_warp_max(v);
+    if (threadIdx.x % KJ_WARP == 0)
+        red[threadIdx.x / KJ_WARP] = v;
+    __syncthreads();
+    for (int i = 0; i < nw; i++)
+        t = fmaxf(t, red[i]);
+    __syncthreads();
+    return t;
+}
