@@ -23,7 +23,7 @@ CFLAGS_KJ += --coverage
 LDFLAGS_KJ += --coverage
 endif
 
-SHADERC_LIBS := -lshaderc_combined -lstdc++ -lm -lpthread
+SHADERC_LIBS := -lshaderc_combined -lglslang -lMachineIndependent -lOGLCompiler -lOSDependent -lGenericCodeGen -lSPIRV -lSPIRV-Tools-opt -lSPIRV-Tools -lstdc++ -lm -lpthread
 DAEMON_LIBS  := -luv -lsqlite3 -lcrypto -ldl $(SHADERC_LIBS) -lsystemd
 CLIENT_LIBS  := -lcrypto -ldl
 

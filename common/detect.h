@@ -18,7 +18,7 @@
 
 #include <stddef.h>
 
-#include "limits.h"
+#include "kj_limits.h"
 
 struct kj__gpu {
 	int backend;                        /* enum kjit_backend */
@@ -52,5 +52,44 @@ int kj__resolve_env(int backend, const char *(*getenv_fn)(const char *name),
 /* The variable a user sets to choose the target of backend
  * ("KJIT_HIP_ARCH"...), for error messages. */
 const char *kj__target_env_name(int backend);
+
+/* Added by the detect module (declarations only; the above are unchanged). */
+
+/* Detection limits (candidates for kj_limits.h). */
+#define KJ_DETECT_TOOL_TIMEOUT_MS 10000     /* rocminfo running longer is killed */
+#define KJ_DETECT_TOOL_OUTPUT_MAX (1u << 20) /* rocminfo output kept (8 GPUs: ~60 KiB) */
+#define KJ_DETECT_SYSFS_FILE_MAX (64u << 10) /* a KFD properties file is ~2 KiB */
+
+/* The per-backend halves of kj__detect(), same contract.  kj__detect_hip
+ * reads <root>/class/kfd/kfd/topology/nodes and, only when sysfs_root is
+ * NULL and that directory is absent, runs rocminfo. */
+int kj__detect_hip(const char *sysfs_root, struct kj__gpu *gpus, size_t max, size_t *n,
+		   char *note, size_t notelen);
+int kj__detect_cuda(struct kj__gpu *gpus, size_t max, size_t *n, char *note, size_t notelen);
+int kj__detect_vulkan(struct kj__gpu *gpus, size_t max, size_t *n, char *note, size_t notelen);
+
+/* The per-backend halves of kj__detect_runtime_version(), same contract:
+ * ROCm from <ROCM_PATH or /opt/rocm>/.info/version, else the file name of
+ * the installed libamdhip64.so.X.Y.Z; CUDA from the driver
+ * (cuDriverGetVersion), else NVRTC (nvrtcVersion); Vulkan: the loader's
+ * instance version (vkEnumerateInstanceVersion, "1.3.239"). */
+int kj__hip_runtime_version(char *out, size_t outlen);
+int kj__cuda_runtime_version(char *out, size_t outlen);
+int kj__vulkan_runtime_version(char *out, size_t outlen);
+
+/* Parses rocminfo's text: one entry per GPU agent, target from its ISA line
+ * ("amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-") or else its "Name: gfx..."
+ * line, name from "Marketing Name:".  Agents whose target does not parse are
+ * skipped.  Sets *n; returns 0. */
+int kj__hip_parse_rocminfo(const char *text, struct kj__gpu *gpus, size_t max, size_t *n);
+
+/* Applies the loading process's HSA_XNACK to an AMD target, as the ROCm
+ * runtime does (flag.h: "1" on, "0" off, anything else leaves the mode
+ * unchanged): sets xnack+ / xnack- when the processor supports xnack and
+ * the target does not already fix it.  target is canonical on entry and on
+ * return; *from (may be NULL) is set to "HSA_XNACK" when it changed.
+ * getenv_fn NULL means getenv.  0, or KJIT_ETARGET if target does not parse. */
+int kj__hsa_xnack_apply(char target[KJ_TARGET_MAX], const char *(*getenv_fn)(const char *name),
+			const char **from);
 
 #endif /* KJ_DETECT_H */

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "limits.h"
+#include "kj_limits.h"
 
 enum kj__msg_type {
 	/* client -> daemon */

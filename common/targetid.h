@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-#include "limits.h"
+#include "kj_limits.h"
 
 enum kj__feature_state { KJ_FEAT_ANY = 0, KJ_FEAT_ON = 1, KJ_FEAT_OFF = 2 };
 
@@ -54,5 +54,19 @@ int kj__vulkan_target_parse(const char *s, char *err, size_t errlen);
 /* Canonicalises any backend's target into out (AMD: sorted features; others
  * as given after validation).  0, KJIT_ETARGET or KJIT_EBACKEND. */
 int kj__target_canon(int backend, const char *s, char *out, size_t outlen, char *err, size_t errlen);
+
+/* Added by the targetid module (declarations only; the above are unchanged). */
+
+/* 1 if name is a processor of the table ("gfx90a"), else 0. */
+int kj__amd_processor_known(const char *name);
+/* Which target features processor name supports (*xnack, *sramecc: 1 or 0;
+ * either pointer may be NULL).  0, or KJIT_ETARGET for an unknown name. */
+int kj__amd_processor_supports(const char *name, int *xnack, int *sramecc);
+/* The processor of gfx IP version major.minor.stepping ("gfx" major, then
+ * minor and stepping as one hex digit each: 9.0.10 -> gfx90a), as KFD's
+ * gfx_target_version and HSA_OVERRIDE_GFX_VERSION give it.  0, or
+ * KJIT_ETARGET when that names no processor of the table or out is short. */
+int kj__amd_processor_from_version(unsigned major, unsigned minor, unsigned stepping, char *out,
+				   size_t outlen);
 
 #endif /* KJ_TARGETID_H */

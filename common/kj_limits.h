@@ -1,4 +1,4 @@
-/* limits.h: every size cap, timeout and default of kjit, each with why.
+/* kj_limits.h: every size cap, timeout and default of kjit, each with why.
  * Nothing on a code path uses a bare number for these; change them here. */
 #ifndef KJ_LIMITS_H
 #define KJ_LIMITS_H

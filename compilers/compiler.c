@@ -1,0 +1,313 @@
+/* compiler.c: the table of compiler families and the helpers they share
+ * (compint.h): option whitelists, include checks, log capping and the
+ * inspection of what compilers hand back (ELF headers, clang offload
+ * bundles).  Everything here is pure: no compiler is loaded by this file.
+ *
+ * Invariant: a family never sees an option its whitelist does not name, and
+ * never gets a log longer than KJ_LOG_MAX from these helpers.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compint.h"
+#include "kjit.h"
+#include "kj_limits.h"
+#include "testcomp.h"
+#include "util.h"
+
+static const struct kj__compiler_ops *const families[] = {
+	&kj__compiler_hiprtc, &kj__compiler_hipcc, &kj__compiler_nvrtc,
+	&kj__compiler_shaderc, &kj__compiler_test,
+};
+
+const struct kj__compiler_ops *kj__compiler_find(const char *name)
+{
+	if (name == NULL)
+		return NULL;
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(families); i++)
+		if (strcmp(families[i]->name, name) == 0)
+			return families[i];
+	return NULL;
+}
+
+void kj__compile_out_free(struct kj__compile_out *out)
+{
+	if (out == NULL)
+		return;
+	free(out->data);
+	free(out->log);
+	free(out->error);
+	memset(out, 0, sizeof *out);
+}
+
+int kj__out_error(struct kj__compile_out *out, int code, const char *msg)
+{
+	free(out->error);
+	out->error = kj__strdup(msg);
+	return code;
+}
+
+/* 1 if s[0..n) is a C identifier. */
+static int ident_ok(const char *s, size_t n)
+{
+	if (n == 0 || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
+		return 0;
+	for (size_t i = 1; i < n; i++)
+		if (!(isalnum((unsigned char)s[i]) || s[i] == '_'))
+			return 0;
+	return 1;
+}
+
+/* 1 if v is one of the '|'-separated words of list. */
+static int choice_ok(const char *list, const char *v)
+{
+	size_t vl = strlen(v);
+	const char *p = list;
+
+	while (*p) {
+		const char *e = strchr(p, '|');
+		size_t l = e ? (size_t)(e - p) : strlen(p);
+		if (l == vl && memcmp(p, v, l) == 0)
+			return 1;
+		if (e == NULL)
+			break;
+		p = e + 1;
+	}
+	return 0;
+}
+
+/* 1 if opt matches rule r. */
+static int rule_match(const struct kj__opt_rule *r, const char *opt)
+{
+	size_t tl = strlen(r->text);
+
+	switch (r->kind) {
+	case KJ_OPT_EXACT:
+		return strcmp(opt, r->text) == 0;
+	case KJ_OPT_MACRO: {
+		if (strncmp(opt, r->text, tl) != 0)
+			return 0;
+		const char *name = opt + tl, *eq = strchr(name, '=');
+		if (eq == NULL)
+			return ident_ok(name, strlen(name));
+		if (strcmp(r->text, "-D") != 0 || !ident_ok(name, (size_t)(eq - name)))
+			return 0;
+		for (const char *c = eq + 1; *c; c++) /* no newline or control bytes */
+			if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				return 0;
+		return 1;
+	}
+	case KJ_OPT_CHOICE:
+		return strncmp(opt, r->text, tl) == 0 && choice_ok(r->arg, opt + tl);
+	case KJ_OPT_UINT: {
+		const char *d = opt + tl;
+		size_t dl = strlen(d);
+		if (strncmp(opt, r->text, tl) != 0 || dl == 0 || dl > 6)
+			return 0;
+		return strspn(d, "0123456789") == dl;
+	}
+	}
+	return 0;
+}
+
+int kj__options_check(const char *family, const struct kj__opt_rule *rules, size_t n,
+		      const struct kj__compile_job *job, char *err, size_t errlen)
+{
+	if (job->n_options > KJ_OPTIONS_MAX_COUNT) {
+		snprintf(err, errlen, "%zu options is more than the %d allowed", job->n_options,
+			 KJ_OPTIONS_MAX_COUNT);
+		return KJIT_EINVAL;
+	}
+	for (size_t i = 0; i < job->n_options; i++) {
+		const char *o = job->options[i];
+		int ok = 0;
+		if (o == NULL || strlen(o) > KJ_OPTION_MAX) {
+			snprintf(err, errlen, "option %zu is missing or too long", i);
+			return KJIT_EINVAL;
+		}
+		for (size_t j = 0; j < n && !ok; j++)
+			ok = rule_match(&rules[j], o);
+		if (!ok) {
+			snprintf(err, errlen, "option '%.80s' is not allowed for %s (see docs/compilers.md)",
+				 o, family);
+			return KJIT_EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* 1 if path is relative, made of safe components, and has no "..". */
+static int relpath_ok(const char *path)
+{
+	char comp[KJ_NAME_MAX + 1];
+	const char *p = path;
+
+	if (*p == '\0' || *p == '/' || strlen(path) > KJ_NAME_MAX)
+		return 0;
+	while (*p) {
+		size_t l = strcspn(p, "/");
+		if (l == 0 || l > KJ_NAME_MAX)
+			return 0;
+		memcpy(comp, p, l);
+		comp[l] = '\0';
+		if (!kj__name_ok(comp))
+			return 0;
+		p += l;
+		if (*p == '/')
+			p++;
+	}
+	return p[-1] != '/';
+}
+
+/* Scans text for #include lines whose path is absolute or holds "..".
+ * 0, or KJIT_EINCLUDE naming the include and the file it is in. */
+static int scan_includes(const char *file, const uint8_t *t, size_t n, char *err, size_t errlen)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		size_t s = i;
+		while (i < n && t[i] != '\n')
+			i++;
+		size_t e = i++;
+		while (s < e && (t[s] == ' ' || t[s] == '\t'))
+			s++;
+		if (s >= e || t[s] != '#')
+			continue;
+		s++;
+		while (s < e && (t[s] == ' ' || t[s] == '\t'))
+			s++;
+		if (e - s < 7 || memcmp(t + s, "include", 7) != 0)
+			continue;
+		s += 7;
+		while (s < e && (t[s] == ' ' || t[s] == '\t'))
+			s++;
+		if (s >= e || (t[s] != '"' && t[s] != '<'))
+			continue;
+		char close = t[s] == '"' ? '"' : '>';
+		size_t ps = ++s;
+		while (s < e && t[s] != close)
+			s++;
+		size_t pl = s - ps;
+		int bad = pl > 0 && t[ps] == '/';
+		for (size_t k = ps; k + 1 < s && !bad; k++)
+			bad = t[k] == '.' && t[k + 1] == '.';
+		if (bad) {
+			snprintf(err, errlen, "%s: #include \"%.*s\" leaves the allowed include directories",
+				 file, (int)(pl > 120 ? 120 : pl), (const char *)t + ps);
+			return KJIT_EINCLUDE;
+		}
+	}
+	return 0;
+}
+
+int kj__includes_check(const struct kj__compile_job *job, char *err, size_t errlen)
+{
+	int r = scan_includes(job->source_name, job->source, job->source_len, err, errlen);
+
+	for (size_t i = 0; r == 0 && i < job->n_headers; i++) {
+		const struct kj__header *h = &job->headers[i];
+		if (h->name == NULL || !relpath_ok(h->name)) {
+			snprintf(err, errlen, "header name '%.120s' is not a relative path of plain names",
+				 h->name ? h->name : "");
+			return KJIT_EINCLUDE;
+		}
+		r = scan_includes(h->name, h->data, h->len, err, errlen);
+	}
+	return r;
+}
+
+char *kj__log_dup_of(const char *p, size_t n, size_t total)
+{
+	static const char mark[] = "\n[log truncated: %zu bytes omitted]\n";
+	char tail[96];
+
+	if (p == NULL || n == 0)
+		return NULL;
+	if (total < n)
+		total = n;
+	if (total < KJ_LOG_MAX)
+		return kj__strndup(p, n);
+	size_t keep = KJ_LOG_MAX - sizeof tail;
+	if (keep > n)
+		keep = n;
+	int tl = snprintf(tail, sizeof tail, mark, total - keep);
+	char *s = malloc(keep + (size_t)tl + 1);
+	if (s == NULL)
+		return NULL;
+	memcpy(s, p, keep);
+	memcpy(s + keep, tail, (size_t)tl + 1);
+	return s;
+}
+
+char *kj__log_dup(const char *p, size_t n)
+{
+	return kj__log_dup_of(p, n, n);
+}
+
+int kj__cstr_dup(const uint8_t *p, size_t n, char **out)
+{
+	*out = NULL;
+	if (n > 0 && memchr(p, '\0', n) != NULL)
+		return KJIT_EINVAL;
+	*out = kj__strndup(n ? (const char *)p : "", n);
+	return *out ? 0 : KJIT_ENOMEM;
+}
+
+static uint16_t le16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static uint32_t le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static uint64_t le64(const uint8_t *p) { return le32(p) | (uint64_t)le32(p + 4) << 32; }
+
+int kj__elf_is(const uint8_t *p, size_t n, unsigned machine, uint32_t *flags)
+{
+	/* e_ident[16], e_type u16, e_machine u16 @18, e_version u32, e_entry,
+	 * e_phoff, e_shoff u64, e_flags u32 @48 (ELF64). */
+	if (p == NULL || n < 64 || memcmp(p, "\177ELF", 4) != 0 || p[4] != 2 || p[5] != 1)
+		return 0;
+	if (le16(p + 18) != machine)
+		return 0;
+	if (flags)
+		*flags = le32(p + 48);
+	return 1;
+}
+
+#define BUNDLE_MAGIC "__CLANG_OFFLOAD_BUNDLE__"
+
+int kj__bundle_find(const uint8_t *p, size_t n, const char *target, const uint8_t **obj,
+		    size_t *objlen)
+{
+	/* Layout (clang/lib/Driver/OffloadBundler.cpp): magic[24], u64 count,
+	 * then count x {u64 offset, u64 size, u64 triple length, triple}. */
+	size_t ml = sizeof BUNDLE_MAGIC - 1, off = ml + 8;
+	char want4[KJ_TARGET_MAX + 32], want[KJ_TARGET_MAX + 32];
+
+	snprintf(want4, sizeof want4, "hipv4-amdgcn-amd-amdhsa--%s", target);
+	snprintf(want, sizeof want, "hip-amdgcn-amd-amdhsa-%s", target);
+	if (n < off || memcmp(p, BUNDLE_MAGIC, ml) != 0)
+		return KJIT_ECORRUPT;
+	uint64_t count = le64(p + ml);
+	if (count > 1024)
+		return KJIT_ECORRUPT;
+	for (uint64_t i = 0; i < count; i++) {
+		if (n - off < 24)
+			return KJIT_ECORRUPT;
+		uint64_t eo = le64(p + off), es = le64(p + off + 8), tl = le64(p + off + 16);
+		off += 24;
+		if (tl > n - off || eo > n || es > n - eo)
+			return KJIT_ECORRUPT;
+		const char *t = (const char *)p + off;
+		off += tl;
+		if ((tl == strlen(want4) && memcmp(t, want4, tl) == 0) ||
+		    (tl == strlen(want) && memcmp(t, want, tl) == 0)) {
+			*obj = p + eo;
+			*objlen = es;
+			return 0;
+		}
+	}
+	return KJIT_ENOENT;
+}

@@ -1,0 +1,85 @@
+/* compint.h: helpers shared by the compiler families in compilers/ and
+ * nothing else: option whitelists, log capping, header and include checks,
+ * ELF and clang-offload-bundle inspection, and the AMD facts (comgr's ISA
+ * list, the device-libs fingerprint) both hiprtc and hipcc need.  Not part of
+ * any other module's interface. */
+#ifndef KJ_COMPINT_H
+#define KJ_COMPINT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "compiler.h"
+
+/* ELF e_machine values of the objects we produce (elf.h: EM_AMDGPU, EM_CUDA). */
+#define KJ_EM_AMDGPU 224
+#define KJ_EM_CUDA 190
+#define KJ_SPIRV_MAGIC 0x07230203u
+
+/* One accepted option form of a family's whitelist. */
+enum kj__opt_kind {
+	KJ_OPT_EXACT,   /* the option equals text */
+	KJ_OPT_MACRO,   /* text is "-D" or "-U": text then IDENT, "-D" also IDENT=VALUE */
+	KJ_OPT_CHOICE,  /* text is a prefix ("-std="), the rest one of arg ("c++14|c++17") */
+	KJ_OPT_UINT,    /* text is a prefix, the rest 1..6 decimal digits */
+};
+
+struct kj__opt_rule {
+	int kind;          /* enum kj__opt_kind */
+	const char *text;
+	const char *arg;   /* KJ_OPT_CHOICE: '|'-separated values */
+};
+
+/* 0 if every job option matches a rule of rules[n] (and the count and
+ * lengths are within limits); else KJIT_EINVAL with "option 'X' is not
+ * allowed for FAMILY" in err. */
+int kj__options_check(const char *family, const struct kj__opt_rule *rules, size_t n,
+		      const struct kj__compile_job *job, char *err, size_t errlen);
+
+/* Rejects (KJIT_EINCLUDE, reason in err) an #include in the source or any
+ * header whose path is absolute or climbs with "..", and header names that
+ * are not relative paths of safe components.  Defence in depth: the worker
+ * never reads a file the job did not bring, except the toolkit's own. */
+int kj__includes_check(const struct kj__compile_job *job, char *err, size_t errlen);
+
+/* A malloc'd NUL-terminated copy of p[0..n), cut to at most KJ_LOG_MAX bytes
+ * with a "[log truncated ...]" line appended when cut.  NULL for n == 0 or
+ * on ENOMEM. */
+char *kj__log_dup(const char *p, size_t n);
+/* The same for a log of which only the first n of total bytes were kept. */
+char *kj__log_dup_of(const char *p, size_t n, size_t total);
+
+/* malloc'd NUL-terminated copy of n bytes; KJIT_EINVAL if they hold a NUL
+ * (hiprtc and NVRTC take C strings), KJIT_ENOMEM. */
+int kj__cstr_dup(const uint8_t *p, size_t n, char **out);
+
+/* Sets out->error to a malloc'd copy of msg (best effort) and returns code. */
+int kj__out_error(struct kj__compile_out *out, int code, const char *msg);
+
+/* 1 if p[0..n) is a little-endian 64-bit ELF with e_machine machine; then
+ * *flags (may be NULL) gets e_flags. */
+int kj__elf_is(const uint8_t *p, size_t n, unsigned machine, uint32_t *flags);
+
+/* Finds the entry whose triple is "hipv4-amdgcn-amd-amdhsa--TARGET" (or
+ * "hip-amdgcn-amd-amdhsa-TARGET") in a clang offload bundle and points
+ * *obj/ *objlen into p at it.  0, KJIT_ECORRUPT (malformed bundle) or
+ * KJIT_ENOENT (no entry for target). */
+int kj__bundle_find(const uint8_t *p, size_t n, const char *target, const uint8_t **obj,
+		    size_t *objlen);
+
+/* The HIP option whitelist (hiprtc.c), shared by hipcc: same clang underneath. */
+const struct kj__opt_rule *kj__hip_option_rules(size_t *n);
+
+/* AMD facts shared by hiprtc and hipcc (amd.c). */
+/* The device-libs bitcode directory, or NULL if none of the known ones exists. */
+const char *kj__amd_bitcode_dir(void);
+/* "device-libs " and the first 16 hex digits of SHA-256 over the sorted
+ * names, sizes and contents of the *.bc files of the bitcode directory, or
+ * "device-libs none".  0 or a negative code. */
+int kj__amd_devlibs_id(char *out, size_t outlen);
+/* Parses target with kj__amd_target_parse and writes its canonical form
+ * into canon.  0 or KJIT_ETARGET with a reason naming target in err. */
+int kj__amd_target_canon(const char *target, char *canon, size_t canonlen, char *err,
+			 size_t errlen);
+
+#endif /* KJ_COMPINT_H */

@@ -1,0 +1,479 @@
+/* hipcc.c: the "hipcc" family: the alternative HIP compiler, running the
+ * hipcc driver (perl + clang) as a child process, for systems where hiprtc
+ * is missing or misbehaves.
+ *
+ * Each job gets a private directory (mkdtemp) holding the source and the
+ * job's headers and nothing else; hipcc runs there through posix_spawn with
+ * a clean environment (PATH, HOME and TMPDIR pointing into the directory,
+ * LC_ALL=C, HIP_PLATFORM=amd), its own process group (a job past
+ * KJ_COMPILE_TIMEOUT_MS has the whole group killed) and stdout+stderr
+ * captured as the log (capped at KJ_LOG_MAX, the directory's path removed).
+ * The directory is removed afterwards, whatever happened.
+ *
+ * On Debian `hipcc --genco` writes a clang offload bundle
+ * ("__CLANG_OFFLOAD_BUNDLE__" with an empty host entry and one
+ * "hipv4-amdgcn-amd-amdhsa--TARGET" entry): the device ELF is cut out of it
+ * here (compint.h: kj__bundle_find), so both HIP families hand back a plain
+ * AMDGPU ELF.  A plain ELF (other hipcc builds) is taken as is.
+ *
+ * Identity: "hipcc HIPVERSION; clang VERSION; device-libs HASH" from
+ * `hipcc --version` run once in init; runtime version: MAJOR.MINOR of the
+ * HIP version.  A target is admitted when kj__amd_target_parse accepts it
+ * and the device libs carry oclc_isa_version_NNN.bc for its processor.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "compint.h"
+#include "kjit.h"
+#include "kj_limits.h"
+#include "proto.h"
+#include "util.h"
+
+#define HIPCC_OUT "kjit-out.co"
+
+static const char *const hipcc_paths[] = { "/usr/bin/hipcc", "/opt/rocm/bin/hipcc",
+					   "/opt/rocm/hip/bin/hipcc" };
+
+struct hipcc_state {
+	char hipcc[PATH_MAX];
+	char tmp_root[PATH_MAX];     /* where job directories are made */
+	char identity[KJ_VERSION_STR_MAX * 2];
+	char runtime[KJ_VERSION_STR_MAX];
+};
+
+struct proc_out {
+	struct kj__buf log;  /* first KJ_LOG_MAX bytes */
+	size_t total;        /* bytes the child wrote */
+	int status;          /* waitpid status */
+	int timed_out;
+};
+
+/* Runs argv in dir with a clean environment, capturing stdout+stderr.
+ * 0 when the child ran (look at po->status), or a negative code. */
+static int run_capture(const char *const *argv, const char *dir, int timeout_ms, struct proc_out *po)
+{
+	int r = KJIT_EIO, fds[2] = { -1, -1 };
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t none, all;
+	pid_t pid = -1;
+	char home[PATH_MAX + 8], tmpd[PATH_MAX + 8];
+	char *envp[] = { "PATH=/usr/bin:/bin", home, tmpd, "LC_ALL=C", "LANG=C", "HIP_PLATFORM=amd",
+			 NULL };
+	uint64_t deadline = kj__now_us() + (uint64_t)timeout_ms * 1000;
+
+	memset(po, 0, sizeof *po);
+	snprintf(home, sizeof home, "HOME=%s", dir);
+	snprintf(tmpd, sizeof tmpd, "TMPDIR=%s", dir);
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return KJIT_EIO;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawnattr_init(&at);
+	sigemptyset(&none);
+	sigfillset(&all);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+	posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+	posix_spawn_file_actions_addchdir_np(&fa, dir);
+	posix_spawnattr_setpgroup(&at, 0);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setsigdefault(&at, &all);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+					      POSIX_SPAWN_SETSIGDEF);
+	int e = posix_spawn(&pid, argv[0], &fa, &at, (char *const *)argv, envp);
+	close(fds[1]);
+	fds[1] = -1;
+	if (e != 0) {
+		errno = e;
+		goto out;
+	}
+	for (;;) {
+		char buf[8192];
+		uint64_t now = kj__now_us();
+		if (now >= deadline) {
+			po->timed_out = 1;
+			kill(-pid, SIGKILL);
+			break;
+		}
+		struct pollfd pf = { .fd = fds[0], .events = POLLIN };
+		int pr = poll(&pf, 1, (int)((deadline - now) / 1000) + 1);
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr <= 0)
+			continue;
+		ssize_t n = read(fds[0], buf, sizeof buf);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		po->total += (size_t)n;
+		if (po->log.len < KJ_LOG_MAX) {
+			size_t k = (size_t)n < KJ_LOG_MAX - po->log.len ? (size_t)n : KJ_LOG_MAX - po->log.len;
+			if (kj__buf_append(&po->log, buf, k) < 0) {
+				r = KJIT_ENOMEM;
+				kill(-pid, SIGKILL);
+				goto reap;
+			}
+		}
+	}
+	r = 0;
+reap:
+	while (waitpid(pid, &po->status, 0) < 0 && errno == EINTR)
+		;
+	kill(-pid, SIGKILL); /* stragglers of the group, if any */
+out:
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	if (fds[0] >= 0)
+		close(fds[0]);
+	if (fds[1] >= 0)
+		close(fds[1]);
+	return r;
+}
+
+static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)ftw;
+	if (flag == FTW_DP)
+		rmdir(path);
+	else
+		unlink(path);
+	return 0;
+}
+
+static void rm_tree(const char *dir)
+{
+	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Makes a fresh private directory under st->tmp_root into dir. */
+static int make_dir(const struct hipcc_state *st, char *dir, size_t dirlen)
+{
+	if ((size_t)snprintf(dir, dirlen, "%s/kjit-hipcc-XXXXXX", st->tmp_root) >= dirlen)
+		return KJIT_EINVAL;
+	return mkdtemp(dir) ? 0 : KJIT_EIO;
+}
+
+/* Writes data to dir/name, creating the subdirectories name has (name was
+ * checked: relative, no ".."). */
+static int put_file(const char *dir, const char *name, const uint8_t *data, size_t len)
+{
+	char path[PATH_MAX];
+	int r = KJIT_EIO, fd = -1;
+
+	if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path)
+		return KJIT_EINVAL;
+	for (char *s = path + strlen(dir) + 1; (s = strchr(s, '/')) != NULL; s++) {
+		*s = '\0';
+		if (mkdir(path, 0700) < 0 && errno != EEXIST)
+			return KJIT_EIO;
+		*s = '/';
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		goto out;
+	if (kj__write_all(fd, data, len) < 0)
+		goto out;
+	r = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	return r;
+}
+
+/* The captured log with every "DIR/" removed, capped; NULL if empty. */
+static char *clean_log(const struct proc_out *po, const char *dir)
+{
+	char pre[PATH_MAX + 2];
+	size_t pl = (size_t)snprintf(pre, sizeof pre, "%s/", dir), w = 0;
+	char *s = malloc(po->log.len + 1);
+
+	if (s == NULL || po->log.len == 0) {
+		free(s);
+		return NULL;
+	}
+	for (size_t i = 0; i < po->log.len;) {
+		if (po->log.len - i >= pl && memcmp(po->log.p + i, pre, pl) == 0) {
+			i += pl;
+			continue;
+		}
+		s[w++] = (char)po->log.p[i++];
+	}
+	/* The removed prefixes shrink the log; the omitted count stays exact. */
+	char *l = kj__log_dup_of(s, w, w + (po->total - po->log.len));
+	free(s);
+	return l;
+}
+
+static int hipcc_check_target(void *state, const char *target, char *err, size_t errlen)
+{
+	char canon[KJ_TARGET_MAX], path[PATH_MAX];
+	struct stat sb;
+	const char *dir = kj__amd_bitcode_dir();
+	int r = kj__amd_target_canon(target, canon, sizeof canon, err, errlen);
+
+	(void)state;
+	if (r < 0)
+		return r;
+	if (strcmp(canon, target) != 0) {
+		snprintf(err, errlen, "target '%s' is not canonical (expected '%s')", target, canon);
+		return KJIT_ETARGET;
+	}
+	size_t pl = strcspn(target, ":");
+	if (dir == NULL || pl < 4 ||
+	    (size_t)snprintf(path, sizeof path, "%s/oclc_isa_version_%.*s.bc", dir, (int)(pl - 3),
+			     target + 3) >= sizeof path ||
+	    stat(path, &sb) != 0) {
+		snprintf(err, errlen, "target '%s': the installed device libraries have no '%.*s' (oclc_isa_version_%.*s.bc)",
+			 target, (int)pl, target, (int)(pl > 3 ? pl - 3 : 0), target + (pl > 3 ? 3 : 0));
+		return KJIT_ETARGET;
+	}
+	return 0;
+}
+
+static void hipcc_fini(void *state)
+{
+	free(state);
+}
+
+/* Fills st->identity and st->runtime from `hipcc --version`. */
+static int probe_version(struct hipcc_state *st, char *err, size_t errlen)
+{
+	int r = KJIT_EBACKEND;
+	char dir[PATH_MAX], hipv[KJ_VERSION_STR_MAX] = "", clangv[KJ_VERSION_STR_MAX] = "";
+	char dl[KJ_VERSION_STR_MAX];
+	const char *argv[] = { st->hipcc, "--version", NULL };
+	struct proc_out po;
+	int maj = 0, min = 0;
+
+	memset(&po, 0, sizeof po);
+	if (make_dir(st, dir, sizeof dir) < 0) {
+		snprintf(err, errlen, "cannot make a directory under %s", st->tmp_root);
+		return KJIT_EIO;
+	}
+	if (run_capture(argv, dir, KJ_COMPILE_TIMEOUT_MS, &po) < 0 || !WIFEXITED(po.status) ||
+	    WEXITSTATUS(po.status) != 0 || kj__buf_append(&po.log, "", 1) < 0) {
+		snprintf(err, errlen, "'%s --version' failed", st->hipcc);
+		goto out;
+	}
+	const char *t = (const char *)po.log.p, *h = strstr(t, "HIP version: "), *c = strstr(t, "clang version ");
+	if (h == NULL || sscanf(h + 13, "%63s", hipv) != 1 || sscanf(hipv, "%d.%d", &maj, &min) != 2) {
+		snprintf(err, errlen, "'%s --version' names no HIP version", st->hipcc);
+		goto out;
+	}
+	if (c)
+		sscanf(c + 14, "%63s", clangv);
+	if ((r = kj__amd_devlibs_id(dl, sizeof dl)) < 0) {
+		snprintf(err, errlen, "cannot fingerprint the device libraries");
+		goto out;
+	}
+	if ((size_t)snprintf(st->identity, sizeof st->identity, "hipcc %s; clang %s; %s", hipv,
+			     clangv[0] ? clangv : "unknown", dl) >= sizeof st->identity) {
+		snprintf(err, errlen, "hipcc's identity is too long");
+		r = KJIT_EBACKEND;
+		goto out;
+	}
+	snprintf(st->runtime, sizeof st->runtime, "%d.%d", maj, min);
+	r = 0;
+out:
+	kj__buf_free(&po.log);
+	rm_tree(dir);
+	return r;
+}
+
+static int hipcc_init(void **state, char *err, size_t errlen)
+{
+	int r = KJIT_ENOMEM;
+	struct hipcc_state *st = calloc(1, sizeof *st);
+	const char *tmp = getenv("TMPDIR");
+
+	if (st == NULL)
+		goto out;
+	r = KJIT_EBACKEND;
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(hipcc_paths) && !st->hipcc[0]; i++)
+		if (access(hipcc_paths[i], X_OK) == 0)
+			snprintf(st->hipcc, sizeof st->hipcc, "%s", hipcc_paths[i]);
+	if (!st->hipcc[0]) {
+		snprintf(err, errlen, "hipcc not found (/usr/bin/hipcc, /opt/rocm/bin/hipcc): install hipcc");
+		goto out;
+	}
+	snprintf(st->tmp_root, sizeof st->tmp_root, "%s",
+		 tmp && tmp[0] == '/' && strlen(tmp) < PATH_MAX / 2 ? tmp : "/tmp");
+	if ((r = probe_version(st, err, errlen)) < 0)
+		goto out;
+	/* success */
+	*state = st;
+	st = NULL;
+	r = 0;
+out:
+	free(st);
+	return r;
+}
+
+static int hipcc_identity(void *state, char *id, size_t idlen, char *rv, size_t rvlen)
+{
+	struct hipcc_state *st = state;
+
+	if ((size_t)snprintf(id, idlen, "%s", st->identity) >= idlen ||
+	    (size_t)snprintf(rv, rvlen, "%s", st->runtime) >= rvlen)
+		return KJIT_ETOOBIG;
+	return 0;
+}
+
+/* The file name the source is written under: its own if it is a plain name
+ * ending in .hip or .cu, else "source.hip". */
+static void source_file(const char *name, char *out, size_t outlen)
+{
+	size_t l = strlen(name);
+	int ok = kj__name_ok(name) &&
+		 ((l > 4 && strcmp(name + l - 4, ".hip") == 0) || (l > 3 && strcmp(name + l - 3, ".cu") == 0));
+	snprintf(out, outlen, "%s", ok ? name : "source.hip");
+}
+
+/* Reads dir/HIPCC_OUT and takes the device ELF for target out of it. */
+static int take_object(const char *dir, const char *target, struct kj__compile_out *out)
+{
+	char path[PATH_MAX];
+	uint8_t *data = NULL;
+	size_t len = 0;
+	const uint8_t *obj = NULL;
+	size_t objlen = 0;
+	int r;
+
+	if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, HIPCC_OUT) >= sizeof path)
+		return kj__out_error(out, KJIT_EINTERNAL, "temporary path too long");
+	if ((r = kj__read_file(path, KJ_OBJECT_MAX + (1u << 20), &data, &len)) < 0) {
+		r = kj__out_error(out, r == -EFBIG ? KJIT_ETOOBIG : KJIT_EINTERNAL,
+				  "hipcc succeeded but wrote no code object");
+		goto out;
+	}
+	if (kj__elf_is(data, len, KJ_EM_AMDGPU, NULL)) {
+		obj = data;
+		objlen = len;
+	} else if ((r = kj__bundle_find(data, len, target, &obj, &objlen)) < 0) {
+		r = kj__out_error(out, KJIT_EINTERNAL, r == KJIT_ENOENT ?
+				  "hipcc's offload bundle has no entry for the target" :
+				  "hipcc wrote neither an ELF nor a clang offload bundle");
+		goto out;
+	}
+	if (!kj__elf_is(obj, objlen, KJ_EM_AMDGPU, NULL) || objlen > KJ_OBJECT_MAX) {
+		r = kj__out_error(out, KJIT_EINTERNAL, "hipcc's device object is not an AMDGPU ELF");
+		goto out;
+	}
+	if ((out->data = malloc(objlen)) == NULL) {
+		r = KJIT_ENOMEM;
+		goto out;
+	}
+	memcpy(out->data, obj, objlen);
+	out->len = objlen;
+	r = 0;
+out:
+	free(data);
+	return r;
+}
+
+static int hipcc_compile(void *state, const struct kj__compile_job *job, struct kj__compile_out *out)
+{
+	struct hipcc_state *st = state;
+	int r;
+	char err[256], dir[PATH_MAX] = "", arch[KJ_TARGET_MAX + 32], inc[PATH_MAX + 4];
+	char src[KJ_NAME_MAX + 16], srcpath[PATH_MAX + KJ_NAME_MAX], outpath[PATH_MAX + 32];
+	const char **argv = NULL;
+	size_t n_rules, a = 0;
+	const struct kj__opt_rule *rules = kj__hip_option_rules(&n_rules);
+	struct proc_out po;
+
+	memset(out, 0, sizeof *out);
+	memset(&po, 0, sizeof po);
+	if ((r = hipcc_check_target(st, job->target, err, sizeof err)) < 0 ||
+	    (r = kj__options_check("hipcc", rules, n_rules, job, err, sizeof err)) < 0 ||
+	    (r = kj__includes_check(job, err, sizeof err)) < 0) {
+		r = kj__out_error(out, r, err);
+		goto out;
+	}
+	if ((r = make_dir(st, dir, sizeof dir)) < 0) {
+		dir[0] = '\0';
+		r = kj__out_error(out, KJIT_EIO, "cannot make a temporary directory for hipcc");
+		goto out;
+	}
+	source_file(job->source_name, src, sizeof src);
+	for (size_t i = 0; i < job->n_headers; i++) {
+		if (strcmp(job->headers[i].name, src) == 0 || strcmp(job->headers[i].name, HIPCC_OUT) == 0)
+			continue; /* the source itself wins */
+		if ((r = put_file(dir, job->headers[i].name, job->headers[i].data, job->headers[i].len)) < 0) {
+			r = kj__out_error(out, KJIT_EIO, "cannot write a header into the temporary directory");
+			goto out;
+		}
+	}
+	if ((r = put_file(dir, src, job->source, job->source_len)) < 0) {
+		r = kj__out_error(out, KJIT_EIO, "cannot write the source into the temporary directory");
+		goto out;
+	}
+	r = KJIT_ENOMEM;
+	if ((argv = calloc(job->n_options + 10, sizeof *argv)) == NULL)
+		goto out;
+	if ((size_t)snprintf(arch, sizeof arch, "--offload-arch=%s", job->target) >= sizeof arch ||
+	    (size_t)snprintf(inc, sizeof inc, "-I%s", dir) >= sizeof inc ||
+	    (size_t)snprintf(srcpath, sizeof srcpath, "%s/%s", dir, src) >= sizeof srcpath ||
+	    (size_t)snprintf(outpath, sizeof outpath, "%s/%s", dir, HIPCC_OUT) >= sizeof outpath) {
+		r = kj__out_error(out, KJIT_EINTERNAL, "temporary path too long");
+		goto out;
+	}
+	argv[a++] = st->hipcc;
+	argv[a++] = "--genco";
+	argv[a++] = arch;
+	for (size_t i = 0; i < job->n_options; i++)
+		argv[a++] = job->options[i];
+	argv[a++] = inc;
+	argv[a++] = "-o";
+	argv[a++] = outpath;
+	argv[a++] = srcpath;
+	argv[a] = NULL;
+	if ((r = run_capture(argv, dir, KJ_COMPILE_TIMEOUT_MS, &po)) < 0) {
+		r = kj__out_error(out, r, "cannot run hipcc");
+		goto out;
+	}
+	out->log = clean_log(&po, dir);
+	if (po.timed_out) {
+		r = kj__out_error(out, KJIT_ETIMEDOUT, "hipcc ran past the compile timeout and was killed");
+		goto out;
+	}
+	if (!WIFEXITED(po.status) || WEXITSTATUS(po.status) != 0) {
+		snprintf(err, sizeof err, "%s: hipcc failed (%s %d)", job->source_name,
+			 WIFEXITED(po.status) ? "exit status" : "signal",
+			 WIFEXITED(po.status) ? WEXITSTATUS(po.status) : WTERMSIG(po.status));
+		r = kj__out_error(out, KJIT_ECOMPILE, err);
+		goto out;
+	}
+	r = take_object(dir, job->target, out);
+out:
+	if (dir[0])
+		rm_tree(dir);
+	kj__buf_free(&po.log);
+	free(argv);
+	return r;
+}
+
+const struct kj__compiler_ops kj__compiler_hipcc = {
+	.name = "hipcc",
+	.backend = KJIT_BACKEND_HIP,
+	.ext = "hsaco",
+	.init = hipcc_init,
+	.fini = hipcc_fini,
+	.identity = hipcc_identity,
+	.check_target = hipcc_check_target,
+	.compile = hipcc_compile,
+};

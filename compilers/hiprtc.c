@@ -1,0 +1,396 @@
+/* hiprtc.c: the "hiprtc" family: HIP sources to AMDGPU code objects with
+ * ROCm's runtime compiler, loaded with dlopen so kjit builds without ROCm.
+ *
+ * hiprtc lives in libamdhip64.so.5 (ROCm 5.x) or libhiprtc.so (6.x); comgr
+ * (libamd_comgr.so.2) gives the list of ISAs it can build.  hiprtc 5.2
+ * aborts the whole process for a target it does not know (gfx940, gfx1100,
+ * "gfx1030:xnack-", the full triple form), so check_target admits only a
+ * target that kj__amd_target_parse accepts and whose processor is in
+ * comgr's ISA list; compile re-checks.  The object is the plain ELF
+ * hiprtcGetCode returns (e_machine EM_AMDGPU).
+ *
+ * Identity: "hiprtc MAJ.MIN; comgr MAJ.MIN; device-libs HASH" (amd.c says
+ * how the hash is made).  Runtime version: MAJOR.MINOR of the HIP runtime,
+ * read from the real file name of the loaded library
+ * (libamdhip64.so.5.2.21153 -> "5.2", via dlinfo + realpath), else from
+ * the soname ("5").  State is one struct per worker; nothing is global.
+ */
+#include <dlfcn.h>
+#include <limits.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compint.h"
+#include "kjit.h"
+#include "kj_limits.h"
+#include "util.h"
+
+typedef int hiprtc_res; /* hiprtcResult: 0 is HIPRTC_SUCCESS */
+typedef void *hiprtc_prog;
+
+struct hiprtc_api {
+	hiprtc_res (*version)(int *, int *);
+	const char *(*errstr)(hiprtc_res);
+	hiprtc_res (*create)(hiprtc_prog *, const char *, const char *, int, const char **,
+			     const char **);
+	hiprtc_res (*compile)(hiprtc_prog, int, const char **);
+	hiprtc_res (*log_size)(hiprtc_prog, size_t *);
+	hiprtc_res (*log)(hiprtc_prog, char *);
+	hiprtc_res (*code_size)(hiprtc_prog, size_t *);
+	hiprtc_res (*code)(hiprtc_prog, char *);
+	hiprtc_res (*destroy)(hiprtc_prog *);
+};
+
+struct hiprtc_state {
+	void *lib, *comgr;
+	struct hiprtc_api api;
+	char **isas;          /* processors comgr lists, "gfx90a" */
+	size_t n_isas;
+	char identity[KJ_VERSION_STR_MAX * 2];
+	char runtime[KJ_VERSION_STR_MAX];
+};
+
+static const char *const hip_libs[] = { "libamdhip64.so.5", "libhiprtc.so.6", "libhiprtc.so",
+					"libamdhip64.so" };
+
+/* Clang options a HIP source may carry.  Anything else is refused. */
+static const struct kj__opt_rule hip_rules[] = {
+	{ KJ_OPT_MACRO, "-D", NULL },
+	{ KJ_OPT_MACRO, "-U", NULL },
+	{ KJ_OPT_CHOICE, "-O", "0|1|2|3" },
+	{ KJ_OPT_EXACT, "-ffast-math", NULL },
+	{ KJ_OPT_EXACT, "-fno-fast-math", NULL },
+	{ KJ_OPT_CHOICE, "-ffp-contract=", "off|on|fast" },
+	{ KJ_OPT_CHOICE, "-std=", "c++11|c++14|c++17|c++20" },
+	{ KJ_OPT_EXACT, "-munsafe-fp-atomics", NULL },
+	{ KJ_OPT_EXACT, "-mno-unsafe-fp-atomics", NULL },
+	{ KJ_OPT_EXACT, "-mcumode", NULL },
+	{ KJ_OPT_EXACT, "-mno-cumode", NULL },
+	{ KJ_OPT_EXACT, "-w", NULL },
+	{ KJ_OPT_EXACT, "-Wall", NULL },
+	{ KJ_OPT_EXACT, "-Werror", NULL },
+};
+
+const struct kj__opt_rule *kj__hip_option_rules(size_t *n)
+{
+	*n = KJ_ARRAY_SIZE(hip_rules);
+	return hip_rules;
+}
+
+static void *sym(void *lib, const char *name, int *missing)
+{
+	void *p = dlsym(lib, name);
+	if (p == NULL)
+		*missing = 1;
+	return p;
+}
+
+static int load_api(struct hiprtc_state *st, char *err, size_t errlen)
+{
+	int missing = 0;
+
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(hip_libs) && st->lib == NULL; i++)
+		st->lib = dlopen(hip_libs[i], RTLD_NOW | RTLD_LOCAL);
+	if (st->lib == NULL) {
+		snprintf(err, errlen, "hiprtc not found (libamdhip64.so.5 / libhiprtc.so): install ROCm's hiprtc");
+		return KJIT_EBACKEND;
+	}
+	*(void **)&st->api.version = sym(st->lib, "hiprtcVersion", &missing);
+	*(void **)&st->api.errstr = sym(st->lib, "hiprtcGetErrorString", &missing);
+	*(void **)&st->api.create = sym(st->lib, "hiprtcCreateProgram", &missing);
+	*(void **)&st->api.compile = sym(st->lib, "hiprtcCompileProgram", &missing);
+	*(void **)&st->api.log_size = sym(st->lib, "hiprtcGetProgramLogSize", &missing);
+	*(void **)&st->api.log = sym(st->lib, "hiprtcGetProgramLog", &missing);
+	*(void **)&st->api.code_size = sym(st->lib, "hiprtcGetCodeSize", &missing);
+	*(void **)&st->api.code = sym(st->lib, "hiprtcGetCode", &missing);
+	*(void **)&st->api.destroy = sym(st->lib, "hiprtcDestroyProgram", &missing);
+	if (missing) {
+		snprintf(err, errlen, "hiprtc library lacks a hiprtc* symbol: %s", dlerror());
+		return KJIT_EBACKEND;
+	}
+	return 0;
+}
+
+/* Loads comgr, lists its ISAs into st->isas and appends "comgr X.Y" to id. */
+static int load_isas(struct hiprtc_state *st, char *id, size_t idlen, char *err, size_t errlen)
+{
+	int (*get_version)(size_t *, size_t *);
+	int (*isa_count)(size_t *);
+	int (*isa_name)(size_t, const char **);
+	static const char prefix[] = "amdgcn-amd-amdhsa--";
+	size_t n = 0, maj = 0, min = 0;
+
+	st->comgr = dlopen("libamd_comgr.so.2", RTLD_NOW | RTLD_LOCAL);
+	if (st->comgr == NULL) {
+		snprintf(err, errlen, "libamd_comgr.so.2 not found: install ROCm's comgr");
+		return KJIT_EBACKEND;
+	}
+	*(void **)&get_version = dlsym(st->comgr, "amd_comgr_get_version");
+	*(void **)&isa_count = dlsym(st->comgr, "amd_comgr_get_isa_count");
+	*(void **)&isa_name = dlsym(st->comgr, "amd_comgr_get_isa_name");
+	if (!get_version || !isa_count || !isa_name || isa_count(&n) != 0 || n > 1024) {
+		snprintf(err, errlen, "comgr does not list its ISAs");
+		return KJIT_EBACKEND;
+	}
+	get_version(&maj, &min);
+	snprintf(id, idlen, "comgr %zu.%zu", maj, min);
+	st->isas = calloc(n ? n : 1, sizeof *st->isas);
+	if (st->isas == NULL)
+		return KJIT_ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		const char *s = NULL;
+		if (isa_name(i, &s) != 0 || s == NULL || strncmp(s, prefix, sizeof prefix - 1) != 0)
+			continue;
+		s += sizeof prefix - 1;
+		if ((st->isas[st->n_isas] = kj__strndup(s, strcspn(s, ":"))) == NULL)
+			return KJIT_ENOMEM;
+		st->n_isas++;
+	}
+	return 0;
+}
+
+/* "5.2" from the real path of the loaded HIP library, else its soname. */
+static void runtime_version(struct hiprtc_state *st)
+{
+	struct link_map *lm = NULL;
+	char real[PATH_MAX];
+	const char *v = NULL;
+	int maj = 0, min = 0;
+
+	snprintf(st->runtime, sizeof st->runtime, "unknown");
+	if (dlinfo(st->lib, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name &&
+	    realpath(lm->l_name, real) != NULL && (v = strstr(real, ".so.")) != NULL) {
+		if (sscanf(v + 4, "%d.%d", &maj, &min) == 2) {
+			snprintf(st->runtime, sizeof st->runtime, "%d.%d", maj, min);
+			return;
+		}
+		if (sscanf(v + 4, "%d", &maj) == 1)
+			snprintf(st->runtime, sizeof st->runtime, "%d", maj);
+	}
+}
+
+static int hiprtc_check_target(void *state, const char *target, char *err, size_t errlen)
+{
+	struct hiprtc_state *st = state;
+	char canon[KJ_TARGET_MAX];
+	int r = kj__amd_target_canon(target, canon, sizeof canon, err, errlen);
+
+	if (r < 0)
+		return r;
+	if (strcmp(canon, target) != 0) {
+		snprintf(err, errlen, "target '%s' is not canonical (expected '%s')", target, canon);
+		return KJIT_ETARGET;
+	}
+	size_t pl = strcspn(target, ":");
+	for (size_t i = 0; i < st->n_isas; i++)
+		if (strlen(st->isas[i]) == pl && strncmp(st->isas[i], target, pl) == 0)
+			return 0;
+	snprintf(err, errlen, "target '%s': processor '%.*s' is not supported by this hiprtc (comgr lists %s..%s)",
+		 target, (int)pl, target, st->n_isas ? st->isas[0] : "none",
+		 st->n_isas ? st->isas[st->n_isas - 1] : "none");
+	return KJIT_ETARGET;
+}
+
+/* Compiles src (NUL-terminated) with hiprtc; the shared core of compile and
+ * the warm-up of init. */
+static int run_hiprtc(struct hiprtc_state *st, const char *name, const char *src, int n_hdr,
+		      const char **hdrs, const char **hdr_names, int n_opts, const char **opts,
+		      struct kj__compile_out *out)
+{
+	int r = KJIT_EINTERNAL;
+	hiprtc_prog p = NULL;
+	size_t log_len = 0, len = 0;
+	char *log = NULL;
+	uint8_t *code = NULL;
+	char msg[256];
+
+	hiprtc_res e = st->api.create(&p, src, name, n_hdr, hdrs, hdr_names);
+	if (e != 0) {
+		snprintf(msg, sizeof msg, "hiprtcCreateProgram: %s", st->api.errstr(e));
+		r = kj__out_error(out, KJIT_EINTERNAL, msg);
+		p = NULL;
+		goto out;
+	}
+	hiprtc_res ce = st->api.compile(p, n_opts, opts);
+	if (st->api.log_size(p, &log_len) == 0 && log_len > 1 && log_len < KJ_FRAME_MAX) {
+		if ((log = malloc(log_len + 1)) == NULL) {
+			r = KJIT_ENOMEM;
+			goto out;
+		}
+		if (st->api.log(p, log) == 0) {
+			log[log_len] = '\0';
+			out->log = kj__log_dup(log, strlen(log));
+		}
+	}
+	if (ce != 0) {
+		snprintf(msg, sizeof msg, "%s: hiprtc: %s", name, st->api.errstr(ce));
+		r = kj__out_error(out, KJIT_ECOMPILE, msg);
+		goto out;
+	}
+	if (st->api.code_size(p, &len) != 0 || len == 0 || len > KJ_OBJECT_MAX) {
+		r = kj__out_error(out, len > KJ_OBJECT_MAX ? KJIT_ETOOBIG : KJIT_EINTERNAL,
+				  "hiprtc returned no code object or one over the size cap");
+		goto out;
+	}
+	if ((code = malloc(len)) == NULL) {
+		r = KJIT_ENOMEM;
+		goto out;
+	}
+	if (st->api.code(p, (char *)code) != 0 || !kj__elf_is(code, len, KJ_EM_AMDGPU, NULL)) {
+		r = kj__out_error(out, KJIT_EINTERNAL, "hiprtc returned something other than an AMDGPU ELF");
+		goto out;
+	}
+	/* success */
+	out->data = code;
+	out->len = len;
+	code = NULL;
+	r = 0;
+out:
+	if (p)
+		st->api.destroy(&p);
+	free(code);
+	free(log);
+	return r;
+}
+
+static void hiprtc_fini(void *state)
+{
+	struct hiprtc_state *st = state;
+
+	if (st == NULL)
+		return;
+	for (size_t i = 0; i < st->n_isas; i++)
+		free(st->isas[i]);
+	free(st->isas);
+	/* The libraries stay mapped: hiprtc registers atexit handlers. */
+	free(st);
+}
+
+static int hiprtc_init(void **state, char *err, size_t errlen)
+{
+	int r = KJIT_ENOMEM;
+	struct hiprtc_state *st = calloc(1, sizeof *st);
+	char comgr_id[KJ_VERSION_STR_MAX] = "", dl_id[KJ_VERSION_STR_MAX] = "";
+	int maj = 0, min = 0;
+
+	if (st == NULL)
+		goto out;
+	if ((r = load_api(st, err, errlen)) < 0)
+		goto out;
+	if ((r = load_isas(st, comgr_id, sizeof comgr_id, err, errlen)) < 0)
+		goto out;
+	if ((r = kj__amd_devlibs_id(dl_id, sizeof dl_id)) < 0) {
+		snprintf(err, errlen, "cannot fingerprint the device libraries");
+		goto out;
+	}
+	if (st->api.version(&maj, &min) != 0) {
+		snprintf(err, errlen, "hiprtcVersion failed");
+		r = KJIT_EBACKEND;
+		goto out;
+	}
+	if ((size_t)snprintf(st->identity, sizeof st->identity, "hiprtc %d.%d; %s; %s", maj, min,
+			     comgr_id, dl_id) >= sizeof st->identity) {
+		snprintf(err, errlen, "hiprtc's identity is too long");
+		r = KJIT_EBACKEND;
+		goto out;
+	}
+	runtime_version(st);
+	/* Warm-up: the first compile loads comgr's LLVM and device libs. */
+	if (st->n_isas > 0) {
+		struct kj__compile_out o = { 0 };
+		char arch[KJ_TARGET_MAX + 32];
+		const char *opt[1] = { arch };
+		snprintf(arch, sizeof arch, "--gpu-architecture=%s", st->isas[st->n_isas - 1]);
+		for (size_t i = 0; i < st->n_isas; i++)
+			if (strcmp(st->isas[i], "gfx90a") == 0)
+				snprintf(arch, sizeof arch, "--gpu-architecture=gfx90a");
+		r = run_hiprtc(st, "kjit_warmup.hip", "extern \"C\" __global__ void kjit_warmup() {}\n",
+			       0, NULL, NULL, 1, opt, &o);
+		kj__compile_out_free(&o);
+		if (r < 0) {
+			snprintf(err, errlen, "hiprtc cannot compile a trivial kernel (%s)", kjit_strerror(r));
+			goto out;
+		}
+	}
+	/* success */
+	*state = st;
+	st = NULL;
+	r = 0;
+out:
+	hiprtc_fini(st);
+	return r;
+}
+
+static int hiprtc_identity(void *state, char *id, size_t idlen, char *rv, size_t rvlen)
+{
+	struct hiprtc_state *st = state;
+
+	if ((size_t)snprintf(id, idlen, "%s", st->identity) >= idlen ||
+	    (size_t)snprintf(rv, rvlen, "%s", st->runtime) >= rvlen)
+		return KJIT_ETOOBIG;
+	return 0;
+}
+
+static int hiprtc_compile(void *state, const struct kj__compile_job *job, struct kj__compile_out *out)
+{
+	struct hiprtc_state *st = state;
+	int r = KJIT_ENOMEM;
+	char err[256], arch[KJ_TARGET_MAX + 32];
+	char *src = NULL;
+	char **hdrs = NULL;
+	const char **names = NULL, **opts = NULL;
+	size_t n_rules, nh = job->n_headers;
+	const struct kj__opt_rule *rules = kj__hip_option_rules(&n_rules);
+
+	memset(out, 0, sizeof *out);
+	if ((r = hiprtc_check_target(st, job->target, err, sizeof err)) < 0 ||
+	    (r = kj__options_check("hiprtc", rules, n_rules, job, err, sizeof err)) < 0 ||
+	    (r = kj__includes_check(job, err, sizeof err)) < 0) {
+		r = kj__out_error(out, r, err);
+		goto out;
+	}
+	hdrs = calloc(nh + 1, sizeof *hdrs);
+	names = calloc(nh + 1, sizeof *names);
+	opts = calloc(job->n_options + 1, sizeof *opts);
+	if (hdrs == NULL || names == NULL || opts == NULL)
+		goto out;
+	if ((r = kj__cstr_dup(job->source, job->source_len, &src)) < 0) {
+		r = kj__out_error(out, r, "the source holds a NUL byte");
+		goto out;
+	}
+	for (size_t i = 0; i < nh; i++) {
+		names[i] = job->headers[i].name;
+		if ((r = kj__cstr_dup(job->headers[i].data, job->headers[i].len, &hdrs[i])) < 0) {
+			snprintf(err, sizeof err, "header '%.100s' holds a NUL byte", names[i]);
+			r = kj__out_error(out, r, err);
+			goto out;
+		}
+	}
+	snprintf(arch, sizeof arch, "--gpu-architecture=%s", job->target);
+	opts[0] = arch;
+	for (size_t i = 0; i < job->n_options; i++)
+		opts[i + 1] = job->options[i];
+	r = run_hiprtc(st, job->source_name, src, (int)nh, (const char **)hdrs, names,
+		       (int)job->n_options + 1, opts, out);
+out:
+	for (size_t i = 0; hdrs && i < nh; i++)
+		free(hdrs[i]);
+	free(hdrs);
+	free(names);
+	free(opts);
+	free(src);
+	return r;
+}
+
+const struct kj__compiler_ops kj__compiler_hiprtc = {
+	.name = "hiprtc",
+	.backend = KJIT_BACKEND_HIP,
+	.ext = "hsaco",
+	.init = hiprtc_init,
+	.fini = hiprtc_fini,
+	.identity = hiprtc_identity,
+	.check_target = hiprtc_check_target,
+	.compile = hiprtc_compile,
+};

@@ -1,0 +1,335 @@
+/* nvrtc.c: the "nvrtc" family: CUDA sources to cubin (target sm_XX) or PTX
+ * (target compute_XX) with NVIDIA's runtime compiler, loaded with dlopen
+ * (libnvrtc.so.13, .so.12, then the usual /usr/local/cuda paths).
+ *
+ * Targets must be in nvrtcGetSupportedArchs (suffixes "a"/"f" ride on
+ * their base number).  The cubin is checked to be an ELF with e_machine
+ * EM_CUDA; the PTX is kept with its terminating NUL, as
+ * cuModuleLoadData wants it.  Entries are not used by NVRTC (kernels are
+ * expected to be extern "C"; they are the client's to look up).
+ *
+ * Identity: "nvrtc MAJ.MIN" from nvrtcVersion.  Runtime version: the same
+ * "MAJ.MIN": the CUDA version the objects are built against, since a cubin
+ * or PTX from NVRTC N loads with any driver that supports CUDA N.
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compint.h"
+#include "kjit.h"
+#include "kj_limits.h"
+#include "targetid.h"
+#include "util.h"
+
+typedef int nvrtc_res; /* nvrtcResult: 0 is NVRTC_SUCCESS */
+typedef void *nvrtc_prog;
+
+struct nvrtc_api {
+	nvrtc_res (*version)(int *, int *);
+	nvrtc_res (*num_archs)(int *);
+	nvrtc_res (*archs)(int *);
+	const char *(*errstr)(nvrtc_res);
+	nvrtc_res (*create)(nvrtc_prog *, const char *, const char *, int, const char *const *,
+			    const char *const *);
+	nvrtc_res (*compile)(nvrtc_prog, int, const char *const *);
+	nvrtc_res (*log_size)(nvrtc_prog, size_t *);
+	nvrtc_res (*log)(nvrtc_prog, char *);
+	nvrtc_res (*ptx_size)(nvrtc_prog, size_t *);
+	nvrtc_res (*ptx)(nvrtc_prog, char *);
+	nvrtc_res (*cubin_size)(nvrtc_prog, size_t *);
+	nvrtc_res (*cubin)(nvrtc_prog, char *);
+	nvrtc_res (*destroy)(nvrtc_prog *);
+};
+
+#define NVRTC_ARCHS_MAX 128
+
+struct nvrtc_state {
+	void *lib;
+	struct nvrtc_api api;
+	int archs[NVRTC_ARCHS_MAX];
+	int n_archs;
+	int major, minor;
+};
+
+static const char *const nvrtc_libs[] = {
+	"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so",
+	"/usr/local/cuda/lib64/libnvrtc.so", "/usr/local/cuda/lib/libnvrtc.so",
+};
+
+/* NVRTC options a CUDA source may carry.  Anything else is refused. */
+static const struct kj__opt_rule cuda_rules[] = {
+	{ KJ_OPT_MACRO, "-D", NULL },
+	{ KJ_OPT_MACRO, "-U", NULL },
+	{ KJ_OPT_EXACT, "--use_fast_math", NULL },
+	{ KJ_OPT_EXACT, "-use_fast_math", NULL },
+	{ KJ_OPT_CHOICE, "-std=", "c++11|c++14|c++17|c++20" },
+	{ KJ_OPT_CHOICE, "--std=", "c++11|c++14|c++17|c++20" },
+	{ KJ_OPT_CHOICE, "--ftz=", "true|false" },
+	{ KJ_OPT_CHOICE, "--prec-div=", "true|false" },
+	{ KJ_OPT_CHOICE, "--prec-sqrt=", "true|false" },
+	{ KJ_OPT_CHOICE, "--fmad=", "true|false" },
+	{ KJ_OPT_UINT, "--maxrregcount=", NULL },
+	{ KJ_OPT_UINT, "-maxrregcount=", NULL },
+	{ KJ_OPT_EXACT, "-lineinfo", NULL },
+	{ KJ_OPT_EXACT, "--generate-line-info", NULL },
+	{ KJ_OPT_EXACT, "--extra-device-vectorization", NULL },
+	{ KJ_OPT_EXACT, "-w", NULL },
+	{ KJ_OPT_EXACT, "--disable-warnings", NULL },
+};
+
+static int load_api(struct nvrtc_state *st, char *err, size_t errlen)
+{
+	int missing = 0;
+
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(nvrtc_libs) && st->lib == NULL; i++)
+		st->lib = dlopen(nvrtc_libs[i], RTLD_NOW | RTLD_LOCAL);
+	if (st->lib == NULL) {
+		snprintf(err, errlen, "NVRTC not found (libnvrtc.so.13/.12): install the CUDA toolkit's NVRTC");
+		return KJIT_EBACKEND;
+	}
+#define NV_SYM(field, name)                                   \
+	do {                                                  \
+		*(void **)&st->api.field = dlsym(st->lib, name); \
+		missing |= st->api.field == NULL;             \
+	} while (0)
+	NV_SYM(version, "nvrtcVersion");
+	NV_SYM(num_archs, "nvrtcGetNumSupportedArchs");
+	NV_SYM(archs, "nvrtcGetSupportedArchs");
+	NV_SYM(errstr, "nvrtcGetErrorString");
+	NV_SYM(create, "nvrtcCreateProgram");
+	NV_SYM(compile, "nvrtcCompileProgram");
+	NV_SYM(log_size, "nvrtcGetProgramLogSize");
+	NV_SYM(log, "nvrtcGetProgramLog");
+	NV_SYM(ptx_size, "nvrtcGetPTXSize");
+	NV_SYM(ptx, "nvrtcGetPTX");
+	NV_SYM(cubin_size, "nvrtcGetCUBINSize");
+	NV_SYM(cubin, "nvrtcGetCUBIN");
+	NV_SYM(destroy, "nvrtcDestroyProgram");
+#undef NV_SYM
+	if (missing) {
+		snprintf(err, errlen, "libnvrtc lacks an nvrtc* symbol (NVRTC 11.2 or later is needed)");
+		return KJIT_EBACKEND;
+	}
+	return 0;
+}
+
+/* Splits "sm_90a" / "compute_90" into its number and PTX flag; 0 or -1. */
+static int target_arch(const char *t, int *arch, int *ptx)
+{
+	const char *d;
+	char *end = NULL;
+
+	if (strncmp(t, "sm_", 3) == 0)
+		d = t + 3, *ptx = 0;
+	else if (strncmp(t, "compute_", 8) == 0)
+		d = t + 8, *ptx = 1;
+	else
+		return -1;
+	if (*d < '0' || *d > '9')
+		return -1;
+	long v = strtol(d, &end, 10);
+	if (v <= 0 || v > 10000 || !(*end == '\0' || ((*end == 'a' || *end == 'f') && end[1] == '\0')))
+		return -1;
+	*arch = (int)v;
+	return 0;
+}
+
+static int nvrtc_check_target(void *state, const char *target, char *err, size_t errlen)
+{
+	struct nvrtc_state *st = state;
+	int arch = 0, ptx = 0;
+	char why[256] = "";
+
+	if (target == NULL || !kj__token_ok(target, KJ_TARGET_MAX) || target_arch(target, &arch, &ptx) < 0 ||
+	    kj__cuda_target_parse(target, &ptx, why, sizeof why) < 0)
+		goto bad;
+	for (int i = 0; i < st->n_archs; i++)
+		if (st->archs[i] == arch)
+			return 0;
+bad:
+	snprintf(err, errlen, "target '%.64s' is not supported by nvrtc %d.%d (supported: sm_%d..sm_%d or compute_%d..compute_%d)",
+		 target ? target : "", st->major, st->minor, st->n_archs ? st->archs[0] : 0,
+		 st->n_archs ? st->archs[st->n_archs - 1] : 0, st->n_archs ? st->archs[0] : 0,
+		 st->n_archs ? st->archs[st->n_archs - 1] : 0);
+	return KJIT_ETARGET;
+}
+
+/* Compiles src with opts[0..n) and takes PTX (ptx) or cubin into out. */
+static int run_nvrtc(struct nvrtc_state *st, const char *name, const char *src, int nh,
+		     const char *const *hdrs, const char *const *names, int n, const char *const *opts,
+		     int ptx, struct kj__compile_out *out)
+{
+	int r = KJIT_EINTERNAL;
+	nvrtc_prog p = NULL;
+	size_t log_len = 0, len = 0;
+	char *log = NULL, msg[256];
+	uint8_t *code = NULL;
+
+	nvrtc_res e = st->api.create(&p, src, name, nh, hdrs, names);
+	if (e != 0) {
+		snprintf(msg, sizeof msg, "nvrtcCreateProgram: %s", st->api.errstr(e));
+		p = NULL;
+		r = kj__out_error(out, KJIT_EINTERNAL, msg);
+		goto out;
+	}
+	nvrtc_res ce = st->api.compile(p, n, opts);
+	if (st->api.log_size(p, &log_len) == 0 && log_len > 1 && log_len < KJ_FRAME_MAX) {
+		if ((log = malloc(log_len + 1)) == NULL) {
+			r = KJIT_ENOMEM;
+			goto out;
+		}
+		if (st->api.log(p, log) == 0) {
+			log[log_len] = '\0';
+			out->log = kj__log_dup(log, strlen(log));
+		}
+	}
+	if (ce != 0) {
+		snprintf(msg, sizeof msg, "%s: nvrtc: %s", name, st->api.errstr(ce));
+		r = kj__out_error(out, KJIT_ECOMPILE, msg);
+		goto out;
+	}
+	e = ptx ? st->api.ptx_size(p, &len) : st->api.cubin_size(p, &len);
+	if (e != 0 || len == 0 || len > KJ_OBJECT_MAX) {
+		r = kj__out_error(out, len > KJ_OBJECT_MAX ? KJIT_ETOOBIG : KJIT_EINTERNAL,
+				  "nvrtc returned no object or one over the size cap");
+		goto out;
+	}
+	if ((code = malloc(len)) == NULL) {
+		r = KJIT_ENOMEM;
+		goto out;
+	}
+	e = ptx ? st->api.ptx(p, (char *)code) : st->api.cubin(p, (char *)code);
+	if (e != 0 || (!ptx && !kj__elf_is(code, len, KJ_EM_CUDA, NULL))) {
+		r = kj__out_error(out, KJIT_EINTERNAL, "nvrtc returned a malformed object");
+		goto out;
+	}
+	/* success */
+	out->data = code;
+	out->len = len;
+	code = NULL;
+	r = 0;
+out:
+	if (p)
+		st->api.destroy(&p);
+	free(code);
+	free(log);
+	return r;
+}
+
+static void nvrtc_fini(void *state)
+{
+	free(state); /* the library stays mapped */
+}
+
+static int nvrtc_init(void **state, char *err, size_t errlen)
+{
+	int r = KJIT_ENOMEM, n = 0;
+	struct nvrtc_state *st = calloc(1, sizeof *st);
+
+	if (st == NULL)
+		goto out;
+	if ((r = load_api(st, err, errlen)) < 0)
+		goto out;
+	r = KJIT_EBACKEND;
+	if (st->api.version(&st->major, &st->minor) != 0 || st->api.num_archs(&n) != 0 || n <= 0 ||
+	    n > NVRTC_ARCHS_MAX || st->api.archs(st->archs) != 0) {
+		snprintf(err, errlen, "NVRTC does not report its version or architectures");
+		goto out;
+	}
+	st->n_archs = n;
+	/* Warm-up: the first compile loads the builtins library. */
+	{
+		struct kj__compile_out o = { 0 };
+		char arch[48];
+		const char *opt[1] = { arch };
+		snprintf(arch, sizeof arch, "--gpu-architecture=compute_%d", st->archs[n - 1]);
+		r = run_nvrtc(st, "kjit_warmup.cu", "extern \"C\" __global__ void kjit_warmup() {}\n", 0,
+			      NULL, NULL, 1, opt, 1, &o);
+		kj__compile_out_free(&o);
+		if (r < 0) {
+			snprintf(err, errlen, "NVRTC cannot compile a trivial kernel (%s)", kjit_strerror(r));
+			goto out;
+		}
+	}
+	/* success */
+	*state = st;
+	st = NULL;
+	r = 0;
+out:
+	nvrtc_fini(st);
+	return r;
+}
+
+static int nvrtc_identity(void *state, char *id, size_t idlen, char *rv, size_t rvlen)
+{
+	struct nvrtc_state *st = state;
+
+	if ((size_t)snprintf(id, idlen, "nvrtc %d.%d", st->major, st->minor) >= idlen ||
+	    (size_t)snprintf(rv, rvlen, "%d.%d", st->major, st->minor) >= rvlen)
+		return KJIT_ETOOBIG;
+	return 0;
+}
+
+static int nvrtc_compile(void *state, const struct kj__compile_job *job, struct kj__compile_out *out)
+{
+	struct nvrtc_state *st = state;
+	int r = KJIT_ENOMEM, arch = 0, ptx = 0;
+	char err[256], archopt[KJ_TARGET_MAX + 32];
+	char *src = NULL, **hdrs = NULL;
+	const char **names = NULL, **opts = NULL;
+	size_t nh = job->n_headers;
+
+	memset(out, 0, sizeof *out);
+	if ((r = nvrtc_check_target(st, job->target, err, sizeof err)) < 0 ||
+	    (r = kj__options_check("nvrtc", cuda_rules, KJ_ARRAY_SIZE(cuda_rules), job, err, sizeof err)) < 0 ||
+	    (r = kj__includes_check(job, err, sizeof err)) < 0) {
+		r = kj__out_error(out, r, err);
+		goto out;
+	}
+	target_arch(job->target, &arch, &ptx);
+	r = KJIT_ENOMEM;
+	hdrs = calloc(nh + 1, sizeof *hdrs);
+	names = calloc(nh + 1, sizeof *names);
+	opts = calloc(job->n_options + 1, sizeof *opts);
+	if (hdrs == NULL || names == NULL || opts == NULL)
+		goto out;
+	if ((r = kj__cstr_dup(job->source, job->source_len, &src)) < 0) {
+		r = kj__out_error(out, r, "the source holds a NUL byte");
+		goto out;
+	}
+	for (size_t i = 0; i < nh; i++) {
+		names[i] = job->headers[i].name;
+		if ((r = kj__cstr_dup(job->headers[i].data, job->headers[i].len, &hdrs[i])) < 0) {
+			snprintf(err, sizeof err, "header '%.100s' holds a NUL byte", names[i]);
+			r = kj__out_error(out, r, err);
+			goto out;
+		}
+	}
+	snprintf(archopt, sizeof archopt, "--gpu-architecture=%s", job->target);
+	opts[0] = archopt;
+	for (size_t i = 0; i < job->n_options; i++)
+		opts[i + 1] = job->options[i];
+	r = run_nvrtc(st, job->source_name, src, (int)nh, (const char *const *)hdrs, names,
+		      (int)job->n_options + 1, opts, ptx, out);
+out:
+	for (size_t i = 0; hdrs && i < nh; i++)
+		free(hdrs[i]);
+	free(hdrs);
+	free(names);
+	free(opts);
+	free(src);
+	return r;
+}
+
+const struct kj__compiler_ops kj__compiler_nvrtc = {
+	.name = "nvrtc",
+	.backend = KJIT_BACKEND_CUDA,
+	.ext = "cubin",
+	.init = nvrtc_init,
+	.fini = nvrtc_fini,
+	.identity = nvrtc_identity,
+	.check_target = nvrtc_check_target,
+	.compile = nvrtc_compile,
+};

@@ -1,0 +1,408 @@
+/* worker.c: the compile worker process (`kjitd --worker FAMILY`): one
+ * compiler family, fed one job at a time over fd (a pipe or socketpair to
+ * kjitd), in the framing of common/proto.h.
+ *
+ * Order of events: sandbox (no core files, file size and address space
+ * capped, no_new_privs, SIGKILL on parent death, every fd but 0, 1, 2 and fd
+ * closed, own process group so kjitd can kill(-pid) the worker with any
+ * hipcc children), then the compiler's init, then HELLO {CODE, COMPILER,
+ * COMPILER_VERSION, VERSION, ERROR}, then JOB -> RESULT {CODE, DATA, LOG,
+ * ERROR, COMPILE_US} with the JOB's frame id, until fd reaches end of file
+ * (exit 0).  A frame that is not a JOB, or a malformed frame, ends the
+ * worker (exit 2): kjitd is the only peer and never sends one.  A JOB whose
+ * fields are bad gets a RESULT with KJIT_EINVAL / KJIT_ETOOBIG and the
+ * worker keeps serving.  Before each job RLIMIT_CPU is set to the CPU time
+ * used so far plus the compile timeout plus a margin, so a compiler that
+ * spins dies of SIGXCPU even if kjitd's own timer were late.
+ *
+ * The worker never opens the socket or the cache; it only compiles.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "compint.h"
+#include "kjit.h"
+#include "kj_limits.h"
+#include "proto.h"
+#include "util.h"
+
+#define WORKER_CPU_MARGIN_S 5 /* RLIMIT_CPU slack past the compile timeout */
+#define WORKER_EXIT_PROTO 2   /* exit status: the peer broke the protocol */
+
+#if defined(__SANITIZE_ADDRESS__)
+#define KJ_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KJ_UNDER_ASAN 1
+#endif
+#endif
+#ifndef KJ_UNDER_ASAN
+#define KJ_UNDER_ASAN 0
+#endif
+
+/* Closes every descriptor above 2 except keep. */
+static void close_fds(int keep)
+{
+#ifdef SYS_close_range
+	int ok = 1;
+	if (keep > 3)
+		ok = syscall(SYS_close_range, 3u, (unsigned)keep - 1, 0u) == 0;
+	if (ok && syscall(SYS_close_range, (unsigned)(keep < 3 ? 3 : keep + 1), ~0u, 0u) == 0)
+		return;
+#endif
+	DIR *d = opendir("/proc/self/fd");
+	if (d == NULL) {
+		for (int fd = 3; fd < 65536; fd++)
+			if (fd != keep)
+				close(fd);
+		return;
+	}
+	int self = dirfd(d);
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		int fd = atoi(e->d_name);
+		if (e->d_name[0] >= '0' && e->d_name[0] <= '9' && fd > 2 && fd != keep && fd != self)
+			close(fd);
+	}
+	closedir(d);
+}
+
+/* Sets the soft limit of res to v (never above the hard one); with hard,
+ * the hard limit too, so the compiler cannot raise it back. */
+static void set_limit(int res, rlim_t v, int hard)
+{
+	struct rlimit rl;
+
+	if (getrlimit(res, &rl) < 0)
+		return;
+	if (rl.rlim_max != RLIM_INFINITY && v > rl.rlim_max)
+		v = rl.rlim_max;
+	rl.rlim_cur = v;
+	if (hard)
+		rl.rlim_max = v;
+	setrlimit(res, &rl);
+}
+
+/* Drops what a worker does not need before it touches a job. */
+static void sandbox(int fd)
+{
+	set_limit(RLIMIT_CORE, 0, 1);
+	set_limit(RLIMIT_FSIZE, KJ_WORKER_FSIZE_MAX, 1);
+	if (!KJ_UNDER_ASAN) /* ASan reserves terabytes of shadow address space */
+		set_limit(RLIMIT_AS, KJ_WORKER_AS_MAX, 1);
+	prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	setpgid(0, 0);
+	close_fds(fd);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+/* RLIMIT_CPU soft = CPU used so far + the compile timeout + a margin. */
+static void arm_cpu_limit(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru) < 0)
+		return;
+	rlim_t used = (rlim_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + 1);
+	set_limit(RLIMIT_CPU, used + KJ_COMPILE_TIMEOUT_MS / 1000 + WORKER_CPU_MARGIN_S, 0);
+}
+
+static int send_hello(int fd, const char *family, int code, const char *id, const char *rv,
+		      const char *error)
+{
+	struct kj__buf b = { 0 };
+	int r = kj__msg_begin(&b, KJ_MSG_HELLO, 0);
+
+	if (r == 0)
+		r = kj__msg_put_i32(&b, KJ_F_CODE, code);
+	if (r == 0)
+		r = kj__msg_put_str(&b, KJ_F_COMPILER, family);
+	if (r == 0 && id && *id)
+		r = kj__msg_put_str(&b, KJ_F_COMPILER_VERSION, id);
+	if (r == 0 && rv && *rv)
+		r = kj__msg_put_str(&b, KJ_F_VERSION, rv);
+	if (r == 0 && error && *error)
+		r = kj__msg_put_str(&b, KJ_F_ERROR, error);
+	if (r == 0)
+		r = kj__msg_end(&b);
+	if (r == 0)
+		r = kj__frame_write_fd(fd, &b);
+	kj__buf_free(&b);
+	return r;
+}
+
+/* A decoded JOB: every string is a malloc'd copy; the header bytes point
+ * into the frame body, which outlives it. */
+struct job_store {
+	struct kj__compile_job job;
+	char *target, *source_name;
+	char **options, **entries;
+	struct kj__header *headers;
+};
+
+static void job_free(struct job_store *js)
+{
+	free(js->target);
+	free(js->source_name);
+	for (size_t i = 0; js->options && i < js->job.n_options; i++)
+		free(js->options[i]);
+	for (size_t i = 0; js->entries && i < js->job.n_entries; i++)
+		free(js->entries[i]);
+	for (size_t i = 0; js->headers && i < js->job.n_headers; i++)
+		free((char *)js->headers[i].name);
+	free(js->options);
+	free(js->entries);
+	free(js->headers);
+	memset(js, 0, sizeof *js);
+}
+
+/* Copies every field with tag (each at most max bytes, at most cap of
+ * them) into a new array.  0, KJIT_EPROTO, KJIT_ETOOBIG or KJIT_ENOMEM. */
+static int take_strs(const struct kj__msg *m, uint16_t tag, size_t max, size_t cap, char ***out,
+		     size_t *n)
+{
+	size_t count = 0, pos = 0;
+
+	*n = 0;
+	for (size_t i = 0; i < m->n; i++)
+		count += m->f[i].tag == tag;
+	if (count > cap)
+		return KJIT_ETOOBIG;
+	if ((*out = calloc(count + 1, sizeof **out)) == NULL)
+		return KJIT_ENOMEM;
+	for (size_t i = 0; i < count; i++) {
+		const struct kj__field *f = kj__msg_next(m, tag, &pos);
+		int r = kj__field_strdup(f, max, &(*out)[i]);
+		if (r < 0)
+			return r;
+		(*n)++;
+	}
+	return 0;
+}
+
+/* Walks HEADER_NAME / HEADER_DATA pairs in order. */
+static int take_headers(const struct kj__msg *m, struct job_store *js, char *err, size_t errlen)
+{
+	size_t count = 0, total = 0;
+
+	for (size_t i = 0; i < m->n; i++)
+		count += m->f[i].tag == KJ_F_HEADER_NAME;
+	if (count > KJ_HEADERS_MAX_COUNT) {
+		snprintf(err, errlen, "%zu headers is more than the %d allowed", count, KJ_HEADERS_MAX_COUNT);
+		return KJIT_ETOOBIG;
+	}
+	if ((js->headers = calloc(count + 1, sizeof *js->headers)) == NULL)
+		return KJIT_ENOMEM;
+	for (size_t i = 0; i < m->n; i++) {
+		if (m->f[i].tag == KJ_F_HEADER_DATA) {
+			snprintf(err, errlen, "HEADER_DATA without a HEADER_NAME before it");
+			return KJIT_EPROTO;
+		}
+		if (m->f[i].tag != KJ_F_HEADER_NAME)
+			continue;
+		if (i + 1 >= m->n || m->f[i + 1].tag != KJ_F_HEADER_DATA) {
+			snprintf(err, errlen, "HEADER_NAME without its HEADER_DATA");
+			return KJIT_EPROTO;
+		}
+		struct kj__header *h = &js->headers[js->job.n_headers];
+		char *name = NULL;
+		int r = kj__field_strdup(&m->f[i], KJ_NAME_MAX, &name);
+		if (r < 0) {
+			snprintf(err, errlen, "a header name is malformed or too long");
+			return r;
+		}
+		h->name = name;
+		h->data = m->f[i + 1].p;
+		h->len = m->f[i + 1].len;
+		js->job.n_headers++;
+		total += h->len;
+		if (total > KJ_HEADERS_MAX_TOTAL) {
+			snprintf(err, errlen, "the headers add up to more than %u bytes", KJ_HEADERS_MAX_TOTAL);
+			return KJIT_ETOOBIG;
+		}
+		i++;
+	}
+	return 0;
+}
+
+/* Decodes and validates a JOB message into js.  0, or a code with err set. */
+static int decode_job(const struct kj__msg *m, struct job_store *js, char *err, size_t errlen)
+{
+	int r;
+	const struct kj__field *src = kj__msg_get(m, KJ_F_SOURCE);
+
+	memset(js, 0, sizeof *js);
+	if ((r = kj__field_strdup(kj__msg_get(m, KJ_F_TARGET), KJ_TARGET_MAX, &js->target)) < 0 ||
+	    js->target == NULL || !kj__token_ok(js->target, KJ_TARGET_MAX)) {
+		snprintf(err, errlen, "the job has no valid TARGET");
+		return r == KJIT_ENOMEM ? r : KJIT_EINVAL;
+	}
+	if ((r = kj__field_strdup(kj__msg_get(m, KJ_F_SOURCE_NAME), KJ_NAME_MAX, &js->source_name)) < 0) {
+		snprintf(err, errlen, "the job's SOURCE_NAME is malformed or too long");
+		return r == KJIT_ENOMEM ? r : KJIT_EINVAL;
+	}
+	if (js->source_name == NULL && (js->source_name = kj__strdup("source")) == NULL)
+		return KJIT_ENOMEM;
+	if (src == NULL) {
+		snprintf(err, errlen, "the job has no SOURCE");
+		return KJIT_EINVAL;
+	}
+	if (src->len > KJ_SOURCE_MAX) {
+		snprintf(err, errlen, "the source is larger than %u bytes", KJ_SOURCE_MAX);
+		return KJIT_ETOOBIG;
+	}
+	if ((r = take_strs(m, KJ_F_OPTION, KJ_OPTION_MAX, KJ_OPTIONS_MAX_COUNT, &js->options,
+			   &js->job.n_options)) < 0) {
+		snprintf(err, errlen, "the job's options are malformed, too long or too many");
+		return r;
+	}
+	if ((r = take_strs(m, KJ_F_ENTRY, KJ_NAME_MAX, KJ_ENTRIES_MAX_COUNT, &js->entries,
+			   &js->job.n_entries)) < 0) {
+		snprintf(err, errlen, "the job's entries are malformed, too long or too many");
+		return r;
+	}
+	if ((r = take_headers(m, js, err, errlen)) < 0)
+		return r;
+	js->job.target = js->target;
+	js->job.source_name = js->source_name;
+	js->job.source = src->p;
+	js->job.source_len = src->len;
+	js->job.options = (const char *const *)js->options;
+	js->job.entries = (const char *const *)js->entries;
+	js->job.headers = js->headers;
+	return 0;
+}
+
+static int send_result(int fd, uint32_t id, int code, const struct kj__compile_out *out,
+		       uint64_t us)
+{
+	struct kj__buf b = { 0 };
+	int r = kj__msg_begin(&b, KJ_MSG_RESULT, id);
+
+	if (r == 0)
+		r = kj__msg_put_i32(&b, KJ_F_CODE, code);
+	if (r == 0 && code == 0)
+		r = kj__msg_put(&b, KJ_F_DATA, out->data, out->len);
+	if (r == 0 && out->log)
+		r = kj__msg_put_str(&b, KJ_F_LOG, out->log);
+	if (r == 0 && out->error)
+		r = kj__msg_put_str(&b, KJ_F_ERROR, out->error);
+	if (r == 0)
+		r = kj__msg_put_u64(&b, KJ_F_COMPILE_US, us);
+	if (r == 0)
+		r = kj__msg_end(&b);
+	if (r == 0)
+		r = kj__frame_write_fd(fd, &b);
+	kj__buf_free(&b);
+	return r;
+}
+
+/* Runs one decoded job through ops; fills out and returns the code. */
+static int run_job(const struct kj__compiler_ops *ops, void *state, const struct kj__compile_job *job,
+		   struct kj__compile_out *out)
+{
+	char err[512] = "";
+	int r = ops->check_target(state, job->target, err, sizeof err);
+
+	if (r < 0)
+		return kj__out_error(out, r, err[0] ? err : "target not supported");
+	arm_cpu_limit();
+	r = ops->compile(state, job, out);
+	if (r == 0 && (out->data == NULL || out->len > KJ_OBJECT_MAX)) {
+		free(out->data);
+		out->data = NULL;
+		r = kj__out_error(out, out->len > KJ_OBJECT_MAX ? KJIT_ETOOBIG : KJIT_EINTERNAL,
+				  "the compiler returned no object or one over the size cap");
+	}
+	if (r < 0 && out->error == NULL) {
+		snprintf(err, sizeof err, "%s: %s (%s)", job->source_name, kjit_strerror(r), ops->name);
+		kj__out_error(out, r, err);
+	}
+	if (out->log && strlen(out->log) >= KJ_LOG_MAX) { /* a family forgot to cap it */
+		char *l = kj__log_dup(out->log, strlen(out->log));
+		free(out->log);
+		out->log = l;
+	}
+	return r;
+}
+
+/* Serves jobs until fd closes.  Returns the exit status. */
+static int serve(const struct kj__compiler_ops *ops, void *state, int fd)
+{
+	for (;;) {
+		struct kj__frame_hdr h;
+		uint8_t *body = NULL;
+		struct kj__msg m = { 0 };
+		struct job_store js;
+		struct kj__compile_out out = { 0 };
+		char err[512] = "";
+		int r = kj__frame_read_fd(fd, -1, &h, &body);
+
+		if (r == KJIT_ECONNECT)
+			return 0;
+		if (r < 0 || h.type != KJ_MSG_JOB || kj__msg_decode(body, h.len, &m) < 0) {
+			free(body);
+			return WORKER_EXIT_PROTO;
+		}
+		memset(&js, 0, sizeof js);
+		uint64_t t0 = kj__now_us();
+		r = decode_job(&m, &js, err, sizeof err);
+		if (r < 0)
+			kj__out_error(&out, r, err[0] ? err : kjit_strerror(r));
+		else
+			r = run_job(ops, state, &js.job, &out);
+		uint64_t us = kj__now_us() - t0;
+		int w = send_result(fd, h.id, r, &out, us);
+		if (w == KJIT_ETOOBIG) { /* object + log over the frame cap: drop the log */
+			free(out.log);
+			out.log = NULL;
+			w = send_result(fd, h.id, r, &out, us);
+		}
+		kj__compile_out_free(&out);
+		job_free(&js);
+		kj__msg_free(&m);
+		free(body);
+		if (w < 0)
+			return w == KJIT_ECONNECT || errno == EPIPE ? 0 : 1;
+	}
+}
+
+int kj__worker_main(const char *family, int fd)
+{
+	const struct kj__compiler_ops *ops = kj__compiler_find(family);
+	void *state = NULL;
+	char err[512] = "", id[KJ_VERSION_STR_MAX * 2] = "", rv[KJ_VERSION_STR_MAX] = "";
+	int r;
+
+	sandbox(fd);
+	if (ops == NULL) {
+		snprintf(err, sizeof err, "unknown compiler family '%.64s'", family ? family : "");
+		send_hello(fd, family ? family : "", KJIT_EBACKEND, NULL, NULL, err);
+		return 1;
+	}
+	if ((r = ops->init(&state, err, sizeof err)) < 0 ||
+	    (r = ops->identity(state, id, sizeof id, rv, sizeof rv)) < 0) {
+		if (!err[0])
+			snprintf(err, sizeof err, "%s: %s", ops->name, kjit_strerror(r));
+		send_hello(fd, ops->name, r, NULL, NULL, err);
+		if (state)
+			ops->fini(state);
+		return 1;
+	}
+	if (send_hello(fd, ops->name, 0, id, rv, NULL) < 0) {
+		ops->fini(state);
+		return 1;
+	}
+	r = serve(ops, state, fd);
+	ops->fini(state);
+	return r;
+}

@@ -1,0 +1,369 @@
+/* admin.c: the administrative requests (ADMIN CMD ARG): stats, targets,
+ * kernels, ls, show, gc, verify, clear.  Each answers with a human text and
+ * one JSON object, both built here so every client prints the same. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+#include "kjit.h"
+#include "sha.h"
+#include "util.h"
+
+const char *const kj__stat_names[KJ_STAT_COUNT] = {
+	[KJ_STAT_REQUESTS] = "requests",
+	[KJ_STAT_HITS] = "hits",
+	[KJ_STAT_MISSES] = "misses",
+	[KJ_STAT_COMPILES] = "compiles",
+	[KJ_STAT_JOINED] = "joined",
+	[KJ_STAT_ERR_COMPILE] = "errors_compile",
+	[KJ_STAT_ERR_TARGET] = "errors_target",
+	[KJ_STAT_ERR_WORKER] = "errors_worker",
+	[KJ_STAT_ERR_TIMEOUT] = "errors_timeout",
+	[KJ_STAT_ERR_INPUT] = "errors_input",
+	[KJ_STAT_ERR_OTHER] = "errors_other",
+	[KJ_STAT_BYTES_SERVED] = "bytes_served",
+	[KJ_STAT_COMPILE_MS] = "compile_ms",
+	[KJ_STAT_SAVED_MS] = "saved_ms",
+	[KJ_STAT_PUBLISH_ERRORS] = "publish_errors",
+	[KJ_STAT_CONNECTIONS] = "connections",
+};
+
+struct answer {
+	struct kj__buf text;
+	struct kj__buf json;
+	int code;
+	char error[512];
+};
+
+void kj__stats_flush(struct kj__daemon *d)
+{
+	for (int i = 0; i < KJ_STAT_COUNT; i++) {
+		uint64_t delta = d->stats[i] - d->stats_flushed[i];
+		if (delta == 0)
+			continue;
+		if (kj__cache_counter_add(d->cache, kj__stat_names[i], (int64_t)delta) == 0)
+			d->stats_flushed[i] = d->stats[i];
+	}
+	kj__cache_flush(d->cache);
+}
+
+static int do_stats(struct kj__daemon *d, const char *arg, struct answer *a)
+{
+	struct kj__cache_totals t = { 0 };
+	int r = 0;
+
+	kj__stats_flush(d);
+	if (arg && strcmp(arg, "zero") == 0) {
+		for (int i = 0; i < KJ_STAT_COUNT; i++) {
+			int64_t v = 0;
+			if (kj__cache_counter_get(d->cache, kj__stat_names[i], &v) == 0 && v != 0)
+				kj__cache_counter_add(d->cache, kj__stat_names[i], -v);
+		}
+		memset(d->lat_hist, 0, sizeof d->lat_hist);
+	}
+	kj__cache_totals(d->cache, &t);
+	r |= kj__buf_printf(&a->json, "{");
+	for (int i = 0; i < KJ_STAT_COUNT; i++) {
+		int64_t v = 0;
+		kj__cache_counter_get(d->cache, kj__stat_names[i], &v);
+		r |= kj__buf_printf(&a->text, "%-16s %lld\n", kj__stat_names[i], (long long)v);
+		r |= kj__buf_printf(&a->json, "\"%s\":%lld,", kj__stat_names[i], (long long)v);
+	}
+	r |= kj__buf_printf(&a->text, "%-16s %llu\n%-16s %llu\n", "entries", (unsigned long long)t.entries, "bytes",
+			    (unsigned long long)t.bytes);
+	r |= kj__buf_printf(&a->json, "\"entries\":%llu,\"bytes\":%llu,\"uptime_s\":%lld,\"hit_latency_us\":{",
+			    (unsigned long long)t.entries, (unsigned long long)t.bytes,
+			    (long long)(kj__wall_s() - d->started));
+	r |= kj__buf_printf(&a->text, "hit latency (since start):");
+	for (int i = 0; i < KJ_LAT_BUCKETS; i++) {
+		r |= kj__buf_printf(&a->json, "%s\"lt%llu\":%llu", i ? "," : "", 1ull << i,
+				    (unsigned long long)d->lat_hist[i]);
+		if (d->lat_hist[i])
+			r |= kj__buf_printf(&a->text, " <%lluus:%llu", 1ull << i, (unsigned long long)d->lat_hist[i]);
+	}
+	r |= kj__buf_printf(&a->text, "\n");
+	r |= kj__buf_printf(&a->json, "},\"workers\":{");
+	int first = 1;
+	for (int b = 1; b < 4; b++) {
+		struct kj__pool_stats ps;
+		if (d->pools[b] == NULL)
+			continue;
+		kj__pool_stats(d->pools[b], &ps);
+		r |= kj__buf_printf(&a->json, "%s\"%s\":{\"alive\":%u,\"busy\":%u,\"started\":%llu,\"crashed\":%llu,\"timeouts\":%llu}",
+				    first ? "" : ",", kj__pool_family(d->pools[b]), ps.alive, ps.busy,
+				    (unsigned long long)ps.started, (unsigned long long)ps.crashed,
+				    (unsigned long long)ps.timeouts);
+		r |= kj__buf_printf(&a->text, "workers %-8s alive %u busy %u started %llu crashed %llu timeouts %llu\n",
+				    kj__pool_family(d->pools[b]), ps.alive, ps.busy, (unsigned long long)ps.started,
+				    (unsigned long long)ps.crashed, (unsigned long long)ps.timeouts);
+		first = 0;
+	}
+	r |= kj__buf_printf(&a->json, "}}");
+	return r ? KJIT_ENOMEM : 0;
+}
+
+static int do_targets(struct kj__daemon *d, struct answer *a)
+{
+	int r = kj__buf_printf(&a->json, "{\"backends\":[");
+
+	for (int b = 1; b < 4; b++) {
+		const char *name = kjit_backend_name(b);
+		const char *target = NULL, *from = NULL, *version = "";
+		if (d->cfg.arch[b]) {
+			target = d->cfg.arch[b];
+			from = "kjitd configuration";
+		}
+		r |= kj__buf_printf(&a->json, "%s{\"backend\":\"%s\",\"devices\":[", b > 1 ? "," : "", name);
+		int first = 1;
+		for (size_t i = 0; i < d->n_gpus; i++) {
+			const struct kj__gpu *g = &d->gpus[i];
+			if (g->backend != b)
+				continue;
+			if (target == NULL) {
+				target = g->target;
+				from = "detected";
+			}
+			if (!*version)
+				version = g->version;
+			r |= kj__buf_printf(&a->json, "%s{\"target\":", first ? "" : ",");
+			r |= kj__json_str(&a->json, g->target);
+			r |= kj__buf_printf(&a->json, ",\"name\":");
+			r |= kj__json_str(&a->json, g->name);
+			r |= kj__buf_printf(&a->json, ",\"version\":");
+			r |= kj__json_str(&a->json, g->version);
+			r |= kj__buf_printf(&a->json, "}");
+			r |= kj__buf_printf(&a->text, "%-7s device  %s (%s) %s\n", name, g->target, g->name, g->version);
+			first = 0;
+		}
+		r |= kj__buf_printf(&a->json, "],\"target\":");
+		r |= target ? kj__json_str(&a->json, target) : kj__buf_printf(&a->json, "null");
+		r |= kj__buf_printf(&a->json, ",\"from\":");
+		r |= from ? kj__json_str(&a->json, from) : kj__buf_printf(&a->json, "null");
+		r |= kj__buf_printf(&a->json, ",\"note\":");
+		r |= kj__json_str(&a->json, d->detect_note[b]);
+		r |= kj__buf_printf(&a->json, "}");
+		if (target)
+			r |= kj__buf_printf(&a->text, "%-7s daemon  target %s (%s)\n", name, target, from);
+		else
+			r |= kj__buf_printf(&a->text, "%-7s daemon  no target: %s\n", name,
+					    d->detect_note[b][0] ? d->detect_note[b] : "none detected");
+	}
+	r |= kj__buf_printf(&a->json, "]}");
+	return r ? KJIT_ENOMEM : 0;
+}
+
+static int do_kernels(struct kj__daemon *d, const char *arg, struct answer *a)
+{
+	int backend = arg && *arg ? kjit_backend_from_name(arg) : KJIT_BACKEND_NONE;
+	int r = kj__buf_printf(&a->json, "{\"kernels\":[");
+	int first = 1;
+
+	if (arg && *arg && backend == KJIT_BACKEND_NONE) {
+		snprintf(a->error, sizeof a->error, "unknown backend '%s'; use hip, cuda or vulkan", arg);
+		return KJIT_EBACKEND;
+	}
+	for (size_t i = 0; i < d->manifest.n; i++) {
+		const struct kj__kernel *k = &d->manifest.k[i];
+		if (backend && k->backend != backend)
+			continue;
+		r |= kj__buf_printf(&a->text, "%s %s\n", k->name, kjit_backend_name(k->backend));
+		r |= kj__buf_printf(&a->json, "%s{\"name\":\"%s\",\"backend\":\"%s\",\"file\":\"%s\"}", first ? "" : ",",
+				    k->name, kjit_backend_name(k->backend), k->file);
+		first = 0;
+	}
+	r |= kj__buf_printf(&a->json, "]}");
+	return r ? KJIT_ENOMEM : 0;
+}
+
+struct ls_ctx {
+	struct answer *a;
+	int first;
+	int r;
+};
+
+static int ls_one(const struct kj__cache_entry *e, void *arg)
+{
+	struct ls_ctx *x = arg;
+	struct answer *a = x->a;
+
+	x->r |= kj__buf_printf(&a->text, "%s %-6s %-24s %-8s %8llu %s\n", e->key, kjit_backend_name(e->backend),
+			       e->target, e->version, (unsigned long long)e->size, e->source_name ? e->source_name : "");
+	x->r |= kj__buf_printf(&a->json, "%s{\"key\":\"%s\",\"backend\":\"%s\",\"target\":", x->first ? "" : ",",
+			       e->key, kjit_backend_name(e->backend));
+	x->r |= kj__json_str(&a->json, e->target);
+	x->r |= kj__buf_printf(&a->json, ",\"version\":");
+	x->r |= kj__json_str(&a->json, e->version);
+	x->r |= kj__buf_printf(&a->json, ",\"size\":%llu,\"hits\":%llu,\"last_used\":%lld,\"source_name\":",
+			       (unsigned long long)e->size, (unsigned long long)e->hits, (long long)e->last_used);
+	x->r |= kj__json_str(&a->json, e->source_name ? e->source_name : "");
+	x->r |= kj__buf_printf(&a->json, "}");
+	x->first = 0;
+	return x->r ? KJIT_ENOMEM : 0;
+}
+
+static int do_ls(struct kj__daemon *d, const char *arg, struct answer *a)
+{
+	struct ls_ctx x = { a, 1, 0 };
+
+	kj__cache_flush(d->cache);
+	x.r |= kj__buf_printf(&a->json, "{\"entries\":[");
+	int r = kj__cache_foreach(d->cache, arg && *arg ? arg : NULL, ls_one, &x);
+	x.r |= kj__buf_printf(&a->json, "]}");
+	return r < 0 ? r : x.r ? KJIT_ENOMEM : 0;
+}
+
+static int do_show(struct kj__daemon *d, const char *arg, struct answer *a)
+{
+	struct kj__cache_entry e;
+	int r;
+
+	if (arg == NULL || !kj__hex_ok(arg)) {
+		snprintf(a->error, sizeof a->error, "'%s' is not a cache key (64 hex digits; `kjit ls` lists them)",
+			 arg ? arg : "");
+		return KJIT_EINVAL;
+	}
+	kj__cache_flush(d->cache);
+	r = kj__cache_get(d->cache, arg, &e);
+	if (r < 0) {
+		snprintf(a->error, sizeof a->error, "no cache entry %s", arg);
+		return r;
+	}
+	r = kj__buf_printf(&a->text,
+			   "key        %s\nbackend    %s\ntarget     %s\nversion    %s\nsize       %llu\nsha256     %s\n"
+			   "created    %lld\nlast used  %lld\nhits       %llu\ncompile ms %llu\nsource     %s\noptions    %s\n"
+			   "compiler   %s\nlog:\n%s\n",
+			   e.key, kjit_backend_name(e.backend), e.target, e.version, (unsigned long long)e.size, e.sha256,
+			   (long long)e.created, (long long)e.last_used, (unsigned long long)e.hits,
+			   (unsigned long long)e.compile_ms, e.source_name ? e.source_name : "",
+			   e.options ? e.options : "", e.compiler ? e.compiler : "", e.log ? e.log : "");
+	r |= kj__buf_printf(&a->json, "{\"key\":\"%s\",\"backend\":\"%s\",\"target\":", e.key, kjit_backend_name(e.backend));
+	r |= kj__json_str(&a->json, e.target);
+	r |= kj__buf_printf(&a->json, ",\"version\":");
+	r |= kj__json_str(&a->json, e.version);
+	r |= kj__buf_printf(&a->json, ",\"size\":%llu,\"sha256\":\"%s\",\"created\":%lld,\"last_used\":%lld,\"hits\":%llu,\"compile_ms\":%llu,\"source_name\":",
+			    (unsigned long long)e.size, e.sha256, (long long)e.created, (long long)e.last_used,
+			    (unsigned long long)e.hits, (unsigned long long)e.compile_ms);
+	r |= kj__json_str(&a->json, e.source_name ? e.source_name : "");
+	r |= kj__buf_printf(&a->json, ",\"options\":");
+	r |= kj__json_str(&a->json, e.options ? e.options : "");
+	r |= kj__buf_printf(&a->json, ",\"compiler\":");
+	r |= kj__json_str(&a->json, e.compiler ? e.compiler : "");
+	r |= kj__buf_printf(&a->json, ",\"log\":");
+	r |= kj__json_str(&a->json, e.log ? e.log : "");
+	r |= kj__buf_printf(&a->json, "}");
+	kj__cache_entry_free(&e);
+	return r ? KJIT_ENOMEM : 0;
+}
+
+static int do_gc(struct kj__daemon *d, const char *arg, struct answer *a)
+{
+	uint64_t cap = 0, evicted = 0, freed = 0;
+	struct kj__cache_totals t = { 0 };
+
+	if (arg && *arg && kj__parse_size(arg, &cap) < 0) {
+		snprintf(a->error, sizeof a->error, "bad size '%s' (e.g. 512M, 5G)", arg);
+		return KJIT_EINVAL;
+	}
+	kj__cache_flush(d->cache);
+	int r = kj__cache_gc(d->cache, cap, &evicted, &freed);
+	if (r < 0)
+		return r;
+	kj__cache_totals(d->cache, &t);
+	r = kj__buf_printf(&a->text, "gc: evicted %llu entries, freed %llu bytes; %llu entries, %llu bytes remain\n",
+			   (unsigned long long)evicted, (unsigned long long)freed, (unsigned long long)t.entries,
+			   (unsigned long long)t.bytes);
+	r |= kj__buf_printf(&a->json, "{\"evicted\":%llu,\"freed\":%llu,\"entries\":%llu,\"bytes\":%llu}",
+			    (unsigned long long)evicted, (unsigned long long)freed, (unsigned long long)t.entries,
+			    (unsigned long long)t.bytes);
+	return r ? KJIT_ENOMEM : 0;
+}
+
+static void verify_bad(const struct kj__cache_entry *e, const char *why, void *arg)
+{
+	struct answer *a = arg;
+	kj__buf_printf(&a->text, "corrupt %s %s-%s: %s (dropped)\n", e->key, e->target, e->version, why);
+}
+
+static int do_verify(struct kj__daemon *d, struct answer *a)
+{
+	uint64_t checked = 0, bad = 0;
+
+	kj__cache_flush(d->cache);
+	int r = kj__cache_verify(d->cache, verify_bad, a, &checked, &bad);
+	if (r < 0)
+		return r;
+	r = kj__buf_printf(&a->text, "verify: %llu objects checked, %llu corrupt or missing (dropped)\n",
+			   (unsigned long long)checked, (unsigned long long)bad);
+	r |= kj__buf_printf(&a->json, "{\"checked\":%llu,\"bad\":%llu}", (unsigned long long)checked,
+			    (unsigned long long)bad);
+	if (r)
+		return KJIT_ENOMEM;
+	if (bad) {
+		snprintf(a->error, sizeof a->error, "verify found %llu corrupt or missing objects (dropped; they will be recompiled)",
+			 (unsigned long long)bad);
+		return KJIT_ECORRUPT;
+	}
+	return 0;
+}
+
+static int do_clear(struct kj__daemon *d, const char *arg, struct answer *a)
+{
+	uint64_t removed = 0;
+	int r = kj__cache_clear(d->cache, arg && *arg ? arg : NULL, &removed);
+
+	if (r < 0)
+		return r;
+	r = kj__buf_printf(&a->text, "clear: removed %llu entries\n", (unsigned long long)removed);
+	r |= kj__buf_printf(&a->json, "{\"removed\":%llu}", (unsigned long long)removed);
+	return r ? KJIT_ENOMEM : 0;
+}
+
+void kj__handle_admin(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const struct kj__msg *m)
+{
+	struct answer a = { 0 };
+	struct kj__buf b = { 0 };
+	char *cmd = NULL, *arg = NULL;
+	int r;
+
+	if (kj__field_strdup(kj__msg_get(m, KJ_F_CMD), 32, &cmd) < 0 || cmd == NULL ||
+	    kj__field_strdup(kj__msg_get(m, KJ_F_ARG), 4096, &arg) < 0) {
+		kj__conn_error(c, id, KJIT_EINVAL, "malformed admin request");
+		goto out;
+	}
+	if (strcmp(cmd, "stats") == 0)
+		r = do_stats(d, arg, &a);
+	else if (strcmp(cmd, "targets") == 0)
+		r = do_targets(d, &a);
+	else if (strcmp(cmd, "kernels") == 0)
+		r = do_kernels(d, arg, &a);
+	else if (strcmp(cmd, "ls") == 0)
+		r = do_ls(d, arg, &a);
+	else if (strcmp(cmd, "show") == 0)
+		r = do_show(d, arg, &a);
+	else if (strcmp(cmd, "gc") == 0)
+		r = do_gc(d, arg, &a);
+	else if (strcmp(cmd, "verify") == 0)
+		r = do_verify(d, &a);
+	else if (strcmp(cmd, "clear") == 0)
+		r = do_clear(d, arg, &a);
+	else {
+		snprintf(a.error, sizeof a.error, "unknown admin command '%s'", cmd);
+		r = KJIT_EINVAL;
+	}
+	if (r < 0 && a.error[0] == '\0')
+		snprintf(a.error, sizeof a.error, "%s failed: %s", cmd, kjit_strerror(r));
+	if (kj__buf_append(&a.text, "", 1) < 0 || kj__buf_append(&a.json, "", 1) < 0 ||
+	    kj__msg_begin(&b, KJ_MSG_REPLY, id) < 0 || kj__msg_put_i32(&b, KJ_F_CODE, r) < 0 ||
+	    kj__msg_put_str(&b, KJ_F_TEXT, (char *)a.text.p) < 0 || kj__msg_put_str(&b, KJ_F_JSON, (char *)a.json.p) < 0 ||
+	    (r < 0 && kj__msg_put_str(&b, KJ_F_ERROR, a.error) < 0)) {
+		kj__buf_free(&b);
+		kj__conn_error(c, id, KJIT_ENOMEM, "kjitd is out of memory; retry later");
+		goto out;
+	}
+	kj__conn_send(c, &b);
+out:
+	kj__buf_free(&a.text);
+	kj__buf_free(&a.json);
+	free(cmd);
+	free(arg);
+}

@@ -1,0 +1,185 @@
+/* daemon.h: kjitd's one context struct and the interfaces between its
+ * parts: the server (socket, connections, request dispatch), the worker
+ * pool (compile processes), single-flight (one compile per key), the
+ * bundled-kernel manifest and the administrative commands.
+ *
+ * Everything runs on one libuv loop thread.  The loop never compiles and
+ * never waits on a compiler: compiles happen in worker processes that talk
+ * to the loop over socketpairs with the framing of common/proto.h.  All
+ * mutable state lives in struct kj__daemon or is reachable from it.
+ */
+#ifndef KJ_DAEMON_H
+#define KJ_DAEMON_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include <uv.h>
+
+#include "cache.h"
+#include "detect.h"
+#include "kj_limits.h"
+#include "proto.h"
+
+struct kj__daemon;
+struct kj__conn;
+struct kj__flight;
+
+/* Configuration, from the command line. */
+struct kj__config {
+	char *socket_path;
+	char *cache_dir;
+	char *kernels_dir;
+	char *sysfs_root;
+	char *log_path;
+	char *self_exe;             /* our own binary, re-executed for roles */
+	char *arch[4];              /* per backend: --hip-arch, --cuda-arch, --vulkan-env */
+	char *hip_compiler;         /* "hiprtc" (default) or "hipcc" */
+	uint64_t max_size;
+	unsigned jobs;              /* workers per compiler family */
+	unsigned compile_timeout_ms;
+	int foreground;
+	int system_mode;            /* socket 0660 with a group, no 0700 directory */
+	uid_t allow_uid[16];
+	size_t n_allow_uid;
+	gid_t allow_gid[16];
+	size_t n_allow_gid;
+};
+
+/* Frame reassembly from a byte stream (client connections, worker pipes). */
+struct kj__framer {
+	uint8_t *p;
+	size_t len;
+	size_t cap;
+};
+/* Appends n bytes; KJIT_ENOMEM. */
+int kj__framer_feed(struct kj__framer *f, const char *p, size_t n);
+/* If a whole frame is buffered, returns 1 with *h and *body (pointing into
+ * the buffer, valid until kj__framer_consume) set; 0 if more bytes are
+ * needed; KJIT_EPROTO / KJIT_ETOOBIG for a bad header (h filled as far as
+ * it was read). */
+int kj__framer_next(struct kj__framer *f, struct kj__frame_hdr *h, const uint8_t **body);
+void kj__framer_consume(struct kj__framer *f, const struct kj__frame_hdr *h);
+void kj__framer_free(struct kj__framer *f);
+/* Hands libuv a buffer at the end of the framer's storage. */
+void kj__framer_alloc(struct kj__framer *f, size_t suggested, uv_buf_t *buf);
+
+/* A compile job as the pool sees it. */
+struct kj__job {
+	struct kj__job *next;
+	struct kj__buf frame;       /* the JOB frame, ready to send */
+	uint32_t id;
+	uint64_t queued_us;
+	void (*done)(struct kj__job *job, int code, const struct kj__msg *result, const char *error);
+	void *data;
+};
+
+struct kj__pool;
+/* Creates the pool of one compiler family ("hiprtc", ...); workers start on
+ * the first job.  0 or KJIT_ENOMEM. */
+int kj__pool_new(struct kj__daemon *d, const char *family, struct kj__pool **out);
+/* Queues job.  job->done is called exactly once, on the loop. */
+void kj__pool_submit(struct kj__pool *p, struct kj__job *job);
+/* Calls fn once the pool knows its compiler's identity (at once if known);
+ * code < 0 when the compiler failed to load (reason in error). */
+void kj__pool_when_ready(struct kj__pool *p, void (*fn)(void *arg, int code, const char *error), void *arg);
+const char *kj__pool_identity(const struct kj__pool *p);
+const char *kj__pool_runtime_version(const struct kj__pool *p);
+const char *kj__pool_family(const struct kj__pool *p);
+/* Kills every worker; queued jobs fail with KJIT_ESHUTDOWN. */
+void kj__pool_shutdown(struct kj__pool *p);
+void kj__pool_free(struct kj__pool *p);
+/* For stats: workers alive, busy, started, crashed, timed out. */
+struct kj__pool_stats {
+	unsigned alive, busy;
+	uint64_t started, crashed, timeouts, queued;
+};
+void kj__pool_stats(const struct kj__pool *p, struct kj__pool_stats *s);
+
+/* Bundled kernels (kernels_src/MANIFEST). */
+struct kj__kernel {
+	char *name;
+	int backend;
+	char *file;                  /* relative to the kernels dir */
+	char **entries;
+	size_t n_entries;
+	char **options;
+	size_t n_options;
+};
+struct kj__manifest {
+	struct kj__kernel *k;
+	size_t n;
+};
+/* Parses <dir>/MANIFEST.  A missing manifest is an empty one.  0, or
+ * KJIT_EINVAL with the bad line in err. */
+int kj__manifest_load(const char *dir, struct kj__manifest *m, char *err, size_t errlen);
+const struct kj__kernel *kj__manifest_find(const struct kj__manifest *m, const char *name, int backend);
+void kj__manifest_free(struct kj__manifest *m);
+
+/* Counters since start; added to the persistent ones on flush. */
+enum kj__stat {
+	KJ_STAT_REQUESTS, KJ_STAT_HITS, KJ_STAT_MISSES, KJ_STAT_COMPILES, KJ_STAT_JOINED,
+	KJ_STAT_ERR_COMPILE, KJ_STAT_ERR_TARGET, KJ_STAT_ERR_WORKER, KJ_STAT_ERR_TIMEOUT,
+	KJ_STAT_ERR_INPUT, KJ_STAT_ERR_OTHER, KJ_STAT_BYTES_SERVED, KJ_STAT_COMPILE_MS,
+	KJ_STAT_SAVED_MS, KJ_STAT_PUBLISH_ERRORS, KJ_STAT_CONNECTIONS,
+	KJ_STAT_COUNT
+};
+extern const char *const kj__stat_names[KJ_STAT_COUNT];
+
+#define KJ_LAT_BUCKETS 16 /* hit latency histogram: < 2^i microseconds */
+
+struct kj__daemon {
+	struct kj__config cfg;
+	uv_loop_t *loop;
+	uv_pipe_t listener;
+	uv_signal_t sigterm, sigint;
+	uv_timer_t flush_timer;
+	struct kj__cache *cache;
+	struct kj__pool *pools[4];   /* by backend */
+	struct kj__manifest manifest;
+	struct kj__flight **flights; /* open hash by key */
+	size_t flights_cap, flights_n;
+	struct kj__conn *conns;      /* all live connections */
+	struct kj__gpu gpus[16];     /* detected at start */
+	size_t n_gpus;
+	char detect_note[4][256];    /* per backend: why nothing was found */
+	int stopping;
+	int ready_fd;                /* parent's readiness pipe, -1 after use */
+	int64_t started;
+	uint64_t stats[KJ_STAT_COUNT];
+	uint64_t stats_flushed[KJ_STAT_COUNT];
+	uint64_t lat_hist[KJ_LAT_BUCKETS];
+	FILE *log;
+};
+
+/* Logs one line with a timestamp to d->log. */
+void kj__log(struct kj__daemon *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* server.c */
+int kj__server_start(struct kj__daemon *d);
+void kj__server_stop(struct kj__daemon *d);
+/* Sends a finished reply frame to conn (consumes b). */
+struct kj__conn;
+void kj__conn_send(struct kj__conn *c, struct kj__buf *b);
+/* Builds and sends an error reply: CODE, ERROR (one line). */
+void kj__conn_error(struct kj__conn *c, uint32_t id, int code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* Is the connection still open (its peer may go away mid-compile)? */
+int kj__conn_alive(const struct kj__conn *c);
+void kj__conn_ref(struct kj__conn *c);
+void kj__conn_unref(struct kj__conn *c);
+
+/* get.c: the GET request. */
+void kj__handle_get(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const struct kj__msg *m);
+void kj__flights_free(struct kj__daemon *d);
+
+/* admin.c */
+void kj__handle_admin(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const struct kj__msg *m);
+/* Adds counters not yet persisted to the cache's counters. */
+void kj__stats_flush(struct kj__daemon *d);
+
+/* detect run in a child: `kjitd --detect` prints lines the daemon parses. */
+int kj__detect_main(const char *sysfs_root);
+int kj__detect_run(struct kj__daemon *d);
+
+#endif /* KJ_DAEMON_H */

@@ -1,0 +1,365 @@
+/* main.c: kjitd's entry: options, roles, start-up and shutdown.
+ *
+ * Roles, as a table: the daemon itself; `--worker FAMILY`, a compile
+ * worker (compilers/worker.c); `--detect`, a short-lived child that probes
+ * the GPUs so no driver library is ever loaded into the daemon.  Without
+ * --foreground the daemon forks and the parent exits once the child is
+ * ready (socket bound) or has failed, with its status, so `kjitd && kjit
+ * ...` never races.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "compiler.h"
+#include "daemon.h"
+#include "kjit.h"
+#include "targetid.h"
+#include "util.h"
+
+extern char **environ;
+
+static const char usage_text[] =
+	"usage: kjitd [--socket PATH] [--cache-dir DIR] [--max-size SIZE] [--jobs N] [--foreground]\n"
+	"             [--hip-arch T] [--cuda-arch T] [--vulkan-env T] [--hip-compiler hiprtc|hipcc]\n"
+	"             [--compile-timeout SECONDS] [--kernels-dir DIR] [--log FILE] [--system]\n"
+	"             [--allow-uid UID]... [--allow-gid GID]...\n";
+
+enum {
+	OPT_HIP_ARCH = 256, OPT_CUDA_ARCH, OPT_VULKAN_ENV, OPT_HIP_COMPILER, OPT_TIMEOUT, OPT_KERNELS,
+	OPT_LOG, OPT_SYSTEM, OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_SYSFS, OPT_WORKER, OPT_DETECT,
+};
+
+static const struct option long_opts[] = {
+	{ "socket", required_argument, NULL, 's' },
+	{ "cache-dir", required_argument, NULL, 'c' },
+	{ "max-size", required_argument, NULL, 'm' },
+	{ "jobs", required_argument, NULL, 'j' },
+	{ "foreground", no_argument, NULL, 'f' },
+	{ "hip-arch", required_argument, NULL, OPT_HIP_ARCH },
+	{ "cuda-arch", required_argument, NULL, OPT_CUDA_ARCH },
+	{ "vulkan-env", required_argument, NULL, OPT_VULKAN_ENV },
+	{ "hip-compiler", required_argument, NULL, OPT_HIP_COMPILER },
+	{ "compile-timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "kernels-dir", required_argument, NULL, OPT_KERNELS },
+	{ "log", required_argument, NULL, OPT_LOG },
+	{ "system", no_argument, NULL, OPT_SYSTEM },
+	{ "allow-uid", required_argument, NULL, OPT_ALLOW_UID },
+	{ "allow-gid", required_argument, NULL, OPT_ALLOW_GID },
+	{ "sysfs-root", required_argument, NULL, OPT_SYSFS },
+	{ "worker", required_argument, NULL, OPT_WORKER },
+	{ "detect", no_argument, NULL, OPT_DETECT },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "kjitd: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\n%s", usage_text);
+	return 2;
+}
+
+static int parse_uint(const char *s, unsigned long max, unsigned long *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 10);
+	if (errno || *s == '\0' || *end != '\0' || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static char *default_kernels_dir(void)
+{
+	char *p = kj__asprintf("%s/kernels_src/MANIFEST", KJIT_SRCDIR);
+	if (p && access(p, R_OK) == 0) {
+		free(p);
+		return kj__asprintf("%s/kernels_src", KJIT_SRCDIR);
+	}
+	free(p);
+	return kj__asprintf("%s/share/kjit/kernels_src", KJIT_PREFIX);
+}
+
+static int set_arch(struct kj__config *cfg, int backend, const char *s)
+{
+	char canon[KJ_TARGET_MAX], err[256];
+
+	if (kj__target_canon(backend, s, canon, sizeof canon, err, sizeof err) < 0) {
+		fprintf(stderr, "kjitd: --%s %s: %s\n",
+			backend == KJIT_BACKEND_HIP ? "hip-arch" : backend == KJIT_BACKEND_CUDA ? "cuda-arch" : "vulkan-env",
+			s, err);
+		return 2;
+	}
+	free(cfg->arch[backend]);
+	cfg->arch[backend] = kj__strdup(canon);
+	return 0;
+}
+
+/* Parses argv into cfg; returns -1 to go on, else an exit status.  Roles
+ * (--worker, --detect) run from here. */
+static int parse_args(int argc, char **argv, struct kj__config *cfg)
+{
+	unsigned long v;
+	uint64_t size;
+	int c, rc;
+
+	while ((c = getopt_long(argc, argv, "s:c:m:j:fh", long_opts, NULL)) != -1) {
+		switch (c) {
+		case 's': free(cfg->socket_path); cfg->socket_path = kj__strdup(optarg); break;
+		case 'c': free(cfg->cache_dir); cfg->cache_dir = kj__strdup(optarg); break;
+		case 'm':
+			if (kj__parse_size(optarg, &size) < 0 || size == 0)
+				return usage_error("--max-size '%s': expected a size like 512M or 5G", optarg);
+			cfg->max_size = size;
+			break;
+		case 'j':
+			if (parse_uint(optarg, 256, &v) < 0 || v == 0)
+				return usage_error("--jobs '%s': expected a number from 1 to 256", optarg);
+			cfg->jobs = (unsigned)v;
+			break;
+		case 'f': cfg->foreground = 1; break;
+		case OPT_HIP_ARCH: if ((rc = set_arch(cfg, KJIT_BACKEND_HIP, optarg))) return rc; break;
+		case OPT_CUDA_ARCH: if ((rc = set_arch(cfg, KJIT_BACKEND_CUDA, optarg))) return rc; break;
+		case OPT_VULKAN_ENV: if ((rc = set_arch(cfg, KJIT_BACKEND_VULKAN, optarg))) return rc; break;
+		case OPT_HIP_COMPILER:
+			if (strcmp(optarg, "hiprtc") != 0 && strcmp(optarg, "hipcc") != 0 && strcmp(optarg, "test") != 0)
+				return usage_error("--hip-compiler '%s': expected hiprtc or hipcc", optarg);
+			free(cfg->hip_compiler);
+			cfg->hip_compiler = kj__strdup(optarg);
+			break;
+		case OPT_TIMEOUT:
+			if (parse_uint(optarg, 86400, &v) < 0 || v == 0)
+				return usage_error("--compile-timeout '%s': expected seconds, 1 to 86400", optarg);
+			cfg->compile_timeout_ms = (unsigned)v * 1000;
+			break;
+		case OPT_KERNELS: free(cfg->kernels_dir); cfg->kernels_dir = kj__strdup(optarg); break;
+		case OPT_LOG: free(cfg->log_path); cfg->log_path = kj__strdup(optarg); break;
+		case OPT_SYSTEM: cfg->system_mode = 1; break;
+		case OPT_ALLOW_UID:
+			if (parse_uint(optarg, UINT_MAX, &v) < 0 || cfg->n_allow_uid == KJ_ARRAY_SIZE(cfg->allow_uid))
+				return usage_error("--allow-uid '%s': expected a numeric uid (16 at most)", optarg);
+			cfg->allow_uid[cfg->n_allow_uid++] = (uid_t)v;
+			break;
+		case OPT_ALLOW_GID:
+			if (parse_uint(optarg, UINT_MAX, &v) < 0 || cfg->n_allow_gid == KJ_ARRAY_SIZE(cfg->allow_gid))
+				return usage_error("--allow-gid '%s': expected a numeric gid (16 at most)", optarg);
+			cfg->allow_gid[cfg->n_allow_gid++] = (gid_t)v;
+			break;
+		case OPT_SYSFS: free(cfg->sysfs_root); cfg->sysfs_root = kj__strdup(optarg); break;
+		case OPT_WORKER: return kj__worker_main(optarg, 3);
+		case OPT_DETECT: return kj__detect_main(cfg->sysfs_root);
+		case 'h': fputs(usage_text, stdout); return 0;
+		default: fputs(usage_text, stderr); return 2;
+		}
+	}
+	if (optind < argc)
+		return usage_error("unexpected argument '%s'", argv[optind]);
+	return -1;
+}
+
+static int fill_defaults(struct kj__config *cfg)
+{
+	if (cfg->socket_path == NULL)
+		cfg->socket_path = kj__default_socket_path();
+	if (cfg->cache_dir == NULL)
+		cfg->cache_dir = kj__default_cache_dir();
+	if (cfg->kernels_dir == NULL)
+		cfg->kernels_dir = default_kernels_dir();
+	if (cfg->sysfs_root == NULL && getenv("KJIT_SYSFS_ROOT"))
+		cfg->sysfs_root = kj__strdup(getenv("KJIT_SYSFS_ROOT"));
+	if (cfg->jobs == 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		cfg->jobs = n > 0 ? (unsigned)n : 1;
+	}
+	if (cfg->compile_timeout_ms == 0)
+		cfg->compile_timeout_ms = KJ_COMPILE_TIMEOUT_MS;
+	if (cfg->max_size == 0)
+		cfg->max_size = KJ_DEFAULT_MAX_SIZE;
+	cfg->self_exe = realpath("/proc/self/exe", NULL);
+	return cfg->socket_path && cfg->cache_dir && cfg->kernels_dir && cfg->self_exe ? 0 : KJIT_ENOMEM;
+}
+
+static void config_free(struct kj__config *cfg)
+{
+	free(cfg->socket_path);
+	free(cfg->cache_dir);
+	free(cfg->kernels_dir);
+	free(cfg->sysfs_root);
+	free(cfg->log_path);
+	free(cfg->self_exe);
+	free(cfg->hip_compiler);
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(cfg->arch); i++)
+		free(cfg->arch[i]);
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+	struct kj__daemon *d = s->data;
+	kj__log(d, "signal %d", signum);
+	kj__server_stop(d);
+}
+
+static void on_flush(uv_timer_t *t)
+{
+	kj__stats_flush(t->data);
+}
+
+/* Tells the waiting parent (and systemd) that we serve. */
+static void notify_ready(struct kj__daemon *d, int status)
+{
+	if (d->ready_fd >= 0) {
+		unsigned char b = (unsigned char)status;
+		if (write(d->ready_fd, &b, 1) != 1)
+			kj__log(d, "could not report readiness: %s", strerror(errno));
+		close(d->ready_fd);
+		d->ready_fd = -1;
+	}
+	if (status == 0)
+		sd_notify(0, "READY=1");
+}
+
+/* Forks; the parent waits for the child's readiness byte and exits with it. */
+static int detach(struct kj__daemon *d)
+{
+	int fds[2];
+
+	if (pipe2(fds, O_CLOEXEC) < 0) {
+		fprintf(stderr, "kjitd: pipe: %s\n", strerror(errno));
+		return 1;
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "kjitd: fork: %s\n", strerror(errno));
+		return 1;
+	}
+	if (pid > 0) {
+		unsigned char b = 1;
+		close(fds[1]);
+		ssize_t n;
+		while ((n = read(fds[0], &b, 1)) < 0 && errno == EINTR)
+			;
+		_exit(n == 1 ? b : 1);
+	}
+	close(fds[0]);
+	d->ready_fd = fds[1];
+	if (setsid() < 0)
+		return 1;
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null >= 0) {
+		dup2(null, 0);
+		close(null);
+	}
+	return -1;
+}
+
+static int open_log(struct kj__daemon *d)
+{
+	if (d->cfg.log_path == NULL) {
+		d->log = stderr;
+		return 0;
+	}
+	d->log = fopen(d->cfg.log_path, "ae");
+	if (d->log == NULL) {
+		fprintf(stderr, "kjitd: cannot open log %s: %s\n", d->cfg.log_path, strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
+static int serve(struct kj__daemon *d)
+{
+	char err[512] = "";
+	struct kj__cache_options co = { .max_size = d->cfg.max_size, .log = d->log };
+	int r;
+
+	d->loop = uv_default_loop();
+	d->started = kj__wall_s();
+	r = kj__cache_open(&d->cache, d->cfg.cache_dir, &co);
+	if (r == KJIT_EBUSY) {
+		fprintf(d->log, "kjitd: another kjitd already serves %s; `kjit ping` reaches it\n", d->cfg.cache_dir);
+		return 4;
+	}
+	if (r < 0) {
+		fprintf(d->log, "kjitd: cannot open the cache %s: %s\n", d->cfg.cache_dir, kjit_strerror(r));
+		return 1;
+	}
+	r = kj__manifest_load(d->cfg.kernels_dir, &d->manifest, err, sizeof err);
+	if (r < 0) {
+		fprintf(d->log, "kjitd: bundled kernel manifest: %s\n", err);
+		return 1;
+	}
+	kj__detect_run(d);
+	r = kj__server_start(d);
+	if (r < 0) {
+		fprintf(d->log, "kjitd: cannot serve on %s: %s\n", d->cfg.socket_path, kjit_strerror(r));
+		return r == KJIT_EBUSY ? 4 : 1;
+	}
+	uv_signal_init(d->loop, &d->sigterm);
+	uv_signal_init(d->loop, &d->sigint);
+	d->sigterm.data = d->sigint.data = d;
+	uv_signal_start(&d->sigterm, on_signal, SIGTERM);
+	uv_signal_start(&d->sigint, on_signal, SIGINT);
+	uv_timer_init(d->loop, &d->flush_timer);
+	d->flush_timer.data = d;
+	uv_timer_start(&d->flush_timer, on_flush, KJ_INDEX_FLUSH_MS, KJ_INDEX_FLUSH_MS);
+	signal(SIGPIPE, SIG_IGN);
+	kj__log(d, "serving %s on %s (%zu bundled kernels, %u workers per compiler, max size %llu)",
+		d->cfg.cache_dir, d->cfg.socket_path, d->manifest.n, d->cfg.jobs,
+		(unsigned long long)d->cfg.max_size);
+	notify_ready(d, 0);
+	uv_run(d->loop, UV_RUN_DEFAULT);
+	kj__stats_flush(d);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct kj__daemon d;
+	int rc;
+
+	memset(&d, 0, sizeof d);
+	d.ready_fd = -1;
+	rc = parse_args(argc, argv, &d.cfg);
+	if (rc >= 0)
+		goto out;
+	if (fill_defaults(&d.cfg) < 0) {
+		fprintf(stderr, "kjitd: out of memory\n");
+		rc = 1;
+		goto out;
+	}
+	if ((rc = open_log(&d)) != 0)
+		goto out;
+	if (!d.cfg.foreground && getenv("NOTIFY_SOCKET") == NULL && (rc = detach(&d)) >= 0)
+		goto out;
+	rc = serve(&d);
+	if (rc != 0)
+		notify_ready(&d, rc);
+out:
+	if (d.loop) {
+		uv_run(d.loop, UV_RUN_NOWAIT);
+		kj__flights_free(&d);
+		for (size_t i = 0; i < KJ_ARRAY_SIZE(d.pools); i++)
+			kj__pool_free(d.pools[i]);
+		if (uv_loop_close(d.loop) != 0)
+			kj__log(&d, "exiting with handles still open");
+	}
+	kj__cache_close(d.cache);
+	kj__manifest_free(&d.manifest);
+	if (d.log && d.log != stderr)
+		fclose(d.log);
+	config_free(&d.cfg);
+	return rc;
+}

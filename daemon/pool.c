@@ -1,0 +1,535 @@
+/* pool.c: the compile workers of one compiler family.
+ *
+ * Each worker is `kjitd --worker FAMILY` (our own binary re-executed with a
+ * role flag, as OpenBSD daemons do), connected by a socketpair on its fd 3,
+ * fed one JOB at a time.  Workers start when jobs arrive, up to cfg.jobs.  A
+ * job past its timeout gets its worker killed; a worker that dies with a job
+ * fails that job alone, with a message saying how it died, and is replaced
+ * on demand.  A family whose compiler cannot load (its HELLO carries an
+ * error) fails its jobs with that reason instead of restarting forever.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "kjit.h"
+#include "util.h"
+
+#define FAIL_STREAK_MAX 3 /* consecutive workers dying before HELLO: give up */
+
+struct worker {
+	uv_process_t proc;
+	uv_pipe_t pipe;
+	uv_timer_t timer;
+	struct kj__pool *pool;
+	struct worker *next;
+	struct kj__framer in;
+	struct kj__job *job;      /* the job being compiled, or NULL */
+	int hello;                /* HELLO received */
+	int abandoned;            /* killed by us: its exit is expected */
+	int exited;
+	unsigned handles_open;
+};
+
+struct ready_cb {
+	struct ready_cb *next;
+	void (*fn)(void *arg, int code, const char *error);
+	void *arg;
+};
+
+struct kj__pool {
+	struct kj__daemon *d;
+	char *family;
+	struct worker *workers;
+	unsigned n_workers;
+	struct kj__job *queue_head, *queue_tail;
+	struct ready_cb *ready_cbs;
+	char identity[256];
+	char runtime_version[KJ_VERSION_STR_MAX];
+	int ready;                /* identity known */
+	int failed;               /* KJIT_E* when the compiler cannot load */
+	char failure[512];
+	unsigned fail_streak;
+	int shutting_down;
+	struct kj__pool_stats st;
+};
+
+static void dispatch(struct kj__pool *p);
+
+/* Workers lead their own process group (compilers/worker.c), so a kill
+ * reaches whatever they started too (hipcc's clang). */
+static void worker_kill(struct worker *w)
+{
+	if (w->proc.pid > 0)
+		kill(-w->proc.pid, SIGKILL);
+	uv_process_kill(&w->proc, SIGKILL);
+}
+
+static void job_finish(struct kj__job *job, int code, const struct kj__msg *res, const char *error)
+{
+	job->done(job, code, res, error);
+}
+
+static void run_ready_cbs(struct kj__pool *p, int code, const char *error)
+{
+	while (p->ready_cbs) {
+		struct ready_cb *cb = p->ready_cbs;
+		p->ready_cbs = cb->next;
+		cb->fn(cb->arg, code, error);
+		free(cb);
+	}
+}
+
+static void fail_queue(struct kj__pool *p, int code, const char *error)
+{
+	while (p->queue_head) {
+		struct kj__job *job = p->queue_head;
+		p->queue_head = job->next;
+		job_finish(job, code, NULL, error);
+	}
+	p->queue_tail = NULL;
+}
+
+static void worker_unlink(struct worker *w)
+{
+	struct kj__pool *p = w->pool;
+
+	for (struct worker **pp = &p->workers; *pp; pp = &(*pp)->next) {
+		if (*pp == w) {
+			*pp = w->next;
+			p->n_workers--;
+			return;
+		}
+	}
+}
+
+static void on_worker_handle_closed(uv_handle_t *h)
+{
+	struct worker *w = h->data;
+
+	if (--w->handles_open == 0) {
+		kj__framer_free(&w->in);
+		free(w);
+	}
+}
+
+static void worker_close(struct worker *w)
+{
+	if (!uv_is_closing((uv_handle_t *)&w->pipe))
+		uv_close((uv_handle_t *)&w->pipe, on_worker_handle_closed);
+	if (!uv_is_closing((uv_handle_t *)&w->timer))
+		uv_close((uv_handle_t *)&w->timer, on_worker_handle_closed);
+	if (w->exited && !uv_is_closing((uv_handle_t *)&w->proc))
+		uv_close((uv_handle_t *)&w->proc, on_worker_handle_closed);
+}
+
+/* The worker is gone or unusable: fail its job with why, drop it. */
+static void worker_lost(struct worker *w, int code, const char *why)
+{
+	struct kj__pool *p = w->pool;
+	struct kj__job *job = w->job;
+
+	w->job = NULL;
+	if (job)
+		job_finish(job, code, NULL, why);
+	worker_unlink(w);
+	if (!w->exited) {
+		w->abandoned = 1;
+		worker_kill(w);
+	}
+	worker_close(w);
+	p->st.alive = p->n_workers;
+	dispatch(p);
+}
+
+static void on_timeout(uv_timer_t *t)
+{
+	struct worker *w = t->data;
+	struct kj__pool *p = w->pool;
+	char why[256];
+
+	if (w->job == NULL)
+		return;
+	p->st.timeouts++;
+	snprintf(why, sizeof why, "compile timed out after %u ms; its %s worker (pid %d) was killed and will be replaced",
+		 p->d->cfg.compile_timeout_ms, p->family, w->proc.pid);
+	kj__log(p->d, "%s", why);
+	worker_lost(w, KJIT_ETIMEDOUT, why);
+}
+
+static void on_exit_cb(uv_process_t *proc, int64_t status, int sig)
+{
+	struct worker *w = proc->data;
+	struct kj__pool *p = w->pool;
+	char why[256];
+
+	w->exited = 1;
+	if (w->abandoned || p->shutting_down || (sig == 0 && w->job == NULL && status == 0)) {
+		if (!uv_is_closing((uv_handle_t *)&w->proc))
+			uv_close((uv_handle_t *)&w->proc, on_worker_handle_closed);
+		return;
+	}
+	if (sig)
+		snprintf(why, sizeof why, "the %s compiler crashed (signal %d, %s)%s; its worker was replaced",
+			 p->family, sig, strsignal(sig), w->job ? " while compiling this source" : "");
+	else
+		snprintf(why, sizeof why, "the %s worker exited with status %lld%s; it was replaced",
+			 p->family, (long long)status, w->job ? " while compiling this source" : "");
+	kj__log(p->d, "worker pid %d: %s", proc->pid, why);
+	p->st.crashed++;
+	if (!w->hello && ++p->fail_streak >= FAIL_STREAK_MAX && !p->ready) {
+		p->failed = KJIT_EBACKEND;
+		snprintf(p->failure, sizeof p->failure, "the %s compiler cannot start: %s", p->family, why);
+	}
+	int in_list = 0;
+	for (struct worker *x = p->workers; x; x = x->next)
+		in_list |= x == w;
+	if (in_list) {
+		worker_lost(w, KJIT_EWORKER, why);
+	} else if (!uv_is_closing((uv_handle_t *)&w->proc)) {
+		uv_close((uv_handle_t *)&w->proc, on_worker_handle_closed);
+	}
+	if (p->failed) {
+		run_ready_cbs(p, p->failed, p->failure);
+		fail_queue(p, p->failed, p->failure);
+	}
+}
+
+static void handle_hello(struct worker *w, const struct kj__msg *m)
+{
+	struct kj__pool *p = w->pool;
+	int32_t code = KJIT_EPROTO;
+	char *id = NULL, *ver = NULL, *err = NULL;
+
+	kj__field_i32(kj__msg_get(m, KJ_F_CODE), &code);
+	kj__field_strdup(kj__msg_get(m, KJ_F_COMPILER_VERSION), 255, &id);
+	kj__field_strdup(kj__msg_get(m, KJ_F_VERSION), KJ_VERSION_STR_MAX - 1, &ver);
+	kj__field_strdup(kj__msg_get(m, KJ_F_ERROR), 400, &err);
+	w->hello = 1;
+	if (code < 0 || id == NULL) {
+		p->failed = code < 0 ? code : KJIT_EBACKEND;
+		snprintf(p->failure, sizeof p->failure, "%s", err ? err : "the compiler failed to load");
+		kj__log(p->d, "%s worker: %s", p->family, p->failure);
+		run_ready_cbs(p, p->failed, p->failure);
+		fail_queue(p, p->failed, p->failure);
+		worker_lost(w, p->failed, p->failure);
+		goto out;
+	}
+	p->fail_streak = 0;
+	if (!p->ready) {
+		snprintf(p->identity, sizeof p->identity, "%s", id);
+		snprintf(p->runtime_version, sizeof p->runtime_version, "%s", ver && *ver ? ver : "unknown");
+		p->ready = 1;
+		kj__log(p->d, "%s ready: %s, runtime %s", p->family, p->identity, p->runtime_version);
+		run_ready_cbs(p, 0, NULL);
+	} else if (strcmp(p->identity, id) != 0) {
+		kj__log(p->d, "%s worker reports a different compiler (%s, was %s): the compiler was upgraded under us; restart kjitd",
+			p->family, id, p->identity);
+	}
+	dispatch(p);
+out:
+	free(id);
+	free(ver);
+	free(err);
+}
+
+static void handle_frame(struct worker *w, const struct kj__frame_hdr *h, const uint8_t *body)
+{
+	struct kj__pool *p = w->pool;
+	struct kj__msg m;
+	int r = kj__msg_decode(body, h->len, &m);
+
+	if (r < 0) {
+		worker_lost(w, KJIT_EWORKER, "the compile worker sent a malformed reply; it was replaced");
+		return;
+	}
+	if (h->type == KJ_MSG_HELLO && !w->hello) {
+		handle_hello(w, &m);
+	} else if (h->type == KJ_MSG_RESULT && w->job && h->id == w->job->id) {
+		struct kj__job *job = w->job;
+		w->job = NULL;
+		uv_timer_stop(&w->timer);
+		p->st.busy--;
+		job_finish(job, 0, &m, NULL);
+		dispatch(p);
+	} else {
+		worker_lost(w, KJIT_EWORKER, "the compile worker sent an unexpected message; it was replaced");
+	}
+	kj__msg_free(&m);
+}
+
+static void worker_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	struct worker *w = h->data;
+	kj__framer_alloc(&w->in, suggested, buf);
+}
+
+static void worker_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+	struct worker *w = s->data;
+	struct kj__frame_hdr h;
+	const uint8_t *body;
+	int r;
+
+	(void)buf;
+	if (nread < 0) {
+		/* EOF: the exit callback says how it died. */
+		uv_read_stop(s);
+		return;
+	}
+	w->in.len += (size_t)nread;
+	while ((r = kj__framer_next(&w->in, &h, &body)) != 0) {
+		if (r < 0) {
+			worker_lost(w, KJIT_EWORKER, "the compile worker broke the protocol; it was replaced");
+			return;
+		}
+		int lost = 0;
+		struct worker *x;
+		handle_frame(w, &h, body);
+		for (x = w->pool->workers; x && x != w; x = x->next)
+			;
+		lost = x == NULL;
+		if (lost)
+			return;
+		kj__framer_consume(&w->in, &h);
+	}
+}
+
+/* Builds the worker's environment: nothing but what compilers need. */
+static char **worker_env(void)
+{
+	static const char *const keep[] = { "LD_LIBRARY_PATH", "ASAN_OPTIONS", "UBSAN_OPTIONS",
+					    "LSAN_OPTIONS", "KJIT_TEST_HOOKS", "TMPDIR" };
+	char **env = calloc(KJ_ARRAY_SIZE(keep) + 4, sizeof *env);
+	size_t n = 0;
+
+	if (env == NULL)
+		return NULL;
+	env[n++] = kj__strdup("PATH=/usr/local/bin:/usr/bin:/bin");
+	env[n++] = kj__strdup("LANG=C");
+	env[n++] = kj__strdup("HOME=/nonexistent");
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(keep); i++) {
+		const char *v = getenv(keep[i]);
+		if (v)
+			env[n++] = kj__asprintf("%s=%s", keep[i], v);
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (env[i] == NULL) {
+			for (size_t j = 0; j < n; j++)
+				free(env[j]);
+			free(env);
+			return NULL;
+		}
+	}
+	return env;
+}
+
+static int worker_spawn(struct kj__pool *p)
+{
+	struct kj__daemon *d = p->d;
+	struct worker *w = calloc(1, sizeof *w);
+	uv_process_options_t o = { 0 };
+	uv_stdio_container_t stdio[4];
+	char *args[] = { d->cfg.self_exe, "--worker", p->family, NULL };
+	char **env = NULL;
+	int r = KJIT_ENOMEM;
+
+	if (w == NULL)
+		return KJIT_ENOMEM;
+	w->pool = p;
+	if (uv_pipe_init(d->loop, &w->pipe, 0) < 0 || uv_timer_init(d->loop, &w->timer) < 0)
+		goto fail_early;
+	w->pipe.data = w->timer.data = w->proc.data = w;
+	w->handles_open = 2;
+	env = worker_env();
+	if (env == NULL)
+		goto fail;
+	stdio[0].flags = UV_IGNORE;
+	stdio[1].flags = UV_IGNORE;
+	stdio[2].flags = UV_INHERIT_FD; /* compilers' own complaints reach the daemon log */
+	stdio[2].data.fd = d->log ? fileno(d->log) : 2;
+	stdio[3].flags = UV_CREATE_PIPE | UV_READABLE_PIPE | UV_WRITABLE_PIPE;
+	stdio[3].data.stream = (uv_stream_t *)&w->pipe;
+	o.file = d->cfg.self_exe;
+	o.args = args;
+	o.env = env;
+	o.stdio = stdio;
+	o.stdio_count = 4;
+	o.exit_cb = on_exit_cb;
+	r = uv_spawn(d->loop, &w->proc, &o);
+	if (r < 0) {
+		kj__log(d, "cannot start a %s worker (%s): %s", p->family, d->cfg.self_exe, uv_strerror(r));
+		r = KJIT_EWORKER;
+		goto fail;
+	}
+	w->handles_open = 3;
+	if (uv_read_start((uv_stream_t *)&w->pipe, worker_alloc, worker_read) < 0) {
+		worker_kill(w);
+		w->next = p->workers;
+		p->workers = w;
+		p->n_workers++;
+		worker_lost(w, KJIT_EWORKER, "cannot read from a new worker");
+		r = KJIT_EWORKER;
+		goto out;
+	}
+	w->next = p->workers;
+	p->workers = w;
+	p->n_workers++;
+	p->st.started++;
+	p->st.alive = p->n_workers;
+	r = 0;
+	goto out;
+fail:
+	worker_close(w);
+	w = NULL;
+	goto out;
+fail_early:
+	free(w);
+out:
+	for (size_t i = 0; env && env[i]; i++)
+		free(env[i]);
+	free(env);
+	return r;
+}
+
+static void dispatch(struct kj__pool *p)
+{
+	if (p->shutting_down)
+		return;
+	if (p->failed) {
+		fail_queue(p, p->failed, p->failure);
+		return;
+	}
+	/* Hand queued jobs to idle workers that said hello. */
+	for (struct worker *w = p->workers; w && p->queue_head; w = w->next) {
+		if (!w->hello || w->job || w->exited)
+			continue;
+		struct kj__job *job = p->queue_head;
+		p->queue_head = job->next;
+		if (p->queue_head == NULL)
+			p->queue_tail = NULL;
+		w->job = job;
+		uv_buf_t ub = uv_buf_init((char *)job->frame.p, (unsigned)job->frame.len);
+		int n = uv_try_write((uv_stream_t *)&w->pipe, &ub, 1);
+		if (n != (int)job->frame.len) {
+			/* Jobs are small next to a socket buffer; a short write
+			 * means the worker is wedged.  Blocking write is wrong on
+			 * the loop, so replace it. */
+			worker_lost(w, KJIT_EWORKER, "could not hand the job to its worker; it was replaced");
+			return;
+		}
+		p->st.busy++;
+		uv_timer_start(&w->timer, on_timeout, p->d->cfg.compile_timeout_ms, 0);
+	}
+	/* Start more workers while jobs wait and there is room. */
+	unsigned starting = 0;
+	for (struct worker *w = p->workers; w; w = w->next)
+		starting += !w->hello;
+	size_t waiting = 0;
+	for (struct kj__job *j = p->queue_head; j; j = j->next)
+		waiting++;
+	while (waiting > starting && p->n_workers < p->d->cfg.jobs) {
+		if (worker_spawn(p) < 0) {
+			if (p->n_workers == 0)
+				fail_queue(p, KJIT_EWORKER, "cannot start a compile worker; see the kjitd log");
+			return;
+		}
+		starting++;
+	}
+}
+
+int kj__pool_new(struct kj__daemon *d, const char *family, struct kj__pool **out)
+{
+	struct kj__pool *p = calloc(1, sizeof *p);
+
+	if (p == NULL || (p->family = kj__strdup(family)) == NULL) {
+		free(p);
+		return KJIT_ENOMEM;
+	}
+	p->d = d;
+	*out = p;
+	return 0;
+}
+
+void kj__pool_submit(struct kj__pool *p, struct kj__job *job)
+{
+	if (p->shutting_down) {
+		job_finish(job, KJIT_ESHUTDOWN, NULL, "kjitd is shutting down");
+		return;
+	}
+	if (p->failed) {
+		job_finish(job, p->failed, NULL, p->failure);
+		return;
+	}
+	job->next = NULL;
+	job->queued_us = kj__now_us();
+	if (p->queue_tail)
+		p->queue_tail->next = job;
+	else
+		p->queue_head = job;
+	p->queue_tail = job;
+	p->st.queued++;
+	dispatch(p);
+}
+
+void kj__pool_when_ready(struct kj__pool *p, void (*fn)(void *arg, int code, const char *error), void *arg)
+{
+	if (p->ready || p->failed) {
+		fn(arg, p->ready ? 0 : p->failed, p->ready ? NULL : p->failure);
+		return;
+	}
+	struct ready_cb *cb = calloc(1, sizeof *cb);
+	if (cb == NULL) {
+		fn(arg, KJIT_ENOMEM, "out of memory");
+		return;
+	}
+	cb->fn = fn;
+	cb->arg = arg;
+	cb->next = p->ready_cbs;
+	p->ready_cbs = cb;
+	/* A worker must exist to say hello. */
+	if (p->n_workers == 0 && worker_spawn(p) < 0) {
+		p->failed = KJIT_EWORKER;
+		snprintf(p->failure, sizeof p->failure, "cannot start a %s worker; see the kjitd log", p->family);
+		run_ready_cbs(p, p->failed, p->failure);
+	}
+}
+
+const char *kj__pool_identity(const struct kj__pool *p) { return p->identity; }
+const char *kj__pool_runtime_version(const struct kj__pool *p) { return p->runtime_version; }
+const char *kj__pool_family(const struct kj__pool *p) { return p->family; }
+
+void kj__pool_stats(const struct kj__pool *p, struct kj__pool_stats *s)
+{
+	*s = p->st;
+	s->alive = p->n_workers;
+}
+
+void kj__pool_shutdown(struct kj__pool *p)
+{
+	p->shutting_down = 1;
+	run_ready_cbs(p, KJIT_ESHUTDOWN, "kjitd is shutting down");
+	fail_queue(p, KJIT_ESHUTDOWN, "kjitd is shutting down");
+	while (p->workers) {
+		struct worker *w = p->workers;
+		struct kj__job *job = w->job;
+		w->job = NULL;
+		if (job)
+			job_finish(job, KJIT_ESHUTDOWN, NULL, "kjitd is shutting down");
+		worker_unlink(w);
+		if (!w->exited)
+			worker_kill(w);
+		worker_close(w);
+	}
+}
+
+void kj__pool_free(struct kj__pool *p)
+{
+	if (p == NULL)
+		return;
+	free(p->family);
+	free(p);
+}

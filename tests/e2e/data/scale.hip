@@ -1,0 +1,9 @@
+// A tiny HIP kernel for the end-to-end tests.
+#include <hip/hip_runtime.h>
+
+extern "C" __global__ void scale(float *x, float a, int n)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n)
+		x[i] *= a;
+}
