@@ -25,7 +25,7 @@ endif
 
 SHADERC_LIBS := -lshaderc_combined -lglslang -lMachineIndependent -lOGLCompiler -lOSDependent -lGenericCodeGen -lSPIRV -lSPIRV-Tools-opt -lSPIRV-Tools -lstdc++ -lm -lpthread
 DAEMON_LIBS  := -luv -lsqlite3 -lcrypto -ldl $(SHADERC_LIBS) -lsystemd
-CLIENT_LIBS  := -lcrypto -ldl
+CLIENT_LIBS  := -lcrypto -ldl -pthread
 
 COMMON_SRC   := $(wildcard common/*.c)
 CACHE_SRC    := $(wildcard cache/*.c)
@@ -44,7 +44,7 @@ TESTS        := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 
 DEPS_OK := $(BUILD)/.deps-ok
 
-.PHONY: all deps test test-asan run stop bench bench-gpu test-gpu install clean fuzz stress
+.PHONY: all deps test test-asan run stop install clean
 all: $(BUILD)/kjitd $(BUILD)/kjit $(BUILD)/libkjit.so $(BUILD)/libkjit.a \
 	$(BUILD)/include/kjit.h $(BUILD)/kjit.pc
 
@@ -83,7 +83,12 @@ $(BUILD)/tests/%: $(call obj,tests/%.c) $(DAEMON_OBJ) $(COMPILER_OBJ) $(CACHE_OB
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_KJ) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS) -lvulkan
 
+# Fragments owned by their directories: kernel tests, benchmarks, fuzzing,
+# stress, GPU runs.  Each adds its own targets and TEST_EXTRA prerequisites.
 -include tests/kernels/Makefile.part
+-include bench/Makefile.part
+-include tests/fuzz/Makefile.part
+-include tests/stress/Makefile.part
 
 test: all $(TESTS) $(TEST_EXTRA)
 	@BUILD=$(BUILD) ./tests/run.sh

@@ -86,12 +86,13 @@ typedef struct kjit_client kjit_client;
 typedef struct kjit_open_options {
 	const char *socket_path; /* NULL: $KJIT_SOCKET, else the per-user path */
 	int no_autostart;        /* 1: never start a daemon ($KJIT_NO_AUTOSTART=1 too) */
-	int timeout_ms;          /* per reply; 0: KJIT_DEFAULT_TIMEOUT_MS */
+	int timeout_ms;          /* per wait on the socket; 0: 10 minutes */
 } kjit_open_options;
 
 /* Connects to kjitd, starting a per-user daemon when none answers and
  * autostart is allowed (at most one starts when many clients race).
- * On success *out owns the connection; free it with kjit_close(). */
+ * On success *out owns the connection; free it with kjit_close().  On
+ * failure kjit_last_error(NULL) says why (kept per thread, like errno). */
 KJIT_EXPORT int kjit_open(kjit_client **out, const kjit_open_options *opt);
 KJIT_EXPORT void kjit_close(kjit_client *c);
 
@@ -146,15 +147,16 @@ KJIT_EXPORT int kjit_ping(kjit_client *c);
 /* Asks the daemon to exit once in-flight requests are answered. */
 KJIT_EXPORT int kjit_stop(kjit_client *c);
 
-/* Administrative queries.  On success *text (human) and/or *json (one JSON
- * object) are malloc'd strings the caller frees; either pointer may be NULL
- * when not wanted.  cmd is one of "stats", "targets", "ls", "show", "gc",
- * "verify", "clear"; arg is the command's argument (a key, a target, a
- * size) or NULL. */
+/* Administrative queries.  *text (human) and/or *json (one JSON object) are
+ * malloc'd strings the caller frees, on failure too (verify reports what it
+ * dropped with KJIT_ECORRUPT); either pointer may be NULL when not wanted.
+ * cmd is one of "stats", "targets", "kernels", "ls", "show", "gc", "verify",
+ * "clear", "replay", "export", "import" (docs/cli.md lists each ARG). */
 KJIT_EXPORT int kjit_admin(kjit_client *c, const char *cmd, const char *arg,
 	       char **text, char **json);
 
-/* The last error's one-line description on c, or "" (never NULL). */
+/* The last error's one-line description on c, or "" (never NULL).  With
+ * c NULL: why this thread's last kjit_open failed. */
 KJIT_EXPORT const char *kjit_last_error(const kjit_client *c);
 
 #ifdef __cplusplus

@@ -1,0 +1,259 @@
+/* get.c: kjit_get, the one call most programs make, and kjit_result_free.
+ *
+ * kjit_get checks the request first (everything the daemon would refuse
+ * anyway, so that the error names the caller's mistake), resolves the
+ * target and runtime version from this process's environment unless the
+ * request gives them or sets no_env (kj__resolve_env: the process that will
+ * load the object decides), encodes one GET, and decodes the reply into
+ * a kjit_result that owns everything it points to.  Reply fields are taken
+ * only through the checked kj__field_* helpers, each with its own cap.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client_int.h"
+#include "detect.h"
+#include "util.h"
+
+#define KEY_HEX_LEN 64
+
+/* 1 if s is 1..max bytes without control characters. */
+static int printable(const char *s, size_t max)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > max)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return 0;
+	return 1;
+}
+
+/* 1 if the n strings of v are printable() within max, or kj__name_ok()
+ * for max 0. */
+static int strs_ok(const char *const *v, size_t n, size_t max)
+{
+	if (n > 0 && v == NULL)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (v[i] == NULL || !(max ? printable(v[i], max) : kj__name_ok(v[i])))
+			return 0;
+	return 1;
+}
+
+/* Checks req; on failure sets c->err and returns the code. */
+static int request_check(kjit_client *c, const kjit_request *req)
+{
+	if (kjit_backend_name(req->backend) == NULL)
+		return kj__client_fail(c, KJIT_EBACKEND, "unknown backend %d; use KJIT_BACKEND_HIP, "
+				       "KJIT_BACKEND_CUDA or KJIT_BACKEND_VULKAN", req->backend);
+	if ((req->source == NULL) == (req->kernel == NULL))
+		return kj__client_fail(c, KJIT_EINVAL, "give exactly one of source and kernel");
+	if (req->kernel && !kj__name_ok(req->kernel))
+		return kj__client_fail(c, KJIT_EINVAL, "invalid kernel name; bundled kernel names "
+				       "are [A-Za-z0-9._+-], at most %d bytes", KJ_NAME_MAX);
+	if (req->source && req->source_size == 0)
+		return kj__client_fail(c, KJIT_EINVAL, "the source is empty");
+	if (req->source && req->source_size > KJ_SOURCE_MAX)
+		return kj__client_fail(c, KJIT_ETOOBIG, "the source is %zu bytes, over the cap of %u",
+				       req->source_size, KJ_SOURCE_MAX);
+	if (req->source_name && !kj__name_ok(req->source_name))
+		return kj__client_fail(c, KJIT_EINVAL, "invalid source name; a file name of "
+				       "[A-Za-z0-9._+-], at most %d bytes", KJ_NAME_MAX);
+	if (req->target && !kj__token_ok(req->target, KJ_TARGET_MAX))
+		return kj__client_fail(c, KJIT_EINVAL, "invalid target \"%s\"", req->target);
+	if (req->runtime_version && !kj__token_ok(req->runtime_version, KJ_VERSION_STR_MAX))
+		return kj__client_fail(c, KJIT_EINVAL, "invalid runtime version \"%s\"",
+				       req->runtime_version);
+	if (req->n_entries > KJ_ENTRIES_MAX_COUNT || !strs_ok(req->entries, req->n_entries, 0))
+		return kj__client_fail(c, KJIT_EINVAL, "invalid entries: at most %d names of "
+				       "[A-Za-z0-9._+-], %d bytes each", KJ_ENTRIES_MAX_COUNT, KJ_NAME_MAX);
+	if (req->n_options > KJ_OPTIONS_MAX_COUNT || !strs_ok(req->options, req->n_options, KJ_OPTION_MAX))
+		return kj__client_fail(c, KJIT_EINVAL, "invalid options: at most %d options of 1 to %d "
+				       "printable bytes", KJ_OPTIONS_MAX_COUNT, KJ_OPTION_MAX);
+	if (req->n_headers > KJ_HEADERS_MAX_COUNT || (req->n_headers && req->headers == NULL))
+		return kj__client_fail(c, KJIT_EINVAL, "invalid headers: at most %d",
+				       KJ_HEADERS_MAX_COUNT);
+	size_t total = 0;
+	for (size_t i = 0; i < req->n_headers; i++) {
+		const kjit_header *h = &req->headers[i];
+		if (h->name == NULL || !printable(h->name, KJ_NAME_MAX) || (h->size && h->data == NULL))
+			return kj__client_fail(c, KJIT_EINVAL, "invalid header %zu: it needs a name of 1 "
+					       "to %d printable bytes and its data", i, KJ_NAME_MAX);
+		if (h->size > KJ_HEADERS_MAX_TOTAL - total)
+			return kj__client_fail(c, KJIT_ETOOBIG, "the headers are over the cap of %u bytes "
+					       "in all", KJ_HEADERS_MAX_TOTAL);
+		total += h->size;
+	}
+	return 0;
+}
+
+struct resolved {
+	char target[KJ_TARGET_MAX];
+	char version[KJ_VERSION_STR_MAX];
+	const char *target_from;
+	const char *version_from;
+};
+
+/* Fills rv from req, then from the environment for what req leaves open. */
+static int resolve(kjit_client *c, const kjit_request *req, struct resolved *rv)
+{
+	char err[KJ_CLIENT_ERR_MAX / 2];
+
+	memset(rv, 0, sizeof *rv);
+	err[0] = '\0';
+	if (!req->no_env && (req->target == NULL || req->runtime_version == NULL)) {
+		int r = kj__resolve_env(req->backend, NULL, rv->target, &rv->target_from, rv->version,
+					&rv->version_from, err, sizeof err);
+		/* A bad variable matters only when the request needs it. */
+		if (r < 0 && req->target == NULL)
+			return kj__client_fail(c, r, "%s", err[0] ? err : kjit_strerror(r));
+		if (r < 0)
+			memset(rv, 0, sizeof *rv);
+	}
+	if (req->target) {
+		snprintf(rv->target, sizeof rv->target, "%s", req->target);
+		rv->target_from = NULL;
+	}
+	if (req->runtime_version) {
+		snprintf(rv->version, sizeof rv->version, "%s", req->runtime_version);
+		rv->version_from = NULL;
+	}
+	return 0;
+}
+
+static int put_strs(struct kj__buf *b, uint16_t tag, const char *const *v, size_t n)
+{
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < n; i++)
+		r = kj__msg_put_str(b, tag, v[i]);
+	return r;
+}
+
+static int encode(struct kj__buf *b, const kjit_request *req, const struct resolved *rv)
+{
+	int r = kj__client_begin(b, KJ_MSG_GET);
+	if (r == 0)
+		r = kj__msg_put_u32(b, KJ_F_BACKEND, (uint32_t)req->backend);
+	if (r == 0 && rv->target[0])
+		r = kj__msg_put_str(b, KJ_F_TARGET, rv->target);
+	if (r == 0 && rv->target[0] && rv->target_from)
+		r = kj__msg_put_str(b, KJ_F_TARGET_SOURCE, rv->target_from);
+	if (r == 0 && rv->version[0])
+		r = kj__msg_put_str(b, KJ_F_VERSION, rv->version);
+	if (r == 0 && req->kernel)
+		r = kj__msg_put_str(b, KJ_F_KERNEL, req->kernel);
+	if (r == 0 && req->source)
+		r = kj__msg_put(b, KJ_F_SOURCE, req->source, req->source_size);
+	if (r == 0 && req->source && req->source_name)
+		r = kj__msg_put_str(b, KJ_F_SOURCE_NAME, req->source_name);
+	if (r == 0)
+		r = put_strs(b, KJ_F_ENTRY, req->entries, req->n_entries);
+	if (r == 0)
+		r = put_strs(b, KJ_F_OPTION, req->options, req->n_options);
+	for (size_t i = 0; r == 0 && i < req->n_headers; i++) {
+		r = kj__msg_put_str(b, KJ_F_HEADER_NAME, req->headers[i].name);
+		if (r == 0)
+			r = kj__msg_put(b, KJ_F_HEADER_DATA, req->headers[i].data, req->headers[i].size);
+	}
+	return r ? r : kj__msg_end(b);
+}
+
+static int key_ok(const char *k)
+{
+	if (k == NULL || strlen(k) != KEY_HEX_LEN)
+		return 0;
+	return strspn(k, "0123456789abcdef") == KEY_HEX_LEN;
+}
+
+/* Moves a successful reply into res.  0 or KJIT_EPROTO / KJIT_ENOMEM. */
+static int decode_ok(const struct kj__msg *m, kjit_result *res)
+{
+	const struct kj__field *data = kj__msg_get(m, KJ_F_DATA);
+	uint32_t status;
+	char *key = NULL;
+
+	int r = kj__field_u32(kj__msg_get(m, KJ_F_STATUS), &status);
+	if (r == 0 && (status < KJIT_STATUS_HIT || status > KJIT_STATUS_JOINED))
+		r = KJIT_EPROTO;
+	if (r == 0 && (data == NULL || data->len == 0 || data->len > KJ_OBJECT_MAX))
+		r = KJIT_EPROTO;
+	if (r == 0)
+		r = kj__field_strdup(kj__msg_get(m, KJ_F_KEY), KEY_HEX_LEN, &key);
+	if (r == 0 && !key_ok(key))
+		r = KJIT_EPROTO;
+	if (r == 0)
+		r = kj__field_strdup(kj__msg_get(m, KJ_F_TARGET), KJ_TARGET_MAX, &res->target);
+	if (r == 0)
+		r = kj__field_strdup(kj__msg_get(m, KJ_F_VERSION), KJ_VERSION_STR_MAX,
+				     &res->runtime_version);
+	if (r == 0)
+		r = kj__field_strdup(kj__msg_get(m, KJ_F_LOG), KJ_LOG_WIRE_MAX, &res->log);
+	if (r == 0 && (res->data = malloc(data->len)) == NULL)
+		r = KJIT_ENOMEM;
+	if (r == 0) {
+		memcpy(res->data, data->p, data->len);
+		res->size = data->len;
+		memcpy(res->key, key, KEY_HEX_LEN + 1);
+		res->status = (int)status;
+	}
+	free(key);
+	return r;
+}
+
+int kjit_get(kjit_client *c, const kjit_request *req, kjit_result *res)
+{
+	struct kj__buf b = { 0 };
+	struct kj__msg m = { 0 };
+	struct resolved rv;
+	uint8_t *body = NULL;
+	int code = 0;
+
+	if (res == NULL)
+		return KJIT_EINVAL;
+	memset(res, 0, sizeof *res);
+	if (c == NULL || req == NULL)
+		return KJIT_EINVAL;
+	c->err[0] = '\0';
+	int r = request_check(c, req);
+	if (r == 0)
+		r = resolve(c, req, &rv);
+	if (r == 0 && (r = encode(&b, req, &rv)) < 0)
+		kj__client_fail(c, r, "the request is over the message cap of %u bytes: %s",
+				KJ_FRAME_MAX, kjit_strerror(r));
+	if (r == 0)
+		r = kj__client_call(c, &b, &body, &m, &code);
+	if (r == 0 && code < 0) {
+		r = code;
+		/* The compiler's log of a failed compile; a bad one is dropped. */
+		if (kj__field_strdup(kj__msg_get(&m, KJ_F_LOG), KJ_LOG_WIRE_MAX, &res->log) < 0)
+			res->log = NULL;
+	} else if (r == 0 && (r = decode_ok(&m, res)) < 0) {
+		kjit_result_free(res);
+		kj__client_fail(c, r == KJIT_ENOMEM ? r : KJIT_EPROTO, "kjitd sent a malformed answer "
+				"to a get (%s); client and daemon versions may differ: restart kjitd",
+				kjit_strerror(r));
+		r = r == KJIT_ENOMEM ? r : KJIT_EPROTO;
+	}
+	if (r < 0) {
+		res->error = kj__strdup(c->err[0] ? c->err : kjit_strerror(r));
+		res->sys_errno = (r == KJIT_ECONNECT || r == KJIT_EIO) ? c->sys_errno : 0;
+	}
+	kj__msg_free(&m);
+	free(body);
+	kj__buf_free(&b);
+	return r;
+}
+
+void kjit_result_free(kjit_result *res)
+{
+	if (res == NULL)
+		return;
+	free(res->data);
+	free(res->target);
+	free(res->runtime_version);
+	free(res->log);
+	free(res->error);
+	memset(res, 0, sizeof *res);
+}

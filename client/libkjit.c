@@ -1,0 +1,358 @@
+/* libkjit.c: the client handle and the request/reply exchange that every
+ * call of kjit.h goes through (kjit_get lives in get.c, connecting and
+ * autostart in connect.c).
+ *
+ * One exchange: give the request the next id, send it whole (send with
+ * MSG_NOSIGNAL, so a dead daemon is EPIPE and never SIGPIPE, without
+ * touching the process's signal dispositions), read one frame with the
+ * client's timeout, check that it is a REPLY to that id, split it into
+ * fields and read CODE.  Any transport failure leaves the stream out of
+ * step, so the connection is closed and the next call connects again.  A
+ * connection the daemon closed while it sat idle (a restart between two
+ * calls) is replaced before sending, and a request whose sending fails on
+ * a reused connection is sent once more on a fresh one; a request that was
+ * sent is never sent twice.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "client_int.h"
+#include "util.h"
+
+/* Longest administrative argument (a path plus a list of targets); kjitd
+ * refuses longer (daemon/admin.c). */
+#define ADMIN_ARG_MAX 4096
+
+/* Why this thread's last kjit_open failed, for kjit_last_error(NULL): a
+ * failed open has no handle to carry its message.  Per thread, like errno;
+ * the only state libkjit keeps outside a handle. */
+static _Thread_local char open_err[KJ_CLIENT_ERR_MAX];
+
+int kj__client_fail(kjit_client *c, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->err, sizeof c->err, fmt, ap);
+	va_end(ap);
+	for (char *p = c->err; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = ' ';
+	return code;
+}
+
+char *kj__one_line(const char *s)
+{
+	char *p = kj__strdup(s);
+	for (char *q = p; q && *q; q++)
+		if ((unsigned char)*q < 0x20 || *q == 0x7f)
+			*q = ' ';
+	return p;
+}
+
+int kjit_open(kjit_client **out, const kjit_open_options *opt)
+{
+	kjit_client *c;
+	int r;
+
+	if (out == NULL)
+		return KJIT_EINVAL;
+	*out = NULL;
+	c = calloc(1, sizeof *c);
+	if (c == NULL)
+		return KJIT_ENOMEM;
+	c->fd = -1;
+	c->next_id = 1;
+	c->timeout_ms = opt && opt->timeout_ms > 0 ? opt->timeout_ms : KJ_DEFAULT_TIMEOUT_MS;
+	c->no_autostart = opt ? opt->no_autostart : 0;
+	if (opt && opt->socket_path && *opt->socket_path)
+		c->socket_path = kj__strdup(opt->socket_path);
+	else
+		c->socket_path = kj__default_socket_path();
+	if (c->socket_path == NULL) {
+		r = KJIT_ENOMEM;
+		goto out;
+	}
+	r = kj__client_connect(c);
+	if (r < 0)
+		goto out;
+	*out = c;
+	c = NULL;
+out:
+	snprintf(open_err, sizeof open_err, "%s", r == 0 ? "" : c && c->err[0] ? c->err :
+		 kjit_strerror(r));
+	kjit_close(c);
+	return r;
+}
+
+void kjit_close(kjit_client *c)
+{
+	if (c == NULL)
+		return;
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c->socket_path);
+	free(c);
+}
+
+const char *kjit_last_error(const kjit_client *c)
+{
+	return c ? c->err : open_err;
+}
+
+static void drop_connection(kjit_client *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+}
+
+/* Sends all of b, waiting at most the client's timeout for room each time.
+ * 0, KJIT_ECONNECT (peer gone), KJIT_ETIMEDOUT or KJIT_EIO. */
+static int send_all(kjit_client *c, const struct kj__buf *b)
+{
+	size_t off = 0;
+
+	while (off < b->len) {
+		struct pollfd p = { .fd = c->fd, .events = POLLOUT };
+		int pr = poll(&p, 1, c->timeout_ms);
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr == 0)
+			return KJIT_ETIMEDOUT;
+		ssize_t k = pr < 0 ? -1 : send(c->fd, b->p + off, b->len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (k < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			c->sys_errno = errno;
+			return errno == EPIPE || errno == ECONNRESET ? KJIT_ECONNECT : KJIT_EIO;
+		}
+		off += (size_t)k;
+	}
+	return 0;
+}
+
+int kj__client_begin(struct kj__buf *b, uint16_t type)
+{
+	return kj__msg_begin(b, type, 0);
+}
+
+/* Writes the id into a begun message (bytes 8..11 of the header). */
+static void set_id(struct kj__buf *b, uint32_t id)
+{
+	for (int i = 0; i < 4; i++)
+		b->p[8 + i] = (uint8_t)(id >> (8 * i));
+}
+
+static int transport_fail(kjit_client *c, int r, const char *what)
+{
+	drop_connection(c);
+	switch (r) {
+	case KJIT_ECONNECT:
+		return kj__client_fail(c, r, "kjitd closed the connection while %s; "
+				       "it may have crashed or been stopped: see its log and retry", what);
+	case KJIT_ETIMEDOUT:
+		return kj__client_fail(c, r, "kjitd did not answer within %d ms while %s; "
+				       "it may be overloaded: retry, or raise the timeout", c->timeout_ms, what);
+	case KJIT_ENOMEM:
+		return kj__client_fail(c, r, "out of memory while %s", what);
+	case KJIT_EIO:
+		return kj__client_fail(c, KJIT_ECONNECT, "I/O error while %s: %s; retry",
+				       what, strerror(c->sys_errno));
+	default:
+		return kj__client_fail(c, KJIT_EPROTO, "kjitd sent a malformed reply while %s; "
+				       "client and daemon versions may differ: restart kjitd", what);
+	}
+}
+
+/* 1 if an idle connection has been closed by the daemon (or holds bytes
+ * nobody asked for): either way it is of no further use. */
+static int stale(const kjit_client *c)
+{
+	struct pollfd p = { .fd = c->fd, .events = POLLIN | POLLRDHUP };
+	return poll(&p, 1, 0) > 0 && p.revents != 0;
+}
+
+/* Sends req and reads the frame that answers it. */
+static int exchange(kjit_client *c, struct kj__buf *req, uint8_t **body, struct kj__frame_hdr *h)
+{
+	uint32_t id = c->next_id++;
+	int r;
+
+	if (c->next_id == 0)
+		c->next_id = 1;
+	set_id(req, id);
+	if (c->fd >= 0 && c->used > 0 && stale(c))
+		drop_connection(c);
+	for (int attempt = 0;; attempt++) {
+		if (c->fd < 0 && (r = kj__client_connect(c)) < 0)
+			return r;
+		r = send_all(c, req);
+		if (r == KJIT_ECONNECT && c->used > 0 && attempt == 0) {
+			drop_connection(c);
+			continue;
+		}
+		if (r < 0)
+			return transport_fail(c, r, "sending a request");
+		break;
+	}
+	r = kj__frame_read_fd(c->fd, c->timeout_ms, h, body);
+	if (r == KJIT_EIO)
+		c->sys_errno = errno;
+	if (r == KJIT_EPROTO && h->version != KJ_PROTO_VERSION) {
+		drop_connection(c);
+		return kj__client_fail(c, KJIT_EPROTO, "kjitd speaks protocol version %u, this client %u; "
+				       "restart kjitd from the same kjit release", h->version, KJ_PROTO_VERSION);
+	}
+	if (r < 0)
+		return transport_fail(c, r, "reading the reply");
+	if (h->type != KJ_MSG_REPLY || h->id != id) {
+		free(*body);
+		*body = NULL;
+		drop_connection(c);
+		return kj__client_fail(c, KJIT_EPROTO, "kjitd answered request %u with message type %u "
+				       "for request %u; restart kjitd", id, h->type, h->id);
+	}
+	c->used++;
+	return 0;
+}
+
+int kj__client_call(kjit_client *c, struct kj__buf *req, uint8_t **body, struct kj__msg *m,
+		    int *code)
+{
+	struct kj__frame_hdr h = { 0 };
+	int32_t v;
+	char *err = NULL;
+
+	*body = NULL;
+	m->n = 0;
+	m->f = NULL;
+	c->err[0] = '\0';
+	int r = exchange(c, req, body, &h);
+	if (r < 0)
+		return r;
+	r = kj__msg_decode(*body, h.len, m);
+	if (r == 0)
+		r = kj__field_i32(kj__msg_get(m, KJ_F_CODE), &v);
+	if (r == 0 && v > 0)
+		r = KJIT_EPROTO;
+	if (r == 0)
+		r = kj__field_strdup(kj__msg_get(m, KJ_F_ERROR), KJ_ERROR_WIRE_MAX, &err);
+	if (r < 0) {
+		kj__msg_free(m);
+		free(*body);
+		*body = NULL;
+		return transport_fail(c, r, "decoding the reply");
+	}
+	*code = v;
+	if (v < 0)
+		kj__client_fail(c, v, "%s", err && *err ? err : kjit_strerror(v));
+	free(err);
+	return 0;
+}
+
+/* Sends a request of type with optional CMD and ARG fields.  Returns the
+ * daemon's CODE or a transport failure; when m is given, the reply is left
+ * in *m and *body (NULL after a transport failure) for the caller. */
+static int simple_call(kjit_client *c, uint16_t type, const char *cmd, const char *arg,
+		       struct kj__msg *m, uint8_t **body)
+{
+	struct kj__buf b = { 0 };
+	struct kj__msg lm = { 0 };
+	uint8_t *lbody = NULL;
+	int code = 0;
+
+	int r = kj__client_begin(&b, type);
+	if (r == 0 && cmd)
+		r = kj__msg_put_str(&b, KJ_F_CMD, cmd);
+	if (r == 0 && arg)
+		r = kj__msg_put_str(&b, KJ_F_ARG, arg);
+	if (r == 0)
+		r = kj__msg_end(&b);
+	if (r < 0) {
+		kj__buf_free(&b);
+		return kj__client_fail(c, r, "cannot build the request: %s", kjit_strerror(r));
+	}
+	r = kj__client_call(c, &b, m ? body : &lbody, m ? m : &lm, &code);
+	kj__buf_free(&b);
+	kj__msg_free(&lm);
+	free(lbody);
+	return r < 0 ? r : code;
+}
+
+int kjit_ping(kjit_client *c)
+{
+	if (c == NULL)
+		return KJIT_EINVAL;
+	return simple_call(c, KJ_MSG_PING, NULL, NULL, NULL, NULL);
+}
+
+int kjit_stop(kjit_client *c)
+{
+	if (c == NULL)
+		return KJIT_EINVAL;
+	int r = simple_call(c, KJ_MSG_STOP, NULL, NULL, NULL, NULL);
+	if (r == 0) {
+		/* The daemon exits: this connection is of no further use. */
+		drop_connection(c);
+	}
+	return r;
+}
+
+static int arg_ok(const char *s, size_t max)
+{
+	size_t n = strlen(s);
+	if (n > max)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return 0;
+	return 1;
+}
+
+int kjit_admin(kjit_client *c, const char *cmd, const char *arg, char **text, char **json)
+{
+	struct kj__msg m = { 0 };
+	uint8_t *body = NULL;
+	char *t = NULL, *j = NULL;
+
+	if (text)
+		*text = NULL;
+	if (json)
+		*json = NULL;
+	if (c == NULL)
+		return KJIT_EINVAL;
+	if (cmd == NULL || !kj__name_ok(cmd))
+		return kj__client_fail(c, KJIT_EINVAL, "invalid admin command \"%s\"", cmd ? cmd : "");
+	if (arg && !arg_ok(arg, ADMIN_ARG_MAX))
+		return kj__client_fail(c, KJIT_EINVAL, "invalid argument to admin command %s", cmd);
+	int code = simple_call(c, KJ_MSG_ADMIN, cmd, arg, &m, &body);
+	if (body == NULL)
+		return code; /* transport failure or request not sent */
+	int r = kj__field_strdup(kj__msg_get(&m, KJ_F_TEXT), KJ_FRAME_MAX, &t);
+	if (r == 0)
+		r = kj__field_strdup(kj__msg_get(&m, KJ_F_JSON), KJ_FRAME_MAX, &j);
+	kj__msg_free(&m);
+	free(body);
+	if (r < 0) {
+		free(t);
+		free(j);
+		return transport_fail(c, r, "decoding the reply");
+	}
+	/* Even a failed command may carry a report (verify: what was corrupt). */
+	if (text)
+		*text = t;
+	else
+		free(t);
+	if (json)
+		*json = j;
+	else
+		free(j);
+	return code;
+}

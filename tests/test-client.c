@@ -1,0 +1,798 @@
+/* test-client.c: libkjit against a fake kjitd.
+ *
+ * The fake daemon is this test binary itself: a listening socket bound in
+ * the test, then a forked accept loop that serves each connection in a
+ * child of its own with canned replies built with kj__msg_*, misbehaving on
+ * purpose in the modes that test the client's checks.  For autostart, the
+ * same binary is started by libkjit through a shell script named by
+ * KJIT_KJITD: the script counts its starts in a file and execs this binary
+ * with KJ_FAKE_KJITD set, which a constructor turns into the fake daemon
+ * before main() runs.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "detect.h"
+#include "kjit.h"
+#include "kj_limits.h"
+#include "proto.h"
+#include "test.h"
+#include "util.h"
+
+enum fake_mode {
+	FM_NORMAL,
+	FM_WRONG_ID,       /* replies carry the request's id + 1 */
+	FM_BAD_FIELD,      /* a field's length runs past the body */
+	FM_CLOSE_MID,      /* half a reply, then the connection closes */
+	FM_BAD_VERSION,    /* protocol version 9 */
+	FM_NO_CODE,        /* a reply without CODE */
+	FM_SILENT,         /* never answers */
+	FM_CLOSE_AFTER,    /* closes the connection after each reply */
+	FM_CLOSE_AT_ONCE,  /* closes each connection as soon as it is accepted */
+};
+
+#define FAKE_KEY "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+#define FAKE_OBJ_SIZE 5000
+#define FAKE_IDLE_MS 10000 /* a fake daemon nobody talks to exits */
+
+static const char *const entries[] = { "vadd", "vsub" };
+static const char *const options[] = { "-O3", "-DN=4", "-ffast-math" };
+static const char hdr1[] = "#define ONE 1\n";
+static const char hdr2[] = "#define TWO 2\n";
+
+/* ---- the fake daemon ---- */
+
+static int reply(int fd, struct kj__buf *b)
+{
+	kj__msg_end(b);
+	return kj__frame_write_fd(fd, b);
+}
+
+static int field_is(const struct kj__field *f, const char *s)
+{
+	return f && f->len == strlen(s) && memcmp(f->p, s, f->len) == 0;
+}
+
+/* Checks a GET built from test_get_roundtrip's request; returns why not. */
+static const char *get_mismatch(const struct kj__msg *m)
+{
+	uint32_t backend = 0;
+	size_t pos = 0;
+	const struct kj__field *f;
+
+	if (kj__field_u32(kj__msg_get(m, KJ_F_BACKEND), &backend) < 0 || backend != KJIT_BACKEND_HIP)
+		return "backend";
+	if (!field_is(kj__msg_get(m, KJ_F_TARGET), "gfx90a:xnack-"))
+		return "target";
+	if (!field_is(kj__msg_get(m, KJ_F_VERSION), "5.2"))
+		return "version";
+	if (!field_is(kj__msg_get(m, KJ_F_SOURCE), "__global__ void vadd() {}\n"))
+		return "source";
+	if (!field_is(kj__msg_get(m, KJ_F_SOURCE_NAME), "vadd.hip"))
+		return "source name";
+	if (kj__msg_get(m, KJ_F_KERNEL) != NULL)
+		return "kernel";
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(entries); i++)
+		if (!field_is(kj__msg_next(m, KJ_F_ENTRY, &pos), entries[i]))
+			return "entries";
+	pos = 0;
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(options); i++)
+		if (!field_is(kj__msg_next(m, KJ_F_OPTION, &pos), options[i]))
+			return "options (order)";
+	if (kj__msg_next(m, KJ_F_OPTION, &pos) != NULL)
+		return "extra option";
+	/* Header pairs: name immediately followed by its data. */
+	size_t k = 0;
+	for (size_t i = 0; i < m->n; i++) {
+		if (m->f[i].tag != KJ_F_HEADER_NAME)
+			continue;
+		if (i + 1 >= m->n || m->f[i + 1].tag != KJ_F_HEADER_DATA)
+			return "header pairs";
+		if (!field_is(&m->f[i], k == 0 ? "one.h" : "sub/two.h") ||
+		    !field_is(&m->f[i + 1], k == 0 ? hdr1 : hdr2))
+			return "header contents";
+		k++;
+	}
+	f = kj__msg_get(m, KJ_F_TARGET_SOURCE);
+	if (k != 2 || f != NULL)
+		return "header count or target source";
+	return NULL;
+}
+
+static void answer_get(int fd, struct kj__buf *b, const struct kj__msg *m)
+{
+	static uint8_t obj[FAKE_OBJ_SIZE];
+	const struct kj__field *kernel = kj__msg_get(m, KJ_F_KERNEL);
+	const struct kj__field *target = kj__msg_get(m, KJ_F_TARGET);
+	const struct kj__field *from = kj__msg_get(m, KJ_F_TARGET_SOURCE);
+	const char *why = NULL;
+	char echo[KJ_TARGET_MAX + 80];
+
+	for (size_t i = 0; i < sizeof obj; i++)
+		obj[i] = (uint8_t)(i * 7);
+	if (field_is(kernel, "fail_compile")) {
+		kj__msg_put_i32(b, KJ_F_CODE, KJIT_ECOMPILE);
+		kj__msg_put_str(b, KJ_F_ERROR, "k.hip:3:5: error: expected ';'");
+		kj__msg_put_str(b, KJ_F_LOG, "k.hip:3:5: error: expected ';'\n  int x\n    ^\n");
+		reply(fd, b);
+		return;
+	}
+	if (field_is(kernel, "echo_target")) {
+		/* Answers with the target and its source as the log. */
+		snprintf(echo, sizeof echo, "target=%.*s from=%.*s", target ? (int)target->len : 0,
+			 target ? (const char *)target->p : "", from ? (int)from->len : 0,
+			 from ? (const char *)from->p : "");
+	} else if (kernel == NULL) {
+		why = get_mismatch(m);
+	}
+	if (why) {
+		kj__msg_put_i32(b, KJ_F_CODE, KJIT_EINTERNAL);
+		kj__msg_put_str(b, KJ_F_ERROR, why);
+		reply(fd, b);
+		return;
+	}
+	kj__msg_put_i32(b, KJ_F_CODE, 0);
+	kj__msg_put_u32(b, KJ_F_STATUS, field_is(kernel, "bad_status") ? 9 : KJIT_STATUS_COMPILED);
+	kj__msg_put(b, KJ_F_DATA, obj, sizeof obj);
+	kj__msg_put_str(b, KJ_F_KEY, field_is(kernel, "bad_key") ? "XYZ" : FAKE_KEY);
+	kj__msg_put_str(b, KJ_F_TARGET, "gfx90a:xnack-");
+	kj__msg_put_str(b, KJ_F_VERSION, "5.2");
+	kj__msg_put_str(b, KJ_F_LOG, field_is(kernel, "echo_target") ? echo : "remark: fine");
+	reply(fd, b);
+}
+
+static void answer_admin(int fd, struct kj__buf *b, const struct kj__msg *m)
+{
+	char *cmd = NULL, *arg = NULL, text[256];
+
+	kj__field_strdup(kj__msg_get(m, KJ_F_CMD), 64, &cmd);
+	kj__field_strdup(kj__msg_get(m, KJ_F_ARG), 4096, &arg);
+	if (cmd && strcmp(cmd, "verify") == 0) {
+		kj__msg_put_i32(b, KJ_F_CODE, KJIT_ECORRUPT);
+		kj__msg_put_str(b, KJ_F_TEXT, "corrupt " FAKE_KEY "\n");
+		kj__msg_put_str(b, KJ_F_JSON, "{\"checked\":3,\"bad\":1}");
+		kj__msg_put_str(b, KJ_F_ERROR, "verify found 1 corrupt object");
+	} else {
+		snprintf(text, sizeof text, "cmd=%s arg=%s\n", cmd ? cmd : "", arg ? arg : "(none)");
+		kj__msg_put_i32(b, KJ_F_CODE, 0);
+		kj__msg_put_str(b, KJ_F_TEXT, text);
+		kj__msg_put_str(b, KJ_F_JSON, "{\"ok\":true}");
+	}
+	reply(fd, b);
+	free(cmd);
+	free(arg);
+}
+
+/* Serves one connection until it closes. */
+static void serve_conn(int fd, int mode)
+{
+	struct kj__frame_hdr h;
+	uint8_t *body;
+
+	while (kj__frame_read_fd(fd, FAKE_IDLE_MS, &h, &body) == 0) {
+		struct kj__msg m = { 0 };
+		struct kj__buf b = { 0 };
+		uint32_t id = mode == FM_WRONG_ID ? h.id + 1 : h.id;
+
+		kj__msg_decode(body, h.len, &m);
+		kj__msg_begin(&b, KJ_MSG_REPLY, id);
+		if (mode == FM_SILENT) {
+			sleep(FAKE_IDLE_MS / 1000);
+		} else if (mode == FM_BAD_FIELD) {
+			static const uint8_t bad[] = { KJ_F_CODE, 0, 100, 0, 0, 0, 1, 2 };
+			kj__buf_append(&b, bad, sizeof bad);
+			reply(fd, &b);
+		} else if (mode == FM_CLOSE_MID) {
+			kj__msg_put_i32(&b, KJ_F_CODE, 0);
+			kj__msg_put_str(&b, KJ_F_TEXT, "a reply that is cut short");
+			kj__msg_end(&b);
+			kj__write_all(fd, b.p, b.len / 2);
+			_exit(0);
+		} else if (mode == FM_BAD_VERSION) {
+			kj__msg_put_i32(&b, KJ_F_CODE, 0);
+			b.p[6] = 9;
+			reply(fd, &b);
+		} else if (mode == FM_NO_CODE) {
+			kj__msg_put_str(&b, KJ_F_TEXT, "no code here");
+			reply(fd, &b);
+		} else if (h.type == KJ_MSG_PING) {
+			kj__msg_put_i32(&b, KJ_F_CODE, 0);
+			reply(fd, &b);
+		} else if (h.type == KJ_MSG_GET) {
+			answer_get(fd, &b, &m);
+		} else if (h.type == KJ_MSG_ADMIN) {
+			answer_admin(fd, &b, &m);
+		} else if (h.type == KJ_MSG_STOP) {
+			kj__msg_put_i32(&b, KJ_F_CODE, 0);
+			reply(fd, &b);
+			kill(getppid(), SIGTERM);
+			_exit(0);
+		}
+		kj__buf_free(&b);
+		kj__msg_free(&m);
+		free(body);
+		if (mode == FM_CLOSE_AFTER)
+			break;
+	}
+	_exit(0);
+}
+
+/* The accept loop: one child per connection.  Exits when idle. */
+static void __attribute__((noreturn)) fake_serve(int lfd, int mode)
+{
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGCHLD, SIG_IGN); /* connection children reap themselves */
+	for (;;) {
+		struct pollfd p = { .fd = lfd, .events = POLLIN };
+		if (poll(&p, 1, FAKE_IDLE_MS) <= 0)
+			_exit(0);
+		int fd = accept(lfd, NULL, NULL);
+		if (fd < 0)
+			continue;
+		if (mode == FM_CLOSE_AT_ONCE) {
+			close(fd);
+			continue;
+		}
+		if (fork() == 0) {
+			close(lfd);
+			serve_conn(fd, mode);
+		}
+		close(fd);
+	}
+}
+
+static int listen_at(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0 || strlen(path) >= sizeof sa.sun_path)
+		return -1;
+	memcpy(sa.sun_path, path, strlen(path));
+	unlink(path);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 64) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Started by libkjit as "kjitd --socket PATH" through fake-kjitd.sh. */
+__attribute__((constructor)) static void fake_kjitd_main(void)
+{
+	const char *sock = getenv("KJ_FAKE_KJITD");
+	const char *pidfile = getenv("KJ_FAKE_PIDFILE");
+	char pid[32];
+
+	if (sock == NULL)
+		return;
+	struct timespec ts = { 0, 200 * 1000000L }; /* come up slowly, as a real one may */
+	nanosleep(&ts, NULL);
+	int fd = listen_at(sock);
+	if (fd < 0) {
+		fprintf(stderr, "fake kjitd: cannot listen at %s: %s\n", sock, strerror(errno));
+		_exit(1);
+	}
+	if (pidfile) {
+		int pf = open(pidfile, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		snprintf(pid, sizeof pid, "%d\n", (int)getpid());
+		if (pf >= 0) {
+			kj__write_all(pf, pid, strlen(pid));
+			close(pf);
+		}
+	}
+	fake_serve(fd, FM_NORMAL);
+}
+
+/* ---- test scaffolding ---- */
+
+struct fake {
+	char dir[64];
+	char sock[128];
+	pid_t pid;
+};
+
+static void make_dir(struct fake *f)
+{
+	snprintf(f->dir, sizeof f->dir, "/tmp/kjit-test-client.XXXXXX");
+	CHECK(mkdtemp(f->dir) != NULL);
+	snprintf(f->sock, sizeof f->sock, "%s/kjitd.sock", f->dir);
+	f->pid = -1;
+}
+
+static void fake_start(struct fake *f, int mode)
+{
+	make_dir(f);
+	int fd = listen_at(f->sock);
+	CHECK(fd >= 0);
+	fflush(NULL);
+	f->pid = fork();
+	CHECK(f->pid >= 0);
+	if (f->pid == 0) {
+		setpgid(0, 0); /* fake_stop ends it with its connection children */
+		fake_serve(fd, mode);
+	}
+	setpgid(f->pid, f->pid);
+	close(fd);
+}
+
+static void fake_stop(struct fake *f)
+{
+	char cmd[128];
+
+	if (f->pid > 0) {
+		kill(-f->pid, SIGTERM);
+		waitpid(f->pid, NULL, 0);
+	}
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
+	CHECK(system(cmd) == 0);
+}
+
+static kjit_client *open_at(const char *sock, int timeout_ms)
+{
+	kjit_open_options o = { .socket_path = sock, .no_autostart = 1, .timeout_ms = timeout_ms };
+	kjit_client *c = NULL;
+	int r = kjit_open(&c, &o);
+	if (r != 0)
+		fprintf(stderr, "kjit_open: %d %s\n", r, kjit_last_error(NULL));
+	CHECK_EQ_INT(r, 0);
+	return c;
+}
+
+/* A clean environment for target resolution. */
+static void env_clear(void)
+{
+	static const char *const vars[] = {
+		"KJIT_HIP_ARCH", "KJIT_CUDA_ARCH", "KJIT_VULKAN_ENV", "KJIT_ROCM_VERSION",
+		"KJIT_CUDA_VERSION", "HSA_OVERRIDE_GFX_VERSION", "HSA_XNACK", "CANDLE_ROCM_ARCH",
+		"CANDLE_ROCM_VERSION", "KJIT_NO_AUTOSTART", "KJIT_SOCKET", "KJIT_KJITD",
+	};
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(vars); i++)
+		unsetenv(vars[i]);
+}
+
+/* ---- tests ---- */
+
+static void test_ping(void)
+{
+	struct fake f;
+	fake_start(&f, FM_NORMAL);
+	kjit_client *c = open_at(f.sock, 0);
+	CHECK_EQ_INT(kjit_ping(c), 0);
+	CHECK_EQ_INT(kjit_ping(c), 0);
+	CHECK_EQ_STR(kjit_last_error(c), "");
+	kjit_close(c);
+	kjit_close(NULL);
+	fake_stop(&f);
+}
+
+static void test_get_roundtrip(void)
+{
+	struct fake f;
+	static const char src[] = "__global__ void vadd() {}\n";
+	kjit_header h[] = { { "one.h", hdr1, sizeof hdr1 - 1 }, { "sub/two.h", hdr2, sizeof hdr2 - 1 } };
+	kjit_request req = {
+		.backend = KJIT_BACKEND_HIP, .target = "gfx90a:xnack-", .runtime_version = "5.2",
+		.source = src, .source_size = sizeof src - 1, .source_name = "vadd.hip",
+		.entries = entries, .n_entries = 2, .options = options, .n_options = 3,
+		.headers = h, .n_headers = 2,
+	};
+	kjit_result res;
+
+	env_clear();
+	fake_start(&f, FM_NORMAL);
+	kjit_client *c = open_at(f.sock, 0);
+	int r = kjit_get(c, &req, &res);
+	if (r != 0)
+		fprintf(stderr, "error: %s\n", res.error ? res.error : "(none)");
+	CHECK_EQ_INT(r, 0);
+	CHECK_EQ_INT(res.status, KJIT_STATUS_COMPILED);
+	CHECK_EQ_INT(res.size, FAKE_OBJ_SIZE);
+	for (size_t i = 0; i < res.size; i++)
+		CHECK(res.data[i] == (uint8_t)(i * 7));
+	CHECK_EQ_STR(res.key, FAKE_KEY);
+	CHECK_EQ_STR(res.target, "gfx90a:xnack-");
+	CHECK_EQ_STR(res.runtime_version, "5.2");
+	CHECK_EQ_STR(res.log, "remark: fine");
+	CHECK(res.error == NULL);
+	kjit_result_free(&res);
+	kjit_result_free(&res); /* twice is safe */
+	CHECK(res.data == NULL && res.target == NULL && res.size == 0);
+	kjit_result_free(NULL);
+	kjit_close(c);
+	fake_stop(&f);
+}
+
+static void test_get_env_target(void)
+{
+	struct fake f;
+	kjit_request req = { .backend = KJIT_BACKEND_HIP, .kernel = "echo_target" };
+	kjit_result res;
+
+	env_clear();
+	fake_start(&f, FM_NORMAL);
+	kjit_client *c = open_at(f.sock, 0);
+	/* Nothing set: no TARGET goes out; the daemon decides. */
+	CHECK_EQ_INT(kjit_get(c, &req, &res), 0);
+	CHECK_EQ_STR(res.log, "target= from=");
+	kjit_result_free(&res);
+	/* The environment's choice, and where it came from. */
+	setenv("KJIT_HIP_ARCH", "gfx90a", 1);
+	CHECK_EQ_INT(kjit_get(c, &req, &res), 0);
+	CHECK(res.log && strncmp(res.log, "target=gfx90a", 13) == 0);
+	CHECK(strstr(res.log, "from=KJIT_HIP_ARCH") != NULL);
+	kjit_result_free(&res);
+	/* no_env: the environment is not consulted. */
+	req.no_env = 1;
+	CHECK_EQ_INT(kjit_get(c, &req, &res), 0);
+	CHECK_EQ_STR(res.log, "target= from=");
+	kjit_result_free(&res);
+	/* An explicit target wins and carries no source. */
+	req.no_env = 0;
+	req.target = "gfx1030";
+	CHECK_EQ_INT(kjit_get(c, &req, &res), 0);
+	CHECK_EQ_STR(res.log, "target=gfx1030 from=");
+	kjit_result_free(&res);
+	/* A malformed variable fails with a line that names it. */
+	req.target = NULL;
+	setenv("KJIT_HIP_ARCH", "amdgcn-amd-amdhsa--gfx90a", 1);
+	int r = kjit_get(c, &req, &res);
+	CHECK(r == KJIT_ETARGET || r == KJIT_EINVAL);
+	CHECK(res.error && strstr(res.error, "KJIT_HIP_ARCH") != NULL);
+	CHECK(strchr(res.error, '\n') == NULL);
+	kjit_result_free(&res);
+	kjit_close(c);
+	fake_stop(&f);
+}
+
+static void test_get_compile_error(void)
+{
+	struct fake f;
+	kjit_request req = { .backend = KJIT_BACKEND_HIP, .kernel = "fail_compile", .no_env = 1 };
+	kjit_result res;
+
+	fake_start(&f, FM_NORMAL);
+	kjit_client *c = open_at(f.sock, 0);
+	CHECK_EQ_INT(kjit_get(c, &req, &res), KJIT_ECOMPILE);
+	CHECK_EQ_STR(res.error, "k.hip:3:5: error: expected ';'");
+	CHECK(res.log && strstr(res.log, "int x") != NULL);
+	CHECK(res.data == NULL && res.status == KJIT_STATUS_NONE);
+	CHECK_EQ_STR(kjit_last_error(c), "k.hip:3:5: error: expected ';'");
+	kjit_result_free(&res);
+	/* The connection is still in step after an error reply. */
+	CHECK_EQ_INT(kjit_ping(c), 0);
+	kjit_close(c);
+	fake_stop(&f);
+}
+
+static void test_get_bad_answers(void)
+{
+	struct fake f;
+	kjit_request req = { .backend = KJIT_BACKEND_HIP, .kernel = "bad_key", .no_env = 1 };
+	kjit_result res;
+
+	fake_start(&f, FM_NORMAL);
+	kjit_client *c = open_at(f.sock, 0);
+	CHECK_EQ_INT(kjit_get(c, &req, &res), KJIT_EPROTO);
+	CHECK(res.error != NULL && res.data == NULL && res.target == NULL);
+	kjit_result_free(&res);
+	req.kernel = "bad_status";
+	CHECK_EQ_INT(kjit_get(c, &req, &res), KJIT_EPROTO);
+	kjit_result_free(&res);
+	kjit_close(c);
+	fake_stop(&f);
+}
+
+static void expect_transport(int mode, int want, const char *word)
+{
+	struct fake f;
+	fake_start(&f, mode);
+	kjit_client *c = open_at(f.sock, 500);
+	uint64_t t0 = kj__now_us();
+	CHECK_EQ_INT(kjit_ping(c), want);
+	CHECK(kj__now_us() - t0 < 5000000u);
+	const char *e = kjit_last_error(c);
+	if (strstr(e, word) == NULL)
+		fprintf(stderr, "last error: %s\n", e);
+	CHECK(strstr(e, word) != NULL);
+	CHECK(strchr(e, '\n') == NULL);
+	kjit_close(c);
+	fake_stop(&f);
+}
+
+static void test_wrong_id(void) { expect_transport(FM_WRONG_ID, KJIT_EPROTO, "request"); }
+static void test_bad_field(void) { expect_transport(FM_BAD_FIELD, KJIT_EPROTO, "malformed"); }
+static void test_bad_version(void) { expect_transport(FM_BAD_VERSION, KJIT_EPROTO, "version 9"); }
+static void test_no_code(void) { expect_transport(FM_NO_CODE, KJIT_EPROTO, "malformed"); }
+static void test_close_mid_reply(void) { expect_transport(FM_CLOSE_MID, KJIT_ECONNECT, "closed"); }
+static void test_timeout(void) { expect_transport(FM_SILENT, KJIT_ETIMEDOUT, "500 ms"); }
+
+static void test_sigpipe_safe(void)
+{
+	/* SIGPIPE keeps its default action: a send to a closed peer must not
+	 * kill the process. */
+	signal(SIGPIPE, SIG_DFL);
+	expect_transport(FM_CLOSE_AT_ONCE, KJIT_ECONNECT, "kjitd");
+}
+
+static void test_reconnect_after_close(void)
+{
+	struct fake f;
+	fake_start(&f, FM_CLOSE_AFTER);
+	kjit_client *c = open_at(f.sock, 0);
+	struct timespec ts = { 0, 50 * 1000000L }; /* the daemon goes away between calls */
+	for (int i = 0; i < 5; i++) {
+		CHECK_EQ_INT(kjit_ping(c), 0);
+		nanosleep(&ts, NULL);
+	}
+	kjit_close(c);
+	fake_stop(&f);
+}
+
+static void test_admin(void)
+{
+	struct fake f;
+	char *text = NULL, *json = NULL;
+
+	fake_start(&f, FM_NORMAL);
+	kjit_client *c = open_at(f.sock, 0);
+	CHECK_EQ_INT(kjit_admin(c, "ls", "gfx90a", &text, &json), 0);
+	CHECK_EQ_STR(text, "cmd=ls arg=gfx90a\n");
+	CHECK_EQ_STR(json, "{\"ok\":true}");
+	free(text);
+	free(json);
+	CHECK_EQ_INT(kjit_admin(c, "stats", NULL, &text, NULL), 0);
+	CHECK_EQ_STR(text, "cmd=stats arg=(none)\n");
+	free(text);
+	/* A failed command still hands over its report. */
+	CHECK_EQ_INT(kjit_admin(c, "verify", NULL, &text, &json), KJIT_ECORRUPT);
+	CHECK(text && strstr(text, "corrupt") != NULL);
+	CHECK_EQ_STR(json, "{\"checked\":3,\"bad\":1}");
+	CHECK_EQ_STR(kjit_last_error(c), "verify found 1 corrupt object");
+	free(text);
+	free(json);
+	CHECK_EQ_INT(kjit_admin(c, "bad cmd", NULL, &text, &json), KJIT_EINVAL);
+	CHECK(text == NULL && json == NULL);
+	CHECK_EQ_INT(kjit_admin(c, "ls", "a\nb", NULL, NULL), KJIT_EINVAL);
+	kjit_close(c);
+	fake_stop(&f);
+}
+
+static void test_stop(void)
+{
+	struct fake f;
+	fake_start(&f, FM_NORMAL);
+	kjit_client *c = open_at(f.sock, 0);
+	CHECK_EQ_INT(kjit_stop(c), 0);
+	waitpid(f.pid, NULL, 0);
+	f.pid = -1;
+	/* Gone, and with autostart off the next call says so. */
+	CHECK_EQ_INT(kjit_ping(c), KJIT_ECONNECT);
+	kjit_close(c);
+	fake_stop(&f);
+}
+
+static void test_validation(void)
+{
+	struct fake f;
+	static const char *const bad_entries[] = { "ok", NULL };
+	static const char *const slash_entry[] = { "a/b" };
+	kjit_header bad_h = { NULL, "x", 1 };
+	kjit_result res;
+	const kjit_request good = { .backend = KJIT_BACKEND_HIP, .source = "x", .source_size = 1,
+				    .no_env = 1 };
+	kjit_request r;
+
+	fake_start(&f, FM_NORMAL);
+	kjit_client *c = open_at(f.sock, 0);
+#define EXPECT(code, ...)                                                   \
+	do {                                                                \
+		r = good;                                                   \
+		__VA_ARGS__;                                                \
+		CHECK_EQ_INT(kjit_get(c, &r, &res), code);                  \
+		CHECK(res.error != NULL && res.error[0] != '\0');           \
+		kjit_result_free(&res);                                     \
+	} while (0)
+	EXPECT(KJIT_EBACKEND, r.backend = 42);
+	EXPECT(KJIT_EBACKEND, r.backend = KJIT_BACKEND_NONE);
+	EXPECT(KJIT_EINVAL, r.kernel = "gelu");
+	EXPECT(KJIT_EINVAL, r.source = NULL);
+	EXPECT(KJIT_EINVAL, r.source_size = 0);
+	EXPECT(KJIT_ETOOBIG, r.source_size = KJ_SOURCE_MAX + 1);
+	EXPECT(KJIT_EINVAL, r.source = NULL; r.kernel = "../etc");
+	EXPECT(KJIT_EINVAL, r.source_name = "dir/x.hip");
+	EXPECT(KJIT_EINVAL, r.target = "gfx 90a");
+	EXPECT(KJIT_EINVAL, r.runtime_version = "5/2");
+	EXPECT(KJIT_EINVAL, r.entries = bad_entries; r.n_entries = 2);
+	EXPECT(KJIT_EINVAL, r.entries = slash_entry; r.n_entries = 1);
+	EXPECT(KJIT_EINVAL, r.n_entries = 1);
+	EXPECT(KJIT_EINVAL, r.options = options; r.n_options = KJ_OPTIONS_MAX_COUNT + 1);
+	EXPECT(KJIT_EINVAL, r.headers = &bad_h; r.n_headers = 1);
+#undef EXPECT
+	CHECK_EQ_INT(kjit_get(c, NULL, &res), KJIT_EINVAL);
+	CHECK_EQ_INT(kjit_get(NULL, &good, &res), KJIT_EINVAL);
+	CHECK_EQ_INT(kjit_get(c, &good, NULL), KJIT_EINVAL);
+	/* Validation never desynchronised the connection. */
+	CHECK_EQ_INT(kjit_ping(c), 0);
+	kjit_close(c);
+	fake_stop(&f);
+}
+
+static void test_no_server_no_autostart(void)
+{
+	struct fake f;
+	kjit_client *c = (kjit_client *)&f;
+	kjit_open_options o = { .no_autostart = 1 };
+
+	env_clear();
+	make_dir(&f);
+	o.socket_path = f.sock;
+	uint64_t t0 = kj__now_us();
+	CHECK_EQ_INT(kjit_open(&c, &o), KJIT_ECONNECT);
+	CHECK(c == NULL);
+	CHECK(kj__now_us() - t0 < 1000000u);
+	CHECK(strstr(kjit_last_error(NULL), f.sock) != NULL);
+	CHECK(strstr(kjit_last_error(NULL), "autostart is off") != NULL);
+	/* The environment switch, with the socket from KJIT_SOCKET. */
+	setenv("KJIT_SOCKET", f.sock, 1);
+	setenv("KJIT_NO_AUTOSTART", "1", 1);
+	CHECK_EQ_INT(kjit_open(&c, NULL), KJIT_ECONNECT);
+	CHECK(strstr(kjit_last_error(NULL), "KJIT_NO_AUTOSTART") != NULL);
+	/* System mode: never started, and the message says how to start it. */
+	setenv("KJIT_SOCKET", "/run/kjit/kjitd.sock", 1);
+	unsetenv("KJIT_NO_AUTOSTART");
+	if (access("/run/kjit/kjitd.sock", F_OK) != 0) {
+		CHECK_EQ_INT(kjit_open(&c, NULL), KJIT_ECONNECT);
+		CHECK(strstr(kjit_last_error(NULL), "systemctl start kjitd.socket") != NULL);
+	}
+	fake_stop(&f);
+}
+
+static void test_autostart_refuses_shared_dir(void)
+{
+	struct fake f;
+	kjit_client *c = NULL;
+	char sock[192];
+
+	env_clear();
+	make_dir(&f);
+	CHECK(chmod(f.dir, 0777) == 0);
+	snprintf(sock, sizeof sock, "%s/kjitd.sock", f.dir);
+	setenv("KJIT_SOCKET", sock, 1);
+	setenv("KJIT_KJITD", "/bin/false", 1);
+	CHECK_EQ_INT(kjit_open(&c, NULL), KJIT_ECONNECT);
+	CHECK(strstr(kjit_last_error(NULL), "not a private directory") != NULL);
+	fake_stop(&f);
+}
+
+static void test_autostart_bad_binary(void)
+{
+	struct fake f;
+	kjit_client *c = NULL;
+	char sock[192];
+
+	env_clear();
+	make_dir(&f);
+	snprintf(sock, sizeof sock, "%s/run/kjitd.sock", f.dir);
+	setenv("KJIT_SOCKET", sock, 1);
+	setenv("KJIT_KJITD", "/nonexistent/kjitd", 1);
+	uint64_t t0 = kj__now_us();
+	CHECK_EQ_INT(kjit_open(&c, NULL), KJIT_ECONNECT);
+	CHECK(kj__now_us() - t0 < 2000000u);
+	const char *e = kjit_last_error(NULL);
+	CHECK(strstr(e, "could not start kjitd (/nonexistent/kjitd)") != NULL);
+	CHECK(strstr(e, "kjitd.log") != NULL);
+	fake_stop(&f);
+}
+
+static void test_autostart_race(void)
+{
+	struct fake f;
+	char sock[192], script[192], count[192], pidfile[192], self[512], cmd[1024];
+	enum { CLIENTS = 8 };
+	pid_t kids[CLIENTS];
+	struct stat st;
+
+	env_clear();
+	make_dir(&f);
+	snprintf(sock, sizeof sock, "%s/rt/kjitd.sock", f.dir);
+	snprintf(script, sizeof script, "%s/fake-kjitd.sh", f.dir);
+	snprintf(count, sizeof count, "%s/starts", f.dir);
+	snprintf(pidfile, sizeof pidfile, "%s/pid", f.dir);
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	CHECK(n > 0);
+	self[n] = '\0';
+	/* kjitd --socket PATH: count the start, then become the fake daemon. */
+	FILE *fp = fopen(script, "w");
+	CHECK(fp != NULL);
+	fprintf(fp, "#!/bin/sh\n[ \"$1\" = --socket ] || exit 2\necho start >> '%s'\n"
+		    "KJ_FAKE_KJITD=\"$2\" KJ_FAKE_PIDFILE='%s' exec '%s'\n", count, pidfile, self);
+	fclose(fp);
+	CHECK(chmod(script, 0755) == 0);
+	setenv("KJIT_SOCKET", sock, 1);
+	setenv("KJIT_KJITD", script, 1);
+	fflush(NULL);
+	for (int i = 0; i < CLIENTS; i++) {
+		kids[i] = fork();
+		CHECK(kids[i] >= 0);
+		if (kids[i] == 0) {
+			kjit_client *c = NULL;
+			int r = kjit_open(&c, NULL);
+			if (r == 0)
+				r = kjit_ping(c);
+			if (r != 0)
+				fprintf(stderr, "client %d: %s\n", i, c ? kjit_last_error(c) : kjit_last_error(NULL));
+			kjit_close(c);
+			_exit(r == 0 ? 0 : 1);
+		}
+	}
+	int ok = 0;
+	for (int i = 0; i < CLIENTS; i++) {
+		int s = 0;
+		waitpid(kids[i], &s, 0);
+		ok += WIFEXITED(s) && WEXITSTATUS(s) == 0;
+	}
+	uint8_t *data = NULL;
+	size_t len = 0;
+	CHECK(kj__read_file(count, 4096, &data, &len) == 0);
+	CHECK_EQ_STR((char *)data, "start\n"); /* exactly one start */
+	free(data);
+	CHECK(kj__read_file(pidfile, 64, &data, &len) == 0);
+	pid_t daemon_pid = (pid_t)atoi((char *)data);
+	free(data);
+	CHECK(daemon_pid > 1);
+	kill(daemon_pid, SIGTERM);
+	CHECK_EQ_INT(ok, CLIENTS);
+	/* The socket's directory was made private, the log is there. */
+	snprintf(cmd, sizeof cmd, "%s/rt", f.dir);
+	CHECK(stat(cmd, &st) == 0 && (st.st_mode & 0777) == 0700);
+	snprintf(cmd, sizeof cmd, "%s/rt/kjitd.log", f.dir);
+	CHECK(access(cmd, F_OK) == 0);
+	fake_stop(&f);
+}
+
+static void test_strings(void)
+{
+	for (int code = KJIT_ERROR_MIN; code <= 0; code++)
+		CHECK(kjit_strerror(code) != NULL && kjit_strerror(code)[0] != '\0');
+	CHECK_EQ_STR(kjit_status_name(KJIT_STATUS_JOINED), "joined");
+	CHECK_EQ_INT(kjit_backend_from_name("vulkan"), KJIT_BACKEND_VULKAN);
+	CHECK_EQ_STR(kjit_last_error(NULL), "");
+	CHECK_EQ_INT(kjit_ping(NULL), KJIT_EINVAL);
+	CHECK_EQ_INT(kjit_open(NULL, NULL), KJIT_EINVAL);
+}
+
+TEST_LIST(
+	TEST(ping)
+	TEST(get_roundtrip)
+	TEST(get_env_target)
+	TEST(get_compile_error)
+	TEST(get_bad_answers)
+	TEST(wrong_id)
+	TEST(bad_field)
+	TEST(bad_version)
+	TEST(no_code)
+	TEST(close_mid_reply)
+	TEST(timeout)
+	TEST(sigpipe_safe)
+	TEST(reconnect_after_close)
+	TEST(admin)
+	TEST(stop)
+	TEST(validation)
+	TEST(no_server_no_autostart)
+	TEST(autostart_refuses_shared_dir)
+	TEST(autostart_bad_binary)
+	TEST(autostart_race)
+	TEST(strings)
+)
