@@ -172,6 +172,9 @@ void kj__conn_unref(struct kj__conn *c);
 /* get.c: the GET request. */
 void kj__handle_get(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const struct kj__msg *m);
 void kj__flights_free(struct kj__daemon *d);
+/* Decodes and checks a GET body as kj__handle_get does, without serving it
+ * (for fuzzing).  0 or the code the client would get, reason in err. */
+int kj__get_check(const struct kj__msg *m, char *err, size_t errlen);
 
 /* admin.c */
 void kj__handle_admin(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const struct kj__msg *m);

@@ -80,7 +80,8 @@ static void get_req_free(struct get_req *g)
 		free(g->hdata[i]);
 	free(g->hdata);
 	free(g->hlen);
-	kj__conn_unref(g->c);
+	if (g->c)
+		kj__conn_unref(g->c);
 	free(g);
 }
 
@@ -286,6 +287,11 @@ static void on_job_done(struct kj__job *job, int code, const struct kj__msg *res
 							     : "the compiler returned no object");
 		}
 	}
+	/* To a client, KJIT_ETIMEDOUT means the daemon did not answer; a
+	 * compile that ran out of time is its worker's failure. */
+	int counted_as = wcode;
+	if (wcode == KJIT_ETIMEDOUT)
+		wcode = KJIT_EWORKER;
 	if (wcode < 0) {
 		char line[1200];
 		const char *why = err ? err : error ? error : kjit_strerror(wcode);
@@ -295,7 +301,7 @@ static void on_job_done(struct kj__job *job, int code, const struct kj__msg *res
 		else
 			snprintf(line, sizeof line, "%s", why);
 		for (size_t i = 0; i < f->n_w; i++) {
-			count_error(d, wcode);
+			count_error(d, counted_as);
 			send_compile_error(f->w[i].c, f->w[i].id, wcode, line, log);
 		}
 		kj__log(d, "compile %s failed: %s", f->key, line);
@@ -468,6 +474,19 @@ static int parse_get(struct get_req *g, const struct kj__msg *m, char *err, size
 		return r;
 	}
 	return parse_headers(g, m, err, errlen);
+}
+
+int kj__get_check(const struct kj__msg *m, char *err, size_t errlen)
+{
+	struct get_req *g = calloc(1, sizeof *g);
+	int r;
+
+	if (g == NULL)
+		return KJIT_ENOMEM;
+	r = parse_get(g, m, err, errlen);
+	g->c = NULL;
+	get_req_free(g);
+	return r;
 }
 
 /* Replaces the request's source by the bundled kernel's. */
