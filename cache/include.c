@@ -1,0 +1,512 @@
+/* include.c: which headers may a source include, and are they allowed?
+ *
+ * kj__includes_resolve scans the source's #include lines (skipping
+ * comments, string and character literals, and splicing backslash-newline
+ * as the preprocessor does), looks each name up among the request's
+ * headers, then in each allowed directory, and follows what it finds, to
+ * KJ_INCLUDE_DEPTH_MAX levels.  A name that could reach outside those
+ * places (absolute, "..", control characters, a symlink leaving the
+ * directory, a computed #include) is refused, so no file outside them can
+ * change a cache key or leak into a compile log.
+ *
+ * The scan is deliberately conservative: it does not evaluate #if, so an
+ * #include under "#if 0" still has to resolve.  Seeing one include too many
+ * costs at worst a refused request or a header too many in the key; missing
+ * one could serve a stale object.  A quoted include inside a header that
+ * lives in a subdirectory ("sub/a.h") is first tried relative to it
+ * ("sub/x.h"), as compilers do.  Files are read with plain libc calls (this
+ * is not the object store; cache.h's fsys table is for that).  No state
+ * outside the call.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache.h"
+#include "kj_limits.h"
+#include "kjit.h"
+#include "util.h"
+
+struct resolver {
+	const char *const *req_names;
+	const uint8_t *const *req_data;
+	const size_t *req_len;
+	size_t n_req;
+	char **dirs;                 /* realpath of each allowed directory (NULL: missing) */
+	size_t n_dirs;
+	const char *const *builtin;
+	size_t n_builtin;
+	struct kj__includes *out;
+	size_t cap;
+	size_t total;                /* bytes of every resolved header */
+	char *err;
+	size_t errlen;
+};
+
+/* Writes "where:line: #include <name>: why" into err, with anything not
+ * printable in name shown as '?'.  Returns KJIT_EINCLUDE (or code). */
+static int fail(struct resolver *rv, int code, const char *where, size_t line, char open,
+		const char *name, size_t n, const char *fmt, ...) __attribute__((format(printf, 8, 9)));
+static int fail(struct resolver *rv, int code, const char *where, size_t line, char open,
+		const char *name, size_t n, const char *fmt, ...)
+{
+	char shown[KJ_NAME_MAX + 8], why[256];
+	size_t k = 0;
+	va_list ap;
+
+	for (size_t i = 0; i < n && k < sizeof shown - 4; i++)
+		shown[k++] = isprint((unsigned char)name[i]) ? name[i] : '?';
+	if (n > k)
+		for (int i = 0; i < 3; i++)
+			shown[k++] = '.';
+	shown[k] = '\0';
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof why, fmt, ap);
+	va_end(ap);
+	if (rv->err && rv->errlen) {
+		if (open)
+			snprintf(rv->err, rv->errlen, "%s:%zu: #include %c%s%c: %s", where, line, open,
+				 shown, open == '<' ? '>' : '"', why);
+		else
+			snprintf(rv->err, rv->errlen, "%s:%zu: #include %s: %s", where, line, shown, why);
+	}
+	return code;
+}
+
+/* Refuses names that could leave the allowed places.  NULL if fine, else
+ * why not. */
+static const char *name_problem(const char *name, size_t n)
+{
+	if (n == 0)
+		return "empty name";
+	if (n > KJ_NAME_MAX)
+		return "name too long";
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)name[i];
+		if (ch < 0x20 || ch == 0x7f)
+			return "control character in name";
+		if (ch == '\\')
+			return "backslash in name";
+	}
+	if (name[0] == '/')
+		return "absolute path";
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+		while (j < n && name[j] != '/')
+			j++;
+		if (j - i == 2 && name[i] == '.' && name[i + 1] == '.')
+			return "\"..\" in path";
+		i = j + 1;
+	}
+	return NULL;
+}
+
+static size_t find_resolved(const struct kj__includes *out, const char *name)
+{
+	for (size_t i = 0; i < out->n; i++)
+		if (strcmp(out->names[i], name) == 0)
+			return i;
+	return (size_t)-1;
+}
+
+/* Takes ownership of name and data. */
+static int add_resolved(struct resolver *rv, char *name, uint8_t *data, size_t len)
+{
+	struct kj__includes *out = rv->out;
+
+	if (out->n >= KJ_HEADERS_MAX_COUNT || len > KJ_HEADERS_MAX_TOTAL - rv->total) {
+		free(name);
+		free(data);
+		return KJIT_ETOOBIG;
+	}
+	if (out->n == rv->cap) {
+		size_t cap = rv->cap ? rv->cap * 2 : 16;
+		char **names = realloc(out->names, cap * sizeof *names);
+		if (names)
+			out->names = names;
+		uint8_t **d = names ? realloc(out->data, cap * sizeof *d) : NULL;
+		if (d)
+			out->data = d;
+		size_t *l = d ? realloc(out->len, cap * sizeof *l) : NULL;
+		if (l == NULL) {
+			free(name);
+			free(data);
+			return KJIT_ENOMEM;
+		}
+		out->len = l;
+		rv->cap = cap;
+	}
+	out->names[out->n] = name;
+	out->data[out->n] = data;
+	out->len[out->n] = len;
+	out->n++;
+	rv->total += len;
+	return 0;
+}
+
+/* Looks name up.  2 resolved before (*idx set), 1 found now (added to
+ * out, *idx set), 0 not found, or a negative code with err written. */
+static int lookup(struct resolver *rv, const char *name, size_t *idx, const char *where,
+		  size_t line, char open)
+{
+	char path[PATH_MAX], real[PATH_MAX];
+	uint8_t *data = NULL;
+	size_t len = 0;
+	int r;
+
+	if ((*idx = find_resolved(rv->out, name)) != (size_t)-1)
+		return 2;
+	for (size_t i = 0; i < rv->n_req; i++) {
+		if (strcmp(rv->req_names[i], name) != 0)
+			continue;
+		len = rv->req_len[i];
+		data = malloc(len + 1);
+		char *copy = kj__strdup(name);
+		if (data == NULL || copy == NULL) {
+			free(data);
+			free(copy);
+			return KJIT_ENOMEM;
+		}
+		if (len)
+			memcpy(data, rv->req_data[i], len);
+		data[len] = '\0';
+		*idx = rv->out->n;
+		r = add_resolved(rv, copy, data, len);
+		return r < 0 ? r : 1;
+	}
+	for (size_t i = 0; i < rv->n_dirs; i++) {
+		if (rv->dirs[i] == NULL)
+			continue;
+		int n = snprintf(path, sizeof path, "%s/%s", rv->dirs[i], name);
+		if (n < 0 || (size_t)n >= sizeof path)
+			continue;
+		if (realpath(path, real) == NULL)
+			continue; /* not there (or a dangling link) */
+		size_t dl = strlen(rv->dirs[i]);
+		if (strncmp(real, rv->dirs[i], dl) != 0 || (real[dl] != '/' && strcmp(rv->dirs[i], "/") != 0))
+			return fail(rv, KJIT_EINCLUDE, where, line, open, name, strlen(name),
+				    "resolves outside the allowed include directories");
+		r = kj__read_file(real, KJ_HEADERS_MAX_TOTAL, &data, &len);
+		if (r == -EFBIG)
+			return fail(rv, KJIT_ETOOBIG, where, line, open, name, strlen(name), "header too large");
+		if (r < 0)
+			return fail(rv, KJIT_EINCLUDE, where, line, open, name, strlen(name),
+				    "cannot read it: %s", strerror(-r));
+		char *copy = kj__strdup(name);
+		if (copy == NULL) {
+			free(data);
+			return KJIT_ENOMEM;
+		}
+		*idx = rv->out->n;
+		r = add_resolved(rv, copy, data, len);
+		return r < 0 ? r : 1;
+	}
+	return 0;
+}
+
+static int is_builtin(const struct resolver *rv, const char *name)
+{
+	for (size_t i = 0; i < rv->n_builtin; i++)
+		if (rv->builtin[i] && strncmp(name, rv->builtin[i], strlen(rv->builtin[i])) == 0)
+			return 1;
+	return 0;
+}
+
+static int scan(struct resolver *rv, const char *where, const uint8_t *src, size_t len, int depth);
+
+/* Handles one #include whose operand starts at p (after whitespace). */
+static int directive(struct resolver *rv, const char *where, size_t line, const char *p,
+		     const char *end, int depth)
+{
+	char open = *p, close_ch = open == '<' ? '>' : '"';
+	const char *name, *q;
+	char buf[KJ_NAME_MAX + 1], rel[2 * KJ_NAME_MAX + 2];
+	size_t n, idx;
+	int r;
+
+	if (p >= end || (open != '"' && open != '<')) {
+		const char *e = p;
+		while (e < end && *e != '\n')
+			e++;
+		return fail(rv, KJIT_EINCLUDE, where, line, 0, p, (size_t)(e - p),
+			    "computed #include (a macro) is not allowed");
+	}
+	name = p + 1;
+	for (q = name; q < end && *q != close_ch && *q != '\n'; q++)
+		;
+	n = (size_t)(q - name);
+	if (q >= end || *q != close_ch)
+		return fail(rv, KJIT_EINCLUDE, where, line, 0, p, n + 1, "unterminated name");
+	const char *why = memchr(name, '\0', n) ? "NUL in name" : name_problem(name, n);
+	if (why)
+		return fail(rv, KJIT_EINCLUDE, where, line, open, name, n, "%s", why);
+	memcpy(buf, name, n);
+	buf[n] = '\0';
+
+	r = 0;
+	/* A quoted include is first looked for next to the file that has it. */
+	const char *slash = strrchr(where, '/');
+	if (open == '"' && depth > 0 && slash) {
+		size_t dl = (size_t)(slash - where) + 1;
+		if (dl + n < sizeof rel) {
+			memcpy(rel, where, dl);
+			memcpy(rel + dl, buf, n + 1);
+			r = lookup(rv, rel, &idx, where, line, open);
+		}
+	}
+	if (r == 0)
+		r = lookup(rv, buf, &idx, where, line, open);
+	if (r < 0)
+		return r;
+	if (r == 0) {
+		if (open == '<' && is_builtin(rv, buf))
+			return 0; /* the compiler's own header */
+		return fail(rv, KJIT_EINCLUDE, where, line, open, buf, n,
+			    "not among the request's headers nor in the allowed include directories");
+	}
+	if (r == 2)
+		return 0; /* seen before: already followed (this also ends cycles) */
+	if (depth + 1 > KJ_INCLUDE_DEPTH_MAX)
+		return fail(rv, KJIT_EINCLUDE, where, line, open, buf, n,
+			    "nested more than %d levels deep", KJ_INCLUDE_DEPTH_MAX);
+	/* names[idx] stays valid: out only grows, the strings do not move. */
+	return scan(rv, rv->out->names[idx], rv->out->data[idx], rv->out->len[idx], depth + 1);
+}
+
+/* Removes backslash-newline pairs (translation phase 2) into a malloc'd,
+ * NUL-terminated copy.  Line numbers in errors count the spliced text. */
+static int splice(const uint8_t *src, size_t len, char **out, size_t *outlen)
+{
+	char *p = malloc(len + 1);
+	size_t k = 0;
+
+	if (p == NULL)
+		return KJIT_ENOMEM;
+	for (size_t i = 0; i < len; i++) {
+		if (src[i] == '\\' && i + 1 < len && src[i + 1] == '\n') {
+			i++;
+			continue;
+		}
+		if (src[i] == '\\' && i + 2 < len && src[i + 1] == '\r' && src[i + 2] == '\n') {
+			i += 2;
+			continue;
+		}
+		p[k++] = (char)src[i];
+	}
+	p[k] = '\0';
+	*out = p;
+	*outlen = k;
+	return 0;
+}
+
+static int ident_char(char ch)
+{
+	return isalnum((unsigned char)ch) || ch == '_';
+}
+
+/* Is the quote at s[i] the start of a raw string literal (R"delim(...)delim")? */
+static int raw_string_start(const char *s, size_t i)
+{
+	if (i == 0 || s[i - 1] != 'R')
+		return 0;
+	size_t j = i - 1; /* at R; the prefix before it may be u8, u, U, L or nothing */
+	if (j == 0 || !ident_char(s[j - 1]))
+		return 1;
+	if (s[j - 1] == 'L' || s[j - 1] == 'U')
+		return j - 1 == 0 || !ident_char(s[j - 2]);
+	if (s[j - 1] == 'u')
+		return j - 1 == 0 || !ident_char(s[j - 2]);
+	if (s[j - 1] == '8' && j >= 2 && s[j - 2] == 'u')
+		return j - 2 == 0 || !ident_char(s[j - 3]);
+	return 0;
+}
+
+/* Is the ' at s[i] a C++14 digit separator (1'000)?  It is if it follows a
+ * pp-number character that is not a character-literal prefix. */
+static int digit_separator(const char *s, size_t i)
+{
+	if (i == 0 || !isalnum((unsigned char)s[i - 1]))
+		return 0;
+	size_t j = i;
+	while (j > 0 && (ident_char(s[j - 1]) || s[j - 1] == '.'))
+		j--;
+	return isdigit((unsigned char)s[j]) || s[j] == '.';
+}
+
+static int scan(struct resolver *rv, const char *where, const uint8_t *src, size_t len, int depth)
+{
+	char *s = NULL;
+	size_t n = 0, line = 1;
+	int bol = 1, r;
+
+	if ((r = splice(src, len, &s, &n)) < 0)
+		return r;
+	for (size_t i = 0; i < n;) {
+		char ch = s[i];
+		if (ch == '\n') {
+			line++;
+			bol = 1;
+			i++;
+		} else if (ch == '/' && i + 1 < n && s[i + 1] == '/') {
+			while (i < n && s[i] != '\n')
+				i++;
+		} else if (ch == '/' && i + 1 < n && s[i + 1] == '*') {
+			for (i += 2; i < n && !(s[i] == '*' && i + 1 < n && s[i + 1] == '/'); i++)
+				if (s[i] == '\n')
+					line++; /* a comment spanning lines: still "start of line" after it */
+			i += 2;
+		} else if (ch == '"' && raw_string_start(s, i)) {
+			char delim[20];
+			size_t d = 0, j = i + 1;
+			while (j < n && s[j] != '(' && d < 16)
+				delim[d++] = s[j++];
+			bol = 0;
+			if (j >= n || s[j] != '(') {
+				i = j; /* malformed: let the compiler complain */
+				continue;
+			}
+			delim[d] = '\0';
+			for (i = j + 1; i < n; i++) {
+				if (s[i] == '\n')
+					line++;
+				if (s[i] == ')' && i + 1 + d < n && strncmp(s + i + 1, delim, d) == 0 &&
+				    s[i + 1 + d] == '"') {
+					i += d + 2;
+					break;
+				}
+			}
+		} else if (ch == '"' || (ch == '\'' && !digit_separator(s, i))) {
+			/* ends at the closing quote or, unterminated, at the newline */
+			for (i++; i < n && s[i] != ch && s[i] != '\n'; i++)
+				if (s[i] == '\\' && i + 1 < n && s[i + 1] != '\n')
+					i++;
+			if (i < n && s[i] == ch)
+				i++;
+			bol = 0;
+		} else if (ch == ' ' || ch == '\t' || ch == '\f' || ch == '\v' || ch == '\r') {
+			i++;
+		} else if (ch == '#' && bol) {
+			/* a directive: # [ws] name */
+			size_t j = i + 1;
+			while (j < n && (s[j] == ' ' || s[j] == '\t'))
+				j++;
+			size_t k = j;
+			while (k < n && ident_char(s[k]))
+				k++;
+			size_t w = k - j;
+			bol = 0;
+			i = k;
+			if ((w == 7 && strncmp(s + j, "include", 7) == 0) ||
+			    (w == 12 && strncmp(s + j, "include_next", 12) == 0) ||
+			    (w == 6 && strncmp(s + j, "import", 6) == 0)) {
+				while (k < n && (s[k] == ' ' || s[k] == '\t'))
+					k++;
+				if ((r = directive(rv, where, line, s + k, s + n, depth)) < 0)
+					goto out;
+				while (i < n && s[i] != '\n')
+					i++;
+			}
+		} else {
+			bol = 0;
+			i++;
+		}
+	}
+	r = 0;
+out:
+	free(s);
+	return r;
+}
+
+struct name_sort {
+	char *name;
+	uint8_t *data;
+	size_t len;
+};
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(((const struct name_sort *)a)->name, ((const struct name_sort *)b)->name);
+}
+
+static int sort_out(struct kj__includes *out)
+{
+	struct name_sort *v;
+
+	if (out->n < 2)
+		return 0;
+	v = malloc(out->n * sizeof *v);
+	if (v == NULL)
+		return KJIT_ENOMEM;
+	for (size_t i = 0; i < out->n; i++)
+		v[i] = (struct name_sort){ out->names[i], out->data[i], out->len[i] };
+	qsort(v, out->n, sizeof *v, cmp_name);
+	for (size_t i = 0; i < out->n; i++) {
+		out->names[i] = v[i].name;
+		out->data[i] = v[i].data;
+		out->len[i] = v[i].len;
+	}
+	free(v);
+	return 0;
+}
+
+int kj__includes_resolve(const uint8_t *source, size_t source_len,
+			 const char *const *req_names, const uint8_t *const *req_data, const size_t *req_len,
+			 size_t n_req,
+			 const char *const *allowed_dirs, size_t n_dirs,
+			 const char *const *builtin_prefixes, size_t n_builtin,
+			 struct kj__includes *out, char *err, size_t errlen)
+{
+	struct resolver rv = {
+		.req_names = req_names, .req_data = req_data, .req_len = req_len, .n_req = n_req,
+		.n_dirs = n_dirs, .builtin = builtin_prefixes, .n_builtin = n_builtin, .out = out,
+		.err = err, .errlen = errlen,
+	};
+	int r;
+
+	memset(out, 0, sizeof *out);
+	if (err && errlen)
+		err[0] = '\0';
+	if ((source_len && source == NULL) || (n_req && (!req_names || !req_data || !req_len)) ||
+	    (n_dirs && allowed_dirs == NULL) || (n_builtin && builtin_prefixes == NULL))
+		return KJIT_EINVAL;
+	for (size_t i = 0; i < n_req; i++)
+		if (req_names[i] == NULL || (req_len[i] && req_data[i] == NULL))
+			return KJIT_EINVAL;
+	if (n_dirs) {
+		rv.dirs = calloc(n_dirs, sizeof *rv.dirs);
+		if (rv.dirs == NULL)
+			return KJIT_ENOMEM;
+		for (size_t i = 0; i < n_dirs; i++) /* a missing directory holds nothing */
+			rv.dirs[i] = allowed_dirs[i] ? realpath(allowed_dirs[i], NULL) : NULL;
+	}
+	r = scan(&rv, "source", source, source_len, 0);
+	if (r == 0)
+		r = sort_out(out);
+	if (r < 0) {
+		if (err && errlen && err[0] == '\0')
+			snprintf(err, errlen, "resolving includes: %s", kjit_strerror(r));
+		kj__includes_free(out);
+	}
+	for (size_t i = 0; i < n_dirs; i++)
+		free(rv.dirs[i]);
+	free(rv.dirs);
+	return r;
+}
+
+void kj__includes_free(struct kj__includes *inc)
+{
+	if (inc == NULL)
+		return;
+	for (size_t i = 0; i < inc->n; i++) {
+		free(inc->names[i]);
+		free(inc->data[i]);
+	}
+	free(inc->names);
+	free(inc->data);
+	free(inc->len);
+	memset(inc, 0, sizeof *inc);
+}

@@ -1,0 +1,844 @@
+/* test-cache.c: the object store (cache/cache.c, cache/fsys.c): publish and
+ * lookup, restart, the lock, corruption on disk and in the index, gc,
+ * verify, clear, counters, and I/O faults injected at every system call of
+ * a publish and a lookup.  Each test works in its own mkdtemp directory. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cache.h"
+#include "kjit.h"
+#include "sha.h"
+#include "test.h"
+
+static char dir[200];
+static FILE *logfp;
+
+static char root[64]; /* the mkdtemp directory of this test, removed by cleanup() */
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+/* Removes this test's temporary directory. */
+static void cleanup(void)
+{
+	if (root[0])
+		nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	root[0] = '\0';
+}
+
+static void setup(void)
+{
+	char tmpl[] = "/tmp/kjit-cache-XXXXXX";
+	cleanup();
+	CHECK(mkdtemp(tmpl) != NULL);
+	snprintf(root, sizeof root, "%s", tmpl);
+	snprintf(dir, sizeof dir, "%s/cache", tmpl); /* open creates it */
+	logfp = tmpfile();
+	CHECK(logfp != NULL);
+}
+
+/* What was logged so far. */
+static const char *logged(void)
+{
+	static char buf[16384];
+	long end = ftell(logfp);
+	size_t n;
+	rewind(logfp);
+	n = fread(buf, 1, sizeof buf - 1, logfp);
+	buf[n] = '\0';
+	fseek(logfp, end, SEEK_SET);
+	return buf;
+}
+
+static struct kj__cache *open_fs(const struct kj__fsys *fs, uint64_t max)
+{
+	struct kj__cache_options o = { .fs = fs, .max_size = max, .log = logfp };
+	struct kj__cache *c = NULL;
+	CHECK_EQ_INT(kj__cache_open(&c, dir, &o), 0);
+	return c;
+}
+
+static struct kj__cache *open_cache(void)
+{
+	return open_fs(NULL, 0);
+}
+
+static void make_key(int i, char hex[65])
+{
+	uint8_t d[KJ_SHA256_LEN];
+	char s[32];
+	snprintf(s, sizeof s, "key %d", i);
+	CHECK_EQ_INT(kj__sha256(s, strlen(s), d), 0);
+	kj__hex(d, hex);
+}
+
+/* Object i's bytes: n bytes of a pattern. */
+static void make_obj(int i, uint8_t *buf, size_t n)
+{
+	for (size_t k = 0; k < n; k++)
+		buf[k] = (uint8_t)(i * 31 + k * 7);
+}
+
+static int publish(struct kj__cache *c, int i, const char *target, size_t n)
+{
+	struct kj__cache_entry e = { .backend = KJIT_BACKEND_HIP, .compile_ms = 12 };
+	uint8_t buf[4096];
+	CHECK(n <= sizeof buf);
+	make_key(i, e.key);
+	snprintf(e.target, sizeof e.target, "%s", target);
+	snprintf(e.version, sizeof e.version, "6.0");
+	snprintf(e.ext, sizeof e.ext, "hsaco");
+	e.source_name = "k.cu";
+	e.options = "-O3";
+	e.compiler = "hiprtc 6.0";
+	e.log = "fine";
+	make_obj(i, buf, n);
+	int r = kj__cache_publish(c, &e, buf, n);
+	if (r == 0) {
+		CHECK_EQ_INT(e.size, n);
+		CHECK(kj__hex_ok(e.sha256));
+		CHECK(e.created > 0 && e.last_used == e.created);
+	}
+	return r;
+}
+
+/* 0 if object i is served with the right n bytes, else the lookup's code. */
+static int lookup(struct kj__cache *c, int i, size_t n)
+{
+	char key[65];
+	uint8_t *data = NULL, want[4096];
+	size_t len = 0;
+	struct kj__cache_entry e;
+
+	make_key(i, key);
+	int r = kj__cache_lookup(c, key, &data, &len, &e);
+	if (r == 0) {
+		make_obj(i, want, n);
+		CHECK_EQ_INT(len, n);
+		CHECK(memcmp(data, want, n) == 0);
+		CHECK_EQ_STR(e.key, key);
+		CHECK_EQ_INT(e.size, n);
+		CHECK_EQ_STR(e.ext, "hsaco");
+	} else {
+		CHECK(data == NULL);
+	}
+	free(data);
+	return r;
+}
+
+static void obj_path(int i, const char *target, char *path, size_t size)
+{
+	char key[65];
+	make_key(i, key);
+	snprintf(path, size, "%s/%s-6.0/%s.hsaco", dir, target, key);
+}
+
+static int exists(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0;
+}
+
+/* Every row names a file that hashes right; no temporary file anywhere;
+ * totals agree.  Returns the number of entries. */
+static int check_row(const struct kj__cache_entry *e, void *arg)
+{
+	char path[512];
+	uint8_t *p = malloc(e->size + 1), d[KJ_SHA256_LEN];
+	char hex[65];
+	snprintf(path, sizeof path, "%s/%s-%s/%s.%s", dir, e->target, e->version, e->key, e->ext);
+	int fd = open(path, O_RDONLY);
+	CHECK(fd >= 0);
+	CHECK_EQ_INT(read(fd, p, e->size + 1), e->size);
+	close(fd);
+	kj__sha256(p, e->size, d);
+	kj__hex(d, hex);
+	CHECK_EQ_STR(hex, e->sha256);
+	free(p);
+	(*(uint64_t *)arg)++;
+	return 0;
+}
+
+static uint64_t consistent(struct kj__cache *c)
+{
+	uint64_t n = 0;
+	struct kj__cache_totals t;
+	CHECK_EQ_INT(kj__cache_foreach(c, NULL, check_row, &n), 0);
+	CHECK_EQ_INT(kj__cache_totals(c, &t), 0);
+	CHECK_EQ_INT(t.entries, n);
+	DIR *top = opendir(dir);
+	struct dirent *de;
+	CHECK(top != NULL);
+	while ((de = readdir(top)) != NULL) {
+		char sub[512];
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(sub, sizeof sub, "%s/%s", dir, de->d_name);
+		DIR *d = opendir(sub);
+		if (d == NULL)
+			continue;
+		struct dirent *fe;
+		while ((fe = readdir(d)) != NULL)
+			CHECK(strstr(fe->d_name, ".tmp") == NULL);
+		closedir(d);
+	}
+	closedir(top);
+	return n;
+}
+
+static void test_publish_lookup(void)
+{
+	struct kj__cache *c;
+	char key[65];
+	uint8_t *data = (uint8_t *)"x";
+	size_t len = 7;
+
+	setup();
+	c = open_cache();
+	CHECK_EQ_INT(publish(c, 1, "gfx90a:sramecc+:xnack-", 1000), 0);
+	CHECK_EQ_INT(lookup(c, 1, 1000), 0);
+	CHECK_EQ_INT(lookup(c, 2, 1000), KJIT_ENOENT);
+	make_key(2, key);
+	CHECK_EQ_INT(kj__cache_lookup(c, key, &data, &len, NULL), KJIT_ENOENT);
+	CHECK(data == NULL && len == 0);
+	CHECK_EQ_INT(kj__cache_lookup(c, "nothex", &data, &len, NULL), KJIT_EINVAL);
+	/* metadata, with the hit counted once flushed */
+	struct kj__cache_entry e;
+	make_key(1, key);
+	CHECK_EQ_INT(kj__cache_get(c, key, &e), 0);
+	CHECK_EQ_INT(e.hits, 1);
+	CHECK_EQ_STR(e.compiler, "hiprtc 6.0");
+	CHECK_EQ_STR(e.log, "fine");
+	CHECK_EQ_INT(e.compile_ms, 12);
+	kj__cache_entry_free(&e);
+	CHECK_EQ_INT(kj__cache_flush(c), 0);
+	CHECK_EQ_INT(kj__cache_get(c, key, &e), 0);
+	CHECK_EQ_INT(e.hits, 1);
+	kj__cache_entry_free(&e);
+	CHECK_EQ_INT(kj__cache_get(c, "00", &e), KJIT_EINVAL);
+	make_key(9, key);
+	CHECK_EQ_INT(kj__cache_get(c, key, &e), KJIT_ENOENT);
+	/* republishing a key replaces it */
+	CHECK_EQ_INT(publish(c, 1, "gfx90a:sramecc+:xnack-", 500), 0);
+	CHECK_EQ_INT(lookup(c, 1, 500), 0);
+	CHECK_EQ_INT(consistent(c), 1);
+	kj__cache_close(c);
+	kj__cache_close(NULL);
+	cleanup();
+}
+
+static void test_publish_rejects_bad_entries(void)
+{
+	struct kj__cache *c;
+	struct kj__cache_entry e = { .backend = KJIT_BACKEND_HIP };
+	uint8_t b[4] = { 1, 2, 3, 4 };
+
+	setup();
+	c = open_cache();
+	make_key(1, e.key);
+	strcpy(e.version, "6.0");
+	strcpy(e.ext, "hsaco");
+	strcpy(e.target, "../x");
+	CHECK_EQ_INT(kj__cache_publish(c, &e, b, 4), KJIT_EINVAL);
+	strcpy(e.target, "a/b");
+	CHECK_EQ_INT(kj__cache_publish(c, &e, b, 4), KJIT_EINVAL);
+	strcpy(e.target, "gfx90a");
+	strcpy(e.ext, "exe");
+	CHECK_EQ_INT(kj__cache_publish(c, &e, b, 4), KJIT_EINVAL);
+	strcpy(e.ext, "hsaco");
+	strcpy(e.version, "..");
+	CHECK_EQ_INT(kj__cache_publish(c, &e, b, 4), KJIT_EINVAL);
+	strcpy(e.version, "6.0");
+	CHECK_EQ_INT(kj__cache_publish(c, &e, b, 0), KJIT_EINVAL);
+	e.key[3] = 'X';
+	CHECK_EQ_INT(kj__cache_publish(c, &e, b, 4), KJIT_EINVAL);
+	CHECK_EQ_INT(consistent(c), 0);
+	kj__cache_close(c);
+	cleanup();
+}
+
+static void test_restart_still_hits(void)
+{
+	struct kj__cache *c;
+
+	setup();
+	c = open_cache();
+	for (int i = 0; i < 5; i++)
+		CHECK_EQ_INT(publish(c, i, "gfx1030", 100 + i), 0);
+	CHECK_EQ_INT(lookup(c, 3, 103), 0);
+	kj__cache_close(c);
+	c = open_cache();
+	for (int i = 0; i < 5; i++)
+		CHECK_EQ_INT(lookup(c, i, 100 + i), 0);
+	struct kj__cache_entry e;
+	char key[65];
+	make_key(3, key);
+	CHECK_EQ_INT(kj__cache_get(c, key, &e), 0);
+	CHECK_EQ_INT(e.hits, 2); /* one before the restart (flushed at close), one after */
+	kj__cache_entry_free(&e);
+	kj__cache_close(c);
+	cleanup();
+}
+
+static void test_lock_same_process(void)
+{
+	struct kj__cache *c, *c2 = NULL;
+	struct kj__cache_options o = { .log = logfp };
+
+	setup();
+	c = open_cache();
+	/* flock is per open file description: a second open conflicts too */
+	CHECK_EQ_INT(kj__cache_open(&c2, dir, &o), KJIT_EBUSY);
+	CHECK(c2 == NULL);
+	kj__cache_close(c);
+	CHECK_EQ_INT(kj__cache_open(&c2, dir, &o), 0);
+	kj__cache_close(c2);
+	cleanup();
+}
+
+static void test_lock_other_process(void)
+{
+	struct kj__cache *c;
+	int st;
+
+	setup();
+	c = open_cache();
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		struct kj__cache *c2 = NULL;
+		struct kj__cache_options o = { .log = logfp };
+		_exit(kj__cache_open(&c2, dir, &o) == KJIT_EBUSY ? 0 : 1);
+	}
+	CHECK(waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	kj__cache_close(c);
+	cleanup();
+}
+
+static void flip_byte(const char *path, off_t at)
+{
+	int fd = open(path, O_RDWR);
+	uint8_t b;
+	CHECK(fd >= 0);
+	CHECK(pread(fd, &b, 1, at) == 1);
+	b ^= 0x40;
+	CHECK(pwrite(fd, &b, 1, at) == 1);
+	close(fd);
+}
+
+static void test_corrupt_byte_is_a_miss(void)
+{
+	struct kj__cache *c;
+	struct kj__cache_entry e;
+	char path[512], key[65];
+	int64_t v;
+
+	setup();
+	c = open_cache();
+	CHECK_EQ_INT(publish(c, 1, "gfx90a", 300), 0);
+	obj_path(1, "gfx90a", path, sizeof path);
+	flip_byte(path, 100);
+	CHECK_EQ_INT(lookup(c, 1, 300), KJIT_ENOENT);
+	make_key(1, key);
+	CHECK(strstr(logged(), "corrupt (digest mismatch); dropped, will recompile") != NULL);
+	CHECK(strstr(logged(), key) != NULL);
+	CHECK_EQ_INT(kj__cache_get(c, key, &e), KJIT_ENOENT);
+	CHECK(!exists(path));
+	CHECK_EQ_INT(kj__cache_counter_get(c, "corrupt", &v), 0);
+	CHECK_EQ_INT(v, 1);
+	/* a file of the wrong size, too */
+	CHECK_EQ_INT(publish(c, 2, "gfx90a", 300), 0);
+	obj_path(2, "gfx90a", path, sizeof path);
+	CHECK(truncate(path, 299) == 0);
+	CHECK_EQ_INT(lookup(c, 2, 300), KJIT_ENOENT);
+	CHECK(!exists(path));
+	CHECK_EQ_INT(consistent(c), 0);
+	kj__cache_close(c);
+	/* and the row stays gone after a restart */
+	c = open_cache();
+	CHECK_EQ_INT(lookup(c, 1, 300), KJIT_ENOENT);
+	CHECK_EQ_INT(consistent(c), 0);
+	kj__cache_close(c);
+	cleanup();
+}
+
+static void test_deleted_file_is_a_miss(void)
+{
+	struct kj__cache *c;
+	char path[512];
+
+	setup();
+	c = open_cache();
+	CHECK_EQ_INT(publish(c, 1, "sm_90", 64), 0);
+	obj_path(1, "sm_90", path, sizeof path);
+	CHECK(unlink(path) == 0);
+	CHECK_EQ_INT(lookup(c, 1, 64), KJIT_ENOENT);
+	CHECK(strstr(logged(), "missing") != NULL);
+	CHECK_EQ_INT(consistent(c), 0);
+	CHECK_EQ_INT(publish(c, 1, "sm_90", 64), 0); /* recompiled */
+	CHECK_EQ_INT(lookup(c, 1, 64), 0);
+	kj__cache_close(c);
+	cleanup();
+}
+
+static void test_truncated_index_is_rebuilt(void)
+{
+	struct kj__cache *c;
+	char path[512];
+	struct stat st;
+
+	setup();
+	c = open_cache();
+	for (int i = 0; i < 50; i++)
+		CHECK_EQ_INT(publish(c, i, "gfx90a", 2000), 0);
+	kj__cache_close(c);
+	snprintf(path, sizeof path, "%s/index.sqlite", dir);
+	CHECK(stat(path, &st) == 0);
+	CHECK(truncate(path, st.st_size / 2 + 100) == 0);
+	c = open_cache();
+	CHECK(strstr(logged(), "moved aside") != NULL);
+	CHECK_EQ_INT(lookup(c, 1, 2000), KJIT_ENOENT);
+	CHECK_EQ_INT(consistent(c), 0);
+	CHECK_EQ_INT(publish(c, 1, "gfx90a", 2000), 0);
+	CHECK_EQ_INT(lookup(c, 1, 2000), 0);
+	/* the old objects have no rows: gc removes them */
+	uint64_t ev;
+	CHECK_EQ_INT(kj__cache_gc(c, 0, &ev, NULL), 0);
+	CHECK_EQ_INT(ev, 0);
+	char obj[512];
+	obj_path(2, "gfx90a", obj, sizeof obj);
+	CHECK(!exists(obj));
+	kj__cache_close(c);
+	/* garbage that is not a database at all */
+	int fd = open(path, O_WRONLY | O_TRUNC);
+	CHECK(fd >= 0);
+	CHECK(write(fd, "this is not sqlite, just some bytes", 35) == 35);
+	close(fd);
+	c = open_cache();
+	CHECK_EQ_INT(lookup(c, 1, 2000), KJIT_ENOENT);
+	kj__cache_close(c);
+	cleanup();
+}
+
+static void test_gc_keeps_most_recently_used(void)
+{
+	struct kj__cache *c;
+	uint64_t ev = 0, freed = 0;
+	int64_t v;
+
+	setup();
+	c = open_fs(NULL, 350);
+	for (int i = 0; i < 5; i++)
+		CHECK_EQ_INT(publish(c, i, "gfx90a", 100), 0);
+	CHECK_EQ_INT(lookup(c, 0, 100), 0);  /* 0 is now the most recent */
+	CHECK_EQ_INT(lookup(c, 2, 100), 0);  /* then 2 */
+	CHECK_EQ_INT(kj__cache_gc(c, 0, &ev, &freed), 0);
+	CHECK_EQ_INT(ev, 2);
+	CHECK_EQ_INT(freed, 200);
+	CHECK_EQ_INT(lookup(c, 1, 100), KJIT_ENOENT);
+	CHECK_EQ_INT(lookup(c, 3, 100), KJIT_ENOENT);
+	CHECK_EQ_INT(lookup(c, 4, 100), 0);
+	CHECK_EQ_INT(lookup(c, 0, 100), 0);
+	CHECK_EQ_INT(lookup(c, 2, 100), 0);
+	CHECK_EQ_INT(kj__cache_counter_get(c, "evictions", &v), 0);
+	CHECK_EQ_INT(v, 2);
+	/* an explicit cap overrides; the order survives a restart */
+	kj__cache_close(c);
+	c = open_fs(NULL, 350);
+	CHECK_EQ_INT(kj__cache_gc(c, 150, &ev, NULL), 0);
+	CHECK_EQ_INT(ev, 2);
+	CHECK_EQ_INT(lookup(c, 2, 100), 0);
+	CHECK_EQ_INT(consistent(c), 1);
+	kj__cache_close(c);
+	cleanup();
+}
+
+static int collect(const struct kj__cache_entry *e, void *arg)
+{
+	char *s = arg;
+	strcat(s, e->key + 63); /* last hex digit: enough to see the order */
+	return 0;
+}
+
+static int stop_at_first(const struct kj__cache_entry *e, void *arg)
+{
+	(*(int *)arg)++;
+	return 7;
+}
+
+static void test_foreach_order_and_filter(void)
+{
+	struct kj__cache *c;
+	char order[16] = "", want[16] = "", key[65];
+	int calls = 0;
+
+	setup();
+	c = open_cache();
+	CHECK_EQ_INT(publish(c, 0, "a", 10), 0);
+	CHECK_EQ_INT(publish(c, 1, "b", 10), 0);
+	CHECK_EQ_INT(publish(c, 2, "a", 10), 0);
+	CHECK_EQ_INT(lookup(c, 0, 10), 0);
+	/* most recent first: 0, 2, 1 */
+	int ord[] = { 0, 2, 1 };
+	for (int i = 0; i < 3; i++) {
+		make_key(ord[i], key);
+		strcat(want, key + 63);
+	}
+	CHECK_EQ_INT(kj__cache_foreach(c, NULL, collect, order), 0);
+	CHECK_EQ_STR(order, want);
+	order[0] = '\0';
+	CHECK_EQ_INT(kj__cache_foreach(c, "b", collect, order), 0);
+	make_key(1, key);
+	CHECK_EQ_STR(order, key + 63);
+	CHECK_EQ_INT(kj__cache_foreach(c, NULL, stop_at_first, &calls), 7);
+	CHECK_EQ_INT(calls, 1);
+	kj__cache_close(c);
+	cleanup();
+}
+
+struct seen {
+	int n;
+	char why[64];
+};
+
+static void on_bad(const struct kj__cache_entry *e, const char *why, void *arg)
+{
+	struct seen *s = arg;
+	s->n++;
+	snprintf(s->why, sizeof s->why, "%s", why);
+}
+
+static void test_verify_finds_corruption(void)
+{
+	struct kj__cache *c;
+	struct seen s = { 0 };
+	uint64_t checked = 0, bad = 0;
+	char path[512], orphan[512], tmp[600];
+
+	setup();
+	c = open_cache();
+	for (int i = 0; i < 4; i++)
+		CHECK_EQ_INT(publish(c, i, "gfx90a", 200), 0);
+	obj_path(2, "gfx90a", path, sizeof path);
+	flip_byte(path, 0);
+	/* a file without a row and a leftover temporary file */
+	obj_path(7, "gfx90a", orphan, sizeof orphan);
+	FILE *f = fopen(orphan, "w");
+	CHECK(f && fclose(f) == 0);
+	snprintf(tmp, sizeof tmp, "%s.tmp.1.1", orphan);
+	f = fopen(tmp, "w");
+	CHECK(f && fclose(f) == 0);
+	CHECK_EQ_INT(kj__cache_verify(c, on_bad, &s, &checked, &bad), 0);
+	CHECK_EQ_INT(checked, 4);
+	CHECK_EQ_INT(bad, 1);
+	CHECK_EQ_INT(s.n, 1);
+	CHECK_EQ_STR(s.why, "digest mismatch");
+	CHECK(!exists(path) && !exists(orphan) && !exists(tmp));
+	CHECK_EQ_INT(lookup(c, 2, 200), KJIT_ENOENT);
+	CHECK_EQ_INT(consistent(c), 3);
+	CHECK_EQ_INT(kj__cache_verify(c, NULL, NULL, &checked, &bad), 0);
+	CHECK_EQ_INT(checked, 3);
+	CHECK_EQ_INT(bad, 0);
+	kj__cache_close(c);
+	cleanup();
+}
+
+static void test_clear_by_target(void)
+{
+	struct kj__cache *c;
+	uint64_t n = 0;
+	struct kj__cache_totals t;
+
+	setup();
+	c = open_cache();
+	for (int i = 0; i < 6; i++)
+		CHECK_EQ_INT(publish(c, i, i % 2 ? "gfx1030" : "gfx90a", 50), 0);
+	CHECK_EQ_INT(lookup(c, 0, 50), 0);
+	CHECK_EQ_INT(kj__cache_clear(c, "gfx90a", &n), 0);
+	CHECK_EQ_INT(n, 3);
+	CHECK_EQ_INT(kj__cache_totals(c, &t), 0);
+	CHECK_EQ_INT(t.entries, 3);
+	CHECK_EQ_INT(t.bytes, 150);
+	CHECK_EQ_INT(lookup(c, 0, 50), KJIT_ENOENT);
+	CHECK_EQ_INT(lookup(c, 1, 50), 0);
+	CHECK_EQ_INT(consistent(c), 3);
+	CHECK_EQ_INT(kj__cache_flush(c), 0);
+	CHECK_EQ_INT(kj__cache_clear(c, NULL, &n), 0);
+	CHECK_EQ_INT(n, 3);
+	CHECK_EQ_INT(consistent(c), 0);
+	kj__cache_close(c);
+	c = open_cache();
+	CHECK_EQ_INT(consistent(c), 0);
+	kj__cache_close(c);
+	cleanup();
+}
+
+static void test_counters_persist(void)
+{
+	struct kj__cache *c;
+	int64_t v = -1;
+
+	setup();
+	c = open_cache();
+	CHECK_EQ_INT(kj__cache_counter_get(c, "hits", &v), 0);
+	CHECK_EQ_INT(v, 0);
+	CHECK_EQ_INT(kj__cache_counter_add(c, "hits", 5), 0);
+	CHECK_EQ_INT(kj__cache_counter_add(c, "hits", 2), 0);
+	CHECK_EQ_INT(kj__cache_counter_add(c, "misses", 1), 0);
+	kj__cache_close(c);
+	c = open_cache();
+	CHECK_EQ_INT(kj__cache_counter_get(c, "hits", &v), 0);
+	CHECK_EQ_INT(v, 7);
+	CHECK_EQ_INT(kj__cache_counter_get(c, "misses", &v), 0);
+	CHECK_EQ_INT(v, 1);
+	kj__cache_close(c);
+	cleanup();
+}
+
+static void test_stale_tmp_removed_at_open(void)
+{
+	struct kj__cache *c;
+	char path[512], tmp[600], other[512];
+
+	setup();
+	c = open_cache();
+	CHECK_EQ_INT(publish(c, 1, "gfx90a", 10), 0);
+	kj__cache_close(c);
+	obj_path(1, "gfx90a", path, sizeof path);
+	snprintf(tmp, sizeof tmp, "%s.tmp.99.3", path);
+	snprintf(other, sizeof other, "%s/gfx90a-6.0/README", dir);
+	FILE *f = fopen(tmp, "w");
+	CHECK(f && fclose(f) == 0);
+	f = fopen(other, "w");
+	CHECK(f && fclose(f) == 0);
+	c = open_cache();
+	CHECK(!exists(tmp));
+	CHECK(exists(other)); /* not ours: left alone */
+	CHECK_EQ_INT(lookup(c, 1, 10), 0);
+	kj__cache_close(c);
+	cleanup();
+}
+
+/* ---- fault injection ---------------------------------------------------- */
+
+enum fault { F_ENOSPC, F_EIO, F_EMFILE, F_SHORT, F_COUNT };
+static int fault_at, fault_calls;
+static enum fault fault_kind;
+
+/* 1 if this call should fail (errno set). */
+static int fault(int is_write)
+{
+	if (fault_at == 0 || ++fault_calls != fault_at)
+		return 0;
+	if (fault_kind == F_SHORT)
+		return is_write ? 2 : 0;
+	errno = fault_kind == F_ENOSPC ? ENOSPC : fault_kind == F_EIO ? EIO : EMFILE;
+	return 1;
+}
+
+static int f_open(const char *p, int fl, mode_t m)
+{
+	return fault(0) ? -1 : kj__fsys_default.open(p, fl, m);
+}
+static ssize_t f_read(int fd, void *p, size_t n)
+{
+	return fault(0) ? -1 : kj__fsys_default.read(fd, p, n);
+}
+static ssize_t f_write(int fd, const void *p, size_t n)
+{
+	int f = fault(1);
+	if (f == 2)
+		return kj__fsys_default.write(fd, p, n > 1 ? n / 2 : n);
+	return f ? -1 : kj__fsys_default.write(fd, p, n);
+}
+static int f_fsync(int fd)
+{
+	return fault(0) ? -1 : kj__fsys_default.fsync(fd);
+}
+static int f_close(int fd)
+{
+	if (fault(0)) {
+		int e = errno;
+		kj__fsys_default.close(fd); /* as Linux: the descriptor is gone anyway */
+		errno = e;
+		return -1;
+	}
+	return kj__fsys_default.close(fd);
+}
+static int f_rename(const char *a, const char *b)
+{
+	return fault(0) ? -1 : kj__fsys_default.rename(a, b);
+}
+static int f_unlink(const char *p)
+{
+	return fault(0) ? -1 : kj__fsys_default.unlink(p);
+}
+static int f_mkdir(const char *p, mode_t m)
+{
+	return fault(0) ? -1 : kj__fsys_default.mkdir(p, m);
+}
+static int f_fstat(int fd, struct stat *st)
+{
+	return fault(0) ? -1 : kj__fsys_default.fstat(fd, st);
+}
+
+static const struct kj__fsys faulty = {
+	f_open, f_read, f_write, f_fsync, f_close, f_rename, f_unlink, f_mkdir, f_fstat,
+};
+
+static int open_fds(void)
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	CHECK(d != NULL);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+static void test_faults_during_publish(void)
+{
+	struct kj__cache *c;
+	int obj = 100, runs = 0, fds;
+
+	setup();
+	c = open_fs(&faulty, 0);
+	CHECK_EQ_INT(publish(c, 1, "gfx90a", 3000), 0);
+	fds = open_fds();
+	for (int kind = 0; kind < F_COUNT; kind++) {
+		for (int n = 1;; n++) {
+			/* a new object in a new directory, and a republish */
+			const char *target = n % 2 ? "gfx90a" : "gfx1100";
+			int i = n % 3 ? obj++ : 1;
+			fault_kind = (enum fault)kind;
+			fault_calls = 0;
+			fault_at = n;
+			errno = 0;
+			int r = publish(c, i, target, 3000);
+			int err = errno, hit_fault = fault_calls >= n;
+			fault_at = 0;
+			runs++;
+			if (r < 0) {
+				CHECK(hit_fault);
+				CHECK_EQ_INT(r, KJIT_EIO);
+				CHECK_EQ_INT(err, kind == F_ENOSPC ? ENOSPC : kind == F_EIO ? EIO : EMFILE);
+				if (i != 1)
+					CHECK_EQ_INT(lookup(c, i, 3000), KJIT_ENOENT);
+			} else {
+				CHECK_EQ_INT(lookup(c, i, 3000), 0);
+			}
+			CHECK_EQ_INT(lookup(c, 1, 3000), 0);
+			consistent(c);
+			CHECK_EQ_INT(open_fds(), fds);
+			if (!hit_fault)
+				break;
+		}
+	}
+	CHECK(runs > 4 * 8);
+	kj__cache_close(c);
+	/* and everything is still there after a restart */
+	c = open_cache();
+	consistent(c);
+	CHECK_EQ_INT(lookup(c, 1, 3000), 0);
+	kj__cache_close(c);
+	cleanup();
+}
+
+static void test_faults_during_lookup(void)
+{
+	struct kj__cache *c;
+
+	setup();
+	c = open_fs(&faulty, 0);
+	CHECK_EQ_INT(publish(c, 1, "gfx90a", 3000), 0);
+	for (int kind = 0; kind < F_COUNT; kind++) {
+		for (int n = 1;; n++) {
+			fault_kind = (enum fault)kind;
+			fault_calls = 0;
+			fault_at = n;
+			int r = lookup(c, 1, 3000);
+			int hit_fault = fault_calls >= n;
+			fault_at = 0;
+			/* an I/O error is not corruption: the object stays */
+			CHECK(r == 0 || r == KJIT_EIO);
+			CHECK_EQ_INT(lookup(c, 1, 3000), 0);
+			if (!hit_fault)
+				break;
+		}
+	}
+	consistent(c);
+	kj__cache_close(c);
+	cleanup();
+}
+
+static void test_faults_during_open(void)
+{
+	for (int kind = 0; kind < F_COUNT; kind++) {
+		for (int n = 1;; n++) {
+			struct kj__cache_options o = { .fs = &faulty };
+			struct kj__cache *c = NULL;
+			setup();
+			o.log = logfp;
+			fault_kind = (enum fault)kind;
+			fault_calls = 0;
+			fault_at = n;
+			int r = kj__cache_open(&c, dir, &o);
+			int hit_fault = fault_calls >= n;
+			fault_at = 0;
+			CHECK(r == 0 || r == KJIT_EIO);
+			CHECK((r == 0) == (c != NULL));
+			kj__cache_close(c);
+			if (!hit_fault)
+				break;
+		}
+	}
+	cleanup();
+}
+
+static void test_ten_thousand_entries(void)
+{
+	struct kj__cache *c;
+	struct kj__cache_totals t;
+
+	setup();
+	c = open_cache();
+	for (int i = 0; i < 10000; i++)
+		CHECK_EQ_INT(publish(c, i, "gfx90a", 16 + i % 7), 0);
+	kj__cache_close(c);
+	c = open_cache();
+	CHECK_EQ_INT(kj__cache_totals(c, &t), 0);
+	CHECK_EQ_INT(t.entries, 10000);
+	CHECK_EQ_INT(lookup(c, 4321, 16 + 4321 % 7), 0);
+	CHECK_EQ_INT(lookup(c, 10000, 16), KJIT_ENOENT);
+	/* the table survives many removals (backward-shift deletion) */
+	uint64_t ev;
+	CHECK_EQ_INT(kj__cache_gc(c, 5000 * 19, &ev, NULL), 0);
+	CHECK(ev > 4000);
+	CHECK_EQ_INT(kj__cache_totals(c, &t), 0);
+	CHECK_EQ_INT(t.entries, 10000 - ev);
+	int hits = 0;
+	for (int i = 0; i < 10000; i++)
+		hits += lookup(c, i, 16 + i % 7) == 0;
+	CHECK_EQ_INT(hits, t.entries);
+	kj__cache_close(c);
+	cleanup();
+}
+
+TEST_LIST(TEST(publish_lookup) TEST(publish_rejects_bad_entries) TEST(restart_still_hits)
+	  TEST(lock_same_process) TEST(lock_other_process) TEST(corrupt_byte_is_a_miss)
+	  TEST(deleted_file_is_a_miss) TEST(truncated_index_is_rebuilt)
+	  TEST(gc_keeps_most_recently_used) TEST(foreach_order_and_filter)
+	  TEST(verify_finds_corruption) TEST(clear_by_target) TEST(counters_persist)
+	  TEST(stale_tmp_removed_at_open) TEST(faults_during_publish) TEST(faults_during_lookup)
+	  TEST(faults_during_open) TEST(ten_thousand_entries))

@@ -1,0 +1,286 @@
+/* test-include.c: include resolution (cache/include.c): what may be
+ * included, what is refused, and that the scan is not fooled by comments
+ * and strings, loops or deep nesting. */
+#include <ftw.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache.h"
+#include "kj_limits.h"
+#include "kjit.h"
+#include "test.h"
+
+static char dir[256];   /* allowed include directory */
+static char outside[256];
+
+static void put(const char *base, const char *name, const char *text)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/%s", base, name);
+	FILE *f = fopen(path, "w");
+	CHECK(f != NULL);
+	fputs(text, f);
+	CHECK(fclose(f) == 0);
+}
+
+static char root[64]; /* the mkdtemp directory of this test, removed by cleanup() */
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+/* Removes this test's temporary directory. */
+static void cleanup(void)
+{
+	if (root[0])
+		nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	root[0] = '\0';
+}
+
+static void setup(void)
+{
+	char tmpl[] = "/tmp/kjit-inc-XXXXXX";
+	cleanup();
+	CHECK(mkdtemp(tmpl) != NULL);
+	snprintf(root, sizeof root, "%s", tmpl);
+	snprintf(dir, sizeof dir, "%s/inc", tmpl);
+	snprintf(outside, sizeof outside, "%s/outside", tmpl);
+	CHECK(mkdir(dir, 0755) == 0);
+	CHECK(mkdir(outside, 0755) == 0);
+	put(outside, "secret.h", "SECRET CONTENTS\n");
+}
+
+struct req {
+	const char *names[4];
+	const uint8_t *data[4];
+	size_t len[4];
+	size_t n;
+};
+
+static void req_add(struct req *q, const char *name, const char *text)
+{
+	q->names[q->n] = name;
+	q->data[q->n] = (const uint8_t *)text;
+	q->len[q->n] = strlen(text);
+	q->n++;
+}
+
+static int resolve(const char *src, const struct req *q, struct kj__includes *out, char *err, size_t errlen)
+{
+	const char *const dirs[] = { dir };
+	const char *const builtin[] = { "hip/", "cuda_", "stdint.h" };
+	static const struct req none;
+	if (q == NULL)
+		q = &none;
+	return kj__includes_resolve((const uint8_t *)src, strlen(src), q->names, q->data, q->len, q->n,
+				    dirs, 1, builtin, 3, out, err, errlen);
+}
+
+/* Expects src to be refused with an error that mentions what. */
+static void refused(const char *src, const char *what)
+{
+	struct kj__includes out;
+	char err[512];
+	int r = resolve(src, NULL, &out, err, sizeof err);
+	if (r != KJIT_EINCLUDE || strstr(err, what) == NULL || strstr(err, "SECRET") != NULL) {
+		fprintf(stderr, "source %s: r=%d err=%s\n", src, r, err);
+		CHECK(0);
+	}
+	CHECK(strchr(err, '\n') == NULL);
+	CHECK_EQ_INT(out.n, 0);
+}
+
+static void test_refuses_escapes(void)
+{
+	char src[512];
+
+	setup();
+	refused("#include \"/etc/passwd\"\n", "/etc/passwd");
+	refused("#include \"../../x\"\n", "../../x");
+	refused("#include \"a/../../b\"\n", "a/../../b");
+	refused("#include <../x>\n", "<../x>");
+	refused("#include \"..\"\n", "\"..\"");
+	refused("#include \"a\\tb\"\n", "#include");
+	refused("#include \"a\x01z.h\"\n", "a?z.h");
+	refused("#include MACRO\n", "MACRO");
+	refused("#define H \"a.h\"\n#include H\n", "computed");
+	refused("#include \"nowhere.h\"\n", "nowhere.h");
+	refused("#include <notbuiltin.h>\n", "notbuiltin.h");
+	refused("#include \"unterminated\n", "unterminated");
+	memset(src, 0, sizeof src);
+	strcpy(src, "#include \"");
+	memset(src + 10, 'a', 300);
+	strcat(src, ".h\"\n");
+	refused(src, "too long");
+	/* a symlink in the allowed directory that leaves it */
+	char link[512], target[512];
+	snprintf(link, sizeof link, "%s/leak.h", dir);
+	snprintf(target, sizeof target, "%s/secret.h", outside);
+	CHECK(symlink(target, link) == 0);
+	refused("#include \"leak.h\"\n", "outside");
+	/* a symlinked directory too */
+	snprintf(link, sizeof link, "%s/sub", dir);
+	CHECK(symlink(outside, link) == 0);
+	refused("#include <sub/secret.h>\n", "outside");
+	cleanup();
+}
+
+static void test_line_number_in_error(void)
+{
+	struct kj__includes out;
+	char err[256];
+
+	setup();
+	CHECK_EQ_INT(resolve("int x;\n\n#include \"nope.h\"\n", NULL, &out, err, sizeof err), KJIT_EINCLUDE);
+	CHECK(strstr(err, "source:3:") != NULL);
+	cleanup();
+}
+
+static void test_builtin_and_whitespace(void)
+{
+	struct kj__includes out;
+	char err[256];
+
+	setup();
+	CHECK_EQ_INT(resolve("  #  include <hip/hip_runtime.h>\n#include<stdint.h>\n"
+			     "#\tinclude <cuda_fp16.h>\n", NULL, &out, err, sizeof err), 0);
+	CHECK_EQ_INT(out.n, 0);
+	kj__includes_free(&out);
+	cleanup();
+}
+
+static void test_nested_in_allowed_dir(void)
+{
+	struct kj__includes out;
+	char err[256];
+
+	setup();
+	char sub[512];
+	snprintf(sub, sizeof sub, "%s/sub", dir);
+	CHECK(mkdir(sub, 0755) == 0);
+	put(dir, "a.h", "#pragma once\n#include \"b.h\"\n#include <sub/c.h>\n");
+	put(dir, "b.h", "int b;\n");
+	put(dir, "sub/c.h", "#include \"d.h\"\n");  /* found next to c.h */
+	put(dir, "sub/d.h", "int d;\n");
+	CHECK_EQ_INT(resolve("#include \"a.h\"\n#include \"b.h\"\n", NULL, &out, err, sizeof err), 0);
+	CHECK_EQ_INT(out.n, 4);
+	CHECK_EQ_STR(out.names[0], "a.h");
+	CHECK_EQ_STR(out.names[1], "b.h");
+	CHECK_EQ_STR(out.names[2], "sub/c.h");
+	CHECK_EQ_STR(out.names[3], "sub/d.h");
+	CHECK_EQ_INT(out.len[1], 7);
+	CHECK(memcmp(out.data[1], "int b;\n", 7) == 0);
+	kj__includes_free(&out);
+	kj__includes_free(&out); /* twice is fine */
+	cleanup();
+}
+
+static void test_request_header_shadows_dir(void)
+{
+	struct kj__includes out;
+	struct req q = { 0 };
+	char err[256];
+
+	setup();
+	put(dir, "a.h", "int from_dir;\n");
+	put(dir, "b.h", "int b_from_dir;\n");
+	req_add(&q, "a.h", "#include \"b.h\"\nint from_request;\n");
+	CHECK_EQ_INT(resolve("#include \"a.h\"\n", &q, &out, err, sizeof err), 0);
+	CHECK_EQ_INT(out.n, 2);
+	CHECK_EQ_STR(out.names[0], "a.h");
+	CHECK(strstr((const char *)out.data[0], "from_request") != NULL);
+	CHECK_EQ_STR(out.names[1], "b.h");
+	kj__includes_free(&out);
+	/* a request header that includes something refused */
+	q.n = 0;
+	req_add(&q, "x.h", "\n#include \"../y.h\"\n");
+	CHECK_EQ_INT(resolve("#include \"x.h\"\n", &q, &out, err, sizeof err), KJIT_EINCLUDE);
+	CHECK(strstr(err, "x.h:2:") != NULL);
+	cleanup();
+}
+
+static void test_comments_and_strings_do_not_fool(void)
+{
+	struct kj__includes out;
+	struct req q = { 0 };
+	char err[256];
+
+	setup();
+	req_add(&q, "real.h", "int r;\n");
+	const char *src =
+		"// #include \"x1.h\"\n"
+		"/* #include \"x2.h\"\n"
+		"   #include \"x3.h\" */\n"
+		"const char *s = \"\\\"#include \\\"x4.h\\\"\";\n"
+		"const char *t = \"a\\\n#include \\\"x5.h\\\"\";\n"   /* spliced string */
+		"auto r = R\"xy(\n#include \"x6.h\"\n)xy\";\n"       /* raw string */
+		"int n = 1'000; /* ' */\n"                             /* digit separator */
+		"char c = '\"';\n"
+		"int y; /* c */ #include \"x7.h\"\n"                   /* not at line start */
+		"/* lead */ #include \"real.h\" // trailing\n"
+		"#if 0\n#endif\n";
+	CHECK_EQ_INT(resolve(src, &q, &out, err, sizeof err), 0);
+	CHECK_EQ_INT(out.n, 1);
+	CHECK_EQ_STR(out.names[0], "real.h");
+	kj__includes_free(&out);
+	/* a directive continued onto the next line is still seen */
+	CHECK_EQ_INT(resolve("#include \\\n\"nope.h\"\n", &q, &out, err, sizeof err), KJIT_EINCLUDE);
+	cleanup();
+}
+
+static void test_depth_limit(void)
+{
+	struct kj__includes out;
+	char err[256], name[32], text[64];
+
+	setup();
+	/* h0 includes h1 ... includes hN */
+	for (int i = 0; i <= KJ_INCLUDE_DEPTH_MAX + 1; i++) {
+		snprintf(name, sizeof name, "h%d.h", i);
+		snprintf(text, sizeof text, "#include \"h%d.h\"\n", i + 1);
+		put(dir, name, i == KJ_INCLUDE_DEPTH_MAX + 1 ? "int end;\n" : text);
+	}
+	/* source -> h1 .. h33: 33 levels, one too many */
+	CHECK_EQ_INT(resolve("#include \"h0.h\"\n", NULL, &out, err, sizeof err), KJIT_EINCLUDE);
+	CHECK(strstr(err, "deep") != NULL);
+	CHECK_EQ_INT(resolve("#include \"h1.h\"\n", NULL, &out, err, sizeof err), KJIT_EINCLUDE);
+	/* source -> h2 .. h33: exactly the limit */
+	CHECK_EQ_INT(resolve("#include \"h2.h\"\n", NULL, &out, err, sizeof err), 0);
+	CHECK_EQ_INT(out.n, KJ_INCLUDE_DEPTH_MAX);
+	kj__includes_free(&out);
+	cleanup();
+}
+
+static void test_cycle_terminates(void)
+{
+	struct kj__includes out;
+	char err[256];
+
+	setup();
+	put(dir, "a.h", "#include \"b.h\"\n#include \"a.h\"\n");
+	put(dir, "b.h", "#include \"a.h\"\n");
+	CHECK_EQ_INT(resolve("#include \"a.h\"\n#include \"a.h\"\n", NULL, &out, err, sizeof err), 0);
+	CHECK_EQ_INT(out.n, 2);
+	kj__includes_free(&out);
+	cleanup();
+}
+
+static void test_missing_dir_and_no_source(void)
+{
+	struct kj__includes out;
+	char err[64];
+	const char *const dirs[] = { "/nonexistent/kjit" };
+
+	CHECK_EQ_INT(kj__includes_resolve(NULL, 0, NULL, NULL, NULL, 0, dirs, 1, NULL, 0, &out, err, sizeof err), 0);
+	CHECK_EQ_INT(out.n, 0);
+	kj__includes_free(&out);
+	cleanup();
+}
+
+TEST_LIST(TEST(refuses_escapes) TEST(line_number_in_error) TEST(builtin_and_whitespace)
+	  TEST(nested_in_allowed_dir) TEST(request_header_shadows_dir)
+	  TEST(comments_and_strings_do_not_fool) TEST(depth_limit) TEST(cycle_terminates)
+	  TEST(missing_dir_and_no_source))

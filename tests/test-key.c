@@ -1,0 +1,189 @@
+/* test-key.c: the cache key (cache/key.c).  The known answer below pins the
+ * on-disk encoding of docs/cache.md: it was computed once, independently of
+ * this code, with python3's hashlib over the encoding written out by hand
+ * (see docs/cache.md, "Cache key").  If it changes, every existing cache is
+ * silently invalidated: change KEY_VERSION_TAG instead. */
+#include <string.h>
+
+#include "cache.h"
+#include "kjit.h"
+#include "test.h"
+
+static const char *const opts[] = { "-O3", "-ffast-math" };
+static const char *const ents[] = { "rms_norm", "add", "add" };
+static const char *const hnames[] = { "b.h", "a.h" };
+static const uint8_t hb[] = "int b;";
+static const uint8_t ha[] = "int a;";
+static const uint8_t *const hdata[] = { hb, ha };
+static const size_t hlen[] = { 6, 6 };
+static const uint8_t src[] = "#include \"a.h\"\n__global__ void add() {}\n";
+
+static struct kj__key_input base(void)
+{
+	struct kj__key_input in = {
+		.backend = KJIT_BACKEND_HIP,
+		.compiler = "hiprtc 6.0",
+		.target = "gfx90a:sramecc+:xnack-",
+		.version = "6.0",
+		.options = opts,
+		.n_options = 2,
+		.entries = ents,
+		.n_entries = 3,
+		.source = src,
+		.source_len = sizeof src - 1,
+		.header_names = hnames,
+		.header_data = hdata,
+		.header_len = hlen,
+		.n_headers = 2,
+	};
+	return in;
+}
+
+static void key_of(const struct kj__key_input *in, char hex[65])
+{
+	CHECK_EQ_INT(kj__cache_key(in, hex), 0);
+	CHECK_EQ_INT(strlen(hex), 64);
+}
+
+static void test_known_answer(void)
+{
+	struct kj__key_input in = base();
+	char hex[65];
+
+	key_of(&in, hex);
+	/* python3 hashlib, see the header comment */
+	CHECK_EQ_STR(hex, "c4f378b7d37b742011e19230c3bf20009f23ba5d6f799b2750f7f8ad4febfaec");
+}
+
+static void test_every_field_changes_key(void)
+{
+	struct kj__key_input in;
+	char k0[65], k[65];
+	static const char *const opts2[] = { "-O2", "-ffast-math" };
+	static const char *const ents2[] = { "rms_norm" };
+	static const uint8_t hb2[] = "int B;";
+	static const uint8_t *const hdata2[] = { hb2, ha };
+	static const char *const hnames2[] = { "c.h", "a.h" };
+	static const uint8_t src2[] = "#include \"a.h\"\n__global__ void add() { }\n";
+
+	in = base();
+	key_of(&in, k0);
+#define DIFFERS(stmt)                  \
+	do {                           \
+		in = base();           \
+		stmt;                  \
+		key_of(&in, k);        \
+		CHECK(strcmp(k, k0) != 0); \
+	} while (0)
+	DIFFERS(in.backend = KJIT_BACKEND_CUDA);
+	DIFFERS(in.compiler = "hiprtc 6.1");
+	DIFFERS(in.target = "gfx90a");
+	DIFFERS(in.version = "6.1");
+	DIFFERS(in.options = opts2);
+	DIFFERS(in.n_options = 1);
+	DIFFERS(in.n_options = 0);
+	DIFFERS(in.entries = ents2; in.n_entries = 1);
+	DIFFERS(in.n_entries = 0);
+	DIFFERS(in.source = src2; in.source_len = sizeof src2 - 1);
+	DIFFERS(in.source_len--);
+	DIFFERS(in.header_data = hdata2);
+	DIFFERS(in.header_names = hnames2);
+	DIFFERS(in.n_headers = 1);
+	DIFFERS(in.n_headers = 0);
+#undef DIFFERS
+}
+
+static void test_field_boundaries(void)
+{
+	/* Moving bytes from one field into the next must change the key. */
+	struct kj__key_input in = base();
+	char a[65], b[65];
+	static const char *const o1[] = { "-O3 -x" };
+	static const char *const o2[] = { "-O3", "-x" };
+
+	in.options = o1;
+	in.n_options = 1;
+	key_of(&in, a);
+	in.options = o2;
+	in.n_options = 2;
+	key_of(&in, b);
+	CHECK(strcmp(a, b) != 0);
+	in = base();
+	in.compiler = "hiprtc 6.0gfx90a";
+	in.target = "";
+	key_of(&in, a);
+	in.compiler = "hiprtc 6.0";
+	in.target = "gfx90a";
+	key_of(&in, b);
+	CHECK(strcmp(a, b) != 0);
+}
+
+static void test_entry_order_and_duplicates_do_not_matter(void)
+{
+	struct kj__key_input in = base();
+	char k0[65], k[65];
+	static const char *const e1[] = { "add", "rms_norm" };
+	static const char *const e2[] = { "rms_norm", "add", "rms_norm", "add" };
+
+	key_of(&in, k0);
+	in.entries = e1;
+	in.n_entries = 2;
+	key_of(&in, k);
+	CHECK_EQ_STR(k, k0);
+	in.entries = e2;
+	in.n_entries = 4;
+	key_of(&in, k);
+	CHECK_EQ_STR(k, k0);
+}
+
+static void test_option_order_matters(void)
+{
+	struct kj__key_input in = base();
+	char k0[65], k[65];
+	static const char *const o[] = { "-ffast-math", "-O3" };
+
+	key_of(&in, k0);
+	in.options = o;
+	key_of(&in, k);
+	CHECK(strcmp(k, k0) != 0);
+}
+
+static void test_header_order_does_not_matter(void)
+{
+	struct kj__key_input in = base();
+	char k0[65], k[65];
+	static const char *const n2[] = { "a.h", "b.h" };
+	static const uint8_t *const d2[] = { ha, hb };
+
+	key_of(&in, k0);
+	in.header_names = n2;
+	in.header_data = d2;
+	key_of(&in, k);
+	CHECK_EQ_STR(k, k0);
+}
+
+static void test_bad_input(void)
+{
+	struct kj__key_input in = base();
+	char k[65];
+	static const char *const dup[] = { "a.h", "a.h" };
+
+	in.backend = 0;
+	CHECK_EQ_INT(kj__cache_key(&in, k), KJIT_EINVAL);
+	in = base();
+	in.target = NULL;
+	CHECK_EQ_INT(kj__cache_key(&in, k), KJIT_EINVAL);
+	in = base();
+	in.header_names = dup;
+	CHECK_EQ_INT(kj__cache_key(&in, k), KJIT_EINVAL);
+	in = base();
+	in.source = NULL;
+	CHECK_EQ_INT(kj__cache_key(&in, k), KJIT_EINVAL);
+	/* empty everything is fine */
+	struct kj__key_input e = { .backend = KJIT_BACKEND_VULKAN, .compiler = "", .target = "", .version = "" };
+	CHECK_EQ_INT(kj__cache_key(&e, k), 0);
+}
+
+TEST_LIST(TEST(known_answer) TEST(every_field_changes_key) TEST(field_boundaries)
+	  TEST(entry_order_and_duplicates_do_not_matter) TEST(option_order_matters)
+	  TEST(header_order_does_not_matter) TEST(bad_input))
