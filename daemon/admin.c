@@ -3,6 +3,7 @@
  * one JSON object, both built here so every client prints the same. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "daemon.h"
 #include "kjit.h"
@@ -47,12 +48,42 @@ void kj__stats_flush(struct kj__daemon *d)
 	kj__cache_flush(d->cache);
 }
 
+/* node_exporter's textfile format: one gauge or counter per line. */
+static int stats_prometheus(struct kj__daemon *d, struct answer *a)
+{
+	struct kj__cache_totals t = { 0 };
+	int r = 0;
+
+	kj__cache_totals(d->cache, &t);
+	for (int i = 0; i < KJ_STAT_COUNT; i++) {
+		int64_t v = 0;
+		kj__cache_counter_get(d->cache, kj__stat_names[i], &v);
+		r |= kj__buf_printf(&a->text, "# TYPE kjit_%s_total counter\nkjit_%s_total %lld\n", kj__stat_names[i],
+				    kj__stat_names[i], (long long)v);
+	}
+	r |= kj__buf_printf(&a->text, "# TYPE kjit_entries gauge\nkjit_entries %llu\n# TYPE kjit_bytes gauge\nkjit_bytes %llu\n",
+			    (unsigned long long)t.entries, (unsigned long long)t.bytes);
+	r |= kj__buf_printf(&a->text, "# TYPE kjit_hit_latency_us histogram\n");
+	uint64_t cum = 0;
+	for (int i = 0; i < KJ_LAT_BUCKETS; i++) {
+		cum += d->lat_hist[i];
+		r |= kj__buf_printf(&a->text, "kjit_hit_latency_us_bucket{le=\"%llu\"} %llu\n", 1ull << i,
+				    (unsigned long long)cum);
+	}
+	r |= kj__buf_printf(&a->text, "kjit_hit_latency_us_bucket{le=\"+Inf\"} %llu\nkjit_hit_latency_us_count %llu\n",
+			    (unsigned long long)cum, (unsigned long long)cum);
+	r |= kj__buf_printf(&a->json, "{}");
+	return r ? KJIT_ENOMEM : 0;
+}
+
 static int do_stats(struct kj__daemon *d, const char *arg, struct answer *a)
 {
 	struct kj__cache_totals t = { 0 };
 	int r = 0;
 
 	kj__stats_flush(d);
+	if (arg && strcmp(arg, "prometheus") == 0)
+		return stats_prometheus(d, a);
 	if (arg && strcmp(arg, "zero") == 0) {
 		for (int i = 0; i < KJ_STAT_COUNT; i++) {
 			int64_t v = 0;
@@ -318,6 +349,76 @@ static int do_clear(struct kj__daemon *d, const char *arg, struct answer *a)
 	return r ? KJIT_ENOMEM : 0;
 }
 
+/* export and import read and write files by path: only for the daemon's
+ * own user (or root), never on behalf of another user. */
+static int path_allowed(struct kj__conn *c, const char *arg, struct answer *a)
+{
+	uid_t uid = kj__conn_uid(c);
+
+	if (uid != 0 && uid != getuid()) {
+		snprintf(a->error, sizeof a->error, "export and import are reserved to kjitd's own user (uid %u) and root",
+			 (unsigned)getuid());
+		return KJIT_EDENIED;
+	}
+	if (arg == NULL || arg[0] != '/') {
+		snprintf(a->error, sizeof a->error, "export and import need an absolute path");
+		return KJIT_EINVAL;
+	}
+	return 0;
+}
+
+static int do_export(struct kj__daemon *d, struct kj__conn *c, char *arg, struct answer *a)
+{
+	const char *targets[64];
+	size_t n = 0;
+	uint64_t done = 0, skipped = 0;
+	int r = path_allowed(c, arg, a);
+
+	if (r < 0)
+		return r;
+	char *comma = strchr(arg, ',');
+	if (comma) {
+		*comma = '\0';
+		for (char *save = NULL, *t = strtok_r(comma + 1, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+			if (n == KJ_ARRAY_SIZE(targets)) {
+				snprintf(a->error, sizeof a->error, "at most %zu targets per export", KJ_ARRAY_SIZE(targets));
+				return KJIT_EINVAL;
+			}
+			targets[n++] = t;
+		}
+	}
+	r = kj__bundle_export(d, arg, targets, n, &done, &skipped, a->error, sizeof a->error);
+	if (r < 0)
+		return r;
+	kj__log(d, "exported %llu entries to %s", (unsigned long long)done, arg);
+	r = kj__buf_printf(&a->text, "export: %llu entries written to %s%s\n", (unsigned long long)done, arg,
+			   skipped ? " (some corrupt objects skipped; run `kjit verify`)" : "");
+	r |= kj__buf_printf(&a->json, "{\"exported\":%llu,\"skipped\":%llu,\"file\":", (unsigned long long)done,
+			    (unsigned long long)skipped);
+	r |= kj__json_str(&a->json, arg);
+	r |= kj__buf_printf(&a->json, "}");
+	return r ? KJIT_ENOMEM : 0;
+}
+
+static int do_import(struct kj__daemon *d, struct kj__conn *c, const char *arg, struct answer *a)
+{
+	uint64_t done = 0, present = 0;
+	int r = path_allowed(c, arg, a);
+
+	if (r < 0)
+		return r;
+	r = kj__bundle_import(d, arg, &done, &present, a->error, sizeof a->error);
+	if (r < 0)
+		return r;
+	kj__log(d, "imported %llu entries from %s (%llu already present)", (unsigned long long)done, arg,
+		(unsigned long long)present);
+	r = kj__buf_printf(&a->text, "import: %llu entries added, %llu already cached\n", (unsigned long long)done,
+			   (unsigned long long)present);
+	r |= kj__buf_printf(&a->json, "{\"imported\":%llu,\"present\":%llu}", (unsigned long long)done,
+			    (unsigned long long)present);
+	return r ? KJIT_ENOMEM : 0;
+}
+
 void kj__handle_admin(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const struct kj__msg *m)
 {
 	struct answer a = { 0 };
@@ -346,6 +447,10 @@ void kj__handle_admin(struct kj__daemon *d, struct kj__conn *c, uint32_t id, con
 		r = do_verify(d, &a);
 	else if (strcmp(cmd, "clear") == 0)
 		r = do_clear(d, arg, &a);
+	else if (strcmp(cmd, "export") == 0)
+		r = do_export(d, c, arg, &a);
+	else if (strcmp(cmd, "import") == 0)
+		r = do_import(d, c, arg, &a);
 	else {
 		snprintf(a.error, sizeof a.error, "unknown admin command '%s'", cmd);
 		r = KJIT_EINVAL;

@@ -167,6 +167,8 @@ void kj__conn_error(struct kj__conn *c, uint32_t id, int code, const char *fmt, 
 /* Is the connection still open (its peer may go away mid-compile)? */
 int kj__conn_alive(const struct kj__conn *c);
 void kj__conn_ref(struct kj__conn *c);
+/* The peer's credentials (SO_PEERCRED at accept). */
+uid_t kj__conn_uid(const struct kj__conn *c);
 void kj__conn_unref(struct kj__conn *c);
 
 /* get.c: the GET request. */
@@ -180,6 +182,14 @@ int kj__get_check(const struct kj__msg *m, char *err, size_t errlen);
 void kj__handle_admin(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const struct kj__msg *m);
 /* Adds counters not yet persisted to the cache's counters. */
 void kj__stats_flush(struct kj__daemon *d);
+
+/* bundle.c: export (entries of the given targets, or all) to path, and
+ * import from path.  Import checks everything before it publishes
+ * anything.  0 or a negative code with a one-line reason in err. */
+int kj__bundle_export(struct kj__daemon *d, const char *path, const char *const *targets, size_t n_targets,
+		      uint64_t *exported, uint64_t *skipped, char *err, size_t errlen);
+int kj__bundle_import(struct kj__daemon *d, const char *path, uint64_t *imported, uint64_t *present, char *err,
+		      size_t errlen);
 
 /* detect run in a child: `kjitd --detect` prints lines the daemon parses. */
 int kj__detect_main(const char *sysfs_root);

@@ -81,6 +81,11 @@ void kj__conn_unref(struct kj__conn *c)
 		conn_free(c);
 }
 
+uid_t kj__conn_uid(const struct kj__conn *c)
+{
+	return c->uid;
+}
+
 int kj__conn_alive(const struct kj__conn *c)
 {
 	return !c->closing;

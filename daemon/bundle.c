@@ -1,0 +1,488 @@
+/* bundle.c: `kjit export` and `kjit import`: one self-describing file that
+ * carries cache entries to machines that have no compiler.
+ *
+ * Format, version 1 (docs/bundle.md), all integers little-endian:
+ *     "KJITBNDL"  u32 format version  u32 entry count  u64 manifest length
+ *     manifest: per entry, u32 record length + a record of fields
+ *               {u16 tag, u32 length, bytes} (the framing of proto.h)
+ *     the objects, concatenated in manifest order
+ *     SHA-256 of every byte before it (32 bytes)
+ * Import checks the trailer, the format, every record and every object's
+ * digest before it publishes anything, so a damaged or truncated bundle
+ * leaves the cache untouched.  Both read and write files by path, so they
+ * are refused to peers other than the daemon's own user (or root): a
+ * system kjitd must not write or probe files for other users.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "kjit.h"
+#include "sha.h"
+#include "util.h"
+
+#define BUNDLE_MAGIC "KJITBNDL"
+#define BUNDLE_VERSION 1
+#define BUNDLE_HDR_SIZE 24           /* magic, version, count, manifest length */
+#define BUNDLE_RECORD_MAX (1u << 20) /* one entry's metadata, its log included */
+#define BUNDLE_ENTRIES_MAX 10000000u
+
+enum bundle_tag {
+	B_KEY = 1, B_BACKEND, B_TARGET, B_VERSION, B_EXT, B_SIZE, B_SHA256, B_SOURCE_NAME,
+	B_OPTIONS, B_COMPILER, B_COMPILE_MS, B_LOG,
+};
+
+static void put32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> 8 * i); }
+static void put64(uint8_t *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> 8 * i); }
+static uint32_t get32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+static uint64_t get64(const uint8_t *p) { return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32; }
+
+static int put_field(struct kj__buf *b, uint16_t tag, const void *p, size_t n)
+{
+	uint8_t h[6] = { (uint8_t)tag, (uint8_t)(tag >> 8) };
+	put32(h + 2, (uint32_t)n);
+	int r = kj__buf_append(b, h, sizeof h);
+	return r ? r : kj__buf_append(b, p, n);
+}
+
+static int put_str(struct kj__buf *b, uint16_t tag, const char *s)
+{
+	return put_field(b, tag, s ? s : "", s ? strlen(s) : 0);
+}
+
+static int put_u64(struct kj__buf *b, uint16_t tag, uint64_t v)
+{
+	uint8_t p[8];
+	put64(p, v);
+	return put_field(b, tag, p, sizeof p);
+}
+
+/* ---- export ---- */
+
+struct key_list {
+	char (*keys)[65];
+	size_t n, cap;
+	const char *const *targets;
+	size_t n_targets;
+};
+
+static int collect(const struct kj__cache_entry *e, void *arg)
+{
+	struct key_list *l = arg;
+	int want = l->n_targets == 0;
+
+	for (size_t i = 0; i < l->n_targets && !want; i++)
+		want = strcmp(l->targets[i], e->target) == 0;
+	if (!want)
+		return 0;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		char (*k)[65] = realloc(l->keys, cap * sizeof *k);
+		if (k == NULL)
+			return KJIT_ENOMEM;
+		l->keys = k;
+		l->cap = cap;
+	}
+	memcpy(l->keys[l->n++], e->key, 65);
+	return 0;
+}
+
+/* Reads an entry's object and checks it against the index's digest. */
+static int read_verified(struct kj__daemon *d, const struct kj__cache_entry *e, uint8_t **data, size_t *len)
+{
+	uint8_t dg[KJ_SHA256_LEN];
+	char hex[65];
+	char *path = kj__asprintf("%s/%s-%s/%s.%s", d->cfg.cache_dir, e->target, e->version, e->key, e->ext);
+	int r;
+
+	if (path == NULL)
+		return KJIT_ENOMEM;
+	r = kj__read_file(path, KJ_OBJECT_MAX, data, len);
+	free(path);
+	if (r < 0)
+		return KJIT_EIO;
+	if (kj__sha256(*data, *len, dg) < 0) {
+		free(*data);
+		return KJIT_EINTERNAL;
+	}
+	kj__hex(dg, hex);
+	if (*len != e->size || strcmp(hex, e->sha256) != 0) {
+		free(*data);
+		*data = NULL;
+		return KJIT_ECORRUPT;
+	}
+	return 0;
+}
+
+static int record_of(const struct kj__cache_entry *e, struct kj__buf *rec)
+{
+	int r = put_str(rec, B_KEY, e->key);
+	r |= put_u64(rec, B_BACKEND, (uint64_t)e->backend);
+	r |= put_str(rec, B_TARGET, e->target);
+	r |= put_str(rec, B_VERSION, e->version);
+	r |= put_str(rec, B_EXT, e->ext);
+	r |= put_u64(rec, B_SIZE, e->size);
+	r |= put_str(rec, B_SHA256, e->sha256);
+	r |= put_str(rec, B_SOURCE_NAME, e->source_name);
+	r |= put_str(rec, B_OPTIONS, e->options);
+	r |= put_str(rec, B_COMPILER, e->compiler);
+	r |= put_u64(rec, B_COMPILE_MS, e->compile_ms);
+	r |= put_str(rec, B_LOG, e->log);
+	return r ? KJIT_ENOMEM : 0;
+}
+
+/* Writes n bytes to fd and into the running digest. */
+static int emit(int fd, struct kj__sha *sha, const void *p, size_t n)
+{
+	if (kj__sha_update(sha, p, n) < 0)
+		return KJIT_EINTERNAL;
+	int r = kj__write_all(fd, p, n);
+	if (r < 0) {
+		errno = -r;
+		return KJIT_EIO;
+	}
+	return 0;
+}
+
+int kj__bundle_export(struct kj__daemon *d, const char *path, const char *const *targets, size_t n_targets,
+		      uint64_t *exported, uint64_t *skipped, char *err, size_t errlen)
+{
+	struct key_list l = { .targets = targets, .n_targets = n_targets };
+	struct kj__buf manifest = { 0 }, rec = { 0 };
+	struct kj__cache_entry *ents = NULL;
+	struct kj__sha *sha = NULL;
+	char *tmp = NULL;
+	uint8_t *data = NULL, hdr[BUNDLE_HDR_SIZE], dg[KJ_SHA256_LEN];
+	size_t len, n_ok = 0;
+	int fd = -1, r;
+
+	*exported = *skipped = 0;
+	kj__cache_flush(d->cache);
+	r = kj__cache_foreach(d->cache, NULL, collect, &l);
+	if (r < 0)
+		goto out;
+	ents = calloc(l.n ? l.n : 1, sizeof *ents);
+	if (ents == NULL) {
+		r = KJIT_ENOMEM;
+		goto out;
+	}
+	/* Pass 1: metadata, and only objects whose digest holds. */
+	for (size_t i = 0; i < l.n; i++) {
+		if (kj__cache_get(d->cache, l.keys[i], &ents[n_ok]) < 0)
+			continue;
+		if (read_verified(d, &ents[n_ok], &data, &len) < 0) {
+			kj__log(d, "export: skipping %s: object missing or corrupt (`kjit verify` drops it)", l.keys[i]);
+			kj__cache_entry_free(&ents[n_ok]);
+			(*skipped)++;
+			continue;
+		}
+		free(data);
+		data = NULL;
+		rec.len = 0;
+		uint8_t rl[4];
+		if ((r = record_of(&ents[n_ok], &rec)) < 0)
+			goto out;
+		put32(rl, (uint32_t)rec.len);
+		if (kj__buf_append(&manifest, rl, 4) < 0 || kj__buf_append(&manifest, rec.p, rec.len) < 0) {
+			r = KJIT_ENOMEM;
+			goto out;
+		}
+		n_ok++;
+	}
+	tmp = kj__asprintf("%s.tmp.%d", path, (int)getpid());
+	if (tmp == NULL || kj__sha_new(&sha) < 0) {
+		r = KJIT_ENOMEM;
+		goto out;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
+		r = KJIT_EIO;
+		goto out;
+	}
+	memcpy(hdr, BUNDLE_MAGIC, 8);
+	put32(hdr + 8, BUNDLE_VERSION);
+	put32(hdr + 12, (uint32_t)n_ok);
+	put64(hdr + 16, manifest.len);
+	if ((r = emit(fd, sha, hdr, sizeof hdr)) < 0 || (r = emit(fd, sha, manifest.p, manifest.len)) < 0)
+		goto io_fail;
+	/* Pass 2: the objects, re-checked as they are copied. */
+	for (size_t i = 0; i < n_ok; i++) {
+		r = read_verified(d, &ents[i], &data, &len);
+		if (r < 0) {
+			snprintf(err, errlen, "object %s changed during the export; run it again", ents[i].key);
+			goto out;
+		}
+		r = emit(fd, sha, data, len);
+		free(data);
+		data = NULL;
+		if (r < 0)
+			goto io_fail;
+	}
+	if (kj__sha_final(sha, dg) < 0 || kj__write_all(fd, dg, sizeof dg) < 0 || fsync(fd) < 0)
+		goto io_fail;
+	if (close(fd) < 0) {
+		fd = -1;
+		goto io_fail;
+	}
+	fd = -1;
+	if (rename(tmp, path) < 0)
+		goto io_fail;
+	*exported = n_ok;
+	r = 0;
+	goto out;
+io_fail:
+	snprintf(err, errlen, "writing %s: %s", path, strerror(errno));
+	r = KJIT_EIO;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (r < 0 && tmp)
+		unlink(tmp);
+	for (size_t i = 0; ents && i < n_ok; i++)
+		kj__cache_entry_free(&ents[i]);
+	free(ents);
+	free(data);
+	free(tmp);
+	free(l.keys);
+	kj__buf_free(&manifest);
+	kj__buf_free(&rec);
+	kj__sha_free(sha);
+	return r;
+}
+
+/* ---- import ---- */
+
+struct bentry {
+	struct kj__cache_entry e;
+	char *strs[4];       /* source_name, options, compiler, log: owned */
+	uint64_t offset;     /* of the object in the file */
+};
+
+static int field_str(const struct kj__msg *m, uint16_t tag, size_t max, char **out)
+{
+	const struct kj__field *f = kj__msg_get(m, tag);
+	return f ? kj__field_strdup(f, max, out) : KJIT_EPROTO;
+}
+
+static int fixed_str(const struct kj__msg *m, uint16_t tag, char *dst, size_t size)
+{
+	char *s = NULL;
+	int r = field_str(m, tag, size - 1, &s);
+	if (r == 0)
+		snprintf(dst, size, "%s", s);
+	free(s);
+	return r;
+}
+
+/* Checks and decodes one manifest record into be. */
+static int parse_record(const uint8_t *p, size_t n, struct bentry *be, char *err, size_t errlen)
+{
+	struct kj__msg m;
+	uint64_t backend = 0;
+	int r = kj__msg_decode(p, n, &m);
+
+	if (r < 0) {
+		snprintf(err, errlen, "a manifest record is malformed");
+		return KJIT_ECORRUPT;
+	}
+	r = fixed_str(&m, B_KEY, be->e.key, sizeof be->e.key);
+	r = r ? r : fixed_str(&m, B_TARGET, be->e.target, sizeof be->e.target);
+	r = r ? r : fixed_str(&m, B_VERSION, be->e.version, sizeof be->e.version);
+	r = r ? r : fixed_str(&m, B_EXT, be->e.ext, sizeof be->e.ext);
+	r = r ? r : fixed_str(&m, B_SHA256, be->e.sha256, sizeof be->e.sha256);
+	r = r ? r : kj__field_u64(kj__msg_get(&m, B_BACKEND), &backend);
+	r = r ? r : kj__field_u64(kj__msg_get(&m, B_SIZE), &be->e.size);
+	r = r ? r : kj__field_u64(kj__msg_get(&m, B_COMPILE_MS), &be->e.compile_ms);
+	r = r ? r : field_str(&m, B_SOURCE_NAME, KJ_NAME_MAX, &be->strs[0]);
+	r = r ? r : field_str(&m, B_OPTIONS, 1u << 20, &be->strs[1]);
+	r = r ? r : field_str(&m, B_COMPILER, 4096, &be->strs[2]);
+	r = r ? r : field_str(&m, B_LOG, KJ_LOG_MAX + 64, &be->strs[3]);
+	kj__msg_free(&m);
+	if (r < 0 || !kj__hex_ok(be->e.key) || !kj__hex_ok(be->e.sha256) || !kjit_backend_name((int)backend) ||
+	    !kj__token_ok(be->e.target, KJ_TARGET_MAX) || !kj__token_ok(be->e.version, KJ_VERSION_STR_MAX) ||
+	    be->e.size == 0 || be->e.size > KJ_OBJECT_MAX) {
+		snprintf(err, errlen, "a manifest record has a missing or invalid field");
+		return KJIT_ECORRUPT;
+	}
+	be->e.backend = (int)backend;
+	be->e.source_name = be->strs[0];
+	be->e.options = be->strs[1];
+	be->e.compiler = be->strs[2];
+	be->e.log = be->strs[3];
+	return 0;
+}
+
+static int pread_all(int fd, void *p, size_t n, uint64_t off)
+{
+	uint8_t *q = p;
+	while (n > 0) {
+		ssize_t k = pread(fd, q, n, (off_t)off);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return KJIT_EIO;
+		q += k;
+		n -= (size_t)k;
+		off += (uint64_t)k;
+	}
+	return 0;
+}
+
+/* Reads the object of be and checks its digest. */
+static int load_object(int fd, const struct bentry *be, uint8_t **data)
+{
+	uint8_t dg[KJ_SHA256_LEN];
+	char hex[65];
+
+	*data = malloc(be->e.size);
+	if (*data == NULL)
+		return KJIT_ENOMEM;
+	if (pread_all(fd, *data, be->e.size, be->offset) < 0 || kj__sha256(*data, be->e.size, dg) < 0)
+		goto bad;
+	kj__hex(dg, hex);
+	if (strcmp(hex, be->e.sha256) == 0)
+		return 0;
+bad:
+	free(*data);
+	*data = NULL;
+	return KJIT_ECORRUPT;
+}
+
+int kj__bundle_import(struct kj__daemon *d, const char *path, uint64_t *imported, uint64_t *present, char *err,
+		      size_t errlen)
+{
+	struct bentry *be = NULL;
+	struct kj__sha *sha = NULL;
+	struct stat st;
+	uint8_t hdr[BUNDLE_HDR_SIZE], want[KJ_SHA256_LEN], got[KJ_SHA256_LEN], *buf = NULL, *manifest = NULL;
+	uint32_t count = 0;
+	uint64_t mlen, off;
+	int fd, r = KJIT_ECORRUPT;
+
+	*imported = *present = 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "cannot read %s: %s", path, fd < 0 ? strerror(errno) : "not a regular file");
+		r = KJIT_EIO;
+		goto out;
+	}
+	uint64_t size = (uint64_t)st.st_size;
+	if (size < BUNDLE_HDR_SIZE + KJ_SHA256_LEN || pread_all(fd, hdr, sizeof hdr, 0) < 0 ||
+	    memcmp(hdr, BUNDLE_MAGIC, 8) != 0) {
+		snprintf(err, errlen, "%s is not a kjit bundle (made by `kjit export`)", path);
+		goto out;
+	}
+	if (get32(hdr + 8) != BUNDLE_VERSION) {
+		snprintf(err, errlen, "bundle format version %u is not supported (this kjitd reads %d)", get32(hdr + 8),
+			 BUNDLE_VERSION);
+		goto out;
+	}
+	/* The trailer first: a truncated or altered file stops here. */
+	buf = malloc(1u << 20);
+	if (buf == NULL || kj__sha_new(&sha) < 0) {
+		r = KJIT_ENOMEM;
+		goto out;
+	}
+	for (off = 0; off < size - KJ_SHA256_LEN;) {
+		size_t n = size - KJ_SHA256_LEN - off < (1u << 20) ? (size_t)(size - KJ_SHA256_LEN - off) : (1u << 20);
+		if (pread_all(fd, buf, n, off) < 0 || kj__sha_update(sha, buf, n) < 0) {
+			snprintf(err, errlen, "reading %s failed", path);
+			r = KJIT_EIO;
+			goto out;
+		}
+		off += n;
+	}
+	if (kj__sha_final(sha, got) < 0 || pread_all(fd, want, sizeof want, size - KJ_SHA256_LEN) < 0 ||
+	    memcmp(want, got, sizeof got) != 0) {
+		snprintf(err, errlen, "%s is damaged or truncated (checksum mismatch); nothing was imported", path);
+		goto out;
+	}
+	count = get32(hdr + 12);
+	mlen = get64(hdr + 16);
+	if (count > BUNDLE_ENTRIES_MAX || mlen > size - BUNDLE_HDR_SIZE - KJ_SHA256_LEN ||
+	    mlen > (uint64_t)count * (4 + BUNDLE_RECORD_MAX)) {
+		snprintf(err, errlen, "%s has an impossible manifest; nothing was imported", path);
+		goto out;
+	}
+	manifest = malloc(mlen ? mlen : 1);
+	be = calloc(count ? count : 1, sizeof *be);
+	if (manifest == NULL || be == NULL) {
+		r = KJIT_ENOMEM;
+		goto out;
+	}
+	if (pread_all(fd, manifest, mlen, BUNDLE_HDR_SIZE) < 0) {
+		r = KJIT_EIO;
+		goto out;
+	}
+	off = BUNDLE_HDR_SIZE + mlen;
+	size_t pos = 0;
+	for (uint32_t i = 0; i < count; i++) {
+		if (mlen - pos < 4 || get32(manifest + pos) > mlen - pos - 4 || get32(manifest + pos) > BUNDLE_RECORD_MAX) {
+			snprintf(err, errlen, "manifest record %u overruns the manifest; nothing was imported", i);
+			goto out;
+		}
+		uint32_t rl = get32(manifest + pos);
+		r = parse_record(manifest + pos + 4, rl, &be[i], err, errlen);
+		if (r < 0)
+			goto out;
+		pos += 4 + rl;
+		be[i].offset = off;
+		if (be[i].e.size > size - KJ_SHA256_LEN - off) {
+			snprintf(err, errlen, "object %u runs past the end of the bundle; nothing was imported", i);
+			r = KJIT_ECORRUPT;
+			goto out;
+		}
+		off += be[i].e.size;
+	}
+	if (pos != mlen || off != size - KJ_SHA256_LEN) {
+		snprintf(err, errlen, "%s has bytes the manifest does not account for; nothing was imported", path);
+		r = KJIT_ECORRUPT;
+		goto out;
+	}
+	/* Every object's digest before the first publish. */
+	for (uint32_t i = 0; i < count; i++) {
+		uint8_t *data;
+		r = load_object(fd, &be[i], &data);
+		free(data);
+		if (r < 0) {
+			snprintf(err, errlen, "object %s fails its digest; nothing was imported", be[i].e.key);
+			goto out;
+		}
+	}
+	for (uint32_t i = 0; i < count; i++) {
+		struct kj__cache_entry cur;
+		uint8_t *data;
+		if (kj__cache_get(d->cache, be[i].e.key, &cur) == 0) {
+			kj__cache_entry_free(&cur);
+			(*present)++;
+			continue;
+		}
+		r = load_object(fd, &be[i], &data);
+		if (r == 0)
+			r = kj__cache_publish(d->cache, &be[i].e, data, be[i].e.size);
+		free(data);
+		if (r < 0) {
+			snprintf(err, errlen, "importing %s failed after %llu entries: %s", be[i].e.key,
+				 (unsigned long long)*imported, kjit_strerror(r));
+			goto out;
+		}
+		(*imported)++;
+	}
+	r = 0;
+out:
+	for (uint32_t i = 0; be && i < count; i++)
+		for (int k = 0; k < 4; k++)
+			free(be[i].strs[k]);
+	free(be);
+	free(manifest);
+	free(buf);
+	kj__sha_free(sha);
+	if (fd >= 0)
+		close(fd);
+	return r;
+}
