@@ -66,7 +66,8 @@ static const char schema_sql[] =
 	" compile_ms INTEGER NOT NULL DEFAULT 0, source_name TEXT, options TEXT,"
 	" compiler TEXT, log TEXT);"
 	"CREATE INDEX IF NOT EXISTS objects_lru ON objects(last_used, used_seq);"
-	"CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL);";
+	"CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS recipe_of(key TEXT PRIMARY KEY, recipe TEXT NOT NULL);";
 
 #define ENTRY_COLS "key, backend, target, version, ext, size, sha256, created, last_used," \
 	" hits, compile_ms, source_name, options, compiler, log"
@@ -1555,4 +1556,92 @@ int kj__cache_clear(struct kj__cache *c, const char *target, uint64_t *removed)
 	if (removed)
 		*removed = n;
 	return 0;
+}
+
+/* ---- recipes: what to compile again after an upgrade ------------------ */
+
+int kj__cache_recipe_store(struct kj__cache *c, const char *key, const char *recipe, const uint8_t *body,
+			   size_t len)
+{
+	char dir[PATH_MAX], path[PATH_MAX], tmp[PATH_MAX];
+	struct stat st;
+	int created = 0, fd, r;
+
+	if (!kj__hex_ok(key) || !kj__hex_ok(recipe))
+		return KJIT_EINVAL;
+	if ((r = pathf(dir, sizeof dir, "%s/recipes", c->dir)) < 0 ||
+	    (r = pathf(path, sizeof path, "%s/%s.req", dir, recipe)) < 0 ||
+	    (r = pathf(tmp, sizeof tmp, "%s.tmp.%d.%llu", path, (int)getpid(), (unsigned long long)++c->tmp_seq)) < 0)
+		return r;
+	/* Content-addressed: a recipe already stored is the same bytes. */
+	fd = c->fs->open(path, O_RDONLY | O_CLOEXEC, 0);
+	if (fd >= 0 && c->fs->fstat(fd, &st) == 0 && (size_t)st.st_size == len) {
+		c->fs->close(fd);
+	} else {
+		if (fd >= 0)
+			c->fs->close(fd);
+		if ((r = mkdir_p(c, dir, 0755)) < 0)
+			return r;
+		r = write_tmp(c, tmp, body, len, &created);
+		if (r == 0 && c->fs->rename(tmp, path) < 0) {
+			say(c, "rename %s: %s", tmp, strerror(errno));
+			r = KJIT_EIO;
+		}
+		if (r < 0) {
+			if (created)
+				c->fs->unlink(tmp);
+			return r;
+		}
+	}
+	sqlite3_stmt *st2 = NULL;
+	if (sqlite3_prepare_v2(c->db, "INSERT OR REPLACE INTO recipe_of(key, recipe) VALUES(?1, ?2)", -1, &st2,
+			       NULL) != SQLITE_OK)
+		return db_fail(c, "recipe");
+	sqlite3_bind_text(st2, 1, key, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st2, 2, recipe, -1, SQLITE_STATIC);
+	r = sqlite3_step(st2) == SQLITE_DONE ? 0 : db_fail(c, "recipe");
+	sqlite3_finalize(st2);
+	return r;
+}
+
+int kj__cache_recipe_load(struct kj__cache *c, const char *recipe, uint8_t **body, size_t *len)
+{
+	char path[PATH_MAX];
+	int r;
+
+	if (!kj__hex_ok(recipe))
+		return KJIT_EINVAL;
+	if ((r = pathf(path, sizeof path, "%s/recipes/%s.req", c->dir, recipe)) < 0)
+		return r;
+	r = kj__read_file(path, KJ_FRAME_MAX, body, len);
+	if (r == -ENOENT)
+		return KJIT_ENOENT;
+	return r < 0 ? KJIT_EIO : 0;
+}
+
+int kj__cache_recipes(struct kj__cache *c, int64_t since,
+		      int (*fn)(const char *recipe, int backend, const char *target, void *arg), void *arg)
+{
+	sqlite3_stmt *st = NULL;
+	int rc, r = 0;
+
+	if ((r = kj__cache_flush(c)) < 0)
+		return r;
+	if (sqlite3_prepare_v2(c->db,
+			       "SELECT DISTINCT r.recipe, o.backend, o.target FROM recipe_of r"
+			       " JOIN objects o ON o.key = r.key WHERE o.last_used >= ?1 ORDER BY r.recipe, o.target",
+			       -1, &st, NULL) != SQLITE_OK)
+		return db_fail(c, "recipes");
+	sqlite3_bind_int64(st, 1, since);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *recipe = col_text(st, 0), *target = col_text(st, 2);
+		if (recipe == NULL || target == NULL)
+			continue;
+		if ((r = fn(recipe, sqlite3_column_int(st, 1), target, arg)) != 0)
+			break;
+	}
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		r = db_fail(c, "recipes");
+	sqlite3_finalize(st);
+	return r;
 }

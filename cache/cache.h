@@ -115,6 +115,19 @@ int kj__cache_totals(struct kj__cache *c, struct kj__cache_totals *t);
 int kj__cache_counter_add(struct kj__cache *c, const char *name, int64_t delta);
 int kj__cache_counter_get(struct kj__cache *c, const char *name, int64_t *value);
 
+/* Recipes: the request behind an object (its GET fields without target and
+ * version), stored content-addressed as <dir>/recipes/<recipe>.req and
+ * linked to the object's key, so `kjit warm --replay` can compile again,
+ * for the current compiler, whatever was used recently. */
+int kj__cache_recipe_store(struct kj__cache *c, const char *key, const char *recipe, const uint8_t *body,
+			   size_t len);
+/* Reads a recipe's body (malloc'd).  0, KJIT_ENOENT or KJIT_EIO. */
+int kj__cache_recipe_load(struct kj__cache *c, const char *recipe, uint8_t **body, size_t *len);
+/* Calls fn for each (recipe, backend, target) whose object was used at or
+ * after since (unix seconds); stops when fn returns non-zero. */
+int kj__cache_recipes(struct kj__cache *c, int64_t since,
+		      int (*fn)(const char *recipe, int backend, const char *target, void *arg), void *arg);
+
 /* The cache key: SHA-256 of a canonical encoding of everything that can
  * change the compiled bytes (docs/cache-key.md): backend, compiler identity
  * and version, canonical target, runtime version, options (in order),

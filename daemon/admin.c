@@ -431,6 +431,10 @@ void kj__handle_admin(struct kj__daemon *d, struct kj__conn *c, uint32_t id, con
 		kj__conn_error(c, id, KJIT_EINVAL, "malformed admin request");
 		goto out;
 	}
+	if (strcmp(cmd, "replay") == 0) {
+		kj__handle_replay(d, c, id, arg); /* answers when every recipe has */
+		goto out;
+	}
 	if (strcmp(cmd, "stats") == 0)
 		r = do_stats(d, arg, &a);
 	else if (strcmp(cmd, "targets") == 0)

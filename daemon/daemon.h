@@ -167,6 +167,10 @@ void kj__conn_error(struct kj__conn *c, uint32_t id, int code, const char *fmt, 
 /* Is the connection still open (its peer may go away mid-compile)? */
 int kj__conn_alive(const struct kj__conn *c);
 void kj__conn_ref(struct kj__conn *c);
+/* A connection without a socket whose replies (frame bodies) go to sink;
+ * the caller holds one reference and drops it with kj__conn_unref. */
+struct kj__conn *kj__conn_internal(struct kj__daemon *d, void (*sink)(void *arg, const uint8_t *body, size_t len),
+				   void *arg);
 /* The peer's credentials (SO_PEERCRED at accept). */
 uid_t kj__conn_uid(const struct kj__conn *c);
 void kj__conn_unref(struct kj__conn *c);
@@ -190,6 +194,11 @@ int kj__bundle_export(struct kj__daemon *d, const char *path, const char *const 
 		      uint64_t *exported, uint64_t *skipped, char *err, size_t errlen);
 int kj__bundle_import(struct kj__daemon *d, const char *path, uint64_t *imported, uint64_t *present, char *err,
 		      size_t errlen);
+
+/* replay.c: records the recipe of a compiled request (called on publish)
+ * and answers ADMIN replay [DAYS]. */
+int kj__replay_days_parse(const char *arg, unsigned *days);
+void kj__handle_replay(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const char *arg);
 
 /* detect run in a child: `kjitd --detect` prints lines the daemon parses. */
 int kj__detect_main(const char *sysfs_root);

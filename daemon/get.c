@@ -33,6 +33,7 @@ struct kj__flight {
 	struct kj__job job;
 	struct kj__cache_entry e;   /* what the index will say; strings owned */
 	char *source_name, *options, *compiler;
+	struct kj__buf recipe;      /* the request without target and version */
 	uint64_t t0;
 };
 
@@ -180,6 +181,7 @@ static void flight_free(struct kj__flight *f)
 		kj__conn_unref(f->w[i].c);
 	free(f->w);
 	kj__buf_free(&f->job.frame);
+	kj__buf_free(&f->recipe);
 	free(f->source_name);
 	free(f->options);
 	free(f->compiler);
@@ -261,6 +263,46 @@ static void record_latency(struct kj__daemon *d, uint64_t t0)
 	d->lat_hist[i]++;
 }
 
+/* ---- recipes, for replay ---- */
+
+/* What replay needs to make this request again: the bundled kernel's name,
+ * or the source, its headers, entries and options. */
+static int build_recipe(struct kj__flight *f, const struct get_req *g)
+{
+	struct kj__buf *b = &f->recipe;
+	int r = kj__msg_begin(b, KJ_MSG_GET, 0);
+
+	r = r ? r : kj__msg_put_u32(b, KJ_F_BACKEND, (uint32_t)g->backend);
+	if (g->kernel) {
+		r = r ? r : kj__msg_put_str(b, KJ_F_KERNEL, g->kernel);
+		return r ? r : kj__msg_end(b);
+	}
+	r = r ? r : kj__msg_put_str(b, KJ_F_SOURCE_NAME, f->source_name);
+	r = r ? r : kj__msg_put(b, KJ_F_SOURCE, g->source, g->source_len);
+	for (size_t i = 0; r == 0 && i < g->n_entries; i++)
+		r = kj__msg_put_str(b, KJ_F_ENTRY, g->entries[i]);
+	for (size_t i = 0; r == 0 && i < g->n_options; i++)
+		r = kj__msg_put_str(b, KJ_F_OPTION, g->options[i]);
+	for (size_t i = 0; r == 0 && i < g->n_headers; i++) {
+		r = kj__msg_put_str(b, KJ_F_HEADER_NAME, g->hnames[i]);
+		r = r ? r : kj__msg_put(b, KJ_F_HEADER_DATA, g->hdata[i], g->hlen[i]);
+	}
+	return r ? r : kj__msg_end(b);
+}
+
+static void store_recipe(struct kj__daemon *d, struct kj__flight *f)
+{
+	uint8_t dg[KJ_SHA256_LEN];
+	char hex[65];
+
+	if (f->recipe.len <= KJ_FRAME_HDR_SIZE ||
+	    kj__sha256(f->recipe.p + KJ_FRAME_HDR_SIZE, f->recipe.len - KJ_FRAME_HDR_SIZE, dg) < 0)
+		return;
+	kj__hex(dg, hex);
+	if (kj__cache_recipe_store(d->cache, f->key, hex, f->recipe.p, f->recipe.len) < 0)
+		kj__log(d, "could not store the recipe of %s: `kjit warm --replay` will not rebuild it", f->key);
+}
+
 /* ---- compile completion ---- */
 
 static void on_job_done(struct kj__job *job, int code, const struct kj__msg *res, const char *error)
@@ -324,6 +366,8 @@ static void on_job_done(struct kj__job *job, int code, const struct kj__msg *res
 	if (r < 0) {
 		d->stats[KJ_STAT_PUBLISH_ERRORS]++;
 		kj__log(d, "could not store %s (%s): served, not cached", f->key, kjit_strerror(r));
+	} else {
+		store_recipe(d, f);
 	}
 out:
 	free(log);
@@ -720,6 +764,8 @@ static void get_resolved(void *arg, int code, const char *error)
 		goto fail;
 	}
 	r = build_job(f, g, &inc);
+	if (r == 0 && build_recipe(f, g) != 0)
+		kj__buf_free(&f->recipe); /* replay will miss it; the compile goes on */
 	if (r < 0) {
 		snprintf(err, sizeof err, "the request is too large to hand to a compiler");
 		goto fail;
