@@ -58,6 +58,11 @@ int kj__out_error(struct kj__compile_out *out, int code, const char *msg);
 
 /* 1 if p[0..n) is a little-endian 64-bit ELF with e_machine machine; then
  * *flags (may be NULL) gets e_flags. */
+/* Applies the worker's Landlock walls (compilers/sandbox.c): read and
+ * execute the system trees, write rw_dir only.  0 (note says what was
+ * applied, or that Landlock is unavailable) or KJIT_EINTERNAL. */
+int kj__sandbox_landlock(const char *rw_dir, char *note, size_t notelen);
+
 int kj__elf_is(const uint8_t *p, size_t n, unsigned machine, uint32_t *flags);
 
 /* Finds the entry whose triple is "hipv4-amdgcn-amd-amdhsa--TARGET" (or

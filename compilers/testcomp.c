@@ -4,19 +4,27 @@
  *   abort      abort() (the worker dies of SIGABRT)
  *   spin       loop forever (the daemon's timeout must kill the worker)
  *   sleep N    sleep N milliseconds, then echo the source
+ *   probe PATH try to open PATH for reading; the log says what happened
+ *              (tests of the worker's Landlock walls)
+ *   fds        the log lists the worker's open file descriptors
  *   error      fail with KJIT_ECOMPILE and a log containing "error"
  * With no such line the source bytes are echoed back as the object.
  * Backend HIP, so a request for backend hip can be routed to it; any
  * target that is a plain token is accepted.
  */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "compint.h"
 #include "kjit.h"
 #include "kj_limits.h"
+#include "proto.h"
 #include "testcomp.h"
 #include "util.h"
 
@@ -53,7 +61,8 @@ static int test_check_target(void *state, const char *target, char *err, size_t 
 }
 
 /* The word after "#pragma kjit_test " copied into w, and its number; 0 if none. */
-static int directive(const struct kj__compile_job *job, char *w, size_t wlen, long *num)
+static int directive(const struct kj__compile_job *job, char *w, size_t wlen, long *num, char *rest,
+		     size_t restlen)
 {
 	static const char tag[] = "#pragma kjit_test ";
 	const char *s = (const char *)job->source;
@@ -61,13 +70,16 @@ static int directive(const struct kj__compile_job *job, char *w, size_t wlen, lo
 
 	for (size_t i = 0; i + tl <= n; i++) {
 		if ((i == 0 || s[i - 1] == '\n') && memcmp(s + i, tag, tl) == 0) {
-			char line[64] = "";
+			char line[512] = "";
 			size_t k = 0;
 			for (i += tl; i < n && s[i] != '\n' && k + 1 < sizeof line; i++)
 				line[k++] = s[i];
 			*num = 0;
 			if (sscanf(line, "%15s %ld", w, num) < 1 || strlen(w) + 1 > wlen)
 				return 0;
+			const char *r = line + strlen(w);
+			r += strspn(r, " ");
+			snprintf(rest, restlen, "%s", r);
 			return 1;
 		}
 	}
@@ -76,7 +88,7 @@ static int directive(const struct kj__compile_job *job, char *w, size_t wlen, lo
 
 static int test_compile(void *state, const struct kj__compile_job *job, struct kj__compile_out *out)
 {
-	char word[16] = "";
+	char word[16] = "", rest[512] = "";
 	long num = 0;
 	char err[256];
 	int r;
@@ -84,7 +96,32 @@ static int test_compile(void *state, const struct kj__compile_job *job, struct k
 	memset(out, 0, sizeof *out);
 	if ((r = test_check_target(state, job->target, err, sizeof err)) < 0)
 		return kj__out_error(out, r, err);
-	if (directive(job, word, sizeof word, &num)) {
+	if (directive(job, word, sizeof word, &num, rest, sizeof rest)) {
+		if (strcmp(word, "probe") == 0 || strcmp(word, "fds") == 0) {
+			struct kj__buf b = { 0 };
+			if (strcmp(word, "probe") == 0) {
+				int fd = open(rest, O_RDONLY | O_CLOEXEC);
+				kj__buf_printf(&b, "probe %s: %s\n", rest, fd >= 0 ? "opened" : strerror(errno));
+				if (fd >= 0)
+					close(fd);
+			} else {
+				DIR *dir = opendir("/proc/self/fd");
+				struct dirent *e;
+				kj__buf_printf(&b, "fds:");
+				while (dir && (e = readdir(dir)) != NULL)
+					if (e->d_name[0] != '.' && atoi(e->d_name) != dirfd(dir))
+						kj__buf_printf(&b, " %s", e->d_name);
+				if (dir)
+					closedir(dir);
+				kj__buf_printf(&b, "\n");
+			}
+			if (kj__buf_append(&b, "", 1) < 0) {
+				kj__buf_free(&b);
+				return KJIT_ENOMEM;
+			}
+			out->log = (char *)b.p;
+			return kj__out_error(out, KJIT_ECOMPILE, "test compiler: probe done");
+		}
 		if (strcmp(word, "abort") == 0)
 			abort();
 		if (strcmp(word, "spin") == 0) {

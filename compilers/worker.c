@@ -18,6 +18,7 @@
  * The worker never opens the socket or the cache; it only compiles.
  */
 #include <dirent.h>
+#include <ftw.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -77,32 +78,79 @@ static void close_fds(int keep)
 
 /* Sets the soft limit of res to v (never above the hard one); with hard,
  * the hard limit too, so the compiler cannot raise it back. */
-static void set_limit(int res, rlim_t v, int hard)
+static int set_limit(int res, rlim_t v, int hard)
 {
 	struct rlimit rl;
 
 	if (getrlimit(res, &rl) < 0)
-		return;
+		return -errno;
 	if (rl.rlim_max != RLIM_INFINITY && v > rl.rlim_max)
 		v = rl.rlim_max;
 	rl.rlim_cur = v;
 	if (hard)
 		rl.rlim_max = v;
-	setrlimit(res, &rl);
+	return setrlimit(res, &rl) < 0 ? -errno : 0;
 }
 
-/* Drops what a worker does not need before it touches a job. */
-static void sandbox(int fd)
+/* Drops what a worker does not need before it touches a job.  Returns 0,
+ * or -errno with what failed in err. */
+static int sandbox(int fd, char *err, size_t errlen)
 {
-	set_limit(RLIMIT_CORE, 0, 1);
-	set_limit(RLIMIT_FSIZE, KJ_WORKER_FSIZE_MAX, 1);
-	if (!KJ_UNDER_ASAN) /* ASan reserves terabytes of shadow address space */
-		set_limit(RLIMIT_AS, KJ_WORKER_AS_MAX, 1);
-	prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	setpgid(0, 0);
+	const char *what = NULL;
+	int r = 0;
+
+	if ((r = set_limit(RLIMIT_CORE, 0, 1)) < 0)
+		what = "RLIMIT_CORE";
+	else if ((r = set_limit(RLIMIT_FSIZE, KJ_WORKER_FSIZE_MAX, 1)) < 0)
+		what = "RLIMIT_FSIZE";
+	else if (!KJ_UNDER_ASAN && (r = set_limit(RLIMIT_AS, KJ_WORKER_AS_MAX, 1)) < 0)
+		what = "RLIMIT_AS"; /* (ASan reserves terabytes of shadow address space) */
+	else if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		what = "prctl", r = -errno;
+	else if (setpgid(0, 0) < 0)
+		what = "setpgid", r = -errno;
+	if (what) {
+		snprintf(err, errlen, "worker sandbox: %s: %s", what, strerror(-r));
+		return r;
+	}
 	close_fds(fd);
 	signal(SIGPIPE, SIG_IGN);
+	return 0;
+}
+
+/* The worker's private temporary directory, the only place it may write:
+ * KJIT_WORKER_TMPDIR, which kjitd creates before the spawn and removes
+ * after the worker is gone (a walled-in worker cannot remove it itself).
+ * A worker started by hand gets one from mkdtemp; *owned says so. */
+static int make_tmpdir(char *dir, size_t size, int *owned, char *err, size_t errlen)
+{
+	const char *given = getenv("KJIT_WORKER_TMPDIR");
+	const char *base = getenv("TMPDIR");
+
+	*owned = 0;
+	if (given && given[0] == '/') {
+		snprintf(dir, size, "%s", given);
+	} else {
+		snprintf(dir, size, "%s/kjit-worker-XXXXXX", base && base[0] == '/' ? base : "/tmp");
+		if (mkdtemp(dir) == NULL) {
+			snprintf(err, errlen, "worker temporary directory %s: %s", dir, strerror(errno));
+			return KJIT_EIO;
+		}
+		*owned = 1;
+	}
+	if (setenv("TMPDIR", dir, 1) < 0) {
+		snprintf(err, errlen, "setenv TMPDIR: %s", strerror(errno));
+		return KJIT_EIO;
+	}
+	return 0;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
 }
 
 /* RLIMIT_CPU soft = CPU used so far + the compile timeout + a margin. */
@@ -376,14 +424,37 @@ static int serve(const struct kj__compiler_ops *ops, void *state, int fd)
 	}
 }
 
+static int worker_run(const struct kj__compiler_ops *ops, const char *family, int fd, const char *tmpdir,
+		      char *note, size_t notelen);
+
 int kj__worker_main(const char *family, int fd)
 {
 	const struct kj__compiler_ops *ops = kj__compiler_find(family);
+	char err[512] = "";
+	int r;
+
+	char tmpdir[256] = "", note[256] = "";
+	int owned = 0;
+
+	if (sandbox(fd, err, sizeof err) < 0 || make_tmpdir(tmpdir, sizeof tmpdir, &owned, err, sizeof err) < 0) {
+		send_hello(fd, family ? family : "", KJIT_EINTERNAL, NULL, NULL, err);
+		return 1;
+	}
+	r = worker_run(ops, family, fd, tmpdir, note, sizeof note);
+	/* Inside the walls only the directory's contents can go. */
+	if (owned && nftw(tmpdir, rm_entry, 8, FTW_DEPTH | FTW_PHYS) < 0 && errno != EACCES)
+		fprintf(stderr, "kjit worker: cannot clean %s: %s\n", tmpdir, strerror(errno));
+	return r;
+}
+
+/* The worker once sandboxed: compiler, Landlock, HELLO, jobs. */
+static int worker_run(const struct kj__compiler_ops *ops, const char *family, int fd, const char *tmpdir,
+		      char *note, size_t notelen)
+{
 	void *state = NULL;
 	char err[512] = "", id[KJ_VERSION_STR_MAX * 2] = "", rv[KJ_VERSION_STR_MAX] = "";
 	int r;
 
-	sandbox(fd);
 	if (ops == NULL) {
 		snprintf(err, sizeof err, "unknown compiler family '%.64s'", family ? family : "");
 		send_hello(fd, family ? family : "", KJIT_EBACKEND, NULL, NULL, err);
@@ -398,6 +469,13 @@ int kj__worker_main(const char *family, int fd)
 			ops->fini(state);
 		return 1;
 	}
+	/* The compiler is loaded: wall it in before it sees a source. */
+	if ((r = kj__sandbox_landlock(tmpdir, note, notelen)) < 0) {
+		send_hello(fd, ops->name, r, NULL, NULL, note);
+		ops->fini(state);
+		return 1;
+	}
+	fprintf(stderr, "kjit worker %s (pid %d): %s\n", ops->name, (int)getpid(), note);
 	if (send_hello(fd, ops->name, 0, id, rv, NULL) < 0) {
 		ops->fini(state);
 		return 1;

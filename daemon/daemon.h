@@ -132,6 +132,7 @@ struct kj__daemon {
 	struct kj__config cfg;
 	uv_loop_t *loop;
 	uv_pipe_t listener;
+	int listener_from_systemd;   /* socket passed by systemd: its file is not ours */
 	uv_signal_t sigterm, sigint;
 	uv_timer_t flush_timer;
 	struct kj__cache *cache;

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <getopt.h>
 #include <limits.h>
 #include <limits.h>
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
@@ -279,6 +281,33 @@ static int open_log(struct kj__daemon *d)
 	return 0;
 }
 
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+/* <cache>/tmp holds the workers' private directories; we hold the cache's
+ * lock, so whatever is there was left by a daemon that died. */
+static int reset_tmp(struct kj__daemon *d)
+{
+	char *tmp = kj__asprintf("%s/tmp", d->cfg.cache_dir);
+	int r = 0;
+
+	if (tmp == NULL)
+		return KJIT_ENOMEM;
+	if (nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS) < 0 && errno != ENOENT)
+		kj__log(d, "cannot clear %s: %s", tmp, strerror(errno));
+	if (mkdir(tmp, 0700) < 0 && errno != EEXIST) {
+		fprintf(d->log, "kjitd: cannot create %s: %s\n", tmp, strerror(errno));
+		r = KJIT_EIO;
+	}
+	free(tmp);
+	return r;
+}
+
 static int serve(struct kj__daemon *d)
 {
 	char err[512] = "";
@@ -296,6 +325,8 @@ static int serve(struct kj__daemon *d)
 		fprintf(d->log, "kjitd: cannot open the cache %s: %s\n", d->cfg.cache_dir, kjit_strerror(r));
 		return 1;
 	}
+	if (reset_tmp(d) < 0)
+		return 1;
 	r = kj__manifest_load(d->cfg.kernels_dir, &d->manifest, err, sizeof err);
 	if (r < 0) {
 		fprintf(d->log, "kjitd: bundled kernel manifest: %s\n", err);

@@ -9,6 +9,7 @@
  * error) fails its jobs with that reason instead of restarting forever.
  */
 #include <errno.h>
+#include <ftw.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,7 @@ struct worker {
 	struct kj__job *job;      /* the job being compiled, or NULL */
 	int hello;                /* HELLO received */
 	int abandoned;            /* killed by us: its exit is expected */
+	char tmpdir[256];         /* its private temporary directory, ours to remove */
 	int exited;
 	unsigned handles_open;
 };
@@ -106,11 +108,21 @@ static void worker_unlink(struct worker *w)
 	}
 }
 
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
 static void on_worker_handle_closed(uv_handle_t *h)
 {
 	struct worker *w = h->data;
 
 	if (--w->handles_open == 0) {
+		if (w->tmpdir[0] && nftw(w->tmpdir, rm_entry, 8, FTW_DEPTH | FTW_PHYS) < 0)
+			kj__log(w->pool->d, "cannot remove worker directory %s: %s", w->tmpdir, strerror(errno));
 		kj__framer_free(&w->in);
 		free(w);
 	}
@@ -298,16 +310,18 @@ static void worker_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	}
 }
 
-/* Builds the worker's environment: nothing but what compilers need. */
-static char **worker_env(void)
+/* Builds the worker's environment: nothing but what compilers need, and
+ * the private directory it may write. */
+static char **worker_env(const char *tmpdir)
 {
 	static const char *const keep[] = { "LD_LIBRARY_PATH", "ASAN_OPTIONS", "UBSAN_OPTIONS",
 					    "LSAN_OPTIONS", "KJIT_TEST_HOOKS", "TMPDIR" };
-	char **env = calloc(KJ_ARRAY_SIZE(keep) + 4, sizeof *env);
+	char **env = calloc(KJ_ARRAY_SIZE(keep) + 5, sizeof *env);
 	size_t n = 0;
 
 	if (env == NULL)
 		return NULL;
+	env[n++] = kj__asprintf("KJIT_WORKER_TMPDIR=%s", tmpdir);
 	env[n++] = kj__strdup("PATH=/usr/local/bin:/usr/bin:/bin");
 	env[n++] = kj__strdup("LANG=C");
 	env[n++] = kj__strdup("HOME=/nonexistent");
@@ -344,7 +358,16 @@ static int worker_spawn(struct kj__pool *p)
 		goto fail_early;
 	w->pipe.data = w->timer.data = w->proc.data = w;
 	w->handles_open = 2;
-	env = worker_env();
+	/* Under the cache, which only this daemon holds: a start-up after a
+	 * crash removes what killed workers left there. */
+	snprintf(w->tmpdir, sizeof w->tmpdir, "%s/tmp/worker-XXXXXX", d->cfg.cache_dir);
+	if (mkdtemp(w->tmpdir) == NULL) {
+		kj__log(d, "cannot create a worker directory %s: %s", w->tmpdir, strerror(errno));
+		w->tmpdir[0] = '\0';
+		r = KJIT_EIO;
+		goto fail;
+	}
+	env = worker_env(w->tmpdir);
 	if (env == NULL)
 		goto fail;
 	stdio[0].flags = UV_IGNORE;

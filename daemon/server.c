@@ -19,6 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <systemd/sd-daemon.h>
+
 #include "daemon.h"
 #include "kjit.h"
 #include "util.h"
@@ -454,6 +456,7 @@ static int take_systemd_socket(struct kj__daemon *d)
 	unsetenv("LISTEN_FDNAMES");
 	if (fcntl(3, F_SETFD, FD_CLOEXEC) < 0 || uv_pipe_open(&d->listener, 3) < 0)
 		return -1;
+	d->listener_from_systemd = 1;
 	kj__log(d, "listening on the socket passed by systemd");
 	return 1;
 }
@@ -554,9 +557,11 @@ void kj__server_stop(struct kj__daemon *d)
 		return;
 	d->stopping = 1;
 	kj__log(d, "shutting down");
+	sd_notify(0, "STOPPING=1");
 	if (!uv_is_closing((uv_handle_t *)&d->listener)) {
 		uv_close((uv_handle_t *)&d->listener, NULL);
-		if (!getenv("LISTEN_FDS"))
+		/* systemd owns a socket it passed us and keeps listening on it. */
+		if (!d->listener_from_systemd)
 			unlink(d->cfg.socket_path);
 	}
 	for (size_t i = 0; i < KJ_ARRAY_SIZE(d->pools); i++)

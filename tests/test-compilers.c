@@ -424,10 +424,15 @@ static void test_shaderc(void)
 	ops->fini(st);
 }
 
-/* Forks a worker for family on one end of a socketpair; returns the other. */
+/* Forks a worker for family on one end of a socketpair; returns the other.
+ * As kjitd does, the worker gets a private directory made for it (each test
+ * runs in its own process, so the directory lives as long as the test). */
 static int spawn_worker(const char *family, pid_t *pid)
 {
+	static char dir[] = "/tmp/kjit-test-worker-XXXXXX";
 	int sv[2];
+	CHECK(mkdtemp(dir) != NULL);
+	CHECK(setenv("KJIT_WORKER_TMPDIR", dir, 1) == 0);
 	CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
 	fflush(NULL);
 	*pid = fork();
@@ -438,6 +443,16 @@ static int spawn_worker(const char *family, pid_t *pid)
 	}
 	close(sv[1]);
 	return sv[0];
+}
+
+/* Removes the directory spawn_worker made, once its worker is gone. */
+static void worker_dir_remove(void)
+{
+	const char *dir = getenv("KJIT_WORKER_TMPDIR");
+	char cmd[128];
+	CHECK(dir != NULL && strncmp(dir, "/tmp/kjit-test-worker-", 22) == 0);
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	CHECK(system(cmd) == 0);
 }
 
 /* Reads one frame into *m (body in *body); returns its header. */
@@ -536,6 +551,7 @@ static void test_worker_hiprtc(void)
 	close(fd); /* end of file: the worker exits 0 */
 	CHECK(waitpid(pid, &st, 0) == pid);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	worker_dir_remove();
 }
 
 static void test_worker_test_family(void)
@@ -575,6 +591,7 @@ static void test_worker_test_family(void)
 	CHECK(waitpid(pid, &st, 0) == pid);
 	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
 	close(fd);
+	worker_dir_remove();
 }
 
 static void test_worker_spin_is_killable(void)
@@ -591,6 +608,7 @@ static void test_worker_spin_is_killable(void)
 	CHECK(waitpid(pid, &st, 0) == pid);
 	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
 	close(fd);
+	worker_dir_remove();
 }
 
 static void test_worker_protocol_errors(void)
@@ -621,6 +639,7 @@ static void test_worker_protocol_errors(void)
 	CHECK(waitpid(pid, &st, 0) == pid);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2);
 	close(fd);
+	worker_dir_remove();
 }
 
 static void test_worker_unknown_family(void)
@@ -638,6 +657,7 @@ static void test_worker_unknown_family(void)
 	CHECK(waitpid(pid, &st, 0) == pid);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1);
 	close(fd);
+	worker_dir_remove();
 }
 
 TEST_LIST(TEST(find) TEST(options_whitelist) TEST(include_check) TEST(log_cap)
