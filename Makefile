@@ -44,7 +44,7 @@ TESTS        := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 
 DEPS_OK := $(BUILD)/.deps-ok
 
-.PHONY: all deps test test-asan run stop install clean
+.PHONY: all deps test test-asan run stop install uninstall clean
 all: $(BUILD)/kjitd $(BUILD)/kjit $(BUILD)/libkjit.so $(BUILD)/libkjit.a \
 	$(BUILD)/include/kjit.h $(BUILD)/kjit.pc
 
@@ -78,6 +78,14 @@ $(BUILD)/include/kjit.h: client/kjit.h
 $(BUILD)/kjit.pc: client/kjit.pc.in Makefile
 	sed -e 's|@PREFIX@|$(PREFIX)|g' $< > $@
 
+# Objects with PREFIX compiled in are rebuilt when PREFIX changes.
+$(BUILD)/.prefix: FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(PREFIX)' | cmp -s - $@ || echo '$(PREFIX)' >$@
+$(call obj,daemon/main.c) $(call obj,client/connect.c) $(BUILD)/kjit.pc: $(BUILD)/.prefix
+.PHONY: FORCE
+FORCE:
+
 # Each tests/test-NAME.c is one binary linked with every module.
 $(BUILD)/tests/%: $(call obj,tests/%.c) $(DAEMON_OBJ) $(COMPILER_OBJ) $(CACHE_OBJ) $(CLIENT_OBJ) $(COMMON_OBJ)
 	@mkdir -p $(dir $@)
@@ -103,16 +111,51 @@ run: all
 stop: all
 	@$(BUILD)/kjit stop || true
 
+# `make install [PREFIX=/usr/local] [DESTDIR=]`: binaries, library, header,
+# kjit.pc, man pages, systemd units (system and user, @PREFIX@ substituted),
+# the sysusers.d file of the group kjit, and the bundled kernels.  kjit and
+# kjitd have PREFIX compiled in (kjit finds kjitd there, kjitd the bundled
+# kernels), so a build made for another PREFIX is refused, not installed.
+install uninstall: UNITDIR ?= $(PREFIX)/lib/systemd
+install uninstall: SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+install uninstall: MANDIR ?= $(PREFIX)/share/man
 install: all
+	@tr '\000' '\n' <$(BUILD)/kjit | grep -qxF '$(PREFIX)/bin/kjitd' || { \
+		echo "install: $(BUILD)/ was built for another PREFIX; run: make clean && make PREFIX=$(PREFIX) install" >&2; \
+		exit 1; }
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include \
-		$(DESTDIR)$(PREFIX)/share/kjit
+		$(DESTDIR)$(PREFIX)/share/kjit $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 \
+		$(DESTDIR)$(UNITDIR)/system $(DESTDIR)$(UNITDIR)/user $(DESTDIR)$(SYSUSERSDIR)
 	install -m 755 $(BUILD)/kjitd $(BUILD)/kjit $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(BUILD)/libkjit.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(BUILD)/libkjit.so $(DESTDIR)$(PREFIX)/lib/libkjit.so.0
 	ln -sf libkjit.so.0 $(DESTDIR)$(PREFIX)/lib/libkjit.so
 	install -m 644 client/kjit.h $(DESTDIR)$(PREFIX)/include/
-	install -m 644 $(BUILD)/kjit.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
-	cp -r kernels_src $(DESTDIR)$(PREFIX)/share/kjit/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' client/kjit.pc.in >$(DESTDIR)$(PREFIX)/lib/pkgconfig/kjit.pc
+	chmod 644 $(DESTDIR)$(PREFIX)/lib/pkgconfig/kjit.pc
+	install -m 644 man/kjit.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 644 man/kjitd.8 $(DESTDIR)$(MANDIR)/man8/
+	for u in kjitd.socket kjitd.service; do \
+		sed -e 's|@PREFIX@|$(PREFIX)|g' systemd/$$u >$(DESTDIR)$(UNITDIR)/system/$$u && \
+		sed -e 's|@PREFIX@|$(PREFIX)|g' systemd/user/$$u >$(DESTDIR)$(UNITDIR)/user/$$u && \
+		chmod 644 $(DESTDIR)$(UNITDIR)/system/$$u $(DESTDIR)$(UNITDIR)/user/$$u || exit 1; \
+	done
+	install -m 644 systemd/kjit.sysusers $(DESTDIR)$(SYSUSERSDIR)/kjit.conf
+	rm -rf $(DESTDIR)$(PREFIX)/share/kjit/kernels_src
+	cp -R kernels_src $(DESTDIR)$(PREFIX)/share/kjit/
+	chmod -R u=rwX,go=rX $(DESTDIR)$(PREFIX)/share/kjit/kernels_src
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
+
+# `make uninstall` with the PREFIX and DESTDIR of the install.
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/kjitd $(DESTDIR)$(PREFIX)/bin/kjit \
+		$(DESTDIR)$(PREFIX)/lib/libkjit.a $(DESTDIR)$(PREFIX)/lib/libkjit.so.0 $(DESTDIR)$(PREFIX)/lib/libkjit.so \
+		$(DESTDIR)$(PREFIX)/include/kjit.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/kjit.pc \
+		$(DESTDIR)$(MANDIR)/man1/kjit.1 $(DESTDIR)$(MANDIR)/man8/kjitd.8 \
+		$(DESTDIR)$(UNITDIR)/system/kjitd.socket $(DESTDIR)$(UNITDIR)/system/kjitd.service \
+		$(DESTDIR)$(UNITDIR)/user/kjitd.socket $(DESTDIR)$(UNITDIR)/user/kjitd.service \
+		$(DESTDIR)$(SYSUSERSDIR)/kjit.conf
+	rm -rf $(DESTDIR)$(PREFIX)/share/kjit
 
 clean:
 	rm -rf $(BUILD) build-asan
