@@ -510,6 +510,10 @@ static int sweepable(const struct kj__cache *c, const char *sub, const char *nam
 			return 0;
 		memcpy(base, name, n);
 		base[n] = '\0';
+		/* recipes/<64 hex>.req.tmp.<pid>.<n>: a recipe being written */
+		if (strcmp(sub, "recipes") == 0)
+			return n == KJ_SHA256_HEX_LEN + 4 && strcmp(base + KJ_SHA256_HEX_LEN, ".req") == 0 &&
+			       strspn(base, "0123456789abcdef") == KJ_SHA256_HEX_LEN;
 		return object_name(base, key, &ext);
 	}
 	if (!orphans || !object_name(name, key, &ext))

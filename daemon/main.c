@@ -162,7 +162,10 @@ static int parse_args(int argc, char **argv, struct kj__config *cfg)
 			break;
 		case OPT_SYSFS: free(cfg->sysfs_root); cfg->sysfs_root = kj__strdup(optarg); break;
 		case OPT_WORKER: return kj__worker_main(optarg, 3);
-		case OPT_DETECT: return kj__detect_main(cfg->sysfs_root);
+		case OPT_DETECT:
+			/* Driver libraries may leave allocations behind at unload;
+			 * this child's only output is stdout, so skip exit handlers. */
+			_exit(kj__detect_main(cfg->sysfs_root));
 		case 'h': fputs(usage_text, stdout); return 0;
 		default: fputs(usage_text, stderr); return 2;
 		}

@@ -84,6 +84,10 @@ static int parse_line(char *line, struct kj__kernel *k, char *err, size_t errlen
 		if ((k->entries[k->n_entries++] = kj__strdup(tok)) == NULL)
 			return KJIT_ENOMEM;
 	}
+	if (k->n_entries == 0) {
+		snprintf(err, errlen, "no entry point (ENTRY[,ENTRY...] is empty)");
+		return KJIT_EINVAL;
+	}
 	if (n > 4) {
 		k->options = calloc(n - 4, sizeof *k->options);
 		if (k->options == NULL)

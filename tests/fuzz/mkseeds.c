@@ -1,0 +1,258 @@
+/* mkseeds.c: writes the seed corpora of the fuzz harnesses, one directory
+ * per harness under the directory given (build/fuzz/seeds by `make
+ * fuzz-seeds`).  The seeds are valid inputs built with the real encoder
+ * (kj__msg_*), so the fuzzers start from frames the daemon accepts rather
+ * than from blobs kept in git.
+ *
+ *   frame/     whole frames (header + body), also several back to back
+ *   get/       GET bodies (fields only, as kj__get_check sees them)
+ *   include/   SOURCE '\0' NAME '\n' DATA '\0' NAME '\n' DATA ... (fuzz-include.c)
+ *   target/    target IDs of every backend and HSA_OVERRIDE_GFX_VERSION values
+ *   manifest/  MANIFEST files
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "kjit.h"
+#include "proto.h"
+
+static const char *root;
+static unsigned n_written;
+
+static void die(const char *what)
+{
+	perror(what);
+	exit(1);
+}
+
+static void put_file(const char *dir, const char *name, const void *p, size_t n)
+{
+	char path[4096];
+
+	snprintf(path, sizeof path, "%s/%s", root, dir);
+	if (mkdir(path, 0755) < 0 && errno != EEXIST)
+		die(path);
+	snprintf(path, sizeof path, "%s/%s/%s", root, dir, name);
+	FILE *f = fopen(path, "wb");
+	if (f == NULL || (n && fwrite(p, 1, n, f) != n) || fclose(f) != 0)
+		die(path);
+	n_written++;
+}
+
+static void put_str(const char *dir, const char *name, const char *s)
+{
+	put_file(dir, name, s, strlen(s));
+}
+
+static void check(int r, const char *what)
+{
+	if (r < 0) {
+		fprintf(stderr, "mkseeds: %s: %d\n", what, r);
+		exit(1);
+	}
+}
+
+/* ---- GET requests, as the client library would send them ---- */
+
+static const char scale_hip[] =
+	"#include <hip/hip_runtime.h>\n"
+	"#include \"common.h\"\n"
+	"extern \"C\" __global__ void scale(float *x, float a, int n)\n"
+	"{\n\tint i = blockIdx.x * blockDim.x + threadIdx.x;\n\tif (i < n)\n\t\tx[i] *= a;\n}\n";
+static const char common_h[] = "#pragma once\n#include \"sub/util.h\"\n#define KJ_ONE 1\n";
+static const char util_h[] = "#pragma once\nstatic inline int kj_twice(int x) { return 2 * x; }\n";
+
+/* Builds GET frame number `which` into b. */
+static void get_frame(struct kj__buf *b, int which)
+{
+	check(kj__msg_begin(b, KJ_MSG_GET, 7 + (uint32_t)which), "begin");
+	switch (which) {
+	case 0: /* kjit get --source scale.hip --backend hip --target gfx90a */
+		check(kj__msg_put_u32(b, KJ_F_BACKEND, KJIT_BACKEND_HIP), "put");
+		check(kj__msg_put_str(b, KJ_F_TARGET, "gfx90a"), "put");
+		check(kj__msg_put_str(b, KJ_F_TARGET_SOURCE, "request"), "put");
+		check(kj__msg_put_str(b, KJ_F_SOURCE, scale_hip), "put");
+		check(kj__msg_put_str(b, KJ_F_SOURCE_NAME, "scale.hip"), "put");
+		check(kj__msg_put_str(b, KJ_F_ENTRY, "scale"), "put");
+		check(kj__msg_put_str(b, KJ_F_OPTION, "-O3"), "put");
+		check(kj__msg_put_str(b, KJ_F_OPTION, "-DKJ_BLOCK=256"), "put");
+		check(kj__msg_put_str(b, KJ_F_HEADER_NAME, "common.h"), "put");
+		check(kj__msg_put_str(b, KJ_F_HEADER_DATA, common_h), "put");
+		check(kj__msg_put_str(b, KJ_F_HEADER_NAME, "sub/util.h"), "put");
+		check(kj__msg_put_str(b, KJ_F_HEADER_DATA, util_h), "put");
+		break;
+	case 1: /* a bundled kernel for CUDA */
+		check(kj__msg_put_u32(b, KJ_F_BACKEND, KJIT_BACKEND_CUDA), "put");
+		check(kj__msg_put_str(b, KJ_F_TARGET, "sm_90"), "put");
+		check(kj__msg_put_str(b, KJ_F_VERSION, "13.0"), "put");
+		check(kj__msg_put_str(b, KJ_F_KERNEL, "add_f32"), "put");
+		break;
+	case 2: /* Vulkan GLSL, no target (configuration or detection) */
+		check(kj__msg_put_u32(b, KJ_F_BACKEND, KJIT_BACKEND_VULKAN), "put");
+		check(kj__msg_put_str(b, KJ_F_SOURCE, "#version 450\nlayout(local_size_x = 64) in;\nvoid main() {}\n"),
+		      "put");
+		check(kj__msg_put_str(b, KJ_F_SOURCE_NAME, "empty.comp"), "put");
+		check(kj__msg_put_str(b, KJ_F_ENTRY, "main"), "put");
+		break;
+	case 3: /* full AMD target ID with features and a runtime version */
+		check(kj__msg_put_u32(b, KJ_F_BACKEND, KJIT_BACKEND_HIP), "put");
+		check(kj__msg_put_str(b, KJ_F_TARGET, "gfx90a:sramecc+:xnack-"), "put");
+		check(kj__msg_put_str(b, KJ_F_VERSION, "5.2.3"), "put");
+		check(kj__msg_put_str(b, KJ_F_TARGET_SOURCE, "HSA_OVERRIDE_GFX_VERSION"), "put");
+		check(kj__msg_put_str(b, KJ_F_KERNEL, "rms_norm_f32"), "put");
+		check(kj__msg_put_str(b, KJ_F_OPTION, "-ffast-math"), "put");
+		break;
+	default: /* bad on purpose: traversal in a header name, unpaired header */
+		check(kj__msg_put_u32(b, KJ_F_BACKEND, KJIT_BACKEND_HIP), "put");
+		check(kj__msg_put_str(b, KJ_F_SOURCE, "#include \"../../x\"\n"), "put");
+		check(kj__msg_put_str(b, KJ_F_HEADER_NAME, "../../x"), "put");
+		check(kj__msg_put_str(b, KJ_F_HEADER_DATA, "int x;\n"), "put");
+		check(kj__msg_put_str(b, KJ_F_HEADER_NAME, "lonely.h"), "put");
+		break;
+	}
+	check(kj__msg_end(b), "end");
+}
+
+static void seeds_frame_get(void)
+{
+	struct kj__buf b = { 0 }, all = { 0 };
+	char name[64];
+
+	for (int i = 0; i < 5; i++) {
+		get_frame(&b, i);
+		snprintf(name, sizeof name, "get-%d", i);
+		put_file("frame", name, b.p, b.len);
+		put_file("get", name, b.p + KJ_FRAME_HDR_SIZE, b.len - KJ_FRAME_HDR_SIZE);
+		check(kj__buf_append(&all, b.p, b.len), "append");
+	}
+	/* PING, STOP, ADMIN: the other client messages. */
+	check(kj__msg_begin(&b, KJ_MSG_PING, 1), "begin");
+	check(kj__msg_end(&b), "end");
+	put_file("frame", "ping", b.p, b.len);
+	check(kj__buf_append(&all, b.p, b.len), "append");
+	check(kj__msg_begin(&b, KJ_MSG_ADMIN, 2), "begin");
+	check(kj__msg_put_str(&b, KJ_F_CMD, "stats"), "put");
+	check(kj__msg_put_str(&b, KJ_F_ARG, "zero"), "put");
+	check(kj__msg_end(&b), "end");
+	put_file("frame", "admin", b.p, b.len);
+	check(kj__buf_append(&all, b.p, b.len), "append");
+	check(kj__msg_begin(&b, KJ_MSG_STOP, 3), "begin");
+	check(kj__msg_end(&b), "end");
+	put_file("frame", "stop", b.p, b.len);
+	/* Replies and worker messages: every field type (i32, u32, u64, str). */
+	check(kj__msg_begin(&b, KJ_MSG_REPLY, 7), "begin");
+	check(kj__msg_put_i32(&b, KJ_F_CODE, 0), "put");
+	check(kj__msg_put_u32(&b, KJ_F_STATUS, KJIT_STATUS_COMPILED), "put");
+	check(kj__msg_put_str(&b, KJ_F_KEY, "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"),
+	      "put");
+	check(kj__msg_put_str(&b, KJ_F_TARGET, "gfx90a"), "put");
+	check(kj__msg_put_str(&b, KJ_F_VERSION, "5.2.3"), "put");
+	check(kj__msg_put(&b, KJ_F_DATA, "\177ELF\2\1\1@\0\0\0\0", 12), "put");
+	check(kj__msg_put_str(&b, KJ_F_LOG, "warning: unused variable\n"), "put");
+	check(kj__msg_end(&b), "end");
+	put_file("frame", "reply", b.p, b.len);
+	check(kj__buf_append(&all, b.p, b.len), "append");
+	check(kj__msg_begin(&b, KJ_MSG_RESULT, 9), "begin");
+	check(kj__msg_put_i32(&b, KJ_F_CODE, KJIT_ECOMPILE), "put");
+	check(kj__msg_put_str(&b, KJ_F_ERROR, "error: use of undeclared identifier"), "put");
+	check(kj__msg_put_u64(&b, KJ_F_COMPILE_US, 123456789012ull), "put");
+	check(kj__msg_end(&b), "end");
+	put_file("frame", "result", b.p, b.len);
+	check(kj__buf_append(&all, b.p, b.len), "append");
+	/* A stream of frames, as a client pipelining requests would send. */
+	put_file("frame", "stream", all.p, all.len);
+	/* A header with another protocol version and one over the cap. */
+	uint8_t bad[KJ_FRAME_HDR_SIZE] = { 0, 0, 0, 0, 1, 0, 2, 0, 1, 0, 0, 0 };
+	put_file("frame", "version2", bad, sizeof bad);
+	uint8_t big[KJ_FRAME_HDR_SIZE] = { 0, 0, 0, 0xff, 2, 0, 1, 0, 1, 0, 0, 0 };
+	put_file("frame", "toobig", big, sizeof big);
+	kj__buf_free(&b);
+	kj__buf_free(&all);
+}
+
+/* ---- include resolution: SOURCE '\0' (NAME '\n' DATA '\0')* ---- */
+
+static void include_seed(const char *name, const char *source, const char *const *hdrs, size_t n)
+{
+	struct kj__buf b = { 0 };
+
+	check(kj__buf_append(&b, source, strlen(source)), "append");
+	for (size_t i = 0; i < n; i++) {
+		check(kj__buf_append(&b, "", 1), "append");
+		check(kj__buf_append(&b, hdrs[i], strlen(hdrs[i])), "append");
+	}
+	put_file("include", name, b.p, b.len);
+	kj__buf_free(&b);
+}
+
+static void seeds_include(void)
+{
+	static const char *const req[] = { "req.h\n#include \"common.h\"\nint r;\n",
+					   "deep/a.h\n#include \"b.h\"\n", "deep/b.h\n#include \"../x.h\"\n" };
+	include_seed("scale", scale_hip, NULL, 0);
+	include_seed("request-headers", "#include \"req.h\"\n#include \"deep/a.h\"\n", req, 3);
+	include_seed("comments-strings",
+		     "/* #include \"/etc/passwd\" */\n// #include <nothing.h>\n"
+		     "const char *s = \"#include \\\"x\\\"\";\nconst char *r = R\"kj(\n#include \"no\"\n)kj\";\n"
+		     "int big = 1'000'000;\nchar c = '\"';\n  #  include <hip/hip_runtime.h>\n"
+		     "#include \\\n\"common.h\"\n",
+		     NULL, 0);
+	include_seed("bad-absolute", "#include \"/etc/passwd\"\n", NULL, 0);
+	include_seed("bad-dotdot", "#include \"../../x\"\n", NULL, 0);
+	include_seed("bad-computed", "#define H <common.h>\n#include H\n", NULL, 0);
+	include_seed("bad-escape", "#include \"escape.h\"\n", NULL, 0);
+	include_seed("next-import", "#include_next <sub/util.h>\n#import \"common.h\"\n", NULL, 0);
+	static const char *const cyc[] = { "a.h\n#include \"b.h\"\n", "b.h\n#include \"a.h\"\n" };
+	include_seed("cycle", "#include \"a.h\"\n", cyc, 2);
+}
+
+/* ---- targets and manifests ---- */
+
+static void seeds_target(void)
+{
+	static const char *const t[] = {
+		"gfx90a", "gfx90a:xnack-", "gfx90a:sramecc+:xnack-", "gfx90a:xnack+:sramecc-", "gfx942:sramecc+",
+		"gfx1030", "gfx1100", "gfx906:xnack+", "gfx1030:xnack-", "GFX90A", "amdgcn-amd-amdhsa--gfx90a",
+		"gfx90a:xnack", "gfx90a::", "sm_90", "sm_90a", "compute_90", "sm_120", "sm_100f", "vulkan1.1",
+		"vulkan1.2", "vulkan1.3", "10.3.0", "9.0.10", "11.0.0", "9.4.2", "1000.0.0",
+	};
+	char name[32];
+
+	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+		snprintf(name, sizeof name, "t%02zu", i);
+		put_str("target", name, t[i]);
+	}
+}
+
+static void seeds_manifest(void)
+{
+	put_str("manifest", "one", "add_f32 hip binary.cu add_f32 -DKJ_BLOCK=256\n");
+	put_str("manifest", "three",
+		"# comment\nadd_f32 hip binary.cu add_f32 -DKJ_BLOCK=256\n"
+		"add_f32 cuda binary.cu add_f32 -DKJ_BLOCK=256   # trailing\n\n"
+		"add_f32 vulkan vulkan/binary.comp main -DKJ_BLOCK=256 -DKJ_OP_ADD\r\n"
+		"softmax hip softmax.cu softmax_f32,softmax_f16 -DKJ_BLOCK=128\t-O3\n");
+	put_str("manifest", "bad-path", "evil hip ../../etc/passwd main\n");
+	put_str("manifest", "bad-backend", "k metal k.metal main\n");
+	put_str("manifest", "short", "k hip\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: mkseeds DIR\n");
+		return 2;
+	}
+	root = argv[1];
+	if (mkdir(root, 0755) < 0 && errno != EEXIST)
+		die(root);
+	seeds_frame_get();
+	seeds_include();
+	seeds_target();
+	seeds_manifest();
+	printf("mkseeds: %u seeds in %s\n", n_written, root);
+	return 0;
+}
