@@ -23,7 +23,7 @@ JOBS=$(nproc 2>/dev/null || echo 2)
 cd "$TOP" || exit 1
 # A plain build, whatever make (test-asan's SAN=1...) started this test.
 unset MAKEFLAGS MFLAGS MAKELEVEL
-make -s -j"$JOBS" BUILD="$IBUILD" PREFIX=/usr DESTDIR="$ROOT" install >"$T/make.out" 2>&1
+make -s -j"$JOBS" SAN= OPT=-O2 BUILD="$IBUILD" PREFIX=/usr DESTDIR="$ROOT" install >"$T/make.out" 2>&1
 rc=$?
 expect "make install DESTDIR=... PREFIX=/usr succeeds" "rc $rc: $(tail -n 3 "$T/make.out" | tr '\n' ' ' | head -c 300)" [ $rc -eq 0 ]
 
@@ -126,7 +126,7 @@ if [ -n "$DAEMON_PID" ]; then
 fi
 
 # ---- install for another PREFIX, and uninstall ------------------------------
-make -s BUILD="$IBUILD" PREFIX=/opt/kjit DESTDIR="$T/root2" install >"$T/make2.out" 2>&1
+make -s SAN= OPT=-O2 BUILD="$IBUILD" PREFIX=/opt/kjit DESTDIR="$T/root2" install >"$T/make2.out" 2>&1
 rc=$?
 if [ $rc -ne 0 ]; then
 	check "install for a PREFIX the build was not made for is refused, nothing installed" \
@@ -136,7 +136,7 @@ else
 		sh -c "tr '\\000' '\\n' <'$T/root2/opt/kjit/bin/kjit' | grep -qx /opt/kjit/bin/kjitd"
 fi
 
-make -s BUILD="$IBUILD" PREFIX=/usr DESTDIR="$ROOT" uninstall >"$T/make3.out" 2>&1
+make -s SAN= OPT=-O2 BUILD="$IBUILD" PREFIX=/usr DESTDIR="$ROOT" uninstall >"$T/make3.out" 2>&1
 rc=$?
 left=$(find "$ROOT" ! -type d | head -n 5 | tr '\n' ' ')
 expect "make uninstall succeeds and leaves no file" "rc $rc, left: $left" sh -c "[ $rc -eq 0 ] && [ -z '$left' ]"
