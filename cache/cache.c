@@ -129,6 +129,8 @@ struct kj__cache {
 	uint64_t bytes;      /* sum of sizes in the table */
 	uint64_t seq;        /* last use sequence handed out */
 	uint64_t tmp_seq;    /* temporary file names */
+	int check_index;     /* last close was not clean: run quick_check */
+	int opened;          /* fully open: close leaves the clean marker */
 	size_t bad_rows;     /* rows skipped at load (dropped by verify) */
 
 	uint8_t (*dirty)[KJ_SHA256_LEN];
@@ -651,10 +653,13 @@ static int db_open(struct kj__cache *c, const char *path, int *corrupt)
 		say(c, "index %s: cannot use WAL mode (got %s)", path, mode);
 		return KJIT_EIO;
 	}
-	if ((r = db_exec(c, "PRAGMA synchronous=NORMAL", corrupt)) < 0 ||
-	    (r = db_value(c, "PRAGMA quick_check", NULL, check, sizeof check, corrupt)) < 0)
+	if ((r = db_exec(c, "PRAGMA synchronous=NORMAL", corrupt)) < 0)
 		return r;
-	if (strcmp(check, "ok") != 0) {
+	/* quick_check reads the whole index (about a second at a million
+	 * entries): only after a close that was not clean. */
+	if (c->check_index && (r = db_value(c, "PRAGMA quick_check", NULL, check, sizeof check, corrupt)) < 0)
+		return r;
+	if (c->check_index && strcmp(check, "ok") != 0) {
 		say(c, "index %s fails its integrity check: %s", path, check);
 		*corrupt = 1;
 		return KJIT_EIO;
@@ -826,6 +831,11 @@ int kj__cache_open(struct kj__cache **out, const char *dir, const struct kj__cac
 	if ((r = pathf(path, sizeof path, "%s/index.sqlite", dir)) < 0 ||
 	    (r = mkdir_p(c, dir, 0755)) < 0 || (r = take_lock(c)) < 0)
 		goto out;
+	/* <dir>/clean exists only between a clean close and the next open. */
+	char marker[PATH_MAX];
+	if ((r = pathf(marker, sizeof marker, "%s/clean", dir)) < 0)
+		goto out;
+	c->check_index = c->fs->unlink(marker) < 0;
 	r = db_open(c, path, &corrupt);
 	if (r < 0 && corrupt) {
 		db_close(c);
@@ -836,6 +846,7 @@ int kj__cache_open(struct kj__cache **out, const char *dir, const struct kj__cac
 	if (r < 0 || (r = load(c)) < 0)
 		goto out;
 	sweep(c, 0);
+	c->opened = 1;
 	*out = c;
 	c = NULL;
 	r = 0;
@@ -844,13 +855,27 @@ out:
 	return r;
 }
 
+/* Leaves <dir>/clean so the next open may skip the integrity check. */
+static void mark_clean(struct kj__cache *c)
+{
+	char marker[PATH_MAX];
+	int fd;
+
+	if (pathf(marker, sizeof marker, "%s/clean", c->dir) < 0)
+		return;
+	fd = c->fs->open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0 || c->fs->close(fd) < 0)
+		say(c, "cannot leave %s (the next start checks the index): %s", marker, strerror(errno));
+}
+
 void kj__cache_close(struct kj__cache *c)
 {
 	if (c == NULL)
 		return;
-	if (c->db && c->st[ST_TOUCH])
-		kj__cache_flush(c);
+	int clean = c->opened && c->db && c->st[ST_TOUCH] && kj__cache_flush(c) == 0;
 	db_close(c);
+	if (clean)
+		mark_clean(c);
 	if (c->lock_fd >= 0 && c->fs->close(c->lock_fd) < 0)
 		say(c, "close %s/lock: %s", c->dir, strerror(errno));
 	for (size_t i = 0; i < c->ntuples; i++) {
