@@ -12,7 +12,11 @@
  *   - kj_dp4a: 4-way signed int8 dot with int32 accumulate (__dp4a on CUDA,
  *     __builtin_amdgcn_sdot4 on AMD targets that have dot1-insts, plain C otherwise);
  *   - kj_block_sum / kj_block_max: block-wide reductions returning the result to all
- *     threads.  They require blockDim.x to be a multiple of KJ_WARP and <= KJ_BLOCK.
+ *     threads.  They require blockDim.x to be a multiple of KJ_WARP and <= KJ_BLOCK;
+ *   - storage types kj_s_f32 / kj_s_f16 / kj_s_bf16: load and store one or four values
+ *     of f32, IEEE half or bfloat16 memory as f32 (16-bit values are plain unsigned
+ *     shorts converted with one instruction or a shift, so no fp16 header is needed;
+ *     conversions to 16 bits round to nearest even).
  * KJ_BLOCK is the block size the launcher uses (manifest option -DKJ_BLOCK=N; it must be
  * a multiple of 64 so that it is whole wavefronts on every target).
  */
@@ -34,12 +38,12 @@
 /* Scratch slots for one value per warp, sized for the narrowest warp (32 lanes). */
 #define KJ_MAX_WARPS (KJ_BLOCK / 32)
 
-#define KJ_INF __builtin_huge_valf()
 #define KJ_DEV static __device__ __forceinline__
 
 typedef unsigned long long kj_size;
 
 #if defined(KJ_HIP)
+#define KJ_INF __builtin_huge_valf()
 #if defined(__AMDGCN_WAVEFRONT_SIZE)
 #define KJ_WARP __AMDGCN_WAVEFRONT_SIZE
 #else
@@ -47,6 +51,7 @@ typedef unsigned long long kj_size;
 #endif
 KJ_DEV float kj_shfl_xor(float v, int mask) { return __shfl_xor(v, mask); }
 #else
+#define KJ_INF __int_as_float(0x7f800000)
 #define KJ_WARP 32
 KJ_DEV float kj_shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
 #endif
@@ -114,3 +119,72 @@ KJ_DEV float kj_block_max(float v, float *red)
     __syncthreads();
     return t;
 }
+
+/* ---- 16-bit storage ------------------------------------------------------------------ */
+
+KJ_DEV float kj_bf16_to_f32(unsigned short h) { return __uint_as_float((unsigned)h << 16); }
+
+KJ_DEV unsigned short kj_f32_to_bf16(float f)
+{
+    unsigned u = __float_as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) /* NaN stays NaN */
+        return (unsigned short)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (unsigned short)(u >> 16);
+}
+
+KJ_DEV float kj_f16_to_f32(unsigned short h)
+{
+#if defined(KJ_CUDA)
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+#else
+    _Float16 x;
+    __builtin_memcpy(&x, &h, 2);
+    return (float)x;
+#endif
+}
+
+KJ_DEV unsigned short kj_f32_to_f16(float f)
+{
+    unsigned short h;
+#if defined(KJ_CUDA)
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+#else
+    _Float16 x = (_Float16)f;
+    __builtin_memcpy(&h, &x, 2);
+#endif
+    return h;
+}
+
+/* Storage policies: T is the element type in memory; ld/st move one element, ld4/st4
+ * four consecutive ones (16-byte or 8-byte aligned), all as f32 in registers. */
+struct kj_s_f32 {
+    typedef float T;
+    KJ_DEV float ld(const T *p, kj_size i) { return p[i]; }
+    KJ_DEV void st(T *p, kj_size i, float v) { p[i] = v; }
+    KJ_DEV float4 ld4(const T *p, kj_size i) { return kj_ld4(p, i); }
+    KJ_DEV void st4(T *p, kj_size i, float4 v) { kj_st4(p, i, v); }
+};
+
+template <float (*To)(unsigned short), unsigned short (*From)(float)>
+struct kj_s_16 {
+    typedef unsigned short T;
+    KJ_DEV float ld(const T *p, kj_size i) { return To(p[i]); }
+    KJ_DEV void st(T *p, kj_size i, float v) { p[i] = From(v); }
+    KJ_DEV float4 ld4(const T *p, kj_size i)
+    {
+        const uint2 u = reinterpret_cast<const uint2 *>(p)[i];
+        return make_float4(To((unsigned short)(u.x & 0xffffu)), To((unsigned short)(u.x >> 16)),
+                           To((unsigned short)(u.y & 0xffffu)), To((unsigned short)(u.y >> 16)));
+    }
+    KJ_DEV void st4(T *p, kj_size i, float4 v)
+    {
+        reinterpret_cast<uint2 *>(p)[i] =
+            make_uint2((unsigned)From(v.x) | ((unsigned)From(v.y) << 16),
+                       (unsigned)From(v.z) | ((unsigned)From(v.w) << 16));
+    }
+};
+typedef kj_s_16<kj_f16_to_f32, kj_f32_to_f16> kj_s_f16;
+typedef kj_s_16<kj_bf16_to_f32, kj_f32_to_bf16> kj_s_bf16;

@@ -10,6 +10,7 @@
  * program, so a compiler that aborts takes down only this process.
  *
  *   rtc-check hip|cuda FILE TARGET [-o OUT] [-e ENTRY]... [-- OPTION...]
+ *   rtc-check --entries-in OBJECT -e ENTRY...    (only check an existing code object)
  *
  * Exit status: 0 compiled (and entries found), 1 compile/check failure, 2 usage.
  */
@@ -58,6 +59,7 @@ static int api_load(struct rtc_api *a, const char *backend)
     const char *libname = hip ? "libamdhip64.so.5" : "libnvrtc.so.13";
     const char *p = hip ? "hiprtc" : "nvrtc";
     char n[64];
+    void *fp;
 
     a->lib = dlopen(libname, RTLD_NOW | RTLD_LOCAL);
     if (!a->lib) {
@@ -66,8 +68,9 @@ static int api_load(struct rtc_api *a, const char *backend)
     }
 #define LOAD(field, suffix, type)                                  \
     snprintf(n, sizeof n, "%s%s", p, suffix);                      \
-    if (!(a->field = (type)sym(a->lib, n)))                        \
-        return -1;
+    if (!(fp = sym(a->lib, n)))                                    \
+        return -1;                                                 \
+    memcpy(&a->field, &fp, sizeof fp); /* dlsym result to a type */
     LOAD(create, "CreateProgram", create_fn)
     LOAD(compile, "CompileProgram", compile_fn)
     LOAD(log_size, "GetProgramLogSize", size_fn)
@@ -124,8 +127,43 @@ static void print_log(struct rtc_api *a, void *prog)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: rtc-check hip|cuda FILE TARGET [-o OUT] [-e ENTRY]... [-- OPTION...]\n");
+    fprintf(stderr, "usage: rtc-check hip|cuda FILE TARGET [-o OUT] [-e ENTRY]... [-- OPTION...]\n"
+                    "       rtc-check --entries-in OBJECT -e ENTRY...\n");
     return 2;
+}
+
+/* 0 if every entry name (NUL-terminated, as in an ELF string table) is in code. */
+static int check_entries(const char *code, size_t len, const char *const *entries, int n,
+                         const char *what)
+{
+    for (int i = 0; i < n; i++) {
+        if (!memmem(code, len, entries[i], strlen(entries[i]) + 1)) {
+            fprintf(stderr, "rtc-check: entry %s not in code object of %s\n", entries[i], what);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* --entries-in OBJECT -e ENTRY...: check an object compiled earlier. */
+static int entries_in(int argc, char **argv)
+{
+    const char *entries[RTC_MAX_ENTRIES];
+    size_t len = 0;
+    int n = 0, r;
+    char *code;
+
+    for (int i = 3; i < argc; i++) {
+        if (!strcmp(argv[i], "-e") && i + 1 < argc && n < RTC_MAX_ENTRIES)
+            entries[n++] = argv[++i];
+        else
+            return usage();
+    }
+    if (!(code = read_file(argv[2], &len)))
+        return 1;
+    r = check_entries(code, len, entries, n, argv[2]) == 0 ? 0 : 1;
+    free(code);
+    return r;
 }
 
 int main(int argc, char **argv)
@@ -137,6 +175,8 @@ int main(int argc, char **argv)
     size_t srclen = 0, codelen = 0;
     void *prog = NULL;
 
+    if (argc >= 3 && !strcmp(argv[1], "--entries-in"))
+        return entries_in(argc, argv);
     if (argc < 4 || (strcmp(argv[1], "hip") && strcmp(argv[1], "cuda")))
         return usage();
     snprintf(arch, sizeof arch, "--gpu-architecture=%s", argv[3]);
@@ -175,16 +215,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "rtc-check: cannot get code object: %s\n", a.errstr(st));
         goto out;
     }
-    for (i = 0; i < nent; i++) {
-        if (!memmem(code, codelen, entries[i], strlen(entries[i]) + 1)) {
-            fprintf(stderr, "rtc-check: entry %s not in code object of %s (%s)\n", entries[i],
-                    argv[2], argv[3]);
-            goto out;
-        }
-    }
+    if (check_entries(code, codelen, entries, nent, argv[2]) != 0)
+        goto out;
     if (out_path) {
         FILE *f = fopen(out_path, "wb");
-        if (!f || fwrite(code, 1, codelen, f) != codelen || fclose(f) != 0) {
+        int bad = !f || fwrite(code, 1, codelen, f) != codelen;
+        if ((f && fclose(f) != 0) || bad) {
             perror(out_path);
             goto out;
         }

@@ -1,0 +1,335 @@
+/*
+ * gpurun.c: check and benchmark every bundled op through a struct gpu_api (gpurun.h).
+ *
+ * Each op must match the oracle within its case's tolerance (kcase.h: 1e-5 for f32,
+ * the type's rounding for f16/bf16).  Check mode runs each op at the shapes of tests/kernels (odd sizes, broadcasting, GQA,
+ * rows too long for the register path) plus one large shape; bench mode runs each op
+ * once at rows x cols (default 16384 x 8192 f32), checks it against the oracle, then
+ * times `iters` launches with device events and reports the median, the bytes each
+ * launch must move (every input read once, every output written once) as GB/s, and that
+ * as a fraction of the device-to-device copy bandwidth measured in the same run.
+ * Device buffers of one case are allocated and freed around it (one exit, goto out).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "gpurun.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../kernels_src/oracle/oracle.h"
+#include "../tests/kernels/kcase.h"
+
+#define GPURUN_SEED 0x6b6a6974ull
+#define GPURUN_MAX_GRID_X 0x7fffffffu
+#define GPURUN_MAX_GRID_Y 65535u
+#define GPURUN_WARMUP 3
+#define GPURUN_MAX_ITERS 1000
+
+struct tally {
+    int passed, failed;
+};
+
+static int usage(const char *prog)
+{
+    fprintf(stderr,
+            "usage: %s [--op NAME] [--bench] [--rows R] [--cols C] [--iters N]\n"
+            "          [--manifest FILE] PATH\n"
+            "  PATH  a code object (the op is --op, or the file name up to its first '.'),\n"
+            "        or a directory of NAME.ARCH.EXT objects for every op of the manifest\n"
+            "        (tests/kernels/test-kernels-compile.sh writes one with KJIT_OBJ_DIR=DIR)\n"
+            "  default: check every op against the CPU oracle; --bench: also time each op at\n"
+            "  R x C (default 16384 x 8192) next to a device-to-device copy\n",
+            prog);
+    return 2;
+}
+
+int gpurun_parse_args(int argc, char **argv, struct gpurun_opts *o, const char *backend)
+{
+    memset(o, 0, sizeof *o);
+    o->manifest = "kernels_src/MANIFEST";
+    o->backend = backend;
+    o->rows = 16384;
+    o->cols = 8192;
+    o->iters = 20;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--bench"))
+            o->bench = 1;
+        else if (!strcmp(a, "--op") && v)
+            o->op = argv[++i];
+        else if (!strcmp(a, "--manifest") && v)
+            o->manifest = argv[++i];
+        else if (!strcmp(a, "--rows") && v)
+            o->rows = atoi(argv[++i]);
+        else if (!strcmp(a, "--cols") && v)
+            o->cols = atoi(argv[++i]);
+        else if (!strcmp(a, "--iters") && v)
+            o->iters = atoi(argv[++i]);
+        else if (a[0] != '-' && !o->path)
+            o->path = a;
+        else
+            return usage(argv[0]);
+    }
+    if (!o->path || o->rows < 1 || o->cols < 1 || o->iters < 1 || o->iters > GPURUN_MAX_ITERS)
+        return usage(argv[0]);
+    return 0;
+}
+
+static void *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    long n;
+
+    if (!f)
+        return NULL;
+    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
+        (buf = malloc((size_t)n))) {
+        if (fread(buf, 1, (size_t)n, f) == (size_t)n) {
+            *len = (size_t)n;
+        } else {
+            free(buf);
+            buf = NULL;
+        }
+    }
+    fclose(f);
+    return buf;
+}
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+#define API(call)                                                                          \
+    do {                                                                                   \
+        int st_ = (call);                                                                  \
+        if (st_ != 0) {                                                                    \
+            fprintf(stderr, "%s: %s failed: %s\n", api->name, #call, api->errstr(api->ctx, st_)); \
+            goto out;                                                                      \
+        }                                                                                  \
+    } while (0)
+
+/* Median of `iters` timed runs of fn over case c (already uploaded to dev). */
+static int time_case(struct gpu_api *api, void *fn, const uint32_t grid[2], unsigned block,
+                     void **params, int iters, double *median_ms)
+{
+    float t[GPURUN_MAX_ITERS];
+    int r = -1;
+
+    for (int i = 0; i < GPURUN_WARMUP; i++)
+        API(api->launch(api->ctx, fn, grid, block, params));
+    API(api->sync(api->ctx));
+    for (int i = 0; i < iters; i++) {
+        API(api->timer_start(api->ctx));
+        API(api->launch(api->ctx, fn, grid, block, params));
+        API(api->timer_stop(api->ctx, &t[i]));
+    }
+    qsort(t, (size_t)iters, sizeof t[0], cmp_float);
+    *median_ms = t[iters / 2];
+    r = 0;
+out:
+    return r;
+}
+
+/* Run case c with fn; *err = worst max-rel-error over the outputs; *ms if iters > 0. */
+static int run_case(struct gpu_api *api, void *fn, struct kcase *c, unsigned block, int iters,
+                    double *err, double *ms)
+{
+    uint64_t dev[KCASE_MAX_BUFS] = {0};
+    void *params[KCASE_MAX_BUFS + KCASE_MAX_SCALARS];
+    uint32_t grid[2];
+    int r = -1, np = 0;
+
+    for (int i = 0; i < c->nbufs; i++) {
+        const size_t words = (c->bufs[i].bytes + 3) / 4; /* 2-byte types: round up */
+        API(api->alloc(api->ctx, &dev[i], words * 4));
+        if (c->bufs[i].is_output) /* every element NaN, so an unwritten one fails */
+            API(api->fill32(api->ctx, dev[i], c->bufs[i].poison32, words));
+        else
+            API(api->htod(api->ctx, dev[i], c->bufs[i].host, c->bufs[i].bytes));
+        params[np++] = &dev[i];
+    }
+    for (int i = 0; i < c->nscalars; i++)
+        params[np++] = &c->scalars[i];
+    kcase_grid(c, block, 0, GPURUN_MAX_GRID_X, GPURUN_MAX_GRID_Y, grid);
+    API(api->launch(api->ctx, fn, grid, block, params));
+    API(api->sync(api->ctx));
+    *err = 0;
+    for (int i = 0; i < c->nbufs; i++) {
+        if (!c->bufs[i].is_output)
+            continue;
+        API(api->dtoh(api->ctx, c->bufs[i].host, dev[i], c->bufs[i].bytes));
+        *err = fmax(*err, kcase_max_rel_err(c, i));
+    }
+    if (iters > 0 && time_case(api, fn, grid, block, params, iters, ms) != 0)
+        goto out;
+    r = 0;
+out:
+    for (int i = 0; i < c->nbufs; i++)
+        if (dev[i])
+            api->release(api->ctx, dev[i]);
+    return r;
+}
+
+/* Median device-to-device copy bandwidth over `bytes`, in GB/s (read + write). */
+static int copy_bandwidth(struct gpu_api *api, size_t bytes, int iters, double *gbs)
+{
+    uint64_t a = 0, b = 0;
+    float t[GPURUN_MAX_ITERS];
+    int r = -1;
+
+    API(api->alloc(api->ctx, &a, bytes));
+    API(api->alloc(api->ctx, &b, bytes));
+    API(api->fill32(api->ctx, a, 0x3f800000u, bytes / 4));
+    for (int i = 0; i < GPURUN_WARMUP; i++)
+        API(api->dtod(api->ctx, b, a, bytes));
+    API(api->sync(api->ctx));
+    for (int i = 0; i < iters; i++) {
+        API(api->timer_start(api->ctx));
+        API(api->dtod(api->ctx, b, a, bytes));
+        API(api->timer_stop(api->ctx, &t[i]));
+    }
+    qsort(t, (size_t)iters, sizeof t[0], cmp_float);
+    *gbs = 2.0 * (double)bytes / (t[iters / 2] * 1e-3) / 1e9;
+    r = 0;
+out:
+    if (a)
+        api->release(api->ctx, a);
+    if (b)
+        api->release(api->ctx, b);
+    return r;
+}
+
+/* The code object for op `name`: the file itself, or DIR/NAME.ARCH.EXT. */
+static void *load_object(struct gpu_api *api, const struct gpurun_opts *o, const char *name,
+                         int is_dir)
+{
+    char path[1024];
+    size_t len = 0;
+    void *img, *module = NULL;
+    int st;
+
+    if (is_dir)
+        snprintf(path, sizeof path, "%s/%s.%s.%s", o->path, name, api->arch, api->obj_ext);
+    else
+        snprintf(path, sizeof path, "%s", o->path);
+    if (!(img = read_file(path, &len))) {
+        fprintf(stderr, "%s: cannot read code object %s\n", name, path);
+        return NULL;
+    }
+    if ((st = api->load(api->ctx, img, &module)) != 0) {
+        fprintf(stderr, "%s: loading %s failed: %s\n", name, path, api->errstr(api->ctx, st));
+        module = NULL;
+    }
+    free(img);
+    return module;
+}
+
+static void report(struct tally *t, int ok, const char *name, const char *shape, double err,
+                   const char *extra)
+{
+    printf("%s %-18s %-24s max rel err %-9.3g %s\n", ok ? "ok" : "not ok", name, shape, err, extra);
+    if (ok)
+        t->passed++;
+    else
+        t->failed++;
+}
+
+static void run_op(struct gpu_api *api, const struct gpurun_opts *o,
+                   const struct kmanifest_entry *e, int is_dir, double copy_gbs, struct tally *t)
+{
+    struct kcase_dims dims[KCASE_MAX_SHAPES];
+    void *module = load_object(api, o, e->name, is_dir), *fn = NULL;
+    char entry[KCASE_NAME_MAX];
+    int n, st;
+
+    snprintf(entry, sizeof entry, "%.*s", (int)strcspn(e->entries, ","), e->entries);
+    if (!module || (st = api->function(api->ctx, module, entry, &fn)) != 0) {
+        report(t, 0, e->name, "(no kernel)", NAN, "could not load the kernel");
+        goto out;
+    }
+    if (o->bench) {
+        kcase_bench_dims(e->name, o->rows, o->cols, &dims[0]);
+        n = 1;
+    } else {
+        n = kcase_test_shapes(e->name, dims, KCASE_MAX_SHAPES);
+    }
+    for (int s = 0; s < n; s++) {
+        struct kcase c;
+        double err = NAN, ms = 0;
+        char extra[128] = "";
+        if (kcase_build(&c, e->name, &dims[s], GPURUN_SEED + (uint64_t)s) != 0) {
+            report(t, 0, e->name, "", NAN, "no test case for this op (or out of memory)");
+            continue;
+        }
+        if (run_case(api, fn, &c, e->block, o->bench ? o->iters : 0, &err, &ms) != 0) {
+            report(t, 0, e->name, c.shape, NAN, "launch failed");
+        } else {
+            if (o->bench) {
+                double gbs = c.bytes_moved / (ms * 1e-3) / 1e9;
+                snprintf(extra, sizeof extra, "%9.1f us %8.1f GB/s %5.1f%% of copy", ms * 1e3, gbs,
+                         100.0 * gbs / copy_gbs);
+            }
+            report(t, err <= c.tol, e->name, c.shape, err, extra);
+        }
+        kcase_free(&c);
+    }
+out:
+    if (module)
+        api->unload(api->ctx, module);
+}
+
+int gpurun_main(struct gpu_api *api, const struct gpurun_opts *o)
+{
+    struct kmanifest_entry *m = NULL;
+    struct tally t = {0, 0};
+    struct stat sb;
+    char err[256], fname[KCASE_NAME_MAX];
+    double copy_gbs = 0;
+    int count = 0, is_dir, ran = 0;
+
+    if (stat(o->path, &sb) != 0) {
+        fprintf(stderr, "%s: no such file or directory\n", o->path);
+        return 1;
+    }
+    is_dir = S_ISDIR(sb.st_mode);
+    if (kmanifest_load(o->manifest, &m, &count, err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    if (!is_dir && !o->op) { /* rms_norm_f32.sm_90.cubin -> rms_norm_f32 */
+        const char *base = strrchr(o->path, '/') ? strrchr(o->path, '/') + 1 : o->path;
+        snprintf(fname, sizeof fname, "%.*s", (int)strcspn(base, "."), base);
+    } else if (o->op) {
+        snprintf(fname, sizeof fname, "%s", o->op);
+    }
+    printf("device: %s (%s), %s\n", api->device, api->arch, o->bench ? "bench" : "check");
+    if (o->bench) {
+        if (copy_bandwidth(api, (size_t)o->rows * o->cols * sizeof(float), o->iters, &copy_gbs) != 0) {
+            free(m);
+            return 1;
+        }
+        printf("device-to-device copy, %d x %d f32: %.1f GB/s (read + write)\n", o->rows, o->cols,
+               copy_gbs);
+    }
+    for (int i = 0; i < count; i++) {
+        if (strcmp(m[i].backend, o->backend))
+            continue;
+        if ((!is_dir || o->op) && strcmp(m[i].name, fname))
+            continue;
+        run_op(api, o, &m[i], is_dir, copy_gbs, &t);
+        ran++;
+    }
+    if (!ran) {
+        fprintf(stderr, "no %s kernel named %s in %s\n", o->backend, fname, o->manifest);
+        t.failed++;
+    }
+    free(m);
+    printf("%d passed, %d failed\n", t.passed, t.failed);
+    return t.failed ? 1 : 0;
+}

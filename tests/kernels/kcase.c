@@ -1,0 +1,701 @@
+/*
+ * kcase.c: the manifest parser and per-op test cases (see kcase.h).
+ *
+ * Inputs come from a splitmix64 generator seeded per case, so every run of every runner
+ * sees the same numbers.  Values are kept away from zero (|v| >= 0.05) and divisors
+ * away from zero (|v| >= 0.5), so relative errors are meaningful.  Each case owns its
+ * buffers; kcase_free releases them all.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "kcase.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../kernels_src/oracle/oracle.h"
+
+#define KCASE_EPS 1e-5f
+#define KCASE_MANIFEST_LINE 1024
+
+/* ---- manifest ---------------------------------------------------------------------- */
+
+static int parse_line(char *line, struct kmanifest_entry *e, char *err, size_t errlen, int lineno)
+{
+    char *tok[4 + KCASE_MAX_OPTS + 1], *save = NULL, *t;
+    int n = 0;
+
+    for (t = strtok_r(line, " \t\r\n", &save); t; t = strtok_r(NULL, " \t\r\n", &save)) {
+        if (n == (int)(sizeof tok / sizeof tok[0])) {
+            snprintf(err, errlen, "MANIFEST line %d: too many options", lineno);
+            return -1;
+        }
+        tok[n++] = t;
+    }
+    if (n < 4) {
+        snprintf(err, errlen, "MANIFEST line %d: need NAME BACKEND FILE ENTRY", lineno);
+        return -1;
+    }
+    memset(e, 0, sizeof *e);
+    for (const char *p = tok[0]; *p; p++)
+        if (!(islower((unsigned char)*p) || isdigit((unsigned char)*p) || *p == '_')) {
+            snprintf(err, errlen, "MANIFEST line %d: bad name %s", lineno, tok[0]);
+            return -1;
+        }
+    if (strcmp(tok[1], "hip") && strcmp(tok[1], "cuda") && strcmp(tok[1], "vulkan")) {
+        snprintf(err, errlen, "MANIFEST line %d: bad backend %s", lineno, tok[1]);
+        return -1;
+    }
+    if (strlen(tok[0]) >= sizeof e->name || strlen(tok[2]) >= sizeof e->file ||
+        strlen(tok[3]) >= sizeof e->entries) {
+        snprintf(err, errlen, "MANIFEST line %d: field too long", lineno);
+        return -1;
+    }
+    strcpy(e->name, tok[0]);
+    strcpy(e->backend, tok[1]);
+    strcpy(e->file, tok[2]);
+    strcpy(e->entries, tok[3]);
+    for (int i = 4; i < n; i++) {
+        if (strlen(tok[i]) >= sizeof e->opts[0]) {
+            snprintf(err, errlen, "MANIFEST line %d: option too long", lineno);
+            return -1;
+        }
+        strcpy(e->opts[e->nopts++], tok[i]);
+        if (!strncmp(tok[i], "-DKJ_BLOCK=", 11))
+            e->block = (unsigned)strtoul(tok[i] + 11, NULL, 10);
+    }
+    return 0;
+}
+
+int kmanifest_load(const char *path, struct kmanifest_entry **out, int *count, char *err,
+                   size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    struct kmanifest_entry *v = NULL, *nv;
+    char line[KCASE_MANIFEST_LINE];
+    int n = 0, cap = 0, lineno = 0, r = -1;
+
+    if (!f) {
+        snprintf(err, errlen, "cannot open manifest %s", path);
+        return -1;
+    }
+    while (fgets(line, sizeof line, f)) {
+        char *p = line;
+        lineno++;
+        while (isspace((unsigned char)*p))
+            p++;
+        if (*p == '#' || *p == '\0')
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 64;
+            if (!(nv = realloc(v, (size_t)cap * sizeof *v))) {
+                snprintf(err, errlen, "out of memory");
+                goto out;
+            }
+            v = nv;
+        }
+        if (parse_line(p, &v[n], err, errlen, lineno) != 0)
+            goto out;
+        n++;
+    }
+    *out = v;
+    *count = n;
+    v = NULL;
+    r = 0;
+out:
+    free(v);
+    fclose(f);
+    return r;
+}
+
+const struct kmanifest_entry *kmanifest_find(const struct kmanifest_entry *e, int count,
+                                             const char *name, const char *backend)
+{
+    for (int i = 0; i < count; i++)
+        if (!strcmp(e[i].name, name) && !strcmp(e[i].backend, backend))
+            return &e[i];
+    return NULL;
+}
+
+/* ---- 16-bit storage ---------------------------------------------------------------- */
+
+static uint16_t f32_to_f16(float f) /* round to nearest even */
+{
+    uint32_t x, sign, mant, h, rem, halfway;
+    int32_t e;
+    memcpy(&x, &f, 4);
+    sign = (x >> 16) & 0x8000u;
+    mant = x & 0x7fffffu;
+    if (((x >> 23) & 0xffu) == 0xffu)
+        return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
+    e = (int32_t)((x >> 23) & 0xffu) - 127 + 15;
+    if (e >= 31)
+        return (uint16_t)(sign | 0x7c00u);
+    if (e <= 0) { /* subnormal half */
+        if (e < -10)
+            return (uint16_t)sign;
+        mant |= 0x800000u;
+        uint32_t shift = (uint32_t)(14 - e);
+        h = mant >> shift;
+        rem = mant & ((1u << shift) - 1);
+        halfway = 1u << (shift - 1);
+    } else {
+        h = ((uint32_t)e << 10) | (mant >> 13);
+        rem = mant & 0x1fffu;
+        halfway = 0x1000u;
+    }
+    if (rem > halfway || (rem == halfway && (h & 1u)))
+        h++; /* a carry into the exponent is the correct result */
+    return (uint16_t)(sign | h);
+}
+
+static float f16_to_f32(uint16_t h)
+{
+    uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    float v = e == 0 ? ldexpf((float)m, -24) : e == 31 ? (m ? NAN : INFINITY)
+                                                       : ldexpf((float)(m | 0x400u), (int)e - 25);
+    return (h & 0x8000u) ? -v : v;
+}
+
+static uint16_t f32_to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+static float bf16_to_f32(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static float round16(int half, float v)
+{
+    return half == 1 ? f16_to_f32(f32_to_f16(v)) : half == 2 ? bf16_to_f32(f32_to_bf16(v)) : v;
+}
+
+/* Replace buffer b's floats by 2-byte elements of type `half`; returns 0 or -2. */
+static int to16(struct kcase_buf *b, int half)
+{
+    uint16_t *h = malloc(b->count ? b->count * 2 : 2);
+    const float *f = b->host;
+    if (!h)
+        return -2;
+    for (size_t i = 0; i < b->count; i++)
+        h[i] = half == 1 ? f32_to_f16(f[i]) : f32_to_bf16(f[i]);
+    free(b->host);
+    b->host = h;
+    b->bytes = b->count * 2;
+    b->half = half;
+    b->poison32 = half == 1 ? 0x7e007e00u : 0x7fc07fc0u;
+    return 0;
+}
+
+/* ---- inputs ------------------------------------------------------------------------ */
+
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [lo, hi) with |v| >= floor (sign kept). */
+static float rnd(uint64_t *s, float lo, float hi, float floor_abs)
+{
+    float v = lo + (hi - lo) * (float)((splitmix(s) >> 40) * (1.0 / 16777216.0));
+    if (fabsf(v) < floor_abs)
+        v = v < 0 ? -floor_abs : floor_abs;
+    return v;
+}
+
+static float *add_buf(struct kcase *c, size_t count, size_t elem, int is_output, size_t row_len)
+{
+    struct kcase_buf *b = &c->bufs[c->nbufs];
+    b->bytes = count * elem;
+    b->count = count;
+    b->poison32 = 0x7fc00000u;
+    b->host = malloc(b->bytes ? b->bytes : 1);
+    b->is_output = is_output;
+    b->row_len = row_len ? row_len : count;
+    if (is_output)
+        b->ref = malloc(b->bytes ? b->bytes : 1);
+    if (!b->host || (is_output && !b->ref))
+        return NULL;
+    c->nbufs++;
+    c->bytes_moved += (double)b->bytes;
+    return b->host;
+}
+
+/* The magnitude array for output buffer i (allocated on first use). */
+static float *mag_of(struct kcase *c, int i)
+{
+    struct kcase_buf *b = &c->bufs[i];
+    if (!b->mag)
+        b->mag = calloc(b->count ? b->count : 1, sizeof(float));
+    return b->mag;
+}
+
+static float *fill(struct kcase *c, size_t count, uint64_t *s, float lo, float hi, float floor_abs)
+{
+    float *p = add_buf(c, count, sizeof(float), 0, 0);
+    if (p)
+        for (size_t i = 0; i < count; i++)
+            p[i] = round16(c->half, rnd(s, lo, hi, floor_abs));
+    return p;
+}
+
+static void push_i(struct kcase *c, int v) { memcpy(&c->scalars[c->nscalars++], &v, 4); }
+static void push_f(struct kcase *c, float v) { memcpy(&c->scalars[c->nscalars++], &v, 4); }
+
+/* ---- cases ------------------------------------------------------------------------- */
+
+static const struct {
+    const char *name;
+    enum oracle_binop op;
+} binops[] = {
+    {"add_f32", ORACLE_ADD}, {"sub_f32", ORACLE_SUB},     {"mul_f32", ORACLE_MUL},
+    {"div_f32", ORACLE_DIV}, {"minimum_f32", ORACLE_MIN}, {"maximum_f32", ORACLE_MAX},
+};
+
+static int is_binary(const char *name)
+{
+    for (size_t i = 0; i < sizeof binops / sizeof binops[0]; i++)
+        if (!strcmp(name, binops[i].name))
+            return 1;
+    return 0;
+}
+
+static int build_binary(struct kcase *c, enum oracle_binop op, const struct kcase_dims *d, uint64_t *s)
+{
+    size_t n = (size_t)d->rows * d->cols;
+    float *a = fill(c, n, s, -2.f, 2.f, 0.05f);
+    float *b = fill(c, d->bcast ? (size_t)d->cols : n, s, -2.f, 2.f, op == ORACLE_DIV ? 0.5f : 0.05f);
+    float *y = add_buf(c, n, 4, 1, (size_t)d->cols);
+    if (!a || !b || !y)
+        return -2;
+    oracle_binary(op, a, b, c->bufs[2].ref, d->rows, d->cols, d->bcast);
+    if (op == ORACLE_ADD || op == ORACLE_SUB) {
+        float *mag = mag_of(c, 2);
+        if (!mag)
+            return -2;
+        for (size_t i = 0; i < n; i++)
+            mag[i] = fabsf(a[i]) + fabsf(b[d->bcast ? i % (size_t)d->cols : i]);
+    }
+    push_i(c, d->rows), push_i(c, d->cols), push_i(c, d->bcast);
+    c->geom = KCASE_GEOM_COLQUADS;
+    c->items = (uint64_t)d->cols, c->rows = (uint64_t)d->rows;
+    return 0;
+}
+
+static int build_unary(struct kcase *c, const char *op, const struct kcase_dims *d, uint64_t *s)
+{
+    size_t n = (size_t)d->rows * d->cols;
+    int gated = !strcmp(op, "silu_gate_f32");
+    float *x = fill(c, n, s, -6.f, 6.f, 0.05f), *g = gated ? fill(c, n, s, -2.f, 2.f, 0.05f) : x;
+    float *y = add_buf(c, n, 4, 1, (size_t)d->cols);
+    if (!x || !g || !y)
+        return -2;
+    float *ref = c->bufs[c->nbufs - 1].ref;
+    if (gated)
+        oracle_silu_gate(x, g, ref, (int)n);
+    else if (!strcmp(op, "gelu_erf_f32"))
+        oracle_gelu_erf(x, ref, (int)n);
+    else
+        oracle_gelu_tanh(x, ref, (int)n);
+    push_i(c, (int)n);
+    c->geom = KCASE_GEOM_QUADS;
+    c->items = n, c->rows = 1;
+    return 0;
+}
+
+static int build_rows(struct kcase *c, const char *op, const struct kcase_dims *d, uint64_t *s)
+{
+    size_t n = (size_t)d->rows * d->cols, cols = (size_t)d->cols;
+    c->geom = KCASE_GEOM_ROWS;
+    c->items = 1, c->rows = (uint64_t)d->rows;
+    if (!strcmp(op, "softmax_f32")) {
+        float *x = fill(c, n, s, -8.f, 8.f, 0.05f), *y = add_buf(c, n, 4, 1, cols);
+        if (!x || !y)
+            return -2;
+        oracle_softmax(x, c->bufs[1].ref, d->rows, d->cols);
+        push_i(c, d->rows), push_i(c, d->cols);
+        return 0;
+    }
+    if (!strcmp(op, "rms_norm_f32")) {
+        float *x = fill(c, n, s, -2.f, 2.f, 0.05f), *w = fill(c, cols, s, 0.5f, 1.5f, 0.05f);
+        float *y = add_buf(c, n, 4, 1, cols);
+        if (!x || !w || !y)
+            return -2;
+        oracle_rms_norm(x, w, c->bufs[2].ref, d->rows, d->cols, KCASE_EPS);
+    } else if (!strcmp(op, "layer_norm_f32")) {
+        float *x = fill(c, n, s, -1.f, 3.f, 0.05f), *w = fill(c, cols, s, 0.5f, 1.5f, 0.05f);
+        float *b = fill(c, cols, s, -0.5f, 0.5f, 0.05f), *y = add_buf(c, n, 4, 1, cols);
+        if (!x || !w || !b || !y)
+            return -2;
+        oracle_layer_norm(x, w, b, c->bufs[3].ref, d->rows, d->cols, KCASE_EPS);
+        float *mag = mag_of(c, 3);
+        if (!mag)
+            return -2;
+        /* terms: x inv w, mean inv w (they cancel in x - mean), b */
+        for (int r = 0; r < d->rows; r++) {
+            const float *xr = x + (size_t)r * cols;
+            double s1 = 0, s2 = 0, mean, inv;
+            for (size_t j = 0; j < cols; j++)
+                s1 += xr[j];
+            mean = s1 / (double)cols;
+            for (size_t j = 0; j < cols; j++)
+                s2 += (xr[j] - mean) * (xr[j] - mean);
+            inv = 1.0 / sqrt(s2 / (double)cols + KCASE_EPS);
+            for (size_t j = 0; j < cols; j++)
+                mag[(size_t)r * cols + j] =
+                    (float)((fabs(xr[j]) + fabs(mean)) * inv * fabs(w[j]) + fabs(b[j]));
+        }
+    } else {
+        float *x = fill(c, n, s, -2.f, 2.f, 0.05f), *r = fill(c, n, s, -2.f, 2.f, 0.05f);
+        float *w = fill(c, cols, s, 0.5f, 1.5f, 0.05f);
+        float *h = add_buf(c, n, 4, 1, cols), *y = h ? add_buf(c, n, 4, 1, cols) : NULL;
+        if (!x || !r || !w || !h || !y)
+            return -2;
+        oracle_add_rmsnorm(x, r, w, c->bufs[3].ref, c->bufs[4].ref, d->rows, d->cols, KCASE_EPS);
+    }
+    push_i(c, d->rows), push_i(c, d->cols), push_f(c, KCASE_EPS);
+    return 0;
+}
+
+static int build_rope(struct kcase *c, int neox, const struct kcase_dims *d, uint64_t *s)
+{
+    int t_count = d->rows, half = d->head_dim / 2;
+    size_t n = (size_t)t_count * d->heads * d->head_dim, nt = (size_t)t_count * half;
+    if (d->head_dim % 2 || d->heads < 1)
+        return -1;
+    float *x = fill(c, n, s, -2.f, 2.f, 0.05f);
+    float *cs = add_buf(c, nt, 4, 0, 0), *sn = cs ? add_buf(c, nt, 4, 0, 0) : NULL;
+    float *y = sn ? add_buf(c, n, 4, 1, (size_t)d->head_dim) : NULL;
+    if (!x || !cs || !sn || !y)
+        return -2;
+    for (int t = 0; t < t_count; t++)
+        for (int i = 0; i < half; i++) {
+            double ang = (t + 3) * pow(10000.0, -2.0 * i / d->head_dim);
+            cs[(size_t)t * half + i] = (float)cos(ang);
+            sn[(size_t)t * half + i] = (float)sin(ang);
+        }
+    (neox ? oracle_rope_neox : oracle_rope_gptj)(x, cs, sn, c->bufs[3].ref, t_count, d->heads,
+                                                 d->head_dim);
+    float *mag = mag_of(c, 3);
+    if (!mag)
+        return -2;
+    for (size_t p = 0; p < n / 2; p++) {
+        size_t th = p / (size_t)half, i = p % (size_t)half, t = th / (size_t)d->heads;
+        size_t ia = th * (size_t)d->head_dim + (neox ? i : 2 * i), ib = ia + (neox ? (size_t)half : 1);
+        float cv = fabsf(cs[t * half + i]), sv = fabsf(sn[t * half + i]);
+        mag[ia] = fabsf(x[ia]) * cv + fabsf(x[ib]) * sv;
+        mag[ib] = fabsf(x[ib]) * cv + fabsf(x[ia]) * sv;
+    }
+    push_i(c, t_count), push_i(c, d->heads), push_i(c, d->head_dim);
+    c->geom = KCASE_GEOM_QUADS; /* one thread per four pairs */
+    c->items = n / 2, c->rows = 1;
+    return 0;
+}
+
+static int build_matvec(struct kcase *c, const struct kcase_dims *d, uint64_t *s)
+{
+    int n = d->rows, k = d->cols, nb = k / 32;
+    if (k % 32 || n < 1)
+        return -1;
+    int8_t *w = (int8_t *)add_buf(c, (size_t)n * k, 1, 0, 0);
+    float *ws = w ? fill(c, (size_t)n * nb, s, 0.001f, 0.02f, 0.001f) : NULL;
+    int8_t *xq = ws ? (int8_t *)add_buf(c, (size_t)k, 1, 0, 0) : NULL;
+    float *xs = xq ? fill(c, (size_t)nb, s, 0.001f, 0.02f, 0.001f) : NULL;
+    float *y = xs ? add_buf(c, (size_t)n, 4, 1, (size_t)n) : NULL;
+    if (!y)
+        return -2;
+    for (size_t i = 0; i < (size_t)n * k; i++)
+        w[i] = (int8_t)((int)(splitmix(s) % 255) - 127);
+    for (int i = 0; i < k; i++)
+        xq[i] = (int8_t)((int)(splitmix(s) % 255) - 127);
+    oracle_matvec_q8(w, ws, xq, xs, c->bufs[4].ref, n, k);
+    {
+        int8_t *aw = malloc((size_t)n * k), *ax = malloc((size_t)k);
+        float *mag = mag_of(c, 4);
+        if (!aw || !ax || !mag) {
+            free(aw);
+            free(ax);
+            return -2;
+        }
+        for (size_t i = 0; i < (size_t)n * k; i++)
+            aw[i] = (int8_t)abs(w[i]);
+        for (int i = 0; i < k; i++)
+            ax[i] = (int8_t)abs(xq[i]);
+        oracle_matvec_q8(aw, ws, ax, xs, mag, n, k);
+        free(aw);
+        free(ax);
+    }
+    push_i(c, n), push_i(c, k);
+    c->geom = KCASE_GEOM_WARPROWS;
+    c->items = 1, c->rows = (uint64_t)n;
+    return 0;
+}
+
+/* KV splits for attn_decode_f32 on CUDA/HIP: about KCASE_ATT_KEYS_PER_SPLIT keys per
+ * block, at most KCASE_ATT_MAX_SPLITS blocks per head. */
+#define KCASE_ATT_KEYS_PER_SPLIT 512
+#define KCASE_ATT_MAX_SPLITS 128
+
+static int build_attn(struct kcase *c, const struct kcase_dims *d, uint64_t *s)
+{
+    int H = d->heads, Hkv = d->kv_heads, D = d->head_dim, L = d->kv_len, cap = L + 5;
+    if (Hkv < 1 || H % Hkv || D > ORACLE_ATT_MAX_D || L < 1)
+        return -1;
+    int S = (L + KCASE_ATT_KEYS_PER_SPLIT - 1) / KCASE_ATT_KEYS_PER_SPLIT;
+    S = S > KCASE_ATT_MAX_SPLITS ? KCASE_ATT_MAX_SPLITS : S;
+    size_t nkv = (size_t)Hkv * cap * D, nws = (size_t)H * S * (D + 2);
+    float *q = fill(c, (size_t)H * D, s, -1.f, 1.f, 0.05f);
+    float *k = fill(c, nkv, s, -1.f, 1.f, 0.05f), *v = fill(c, nkv, s, -1.f, 1.f, 0.05f);
+    float *o = add_buf(c, (size_t)H * D, 4, 1, (size_t)D);
+    float *ws = o ? add_buf(c, nws, 4, 0, 0) : NULL;           /* scratch */
+    uint32_t *cnt = ws ? (uint32_t *)add_buf(c, (size_t)H, 4, 0, 0) : NULL; /* zeroed */
+    if (!q || !k || !v || !o || !ws || !cnt)
+        return -2;
+    memset(ws, 0, nws * 4);
+    memset(cnt, 0, (size_t)H * 4);
+    float scale = (float)(1.0 / sqrt((double)D)) * 2.f; /* sharper than usual: a real max */
+    oracle_attn_decode(q, k, v, c->bufs[3].ref, H, Hkv, L, cap, D, scale);
+    {
+        float *av = malloc(nkv * sizeof(float)), *mag = mag_of(c, 3);
+        if (!av || !mag) {
+            free(av);
+            return -2;
+        }
+        for (size_t i = 0; i < nkv; i++)
+            av[i] = fabsf(v[i]);
+        oracle_attn_decode(q, k, av, mag, H, Hkv, L, cap, D, scale);
+        free(av);
+    }
+    push_i(c, H), push_i(c, Hkv), push_i(c, L), push_i(c, cap), push_i(c, D), push_f(c, scale);
+    /* the kernel reads only the valid part of the cache and not the scratch */
+    c->bytes_moved -= 2.0 * (double)Hkv * (cap - L) * D * 4 + (double)nws * 4 + (double)H * 4;
+    c->geom = KCASE_GEOM_HEADS;
+    c->items = (uint64_t)S, c->rows = (uint64_t)H;
+    return 0;
+}
+
+int kcase_build(struct kcase *c, const char *name, const struct kcase_dims *d, uint64_t seed)
+{
+    char op[KCASE_NAME_MAX];
+    const char *sg = strstr(name, "_sg_");
+    uint64_t s = seed;
+    int r = -1;
+
+    size_t nl = strlen(name);
+    int half = 0;
+
+    memset(c, 0, sizeof *c);
+    if (nl >= sizeof op - 2 || d->rows < 1 || d->cols < 1)
+        return -1;
+    if (sg) /* rms_norm_sg_f32 -> rms_norm_f32 */
+        snprintf(op, sizeof op, "%.*s%s", (int)(sg - name), name, sg + 3);
+    else
+        strcpy(op, name);
+    if (nl > 4 && !strcmp(op + strlen(op) - 4, "_f16"))
+        half = 1;
+    else if (nl > 5 && !strcmp(op + strlen(op) - 5, "_bf16"))
+        half = 2;
+    if (half) { /* add_bf16 -> add_f32 with 16-bit inputs */
+        snprintf(op + strlen(op) - (half == 1 ? 4 : 5), 8, "_f32");
+        if (!is_binary(op) && strcmp(op, "silu_gate_f32") && strcmp(op, "rms_norm_f32"))
+            return -1;
+    }
+    c->half = half;
+    c->tol = half == 1 ? 1e-3 : half == 2 ? 8e-3 : 1e-5;
+    snprintf(c->op, sizeof c->op, "%s", name);
+    snprintf(c->shape, sizeof c->shape, "%dx%d", d->rows, d->cols);
+    for (size_t i = 0; i < sizeof binops / sizeof binops[0]; i++)
+        if (!strcmp(op, binops[i].name)) {
+            r = build_binary(c, binops[i].op, d, &s);
+            snprintf(c->shape, sizeof c->shape, "%dx%d%s", d->rows, d->cols, d->bcast ? " bcast" : "");
+        }
+    if (!strcmp(op, "silu_gate_f32") || !strcmp(op, "gelu_erf_f32") || !strcmp(op, "gelu_tanh_f32"))
+        r = build_unary(c, op, d, &s);
+    else if (!strcmp(op, "rms_norm_f32") || !strcmp(op, "layer_norm_f32") ||
+             !strcmp(op, "add_rmsnorm_f32") || !strcmp(op, "softmax_f32"))
+        r = build_rows(c, op, d, &s);
+    else if (!strcmp(op, "rope_neox_f32") || !strcmp(op, "rope_gptj_f32")) {
+        r = build_rope(c, !strcmp(op, "rope_neox_f32"), d, &s);
+        snprintf(c->shape, sizeof c->shape, "T=%d H=%d D=%d", d->rows, d->heads, d->head_dim);
+    } else if (!strcmp(op, "matvec_q8"))
+        r = build_matvec(c, d, &s);
+    else if (!strcmp(op, "attn_decode_f32") || !strcmp(op, "attn_decode_d256_f32")) {
+        r = build_attn(c, d, &s);
+        snprintf(c->shape, sizeof c->shape, "H=%d Hkv=%d D=%d L=%d", d->heads, d->kv_heads,
+                 d->head_dim, d->kv_len);
+    }
+    for (int i = 0; r == 0 && half && i < c->nbufs; i++)
+        r = to16(&c->bufs[i], half);
+    if (half)
+        c->bytes_moved /= 2;
+    if (r != 0)
+        kcase_free(c);
+    return r;
+}
+
+void kcase_free(struct kcase *c)
+{
+    if (!c)
+        return;
+    for (int i = 0; i < KCASE_MAX_BUFS; i++) {
+        free(c->bufs[i].host);
+        free(c->bufs[i].ref);
+        free(c->bufs[i].mag);
+        c->bufs[i].host = NULL;
+        c->bufs[i].ref = NULL;
+        c->bufs[i].mag = NULL;
+    }
+    c->nbufs = 0;
+}
+
+void kcase_poison(struct kcase *c)
+{
+    for (int i = 0; i < c->nbufs; i++) {
+        struct kcase_buf *b = &c->bufs[i];
+        if (!b->is_output)
+            continue;
+        for (size_t j = 0; j < b->count; j++) {
+            if (b->half)
+                ((uint16_t *)b->host)[j] = (uint16_t)b->poison32;
+            else
+                ((float *)b->host)[j] = NAN;
+        }
+    }
+}
+
+int kcase_test_shapes(const char *name, struct kcase_dims *d, int max)
+{
+    static const struct kcase_dims rowsh[] = {
+        {7, 1000, 0, 0, 0, 0, 0}, {33, 1024, 0, 0, 0, 0, 0}, {3, 4099, 0, 0, 0, 0, 0},
+        {4, 8192, 0, 0, 0, 0, 0}, {2, 12288, 0, 0, 0, 0, 0}};
+    static const struct kcase_dims binsh[] = {
+        {7, 1003, 0, 0, 0, 0, 0}, {33, 1024, 1, 0, 0, 0, 0}, {5, 517, 1, 0, 0, 0, 0},
+        {3, 8192, 0, 0, 0, 0, 0}};
+    static const struct kcase_dims ropesh[] = {
+        {5, 1, 0, 4, 0, 64, 0}, {3, 1, 0, 2, 0, 128, 0}, {2, 1, 0, 3, 0, 80, 0},
+        {3, 1, 0, 5, 0, 84, 0}};
+    static const struct kcase_dims mvsh[] = {
+        {37, 1024, 0, 0, 0, 0, 0}, {256, 4096, 0, 0, 0, 0, 0}, {3, 32, 0, 0, 0, 0, 0}};
+    static const struct kcase_dims attsh[] = {
+        {1, 1, 0, 8, 2, 128, 300}, {1, 1, 0, 4, 4, 64, 1}, {1, 1, 0, 8, 1, 80, 1000},
+        {1, 1, 0, 2, 1, 256, 77}, {1, 1, 0, 6, 3, 128, 5000}};
+    const struct kcase_dims *src = rowsh;
+    int n = (int)(sizeof rowsh / sizeof rowsh[0]);
+    char f32name[KCASE_NAME_MAX];
+    size_t nl = strlen(name);
+
+    /* add_bf16 is checked at the shapes of add_f32 */
+    if (nl > 5 && !strcmp(name + nl - 5, "_bf16"))
+        snprintf(f32name, sizeof f32name, "%.*s_f32", (int)(nl - 5), name);
+    else if (nl > 4 && !strcmp(name + nl - 4, "_f16"))
+        snprintf(f32name, sizeof f32name, "%.*s_f32", (int)(nl - 4), name);
+    else
+        snprintf(f32name, sizeof f32name, "%s", name);
+    if (is_binary(f32name))
+        src = binsh, n = (int)(sizeof binsh / sizeof binsh[0]);
+    else if (!strncmp(name, "rope_", 5))
+        src = ropesh, n = (int)(sizeof ropesh / sizeof ropesh[0]);
+    else if (!strcmp(name, "matvec_q8"))
+        src = mvsh, n = (int)(sizeof mvsh / sizeof mvsh[0]);
+    else if (!strncmp(name, "attn_decode", 11))
+        src = attsh, n = (int)(sizeof attsh / sizeof attsh[0]);
+    int out = 0;
+    for (int i = 0; i < n && out < max; i++) /* attn_decode_f32 is built for D <= 128 */
+        if (strcmp(name, "attn_decode_f32") || src[i].head_dim <= 128)
+            d[out++] = src[i];
+    return out;
+}
+
+void kcase_bench_dims(const char *name, int rows, int cols, struct kcase_dims *d)
+{
+    memset(d, 0, sizeof *d);
+    d->rows = rows;
+    d->cols = cols;
+    if (!strncmp(name, "rope_", 5)) {
+        d->head_dim = 128;
+        d->heads = cols / 128 > 0 ? cols / 128 : 1;
+    } else if (!strncmp(name, "attn_decode", 11)) {
+        d->heads = 32;
+        d->kv_heads = 8;
+        d->head_dim = 128;
+        d->kv_len = (int)((long long)rows * cols / (2 * 8 * 128));
+        if (d->kv_len < 1)
+            d->kv_len = 1;
+    }
+}
+
+static uint32_t cap32(uint64_t v, uint32_t max)
+{
+    if (v < 1)
+        return 1;
+    return v > max ? max : (uint32_t)v;
+}
+
+void kcase_grid(const struct kcase *c, unsigned block, int vulkan, uint32_t max_x, uint32_t max_y,
+                uint32_t grid[2])
+{
+    uint64_t b = block ? block : 1;
+    grid[1] = 1;
+    switch (c->geom) {
+    case KCASE_GEOM_COLQUADS:
+        grid[0] = cap32(((c->items + 3) / 4 + b - 1) / b, max_x);
+        grid[1] = cap32(c->rows, max_y);
+        break;
+    case KCASE_GEOM_QUADS:
+        grid[0] = cap32(((c->items + 3) / 4 + b - 1) / b, max_x);
+        break;
+    case KCASE_GEOM_ITEMS:
+        grid[0] = cap32((c->items + b - 1) / b, max_x);
+        break;
+    case KCASE_GEOM_WARPROWS:
+        grid[0] = cap32(vulkan ? c->rows : (c->rows + b / 32 - 1) / (b / 32), max_x);
+        break;
+    case KCASE_GEOM_ROWS:
+        grid[0] = cap32(c->rows, max_x);
+        break;
+    case KCASE_GEOM_HEADS: /* x: heads, y: KV splits (the Vulkan shader does not split) */
+        grid[0] = cap32(c->rows, max_x);
+        grid[1] = vulkan ? 1 : cap32(c->items, max_y);
+        break;
+    }
+}
+
+double kcase_max_rel_err(const struct kcase *c, int i)
+{
+    const struct kcase_buf *b = &c->bufs[i];
+    size_t n = b->count, rl = b->row_len ? b->row_len : n;
+    double worst = 0.0;
+
+    for (size_t r0 = 0; r0 < n; r0 += rl) {
+        double rowmax = 0.0;
+        for (size_t j = r0; j < r0 + rl && j < n; j++)
+            rowmax = fmax(rowmax, fabs((double)b->ref[j]));
+        for (size_t j = r0; j < r0 + rl && j < n; j++) {
+            double ref = b->ref[j];
+            double g = b->half == 1   ? f16_to_f32(((const uint16_t *)b->host)[j])
+                       : b->half == 2 ? bf16_to_f32(((const uint16_t *)b->host)[j])
+                                      : ((const float *)b->host)[j];
+            if (!isfinite(g))
+                return INFINITY;
+            double den = fmax(fmax(fabs(ref), b->mag ? (double)b->mag[j] : 0.0), 1e-3 * rowmax);
+            double e = den > 0 ? fabs(g - ref) / den : fabs(g - ref);
+            worst = fmax(worst, e);
+        }
+    }
+    return worst;
+}
