@@ -27,7 +27,7 @@
 #define KJ_CLIENT_OUTBUF_MAX (128u << 20)  /* unsent reply bytes per client before it is dropped */
 #define KJ_DEFAULT_MAX_SIZE (5ull << 30)   /* --max-size default: 5 GiB */
 #define KJ_INDEX_FLUSH_MS 1000             /* hit counters reach sqlite this often */
-#define KJ_WORKER_RESTART_DELAY_MS 100     /* back-off before replacing a dead worker */
+#define KJ_POOL_RETRY_MS 10000             /* a compiler that failed to start is tried again after this */
 #define KJ_WORKER_AS_MAX (16ull << 30)     /* RLIMIT_AS of a worker (ROCm maps a lot) */
 #define KJ_WORKER_FSIZE_MAX (1ull << 30)   /* RLIMIT_FSIZE of a worker */
 #define KJ_HOT_BYTES_MAX (256u << 20)      /* verified objects kept in memory */

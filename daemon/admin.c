@@ -48,6 +48,16 @@ void kj__stats_flush(struct kj__daemon *d)
 	kj__cache_flush(d->cache);
 }
 
+/* A counter as saved in the index plus what is not saved yet (the index
+ * may be unwritable: a full disk is when publish_errors matters most). */
+static int64_t stat_value(struct kj__daemon *d, int i)
+{
+	int64_t v = 0;
+
+	kj__cache_counter_get(d->cache, kj__stat_names[i], &v);
+	return v + (int64_t)(d->stats[i] - d->stats_flushed[i]);
+}
+
 /* node_exporter's textfile format: one gauge or counter per line. */
 static int stats_prometheus(struct kj__daemon *d, struct answer *a)
 {
@@ -56,8 +66,7 @@ static int stats_prometheus(struct kj__daemon *d, struct answer *a)
 
 	kj__cache_totals(d->cache, &t);
 	for (int i = 0; i < KJ_STAT_COUNT; i++) {
-		int64_t v = 0;
-		kj__cache_counter_get(d->cache, kj__stat_names[i], &v);
+		int64_t v = stat_value(d, i);
 		r |= kj__buf_printf(&a->text, "# TYPE kjit_%s_total counter\nkjit_%s_total %lld\n", kj__stat_names[i],
 				    kj__stat_names[i], (long long)v);
 	}
@@ -95,8 +104,7 @@ static int do_stats(struct kj__daemon *d, const char *arg, struct answer *a)
 	kj__cache_totals(d->cache, &t);
 	r |= kj__buf_printf(&a->json, "{");
 	for (int i = 0; i < KJ_STAT_COUNT; i++) {
-		int64_t v = 0;
-		kj__cache_counter_get(d->cache, kj__stat_names[i], &v);
+		int64_t v = stat_value(d, i);
 		r |= kj__buf_printf(&a->text, "%-16s %lld\n", kj__stat_names[i], (long long)v);
 		r |= kj__buf_printf(&a->json, "\"%s\":%lld,", kj__stat_names[i], (long long)v);
 	}

@@ -53,6 +53,7 @@ struct kj__pool {
 	char runtime_version[KJ_VERSION_STR_MAX];
 	int ready;                /* identity known */
 	int failed;               /* KJIT_E* when the compiler cannot load */
+	uint64_t failed_us;       /* when: a failed pool tries again after a while */
 	char failure[512];
 	unsigned fail_streak;
 	int shutting_down;
@@ -194,6 +195,7 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int sig)
 	p->st.crashed++;
 	if (!w->hello && ++p->fail_streak >= FAIL_STREAK_MAX && !p->ready) {
 		p->failed = KJIT_EBACKEND;
+		p->failed_us = kj__now_us();
 		snprintf(p->failure, sizeof p->failure, "the %s compiler cannot start: %s", p->family, why);
 	}
 	int in_list = 0;
@@ -223,6 +225,7 @@ static void handle_hello(struct worker *w, const struct kj__msg *m)
 	w->hello = 1;
 	if (code < 0 || id == NULL) {
 		p->failed = code < 0 ? code : KJIT_EBACKEND;
+		p->failed_us = kj__now_us();
 		snprintf(p->failure, sizeof p->failure, "%s", err ? err : "the compiler failed to load");
 		kj__log(p->d, "%s worker: %s", p->family, p->failure);
 		run_ready_cbs(p, p->failed, p->failure);
@@ -341,6 +344,42 @@ static char **worker_env(const char *tmpdir)
 	return env;
 }
 
+/* A job on its way to a worker.  The frame is copied: the job (and its
+ * flight) may be gone before libuv has written it, if the worker dies. */
+struct job_write {
+	uv_write_t req;
+	uint8_t bytes[];
+};
+
+static void on_job_written(uv_write_t *req, int status)
+{
+	(void)status; /* a worker that cannot be written to dies: its exit says why */
+	free(req);
+}
+
+static int send_job(struct worker *w, const struct kj__job *job)
+{
+	uv_buf_t ub = uv_buf_init((char *)job->frame.p, (unsigned)job->frame.len);
+
+	/* Most jobs fit the socket buffer whole; large sources go through uv_write. */
+	int n = uv_try_write((uv_stream_t *)&w->pipe, &ub, 1);
+	if (n == (int)job->frame.len)
+		return 0;
+	if (n < 0 && n != UV_EAGAIN)
+		return KJIT_EIO;
+	size_t done = n > 0 ? (size_t)n : 0, rest = job->frame.len - done;
+	struct job_write *jw = malloc(sizeof *jw + rest);
+	if (jw == NULL)
+		return KJIT_ENOMEM;
+	memcpy(jw->bytes, job->frame.p + done, rest);
+	ub = uv_buf_init((char *)jw->bytes, (unsigned)rest);
+	if (uv_write(&jw->req, (uv_stream_t *)&w->pipe, &ub, 1, on_job_written) < 0) {
+		free(jw);
+		return KJIT_EIO;
+	}
+	return 0;
+}
+
 static int worker_spawn(struct kj__pool *p)
 {
 	struct kj__daemon *d = p->d;
@@ -435,12 +474,7 @@ static void dispatch(struct kj__pool *p)
 		if (p->queue_head == NULL)
 			p->queue_tail = NULL;
 		w->job = job;
-		uv_buf_t ub = uv_buf_init((char *)job->frame.p, (unsigned)job->frame.len);
-		int n = uv_try_write((uv_stream_t *)&w->pipe, &ub, 1);
-		if (n != (int)job->frame.len) {
-			/* Jobs are small next to a socket buffer; a short write
-			 * means the worker is wedged.  Blocking write is wrong on
-			 * the loop, so replace it. */
+		if (send_job(w, job) < 0) {
 			worker_lost(w, KJIT_EWORKER, "could not hand the job to its worker; it was replaced");
 			return;
 		}
@@ -477,8 +511,20 @@ int kj__pool_new(struct kj__daemon *d, const char *family, struct kj__pool **out
 	return 0;
 }
 
+/* A compiler that failed to start may start later (a package upgrade
+ * replaced files under it): clear the failure once it is old enough. */
+static void maybe_retry(struct kj__pool *p)
+{
+	if (p->failed && kj__now_us() - p->failed_us >= (uint64_t)KJ_POOL_RETRY_MS * 1000) {
+		kj__log(p->d, "%s: trying the compiler again after: %s", p->family, p->failure);
+		p->failed = 0;
+		p->fail_streak = 0;
+	}
+}
+
 void kj__pool_submit(struct kj__pool *p, struct kj__job *job)
 {
+	maybe_retry(p);
 	if (p->shutting_down) {
 		job_finish(job, KJIT_ESHUTDOWN, NULL, "kjitd is shutting down");
 		return;
@@ -500,6 +546,7 @@ void kj__pool_submit(struct kj__pool *p, struct kj__job *job)
 
 void kj__pool_when_ready(struct kj__pool *p, void (*fn)(void *arg, int code, const char *error), void *arg)
 {
+	maybe_retry(p);
 	if (p->ready || p->failed) {
 		fn(arg, p->ready ? 0 : p->failed, p->ready ? NULL : p->failure);
 		return;
@@ -516,6 +563,7 @@ void kj__pool_when_ready(struct kj__pool *p, void (*fn)(void *arg, int code, con
 	/* A worker must exist to say hello. */
 	if (p->n_workers == 0 && worker_spawn(p) < 0) {
 		p->failed = KJIT_EWORKER;
+		p->failed_us = kj__now_us();
 		snprintf(p->failure, sizeof p->failure, "cannot start a %s worker; see the kjitd log", p->family);
 		run_ready_cbs(p, p->failed, p->failure);
 	}

@@ -32,6 +32,8 @@ struct kj__conn {
 	struct kj__conn *prev, *next;
 	struct kj__framer in;
 	size_t out_pending;          /* bytes queued in uv_write, not yet written */
+	unsigned inflight;           /* requests read but not yet answered */
+	int processing;              /* inside process_frames */
 	unsigned refs;
 	unsigned handles_open;
 	int closing;
@@ -123,6 +125,20 @@ static void conn_close(struct kj__conn *c)
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 static void process_frames(struct kj__conn *c);
+static void resume_reading(struct kj__conn *c);
+
+/* Reads the next requests once nothing is owed to the client: no reply
+ * unsent, no request unanswered.  (Within process_frames its loop goes on.) */
+static void resume_reading(struct kj__conn *c)
+{
+	if (c->closing || c->processing || c->inflight > 0 || c->out_pending > 0)
+		return;
+	int r = uv_read_start((uv_stream_t *)&c->h, alloc_cb, on_read);
+	if (r < 0 && r != UV_EALREADY)
+		conn_close(c);
+	else
+		process_frames(c);
+}
 
 static void on_write(uv_write_t *req, int status)
 {
@@ -134,13 +150,8 @@ static void on_write(uv_write_t *req, int status)
 	free(w);
 	if (status < 0 && !c->closing)
 		conn_close(c);
-	else if (!c->closing && c->out_pending == 0) {
-		int r = uv_read_start((uv_stream_t *)&c->h, alloc_cb, on_read);
-		if (r < 0 && r != UV_EALREADY)
-			conn_close(c);
-		else
-			process_frames(c);
-	}
+	else
+		resume_reading(c);
 	kj__conn_unref(c);
 }
 
@@ -171,6 +182,8 @@ void kj__conn_send(struct kj__conn *c, struct kj__buf *b)
 		kj__buf_free(b);
 		return;
 	}
+	if (c->inflight > 0)
+		c->inflight--; /* every request gets exactly one reply */
 	if (c->out_pending + b->len > KJ_CLIENT_OUTBUF_MAX) {
 		kj__log(c->d, "dropping client pid %d: %zu reply bytes unread", (int)c->pid, c->out_pending);
 		kj__buf_free(b);
@@ -183,6 +196,7 @@ void kj__conn_send(struct kj__conn *c, struct kj__buf *b)
 		int n = uv_try_write((uv_stream_t *)&c->h, &ub, 1);
 		if (n == (int)b->len) {
 			kj__buf_free(b);
+			resume_reading(c);
 			return;
 		}
 		if (n > 0) {
@@ -331,7 +345,9 @@ static void process_frames(struct kj__conn *c)
 	int r;
 
 	kj__conn_ref(c);
-	while (!c->closing && c->out_pending == 0 && (r = kj__framer_next(&c->in, &h, &body)) != 0) {
+	c->processing = 1;
+	while (!c->closing && c->out_pending == 0 && c->inflight == 0 &&
+	       (r = kj__framer_next(&c->in, &h, &body)) != 0) {
 		if (r < 0) {
 			if (r == KJIT_ETOOBIG)
 				kj__conn_error(c, h.id, r, "frame of %u bytes is over the %u-byte limit; closing the connection",
@@ -342,12 +358,20 @@ static void process_frames(struct kj__conn *c)
 			conn_close(c);
 			break;
 		}
+		c->inflight++;
 		dispatch(c, &h, body);
 		if (!c->closing)
 			kj__framer_consume(&c->in, &h);
 	}
+	c->processing = 0;
+	/* A request still being answered (a compile): read nothing more from
+	 * this client until it is, so a client that pipelines without reading
+	 * cannot make us hold its replies. */
+	if (!c->closing && (c->inflight > 0 || c->out_pending > 0))
+		uv_read_stop((uv_stream_t *)&c->h);
 	if (!c->closing) {
-		if (c->in.len > 0)
+		/* Only a partial frame we wait on the client for can time out. */
+		if (c->in.len > 0 && c->inflight == 0 && c->out_pending == 0)
 			uv_timer_start(&c->idle, on_idle, KJ_CLIENT_IDLE_TIMEOUT_MS, 0);
 		else
 			uv_timer_stop(&c->idle);

@@ -1,0 +1,27 @@
+#!/bin/sh
+# Stress: STRESS_CLIENTS processes x STRESS_REQUESTS requests (default
+# 64 x 1000) mixing hits, misses, shared compiles, compile errors and
+# disconnects mid-request against one kjitd with the test compiler family;
+# every reply checked, RSS flat, no descriptor leaked (tests/stress/stress.c).
+# tests/e2e/stress-short.sh runs this with 8 x 100 inside `make test`.
+. "$(dirname "$0")/../e2e/lib.sh"
+
+CLIENTS=${STRESS_CLIENTS:-64}
+REQUESTS=${STRESS_REQUESTS:-1000}
+BIN="$TOP/$BUILD/stress/stress"
+if [ ! -x "$BIN" ] || [ "$BIN" -ot "$TOP/tests/stress/stress.c" ]; then
+	BIN="$T/stress"
+	cc -std=c11 -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -I"$TOP/client" -I"$TOP/common" \
+		"$TOP/tests/stress/stress.c" "$TOP/$BUILD/libkjit.a" -lcrypto -ldl -pthread -o "$BIN" ||
+		{ not_ok "build stress" "cc failed"; exit 1; }
+fi
+start_daemon --hip-compiler test --jobs 4 || { not_ok start "kjitd did not start"; exit 1; }
+"$BIN" -p "$DAEMON_PID" -c "$CLIENTS" -n "$REQUESTS" >"$T/out" 2>&1
+rc=$?
+cat "$T/out"
+check "stress ${CLIENTS}x${REQUESTS}: every reply right, none lost, RSS flat, no fd leaked" [ $rc -eq 0 ]
+check "stress: kjitd still answers" "$KJIT" ping
+check "stress: verify finds nothing corrupt" "$KJIT" verify
+errs=$(grep -c 'kjitd\[.*\(assert\|internal\|EINTERNAL\)' "$T/kjitd.log")
+check "stress: no internal error in the daemon log" [ "$errs" -eq 0 ]
+finish
