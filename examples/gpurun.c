@@ -12,12 +12,14 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "gpurun.h"
+#include "kjit.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "../kernels_src/oracle/oracle.h"
 #include "../tests/kernels/kcase.h"
@@ -36,7 +38,9 @@ static int usage(const char *prog)
 {
     fprintf(stderr,
             "usage: %s [--op NAME] [--bench] [--rows R] [--cols C] [--iters N]\n"
-            "          [--manifest FILE] PATH\n"
+            "          [--manifest FILE] [PATH]\n"
+            "  without PATH: every op of the manifest (or --op), each fetched from kjitd\n"
+            "        through libkjit for this device's target, as an application would\n"
             "  PATH  a code object (the op is --op, or the file name up to its first '.'),\n"
             "        or a directory of NAME.ARCH.EXT objects for every op of the manifest\n"
             "        (tests/kernels/test-kernels-compile.sh writes one with KJIT_OBJ_DIR=DIR)\n"
@@ -73,7 +77,7 @@ int gpurun_parse_args(int argc, char **argv, struct gpurun_opts *o, const char *
         else
             return usage(argv[0]);
     }
-    if (!o->path || o->rows < 1 || o->cols < 1 || o->iters < 1 || o->iters > GPURUN_MAX_ITERS)
+    if (o->rows < 1 || o->cols < 1 || o->iters < 1 || o->iters > GPURUN_MAX_ITERS)
         return usage(argv[0]);
     return 0;
 }
@@ -206,6 +210,43 @@ out:
 }
 
 /* The code object for op `name`: the file itself, or DIR/NAME.ARCH.EXT. */
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The code object of a bundled kernel, for this device's target, from kjitd
+ * through libkjit (starting a per-user daemon if none runs): the way an
+ * application gets it.  NULL with a message on failure. */
+static void *fetch_object(struct gpu_api *api, const struct gpurun_opts *o, const char *name)
+{
+    kjit_client *c = NULL;
+    kjit_result res = { 0 };
+    kjit_request req = { .backend = kjit_backend_from_name(o->backend), .target = api->arch, .kernel = name };
+    void *img = NULL;
+    int r = kjit_open(&c, NULL);
+
+    if (r < 0) {
+        fprintf(stderr, "%s: %s\n", name, kjit_last_error(NULL));
+        return NULL;
+    }
+    uint64_t t0 = now_ns();
+    r = kjit_get(c, &req, &res);
+    if (r < 0) {
+        fprintf(stderr, "%s: kjit: %s\n%s", name, res.error ? res.error : kjit_strerror(r), res.log ? res.log : "");
+    } else {
+        printf("# %s: %s from kjitd in %.3f ms (%zu bytes)\n", name, kjit_status_name(res.status),
+               (now_ns() - t0) / 1e6, res.size);
+        img = res.data;
+        res.data = NULL;
+    }
+    kjit_result_free(&res);
+    kjit_close(c);
+    return img;
+}
+
 static void *load_object(struct gpu_api *api, const struct gpurun_opts *o, const char *name,
                          int is_dir)
 {
@@ -214,6 +255,16 @@ static void *load_object(struct gpu_api *api, const struct gpurun_opts *o, const
     void *img, *module = NULL;
     int st;
 
+    if (!o->path) {
+        if (!(img = fetch_object(api, o, name)))
+            return NULL;
+        if ((st = api->load(api->ctx, img, &module)) != 0) {
+            fprintf(stderr, "%s: loading the object from kjitd failed: %s\n", name, api->errstr(api->ctx, st));
+            module = NULL;
+        }
+        free(img);
+        return module;
+    }
     if (is_dir)
         snprintf(path, sizeof path, "%s/%s.%s.%s", o->path, name, api->arch, api->obj_ext);
     else
@@ -293,11 +344,11 @@ int gpurun_main(struct gpu_api *api, const struct gpurun_opts *o)
     double copy_gbs = 0;
     int count = 0, is_dir, ran = 0;
 
-    if (stat(o->path, &sb) != 0) {
+    if (o->path && stat(o->path, &sb) != 0) {
         fprintf(stderr, "%s: no such file or directory\n", o->path);
         return 1;
     }
-    is_dir = S_ISDIR(sb.st_mode);
+    is_dir = !o->path || S_ISDIR(sb.st_mode); /* no path: every op, from kjitd */
     if (kmanifest_load(o->manifest, &m, &count, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
         return 1;

@@ -1,93 +1,74 @@
 #!/bin/sh
-# test-kernels-compile.sh: compile every kernel in kernels_src/MANIFEST for every
-# target the project promises, and check the result.
-#   hip    lines: hiprtc for gfx90a, gfx908, gfx1030 (wave64, wave64, wave32);
-#   cuda   lines: NVRTC for sm_80 and sm_90 (cubin);
-#   vulkan lines: glslangValidator (--target-env vulkan1.1) then spirv-val.
-# Each distinct (file, target, options) is compiled once, in its own process (build/tests/kernels/rtc-check, a
-# stand-in for `kjit get`), which also checks that every entry point is in the code
-# object.  With KJIT_OBJ_DIR set, the objects are kept there as
-# NAME.ARCH.{hsaco,cubin} and NAME.spv (the CUDA example can run from that directory).
-# Prints one line per check ("ok ..." / "not ok ...") and ends with "N passed, N failed"; exit 1 on any failure.
-# Run from the repository root; KJIT_KERNELS_DIR overrides ./kernels_src.
-set -u
-KDIR=${KJIT_KERNELS_DIR:-kernels_src}
-RTC=${KJIT_RTC_CHECK:-${BUILD:-build}/tests/kernels/rtc-check}
+# test-kernels-compile.sh: every kernel of kernels_src/MANIFEST compiled through a real
+# kjitd for every target the project promises, fetched with `kjit get --kernel`, and
+# checked:
+#   hip    lines: hiprtc for gfx90a, gfx908, gfx1030 (wave64, wave64, wave32): an
+#                 AMDGPU ELF (e_machine 224) holding every entry point;
+#   cuda   lines: NVRTC for sm_80 and sm_90: a cubin (e_machine 190) holding them;
+#   vulkan lines: shaderc for vulkan1.1: SPIR-V that passes spirv-val.
+# `kjit warm` compiles them first on every worker in parallel; the fetches are hits.
+# With KJIT_OBJ_DIR set, the objects are also kept there as NAME.ARCH.{hsaco,cubin} and
+# NAME.spv (examples/cuda_launch can run from that directory).
+. "$(dirname "$0")/../e2e/lib.sh"
+KDIR="$TOP/kernels_src"
+RTC="$TOP/$BUILD/tests/kernels/rtc-check"
 HIP_ARCHS=${KJIT_TEST_HIP_ARCHS:-"gfx90a gfx908 gfx1030"}
 CUDA_ARCHS=${KJIT_TEST_CUDA_ARCHS:-"sm_80 sm_90"}
 OBJ=${KJIT_OBJ_DIR:-}
-TMP=$(mktemp -d /tmp/kjit-compile.XXXXXX) || exit 1
-trap 'rm -rf "$TMP"' EXIT INT TERM
-pass=0
-fail=0
-
-[ -x "$RTC" ] || { echo "not ok test-kernels-compile: $RTC not built (make -f tests/kernels/Makefile.part kernels-tests)"; echo "0 passed, 1 failed"; exit 1; }
+[ -x "$RTC" ] || { not_ok test-kernels-compile "$RTC not built"; exit 1; }
 [ -n "$OBJ" ] && mkdir -p "$OBJ"
+start_daemon || { not_ok start "kjitd did not start"; exit 1; }
 
-check() { # check LABEL LOGFILE COMMAND...: run it, print one line, count it
-    label=$1 log=$2
-    shift 2
-    if "$@" >"$log" 2>&1; then
-        echo "ok $label"
-        pass=$((pass + 1))
-    else
-        echo "not ok $label"
-        sed 's/^/     | /' "$log" | head -20
-        fail=$((fail + 1))
-    fi
-}
+targets=""
+for a in $HIP_ARCHS $CUDA_ARCHS vulkan1.1; do targets="$targets --target $a"; done
+# shellcheck disable=SC2086
+"$KJIT" warm $targets -j 2 >"$T/warm" 2>&1
+check "kjit warm of the whole library for $HIP_ARCHS $CUDA_ARCHS vulkan1.1" [ $? -eq 0 ]
+grep -v '^warm:' "$T/warm" | grep -i 'fail' | head -n 20 >&2
+compiles_after_warm=$(stat_value compiles)
 
-vk_compile() { # vk_compile SRC OUT OPTIONS...
-    src=$1 out=$2
-    shift 2
-    glslangValidator --target-env vulkan1.1 -V -I"$KDIR/include" "$@" -o "$out" "$src" &&
-        spirv-val --target-env vulkan1.1 "$out"
+one() { # LABEL BACKEND NAME ARCH OUT ENTRIES: fetch and check one object
+	label=$1 backend=$2 name=$3 arch=$4 out=$5 entries=$6
+	if ! "$KJIT" get --kernel "$name" --backend "$backend" --target "$arch" -o "$out" >"$T/log" 2>&1; then
+		not_ok "$label" "$(head -c 400 "$T/log")"
+		return
+	fi
+	case $backend in
+	vulkan) spirv-val --target-env vulkan1.1 "$out" >"$T/val" 2>&1 || { not_ok "$label" "spirv-val: $(head -c 300 "$T/val")"; return; } ;;
+	*)
+		want=224
+		[ "$backend" = cuda ] && want=190
+		[ "$(elf_u16 "$out" 18)" = "$want" ] || { not_ok "$label" "e_machine $(elf_u16 "$out" 18), want $want"; return; }
+		eflags=$(echo "$entries" | tr ',' '\n' | sed 's/^/-e /' | tr '\n' ' ')
+		# shellcheck disable=SC2086
+		"$RTC" --entries-in "$out" $eflags >"$T/ent" 2>&1 || { not_ok "$label" "$(head -c 300 "$T/ent")"; return; }
+		;;
+	esac
+	ok "$label"
 }
 
 while read -r name backend file entries opts; do
-    case $name in ''|'#'*) continue ;; esac
-    eflags=$(echo "$entries" | tr ',' '\n' | sed 's/^/-e /' | tr '\n' ' ')
-    case $backend in
-    hip|cuda)
-        if [ "$backend" = hip ]; then archs=$HIP_ARCHS ext=hsaco; else archs=$CUDA_ARCHS ext=cubin; fi
-        for arch in $archs; do
-            # one compile per (backend, file, target, options); names sharing it
-            # (add_f32 and sub_f32 both build binary.cu) only check their entries
-            key=$(printf '%s|%s|%s|%s' "$backend" "$file" "$arch" "$opts" | cksum | cut -d' ' -f1)
-            out=$TMP/obj-$key.$ext
-            if [ -f "$out" ]; then
-                # shellcheck disable=SC2086
-                check "$name $backend $arch (shared object)" "$TMP/log" "$RTC" --entries-in "$out" $eflags
-            else
-                # shellcheck disable=SC2086 # options and entry flags are word lists on purpose
-                check "$name $backend $arch" "$TMP/log" "$RTC" "$backend" "$KDIR/$file" "$arch" \
-                    -o "$out" $eflags -- -I"$KDIR/include" $opts
-            fi
-            [ -n "$OBJ" ] && [ -f "$out" ] && cp "$out" "$OBJ/$name.$arch.$ext"
-        done
-        ;;
-    vulkan)
-        out=$TMP/$name.spv
-        # shellcheck disable=SC2086
-        check "$name vulkan spirv-val" "$TMP/log" vk_compile "$KDIR/$file" "$out" $opts
-        [ -n "$OBJ" ] && [ -f "$out" ] && cp "$out" "$OBJ/"
-        ;;
-    *)
-        echo "not ok $name: unknown backend $backend"
-        fail=$((fail + 1))
-        ;;
-    esac
+	case $name in ''|'#'*) continue ;; esac
+	case $backend in
+	hip) archs=$HIP_ARCHS ext=hsaco ;;
+	cuda) archs=$CUDA_ARCHS ext=cubin ;;
+	vulkan) archs=vulkan1.1 ext=spv ;;
+	*) not_ok "$name" "unknown backend $backend"; continue ;;
+	esac
+	for arch in $archs; do
+		out="$T/$name.$arch.$ext"
+		one "$name $backend $arch" "$backend" "$name" "$arch" "$out" "$entries"
+		if [ -n "$OBJ" ] && [ -f "$out" ]; then
+			if [ "$backend" = vulkan ]; then cp "$out" "$OBJ/$name.spv"; else cp "$out" "$OBJ/"; fi
+		fi
+	done
 done <"$KDIR/MANIFEST"
 
-# The harness must be able to fail: a source with an error must not "compile".
-printf 'extern "C" __global__ void broken(float *y) { y[0] = no_such_name; }\n' >"$TMP/broken.cu"
-if "$RTC" cuda "$TMP/broken.cu" sm_90 >"$TMP/log" 2>&1; then
-    echo "not ok compile-error-detected: a broken source compiled"
-    fail=$((fail + 1))
-else
-    echo "ok compile-error-detected"
-    pass=$((pass + 1))
-fi
+check "every fetch after the warm-up was a hit (compiles $compiles_after_warm -> $(stat_value compiles))" \
+	[ "$(stat_value compiles)" = "$compiles_after_warm" ]
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+# The check must be able to fail: a broken source does not "compile".
+printf 'extern "C" __global__ void broken(float *y) { y[0] = no_such_name; }\n' >"$T/broken.cu"
+"$KJIT" get --source "$T/broken.cu" --backend cuda --target sm_90 >"$T/log" 2>&1
+check "a broken CUDA source is a compile error (exit 1)" [ $? -eq 1 ]
+finish

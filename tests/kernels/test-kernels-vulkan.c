@@ -20,14 +20,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "kcase.h"
+#include "kjit.h"
 #include "vkrun.h"
 
 extern char **environ;
@@ -46,95 +45,32 @@ static const char *kernels_dir(void)
     return d && *d ? d : "kernels_src";
 }
 
-/* Read a whole file; returns 0 and a malloc'd buffer, or -1. */
-static int slurp(const char *path, uint8_t **bytes, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    uint8_t *buf = NULL;
-    long n;
-    int r = -1;
-
-    if (!f)
-        return -1;
-    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
-        (buf = malloc((size_t)n)) && fread(buf, 1, (size_t)n, f) == (size_t)n) {
-        *bytes = buf;
-        *len = (size_t)n;
-        buf = NULL;
-        r = 0;
-    }
-    free(buf);
-    fclose(f);
-    return r;
-}
-
-/*
- * The SPIR-V for manifest kernel `name` (backend vulkan).  For now: compile
- * kernels_src/<FILE> with glslangValidator and the manifest's options into a temporary
- * file.  (To be replaced by the libkjit client API: kjit_get(name, "vulkan", ...).)
- * Returns 0 with *bytes malloc'd (caller frees), or -1 with a message on stderr.
- */
+/* The SPIR-V of a bundled kernel, fetched the way applications do: from
+ * kjitd through libkjit ($KJIT_SOCKET; the test script starts the daemon). */
 static int fetch_spirv(const char *name, uint8_t **bytes, size_t *len)
 {
-    char mpath[512], src[512], inc[512], tmp[] = "/tmp/kjit-spv-XXXXXX", err[256];
-    char *argv[8 + KCASE_MAX_OPTS];
-    struct kmanifest_entry *m = NULL;
-    const struct kmanifest_entry *e;
-    posix_spawn_file_actions_t fa;
-    int count = 0, fd, status, argc = 0, r = -1;
-    pid_t pid;
+    kjit_client *c = NULL;
+    kjit_result res = { 0 };
+    kjit_request req = { .backend = KJIT_BACKEND_VULKAN, .target = "vulkan1.1", .kernel = name };
+    int r = kjit_open(&c, NULL);
 
-    snprintf(mpath, sizeof mpath, "%s/MANIFEST", kernels_dir());
-    if (kmanifest_load(mpath, &m, &count, err, sizeof err) != 0) {
-        fprintf(stderr, "fetch_spirv: %s\n", err);
+    if (r < 0) {
+        fprintf(stderr, "fetch_spirv: %s\n", kjit_last_error(NULL));
         return -1;
     }
-    if (!(e = kmanifest_find(m, count, name, "vulkan"))) {
-        fprintf(stderr, "fetch_spirv: %s: no vulkan kernel of that name in %s\n", name, mpath);
-        goto out;
+    r = kjit_get(c, &req, &res);
+    if (r < 0) {
+        fprintf(stderr, "fetch_spirv: %s: %s\n", name, res.error ? res.error : kjit_strerror(r));
+        if (res.log)
+            fprintf(stderr, "%s\n", res.log);
+    } else {
+        *bytes = res.data; /* handed over: kjit_result_free must not free it */
+        *len = res.size;
+        res.data = NULL;
     }
-    if ((fd = mkstemp(tmp)) < 0) {
-        perror("fetch_spirv: mkstemp");
-        goto out;
-    }
-    close(fd);
-    snprintf(src, sizeof src, "%s/%s", kernels_dir(), e->file);
-    snprintf(inc, sizeof inc, "-I%s/include", kernels_dir());
-    argv[argc++] = "glslangValidator";
-    argv[argc++] = "--target-env";
-    argv[argc++] = "vulkan1.1";
-    argv[argc++] = "-V";
-    argv[argc++] = inc;
-    for (int i = 0; i < e->nopts; i++)
-        argv[argc++] = (char *)e->opts[i];
-    argv[argc++] = "-o";
-    argv[argc++] = tmp;
-    argv[argc++] = src;
-    argv[argc] = NULL;
-    if (posix_spawn_file_actions_init(&fa) != 0)
-        goto out_tmp;
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0); /* it echoes the file name */
-    if ((errno = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ)) != 0) {
-        fprintf(stderr, "fetch_spirv: cannot run glslangValidator: %s (apt-get install glslang-tools)\n",
-                strerror(errno));
-        posix_spawn_file_actions_destroy(&fa);
-        goto out_tmp;
-    }
-    posix_spawn_file_actions_destroy(&fa);
-    if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        fprintf(stderr, "fetch_spirv: glslangValidator failed on %s\n", src);
-        goto out_tmp;
-    }
-    if (slurp(tmp, bytes, len) != 0) {
-        fprintf(stderr, "fetch_spirv: cannot read %s\n", tmp);
-        goto out_tmp;
-    }
-    r = 0;
-out_tmp:
-    unlink(tmp);
-out:
-    free(m);
-    return r;
+    kjit_result_free(&res);
+    kjit_close(c);
+    return r < 0 ? -1 : 0;
 }
 
 static void report(struct tally *t, int ok, const char *what, const char *shape, const char *msg)

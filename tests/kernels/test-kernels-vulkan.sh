@@ -1,11 +1,15 @@
 #!/bin/sh
-# test-kernels-vulkan.sh: run build/tests/kernels/test-kernels-vulkan (every Vulkan
-# kernel of kernels_src/MANIFEST on lavapipe or the local GPU, checked against the CPU
-# oracle) so that tests/run.sh, which runs tests/kernels/*.sh, picks it up.
-BIN=${BUILD:-build}/tests/kernels/test-kernels-vulkan
+# test-kernels-vulkan.sh: every Vulkan kernel of kernels_src/MANIFEST, fetched from a
+# real kjitd through libkjit (compiled there by shaderc), run on lavapipe through the
+# Vulkan loader and checked against the CPU oracle (build/tests/kernels/test-kernels-vulkan).
+. "$(dirname "$0")/../e2e/lib.sh"
+BIN="$TOP/$BUILD/tests/kernels/test-kernels-vulkan"
 if [ ! -x "$BIN" ]; then
-    echo "not ok test-kernels-vulkan: $BIN not built (make -f tests/kernels/Makefile.part kernels-tests)"
-    echo "0 passed, 1 failed"
-    exit 1
+	not_ok test-kernels-vulkan "$BIN not built"
+	exit 1
 fi
-exec "$BIN"
+start_daemon || { not_ok start "kjitd did not start"; exit 1; }
+cd "$TOP" && "$BIN"
+rc=$?
+check "the kernels came from kjitd (compiles counted there)" [ "$(stat_value compiles)" -ge 10 ]
+[ "$rc" -eq 0 ] && finish
