@@ -135,6 +135,24 @@ struct kj__cache {
 
 	uint8_t (*dirty)[KJ_SHA256_LEN];
 	size_t ndirty, capdirty;
+
+	/* The hot set: verified objects in memory, most recently used first. */
+	struct hot **hot_tab;
+	size_t hot_cap, hot_n;
+	uint64_t hot_bytes, hot_max;
+	struct hot *hot_head, *hot_tail;
+};
+
+/* A verified object held in memory, with what its file looked like then. */
+struct hot {
+	uint8_t key[KJ_SHA256_LEN];
+	struct hot *chain;           /* next in the bucket */
+	struct hot *prev, *next;     /* LRU list */
+	uint8_t *data;
+	size_t size;
+	dev_t dev;
+	ino_t ino;
+	struct timespec mtim;
 };
 
 /* ---- helpers ---------------------------------------------------------- */
@@ -325,8 +343,148 @@ static void tab_add(struct kj__cache *c, const struct ent *en)
 
 /* Removes entry idx: backward-shift deletion in the slots, then the last
  * entry moves into idx. */
+/* ---- the hot set -------------------------------------------------------- */
+
+#define HOT_BUCKETS_MIN 256
+#define HOT_OBJECT_SHARE 8 /* one object takes at most 1/8 of the hot set */
+
+static size_t hot_bucket(const struct kj__cache *c, const uint8_t *key)
+{
+	uint64_t h;
+	memcpy(&h, key, sizeof h); /* the key is a SHA-256: its bytes are uniform */
+	return (size_t)h & (c->hot_cap - 1);
+}
+
+static struct hot *hot_find(const struct kj__cache *c, const uint8_t *key)
+{
+	if (c->hot_cap == 0)
+		return NULL;
+	for (struct hot *h = c->hot_tab[hot_bucket(c, key)]; h; h = h->chain)
+		if (memcmp(h->key, key, KJ_SHA256_LEN) == 0)
+			return h;
+	return NULL;
+}
+
+static void hot_unlink_lru(struct kj__cache *c, struct hot *h)
+{
+	if (h->prev)
+		h->prev->next = h->next;
+	else
+		c->hot_head = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+	else
+		c->hot_tail = h->prev;
+	h->prev = h->next = NULL;
+}
+
+static void hot_push_front(struct kj__cache *c, struct hot *h)
+{
+	h->next = c->hot_head;
+	if (c->hot_head)
+		c->hot_head->prev = h;
+	c->hot_head = h;
+	if (c->hot_tail == NULL)
+		c->hot_tail = h;
+}
+
+static void hot_remove(struct kj__cache *c, const uint8_t *key)
+{
+	struct hot **pp, *h;
+
+	if (c->hot_cap == 0)
+		return;
+	for (pp = &c->hot_tab[hot_bucket(c, key)]; (h = *pp) != NULL; pp = &h->chain) {
+		if (memcmp(h->key, key, KJ_SHA256_LEN) == 0) {
+			*pp = h->chain;
+			hot_unlink_lru(c, h);
+			c->hot_bytes -= h->size;
+			c->hot_n--;
+			free(h->data);
+			free(h);
+			return;
+		}
+	}
+}
+
+static void hot_free_all(struct kj__cache *c)
+{
+	while (c->hot_head)
+		hot_remove(c, c->hot_head->key);
+	free(c->hot_tab);
+	c->hot_tab = NULL;
+	c->hot_cap = 0;
+}
+
+/* Keeps a copy of verified bytes with the file's identity; best effort. */
+static void hot_put(struct kj__cache *c, const uint8_t *key, const uint8_t *data, size_t size,
+		   const struct stat *st)
+{
+	if (c->hot_max == 0 || size > c->hot_max / HOT_OBJECT_SHARE)
+		return;
+	hot_remove(c, key);
+	if (c->hot_cap == 0 || c->hot_n + 1 > c->hot_cap) {
+		size_t cap = c->hot_cap ? c->hot_cap * 2 : HOT_BUCKETS_MIN;
+		struct hot **tab = calloc(cap, sizeof *tab);
+		if (tab == NULL)
+			return;
+		for (size_t b = 0; b < c->hot_cap; b++) {
+			for (struct hot *h = c->hot_tab[b], *next; h; h = next) {
+				next = h->chain;
+				uint64_t v;
+				memcpy(&v, h->key, sizeof v);
+				h->chain = tab[v & (cap - 1)];
+				tab[v & (cap - 1)] = h;
+			}
+		}
+		free(c->hot_tab);
+		c->hot_tab = tab;
+		c->hot_cap = cap;
+	}
+	while (c->hot_tail && c->hot_bytes + size > c->hot_max)
+		hot_remove(c, c->hot_tail->key);
+	struct hot *h = calloc(1, sizeof *h);
+	if (h == NULL || (h->data = malloc(size)) == NULL) {
+		free(h);
+		return;
+	}
+	memcpy(h->key, key, KJ_SHA256_LEN);
+	memcpy(h->data, data, size);
+	h->size = size;
+	h->dev = st->st_dev;
+	h->ino = st->st_ino;
+	h->mtim = st->st_mtim;
+	size_t b = hot_bucket(c, key);
+	h->chain = c->hot_tab[b];
+	c->hot_tab[b] = h;
+	hot_push_front(c, h);
+	c->hot_bytes += size;
+	c->hot_n++;
+}
+
+/* The hot copy of en, if its file is still the one that was verified. */
+static struct hot *hot_get(struct kj__cache *c, const struct ent *en)
+{
+	struct hot *h = hot_find(c, en->key);
+	char path[PATH_MAX];
+	struct stat st;
+
+	if (h == NULL)
+		return NULL;
+	if (object_path(c, en, path, sizeof path) < 0 || c->fs->stat(path, &st) < 0 || st.st_dev != h->dev ||
+	    st.st_ino != h->ino || (size_t)st.st_size != h->size || st.st_mtim.tv_sec != h->mtim.tv_sec ||
+	    st.st_mtim.tv_nsec != h->mtim.tv_nsec || h->size != en->size) {
+		hot_remove(c, en->key); /* changed or gone: read and verify it again */
+		return NULL;
+	}
+	hot_unlink_lru(c, h);
+	hot_push_front(c, h);
+	return h;
+}
+
 static void tab_remove(struct kj__cache *c, size_t idx)
 {
+	hot_remove(c, c->ents[idx].key);
 	size_t mask = c->nslots - 1, hole = slot_of(c, idx), j = hole;
 
 	for (;;) {
@@ -823,6 +981,7 @@ int kj__cache_open(struct kj__cache **out, const char *dir, const struct kj__cac
 	c->fs = opt && opt->fs ? opt->fs : &kj__fsys_default;
 	c->log = opt && opt->log ? opt->log : stderr;
 	c->max_size = opt && opt->max_size ? opt->max_size : KJ_DEFAULT_MAX_SIZE;
+	c->hot_max = opt && opt->hot_max ? opt->hot_max : KJ_HOT_BYTES_MAX;
 	c->dir = kj__strdup(dir);
 	if (c->dir == NULL) {
 		r = KJIT_ENOMEM;
@@ -884,6 +1043,7 @@ void kj__cache_close(struct kj__cache *c)
 		free(c->tuples[i].ext);
 	}
 	free(c->tuples);
+	hot_free_all(c);
 	free(c->ents);
 	free(c->slots);
 	free(c->dirty);
@@ -897,8 +1057,8 @@ void kj__cache_close(struct kj__cache *c)
  * KJIT_ECORRUPT with why set (missing, wrong size, wrong digest);
  * KJIT_EIO for an I/O error that says nothing about the object (logged);
  * KJIT_ENOMEM. */
-static int read_object(struct kj__cache *c, const struct ent *en, uint8_t **out, char *why,
-		       size_t whylen)
+static int read_object(struct kj__cache *c, const struct ent *en, uint8_t **out, struct stat *out_st,
+		       char *why, size_t whylen)
 {
 	char path[PATH_MAX];
 	uint8_t *buf = NULL, d[KJ_SHA256_LEN];
@@ -956,6 +1116,7 @@ static int read_object(struct kj__cache *c, const struct ent *en, uint8_t **out,
 		goto out;
 	}
 	*out = buf;
+	*out_st = st;
 	buf = NULL;
 	r = 0;
 out:
@@ -1005,7 +1166,19 @@ int kj__cache_lookup(struct kj__cache *c, const char *key, uint8_t **data, size_
 	i = tab_find(c, k);
 	if (i == NONE)
 		return KJIT_ENOENT;
-	r = read_object(c, &c->ents[i], &buf, why, sizeof why);
+	struct hot *h = hot_get(c, &c->ents[i]);
+	if (h) {
+		buf = malloc(h->size);
+		if (buf == NULL)
+			return KJIT_ENOMEM;
+		memcpy(buf, h->data, h->size);
+		r = 0;
+	} else {
+		struct stat st;
+		r = read_object(c, &c->ents[i], &buf, &st, why, sizeof why);
+		if (r == 0)
+			hot_put(c, k, buf, c->ents[i].size, &st);
+	}
 	if (r == KJIT_ECORRUPT) {
 		say(c, "object %s corrupt (%s); dropped, will recompile", key, why);
 		drop(c, i);
@@ -1168,6 +1341,11 @@ int kj__cache_publish(struct kj__cache *c, struct kj__cache_entry *e, const uint
 	} else {
 		tab_add(c, &en);
 	}
+	/* Just compiled: likely asked for again soon.  The bytes are the
+	 * ones hashed above, so they count as verified. */
+	struct stat fst;
+	if (c->fs->stat(final, &fst) == 0)
+		hot_put(c, en.key, data, len, &fst);
 	r = 0;
 out:
 	if (created && c->fs->unlink(tmp) < 0 && errno != ENOENT)
@@ -1535,8 +1713,9 @@ int kj__cache_verify(struct kj__cache *c, void (*fn)(const struct kj__cache_entr
 		struct kj__cache_entry e;
 		uint8_t *buf = NULL;
 		char why[128];
+		struct stat st;
 		nchecked++;
-		r = read_object(c, &c->ents[i], &buf, why, sizeof why);
+		r = read_object(c, &c->ents[i], &buf, &st, why, sizeof why); /* the disk, not the hot set */
 		free(buf);
 		if (r == KJIT_ECORRUPT) {
 			fill_entry(c, &c->ents[i], &e);

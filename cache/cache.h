@@ -29,6 +29,7 @@ struct kj__fsys {
 	int (*unlink)(const char *path);
 	int (*mkdir)(const char *path, mode_t mode);
 	int (*fstat)(int fd, struct stat *st);
+	int (*stat)(const char *path, struct stat *st);
 };
 /* The real system calls. */
 extern const struct kj__fsys kj__fsys_default;
@@ -39,6 +40,7 @@ struct kj__cache_options {
 	const struct kj__fsys *fs;   /* NULL: kj__fsys_default */
 	uint64_t max_size;           /* 0: KJ_DEFAULT_MAX_SIZE */
 	FILE *log;                   /* warnings (corrupt objects, I/O errors); NULL: stderr */
+	uint64_t hot_max;            /* bytes of verified objects kept in memory; 0: KJ_HOT_BYTES_MAX */
 };
 
 /* What the index holds about one object. */
@@ -68,8 +70,9 @@ int kj__cache_open(struct kj__cache **out, const char *dir, const struct kj__cac
 /* Flushes pending counters and closes; NULL is a no-op. */
 void kj__cache_close(struct kj__cache *c);
 
-/* Looks key up.  On a verified hit: 0, *data malloc'd (or from the memory
- * hot set, copied), *len, and *e filled (string pointers valid until the
+/* Looks key up.  On a verified hit: 0, *data malloc'd (a copy from the
+ * memory hot set when the object is there and its file is unchanged since it
+ * was verified: same inode, size and modification time), *len, and *e filled (string pointers valid until the
  * next call).  A miss: KJIT_ENOENT.  A corrupt or missing object: its row
  * and file are removed, a warning logged, and KJIT_ENOENT returned (the
  * caller recompiles).  Counts the hit in memory (see kj__cache_flush). */

@@ -67,6 +67,11 @@ static int fs_fstat(int fd, struct stat *st)
 	return fstat(fd, st);
 }
 
+static int fs_stat(const char *path, struct stat *st)
+{
+	return stat(path, st);
+}
+
 const struct kj__fsys kj__fsys_default = {
 	.open = fs_open,
 	.read = fs_read,
@@ -77,4 +82,5 @@ const struct kj__fsys kj__fsys_default = {
 	.unlink = unlink,
 	.mkdir = mkdir,
 	.fstat = fs_fstat,
+	.stat = fs_stat,
 };

@@ -727,9 +727,58 @@ static int f_fstat(int fd, struct stat *st)
 	return fault(0) ? -1 : kj__fsys_default.fstat(fd, st);
 }
 
+static int f_stat(const char *p, struct stat *st)
+{
+	return fault(0) ? -1 : kj__fsys_default.stat(p, st);
+}
+
 static const struct kj__fsys faulty = {
-	f_open, f_read, f_write, f_fsync, f_close, f_rename, f_unlink, f_mkdir, f_fstat,
+	f_open, f_read, f_write, f_fsync, f_close, f_rename, f_unlink, f_mkdir, f_fstat, f_stat,
 };
+
+/* Counts the calls the cache makes, by kind, without failing any. */
+static unsigned n_open, n_stat;
+static int c_open(const char *p, int fl, mode_t m)
+{
+	n_open++;
+	return kj__fsys_default.open(p, fl, m);
+}
+static int c_stat(const char *p, struct stat *st)
+{
+	n_stat++;
+	return kj__fsys_default.stat(p, st);
+}
+
+/* A second hit comes from memory (one stat, no open), until the file
+ * changes under it: then it is read and verified again, and a same-size
+ * corruption is still caught. */
+static void test_hot_set(void)
+{
+	struct kj__fsys fs = kj__fsys_default;
+	struct kj__cache *c;
+	char key[65], path[400];
+
+	fs.open = c_open;
+	fs.stat = c_stat;
+	setup();
+	c = open_fs(&fs, 0);
+	CHECK_EQ_INT(publish(c, 1, "gfx90a", 3000), 0);
+	n_open = n_stat = 0;
+	CHECK_EQ_INT(lookup(c, 1, 3000), 0);
+	CHECK_EQ_INT(lookup(c, 1, 3000), 0);
+	CHECK_EQ_INT(n_open, 0); /* published bytes were kept hot */
+	CHECK_EQ_INT(n_stat, 2);
+	make_key(1, key);
+	snprintf(path, sizeof path, "%s/gfx90a-6.0/%s.hsaco", dir, key);
+	int fd = open(path, O_WRONLY);
+	CHECK(fd >= 0 && pwrite(fd, "XY", 2, 100) == 2 && close(fd) == 0);
+	struct timespec later[2] = { { 0, UTIME_OMIT }, { 2000000000, 0 } };
+	CHECK(utimensat(AT_FDCWD, path, later, 0) == 0); /* as a later write would */
+	CHECK_EQ_INT(lookup(c, 1, 3000), KJIT_ENOENT);  /* re-read, digest mismatch, dropped */
+	CHECK(strstr(logged(), "corrupt") != NULL);
+	kj__cache_close(c);
+	cleanup();
+}
 
 static int open_fds(void)
 {
@@ -871,7 +920,7 @@ static void test_ten_thousand_entries(void)
 }
 
 TEST_LIST(TEST(publish_lookup) TEST(publish_rejects_bad_entries) TEST(restart_still_hits)
-	  TEST(integrity_check_after_unclean_close)
+	  TEST(integrity_check_after_unclean_close) TEST(hot_set)
 	  TEST(lock_same_process) TEST(lock_other_process) TEST(corrupt_byte_is_a_miss)
 	  TEST(deleted_file_is_a_miss) TEST(truncated_index_is_rebuilt)
 	  TEST(gc_keeps_most_recently_used) TEST(foreach_order_and_filter)
