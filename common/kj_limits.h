@@ -31,6 +31,7 @@
 #define KJ_WORKER_AS_MAX (16ull << 30)     /* RLIMIT_AS of a worker (ROCm maps a lot) */
 #define KJ_WORKER_FSIZE_MAX (1ull << 30)   /* RLIMIT_FSIZE of a worker */
 #define KJ_HOT_BYTES_MAX (256u << 20)      /* verified objects kept in memory */
+#define KJ_MEMO_BYTES_MAX (64u << 20)      /* request bodies remembered with their cache key */
 
 /* Client. */
 #define KJ_DEFAULT_TIMEOUT_MS 600000       /* a reply: covers a queue of long compiles */

@@ -116,6 +116,25 @@ int kj__manifest_load(const char *dir, struct kj__manifest *m, char *err, size_t
 const struct kj__kernel *kj__manifest_find(const struct kj__manifest *m, const char *name, int backend);
 void kj__manifest_free(struct kj__manifest *m);
 
+/* memo.c: what a request's exact bytes resolved to (docs in memo.c). */
+struct kj__memo;
+struct kj__memo_hit {
+	int backend;
+	char key[65];
+	char target[KJ_TARGET_MAX];
+	char version[KJ_VERSION_STR_MAX];
+};
+struct stat;
+int kj__memo_new(struct kj__memo **out, size_t max_bytes);
+void kj__memo_free(struct kj__memo *m);
+/* 1 with *out filled when body was resolved before and no file it depends
+ * on has changed since; else 0. */
+int kj__memo_find(struct kj__memo *m, const uint8_t *body, size_t len, struct kj__memo_hit *out);
+/* Remembers body's resolution and the files (with their identity as of
+ * stats) it depended on.  0, or KJIT_ENOMEM (nothing remembered). */
+int kj__memo_put(struct kj__memo *m, const uint8_t *body, size_t len, const struct kj__memo_hit *hit,
+		 const char *const *paths, const struct stat *stats, size_t n_paths);
+
 /* Counters since start; added to the persistent ones on flush. */
 enum kj__stat {
 	KJ_STAT_REQUESTS, KJ_STAT_HITS, KJ_STAT_MISSES, KJ_STAT_COMPILES, KJ_STAT_JOINED,
@@ -138,6 +157,7 @@ struct kj__daemon {
 	struct kj__cache *cache;
 	struct kj__pool *pools[4];   /* by backend */
 	struct kj__manifest manifest;
+	struct kj__memo *memo;       /* request bytes -> key, for the hit path */
 	struct kj__flight **flights; /* open hash by key */
 	size_t flights_cap, flights_n;
 	struct kj__conn *conns;      /* all live connections */
@@ -177,7 +197,9 @@ uid_t kj__conn_uid(const struct kj__conn *c);
 void kj__conn_unref(struct kj__conn *c);
 
 /* get.c: the GET request. */
-void kj__handle_get(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const struct kj__msg *m);
+/* body/len are the raw GET body m was decoded from (the memo's key). */
+void kj__handle_get(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const struct kj__msg *m,
+		    const uint8_t *body, size_t len);
 void kj__flights_free(struct kj__daemon *d);
 /* Decodes and checks a GET body as kj__handle_get does, without serving it
  * (for fuzzing).  0 or the code the client would get, reason in err. */

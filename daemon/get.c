@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "daemon.h"
 #include "kjit.h"
@@ -45,6 +46,9 @@ struct get_req {
 	uint64_t t0;
 	int backend;
 	char *target, *version, *kernel, *source_name, *target_from;
+	char *kernel_path;          /* a bundled kernel's source file */
+	uint8_t *raw;               /* the request's bytes, for the memo */
+	size_t raw_len;
 	uint8_t *source;
 	size_t source_len;
 	char **entries;
@@ -73,6 +77,8 @@ static void get_req_free(struct get_req *g)
 	free(g->kernel);
 	free(g->source_name);
 	free(g->target_from);
+	free(g->kernel_path);
+	free(g->raw);
 	free(g->source);
 	strv_free(g->entries, g->n_entries);
 	strv_free(g->options, g->n_options);
@@ -550,7 +556,7 @@ static int load_kernel(struct get_req *g, char *err, size_t errlen)
 	if (path == NULL)
 		return KJIT_ENOMEM;
 	r = kj__read_file(path, KJ_SOURCE_MAX, &g->source, &g->source_len);
-	free(path);
+	g->kernel_path = path;
 	if (r < 0) {
 		snprintf(err, errlen, "bundled kernel '%s': cannot read %s: %s", g->kernel, k->file, strerror(-r));
 		return KJIT_EIO;
@@ -646,6 +652,60 @@ static int build_job(struct kj__flight *f, struct get_req *g, const struct kj__i
 	return r ? r : kj__msg_end(b);
 }
 
+/* 1 if path holds exactly the n bytes at p (read again now). */
+static int file_holds(const char *path, const uint8_t *p, size_t n)
+{
+	uint8_t *now = NULL;
+	size_t len = 0;
+	int same = kj__read_file(path, KJ_SOURCE_MAX + KJ_HEADERS_MAX_TOTAL, &now, &len) == 0 && len == n &&
+		   memcmp(now, p, n) == 0;
+	free(now);
+	return same;
+}
+
+/* Remembers what g's bytes resolved to, with the files that went into the
+ * key.  Each file is stat'ed, then read again and compared with the bytes
+ * that were hashed, so the identity kept matches those bytes; a file that
+ * changed meanwhile means nothing is remembered. */
+static void memo_remember(struct get_req *g, const struct kj__includes *inc, const char *incdir,
+			  const char *key, const char *target, const char *version)
+{
+	struct kj__memo_hit hit = { .backend = g->backend };
+	const char *paths[KJ_HEADERS_MAX_COUNT + 1];
+	char *owned[KJ_HEADERS_MAX_COUNT + 1];
+	struct stat st[KJ_HEADERS_MAX_COUNT + 1];
+	size_t n = 0, n_owned = 0;
+	int ok = g->raw != NULL;
+
+	if (g->kernel_path && ok) {
+		paths[n] = g->kernel_path;
+		ok = stat(paths[n], &st[n]) == 0 && file_holds(paths[n], g->source, g->source_len);
+		n++;
+	}
+	for (size_t i = 0; ok && i < inc->n && n < KJ_ARRAY_SIZE(paths); i++) {
+		int from_request = 0;
+		for (size_t j = 0; j < g->n_headers && !from_request; j++)
+			from_request = strcmp(g->hnames[j], inc->names[i]) == 0;
+		if (from_request)
+			continue; /* its bytes are in the request */
+		if ((owned[n_owned] = kj__asprintf("%s/%s", incdir, inc->names[i])) == NULL) {
+			ok = 0;
+			break;
+		}
+		paths[n] = owned[n_owned++];
+		ok = stat(paths[n], &st[n]) == 0 && file_holds(paths[n], inc->data[i], inc->len[i]);
+		n++;
+	}
+	if (ok) {
+		snprintf(hit.key, sizeof hit.key, "%s", key);
+		snprintf(hit.target, sizeof hit.target, "%s", target);
+		snprintf(hit.version, sizeof hit.version, "%s", version);
+		kj__memo_put(g->d->memo, g->raw, g->raw_len, &hit, paths, st, n);
+	}
+	for (size_t i = 0; i < n_owned; i++)
+		free(owned[i]);
+}
+
 static const char *const hip_builtin[] = { "hip/" };
 static const char *const cuda_builtin[] = { "cuda_", "cuda/", "vector_", "crt/" };
 
@@ -697,9 +757,10 @@ static void get_resolved(void *arg, int code, const char *error)
 	r = kj__includes_resolve(g->source, g->source_len, (const char *const *)g->hnames,
 				 (const uint8_t *const *)g->hdata, g->hlen, g->n_headers, &dir, 1, builtin, n_builtin,
 				 &inc, err, sizeof err);
-	free(incdir);
-	if (r < 0)
+	if (r < 0) {
+		free(incdir);
 		goto fail;
+	}
 	struct kj__key_input ki = {
 		.backend = g->backend,
 		.compiler = kj__pool_identity(pool),
@@ -717,6 +778,9 @@ static void get_resolved(void *arg, int code, const char *error)
 		.n_headers = inc.n,
 	};
 	r = kj__cache_key(&ki, key);
+	if (r == 0)
+		memo_remember(g, &inc, incdir, key, canon, version);
+	free(incdir);
 	if (r < 0)
 		goto fail;
 	struct kj__cache_entry e;
@@ -796,12 +860,36 @@ static const char *family_for(struct kj__daemon *d, int backend)
 	}
 }
 
-void kj__handle_get(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const struct kj__msg *m)
+/* The hit path: these exact bytes were resolved before, and the object is
+ * in the cache.  1 if answered. */
+static int answer_from_memo(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const uint8_t *body,
+			    size_t len, uint64_t t0)
 {
-	struct get_req *g = calloc(1, sizeof *g);
+	struct kj__memo_hit mh;
+	struct kj__cache_entry e;
+	uint8_t *data = NULL;
+	size_t n = 0;
+
+	if (!kj__memo_find(d->memo, body, len, &mh) || kj__cache_lookup(d->cache, mh.key, &data, &n, &e) < 0)
+		return 0;
+	d->stats[KJ_STAT_HITS]++;
+	send_object(d, c, id, KJIT_STATUS_HIT, mh.key, mh.target, mh.version, data, n, NULL);
+	record_latency(d, t0);
+	free(data);
+	return 1;
+}
+
+void kj__handle_get(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const struct kj__msg *m,
+		    const uint8_t *body, size_t len)
+{
+	uint64_t t0 = kj__now_us();
+	struct get_req *g;
 	char err[512] = "";
 	int r;
 
+	if (answer_from_memo(d, c, id, body, len, t0))
+		return;
+	g = calloc(1, sizeof *g);
 	if (g == NULL) {
 		kj__conn_error(c, id, KJIT_ENOMEM, "kjitd is out of memory; retry later");
 		return;
@@ -810,7 +898,11 @@ void kj__handle_get(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const
 	g->d = d;
 	g->c = c;
 	g->id = id;
-	g->t0 = kj__now_us();
+	g->t0 = t0;
+	if (len > 0 && (g->raw = malloc(len)) != NULL) {
+		memcpy(g->raw, body, len);
+		g->raw_len = len;
+	}
 	r = parse_get(g, m, err, sizeof err);
 	if (r == 0 && g->kernel)
 		r = load_kernel(g, err, sizeof err);

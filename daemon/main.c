@@ -330,6 +330,10 @@ static int serve(struct kj__daemon *d)
 	}
 	if (reset_tmp(d) < 0)
 		return 1;
+	if (kj__memo_new(&d->memo, KJ_MEMO_BYTES_MAX) < 0) {
+		fprintf(d->log, "kjitd: out of memory\n");
+		return 1;
+	}
 	r = kj__manifest_load(d->cfg.kernels_dir, &d->manifest, err, sizeof err);
 	if (r < 0) {
 		fprintf(d->log, "kjitd: bundled kernel manifest: %s\n", err);
@@ -390,6 +394,7 @@ out:
 		if (uv_loop_close(d.loop) != 0)
 			kj__log(&d, "exiting with handles still open");
 	}
+	kj__memo_free(d.memo);
 	kj__cache_close(d.cache);
 	kj__manifest_free(&d.manifest);
 	if (d.log && d.log != stderr)

@@ -160,7 +160,7 @@ static void submit(struct replay *rp, size_t i)
 	if (r == 0)
 		r = kj__msg_decode(b.p + KJ_FRAME_HDR_SIZE, b.len - KJ_FRAME_HDR_SIZE, &m);
 	if (r == 0) {
-		kj__handle_get(d, rp->self, (uint32_t)i, &m);
+		kj__handle_get(d, rp->self, (uint32_t)i, &m, b.p + KJ_FRAME_HDR_SIZE, b.len - KJ_FRAME_HDR_SIZE);
 	} else {
 		struct kj__buf e = { 0 };
 		if (kj__msg_begin(&e, KJ_MSG_REPLY, (uint32_t)i) == 0 && kj__msg_put_i32(&e, KJ_F_CODE, r) == 0 &&

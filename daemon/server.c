@@ -292,7 +292,7 @@ static void dispatch(struct kj__conn *c, const struct kj__frame_hdr *h, const ui
 		reply_code(c, h->id, 0);
 		break;
 	case KJ_MSG_GET:
-		kj__handle_get(d, c, h->id, &m);
+		kj__handle_get(d, c, h->id, &m, body, h->len);
 		break;
 	case KJ_MSG_ADMIN:
 		kj__handle_admin(d, c, h->id, &m);

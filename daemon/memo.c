@@ -1,0 +1,232 @@
+/* memo.c: what a request resolved to, remembered by its exact bytes, so a
+ * repeated request skips the include scan and the source hashing that
+ * computing its cache key takes (two thirds of a 16 KB hit otherwise).
+ *
+ * An entry is found by a 64-bit hash of the GET body and confirmed by
+ * comparing the whole body, so two requests share an entry only if they are
+ * the same bytes.  What the key also depends on that is not in the body
+ * (a bundled kernel's source, headers read from the kernels directory) is
+ * listed with each file's identity (device, inode, size, modification
+ * time) and checked with stat on every use; any change drops the entry.
+ * The rest (the daemon's configuration and detected targets, each
+ * compiler's identity) is fixed for the daemon's life.  Bounded by
+ * KJ_MEMO_BYTES_MAX, least recently used out first.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "daemon.h"
+#include "kjit.h"
+#include "util.h"
+
+#define MEMO_BUCKETS_MIN 256
+
+struct memo_file {
+	char *path;
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtim;
+};
+
+struct memo_ent {
+	uint64_t h;
+	uint8_t *body;
+	size_t len;
+	struct kj__memo_hit hit;
+	struct memo_file *files;
+	size_t n_files;
+	size_t bytes;               /* what this entry costs, for the bound */
+	struct memo_ent *chain, *prev, *next;
+};
+
+struct kj__memo {
+	struct memo_ent **tab;
+	size_t cap, n;
+	size_t bytes, max_bytes;
+	struct memo_ent *head, *tail;
+};
+
+/* A fast hash of the body, 8 bytes at a time; collisions are settled by
+ * comparing bodies, so it need only spread well. */
+static uint64_t body_hash(const uint8_t *p, size_t n)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+	size_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		uint64_t w;
+		memcpy(&w, p + i, sizeof w);
+		h = (h ^ w) * 0xff51afd7ed558ccdull;
+		h ^= h >> 29;
+	}
+	for (; i < n; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	h ^= h >> 33;
+	return h * 0xc4ceb9fe1a85ec53ull;
+}
+
+int kj__memo_new(struct kj__memo **out, size_t max_bytes)
+{
+	struct kj__memo *m = calloc(1, sizeof *m);
+
+	if (m == NULL)
+		return KJIT_ENOMEM;
+	m->max_bytes = max_bytes;
+	*out = m;
+	return 0;
+}
+
+static void lru_unlink(struct kj__memo *m, struct memo_ent *e)
+{
+	if (e->prev)
+		e->prev->next = e->next;
+	else
+		m->head = e->next;
+	if (e->next)
+		e->next->prev = e->prev;
+	else
+		m->tail = e->prev;
+	e->prev = e->next = NULL;
+}
+
+static void lru_front(struct kj__memo *m, struct memo_ent *e)
+{
+	e->next = m->head;
+	if (m->head)
+		m->head->prev = e;
+	m->head = e;
+	if (m->tail == NULL)
+		m->tail = e;
+}
+
+static void ent_free(struct memo_ent *e)
+{
+	for (size_t i = 0; i < e->n_files; i++)
+		free(e->files[i].path);
+	free(e->files);
+	free(e->body);
+	free(e);
+}
+
+static void remove_ent(struct kj__memo *m, struct memo_ent *e)
+{
+	struct memo_ent **pp = &m->tab[e->h & (m->cap - 1)];
+
+	while (*pp != e)
+		pp = &(*pp)->chain;
+	*pp = e->chain;
+	lru_unlink(m, e);
+	m->bytes -= e->bytes;
+	m->n--;
+	ent_free(e);
+}
+
+void kj__memo_free(struct kj__memo *m)
+{
+	if (m == NULL)
+		return;
+	while (m->head)
+		remove_ent(m, m->head);
+	free(m->tab);
+	free(m);
+}
+
+static int file_same(const struct memo_file *f)
+{
+	struct stat st;
+
+	return stat(f->path, &st) == 0 && st.st_dev == f->dev && st.st_ino == f->ino && st.st_size == f->size &&
+	       st.st_mtim.tv_sec == f->mtim.tv_sec && st.st_mtim.tv_nsec == f->mtim.tv_nsec;
+}
+
+int kj__memo_find(struct kj__memo *m, const uint8_t *body, size_t len, struct kj__memo_hit *out)
+{
+	if (m == NULL || m->cap == 0)
+		return 0;
+	uint64_t h = body_hash(body, len);
+	for (struct memo_ent *e = m->tab[h & (m->cap - 1)]; e; e = e->chain) {
+		if (e->h != h || e->len != len || memcmp(e->body, body, len) != 0)
+			continue;
+		for (size_t i = 0; i < e->n_files; i++) {
+			if (!file_same(&e->files[i])) {
+				remove_ent(m, e); /* an input changed: resolve it again */
+				return 0;
+			}
+		}
+		lru_unlink(m, e);
+		lru_front(m, e);
+		*out = e->hit;
+		return 1;
+	}
+	return 0;
+}
+
+static int grow(struct kj__memo *m)
+{
+	size_t cap = m->cap ? m->cap * 2 : MEMO_BUCKETS_MIN;
+	struct memo_ent **tab = calloc(cap, sizeof *tab);
+
+	if (tab == NULL)
+		return KJIT_ENOMEM;
+	for (size_t b = 0; b < m->cap; b++) {
+		for (struct memo_ent *e = m->tab[b], *next; e; e = next) {
+			next = e->chain;
+			e->chain = tab[e->h & (cap - 1)];
+			tab[e->h & (cap - 1)] = e;
+		}
+	}
+	free(m->tab);
+	m->tab = tab;
+	m->cap = cap;
+	return 0;
+}
+
+int kj__memo_put(struct kj__memo *m, const uint8_t *body, size_t len, const struct kj__memo_hit *hit,
+		 const char *const *paths, const struct stat *stats, size_t n_paths)
+{
+	struct memo_ent *e = NULL;
+	size_t cost = sizeof *e + len;
+
+	if (m == NULL || cost > m->max_bytes / 8)
+		return 0; /* one request may take at most an eighth of the memo */
+	if ((m->n + 1 > m->cap && grow(m) < 0) || (e = calloc(1, sizeof *e)) == NULL ||
+	    (e->body = malloc(len ? len : 1)) == NULL ||
+	    (n_paths && (e->files = calloc(n_paths, sizeof *e->files)) == NULL))
+		goto nomem;
+	memcpy(e->body, body, len);
+	e->len = len;
+	e->h = body_hash(body, len);
+	e->hit = *hit;
+	for (size_t i = 0; i < n_paths; i++, e->n_files++) {
+		if ((e->files[i].path = kj__strdup(paths[i])) == NULL)
+			goto nomem;
+		e->files[i].dev = stats[i].st_dev;
+		e->files[i].ino = stats[i].st_ino;
+		e->files[i].size = stats[i].st_size;
+		e->files[i].mtim = stats[i].st_mtim;
+		cost += strlen(paths[i]) + sizeof *e->files;
+	}
+	/* The same bytes may be there already (a request raced its own
+	 * resolution): the newer resolution wins. */
+	for (struct memo_ent *o = m->tab[e->h & (m->cap - 1)]; o; o = o->chain) {
+		if (o->h == e->h && o->len == len && memcmp(o->body, body, len) == 0) {
+			remove_ent(m, o);
+			break;
+		}
+	}
+	while (m->tail && m->bytes + cost > m->max_bytes)
+		remove_ent(m, m->tail);
+	e->bytes = cost;
+	e->chain = m->tab[e->h & (m->cap - 1)];
+	m->tab[e->h & (m->cap - 1)] = e;
+	lru_front(m, e);
+	m->bytes += cost;
+	m->n++;
+	return 0;
+nomem:
+	if (e)
+		ent_free(e);
+	return KJIT_ENOMEM;
+}
