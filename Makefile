@@ -119,6 +119,13 @@ stop: all
 install uninstall: UNITDIR ?= $(PREFIX)/lib/systemd
 install uninstall: SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 install uninstall: MANDIR ?= $(PREFIX)/share/man
+# GPU launches: on a machine with an NVIDIA GPU and its driver (scripts/gpu-run.sh).
+test-gpu: all kernels-examples
+	@BUILD=$(BUILD) ./scripts/gpu-run.sh test
+
+bench-gpu: all kernels-examples
+	@BUILD=$(BUILD) ./scripts/gpu-run.sh bench
+
 install: all
 	@tr '\000' '\n' <$(BUILD)/kjit | grep -qxF '$(PREFIX)/bin/kjitd' || { \
 		echo "install: $(BUILD)/ was built for another PREFIX; run: make clean && make PREFIX=$(PREFIX) install" >&2; \

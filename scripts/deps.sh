@@ -8,7 +8,7 @@ PKGS="build-essential pkg-config clang libclang-rt-14-dev llvm
 libuv1-dev libsqlite3-dev sqlite3 libssl-dev libsystemd-dev
 hipcc libamdhip64-dev rocm-device-libs rocminfo
 libshaderc-dev glslang-dev spirv-tools libvulkan-dev mesa-vulkan-drivers
-valgrind systemd groff-base"
+valgrind systemd groff-base hyperfine"
 
 missing=""
 for p in $PKGS; do

@@ -1,0 +1,79 @@
+#!/bin/sh
+# gpu-run.sh: kjit on a machine with an NVIDIA GPU, end to end: kjitd compiles
+# every bundled CUDA kernel with NVRTC for the detected target, and
+# examples/cuda_launch fetches each through libkjit, launches it with libcuda
+# and checks it against the CPU oracle (`test`), then times each op at
+# 16384 x 8192 next to a device-to-device copy and PyTorch's equivalents
+# measured in the same run (`bench`).  `make test-gpu` / `make bench-gpu` run it
+# where the tree builds; on the lent H200 (no -dev packages there, see
+# ../shared/gpu-run.md) it runs from binaries carried in .gpu/:
+#     scripts/gpu-run.sh pack        # here: .gpu/bin and the runtime .debs
+#     scripts/gpu-run.sh all         # there: test, then bench
+# Output goes to stdout and, when $OUT is set, to $OUT/gpu-run.log.
+set -u
+MODE=${1:-all}
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top" || exit 1
+
+if [ "$MODE" = pack ]; then
+	BUILD=${BUILD:-build}
+	mkdir -p .gpu/bin
+	grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >>.git/info/exclude
+	cp "$BUILD/kjitd" "$BUILD/kjit" "$BUILD/examples/cuda_launch" .gpu/bin/
+	(cd .gpu && rm -f ./*.deb && apt-get download libuv1 libvulkan1 >/dev/null)
+	ls -l .gpu .gpu/bin
+	exit 0
+fi
+
+if [ -d .gpu/bin ]; then
+	B=.gpu/bin
+	for f in .gpu/*.deb; do dpkg -x "$f" /tmp/gpu; done
+	export LD_LIBRARY_PATH="/tmp/gpu/usr/lib/x86_64-linux-gnu:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+	LAUNCH=$B/cuda_launch
+else
+	B=${BUILD:-build}
+	LAUNCH=$B/examples/cuda_launch
+fi
+T=$(mktemp -d /tmp/kjit-gpu.XXXXXX)
+export KJIT_SOCKET="$T/sock/kjitd.sock" KJIT_CACHE_DIR="$T/cache" KJIT_NO_AUTOSTART=1
+mkdir -p "$T/sock"
+log=${OUT:+$OUT/gpu-run.log}
+log=${log:-$T/gpu-run.log}
+say() { echo "$*" | tee -a "$log"; }
+
+say "== kjit on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null), $(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+"$B/kjitd" --foreground --socket "$KJIT_SOCKET" --cache-dir "$KJIT_CACHE_DIR" --kernels-dir "$top/kernels_src" \
+	--log "$T/kjitd.log" &
+pid=$!
+i=0
+until "$B/kjit" ping >/dev/null 2>&1; do
+	i=$((i + 1))
+	[ $i -gt 200 ] && { cat "$T/kjitd.log"; say "kjitd did not start"; exit 1; }
+	sleep 0.05
+done
+"$B/kjit" targets 2>&1 | tee -a "$log"
+rc=0
+
+# NVRTC through kjitd: a compile, then the same request as a hit.
+for k in rms_norm_f32 rms_norm_f32; do
+	s=$(date +%s%N)
+	r=$("$B/kjit" get --kernel "$k" --backend cuda 2>&1)
+	say "kjit get --kernel $k --backend cuda: $r ($(( ($(date +%s%N) - s) / 1000 )) us as a whole process)"
+done
+
+if [ "$MODE" = test ] || [ "$MODE" = all ]; then
+	say "== test-gpu: every CUDA op from kjitd via libkjit, launched with libcuda, against the oracle"
+	"$LAUNCH" 2>&1 | tee -a "$log" | grep -v '^ok '
+	[ "$(tail -n 1 "$log" | sed -n 's/.* \([0-9]*\) failed$/\1/p')" = 0 ] || rc=1
+fi
+if [ "$MODE" = bench ] || [ "$MODE" = all ]; then
+	say "== bench-gpu: 16384 x 8192 f32, GB/s = bytes read + written / time"
+	"$LAUNCH" --bench 2>&1 | tee -a "$log"
+	say "== PyTorch, same machine, same run"
+	python3 bench/torch_ref.py 2>&1 | tee -a "$log"
+fi
+"$B/kjit" stats 2>&1 | tee -a "$log"
+"$B/kjit" stop >/dev/null 2>&1
+wait "$pid"
+rm -rf "$T"
+exit $rc
