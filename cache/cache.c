@@ -1004,7 +1004,11 @@ int kj__cache_open(struct kj__cache **out, const char *dir, const struct kj__cac
 	}
 	if (r < 0 || (r = load(c)) < 0)
 		goto out;
-	sweep(c, 0);
+	/* Temporaries are left only by a writer that died: after a clean
+	 * close there are none, and listing every object directory (a million
+	 * files at scale) would double the start-up time. */
+	if (c->check_index)
+		sweep(c, 0);
 	c->opened = 1;
 	*out = c;
 	c = NULL;
@@ -1148,6 +1152,24 @@ static int key_arg(const char *key, uint8_t out[KJ_SHA256_LEN])
 	if (key == NULL || !kj__hex_ok(key))
 		return KJIT_EINVAL;
 	unhex(key, out);
+	return 0;
+}
+
+int kj__cache_peek(struct kj__cache *c, const char *key, const uint8_t **data, size_t *len)
+{
+	uint8_t k[KJ_SHA256_LEN];
+	struct hot *h;
+	size_t i;
+	int r;
+
+	if ((r = key_arg(key, k)) < 0)
+		return r;
+	if ((i = tab_find(c, k)) == NONE || (h = hot_get(c, &c->ents[i])) == NULL)
+		return KJIT_ENOENT;
+	if ((r = tab_touch(c, i)) < 0)
+		return r;
+	*data = h->data;
+	*len = h->size;
 	return 0;
 }
 

@@ -79,6 +79,12 @@ void kj__cache_close(struct kj__cache *c);
 int kj__cache_lookup(struct kj__cache *c, const char *key, uint8_t **data, size_t *len,
 		     struct kj__cache_entry *e);
 
+/* The hit path without a copy: when key's object is in the hot set and its
+ * file unchanged, 0 with *data pointing at the verified bytes, valid until
+ * the next call into the cache (the caller sends them at once); counts the
+ * hit.  KJIT_ENOENT otherwise: kj__cache_lookup then does the full work. */
+int kj__cache_peek(struct kj__cache *c, const char *key, const uint8_t **data, size_t *len);
+
 /* Stores an object: temporary file, fsync, rename, then the index row.
  * e->sha256, size, created and last_used are filled in here.  Returns 0 or
  * a negative code (the cache is left unchanged and consistent on error). */

@@ -128,6 +128,30 @@ int kj__msg_end(struct kj__buf *b)
 	return 0;
 }
 
+int kj__msg_put_ext(struct kj__buf *b, uint16_t tag, size_t n)
+{
+	uint8_t h[FIELD_HDR_SIZE];
+
+	if (b->len < KJ_FRAME_HDR_SIZE)
+		return KJIT_EINVAL;
+	if (n > KJ_FRAME_MAX || b->len - KJ_FRAME_HDR_SIZE + FIELD_HDR_SIZE + n > KJ_FRAME_MAX)
+		return KJIT_ETOOBIG;
+	put_le16(h, tag);
+	put_le32(h + 2, (uint32_t)n);
+	return kj__buf_append(b, h, sizeof h);
+}
+
+int kj__msg_end_ext(struct kj__buf *b, size_t n)
+{
+	if (b->len < KJ_FRAME_HDR_SIZE)
+		return KJIT_EINVAL;
+	size_t body = b->len - KJ_FRAME_HDR_SIZE + n;
+	if (body > KJ_FRAME_MAX)
+		return KJIT_ETOOBIG;
+	put_le32(b->p, (uint32_t)body);
+	return 0;
+}
+
 int kj__frame_hdr_decode(const uint8_t *p, struct kj__frame_hdr *h)
 {
 	h->len = get_le32(p);

@@ -87,6 +87,11 @@ int kj__msg_put_i32(struct kj__buf *b, uint16_t tag, int32_t v);
 int kj__msg_put_u64(struct kj__buf *b, uint16_t tag, uint64_t v);
 /* Writes the body length into the header.  0 or KJIT_ETOOBIG. */
 int kj__msg_end(struct kj__buf *b);
+/* For a last field whose n bytes are sent from elsewhere (no copy): appends
+ * only the field's header; then kj__msg_end_ext counts those n bytes in the
+ * frame's length.  0, KJIT_ENOMEM or KJIT_ETOOBIG. */
+int kj__msg_put_ext(struct kj__buf *b, uint16_t tag, size_t n);
+int kj__msg_end_ext(struct kj__buf *b, size_t n);
 
 /* Decodes a 12-byte frame header.  Returns 0, KJIT_EPROTO (wrong version:
  * h is still filled so the caller can answer), or KJIT_ETOOBIG. */

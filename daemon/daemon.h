@@ -182,6 +182,10 @@ void kj__server_stop(struct kj__daemon *d);
 /* Sends a finished reply frame to conn (consumes b). */
 struct kj__conn;
 void kj__conn_send(struct kj__conn *c, struct kj__buf *b);
+/* Sends a finished frame b (its length counting ext_len more bytes) followed
+ * by the ext_len bytes at ext, without copying them unless the socket cannot
+ * take them at once (consumes b; ext need only live through the call). */
+void kj__conn_send_ext(struct kj__conn *c, struct kj__buf *b, const uint8_t *ext, size_t ext_len);
 /* Builds and sends an error reply: CODE, ERROR (one line). */
 void kj__conn_error(struct kj__conn *c, uint32_t id, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));

@@ -244,6 +244,32 @@ static void send_object(struct kj__daemon *d, struct kj__conn *c, uint32_t id, i
 	kj__conn_send(c, &b);
 }
 
+/* Answers a hit from the hot set without copying the object, if it is
+ * there; 1 if answered. */
+static int send_hot_hit(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const char *key,
+			const char *target, const char *version)
+{
+	const uint8_t *data;
+	size_t len;
+	struct kj__buf b = { 0 };
+
+	if (kj__cache_peek(d->cache, key, &data, &len) < 0)
+		return 0;
+	if (!kj__conn_alive(c))
+		return 1;
+	if (kj__msg_begin(&b, KJ_MSG_REPLY, id) < 0 || kj__msg_put_i32(&b, KJ_F_CODE, 0) < 0 ||
+	    kj__msg_put_u32(&b, KJ_F_STATUS, KJIT_STATUS_HIT) < 0 || kj__msg_put_str(&b, KJ_F_KEY, key) < 0 ||
+	    kj__msg_put_str(&b, KJ_F_TARGET, target) < 0 || kj__msg_put_str(&b, KJ_F_VERSION, version) < 0 ||
+	    kj__msg_put_ext(&b, KJ_F_DATA, len) < 0 || kj__msg_end_ext(&b, len) < 0) {
+		kj__buf_free(&b);
+		kj__conn_error(c, id, KJIT_ENOMEM, "kjitd is out of memory; retry later");
+		return 1;
+	}
+	d->stats[KJ_STAT_BYTES_SERVED] += len;
+	kj__conn_send_ext(c, &b, data, len);
+	return 1;
+}
+
 static void send_compile_error(struct kj__conn *c, uint32_t id, int code, const char *error, const char *log)
 {
 	struct kj__buf b = { 0 };
@@ -870,12 +896,16 @@ static int answer_from_memo(struct kj__daemon *d, struct kj__conn *c, uint32_t i
 	uint8_t *data = NULL;
 	size_t n = 0;
 
-	if (!kj__memo_find(d->memo, body, len, &mh) || kj__cache_lookup(d->cache, mh.key, &data, &n, &e) < 0)
+	if (!kj__memo_find(d->memo, body, len, &mh))
 		return 0;
+	if (!send_hot_hit(d, c, id, mh.key, mh.target, mh.version)) {
+		if (kj__cache_lookup(d->cache, mh.key, &data, &n, &e) < 0)
+			return 0;
+		send_object(d, c, id, KJIT_STATUS_HIT, mh.key, mh.target, mh.version, data, n, NULL);
+		free(data);
+	}
 	d->stats[KJ_STAT_HITS]++;
-	send_object(d, c, id, KJIT_STATUS_HIT, mh.key, mh.target, mh.version, data, n, NULL);
 	record_latency(d, t0);
-	free(data);
 	return 1;
 }
 

@@ -126,6 +126,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 static void process_frames(struct kj__conn *c);
 static void resume_reading(struct kj__conn *c);
+static void queue_write(struct kj__conn *c, struct kj__buf *b);
 
 /* Reads the next requests once nothing is owed to the client: no reply
  * unsent, no request unanswered.  (Within process_frames its loop goes on.) */
@@ -208,6 +209,12 @@ void kj__conn_send(struct kj__conn *c, struct kj__buf *b)
 			return;
 		}
 	}
+	queue_write(c, b);
+}
+
+/* Hands b to uv_write (libuv keeps it until written). */
+static void queue_write(struct kj__conn *c, struct kj__buf *b)
+{
 	struct write_req *w = calloc(1, sizeof *w);
 	if (w == NULL) {
 		kj__buf_free(b);
@@ -227,6 +234,54 @@ void kj__conn_send(struct kj__conn *c, struct kj__buf *b)
 	kj__conn_ref(c);
 	c->out_pending += w->b.len;
 	uv_read_stop((uv_stream_t *)&c->h); /* back-pressure: no new requests until drained */
+}
+
+void kj__conn_send_ext(struct kj__conn *c, struct kj__buf *b, const uint8_t *ext, size_t ext_len)
+{
+	size_t total = b->len + ext_len;
+
+	if (c->closing || c->sink || c->out_pending > 0) {
+		/* Rare paths (replay, a client behind on reading): one buffer. */
+		if (kj__buf_append(b, ext, ext_len) < 0) {
+			kj__buf_free(b);
+			conn_close(c);
+			return;
+		}
+		struct kj__buf whole = *b;
+		memset(b, 0, sizeof *b);
+		kj__conn_send(c, &whole); /* kj__msg_end recomputes the same length */
+		return;
+	}
+	if (c->inflight > 0)
+		c->inflight--;
+	uv_buf_t ub[2] = { uv_buf_init((char *)b->p, (unsigned)b->len), uv_buf_init((char *)ext, (unsigned)ext_len) };
+	int n = uv_try_write((uv_stream_t *)&c->h, ub, 2);
+	if (n == (int)total) {
+		kj__buf_free(b);
+		resume_reading(c);
+		return;
+	}
+	if (n < 0 && n != UV_EAGAIN) {
+		kj__buf_free(b);
+		conn_close(c);
+		return;
+	}
+	/* The socket took part of it: keep the rest, copied, for uv_write. */
+	size_t done = n > 0 ? (size_t)n : 0;
+	struct kj__buf rest = { 0 };
+	int r = 0;
+	if (done < b->len)
+		r = kj__buf_append(&rest, b->p + done, b->len - done);
+	size_t ext_done = done > b->len ? done - b->len : 0;
+	if (r == 0)
+		r = kj__buf_append(&rest, ext + ext_done, ext_len - ext_done);
+	kj__buf_free(b);
+	if (r < 0) {
+		kj__buf_free(&rest);
+		conn_close(c);
+		return;
+	}
+	queue_write(c, &rest);
 }
 
 void kj__conn_error(struct kj__conn *c, uint32_t id, int code, const char *fmt, ...)

@@ -177,15 +177,18 @@ check "$survived of $TRIALS SIGKILL trials survived ($total_hip test-entry fetch
 	[ "$survived" -eq "$TRIALS" ]
 
 # Temporaries a crash can leave, planted by hand so the check does not rely
-# on the kill landing inside a publish: open must sweep them all.
-stop_daemon
+# on the kill landing inside a publish: the open after a crash must sweep them
+# all.  (After a clean stop nothing can be left, and open skips the sweep.)
+kill -9 "$DAEMON_PID"
+wait "$DAEMON_PID" 2>/dev/null
+DAEMON_PID=""
 key=$(printf 'planted' | sha256sum | awk '{print $1}')
 mkdir -p "$KJIT_CACHE_DIR/gfx90a-0.0" "$KJIT_CACHE_DIR/recipes"
 echo torn >"$KJIT_CACHE_DIR/gfx90a-0.0/$key.hsaco.tmp.99999.1"
 echo torn >"$KJIT_CACHE_DIR/recipes/$key.req.tmp.99999.1"
 start_daemon --hip-compiler test || { not_ok restart "kjitd did not start"; exit 1; }
-check "a stale object temporary (<key>.hsaco.tmp.<pid>.<n>) is removed at open" \
+check "a stale object temporary (<key>.hsaco.tmp.<pid>.<n>) is removed at the open after a crash" \
 	[ ! -e "$KJIT_CACHE_DIR/gfx90a-0.0/$key.hsaco.tmp.99999.1" ]
-check "a stale recipe temporary (recipes/<hash>.req.tmp.<pid>.<n>) is removed at open" \
+check "a stale recipe temporary (recipes/<hash>.req.tmp.<pid>.<n>) is removed at the open after a crash" \
 	[ ! -e "$KJIT_CACHE_DIR/recipes/$key.req.tmp.99999.1" ]
 finish
