@@ -22,11 +22,11 @@
  * file system calls go through c->fs (cache.h); directory listing
  * (opendir/readdir) and flock are the only direct calls.  One thread.
  *
- * Table: entries are kept dense in c->ents (88 bytes each) and found through
- * c->slots, an open-addressing array (linear probing, power of two, load
+ * Table: entries are kept dense in c->ents (56 bytes each: the digest stays
+ * in the index, see row_digest) and found through c->slots, an open-addressing array (linear probing, power of two, load
  * <= 3/4) of entry index + 1.  Target, version and extension are interned
  * once per distinct (backend, target, version, ext) in c->tuples.  A million
- * entries take about 88 MB + 8 MB.  LRU order is (last_used, used_seq):
+ * entries take about 56 MB + 8 MB.  LRU order is (last_used, used_seq):
  * seconds for people, a per-cache use sequence so the order is exact within
  * a second.
  */
@@ -74,7 +74,7 @@ static const char schema_sql[] =
 
 enum stmt_id {
 	ST_INSERT, ST_DELETE, ST_TOUCH, ST_COUNTER_ADD, ST_COUNTER_GET, ST_GET,
-	ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_COUNT
+	ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_DIGEST, ST_COUNT
 };
 
 static const char *const stmt_sql[ST_COUNT] = {
@@ -92,6 +92,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_BEGIN] = "BEGIN IMMEDIATE",
 	[ST_COMMIT] = "COMMIT",
 	[ST_ROLLBACK] = "ROLLBACK",
+	[ST_DIGEST] = "SELECT sha256 FROM objects WHERE key = ?1",
 };
 
 struct tuple {
@@ -101,9 +102,11 @@ struct tuple {
 	char *ext;
 };
 
+/* One indexed object, as the hit path needs it.  Its digest stays in the
+ * index (row_digest): it is needed only when the object is read from disk,
+ * and leaving it out keeps a million entries under 60 MB. */
 struct ent {
 	uint8_t key[KJ_SHA256_LEN];
-	uint8_t sha[KJ_SHA256_LEN];
 	uint64_t seq;        /* use order: exact LRU within a second */
 	uint32_t last_used;  /* unix seconds (unsigned: good until 2106) */
 	uint32_t size;       /* <= KJ_OBJECT_MAX */
@@ -570,8 +573,7 @@ static void fill_entry(const struct kj__cache *c, const struct ent *en, struct k
 	snprintf(e->version, sizeof e->version, "%s", t->version);
 	snprintf(e->ext, sizeof e->ext, "%s", t->ext);
 	e->size = en->size;
-	kj__hex(en->sha, e->sha256);
-	e->last_used = en->last_used;
+	e->last_used = en->last_used; /* sha256 stays empty: see row_digest */
 }
 
 /* Notes a hit on entry idx (memory only). */
@@ -892,7 +894,7 @@ static int load(struct kj__cache *c)
 		return r;
 	if ((r = tab_reserve(c, (size_t)count)) < 0)
 		return r;
-	rc = sqlite3_prepare_v2(c->db, "SELECT key, backend, target, version, ext, size, sha256,"
+	rc = sqlite3_prepare_v2(c->db, "SELECT key, backend, target, version, ext, size, NULL,"
 				" last_used, used_seq FROM objects", -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return db_fail(c, "prepare load");
@@ -903,13 +905,11 @@ static int load(struct kj__cache *c)
 		const char *version = (const char *)sqlite3_column_text(st, 3);
 		const char *ext = (const char *)sqlite3_column_text(st, 4);
 		int64_t size = sqlite3_column_int64(st, 5);
-		const char *sha = (const char *)sqlite3_column_text(st, 6);
 		int64_t last_used = sqlite3_column_int64(st, 7);
 		int64_t seq = sqlite3_column_int64(st, 8);
 		struct ent en;
 
-		if (!key || !target || !version || !ext || !sha || !kj__hex_ok(key) ||
-		    !kj__hex_ok(sha) || !kjit_backend_name(backend) ||
+		if (!key || !target || !version || !ext || !kj__hex_ok(key) || !kjit_backend_name(backend) ||
 		    !kj__token_ok(target, KJ_TARGET_MAX) || !kj__token_ok(version, KJ_VERSION_STR_MAX) ||
 		    !ext_ok(ext) || size <= 0 || size > KJ_OBJECT_MAX || last_used < 0 ||
 		    last_used > UINT32_MAX || seq < 0) {
@@ -918,7 +918,6 @@ static int load(struct kj__cache *c)
 		}
 		memset(&en, 0, sizeof en);
 		unhex(key, en.key);
-		unhex(sha, en.sha);
 		en.size = (uint32_t)size;
 		en.last_used = (uint32_t)last_used;
 		en.seq = (uint64_t)seq;
@@ -1061,6 +1060,31 @@ void kj__cache_close(struct kj__cache *c)
  * KJIT_ECORRUPT with why set (missing, wrong size, wrong digest);
  * KJIT_EIO for an I/O error that says nothing about the object (logged);
  * KJIT_ENOMEM. */
+/* The digest the index holds for key.  0, KJIT_ENOENT (no row, or not a
+ * digest), KJIT_EIO. */
+static int row_digest(struct kj__cache *c, const uint8_t key[KJ_SHA256_LEN], uint8_t out[KJ_SHA256_LEN])
+{
+	sqlite3_stmt *st = c->st[ST_DIGEST];
+	char hex[KJ_SHA256_HEX_LEN + 1];
+	int rc, r = KJIT_ENOENT;
+
+	kj__hex(key, hex);
+	sqlite3_bind_text(st, 1, hex, -1, SQLITE_TRANSIENT);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		const char *sha = (const char *)sqlite3_column_text(st, 0);
+		if (sha && kj__hex_ok(sha)) {
+			unhex(sha, out);
+			r = 0;
+		}
+	} else if (rc != SQLITE_DONE) {
+		r = db_fail(c, "digest");
+	}
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return r;
+}
+
 static int read_object(struct kj__cache *c, const struct ent *en, uint8_t **out, struct stat *out_st,
 		       char *why, size_t whylen)
 {
@@ -1072,6 +1096,13 @@ static int read_object(struct kj__cache *c, const struct ent *en, uint8_t **out,
 
 	*out = NULL;
 	if ((r = object_path(c, en, path, sizeof path)) < 0)
+		return r;
+	uint8_t want[KJ_SHA256_LEN];
+	if ((r = row_digest(c, en->key, want)) == KJIT_ENOENT) {
+		snprintf(why, whylen, "its index row has no valid digest");
+		return KJIT_ECORRUPT;
+	}
+	if (r < 0)
 		return r;
 	fd = c->fs->open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
 	if (fd < 0) {
@@ -1114,7 +1145,7 @@ static int read_object(struct kj__cache *c, const struct ent *en, uint8_t **out,
 	}
 	if ((r = kj__sha256(buf, got, d)) < 0)
 		goto out;
-	if (memcmp(d, en->sha, sizeof d) != 0) {
+	if (memcmp(d, want, sizeof d) != 0) {
 		snprintf(why, whylen, "digest mismatch");
 		r = KJIT_ECORRUPT;
 		goto out;
@@ -1306,9 +1337,10 @@ int kj__cache_publish(struct kj__cache *c, struct kj__cache_entry *e, const uint
 
 	if ((r = entry_ok(e, data, len)) < 0)
 		return r;
+	uint8_t dg[KJ_SHA256_LEN];
 	memset(&en, 0, sizeof en);
 	unhex(e->key, en.key);
-	if ((r = kj__sha256(data, len, en.sha)) < 0 ||
+	if ((r = kj__sha256(data, len, dg)) < 0 ||
 	    (r = tuple_intern(c, e->backend, e->target, e->version, e->ext, &en.tuple)) < 0 ||
 	    (r = tab_reserve(c, c->n + 1)) < 0 ||
 	    (r = subdir_path(c, &c->tuples[en.tuple], sub, sizeof sub)) < 0 ||
@@ -1316,7 +1348,7 @@ int kj__cache_publish(struct kj__cache *c, struct kj__cache_entry *e, const uint
 	    (r = pathf(tmp, sizeof tmp, "%s.tmp.%ld.%llu", final, (long)getpid(),
 		       (unsigned long long)++c->tmp_seq)) < 0)
 		return r;
-	kj__hex(en.sha, e->sha256);
+	kj__hex(dg, e->sha256);
 	e->size = len;
 	e->created = e->last_used = kj__wall_s();
 	e->hits = 0;
@@ -1347,7 +1379,8 @@ int kj__cache_publish(struct kj__cache *c, struct kj__cache_entry *e, const uint
 		err = EIO;
 		/* The file is in place but not indexed.  A prior row for this key
 		 * now names these bytes: keep it only if they are the same. */
-		if (prior != NONE && memcmp(c->ents[prior].sha, en.sha, sizeof en.sha) == 0)
+		uint8_t prior_dg[KJ_SHA256_LEN];
+		if (prior != NONE && row_digest(c, en.key, prior_dg) == 0 && memcmp(prior_dg, dg, sizeof dg) == 0)
 			goto out;
 		if (prior != NONE)
 			drop(c, prior);

@@ -72,7 +72,8 @@ void kj__cache_close(struct kj__cache *c);
 
 /* Looks key up.  On a verified hit: 0, *data malloc'd (a copy from the
  * memory hot set when the object is there and its file is unchanged since it
- * was verified: same inode, size and modification time), *len, and *e filled (string pointers valid until the
+ * was verified: same inode, size and modification time), *len, and *e filled
+ * (except sha256, which only kj__cache_get fills) (string pointers valid until the
  * next call).  A miss: KJIT_ENOENT.  A corrupt or missing object: its row
  * and file are removed, a warning logged, and KJIT_ENOENT returned (the
  * caller recompiles).  Counts the hit in memory (see kj__cache_flush). */
