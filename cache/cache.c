@@ -22,11 +22,11 @@
  * file system calls go through c->fs (cache.h); directory listing
  * (opendir/readdir) and flock are the only direct calls.  One thread.
  *
- * Table: entries are kept dense in c->ents (56 bytes each: the digest stays
+ * Table: entries are kept dense in c->ents (64 bytes each: the digest stays
  * in the index, see row_digest) and found through c->slots, an open-addressing array (linear probing, power of two, load
  * <= 3/4) of entry index + 1.  Target, version and extension are interned
  * once per distinct (backend, target, version, ext) in c->tuples.  A million
- * entries take about 56 MB + 8 MB.  LRU order is (last_used, used_seq):
+ * entries take about 64 MB + 8 MB.  LRU order is (last_used, used_seq):
  * seconds for people, a per-cache use sequence so the order is exact within
  * a second.
  */
@@ -112,6 +112,7 @@ struct ent {
 	uint32_t size;       /* <= KJ_OBJECT_MAX */
 	uint32_t pending;    /* hits not yet flushed; > 0 means its key is in dirty */
 	uint32_t tuple;      /* index into c->tuples */
+	uint32_t compile_ms; /* what a hit saves (stats) */
 };
 
 struct kj__cache {
@@ -574,6 +575,7 @@ static void fill_entry(const struct kj__cache *c, const struct ent *en, struct k
 	snprintf(e->ext, sizeof e->ext, "%s", t->ext);
 	e->size = en->size;
 	e->last_used = en->last_used; /* sha256 stays empty: see row_digest */
+	e->compile_ms = en->compile_ms;
 }
 
 /* Notes a hit on entry idx (memory only). */
@@ -894,7 +896,7 @@ static int load(struct kj__cache *c)
 		return r;
 	if ((r = tab_reserve(c, (size_t)count)) < 0)
 		return r;
-	rc = sqlite3_prepare_v2(c->db, "SELECT key, backend, target, version, ext, size, NULL,"
+	rc = sqlite3_prepare_v2(c->db, "SELECT key, backend, target, version, ext, size, compile_ms,"
 				" last_used, used_seq FROM objects", -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return db_fail(c, "prepare load");
@@ -918,6 +920,8 @@ static int load(struct kj__cache *c)
 		}
 		memset(&en, 0, sizeof en);
 		unhex(key, en.key);
+		int64_t cms = sqlite3_column_int64(st, 6);
+		en.compile_ms = cms < 0 ? 0 : cms > UINT32_MAX ? UINT32_MAX : (uint32_t)cms;
 		en.size = (uint32_t)size;
 		en.last_used = (uint32_t)last_used;
 		en.seq = (uint64_t)seq;
@@ -1186,7 +1190,8 @@ static int key_arg(const char *key, uint8_t out[KJ_SHA256_LEN])
 	return 0;
 }
 
-int kj__cache_peek(struct kj__cache *c, const char *key, const uint8_t **data, size_t *len)
+int kj__cache_peek(struct kj__cache *c, const char *key, const uint8_t **data, size_t *len,
+		   uint32_t *compile_ms)
 {
 	uint8_t k[KJ_SHA256_LEN];
 	struct hot *h;
@@ -1201,6 +1206,7 @@ int kj__cache_peek(struct kj__cache *c, const char *key, const uint8_t **data, s
 		return r;
 	*data = h->data;
 	*len = h->size;
+	*compile_ms = c->ents[i].compile_ms;
 	return 0;
 }
 
@@ -1353,6 +1359,7 @@ int kj__cache_publish(struct kj__cache *c, struct kj__cache_entry *e, const uint
 	e->created = e->last_used = kj__wall_s();
 	e->hits = 0;
 	en.size = (uint32_t)len;
+	en.compile_ms = e->compile_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)e->compile_ms;
 	en.last_used = (uint32_t)e->last_used;
 	en.seq = ++c->seq;
 
@@ -1601,6 +1608,31 @@ int kj__cache_totals(struct kj__cache *c, struct kj__cache_totals *t)
 	t->entries = c->n;
 	t->bytes = c->bytes;
 	return 0;
+}
+
+int kj__cache_totals_by_target(struct kj__cache *c,
+			       void (*fn)(const char *target, const char *version, uint64_t entries, uint64_t bytes,
+					  void *arg),
+			       void *arg)
+{
+	uint64_t *n = calloc(c->ntuples ? c->ntuples : 1, 2 * sizeof *n);
+
+	if (n == NULL)
+		return KJIT_ENOMEM;
+	for (size_t i = 0; i < c->n; i++) {
+		n[2 * c->ents[i].tuple]++;
+		n[2 * c->ents[i].tuple + 1] += c->ents[i].size;
+	}
+	for (size_t t = 0; t < c->ntuples; t++)
+		if (n[2 * t])
+			fn(c->tuples[t].target, c->tuples[t].version, n[2 * t], n[2 * t + 1], arg);
+	free(n);
+	return 0;
+}
+
+uint64_t kj__cache_max_size(const struct kj__cache *c)
+{
+	return c->max_size;
 }
 
 /* ---- gc, verify, clear ------------------------------------------------- */

@@ -83,8 +83,9 @@ int kj__cache_lookup(struct kj__cache *c, const char *key, uint8_t **data, size_
 /* The hit path without a copy: when key's object is in the hot set and its
  * file unchanged, 0 with *data pointing at the verified bytes, valid until
  * the next call into the cache (the caller sends them at once); counts the
- * hit.  KJIT_ENOENT otherwise: kj__cache_lookup then does the full work. */
-int kj__cache_peek(struct kj__cache *c, const char *key, const uint8_t **data, size_t *len);
+ * hit and *compile_ms (what it saved).  KJIT_ENOENT otherwise: kj__cache_lookup then does the full work. */
+int kj__cache_peek(struct kj__cache *c, const char *key, const uint8_t **data, size_t *len,
+		   uint32_t *compile_ms);
 
 /* Stores an object: temporary file, fsync, rename, then the index row.
  * e->sha256, size, created and last_used are filled in here.  Returns 0 or
@@ -120,6 +121,13 @@ struct kj__cache_totals {
 	uint64_t bytes;
 };
 int kj__cache_totals(struct kj__cache *c, struct kj__cache_totals *t);
+/* Entries and bytes per (target, version), by calling fn once for each. */
+int kj__cache_totals_by_target(struct kj__cache *c,
+			       void (*fn)(const char *target, const char *version, uint64_t entries, uint64_t bytes,
+					  void *arg),
+			       void *arg);
+/* The size cap this cache was opened with (kj__cache_gc's default). */
+uint64_t kj__cache_max_size(const struct kj__cache *c);
 
 /* Persistent named counters (stats survive restarts): add delta to name. */
 int kj__cache_counter_add(struct kj__cache *c, const char *name, int64_t delta);

@@ -46,6 +46,16 @@ void kj__stats_flush(struct kj__daemon *d)
 			d->stats_flushed[i] = d->stats[i];
 	}
 	kj__cache_flush(d->cache);
+	/* The size cap, kept off the request path: here, on the flush timer.
+	 * Objects being sent are never at risk: a reply's bytes are already
+	 * in the socket or in a buffer of their own. */
+	struct kj__cache_totals t;
+	uint64_t evicted = 0, freed = 0;
+	if (kj__cache_totals(d->cache, &t) == 0 && t.bytes > kj__cache_max_size(d->cache) &&
+	    kj__cache_gc(d->cache, 0, &evicted, &freed) == 0 && evicted)
+		kj__log(d, "over the %llu-byte cap: evicted %llu least recently used entries (%llu bytes)",
+			(unsigned long long)kj__cache_max_size(d->cache), (unsigned long long)evicted,
+			(unsigned long long)freed);
 }
 
 /* A counter as saved in the index plus what is not saved yet (the index
@@ -85,6 +95,27 @@ static int stats_prometheus(struct kj__daemon *d, struct answer *a)
 	return r ? KJIT_ENOMEM : 0;
 }
 
+/* Counters the cache keeps itself (cache/cache.c): corrupt objects dropped,
+ * entries evicted by gc. */
+static const char *const cache_counters[] = { "corrupt", "evictions" };
+
+static void per_target(const char *target, const char *version, uint64_t entries, uint64_t bytes, void *arg)
+{
+	struct answer *a = arg;
+	static const char sep[] = ",";
+
+	kj__buf_printf(&a->text, "  %-28s %-8s %8llu entries %12llu bytes\n", target, version,
+		       (unsigned long long)entries, (unsigned long long)bytes);
+	if (a->json.len && a->json.p[a->json.len - 1] != '[')
+		kj__buf_append(&a->json, sep, 1);
+	kj__buf_printf(&a->json, "{\"target\":");
+	kj__json_str(&a->json, target);
+	kj__buf_printf(&a->json, ",\"version\":");
+	kj__json_str(&a->json, version);
+	kj__buf_printf(&a->json, ",\"entries\":%llu,\"bytes\":%llu}", (unsigned long long)entries,
+		       (unsigned long long)bytes);
+}
+
 static int do_stats(struct kj__daemon *d, const char *arg, struct answer *a)
 {
 	struct kj__cache_totals t = { 0 };
@@ -99,6 +130,11 @@ static int do_stats(struct kj__daemon *d, const char *arg, struct answer *a)
 			if (kj__cache_counter_get(d->cache, kj__stat_names[i], &v) == 0 && v != 0)
 				kj__cache_counter_add(d->cache, kj__stat_names[i], -v);
 		}
+		for (size_t i = 0; i < KJ_ARRAY_SIZE(cache_counters); i++) {
+			int64_t v = 0;
+			if (kj__cache_counter_get(d->cache, cache_counters[i], &v) == 0 && v != 0)
+				kj__cache_counter_add(d->cache, cache_counters[i], -v);
+		}
 		memset(d->lat_hist, 0, sizeof d->lat_hist);
 	}
 	kj__cache_totals(d->cache, &t);
@@ -108,8 +144,15 @@ static int do_stats(struct kj__daemon *d, const char *arg, struct answer *a)
 		r |= kj__buf_printf(&a->text, "%-16s %lld\n", kj__stat_names[i], (long long)v);
 		r |= kj__buf_printf(&a->json, "\"%s\":%lld,", kj__stat_names[i], (long long)v);
 	}
-	r |= kj__buf_printf(&a->text, "%-16s %llu\n%-16s %llu\n", "entries", (unsigned long long)t.entries, "bytes",
-			    (unsigned long long)t.bytes);
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(cache_counters); i++) {
+		int64_t v = 0;
+		kj__cache_counter_get(d->cache, cache_counters[i], &v);
+		r |= kj__buf_printf(&a->text, "%-16s %lld\n", cache_counters[i], (long long)v);
+		r |= kj__buf_printf(&a->json, "\"%s\":%lld,", cache_counters[i], (long long)v);
+	}
+	r |= kj__buf_printf(&a->text, "%-16s %llu\n%-16s %llu (cap %llu)\n", "entries", (unsigned long long)t.entries,
+			    "bytes", (unsigned long long)t.bytes, (unsigned long long)kj__cache_max_size(d->cache));
+	r |= kj__buf_printf(&a->json, "\"max_size\":%llu,", (unsigned long long)kj__cache_max_size(d->cache));
 	r |= kj__buf_printf(&a->json, "\"entries\":%llu,\"bytes\":%llu,\"uptime_s\":%lld,\"hit_latency_us\":{",
 			    (unsigned long long)t.entries, (unsigned long long)t.bytes,
 			    (long long)(kj__wall_s() - d->started));
@@ -137,7 +180,12 @@ static int do_stats(struct kj__daemon *d, const char *arg, struct answer *a)
 				    (unsigned long long)ps.crashed, (unsigned long long)ps.timeouts);
 		first = 0;
 	}
-	r |= kj__buf_printf(&a->json, "}}");
+	/* Per target last, after the totals, so a reader that takes the first
+	 * "bytes" gets the total. */
+	r |= kj__buf_printf(&a->text, "per target:\n");
+	r |= kj__buf_printf(&a->json, "},\"targets\":[");
+	r |= kj__cache_totals_by_target(d->cache, per_target, a) ? 1 : 0;
+	r |= kj__buf_printf(&a->json, "]}");
 	return r ? KJIT_ENOMEM : 0;
 }
 

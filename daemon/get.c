@@ -251,10 +251,12 @@ static int send_hot_hit(struct kj__daemon *d, struct kj__conn *c, uint32_t id, c
 {
 	const uint8_t *data;
 	size_t len;
+	uint32_t saved = 0;
 	struct kj__buf b = { 0 };
 
-	if (kj__cache_peek(d->cache, key, &data, &len) < 0)
+	if (kj__cache_peek(d->cache, key, &data, &len, &saved) < 0)
 		return 0;
+	d->stats[KJ_STAT_SAVED_MS] += saved;
 	if (!kj__conn_alive(c))
 		return 1;
 	if (kj__msg_begin(&b, KJ_MSG_REPLY, id) < 0 || kj__msg_put_i32(&b, KJ_F_CODE, 0) < 0 ||
@@ -813,6 +815,7 @@ static void get_resolved(void *arg, int code, const char *error)
 	r = kj__cache_lookup(d->cache, key, &data, &len, &e);
 	if (r == 0) {
 		d->stats[KJ_STAT_HITS]++;
+		d->stats[KJ_STAT_SAVED_MS] += e.compile_ms;
 		send_object(d, g->c, g->id, KJIT_STATUS_HIT, key, canon, version, data, len, NULL);
 		record_latency(d, g->t0);
 		free(data);
@@ -901,6 +904,7 @@ static int answer_from_memo(struct kj__daemon *d, struct kj__conn *c, uint32_t i
 	if (!send_hot_hit(d, c, id, mh.key, mh.target, mh.version)) {
 		if (kj__cache_lookup(d->cache, mh.key, &data, &n, &e) < 0)
 			return 0;
+		d->stats[KJ_STAT_SAVED_MS] += e.compile_ms;
 		send_object(d, c, id, KJIT_STATUS_HIT, mh.key, mh.target, mh.version, data, n, NULL);
 		free(data);
 	}

@@ -89,6 +89,16 @@ check "gc keeps the cache under the cap" [ "$(stat_value bytes)" -le $((total / 
 "$KJIT" get --source "$SRC" --backend hip --target gfx90a >"$T/r" 2>&1
 check "gc kept the most recently used entry" grep -q '^hit ' "$T/r"
 
+# The cap is kept by the daemon itself, off the request path (the flush timer).
+stop_daemon
+start_daemon --max-size 12k || exit 1
+"$KJIT" warm --backend vulkan --target vulkan1.1 -j 2 >/dev/null 2>&1
+sleep 1.5
+check "kjitd --max-size 12k: the daemon evicts on its own ($(stat_value bytes) bytes left)" \
+	[ "$(stat_value bytes)" -le 12288 ]
+check "the evictions are counted" [ "$(stat_value evictions)" -gt 0 ]
+check "and logged" grep -q 'over the 12288-byte cap' "$T/kjitd.log"
+
 # clear by target.
 "$KJIT" clear --target gfx90a >/dev/null 2>&1
 check "clear --target removes that target" [ "$("$KJIT" ls --target gfx90a | wc -l)" -eq 0 ]
