@@ -1190,6 +1190,13 @@ static int key_arg(const char *key, uint8_t out[KJ_SHA256_LEN])
 	return 0;
 }
 
+int kj__cache_peek_exists(struct kj__cache *c, const char *key)
+{
+	uint8_t k[KJ_SHA256_LEN];
+
+	return key_arg(key, k) == 0 && tab_find(c, k) != NONE;
+}
+
 int kj__cache_peek(struct kj__cache *c, const char *key, const uint8_t **data, size_t *len,
 		   uint32_t *compile_ms)
 {

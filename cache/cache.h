@@ -87,6 +87,9 @@ int kj__cache_lookup(struct kj__cache *c, const char *key, uint8_t **data, size_
 int kj__cache_peek(struct kj__cache *c, const char *key, const uint8_t **data, size_t *len,
 		   uint32_t *compile_ms);
 
+/* 1 if the index has an entry for key (not checked against its file). */
+int kj__cache_peek_exists(struct kj__cache *c, const char *key);
+
 /* Stores an object: temporary file, fsync, rename, then the index row.
  * e->sha256, size, created and last_used are filled in here.  Returns 0 or
  * a negative code (the cache is left unchanged and consistent on error). */

@@ -734,6 +734,41 @@ static void memo_remember(struct get_req *g, const struct kj__includes *inc, con
 		free(owned[i]);
 }
 
+/* A miss for an AMD target with features set (gfx90a:xnack+) may be served
+ * by an object built for a compatible target with fewer features set
+ * (gfx90a:xnack+ is served by gfx90a): clang's isCompatibleTargetID, never
+ * the reverse.  Tries each such target's key; 1 with key, target filled
+ * when one is cached. */
+static int compatible_object(struct kj__daemon *d, const struct kj__key_input *ki, char key[65],
+			     char target[KJ_TARGET_MAX])
+{
+	struct kj__amd_target want, t;
+	char err[128], name[KJ_TARGET_MAX], k[65];
+
+	if (ki->backend != KJIT_BACKEND_HIP || kj__amd_target_parse(ki->target, &want, err, sizeof err) < 0)
+		return 0;
+	/* One feature dropped, then both: the most specific object first. */
+	static const int drops[][2] = { { 0, 1 }, { 1, 0 }, { 1, 1 } };
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(drops); i++) {
+		t = want;
+		if (drops[i][0])
+			t.xnack = KJ_FEAT_ANY;
+		if (drops[i][1])
+			t.sramecc = KJ_FEAT_ANY;
+		if ((t.xnack == want.xnack && t.sramecc == want.sramecc) || !kj__amd_target_compatible(&t, &want) ||
+		    kj__amd_target_format(&t, name, sizeof name) < 0)
+			continue;
+		struct kj__key_input alt = *ki;
+		alt.target = name;
+		if (kj__cache_key(&alt, k) == 0 && kj__cache_peek_exists(d->cache, k)) {
+			memcpy(key, k, sizeof k);
+			snprintf(target, KJ_TARGET_MAX, "%s", name);
+			return 1;
+		}
+	}
+	return 0;
+}
+
 static const char *const hip_builtin[] = { "hip/" };
 static const char *const cuda_builtin[] = { "cuda_", "cuda/", "vector_", "crt/" };
 
@@ -817,6 +852,16 @@ static void get_resolved(void *arg, int code, const char *error)
 		d->stats[KJ_STAT_HITS]++;
 		d->stats[KJ_STAT_SAVED_MS] += e.compile_ms;
 		send_object(d, g->c, g->id, KJIT_STATUS_HIT, key, canon, version, data, len, NULL);
+		record_latency(d, g->t0);
+		free(data);
+		goto out;
+	}
+	char ckey[65], ctarget[KJ_TARGET_MAX];
+	if (compatible_object(d, &ki, ckey, ctarget) &&
+	    kj__cache_lookup(d->cache, ckey, &data, &len, &e) == 0) {
+		d->stats[KJ_STAT_HITS]++;
+		d->stats[KJ_STAT_SAVED_MS] += e.compile_ms;
+		send_object(d, g->c, g->id, KJIT_STATUS_HIT, ckey, ctarget, version, data, len, NULL);
 		record_latency(d, g->t0);
 		free(data);
 		goto out;
