@@ -30,6 +30,10 @@
 #define BUNDLE_HDR_SIZE 24           /* magic, version, count, manifest length */
 #define BUNDLE_RECORD_MAX (1u << 20) /* one entry's metadata, its log included */
 #define BUNDLE_ENTRIES_MAX 10000000u
+/* The least a valid record takes: its length, the headers of its twelve
+ * fields, two 64-digit hex strings and three u64s.  Bounds the entry count
+ * by the manifest's length before anything is allocated for it. */
+#define BUNDLE_RECORD_MIN (4 + 12 * 6 + 2 * 64 + 3 * 8)
 
 enum bundle_tag {
 	B_KEY = 1, B_BACKEND, B_TARGET, B_VERSION, B_EXT, B_SIZE, B_SHA256, B_SOURCE_NAME,
@@ -405,7 +409,7 @@ int kj__bundle_import(struct kj__daemon *d, const char *path, uint64_t *imported
 	count = get32(hdr + 12);
 	mlen = get64(hdr + 16);
 	if (count > BUNDLE_ENTRIES_MAX || mlen > size - BUNDLE_HDR_SIZE - KJ_SHA256_LEN ||
-	    mlen > (uint64_t)count * (4 + BUNDLE_RECORD_MAX)) {
+	    mlen > (uint64_t)count * (4 + BUNDLE_RECORD_MAX) || (uint64_t)count * BUNDLE_RECORD_MIN > mlen) {
 		snprintf(err, errlen, "%s has an impossible manifest; nothing was imported", path);
 		goto out;
 	}
