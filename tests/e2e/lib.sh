@@ -70,6 +70,14 @@ stat_value() {
 elf_u16() { od -An -tu2 -j "$2" -N2 "$1" | tr -d ' '; }
 elf_u32() { od -An -tx4 -j "$2" -N4 "$1" | tr -d ' '; }
 
+# Compiler flags for a test program linked with $BUILD/libkjit.a: the
+# sanitizers' when that library was built with them (make test-asan).
+san_flags() {
+	if nm "$TOP/$BUILD/libkjit.a" 2>/dev/null | grep -q '__asan_init'; then
+		echo "-fsanitize=address,undefined -fno-omit-frame-pointer"
+	fi
+}
+
 finish() {
 	[ "$FAILS" -eq 0 ]
 }
