@@ -198,6 +198,7 @@ struct kj__conn *kj__conn_internal(struct kj__daemon *d, void (*sink)(void *arg,
 				   void *arg);
 /* The peer's credentials (SO_PEERCRED at accept). */
 uid_t kj__conn_uid(const struct kj__conn *c);
+pid_t kj__conn_pid(const struct kj__conn *c);
 void kj__conn_unref(struct kj__conn *c);
 
 /* get.c: the GET request. */

@@ -911,6 +911,8 @@ static void get_resolved(void *arg, int code, const char *error)
 	r = flight_insert(d, f);
 	if (r < 0)
 		goto fail;
+	kj__log(d, "compile %s: %s for %s (%s), uid %u pid %d", f->key, f->source_name, f->e.target,
+		kj__pool_family(pool), (unsigned)kj__conn_uid(g->c), (int)kj__conn_pid(g->c));
 	kj__pool_submit(pool, &f->job); /* may finish (and free f) at once */
 	f = NULL;
 	goto out;
@@ -919,6 +921,8 @@ fail:
 		flight_free(f);
 	f = NULL;
 	count_error(d, r);
+	kj__log(d, "refused a get from uid %u pid %d: %s", (unsigned)kj__conn_uid(g->c), (int)kj__conn_pid(g->c),
+		err[0] ? err : kjit_strerror(r));
 	kj__conn_error(g->c, g->id, r, "%s", err[0] ? err : kjit_strerror(r));
 out:
 	kj__includes_free(&inc);
@@ -989,6 +993,8 @@ void kj__handle_get(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const
 		r = kj__pool_new(d, family_for(d, g->backend), &d->pools[g->backend]);
 	if (r < 0) {
 		count_error(d, r);
+		kj__log(d, "refused a get from uid %u pid %d: %s", (unsigned)kj__conn_uid(c), (int)kj__conn_pid(c),
+			err[0] ? err : kjit_strerror(r));
 		kj__conn_error(c, id, r, "%s", err[0] ? err : kjit_strerror(r));
 		get_req_free(g);
 		return;

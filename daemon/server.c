@@ -93,6 +93,11 @@ uid_t kj__conn_uid(const struct kj__conn *c)
 	return c->uid;
 }
 
+pid_t kj__conn_pid(const struct kj__conn *c)
+{
+	return c->pid;
+}
+
 int kj__conn_alive(const struct kj__conn *c)
 {
 	return !c->closing;

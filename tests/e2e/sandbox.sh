@@ -31,6 +31,11 @@ printf '#pragma kjit_test fds\n' >"$T/fds.src"
 fds=$("$KJIT" get --source "$T/fds.src" --backend hip --target gfx90a 2>&1 | grep '^fds:')
 check "a worker inherits only stdio and its job channel ($fds)" [ "$fds" = "fds: 0 1 2 3" ]
 
+check "compiles are logged with the client's uid and pid (SO_PEERCRED)" \
+	grep -q "compile [0-9a-f]*: probe.src for gfx90a (test), uid $(id -u) pid [0-9]" "$T/kjitd.log"
+check "refused requests too" sh -c "'$KJIT' get --source '$T/fds.src' --backend hip --target banana >/dev/null 2>&1; \
+	grep -q 'refused a get from uid $(id -u) pid [0-9]' '$T/kjitd.log'"
+
 dirs=$(ls "$KJIT_CACHE_DIR/tmp" | grep -c '^worker-')
 check "each live worker has a private directory ($dirs)" [ "$dirs" -ge 1 ]
 stop_daemon
