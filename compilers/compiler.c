@@ -311,3 +311,43 @@ int kj__bundle_find(const uint8_t *p, size_t n, const char *target, const uint8_
 	}
 	return KJIT_ENOENT;
 }
+
+int kj__rtc_args_build(const struct kj__compile_job *job, struct kj__rtc_args *a, struct kj__compile_out *out)
+{
+	size_t nh = job->n_headers;
+	char err[256];
+	int r;
+
+	memset(a, 0, sizeof *a);
+	a->hdrs = calloc(nh + 1, sizeof *a->hdrs);
+	a->names = calloc(nh + 1, sizeof *a->names);
+	a->opts = calloc(job->n_options + 1, sizeof *a->opts);
+	if (a->hdrs == NULL || a->names == NULL || a->opts == NULL)
+		return kj__out_error(out, KJIT_ENOMEM, "out of memory");
+	if ((r = kj__cstr_dup(job->source, job->source_len, &a->src)) < 0)
+		return kj__out_error(out, r, "the source holds a NUL byte");
+	for (size_t i = 0; i < nh; i++, a->n_headers++) {
+		a->names[i] = job->headers[i].name;
+		if ((r = kj__cstr_dup(job->headers[i].data, job->headers[i].len, &a->hdrs[i])) < 0) {
+			snprintf(err, sizeof err, "header '%.100s' holds a NUL byte", a->names[i]);
+			return kj__out_error(out, r, err);
+		}
+	}
+	snprintf(a->arch, sizeof a->arch, "--gpu-architecture=%s", job->target);
+	a->opts[0] = a->arch;
+	for (size_t i = 0; i < job->n_options; i++)
+		a->opts[i + 1] = job->options[i];
+	a->n_opts = (int)job->n_options + 1;
+	return 0;
+}
+
+void kj__rtc_args_free(struct kj__rtc_args *a)
+{
+	for (size_t i = 0; a->hdrs && a->hdrs[i]; i++)
+		free(a->hdrs[i]);
+	free(a->hdrs);
+	free(a->names);
+	free(a->opts);
+	free(a->src);
+	memset(a, 0, sizeof *a);
+}

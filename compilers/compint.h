@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "compiler.h"
+#include "kj_limits.h"
 
 /* ELF e_machine values of the objects we produce (elf.h: EM_AMDGPU, EM_CUDA). */
 #define KJ_EM_AMDGPU 224
@@ -52,6 +53,23 @@ char *kj__log_dup_of(const char *p, size_t n, size_t total);
 /* malloc'd NUL-terminated copy of n bytes; KJIT_EINVAL if they hold a NUL
  * (hiprtc and NVRTC take C strings), KJIT_ENOMEM. */
 int kj__cstr_dup(const uint8_t *p, size_t n, char **out);
+
+/* A job as the runtime compilers (hiprtc, NVRTC) take it: NUL-terminated
+ * source and headers, header names, and the options with
+ * "--gpu-architecture=TARGET" first. */
+struct kj__rtc_args {
+	char *src;
+	char **hdrs;
+	const char **names;
+	const char **opts;
+	int n_headers, n_opts;
+	char arch[KJ_TARGET_MAX + 32];
+};
+/* Builds a from job.  0, or a negative code with out->error set (a NUL
+ * inside the source or a header, or no memory).  Free with kj__rtc_args_free
+ * in both cases. */
+int kj__rtc_args_build(const struct kj__compile_job *job, struct kj__rtc_args *a, struct kj__compile_out *out);
+void kj__rtc_args_free(struct kj__rtc_args *a);
 
 /* Sets out->error to a malloc'd copy of msg (best effort) and returns code. */
 int kj__out_error(struct kj__compile_out *out, int code, const char *msg);

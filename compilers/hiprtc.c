@@ -336,51 +336,22 @@ static int hiprtc_identity(void *state, char *id, size_t idlen, char *rv, size_t
 static int hiprtc_compile(void *state, const struct kj__compile_job *job, struct kj__compile_out *out)
 {
 	struct hiprtc_state *st = state;
-	int r = KJIT_ENOMEM;
-	char err[256], arch[KJ_TARGET_MAX + 32];
-	char *src = NULL;
-	char **hdrs = NULL;
-	const char **names = NULL, **opts = NULL;
-	size_t n_rules, nh = job->n_headers;
+	struct kj__rtc_args a;
+	char err[256];
+	size_t n_rules;
 	const struct kj__opt_rule *rules = kj__hip_option_rules(&n_rules);
+	int r;
 
 	memset(out, 0, sizeof *out);
 	if ((r = hiprtc_check_target(st, job->target, err, sizeof err)) < 0 ||
 	    (r = kj__options_check("hiprtc", rules, n_rules, job, err, sizeof err)) < 0 ||
-	    (r = kj__includes_check(job, err, sizeof err)) < 0) {
-		r = kj__out_error(out, r, err);
-		goto out;
-	}
-	hdrs = calloc(nh + 1, sizeof *hdrs);
-	names = calloc(nh + 1, sizeof *names);
-	opts = calloc(job->n_options + 1, sizeof *opts);
-	if (hdrs == NULL || names == NULL || opts == NULL)
-		goto out;
-	if ((r = kj__cstr_dup(job->source, job->source_len, &src)) < 0) {
-		r = kj__out_error(out, r, "the source holds a NUL byte");
-		goto out;
-	}
-	for (size_t i = 0; i < nh; i++) {
-		names[i] = job->headers[i].name;
-		if ((r = kj__cstr_dup(job->headers[i].data, job->headers[i].len, &hdrs[i])) < 0) {
-			snprintf(err, sizeof err, "header '%.100s' holds a NUL byte", names[i]);
-			r = kj__out_error(out, r, err);
-			goto out;
-		}
-	}
-	snprintf(arch, sizeof arch, "--gpu-architecture=%s", job->target);
-	opts[0] = arch;
-	for (size_t i = 0; i < job->n_options; i++)
-		opts[i + 1] = job->options[i];
-	r = run_hiprtc(st, job->source_name, src, (int)nh, (const char **)hdrs, names,
-		       (int)job->n_options + 1, opts, out);
-out:
-	for (size_t i = 0; hdrs && i < nh; i++)
-		free(hdrs[i]);
-	free(hdrs);
-	free(names);
-	free(opts);
-	free(src);
+	    (r = kj__includes_check(job, err, sizeof err)) < 0)
+		return kj__out_error(out, r, err);
+	r = kj__rtc_args_build(job, &a, out);
+	if (r == 0)
+		r = run_hiprtc(st, job->source_name, a.src, a.n_headers, (const char **)a.hdrs, a.names, a.n_opts,
+			       a.opts, out);
+	kj__rtc_args_free(&a);
 	return r;
 }
 
