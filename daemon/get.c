@@ -734,7 +734,8 @@ static void memo_remember(struct get_req *g, const struct kj__includes *inc, con
 		free(owned[i]);
 }
 
-/* A miss for an AMD target with features set (gfx90a:xnack+) may be served
+/* A miss for an AMD target with features set (gfx90a:xnack+) that describes
+ * the process's mode (not an explicit request for that build) may be served
  * by an object built for a compatible target with fewer features set
  * (gfx90a:xnack+ is served by gfx90a): clang's isCompatibleTargetID, never
  * the reverse.  Tries each such target's key; 1 with key, target filled
@@ -856,8 +857,13 @@ static void get_resolved(void *arg, int code, const char *error)
 		free(data);
 		goto out;
 	}
+	/* An explicit target asks for exactly that build; a target that came
+	 * from the process's environment, kjitd's configuration or detection
+	 * describes the mode the process runs in, which a compatible object
+	 * (features left unspecified) serves. */
 	char ckey[65], ctarget[KJ_TARGET_MAX];
-	if (compatible_object(d, &ki, ckey, ctarget) &&
+	int explicit_target = g->target != NULL && g->target_from == NULL;
+	if (!explicit_target && compatible_object(d, &ki, ckey, ctarget) &&
 	    kj__cache_lookup(d->cache, ckey, &data, &len, &e) == 0) {
 		d->stats[KJ_STAT_HITS]++;
 		d->stats[KJ_STAT_SAVED_MS] += e.compile_ms;

@@ -51,19 +51,23 @@ for bad in "HSA_OVERRIDE_GFX_VERSION=banana" "KJIT_HIP_ARCH=gfx90a:bogus+" "HSA_
 		sh -c "[ $rc -eq 1 ] && [ \$(wc -l <'$T/r') -eq 1 ] && grep -q '${bad%%=*}' '$T/r'"
 done
 
-# ---- compatibility: an xnack+/- process may get the 'any' object, never the reverse ----
+# ---- compatibility: a process in xnack+/- mode may get the 'any' object,
+# never the reverse; an explicit --target always gets exactly that build ----
 printf '#include <hip/hip_runtime.h>\nextern "C" __global__ void k1(float *x) { x[threadIdx.x] += 1.0f; }\n' >"$T/s1.hip"
 printf '#include <hip/hip_runtime.h>\nextern "C" __global__ void k2(float *x) { x[threadIdx.x] += 2.0f; }\n' >"$T/s2.hip"
-"$KJIT" get --source "$T/s1.hip" --backend hip --target gfx90a:xnack+ -o "$T/x" >"$T/r" 2>&1
-check "gfx90a:xnack+ compiled (0x73f)" sh -c "grep -q '^compiled ' '$T/r' && [ \$(od -An -tx4 -j48 -N4 '$T/x' | tr -d ' ') = 0000073f ]"
-"$KJIT" get --source "$T/s1.hip" --backend hip --target gfx90a -o "$T/a" >"$T/r" 2>&1
-check "an xnack+ object is never served to a gfx90a (any) request: compiled" grep -q '^compiled ' "$T/r"
+HSA_OVERRIDE_GFX_VERSION=9.0.10 HSA_XNACK=1 "$KJIT" get --source "$T/s1.hip" --backend hip -o "$T/x" >"$T/r" 2>&1
+check "an xnack+ process: compiled for gfx90a:xnack+ (0x73f)" sh -c "grep -q '^compiled ' '$T/r' && [ \$(od -An -tx4 -j48 -N4 '$T/x' | tr -d ' ') = 0000073f ]"
+KJIT_HIP_ARCH=gfx90a "$KJIT" get --source "$T/s1.hip" --backend hip -o "$T/a" >"$T/r" 2>&1
+check "an xnack+ object is never served to a gfx90a (any) process: compiled" grep -q '^compiled ' "$T/r"
 check "and it is the any object (0x53f)" [ "$(elf_u32 "$T/a" 48)" = 0000053f ]
-"$KJIT" get --source "$T/s2.hip" --backend hip --target gfx90a -o "$T/a2" >/dev/null 2>&1
-"$KJIT" get --source "$T/s2.hip" --backend hip --target gfx90a:xnack- -o "$T/m" >"$T/r" 2>&1
-check "a gfx90a:xnack- request is served the gfx90a (any) object: a hit" grep -q '^hit .* gfx90a ' "$T/r"
+KJIT_HIP_ARCH=gfx90a "$KJIT" get --source "$T/s2.hip" --backend hip -o "$T/a2" >/dev/null 2>&1
+HSA_OVERRIDE_GFX_VERSION=9.0.10 HSA_XNACK=0 "$KJIT" get --source "$T/s2.hip" --backend hip -o "$T/m" >"$T/r" 2>&1
+check "an xnack- process is served the gfx90a (any) object: a hit" grep -q '^hit .* gfx90a ' "$T/r"
 check "with the any object's bytes" cmp -s "$T/a2" "$T/m"
-"$KJIT" get --source "$T/s2.hip" --backend hip --target gfx1030 -o "$T/o" >"$T/r" 2>&1
+"$KJIT" get --source "$T/s2.hip" --backend hip --target gfx90a:xnack- -o "$T/e" >"$T/r" 2>&1
+check "an explicit --target gfx90a:xnack- gets exactly that build (compiled, 0x63f)" \
+	sh -c "grep -q '^compiled ' '$T/r' && [ \$(od -An -tx4 -j48 -N4 '$T/e' | tr -d ' ') = 0000063f ]"
+KJIT_HIP_ARCH=gfx1030 "$KJIT" get --source "$T/s2.hip" --backend hip -o "$T/o" >"$T/r" 2>&1
 check "another processor is never compatible: compiled" grep -q '^compiled ' "$T/r"
 
 # ---- CUDA: cubin, PTX, environment, errors ----
