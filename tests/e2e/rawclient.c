@@ -408,6 +408,7 @@ static int cmd_good(const char *stop, const char *srcfile)
 		usleep(2000);
 	}
 	kjit_close(c);
+	free(src);
 	printf("good client: %lu ok, %lu failed%s%s\n", ok, bad, bad ? "; last: " : "", last);
 	return 0;
 }
