@@ -368,7 +368,7 @@ scale_one() { # N
 	"$KJIT" gc --max-size "$half" >/dev/null 2>>"$T/err" || note "scenario 6: gc at $n failed"
 	gc_ms=$(ms_since "$t0")
 	local after
-	after=$("$KJIT" stats --json | sed -n 's/.*"entries":\([0-9]*\).*/\1/p')
+	after=$("$KJIT" stats --json | grep -o '"entries":[0-9]*' | head -n 1 | cut -d: -f2)
 	stop_daemon
 	set -- $hit
 	local p50=${1:-n/a}
@@ -499,6 +499,10 @@ commit=$(cd "$TOP" && git rev-parse --short HEAD 2>/dev/null || echo unknown)
 		echo "Functions under 1% of the total are left out; uv_run's share is the whole loop."
 		echo "Instruction counts are valgrind's: under it OpenSSL may not use the CPU's SHA"
 		echo "extensions, so natively SHA-256 is cheaper per byte than counted here."
+	fi
+	if [ -f "$TOP/bench/history.md" ]; then
+		echo
+		cat "$TOP/bench/history.md"
 	fi
 	# GPU figures come from a machine with a GPU (scripts/gpu-run.sh) and are
 	# kept in their own file, so a CPU-only run keeps them.

@@ -45,7 +45,12 @@ struct kjit_client {
 	char *socket_path;           /* malloc'd */
 	int sys_errno;               /* errno behind the last ECONNECT/EIO */
 	char err[KJ_CLIENT_ERR_MAX]; /* kjit_last_error() */
+	uint8_t *scratch;            /* KJ_CLIENT_SCRATCH bytes: a reply's first read */
 };
+
+/* A reply is read with one recv into this much scratch first: most replies
+ * (a hit of a kernel object) arrive whole in it. */
+#define KJ_CLIENT_SCRATCH (64u << 10)
 
 /* Sets c->err from a printf format (cut to one line).  Returns code, so
  * that `return kj__client_fail(c, KJIT_EPROTO, "...")` reads naturally. */

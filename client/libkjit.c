@@ -98,6 +98,7 @@ void kjit_close(kjit_client *c)
 	if (c->fd >= 0)
 		close(c->fd);
 	free(c->socket_path);
+	free(c->scratch);
 	free(c);
 }
 
@@ -119,21 +120,28 @@ static int send_all(kjit_client *c, const struct kj__buf *b)
 {
 	size_t off = 0;
 
+	/* Try first: a request nearly always fits the socket buffer, so the
+	 * common case is one system call; wait for room only when told to. */
 	while (off < b->len) {
-		struct pollfd p = { .fd = c->fd, .events = POLLOUT };
-		int pr = poll(&p, 1, c->timeout_ms);
-		if (pr < 0 && errno == EINTR)
+		ssize_t k = send(c->fd, b->p + off, b->len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (k >= 0) {
+			off += (size_t)k;
 			continue;
-		if (pr == 0)
-			return KJIT_ETIMEDOUT;
-		ssize_t k = pr < 0 ? -1 : send(c->fd, b->p + off, b->len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (k < 0) {
-			if (errno == EINTR || errno == EAGAIN)
-				continue;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN) {
 			c->sys_errno = errno;
 			return errno == EPIPE || errno == ECONNRESET ? KJIT_ECONNECT : KJIT_EIO;
 		}
-		off += (size_t)k;
+		struct pollfd p = { .fd = c->fd, .events = POLLOUT };
+		int pr = poll(&p, 1, c->timeout_ms);
+		if (pr == 0)
+			return KJIT_ETIMEDOUT;
+		if (pr < 0 && errno != EINTR) {
+			c->sys_errno = errno;
+			return KJIT_EIO;
+		}
 	}
 	return 0;
 }
@@ -171,12 +179,68 @@ static int transport_fail(kjit_client *c, int r, const char *what)
 	}
 }
 
-/* 1 if an idle connection has been closed by the daemon (or holds bytes
- * nobody asked for): either way it is of no further use. */
-static int stale(const kjit_client *c)
+/* Receives up to n bytes, waiting (poll) only when none are there yet.
+ * The count, or KJIT_ETIMEDOUT / KJIT_ECONNECT / KJIT_EIO. */
+static ssize_t recv_some(kjit_client *c, uint8_t *p, size_t n)
 {
-	struct pollfd p = { .fd = c->fd, .events = POLLIN | POLLRDHUP };
-	return poll(&p, 1, 0) > 0 && p.revents != 0;
+	for (;;) {
+		ssize_t k = recv(c->fd, p, n, MSG_DONTWAIT);
+		if (k > 0)
+			return k;
+		if (k == 0)
+			return KJIT_ECONNECT;
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN) {
+			c->sys_errno = errno;
+			return errno == ECONNRESET ? KJIT_ECONNECT : KJIT_EIO;
+		}
+		struct pollfd pf = { .fd = c->fd, .events = POLLIN };
+		int pr = poll(&pf, 1, c->timeout_ms);
+		if (pr == 0)
+			return KJIT_ETIMEDOUT;
+		if (pr < 0 && errno != EINTR) {
+			c->sys_errno = errno;
+			return KJIT_EIO;
+		}
+	}
+}
+
+/* Reads one reply frame: one recv into scratch usually brings it whole
+ * (header and body), then the rest, if any, straight into the body.  Only
+ * one request is outstanding, so bytes past the frame are a protocol error. */
+static int read_reply(kjit_client *c, struct kj__frame_hdr *h, uint8_t **body)
+{
+	size_t got = 0, have;
+	ssize_t k;
+	int r;
+
+	*body = NULL;
+	if (c->scratch == NULL && (c->scratch = malloc(KJ_CLIENT_SCRATCH)) == NULL)
+		return KJIT_ENOMEM;
+	while (got < KJ_FRAME_HDR_SIZE) {
+		if ((k = recv_some(c, c->scratch + got, KJ_CLIENT_SCRATCH - got)) < 0)
+			return (int)k;
+		got += (size_t)k;
+	}
+	if ((r = kj__frame_hdr_decode(c->scratch, h)) < 0)
+		return r;
+	have = got - KJ_FRAME_HDR_SIZE;
+	if (have > h->len)
+		return KJIT_EPROTO;
+	uint8_t *p = malloc(h->len ? h->len : 1);
+	if (p == NULL)
+		return KJIT_ENOMEM;
+	memcpy(p, c->scratch + KJ_FRAME_HDR_SIZE, have);
+	while (have < h->len) {
+		if ((k = recv_some(c, p + have, h->len - have)) < 0) {
+			free(p);
+			return (int)k;
+		}
+		have += (size_t)k;
+	}
+	*body = p;
+	return 0;
 }
 
 /* Sends req and reads the frame that answers it. */
@@ -188,8 +252,8 @@ static int exchange(kjit_client *c, struct kj__buf *req, uint8_t **body, struct 
 	if (c->next_id == 0)
 		c->next_id = 1;
 	set_id(req, id);
-	if (c->fd >= 0 && c->used > 0 && stale(c))
-		drop_connection(c);
+	/* A daemon that went away since the last request shows as EPIPE on
+	 * the send (Unix sockets fail at once): reconnect and send again. */
 	for (int attempt = 0;; attempt++) {
 		if (c->fd < 0 && (r = kj__client_connect(c)) < 0)
 			return r;
@@ -202,9 +266,7 @@ static int exchange(kjit_client *c, struct kj__buf *req, uint8_t **body, struct 
 			return transport_fail(c, r, "sending a request");
 		break;
 	}
-	r = kj__frame_read_fd(c->fd, c->timeout_ms, h, body);
-	if (r == KJIT_EIO)
-		c->sys_errno = errno;
+	r = read_reply(c, h, body);
 	if (r == KJIT_EPROTO && h->version != KJ_PROTO_VERSION) {
 		drop_connection(c);
 		return kj__client_fail(c, KJIT_EPROTO, "kjitd speaks protocol version %u, this client %u; "
