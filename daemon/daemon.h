@@ -36,6 +36,8 @@ struct kj__config {
 	char *arch[4];              /* per backend: --hip-arch, --cuda-arch, --vulkan-env */
 	char *hip_compiler;         /* "hiprtc" (default) or "hipcc" */
 	uint64_t max_size;
+	uint64_t hot_size;          /* verified objects kept in memory */
+	uint64_t memo_size;         /* request bytes remembered with their key */
 	unsigned jobs;              /* workers per compiler family */
 	unsigned compile_timeout_ms;
 	int foreground;

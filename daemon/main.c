@@ -35,11 +35,11 @@ static const char usage_text[] =
 	"usage: kjitd [--socket PATH] [--cache-dir DIR] [--max-size SIZE] [--jobs N] [--foreground]\n"
 	"             [--hip-arch T] [--cuda-arch T] [--vulkan-env T] [--hip-compiler hiprtc|hipcc]\n"
 	"             [--compile-timeout SECONDS] [--kernels-dir DIR] [--log FILE] [--system]\n"
-	"             [--allow-uid UID]... [--allow-gid GID]...\n";
+	"             [--allow-uid UID]... [--allow-gid GID]... [--hot-size SIZE] [--memo-size SIZE]\n";
 
 enum {
 	OPT_HIP_ARCH = 256, OPT_CUDA_ARCH, OPT_VULKAN_ENV, OPT_HIP_COMPILER, OPT_TIMEOUT, OPT_KERNELS,
-	OPT_LOG, OPT_SYSTEM, OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_SYSFS, OPT_WORKER, OPT_DETECT,
+	OPT_LOG, OPT_SYSTEM, OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_SYSFS, OPT_WORKER, OPT_DETECT, OPT_HOT, OPT_MEMO,
 };
 
 static const struct option long_opts[] = {
@@ -59,6 +59,8 @@ static const struct option long_opts[] = {
 	{ "allow-uid", required_argument, NULL, OPT_ALLOW_UID },
 	{ "allow-gid", required_argument, NULL, OPT_ALLOW_GID },
 	{ "sysfs-root", required_argument, NULL, OPT_SYSFS },
+	{ "hot-size", required_argument, NULL, OPT_HOT },
+	{ "memo-size", required_argument, NULL, OPT_MEMO },
 	{ "worker", required_argument, NULL, OPT_WORKER },
 	{ "detect", no_argument, NULL, OPT_DETECT },
 	{ "help", no_argument, NULL, 'h' },
@@ -161,6 +163,12 @@ static int parse_args(int argc, char **argv, struct kj__config *cfg)
 			cfg->allow_gid[cfg->n_allow_gid++] = (gid_t)v;
 			break;
 		case OPT_SYSFS: free(cfg->sysfs_root); cfg->sysfs_root = kj__strdup(optarg); break;
+		case OPT_HOT:
+		case OPT_MEMO:
+			if (kj__parse_size(optarg, &size) < 0 || size == 0)
+				return usage_error("--hot-size/--memo-size '%s': expected a size like 64M", optarg);
+			*(c == OPT_HOT ? &cfg->hot_size : &cfg->memo_size) = size;
+			break;
 		case OPT_WORKER: return kj__worker_main(optarg, 3);
 		case OPT_DETECT:
 			/* Driver libraries may leave allocations behind at unload;
@@ -193,6 +201,10 @@ static int fill_defaults(struct kj__config *cfg)
 		cfg->compile_timeout_ms = KJ_COMPILE_TIMEOUT_MS;
 	if (cfg->max_size == 0)
 		cfg->max_size = KJ_DEFAULT_MAX_SIZE;
+	if (cfg->hot_size == 0)
+		cfg->hot_size = KJ_HOT_BYTES_MAX;
+	if (cfg->memo_size == 0)
+		cfg->memo_size = KJ_MEMO_BYTES_MAX;
 	cfg->self_exe = realpath("/proc/self/exe", NULL);
 	return cfg->socket_path && cfg->cache_dir && cfg->kernels_dir && cfg->self_exe ? 0 : KJIT_ENOMEM;
 }
@@ -314,7 +326,7 @@ static int reset_tmp(struct kj__daemon *d)
 static int serve(struct kj__daemon *d)
 {
 	char err[512] = "";
-	struct kj__cache_options co = { .max_size = d->cfg.max_size, .log = d->log };
+	struct kj__cache_options co = { .max_size = d->cfg.max_size, .log = d->log, .hot_max = d->cfg.hot_size };
 	int r;
 
 	d->loop = uv_default_loop();
@@ -330,7 +342,7 @@ static int serve(struct kj__daemon *d)
 	}
 	if (reset_tmp(d) < 0)
 		return 1;
-	if (kj__memo_new(&d->memo, KJ_MEMO_BYTES_MAX) < 0) {
+	if (kj__memo_new(&d->memo, d->cfg.memo_size) < 0) {
 		fprintf(d->log, "kjitd: out of memory\n");
 		return 1;
 	}
