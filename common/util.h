@@ -23,6 +23,9 @@ int kj__read_all(int fd, void *p, size_t n);
 /* Reads a whole file of at most max bytes into a malloc'd buffer with a NUL
  * appended (not counted in *len).  0, -errno, or -EFBIG past max. */
 int kj__read_file(const char *path, size_t max, uint8_t **data, size_t *len);
+/* rm -rf: removes path and everything below it, not following links.  0
+ * (also when path does not exist) or -errno of the first failure. */
+int kj__rm_rf(const char *path);
 /* mkdir -p with mode for the directories it creates.  0 or -errno. */
 int kj__mkdir_p(const char *path, mode_t mode);
 

@@ -23,7 +23,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -143,20 +142,12 @@ out:
 	return r;
 }
 
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)ftw;
-	if (flag == FTW_DP)
-		rmdir(path);
-	else
-		unlink(path);
-	return 0;
-}
-
+/* Removes a job's directory; a failure is said (the log reaches kjitd's). */
 static void rm_tree(const char *dir)
 {
-	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	int r = kj__rm_rf(dir);
+	if (r < 0)
+		fprintf(stderr, "kjit hipcc: cannot remove %s: %s\n", dir, strerror(-r));
 }
 
 /* Makes a fresh private directory under st->tmp_root into dir. */

@@ -18,7 +18,6 @@
  * The worker never opens the socket or the cache; it only compiles.
  */
 #include <dirent.h>
-#include <ftw.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -143,14 +142,6 @@ static int make_tmpdir(char *dir, size_t size, int *owned, char *err, size_t err
 		return KJIT_EIO;
 	}
 	return 0;
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
 }
 
 /* RLIMIT_CPU soft = CPU used so far + the compile timeout + a margin. */
@@ -442,8 +433,9 @@ int kj__worker_main(const char *family, int fd)
 	}
 	r = worker_run(ops, family, fd, tmpdir, note, sizeof note);
 	/* Inside the walls only the directory's contents can go. */
-	if (owned && nftw(tmpdir, rm_entry, 8, FTW_DEPTH | FTW_PHYS) < 0 && errno != EACCES)
-		fprintf(stderr, "kjit worker: cannot clean %s: %s\n", tmpdir, strerror(errno));
+	int rr = owned ? kj__rm_rf(tmpdir) : 0;
+	if (rr < 0 && rr != -EACCES)
+		fprintf(stderr, "kjit worker: cannot clean %s: %s\n", tmpdir, strerror(-rr));
 	return r;
 }
 

@@ -9,7 +9,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <getopt.h>
 #include <limits.h>
 #include <limits.h>
@@ -296,14 +295,6 @@ static int open_log(struct kj__daemon *d)
 	return 0;
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
-}
-
 /* <cache>/tmp holds the workers' private directories; we hold the cache's
  * lock, so whatever is there was left by a daemon that died. */
 static int reset_tmp(struct kj__daemon *d)
@@ -313,8 +304,9 @@ static int reset_tmp(struct kj__daemon *d)
 
 	if (tmp == NULL)
 		return KJIT_ENOMEM;
-	if (nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS) < 0 && errno != ENOENT)
-		kj__log(d, "cannot clear %s: %s", tmp, strerror(errno));
+	if ((r = kj__rm_rf(tmp)) < 0)
+		kj__log(d, "cannot clear %s: %s", tmp, strerror(-r));
+	r = 0;
 	if (mkdir(tmp, 0700) < 0 && errno != EEXIST) {
 		fprintf(d->log, "kjitd: cannot create %s: %s\n", tmp, strerror(errno));
 		r = KJIT_EIO;

@@ -9,7 +9,6 @@
  * error) fails its jobs with that reason instead of restarting forever.
  */
 #include <errno.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,21 +108,14 @@ static void worker_unlink(struct worker *w)
 	}
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
-}
-
 static void on_worker_handle_closed(uv_handle_t *h)
 {
 	struct worker *w = h->data;
 
 	if (--w->handles_open == 0) {
-		if (w->tmpdir[0] && nftw(w->tmpdir, rm_entry, 8, FTW_DEPTH | FTW_PHYS) < 0)
-			kj__log(w->pool->d, "cannot remove worker directory %s: %s", w->tmpdir, strerror(errno));
+		int r = w->tmpdir[0] ? kj__rm_rf(w->tmpdir) : 0;
+		if (r < 0)
+			kj__log(w->pool->d, "cannot remove worker directory %s: %s", w->tmpdir, strerror(-r));
 		kj__framer_free(&w->in);
 		free(w);
 	}

@@ -11,11 +11,11 @@
 # NAME.spv (examples/cuda_launch can run from that directory).
 . "$(dirname "$0")/../e2e/lib.sh"
 KDIR="$TOP/kernels_src"
-RTC="$TOP/$BUILD/tests/kernels/rtc-check"
+CHECK_ENTRIES="$TOP/$BUILD/tests/kernels/entries-check"
 HIP_ARCHS=${KJIT_TEST_HIP_ARCHS:-"gfx90a gfx908 gfx1030"}
 CUDA_ARCHS=${KJIT_TEST_CUDA_ARCHS:-"sm_80 sm_90"}
 OBJ=${KJIT_OBJ_DIR:-}
-[ -x "$RTC" ] || { not_ok test-kernels-compile "$RTC not built"; exit 1; }
+[ -x "$CHECK_ENTRIES" ] || { not_ok test-kernels-compile "$CHECK_ENTRIES not built"; exit 1; }
 [ -n "$OBJ" ] && mkdir -p "$OBJ"
 start_daemon || { not_ok start "kjitd did not start"; exit 1; }
 
@@ -39,9 +39,9 @@ one() { # LABEL BACKEND NAME ARCH OUT ENTRIES: fetch and check one object
 		want=224
 		[ "$backend" = cuda ] && want=190
 		[ "$(elf_u16 "$out" 18)" = "$want" ] || { not_ok "$label" "e_machine $(elf_u16 "$out" 18), want $want"; return; }
-		eflags=$(echo "$entries" | tr ',' '\n' | sed 's/^/-e /' | tr '\n' ' ')
-		# shellcheck disable=SC2086
-		"$RTC" --entries-in "$out" $eflags >"$T/ent" 2>&1 || { not_ok "$label" "$(head -c 300 "$T/ent")"; return; }
+		# shellcheck disable=SC2046
+		"$CHECK_ENTRIES" "$out" $(echo "$entries" | tr ',' ' ') >"$T/ent" 2>&1 ||
+			{ not_ok "$label" "$(head -c 300 "$T/ent")"; return; }
 		;;
 	esac
 	ok "$label"
