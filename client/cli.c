@@ -24,7 +24,7 @@
 #include "detect.h"
 #include "kjit.h"
 #include "kj_limits.h"
-#include "proto.h"
+#include "buf.h"
 #include "util.h"
 
 enum { EX_OK = 0, EX_FAIL = 1, EX_USAGE = 2, EX_DOWN = 3 };
