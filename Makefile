@@ -31,7 +31,10 @@ COMMON_SRC   := $(wildcard common/*.c)
 CACHE_SRC    := $(wildcard cache/*.c)
 COMPILER_SRC := $(wildcard compilers/*.c)
 DAEMON_SRC   := $(filter-out daemon/main.c,$(wildcard daemon/*.c))
-CLIENT_SRC   := $(filter-out client/cli.c,$(wildcard client/*.c))
+# The kjit command: client/cli.c and client/cmd-*.c, linked into the kjit
+# binary only; the other client/*.c are libkjit.
+CLI_SRC      := client/cli.c $(wildcard client/cmd-*.c)
+CLIENT_SRC   := $(filter-out $(CLI_SRC),$(wildcard client/*.c))
 TEST_SRC     := $(wildcard tests/test-*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
@@ -40,6 +43,7 @@ CACHE_OBJ    := $(call obj,$(CACHE_SRC))
 COMPILER_OBJ := $(call obj,$(COMPILER_SRC))
 DAEMON_OBJ   := $(call obj,$(DAEMON_SRC))
 CLIENT_OBJ   := $(call obj,$(CLIENT_SRC))
+CLI_OBJ      := $(call obj,$(CLI_SRC))
 TESTS        := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 
 DEPS_OK := $(BUILD)/.deps-ok
@@ -61,7 +65,7 @@ $(BUILD)/obj/%.o: %.c $(DEPS_OK)
 $(BUILD)/kjitd: $(call obj,daemon/main.c) $(DAEMON_OBJ) $(COMPILER_OBJ) $(CACHE_OBJ) $(COMMON_OBJ)
 	$(CC) $(LDFLAGS_KJ) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
-$(BUILD)/kjit: $(call obj,client/cli.c) $(BUILD)/libkjit.a
+$(BUILD)/kjit: $(CLI_OBJ) $(BUILD)/libkjit.a
 	$(CC) $(LDFLAGS_KJ) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS)
 
 $(BUILD)/libkjit.a: $(CLIENT_OBJ) $(COMMON_OBJ)
