@@ -11,7 +11,7 @@ SAN     ?=
 OPT     ?= -O2
 
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
-CPPFLAGS_KJ := -D_GNU_SOURCE -Iclient -Icommon -Icache -Icompilers -Idaemon \
+CPPFLAGS_KJ := -D_GNU_SOURCE -Iinclude -Iclient -Icommon -Icache -Icompilers -Idaemon \
 	-DKJIT_PREFIX='"$(PREFIX)"' -DKJIT_SRCDIR='"$(CURDIR)"'
 CFLAGS_KJ := -std=c11 $(OPT) -g -fPIC $(WARN) -fvisibility=hidden
 ifeq ($(SAN),1)
@@ -75,8 +75,15 @@ $(BUILD)/libkjit.a: $(CLIENT_OBJ) $(COMMON_OBJ)
 $(BUILD)/libkjit.so: $(CLIENT_OBJ) $(COMMON_OBJ)
 	$(CC) -shared -Wl,-soname,libkjit.so.0 $(LDFLAGS_KJ) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS)
 
-$(BUILD)/include/kjit.h: client/kjit.h
+# The public header carries the same KJIT_TYPES_DEFINED block as the
+# internal common/kj_types.h (the installed header must stand alone): the
+# two are compared here, so a drift fails the build.
+KJ_TYPES_BLOCK := sed -n '/^\#ifndef KJIT_TYPES_DEFINED/,/^\#endif \/\* KJIT_TYPES_DEFINED/p'
+$(BUILD)/include/kjit.h: include/kjit.h common/kj_types.h
 	@mkdir -p $(dir $@)
+	@$(KJ_TYPES_BLOCK) include/kjit.h >$@.types && $(KJ_TYPES_BLOCK) common/kj_types.h | cmp -s - $@.types || { \
+		rm -f $@.types; echo "include/kjit.h and common/kj_types.h differ between their KJIT_TYPES_DEFINED lines" >&2; exit 1; }
+	@rm -f $@.types
 	cp $< $@
 
 $(BUILD)/kjit.pc: client/kjit.pc.in Makefile
@@ -141,7 +148,7 @@ install: all
 	install -m 644 $(BUILD)/libkjit.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(BUILD)/libkjit.so $(DESTDIR)$(PREFIX)/lib/libkjit.so.0
 	ln -sf libkjit.so.0 $(DESTDIR)$(PREFIX)/lib/libkjit.so
-	install -m 644 client/kjit.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 include/kjit.h $(DESTDIR)$(PREFIX)/include/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' client/kjit.pc.in >$(DESTDIR)$(PREFIX)/lib/pkgconfig/kjit.pc
 	chmod 644 $(DESTDIR)$(PREFIX)/lib/pkgconfig/kjit.pc
 	install -m 644 man/kjit.1 $(DESTDIR)$(MANDIR)/man1/

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "buf.h"
-#include "kjit.h"
+#include "kj_types.h"
 
 int kj__buf_reserve(struct kj__buf *b, size_t n)
 {

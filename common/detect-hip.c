@@ -43,7 +43,7 @@
 #include <unistd.h>
 
 #include "detect.h"
-#include "kjit.h"
+#include "kj_types.h"
 #include "targetid.h"
 #include "util.h"
 

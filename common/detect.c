@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "detect.h"
-#include "kjit.h"
+#include "kj_types.h"
 #include "targetid.h"
 #include "util.h"
 

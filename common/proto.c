@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kjit.h"
+#include "kj_types.h"
 #include "proto.h"
 #include "util.h"
 

@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kjit.h"
+#include "kj_types.h"
 #include "kj_limits.h"
 #include "util.h"
 

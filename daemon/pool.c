@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
-#include "kjit.h"
+#include "kj_types.h"
 #include "util.h"
 
 #define FAIL_STREAK_MAX 3 /* consecutive workers dying before HELLO: give up */

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "daemon.h"
-#include "kjit.h"
+#include "kj_types.h"
 #include "util.h"
 
 #define REPLAY_DAYS_DEFAULT 7

@@ -5,7 +5,7 @@
  * control characters, and requests it never reads the answers of.
  *
  * Built by the e2e scripts into their temporary directory:
- *   cc -D_GNU_SOURCE -Iclient -Icommon tests/e2e/rawclient.c build/libkjit.a -lcrypto -ldl -pthread
+ *   cc -D_GNU_SOURCE -Iinclude -Iclient -Icommon tests/e2e/rawclient.c build/libkjit.a -lcrypto -ldl -pthread
  * (libkjit.a carries common/proto.c, whose kj__msg_* build the frames).
  *
  * Every command prints one line saying what came back, e.g.
