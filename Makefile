@@ -1,7 +1,8 @@
 # kjit: build, test, run.  `make` builds everything into $(BUILD)/;
 # `make test` and `make run` first install what a fresh Debian 12 lacks
 # (scripts/deps.sh).  Modules are picked up by directory: a new .c file in
-# common/, cache/, compilers/, daemon/ or client/ needs no edit here.
+# common/, cache/, compilers/, daemon/, daemon/detect/ or client/ needs no
+# edit here (one that libkjit needs goes into CLIENT_COMMON_SRC below).
 
 BUILD   ?= build
 PREFIX  ?= /usr/local
@@ -11,7 +12,7 @@ SAN     ?=
 OPT     ?= -O2
 
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
-CPPFLAGS_KJ := -D_GNU_SOURCE -Iinclude -Iclient -Icommon -Icache -Icompilers -Idaemon \
+CPPFLAGS_KJ := -D_GNU_SOURCE -Iinclude -Iclient -Icommon -Icache -Icompilers -Idaemon -Idaemon/detect \
 	-DKJIT_PREFIX='"$(PREFIX)"' -DKJIT_SRCDIR='"$(CURDIR)"'
 CFLAGS_KJ := -std=c11 $(OPT) -g -fPIC $(WARN) -fvisibility=hidden
 ifeq ($(SAN),1)
@@ -25,9 +26,19 @@ endif
 
 SHADERC_LIBS := -lshaderc_combined -lglslang -lMachineIndependent -lOGLCompiler -lOSDependent -lGenericCodeGen -lSPIRV -lSPIRV-Tools-opt -lSPIRV-Tools -lstdc++ -lm -lpthread
 DAEMON_LIBS  := -luv -lsqlite3 -lcrypto -ldl $(SHADERC_LIBS) -lsystemd
-CLIENT_LIBS  := -lcrypto -ldl -pthread
+# libkjit needs libc only (ldd build/libkjit.so); programs linking it with
+# threads of their own (the kjit command's warm, the stress client) add
+# -pthread, a no-op since glibc 2.34 but needed before.
+LIBKJIT_LIBS :=
+CLIENT_LIBS  := -pthread
 
 COMMON_SRC   := $(wildcard common/*.c)
+# What of common/ a client needs: framing, the buffer, errors, paths, target
+# IDs and resolution from the environment.  Not sha.c (only the cache key
+# and bundles hash; libkjit never does), so libkjit does not need OpenSSL.
+CLIENT_COMMON_SRC := common/buf.c common/err.c common/proto.c common/resolve.c common/targetid.c \
+	common/util.c
+DETECT_SRC   := $(wildcard daemon/detect/*.c)
 CACHE_SRC    := $(wildcard cache/*.c)
 COMPILER_SRC := $(wildcard compilers/*.c)
 DAEMON_SRC   := $(filter-out daemon/main.c,$(wildcard daemon/*.c))
@@ -39,6 +50,8 @@ TEST_SRC     := $(wildcard tests/test-*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 COMMON_OBJ   := $(call obj,$(COMMON_SRC))
+CLIENT_COMMON_OBJ := $(call obj,$(CLIENT_COMMON_SRC))
+DETECT_OBJ   := $(call obj,$(DETECT_SRC))
 CACHE_OBJ    := $(call obj,$(CACHE_SRC))
 COMPILER_OBJ := $(call obj,$(COMPILER_SRC))
 DAEMON_OBJ   := $(call obj,$(DAEMON_SRC))
@@ -62,18 +75,18 @@ $(BUILD)/obj/%.o: %.c $(DEPS_OK)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_KJ) $(CFLAGS_KJ) $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/kjitd: $(call obj,daemon/main.c) $(DAEMON_OBJ) $(COMPILER_OBJ) $(CACHE_OBJ) $(COMMON_OBJ)
+$(BUILD)/kjitd: $(call obj,daemon/main.c) $(DAEMON_OBJ) $(DETECT_OBJ) $(COMPILER_OBJ) $(CACHE_OBJ) $(COMMON_OBJ)
 	$(CC) $(LDFLAGS_KJ) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
 $(BUILD)/kjit: $(CLI_OBJ) $(BUILD)/libkjit.a
 	$(CC) $(LDFLAGS_KJ) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS)
 
-$(BUILD)/libkjit.a: $(CLIENT_OBJ) $(COMMON_OBJ)
+$(BUILD)/libkjit.a: $(CLIENT_OBJ) $(CLIENT_COMMON_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/libkjit.so: $(CLIENT_OBJ) $(COMMON_OBJ)
-	$(CC) -shared -Wl,-soname,libkjit.so.0 $(LDFLAGS_KJ) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS)
+$(BUILD)/libkjit.so: $(CLIENT_OBJ) $(CLIENT_COMMON_OBJ)
+	$(CC) -shared -Wl,-soname,libkjit.so.0 $(LDFLAGS_KJ) $(LDFLAGS) -o $@ $^ $(LIBKJIT_LIBS)
 
 # The public header carries the same KJIT_TYPES_DEFINED block as the
 # internal common/kj_types.h (the installed header must stand alone): the
@@ -98,7 +111,8 @@ $(call obj,daemon/main.c) $(call obj,client/connect.c) $(BUILD)/kjit.pc: $(BUILD
 FORCE:
 
 # Each tests/test-NAME.c is one binary linked with every module.
-$(BUILD)/tests/%: $(call obj,tests/%.c) $(DAEMON_OBJ) $(COMPILER_OBJ) $(CACHE_OBJ) $(CLIENT_OBJ) $(COMMON_OBJ)
+$(BUILD)/tests/%: $(call obj,tests/%.c) $(DAEMON_OBJ) $(DETECT_OBJ) $(COMPILER_OBJ) $(CACHE_OBJ) $(CLIENT_OBJ) \
+		$(COMMON_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_KJ) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS) -lvulkan
 

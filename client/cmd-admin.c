@@ -15,7 +15,7 @@
 
 #include "buf.h"
 #include "cli-int.h"
-#include "detect.h"
+#include "resolve.h"
 #include "kjit.h"
 #include "kj_limits.h"
 #include "util.h"

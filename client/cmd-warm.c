@@ -15,7 +15,6 @@
 
 #include "buf.h"
 #include "cli-int.h"
-#include "detect.h"
 #include "kjit.h"
 #include "kj_limits.h"
 #include "util.h"

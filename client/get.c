@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "client_int.h"
-#include "detect.h"
+#include "resolve.h"
 #include "util.h"
 
 #define KEY_HEX_LEN 64

@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "detect.h"
+#include "resolve.h"
 #include "kjit.h"
 #include "kj_limits.h"
 #include "proto.h"
