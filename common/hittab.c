@@ -34,6 +34,7 @@
 
 #include "hittab.h"
 #include "kjit.h"
+#include "util.h"
 
 #ifndef F_SEAL_FUTURE_WRITE
 #define F_SEAL_FUTURE_WRITE 0x0010
@@ -102,13 +103,12 @@ static int is_pow2(uint64_t v)
 	return v != 0 && (v & (v - 1)) == 0;
 }
 
-/* 1 if the n bytes are a printable token (no NUL, no '/', no control). */
-static int token_ok(const char *s, size_t n)
+/* 1 if s is a target (a token) or a version (a token or empty), as the
+ * client's own checks and util.c's kj__token_ok define them. */
+static int strings_ok(const char *target, const char *version)
 {
-	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)s[i] <= 0x20 || (unsigned char)s[i] >= 0x7f || s[i] == '/')
-			return 0;
-	return 1;
+	return kj__token_ok(target, KJ_TARGET_MAX) &&
+	       (version[0] == '\0' || kj__token_ok(version, KJ_VERSION_STR_MAX));
 }
 
 static size_t rec_len_for(size_t tl, size_t vl, size_t size)
@@ -302,10 +302,9 @@ int kj__hittab_put(struct kj__hittab *w, const uint8_t fp[KJ_SHA256_LEN], const 
 	if (w == NULL || fp == NULL || key == NULL || target == NULL || version == NULL || data == NULL ||
 	    size == 0 || size > KJ_OBJECT_MAX)
 		return KJIT_EINVAL;
-	size_t tl = strlen(target), vl = strlen(version);
-	if (tl == 0 || tl >= KJ_TARGET_MAX || !token_ok(target, tl) || vl >= KJ_VERSION_STR_MAX ||
-	    !token_ok(version, vl))
+	if (!strings_ok(target, version))
 		return KJIT_EINVAL;
+	size_t tl = strlen(target), vl = strlen(version);
 	uint64_t len = rec_len_for(tl, vl, size);
 	if (len > w->arena_size / KJ_HITTAB_RECORD_SHARE)
 		return KJIT_ETOOBIG;
@@ -550,7 +549,8 @@ static int try_slot(struct kj__hittab_reader *r, uint32_t i, const uint8_t fp[KJ
 		free(data);
 		return TRY_RACED;
 	}
-	if (!token_ok(hit->target, rh.target_len) || !token_ok(hit->version, rh.version_len)) {
+	if (memchr(hit->target, '\0', rh.target_len) || memchr(hit->version, '\0', rh.version_len) ||
+	    !strings_ok(hit->target, hit->version)) {
 		free(data);
 		return TRY_CORRUPT;
 	}
