@@ -26,18 +26,22 @@ endif
 
 SHADERC_LIBS := -lshaderc_combined -lglslang -lMachineIndependent -lOGLCompiler -lOSDependent -lGenericCodeGen -lSPIRV -lSPIRV-Tools-opt -lSPIRV-Tools -lstdc++ -lm -lpthread
 DAEMON_LIBS  := -luv -lsqlite3 -lcrypto -ldl $(SHADERC_LIBS) -lsystemd
-# libkjit needs libc only (ldd build/libkjit.so); programs linking it with
-# threads of their own (the kjit command's warm, the stress client) add
-# -pthread, a no-op since glibc 2.34 but needed before.
-LIBKJIT_LIBS :=
-CLIENT_LIBS  := -pthread
+# libkjit needs libc and OpenSSL's libcrypto (ldd build/libkjit.so): the
+# per-process memo and the shared hit table are indexed by the SHA-256 of the
+# request body, and a collision there would serve the wrong object, so the
+# fingerprint is a real hash from a well-kept library, not a hand-written one.
+# Programs linking it with threads of their own (the kjit command's warm, the
+# stress client) add -pthread, a no-op since glibc 2.34 but needed before.
+LIBKJIT_LIBS := -lcrypto
+CLIENT_LIBS  := -lcrypto -pthread
 
 COMMON_SRC   := $(wildcard common/*.c)
 # What of common/ a client needs: framing, the buffer, errors, paths, target
 # IDs and resolution from the environment.  Not sha.c (only the cache key
-# and bundles hash; libkjit never does), so libkjit does not need OpenSSL.
-CLIENT_COMMON_SRC := common/buf.c common/err.c common/proto.c common/resolve.c common/targetid.c \
-	common/util.c
+# SHA-256 (sha.c) fingerprints request bodies for the process memo and the
+# shared hit table (hittab.c, whose reader libkjit uses).
+CLIENT_COMMON_SRC := common/buf.c common/err.c common/hittab.c common/proto.c common/resolve.c \
+	common/sha.c common/targetid.c common/util.c
 DETECT_SRC   := $(wildcard daemon/detect/*.c)
 CACHE_SRC    := $(wildcard cache/*.c)
 COMPILER_SRC := $(wildcard compilers/*.c)

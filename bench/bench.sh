@@ -34,6 +34,9 @@ NOTES="$T/notes"   # lines for RESULTS.md
 : >"$ROWS"
 : >"$NOTES"
 export KJIT_NO_AUTOSTART=1
+# The rows measure the daemon's answer: the process memo (issue 13) would
+# answer every repeated get in memory.  A memo row must unset this itself.
+export KJIT_PROCESS_MEMO=0
 unset KJIT_HIP_ARCH KJIT_CUDA_ARCH KJIT_VULKAN_ENV HSA_OVERRIDE_GFX_VERSION CANDLE_ROCM_ARCH \
 	CANDLE_ROCM_VERSION KJIT_ROCM_VERSION KJIT_CUDA_VERSION HSA_XNACK
 DPID=""

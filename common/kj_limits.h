@@ -33,8 +33,19 @@
 #define KJ_HOT_BYTES_MAX (256u << 20)      /* verified objects kept in memory */
 #define KJ_MEMO_BYTES_MAX (64u << 20)      /* request bodies remembered with their cache key */
 
+/* Shared read-only hit table (common/hittab.c, docs/hitpath.md). */
+#define KJ_HITTAB_BYTES_MAX (256u << 20)   /* hard cap of the memfd: as much as the hot set */
+#define KJ_HITTAB_BYTES_MIN (64u << 10)    /* smaller cannot hold its header, slots and one object */
+#define KJ_HITTAB_SLOTS_MAX (1u << 20)     /* slots of 64 bytes: 64 MiB of index at most */
+#define KJ_HITTAB_SLOTS_DEFAULT 16384      /* 1 MiB of index; the bundled kernels use a few hundred */
+#define KJ_HITTAB_PROBE 8                  /* slots a fingerprint may live in (linear probing window) */
+#define KJ_HITTAB_RETRIES 4                /* reads racing a rewrite before the client asks the socket */
+#define KJ_HITTAB_RECORD_SHARE 4           /* one object takes at most 1/4 of the arena */
+
 /* Client. */
 #define KJ_DEFAULT_TIMEOUT_MS 600000       /* a reply: covers a queue of long compiles */
 #define KJ_AUTOSTART_WAIT_MS 10000         /* how long a client waits for a daemon it started */
+#define KJ_PROCESS_MEMO_BYTES (32u << 20)  /* objects a client handle remembers (KJIT_PROCESS_MEMO=0: none) */
+#define KJ_PROCESS_MEMO_SHARE 4            /* one object takes at most 1/4 of the process memo */
 
 #endif /* KJ_LIMITS_H */

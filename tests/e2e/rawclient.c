@@ -456,6 +456,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: rawclient SOCK CMD [ARGS] (see the comment at the top)\n");
 		return 1;
 	}
+	/* Every get must reach the daemon: no answers from the process memo. */
+	setenv("KJIT_PROCESS_MEMO", "0", 1);
 	sock_path = argv[1];
 	const char *cmd = argv[2];
 	setvbuf(stdout, NULL, _IOLBF, 0);
