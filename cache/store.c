@@ -324,84 +324,135 @@ fail:
 	return KJIT_EIO;
 }
 
-int kj__cache_publish(struct kj__cache *c, struct kj__cache_entry *e, const uint8_t *data, size_t len)
+/* What a publish writes: the object's directory, its final name and the
+ * temporary file it is written to first. */
+struct publish_paths {
+	char sub[PATH_MAX];
+	char final[PATH_MAX];
+	char tmp[PATH_MAX];
+};
+
+/* Everything a publish needs before it touches the disk: e checked and
+ * completed (digest, size, times), its table entry en (tuple interned,
+ * room reserved, a new use sequence) and the paths.  0 or a negative
+ * code; nothing on disk or in the index changed either way. */
+static int publish_prepare(struct kj__cache *c, struct kj__cache_entry *e, const uint8_t *data, size_t len,
+			   struct ent *en, uint8_t dg[KJ_SHA256_LEN], struct publish_paths *p)
 {
-	char sub[PATH_MAX], final[PATH_MAX], tmp[PATH_MAX];
-	struct ent en;
-	size_t prior;
-	int r, created = 0, err = 0;
+	int r;
 
 	if ((r = entry_ok(e, data, len)) < 0)
 		return r;
-	uint8_t dg[KJ_SHA256_LEN];
-	memset(&en, 0, sizeof en);
-	kj__cache_unhex(e->key, en.key);
+	memset(en, 0, sizeof *en);
+	kj__cache_unhex(e->key, en->key);
 	if ((r = kj__sha256(data, len, dg)) < 0 ||
-	    (r = kj__tuple_intern(c, e->backend, e->target, e->version, e->ext, &en.tuple)) < 0 ||
+	    (r = kj__tuple_intern(c, e->backend, e->target, e->version, e->ext, &en->tuple)) < 0 ||
 	    (r = kj__tab_reserve(c, c->n + 1)) < 0 ||
-	    (r = kj__obj_subdir(c, &c->tuples[en.tuple], sub, sizeof sub)) < 0 ||
-	    (r = kj__obj_path(c, &en, final, sizeof final)) < 0 ||
-	    (r = kj__cache_pathf(tmp, sizeof tmp, "%s.tmp.%ld.%llu", final, (long)getpid(),
-		       (unsigned long long)++c->tmp_seq)) < 0)
+	    (r = kj__obj_subdir(c, &c->tuples[en->tuple], p->sub, sizeof p->sub)) < 0 ||
+	    (r = kj__obj_path(c, en, p->final, sizeof p->final)) < 0 ||
+	    (r = kj__cache_pathf(p->tmp, sizeof p->tmp, "%s.tmp.%ld.%llu", p->final, (long)getpid(),
+				 (unsigned long long)++c->tmp_seq)) < 0)
 		return r;
 	kj__hex(dg, e->sha256);
 	e->size = len;
 	e->created = e->last_used = kj__wall_s();
 	e->hits = 0;
-	en.size = (uint32_t)len;
-	en.compile_ms = e->compile_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)e->compile_ms;
-	en.last_used = (uint32_t)e->last_used;
-	en.seq = ++c->seq;
+	en->size = (uint32_t)len;
+	en->compile_ms = e->compile_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)e->compile_ms;
+	en->last_used = (uint32_t)e->last_used;
+	en->seq = ++c->seq;
+	return 0;
+}
 
-	if (c->fs->mkdir(sub, 0755) < 0 && errno != EEXIST) {
+/* Puts data at p->final: its directory, a durable temporary file, the
+ * rename, the directory's fsync.  0, or KJIT_EIO with errno saying why;
+ * *created says whether p->tmp is left for the caller to remove. */
+static int place_file(struct kj__cache *c, const struct publish_paths *p, const uint8_t *data, size_t len,
+		      int *created)
+{
+	int r;
+
+	if (c->fs->mkdir(p->sub, 0755) < 0 && errno != EEXIST) {
+		kj__cache_say(c, "cannot create %s: %s", p->sub, strerror(errno));
+		return KJIT_EIO;
+	}
+	if ((r = kj__obj_write_tmp(c, p->tmp, data, len, created)) < 0)
+		return r;
+	if (c->fs->rename(p->tmp, p->final) < 0) {
+		kj__cache_say(c, "rename %s to %s: %s", p->tmp, p->final, strerror(errno));
+		return KJIT_EIO;
+	}
+	*created = 0;
+	fsync_dir(c, p->sub);
+	return 0;
+}
+
+/* Inserts e's row now that its file is in place.  If that fails the file
+ * is not indexed, and a prior row for the key (prior: its entry, or NONE)
+ * now names these bytes: it is kept only if they are the same bytes;
+ * otherwise it is dropped, or, with no prior row, the file is removed.
+ * 0 or KJIT_EIO. */
+static int index_row(struct kj__cache *c, const struct kj__cache_entry *e, const struct ent *en, size_t prior,
+		     const uint8_t dg[KJ_SHA256_LEN], const char *final)
+{
+	uint8_t prior_dg[KJ_SHA256_LEN];
+	int r = kj__db_insert_row(c, e, en->seq);
+
+	if (r == 0)
+		return 0;
+	if (prior != NONE && kj__db_row_digest(c, en->key, prior_dg) == 0 &&
+	    memcmp(prior_dg, dg, KJ_SHA256_LEN) == 0)
+		return r;
+	if (prior != NONE)
+		kj__obj_drop(c, prior);
+	else if (c->fs->unlink(final) < 0 && errno != ENOENT)
+		kj__cache_say(c, "cannot remove %s: %s", final, strerror(errno));
+	return r;
+}
+
+/* Puts en in the table, in place of the prior entry of its key if any
+ * (keeping that entry's pending hits: its key may be in c->dirty). */
+static void table_update(struct kj__cache *c, struct ent *en, size_t prior)
+{
+	if (prior == NONE) {
+		kj__tab_add(c, en);
+		return;
+	}
+	c->bytes -= c->ents[prior].size;
+	c->bytes += en->size;
+	en->pending = c->ents[prior].pending;
+	c->ents[prior] = *en;
+}
+
+int kj__cache_publish(struct kj__cache *c, struct kj__cache_entry *e, const uint8_t *data, size_t len)
+{
+	struct publish_paths p;
+	uint8_t dg[KJ_SHA256_LEN];
+	struct ent en;
+	struct stat fst;
+	size_t prior;
+	int r, created = 0, err = 0;
+
+	if ((r = publish_prepare(c, e, data, len, &en, dg, &p)) < 0)
+		return r;
+	if ((r = place_file(c, &p, data, len, &created)) < 0) {
 		err = errno;
-		kj__cache_say(c, "cannot create %s: %s", sub, strerror(errno));
-		r = KJIT_EIO;
 		goto out;
 	}
-	if ((r = kj__obj_write_tmp(c, tmp, data, len, &created)) < 0) {
-		err = errno;
-		goto out;
-	}
-	if (c->fs->rename(tmp, final) < 0) {
-		err = errno;
-		kj__cache_say(c, "rename %s to %s: %s", tmp, final, strerror(errno));
-		r = KJIT_EIO;
-		goto out;
-	}
-	created = 0;
-	fsync_dir(c, sub);
 	prior = kj__tab_find(c, en.key);
-	if ((r = kj__db_insert_row(c, e, en.seq)) < 0) {
+	if ((r = index_row(c, e, &en, prior, dg, p.final)) < 0) {
 		err = EIO;
-		/* The file is in place but not indexed.  A prior row for this key
-		 * now names these bytes: keep it only if they are the same. */
-		uint8_t prior_dg[KJ_SHA256_LEN];
-		if (prior != NONE && kj__db_row_digest(c, en.key, prior_dg) == 0 && memcmp(prior_dg, dg, sizeof dg) == 0)
-			goto out;
-		if (prior != NONE)
-			kj__obj_drop(c, prior);
-		else if (c->fs->unlink(final) < 0 && errno != ENOENT)
-			kj__cache_say(c, "cannot remove %s: %s", final, strerror(errno));
 		goto out;
 	}
-	if (prior != NONE) {
-		c->bytes -= c->ents[prior].size;
-		c->bytes += en.size;
-		en.pending = c->ents[prior].pending; /* its key may be in dirty */
-		c->ents[prior] = en;
-	} else {
-		kj__tab_add(c, &en);
-	}
+	table_update(c, &en, prior);
 	/* Just compiled: likely asked for again soon.  The bytes are the
 	 * ones hashed above, so they count as verified. */
-	struct stat fst;
-	if (c->fs->stat(final, &fst) == 0)
+	if (c->fs->stat(p.final, &fst) == 0)
 		kj__hot_put(c, en.key, data, len, &fst);
 	r = 0;
 out:
-	if (created && c->fs->unlink(tmp) < 0 && errno != ENOENT)
-		kj__cache_say(c, "cannot remove %s: %s", tmp, strerror(errno));
+	if (created && c->fs->unlink(p.tmp) < 0 && errno != ENOENT)
+		kj__cache_say(c, "cannot remove %s: %s", p.tmp, strerror(errno));
 	if (r == KJIT_EIO)
 		errno = err;
 	return r;
