@@ -5,7 +5,7 @@
  *
  * Who owns what (each file opens with the invariants it keeps):
  *   cache.c   the public calls open, close, lookup, peek, foreach, totals,
- *             and the small helpers below (logging, paths, hex)
+ *             and the small helpers below (logging, paths, hex, strdup)
  *   table.c   c->ents, c->slots, c->tuples, c->dirty: the entry table that
  *             mirrors the index's valid rows, and the interned strings
  *   hot.c     c->hot_*: verified objects kept in memory
@@ -15,7 +15,8 @@
  *             write, publish, drop, sweep
  *   maint.c   gc, verify, clear
  * All of them run on one thread (kjitd's loop) and reach the file system
- * only through c->fs (cache.h).
+ * only through c->fs and memory only through c->mem (cache.h), so tests
+ * can make any call fail.
  */
 #ifndef KJ_CACHE_INT_H
 #define KJ_CACHE_INT_H
@@ -77,6 +78,7 @@ struct hot {
 struct kj__cache {
 	char *dir;
 	const struct kj__fsys *fs;
+	const struct kj__cache_alloc *mem;
 	FILE *log;
 	uint64_t max_size;
 	int lock_fd;
@@ -119,6 +121,8 @@ int kj__cache_ext_ok(const char *ext);
 void kj__cache_unhex(const char *s, uint8_t out[KJ_SHA256_LEN]);
 /* A key argument: 64 lowercase hex digits into out.  0 or KJIT_EINVAL. */
 int kj__cache_key_arg(const char *key, uint8_t out[KJ_SHA256_LEN]);
+/* strdup through c->mem; NULL for NULL, and NULL on ENOMEM. */
+char *kj__cache_strdup(const struct kj__cache *c, const char *s);
 
 /* ---- table.c: the entry table and interned strings ---- */
 
@@ -202,7 +206,7 @@ int kj__obj_mkdir_p(struct kj__cache *c, const char *path, mode_t mode);
  * it on failure). */
 int kj__obj_write_tmp(struct kj__cache *c, const char *tmp, const uint8_t *data, size_t len, int *created);
 /* Reads the object of en from disk and checks it against the index's
- * digest.  0 with *out malloc'd and *out_st the file's stat;
+ * digest.  0 with *out from c->mem and *out_st the file's stat;
  * KJIT_ECORRUPT with why set (missing, wrong size, wrong digest);
  * KJIT_EIO for an I/O error that says nothing about the object (logged);
  * KJIT_ENOMEM. */

@@ -21,7 +21,9 @@
  * Ownership: struct kj__cache (cache-int.h) owns the lock descriptor, the
  * SQLite handle, the table and the hot set; kj__cache_close frees them.
  * All file system calls go through c->fs; flock and directory listing are
- * the only direct calls.  One thread.
+ * the only direct calls.  All allocations go through c->mem (including
+ * the struct itself), except kj__cache_recipe_load's, made by
+ * kj__read_file.  One thread.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -88,6 +90,20 @@ int kj__cache_pathf(char *buf, size_t size, const char *fmt, ...)
 	return n < 0 || (size_t)n >= size ? KJIT_EINVAL : 0;
 }
 
+char *kj__cache_strdup(const struct kj__cache *c, const char *s)
+{
+	size_t n;
+	char *p;
+
+	if (s == NULL)
+		return NULL;
+	n = strlen(s) + 1;
+	p = c->mem->malloc(n);
+	if (p != NULL)
+		memcpy(p, s, n);
+	return p;
+}
+
 int kj__cache_key_arg(const char *key, uint8_t out[KJ_SHA256_LEN])
 {
 	if (key == NULL || !kj__hex_ok(key))
@@ -128,15 +144,17 @@ int kj__cache_open(struct kj__cache **out, const char *dir, const struct kj__cac
 	*out = NULL;
 	if (dir == NULL || *dir == '\0')
 		return KJIT_EINVAL;
-	c = calloc(1, sizeof *c);
+	const struct kj__cache_alloc *mem = opt && opt->alloc ? opt->alloc : &kj__cache_alloc_default;
+	c = mem->calloc(1, sizeof *c);
 	if (c == NULL)
 		return KJIT_ENOMEM;
+	c->mem = mem;
 	c->lock_fd = -1;
 	c->fs = opt && opt->fs ? opt->fs : &kj__fsys_default;
 	c->log = opt && opt->log ? opt->log : stderr;
 	c->max_size = opt && opt->max_size ? opt->max_size : KJ_DEFAULT_MAX_SIZE;
 	c->hot_max = opt && opt->hot_max ? opt->hot_max : KJ_HOT_BYTES_MAX;
-	c->dir = kj__strdup(dir);
+	c->dir = kj__cache_strdup(c, dir);
 	if (c->dir == NULL) {
 		r = KJIT_ENOMEM;
 		goto out;
@@ -190,8 +208,8 @@ void kj__cache_close(struct kj__cache *c)
 		kj__cache_say(c, "close %s/lock: %s", c->dir, strerror(errno));
 	kj__tab_free(c);
 	kj__hot_free_all(c);
-	free(c->dir);
-	free(c);
+	c->mem->free(c->dir);
+	c->mem->free(c);
 }
 
 /* ---- the hit path ---- */
@@ -240,7 +258,7 @@ int kj__cache_lookup(struct kj__cache *c, const char *key, uint8_t **data, size_
 		return KJIT_ENOENT;
 	struct hot *h = kj__hot_get(c, &c->ents[i]);
 	if (h) {
-		buf = malloc(h->size);
+		buf = c->mem->malloc(h->size);
 		if (buf == NULL)
 			return KJIT_ENOMEM;
 		memcpy(buf, h->data, h->size);
@@ -260,7 +278,7 @@ int kj__cache_lookup(struct kj__cache *c, const char *key, uint8_t **data, size_
 	if (r < 0)
 		return r;
 	if ((r = kj__tab_touch(c, i)) < 0) {
-		free(buf);
+		c->mem->free(buf);
 		return r;
 	}
 	if (e)
@@ -314,7 +332,7 @@ int kj__cache_totals_by_target(struct kj__cache *c,
 					  void *arg),
 			       void *arg)
 {
-	uint64_t *n = calloc(c->ntuples ? c->ntuples : 1, 2 * sizeof *n);
+	uint64_t *n = c->mem->calloc(c->ntuples ? c->ntuples : 1, 2 * sizeof *n);
 
 	if (n == NULL)
 		return KJIT_ENOMEM;
@@ -325,7 +343,7 @@ int kj__cache_totals_by_target(struct kj__cache *c,
 	for (size_t t = 0; t < c->ntuples; t++)
 		if (n[2 * t])
 			fn(c->tuples[t].target, c->tuples[t].version, n[2 * t], n[2 * t + 1], arg);
-	free(n);
+	c->mem->free(n);
 	return 0;
 }
 

@@ -79,8 +79,8 @@ void kj__hot_remove(struct kj__cache *c, const uint8_t *key)
 			hot_unlink_lru(c, h);
 			c->hot_bytes -= h->size;
 			c->hot_n--;
-			free(h->data);
-			free(h);
+			c->mem->free(h->data);
+			c->mem->free(h);
 			return;
 		}
 	}
@@ -90,7 +90,7 @@ void kj__hot_free_all(struct kj__cache *c)
 {
 	while (c->hot_head)
 		kj__hot_remove(c, c->hot_head->key);
-	free(c->hot_tab);
+	c->mem->free(c->hot_tab);
 	c->hot_tab = NULL;
 	c->hot_cap = 0;
 }
@@ -102,7 +102,7 @@ static int hot_grow(struct kj__cache *c)
 	if (c->hot_cap != 0 && c->hot_n + 1 <= c->hot_cap)
 		return 0;
 	size_t cap = c->hot_cap ? c->hot_cap * 2 : HOT_BUCKETS_MIN;
-	struct hot **tab = calloc(cap, sizeof *tab);
+	struct hot **tab = c->mem->calloc(cap, sizeof *tab);
 	if (tab == NULL)
 		return -1;
 	for (size_t b = 0; b < c->hot_cap; b++) {
@@ -114,7 +114,7 @@ static int hot_grow(struct kj__cache *c)
 			tab[v & (cap - 1)] = h;
 		}
 	}
-	free(c->hot_tab);
+	c->mem->free(c->hot_tab);
 	c->hot_tab = tab;
 	c->hot_cap = cap;
 	return 0;
@@ -130,9 +130,9 @@ void kj__hot_put(struct kj__cache *c, const uint8_t *key, const uint8_t *data, s
 		return;
 	while (c->hot_tail && c->hot_bytes + size > c->hot_max)
 		kj__hot_remove(c, c->hot_tail->key);
-	struct hot *h = calloc(1, sizeof *h);
-	if (h == NULL || (h->data = malloc(size)) == NULL) {
-		free(h);
+	struct hot *h = c->mem->calloc(1, sizeof *h);
+	if (h == NULL || (h->data = c->mem->malloc(size)) == NULL) {
+		c->mem->free(h);
 		return;
 	}
 	memcpy(h->key, key, KJ_SHA256_LEN);

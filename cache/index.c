@@ -497,7 +497,7 @@ void kj__cache_entry_free(struct kj__cache_entry *e)
 {
 	if (e == NULL)
 		return;
-	free((char *)e->source_name);
+	free((char *)e->source_name); /* from c->mem, which free(3) releases (cache.h) */
 	free((char *)e->options);
 	free((char *)e->compiler);
 	free((char *)e->log);
@@ -519,10 +519,10 @@ int kj__cache_get(struct kj__cache *c, const char *key, struct kj__cache_entry *
 	if (rc == SQLITE_ROW) {
 		kj__db_row_entry(st, &row);
 		*e = row;
-		e->source_name = kj__strdup(row.source_name);
-		e->options = kj__strdup(row.options);
-		e->compiler = kj__strdup(row.compiler);
-		e->log = kj__strdup(row.log);
+		e->source_name = kj__cache_strdup(c, row.source_name);
+		e->options = kj__cache_strdup(c, row.options);
+		e->compiler = kj__cache_strdup(c, row.compiler);
+		e->log = kj__cache_strdup(c, row.log);
 		if ((row.source_name && !e->source_name) || (row.options && !e->options) ||
 		    (row.compiler && !e->compiler) || (row.log && !e->log)) {
 			kj__cache_entry_free(e);

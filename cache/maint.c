@@ -24,7 +24,6 @@
 
 #include "cache-int.h"
 #include "kjit.h"
-#include "proto.h"
 #include "util.h"
 
 /* Deletes the rows of keys[0..n) in one transaction, then
@@ -89,7 +88,7 @@ int kj__cache_gc(struct kj__cache *c, uint64_t max_size, uint64_t *evicted, uint
 			continue; /* an invalid row: verify's business */
 		if (n == nkeys) {
 			size_t cap2 = nkeys ? nkeys * 2 : 64;
-			void *p = realloc(keys, cap2 * sizeof *keys);
+			void *p = c->mem->realloc(keys, cap2 * sizeof *keys);
 			if (p == NULL) {
 				r = KJIT_ENOMEM;
 				goto out;
@@ -121,8 +120,33 @@ int kj__cache_gc(struct kj__cache *c, uint64_t max_size, uint64_t *evicted, uint
 	r = 0;
 out:
 	sqlite3_finalize(st);
-	free(keys);
+	c->mem->free(keys);
 	return r;
+}
+
+/* The keys of invalid rows, NUL-separated, in memory from c->mem. */
+struct key_text {
+	char *p;
+	size_t len, cap;
+};
+
+static int key_text_add(struct kj__cache *c, struct key_text *t, const char *key)
+{
+	size_t n = strlen(key) + 1;
+
+	if (t->cap - t->len < n) {
+		size_t cap = t->cap ? t->cap * 2 : 256;
+		while (cap - t->len < n)
+			cap *= 2;
+		char *p = c->mem->realloc(t->p, cap);
+		if (p == NULL)
+			return KJIT_ENOMEM;
+		t->p = p;
+		t->cap = cap;
+	}
+	memcpy(t->p + t->len, key, n);
+	t->len += n;
+	return 0;
 }
 
 /* Drops rows the load skipped (bad fields): they are in the index only.
@@ -132,7 +156,7 @@ static int drop_bad_rows(struct kj__cache *c, void (*fn)(const struct kj__cache_
 {
 	sqlite3_stmt *st = NULL;
 	struct kj__cache_entry e;
-	struct kj__buf keys = { 0 };
+	struct key_text keys = { 0 };
 	size_t n = 0;
 	int rc, r = 0;
 
@@ -147,7 +171,7 @@ static int drop_bad_rows(struct kj__cache *c, void (*fn)(const struct kj__cache_
 			continue;
 		if (fn)
 			fn(&e, "invalid index row", arg);
-		if ((r = kj__buf_append(&keys, key, strlen(key) + 1)) < 0)
+		if ((r = key_text_add(c, &keys, key)) < 0)
 			goto out;
 		n++;
 	}
@@ -159,8 +183,8 @@ static int drop_bad_rows(struct kj__cache *c, void (*fn)(const struct kj__cache_
 	st = NULL;
 	if ((r = kj__db_begin(c)) < 0)
 		goto out;
-	for (size_t off = 0; off < keys.len; off += strlen((char *)keys.p + off) + 1) {
-		if ((r = kj__db_delete_row(c, (char *)keys.p + off)) < 0) {
+	for (size_t off = 0; off < keys.len; off += strlen(keys.p + off) + 1) {
+		if ((r = kj__db_delete_row(c, keys.p + off)) < 0) {
 			kj__db_rollback(c);
 			goto out;
 		}
@@ -171,7 +195,7 @@ static int drop_bad_rows(struct kj__cache *c, void (*fn)(const struct kj__cache_
 	*bad += n;
 out:
 	sqlite3_finalize(st);
-	kj__buf_free(&keys);
+	c->mem->free(keys.p);
 	return r;
 }
 
@@ -190,7 +214,7 @@ int kj__cache_verify(struct kj__cache *c, void (*fn)(const struct kj__cache_entr
 		struct stat st;
 		nchecked++;
 		r = kj__obj_read(c, &c->ents[i], &buf, &st, why, sizeof why); /* the disk, not the hot set */
-		free(buf);
+		c->mem->free(buf);
 		if (r == KJIT_ECORRUPT) {
 			kj__tab_fill_entry(c, &c->ents[i], &e);
 			kj__cache_say(c, "object %s corrupt (%s); dropped, will recompile", e.key, why);
@@ -222,7 +246,7 @@ int kj__cache_clear(struct kj__cache *c, const char *target, uint64_t *removed)
 	if (removed)
 		*removed = 0;
 	if (c->n) {
-		keys = malloc(c->n * sizeof *keys);
+		keys = c->mem->malloc(c->n * sizeof *keys);
 		if (keys == NULL)
 			return KJIT_ENOMEM;
 	}
@@ -230,7 +254,7 @@ int kj__cache_clear(struct kj__cache *c, const char *target, uint64_t *removed)
 		if (target == NULL || strcmp(c->tuples[c->ents[i].tuple].target, target) == 0)
 			memcpy(keys[n++], c->ents[i].key, KJ_SHA256_LEN);
 	r = remove_entries(c, keys, n);
-	free(keys);
+	c->mem->free(keys);
 	if (r < 0)
 		return r;
 	if (target == NULL)

@@ -221,7 +221,7 @@ int kj__obj_read(struct kj__cache *c, const struct ent *en, uint8_t **out, struc
 		r = KJIT_ECORRUPT;
 		goto out;
 	}
-	buf = malloc(en->size);
+	buf = c->mem->malloc(en->size);
 	if (buf == NULL) {
 		r = KJIT_ENOMEM;
 		goto out;
@@ -254,7 +254,7 @@ int kj__obj_read(struct kj__cache *c, const struct ent *en, uint8_t **out, struc
 out:
 	if (c->fs->close(fd) < 0)
 		kj__cache_say(c, "close %s: %s", path, strerror(errno));
-	free(buf);
+	c->mem->free(buf);
 	return r;
 }
 

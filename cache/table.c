@@ -79,7 +79,7 @@ int kj__tab_reserve(struct kj__cache *c, size_t want)
 			cap = want;
 		if (cap < TAB_MIN)
 			cap = TAB_MIN;
-		struct ent *p = realloc(c->ents, cap * sizeof *p);
+		struct ent *p = c->mem->realloc(c->ents, cap * sizeof *p);
 		if (p == NULL)
 			return KJIT_ENOMEM;
 		c->ents = p;
@@ -89,10 +89,10 @@ int kj__tab_reserve(struct kj__cache *c, size_t want)
 		size_t ns = TAB_MIN * 2;
 		while (want * 4 >= ns * 3)
 			ns *= 2;
-		uint32_t *slots = calloc(ns, sizeof *slots);
+		uint32_t *slots = c->mem->calloc(ns, sizeof *slots);
 		if (slots == NULL)
 			return KJIT_ENOMEM;
-		free(c->slots);
+		c->mem->free(c->slots);
 		c->slots = slots;
 		c->nslots = ns;
 		for (size_t i = 0; i < c->n; i++)
@@ -164,7 +164,7 @@ int kj__tuple_intern(struct kj__cache *c, int backend, const char *target, const
 	}
 	if (c->ntuples == c->captuples) {
 		size_t cap = c->captuples ? c->captuples * 2 : 8;
-		t = realloc(c->tuples, cap * sizeof *t);
+		t = c->mem->realloc(c->tuples, cap * sizeof *t);
 		if (t == NULL)
 			return KJIT_ENOMEM;
 		c->tuples = t;
@@ -172,13 +172,13 @@ int kj__tuple_intern(struct kj__cache *c, int backend, const char *target, const
 	}
 	t = &c->tuples[c->ntuples];
 	t->backend = backend;
-	t->target = kj__strdup(target);
-	t->version = kj__strdup(version);
-	t->ext = kj__strdup(ext);
+	t->target = kj__cache_strdup(c, target);
+	t->version = kj__cache_strdup(c, version);
+	t->ext = kj__cache_strdup(c, ext);
 	if (!t->target || !t->version || !t->ext) {
-		free(t->target);
-		free(t->version);
-		free(t->ext);
+		c->mem->free(t->target);
+		c->mem->free(t->version);
+		c->mem->free(t->ext);
 		return KJIT_ENOMEM;
 	}
 	c->last_tuple = c->ntuples;
@@ -208,7 +208,7 @@ int kj__tab_touch(struct kj__cache *c, size_t idx)
 	if (en->pending == 0) {
 		if (c->ndirty == c->capdirty) {
 			size_t cap = c->capdirty ? c->capdirty * 2 : 64;
-			void *p = realloc(c->dirty, cap * sizeof *c->dirty);
+			void *p = c->mem->realloc(c->dirty, cap * sizeof *c->dirty);
 			if (p == NULL)
 				return KJIT_ENOMEM;
 			c->dirty = p;
@@ -226,14 +226,14 @@ int kj__tab_touch(struct kj__cache *c, size_t idx)
 void kj__tab_free(struct kj__cache *c)
 {
 	for (size_t i = 0; i < c->ntuples; i++) {
-		free(c->tuples[i].target);
-		free(c->tuples[i].version);
-		free(c->tuples[i].ext);
+		c->mem->free(c->tuples[i].target);
+		c->mem->free(c->tuples[i].version);
+		c->mem->free(c->tuples[i].ext);
 	}
-	free(c->tuples);
-	free(c->ents);
-	free(c->slots);
-	free(c->dirty);
+	c->mem->free(c->tuples);
+	c->mem->free(c->ents);
+	c->mem->free(c->slots);
+	c->mem->free(c->dirty);
 	c->tuples = NULL;
 	c->ents = NULL;
 	c->slots = NULL;
