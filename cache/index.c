@@ -204,7 +204,7 @@ static int open_index(struct kj__cache *c, const char *path, int *corrupt)
 		return r;
 	if (version > SCHEMA_VERSION) {
 		kj__cache_say(c, "index %s has schema %lld, newer than this kjit's %d: use a newer kjit"
-		       " or another KJIT_CACHE_DIR", path, (long long)version, SCHEMA_VERSION);
+			      " or another KJIT_CACHE_DIR", path, (long long)version, SCHEMA_VERSION);
 		return KJIT_EIO;
 	}
 	if ((r = db_exec(c, "BEGIN IMMEDIATE", corrupt)) < 0)
@@ -255,7 +255,7 @@ static int db_move_aside(struct kj__cache *c, const char *path)
 		return KJIT_EIO;
 	}
 	kj__cache_say(c, "warning: index %s was damaged; moved aside to %s.corrupt-%lld and rebuilt empty"
-	       " (objects will be recompiled)", path, path, now);
+		      " (objects will be recompiled)", path, path, now);
 	return 0;
 }
 
@@ -326,7 +326,7 @@ int kj__db_load(struct kj__cache *c)
 	}
 	if (c->bad_rows)
 		kj__cache_say(c, "index %s/index.sqlite: %zu invalid row(s) ignored (kjit verify drops them)",
-		    c->dir, c->bad_rows);
+			      c->dir, c->bad_rows);
 	r = 0;
 out:
 	sqlite3_finalize(st);

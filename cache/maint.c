@@ -111,7 +111,7 @@ int kj__cache_gc(struct kj__cache *c, uint64_t max_size, uint64_t *evicted, uint
 	if (n) {
 		kj__cache_counter_add(c, "evictions", (int64_t)n);
 		kj__cache_say(c, "gc: evicted %zu object(s), %llu bytes, to stay under %llu bytes", n,
-		    (unsigned long long)gone, (unsigned long long)cap);
+			      (unsigned long long)gone, (unsigned long long)cap);
 	}
 	if (evicted)
 		*evicted = n;
