@@ -23,7 +23,7 @@
 #include <sys/stat.h>
 
 #include "cache-int.h"
-#include "kjit.h"
+#include "kj_types.h"
 #include "util.h"
 
 /* Deletes the rows of keys[0..n) in one transaction, then

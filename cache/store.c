@@ -35,7 +35,7 @@
 #include <unistd.h>
 
 #include "cache-int.h"
-#include "kjit.h"
+#include "kj_types.h"
 #include "kj_limits.h"
 #include "util.h"
 

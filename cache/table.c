@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "cache-int.h"
-#include "kjit.h"
+#include "kj_types.h"
 #include "util.h"
 
 #define TAB_MIN 1024                  /* smallest table, entries */

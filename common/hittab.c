@@ -33,7 +33,7 @@
 #include <unistd.h>
 
 #include "hittab.h"
-#include "kjit.h"
+#include "kj_types.h"
 #include "util.h"
 
 #ifndef F_SEAL_FUTURE_WRITE
