@@ -443,6 +443,39 @@ class TestCommandLine(unittest.TestCase):
         self.assertRegex(p.stdout.decode(), r"(?m)^hits +\d+$")
 
 
+class TestInstall(unittest.TestCase):
+    def test_make_install_python(self):
+        """make install-python (part of make install) copies the package
+        and records PREFIX's library, which the installed package loads."""
+        root, pfx = os.path.join(TMP, "root"), os.path.join(TMP, "pfx")
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "KJIT_LIBRARY")}
+        make = ["make", "-s", "-C", TOP, f"DESTDIR={root}", "PYTHONDIR=/site", f"PREFIX={pfx}"]
+        p = subprocess.run(make + ["install-python"], capture_output=True, env=env, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        site = os.path.join(root, "site")
+        src = os.path.join(TOP, "python", "kjit")
+        for f in sorted(os.listdir(src)):
+            if f.endswith(".py"):
+                with open(os.path.join(src, f), "rb") as a, \
+                        open(os.path.join(site, "kjit", f), "rb") as b:
+                    self.assertEqual(a.read(), b.read(), f)
+        os.makedirs(os.path.join(pfx, "lib"))
+        lib = os.path.join(pfx, "lib", "libkjit.so.0")
+        with open(os.environ["KJIT_LIBRARY"], "rb") as a, open(lib, "wb") as b:
+            b.write(a.read())
+        env["PYTHONPATH"] = site
+        q = subprocess.run([sys.executable, "-c", "import kjit; print(kjit.__file__); "
+                            "print(kjit.library_path()); kjit.ping()"],
+                           capture_output=True, env=env, timeout=60, cwd=TMP)
+        self.assertEqual(q.returncode, 0, q.stderr)
+        self.assertEqual(q.stdout.decode().split(),
+                         [os.path.join(site, "kjit", "__init__.py"), lib])
+        p = subprocess.run(make + ["uninstall-python"], capture_output=True, env=env, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertFalse(os.path.exists(os.path.join(site, "kjit")))
+
+
 class TestLaunchModules(unittest.TestCase):
     """kjit.cuda and kjit.hip import without a GPU and fail clearly."""
 
