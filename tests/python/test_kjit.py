@@ -476,6 +476,89 @@ class TestInstall(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(site, "kjit")))
 
 
+FAKE_LAUNCH = """
+import array, ctypes, math, random, sys
+import kjit
+which = sys.argv[1]
+if which == "cuda":
+    import kjit.cuda as drv
+    target = drv.arch()
+    assert target == "sm_90", target
+else:
+    import kjit.hip as drv
+    target = "gfx90a"
+fake = ctypes.CDLL("libcuda.so.1")  # the fake of tests/python/fakegpu.c
+fake.fake_last.restype = ctypes.c_uint
+rows, cols, eps = 3, 1000, 1e-6
+obj = kjit.get_kernel("rms_norm_f32", backend=which, target=target)
+mod = drv.load(obj)
+fn = mod.function("rms_norm_f32", "PPPiif")
+x = array.array("f", (random.uniform(-2, 2) for _ in range(rows * cols)))
+w = array.array("f", (random.uniform(-2, 2) for _ in range(cols)))
+ref = []
+for r in range(rows):
+    row = x[r * cols:(r + 1) * cols]
+    inv = 1 / math.sqrt(sum(v * v for v in row) / cols + eps)
+    ref += [row[i] * inv * w[i] for i in range(cols)]
+with drv.DeviceBuffer.from_bytes(x.tobytes()) as dx, drv.DeviceBuffer.from_bytes(w.tobytes()) as dw, \\
+        drv.DeviceBuffer(rows * cols * 4) as dy:
+    fn.launch((rows, 1), 256, [dx, dw, dy, rows, cols, eps], stream=0xABC)
+    drv.synchronize()
+    y = array.array("f", dy.to_bytes())
+    print("err", max(abs(a - b) for a, b in zip(y, ref)))
+    print("geometry", *[fake.fake_last(i) for i in range(8)])
+    bare = mod.function("rms_norm_f32")  # ctypes values, no signature
+    bare.launch(2, (256,), [dx, dw, ctypes.c_void_p(dy.ptr), ctypes.c_int32(rows), ctypes.c_int32(cols),
+                            ctypes.c_float(eps)], shared=64)
+    print("geometry", *[fake.fake_last(i) for i in range(8)])
+for bad in (lambda: drv.load(b"not an object"), lambda: mod.function("nope")):
+    try:
+        bad()
+    except drv.DriverError as e:
+        print("error", e.name)
+mod.unload()
+"""
+
+
+class TestLaunchFakeDriver(unittest.TestCase):
+    """kjit.cuda and kjit.hip end to end against tests/python/fakegpu.c: a
+    libcuda / libamdhip64 whose device memory is host memory and whose one
+    kernel, rms_norm_f32, runs on the CPU."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = os.path.join(TMP, "fakegpu")
+        os.makedirs(cls.dir, exist_ok=True)
+        lib = os.path.join(cls.dir, "libcuda.so.1")
+        p = subprocess.run(["cc", "-std=c11", "-O1", "-shared", "-fPIC", "-Wall", "-Wextra",
+                            "-Werror", "-Wno-unused-parameter", "-o", lib,
+                            os.path.join(TOP, "tests", "python", "fakegpu.c"), "-lm"],
+                           capture_output=True, timeout=120)
+        if p.returncode != 0:
+            raise AssertionError("cannot build fakegpu.c: " + p.stderr.decode())
+        os.symlink("libcuda.so.1", os.path.join(cls.dir, "libamdhip64.so"))
+
+    def run_fake(self, which):
+        env = dict(os.environ, LD_LIBRARY_PATH=self.dir)
+        p = subprocess.run([sys.executable, "-c", FAKE_LAUNCH, which], capture_output=True,
+                           env=env, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr.decode())
+        lines = [ln.split() for ln in p.stdout.decode().splitlines()]
+        self.assertEqual(lines[0][0], "err")
+        self.assertLess(float(lines[0][1]), 1e-4)
+        # grid x y z, block x y z, shared, stream given
+        self.assertEqual(lines[1], ["geometry", "3", "1", "1", "256", "1", "1", "0", "1"])
+        self.assertEqual(lines[2], ["geometry", "2", "1", "1", "256", "1", "1", "64", "0"])
+        self.assertEqual(lines[3:], [["error", "CUDA_ERROR_INVALID_IMAGE"],
+                                     ["error", "CUDA_ERROR_NOT_FOUND"]])
+
+    def test_cuda_launch_through_the_driver_api(self):
+        self.run_fake("cuda")
+
+    def test_hip_launch_through_the_runtime_api(self):
+        self.run_fake("hip")
+
+
 class TestLaunchModules(unittest.TestCase):
     """kjit.cuda and kjit.hip import without a GPU and fail clearly."""
 
