@@ -443,6 +443,22 @@ class TestCommandLine(unittest.TestCase):
         self.assertRegex(p.stdout.decode(), r"(?m)^hits +\d+$")
 
 
+class TestExamples(unittest.TestCase):
+    def test_fleet_compile(self):
+        """examples/python/fleet_compile.py: 6 processes, one NVRTC compile
+        (no GPU here: it fetches and says why it does not launch)."""
+        before = stat("compiles")
+        p = subprocess.run([sys.executable, os.path.join(TOP, "examples", "python", "fleet_compile.py"),
+                            "--target", "sm_90", "--procs", "6"], capture_output=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr.decode())
+        out = p.stdout.decode()
+        self.assertRegex(out, r"(?m)^  1 processes: compiled ")
+        self.assertIn("one key for all: True", out)
+        self.assertRegex(out, r"(?m)^saxpy for sm_90: hit ")
+        self.assertRegex(out, r"(?m)^(not launched: |saxpy on the GPU: max error)")
+        self.assertEqual(stat("compiles"), before + 1)
+
+
 class TestInstall(unittest.TestCase):
     def test_make_install_python(self):
         """make install-python (part of make install) copies the package
