@@ -26,12 +26,12 @@ import threading
 from typing import Any, Dict, Mapping, Optional, Sequence, Union
 
 from ._lib import LibraryNotFound, library_path
-from .client import BACKENDS, STATUSES, Client, Object, Source
+from .client import BACKENDS, STATUSES, Backend, Client, Object, Source
 from .errors import CompileError, DaemonError, Error, TargetError
 
 __all__ = ["Client", "Object", "Error", "CompileError", "TargetError", "DaemonError",
            "LibraryNotFound", "get", "get_kernel", "stats", "targets", "ping", "default_client",
-           "library_path", "BACKENDS", "STATUSES"]
+           "library_path", "Backend", "Source", "BACKENDS", "STATUSES"]
 __version__ = "0.1"
 
 _default: Optional[Client] = None
@@ -59,16 +59,16 @@ def _reset_after_fork() -> None:
 os.register_at_fork(after_in_child=_reset_after_fork)
 
 
-def get(source: Optional[Source] = None, backend: str = "hip", target: Optional[str] = None,
+def get(source: Optional[Source] = None, backend: Optional[Backend] = None, target: Optional[str] = None,
         options: Optional[Sequence[str]] = None,
         headers: Optional[Mapping[str, Union[str, bytes]]] = None, name: Optional[str] = None,
         **kw: Any) -> Object:
     """Client.get on the default client: the code object of source compiled
-    for backend ("hip", "cuda", "vulkan"); see Client.get for the rest."""
+    for backend ("hip", "cuda" or "vulkan"; required); see Client.get."""
     return default_client().get(source, backend, target, options, headers, name, **kw)
 
 
-def get_kernel(kernel: str, backend: str = "hip", target: Optional[str] = None,
+def get_kernel(kernel: str, backend: Optional[Backend] = None, target: Optional[str] = None,
                options: Optional[Sequence[str]] = None, **kw: Any) -> Object:
     """Client.get_kernel on the default client: a bundled kernel by name."""
     return default_client().get_kernel(kernel, backend, target, options, **kw)

@@ -17,12 +17,17 @@ import json as _json
 import os
 import threading
 from ctypes import byref, c_char_p, c_void_p
-from typing import Any, Dict, Iterable, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+
+try:
+    from typing import Literal
+except ImportError:  # Python < 3.8
+    Literal = None  # type: ignore[assignment]
 
 from . import _lib
 from .errors import DaemonError, Error, error_for
 
-__all__ = ["Client", "Object", "BACKENDS", "STATUSES"]
+__all__ = ["Client", "Object", "Backend", "Source", "BACKENDS", "STATUSES"]
 
 #: Backend names and their enum kjit_backend values.
 BACKENDS = {"hip": 1, "cuda": 2, "vulkan": 3}
@@ -30,6 +35,8 @@ BACKENDS = {"hip": 1, "cuda": 2, "vulkan": 3}
 STATUSES = {1: "hit", 2: "compiled", 3: "joined"}
 
 Source = Union[str, bytes, bytearray, memoryview]
+#: "hip", "cuda" or "vulkan".
+Backend = Literal["hip", "cuda", "vulkan"] if Literal is not None else str  # type: ignore[misc]
 
 
 def _b(s: Union[str, bytes], what: str) -> bytes:
@@ -52,7 +59,9 @@ def _strv(items: Optional[Iterable[Union[str, bytes]]], what: str):
     return (c_char_p * len(enc))(*enc), len(enc)
 
 
-def _backend(backend: str) -> int:
+def _backend(backend: Optional[str]) -> int:
+    if backend is None:
+        raise ValueError("backend is required: 'hip', 'cuda' or 'vulkan'")
     try:
         return BACKENDS[backend]
     except (KeyError, TypeError):
@@ -185,14 +194,15 @@ class Client:
 
     # ---- get -------------------------------------------------------------
 
-    def get(self, source: Optional[Source] = None, backend: str = "hip", target: Optional[str] = None,
+    def get(self, source: Optional[Source] = None, backend: Optional[Backend] = None,
+            target: Optional[str] = None,
             options: Optional[Sequence[str]] = None,
             headers: Optional[Mapping[str, Union[str, bytes]]] = None, name: Optional[str] = None,
             *, kernel: Optional[str] = None, entries: Optional[Sequence[str]] = None,
             runtime_version: Optional[str] = None, no_env: bool = False) -> Object:
         """Fetches the code object of source (str or bytes) compiled for
-        backend ("hip", "cuda" or "vulkan"), or of the bundled kernel named
-        kernel.
+        backend ("hip", "cuda" or "vulkan"; required), or of the bundled
+        kernel named kernel.
 
         target: the canonical target ("gfx90a", "sm_90", "vulkan1.2"); None
         resolves it as libkjit does: this process's environment
@@ -237,9 +247,9 @@ class Client:
             req.headers = hv
             req.n_headers = len(headers)
         req.no_env = 1 if no_env else 0
-        return self._get(req, backend)
+        return self._get(req, backend)  # type: ignore[arg-type]
 
-    def get_kernel(self, kernel: str, backend: str = "hip", target: Optional[str] = None,
+    def get_kernel(self, kernel: str, backend: Optional[Backend] = None, target: Optional[str] = None,
                    options: Optional[Sequence[str]] = None, *, runtime_version: Optional[str] = None,
                    no_env: bool = False) -> Object:
         """Fetches the bundled kernel named kernel (kernels_src/MANIFEST:
@@ -247,7 +257,7 @@ class Client:
         return self.get(None, backend, target, options, kernel=kernel,
                         runtime_version=runtime_version, no_env=no_env)
 
-    def _get(self, req: _lib.Request, backend: str) -> Object:
+    def _get(self, req: _lib.Request, backend: Backend) -> Object:
         res = _lib.Result()
         lib = self._lib
         with self._locked():
@@ -331,7 +341,7 @@ class Client:
         it); kjit.get() still applies it to every request."""
         return self.admin("targets")
 
-    def kernels(self, backend: str) -> list:
+    def kernels(self, backend: Backend) -> List[str]:
         """The names of the bundled kernels kjitd serves for backend."""
         _backend(backend)
         text = self.admin("kernels", backend, json=False)

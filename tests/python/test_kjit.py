@@ -208,6 +208,8 @@ class TestErrors(unittest.TestCase):
     def test_python_side_mistakes(self):
         with self.assertRaises(ValueError):
             kjit.get("x", backend="metal")
+        with self.assertRaises(ValueError):  # no default backend, as kjit get --backend
+            kjit.get("x")
         with self.assertRaises(ValueError):
             kjit.get("x", backend="hip", kernel="add_f32")
         with self.assertRaises(TypeError):
