@@ -40,10 +40,12 @@ fi
 log=${OUT:+$OUT/gpu-python.log}
 log=${log:-/dev/null}
 say() { echo "$*" | tee -a "$log"; }
-for f in kjitd kjit libkjit.so; do
-	[ -f "$B/$f" ] || { say "gpu-python.sh: $B/$f missing (here: scripts/gpu-python.sh pack)"; exit 1; }
+lib=$B/libkjit.so
+[ -f "$lib" ] || lib=$top/${BUILD:-build}/libkjit.so   # a build/ carried along
+for f in "$B/kjitd" "$B/kjit" "$lib"; do
+	[ -f "$f" ] || { say "gpu-python.sh: $f missing (here: scripts/gpu-python.sh pack)"; exit 1; }
 done
-export KJIT_LIBRARY="$B/libkjit.so" KJIT_KJITD="$B/kjitd" PYTHONPATH="$top/python" KJIT_NO_AUTOSTART=1
+export KJIT_LIBRARY="$lib" KJIT_KJITD="$B/kjitd" PYTHONPATH="$top/python" KJIT_NO_AUTOSTART=1
 
 T=$(mktemp -d /tmp/kjit-gpu-python.XXXXXX)
 pid=""

@@ -4,8 +4,9 @@ Nothing here talks to kjitd; kjit.client does.  The library is loaded once,
 on first use, from the first of:
 
 1. ``$KJIT_LIBRARY`` (a path to libkjit.so);
-2. the build tree this package sits in: ``<repo>/build/libkjit.so`` when the
-   package is ``<repo>/python/kjit`` (``PYTHONPATH=python`` after ``make``);
+2. the build tree this package sits in: ``<repo>/$BUILD/libkjit.so``, then
+   ``<repo>/build/libkjit.so``, when the package is ``<repo>/python/kjit``
+   (``PYTHONPATH=python`` after ``make``);
 3. the library of the install this package came with (``make install``
    records ``PREFIX/lib/libkjit.so.0`` in kjit/_install.py);
 4. ``libkjit.so.0`` through the dynamic loader's search path.
