@@ -142,12 +142,18 @@ stop: all
 
 # `make install [PREFIX=/usr/local] [DESTDIR=]`: binaries, library, header,
 # kjit.pc, man pages, systemd units (system and user, @PREFIX@ substituted),
-# the sysusers.d file of the group kjit, and the bundled kernels.  kjit and
-# kjitd have PREFIX compiled in (kjit finds kjitd there, kjitd the bundled
-# kernels), so a build made for another PREFIX is refused, not installed.
+# the sysusers.d file of the group kjit, the bundled kernels and the Python
+# package (install-python, below).  kjit and kjitd have PREFIX compiled in
+# (kjit finds kjitd there, kjitd the bundled kernels), so a build made for
+# another PREFIX is refused, not installed.
 install uninstall: UNITDIR ?= $(PREFIX)/lib/systemd
 install uninstall: SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 install uninstall: MANDIR ?= $(PREFIX)/share/man
+# The Python package (python/kjit) goes where python3 looks for packages
+# (its purelib: /usr/local/lib/python3.X/dist-packages for Debian's python3);
+# PYTHONDIR= chooses another place, PYTHONDIR=none skips it.
+PYTHON ?= python3
+PYTHONDIR ?= $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' 2>/dev/null)
 # GPU launches: on a machine with an NVIDIA GPU and its driver (scripts/gpu-run.sh).
 test-gpu: all kernels-examples
 	@BUILD=$(BUILD) ./scripts/gpu-run.sh test
@@ -180,7 +186,24 @@ install: all
 	rm -rf $(DESTDIR)$(PREFIX)/share/kjit/kernels_src
 	cp -R kernels_src $(DESTDIR)$(PREFIX)/share/kjit/
 	chmod -R u=rwX,go=rX $(DESTDIR)$(PREFIX)/share/kjit/kernels_src
+	@$(MAKE) --no-print-directory install-python
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
+
+# python/kjit into PYTHONDIR, told where the library is installed.
+.PHONY: install-python uninstall-python
+install-python:
+	@if [ -z "$(PYTHONDIR)" ] || [ "$(PYTHONDIR)" = none ]; then \
+		echo "install: the Python package kjit is not installed (no $(PYTHON), or PYTHONDIR=none)"; \
+	else \
+		echo "install python/kjit -> $(DESTDIR)$(PYTHONDIR)/kjit" && \
+		install -d $(DESTDIR)$(PYTHONDIR)/kjit && \
+		install -m 644 python/kjit/*.py python/kjit/py.typed $(DESTDIR)$(PYTHONDIR)/kjit/ && \
+		printf '"""Written by make install: where libkjit is installed."""\nLIBRARY = "%s"\n' \
+			'$(PREFIX)/lib/libkjit.so.0' >$(DESTDIR)$(PYTHONDIR)/kjit/_install.py && \
+		chmod 644 $(DESTDIR)$(PYTHONDIR)/kjit/_install.py; \
+	fi
+uninstall-python:
+	@if [ -n "$(PYTHONDIR)" ] && [ "$(PYTHONDIR)" != none ]; then rm -rf $(DESTDIR)$(PYTHONDIR)/kjit; fi
 
 # `make uninstall` with the PREFIX and DESTDIR of the install.
 uninstall:
@@ -192,6 +215,7 @@ uninstall:
 		$(DESTDIR)$(UNITDIR)/user/kjitd.socket $(DESTDIR)$(UNITDIR)/user/kjitd.service \
 		$(DESTDIR)$(SYSUSERSDIR)/kjit.conf
 	rm -rf $(DESTDIR)$(PREFIX)/share/kjit
+	@$(MAKE) --no-print-directory uninstall-python
 
 clean:
 	rm -rf $(BUILD) build-asan
