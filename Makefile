@@ -24,7 +24,7 @@ LDFLAGS_KJ += --coverage
 endif
 
 SHADERC_LIBS := -lshaderc_combined -lglslang -lMachineIndependent -lOGLCompiler -lOSDependent -lGenericCodeGen -lSPIRV -lSPIRV-Tools-opt -lSPIRV-Tools -lstdc++ -lm -lpthread
-DAEMON_LIBS  := -luv -lsqlite3 -lcrypto -ldl $(SHADERC_LIBS) -lsystemd
+DAEMON_LIBS  := -luv -lhiredis -lsqlite3 -lcrypto -ldl $(SHADERC_LIBS) -lsystemd
 CLIENT_LIBS  := -lcrypto -ldl -pthread
 
 COMMON_SRC   := $(wildcard common/*.c)
