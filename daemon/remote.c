@@ -63,6 +63,7 @@ struct conn {
 	int drop_code;              /* why pending ops fail while we drop */
 	uv_getaddrinfo_t gai;
 	int gai_busy;
+	char why[128];              /* an error reply during the handshake (AUTH refused) */
 };
 
 struct op {
@@ -107,6 +108,7 @@ struct kj__remote {
 	struct kj__remote_lease *leases;
 	uint64_t put_bytes;         /* publishes not yet acknowledged */
 	int warned;                 /* an outage was reported and has not ended */
+	int said_error;             /* an error reply was logged since the last outage */
 	uint64_t down_since_us;
 	int closing;
 	int tick_open;              /* the timer handle is not closed yet */
@@ -430,6 +432,7 @@ static void outage_begin(struct kj__remote *r, const char *why)
 	if (r->warned)
 		return;
 	r->warned = 1;
+	r->said_error = 0;
 	r->st.outages++;
 	r->down_since_us = kj__now_us();
 	say(r, "remote %s unreachable (%s); serving from the local cache, retrying in the background",
@@ -504,6 +507,7 @@ static void conn_drop(struct conn *c, int code, const char *why)
 		return;
 	c->drop_code = code;
 	c->ac = NULL;
+	c->state = S_DOWN;
 	if (c->role == C_CMD)
 		c->r->st.up = 0;
 	redisAsyncFree(ac);   /* calls the pending callbacks with NULL, then on_disconnect */
@@ -566,6 +570,7 @@ static void conn_start_at(struct conn *c, const char *ip)
 	c->ac = ac;
 	c->state = S_CONNECTING;
 	c->since_us = kj__now_us();
+	c->why[0] = '\0';
 	conn_hello(c);
 	tick_ensure(r);
 }
@@ -639,8 +644,12 @@ static void conn_tick(struct conn *c, uint64_t now)
 	}
 	uint64_t allow = c->head ? c->head->allow_us : c->r->timeout_us;
 	if ((c->head || c->state == S_CONNECTING) && now - c->since_us > allow) {
-		c->r->st.timeouts++;
-		conn_drop(c, KJIT_ETIMEDOUT, c->state == S_CONNECTING ? "connect timed out" : "operation timed out");
+		char why[160];
+		snprintf(why, sizeof why, "%s", c->why[0] ? c->why
+				: c->state == S_CONNECTING ? "connect timed out" : "operation timed out");
+		if (c->why[0] == '\0')
+			c->r->st.timeouts++;
+		conn_drop(c, KJIT_ETIMEDOUT, why);
 	}
 }
 
@@ -759,6 +768,8 @@ static void redis_reply_cb(redisAsyncContext *ac, void *reply, void *priv)
 	case OP_HELLO:
 		if (rep && rep->type != REDIS_REPLY_ERROR && c->ac == ac)
 			conn_up(c);
+		else if (rep && c->why[0] == '\0')
+			snprintf(c->why, sizeof c->why, "%.*s", (int)rep->len, rep->str);
 		break;
 	case OP_LEASE_SET:
 		lease_on_set(o->lease, rep ? 0 : (c->drop_code ? c->drop_code : KJIT_ECONNECT), rep);
@@ -778,8 +789,13 @@ static void redis_reply_cb(redisAsyncContext *ac, void *reply, void *priv)
 	default: /* OP_MISC: AUTH, SELECT, PEXPIRE, release scripts */
 		if (rep && rep->type == REDIS_REPLY_ERROR) {
 			r->st.errors++;
-			if (!r->warned)
-				say(r, "remote %s: %.*s", r->describe, (int)rep->len, rep->str);
+			if (c->state == S_CONNECTING) {
+				if (c->why[0] == '\0')
+					snprintf(c->why, sizeof c->why, "%.*s", (int)rep->len, rep->str);
+			} else if (!r->said_error) {
+				r->said_error = 1;   /* once until the next outage: not per request */
+				say(r, "remote %s answered an error: %.*s", r->describe, (int)rep->len, rep->str);
+			}
 		}
 		break;
 	}

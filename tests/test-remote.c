@@ -148,6 +148,7 @@ static int free_port(void)
 
 struct logs {
 	int unreachable, again, lines;
+	char last[512];
 };
 
 static void on_log(void *arg, const char *line)
@@ -155,6 +156,7 @@ static void on_log(void *arg, const char *line)
 	struct logs *l = arg;
 	fprintf(stderr, "log: %s\n", line);
 	l->lines++;
+	snprintf(l->last, sizeof l->last, "%s", line);
 	l->unreachable += strstr(line, "unreachable") != NULL;
 	l->again += strstr(line, "reachable again") != NULL;
 }
@@ -645,6 +647,60 @@ static void test_lease_wait_publish(void)
 	redis_fini(&rs);
 }
 
+/* Ten nodes miss one key at once: one compiles, nine are served its bytes. */
+static void test_lease_stampede(void)
+{
+	enum { N = 10 };
+	struct redis rs;
+	struct logs lg = { 0 };
+	struct kj__remote *r[N];
+	struct got g[N];
+	struct object obj;
+	char key[65], id[N][16];
+	uv_loop_t *loop = uv_default_loop();
+
+	redis_init(&rs, 0, NULL);
+	char *url = unix_url(&rs);
+	memset(g, 0, sizeof g);
+	for (int i = 0; i < N; i++) {
+		struct kj__remote_options o = { .daemon_id = id[i], .lease_poll_ms = 20000 };
+		snprintf(id[i], sizeof id[i], "node-%d", i);
+		r[i] = open_remote(loop, url, &o, &lg);
+	}
+	for (int i = 0; i < N; i++)
+		CHECK(wait_up(loop, r[i], 3000));
+	random_key(key);
+	for (int i = 0; i < N; i++)
+		kj__remote_lease(r[i], key, on_lease, &g[i]);
+	run_for(loop, 300);
+	int owner = -1, done = 0;
+	for (int i = 0; i < N; i++) {
+		done += g[i].done;
+		if (g[i].done && g[i].outcome == KJ_LEASE_OWNED) {
+			CHECK(owner < 0);
+			owner = i;
+		}
+	}
+	CHECK(owner >= 0 && done == 1);
+	make_object(&obj, 65536);
+	CHECK_EQ_INT(publish(r[owner], key, &obj, g[owner].lease), 0);
+	for (int i = 0; i < N; i++) {
+		CHECK(run_until(loop, &g[i].done, 3000));
+		if (i == owner)
+			continue;
+		CHECK_EQ_INT(g[i].outcome, KJ_LEASE_PUBLISHED);
+		CHECK(g[i].size == obj.n && memcmp(g[i].data, obj.p, obj.n) == 0);
+	}
+	for (int i = 0; i < N; i++) {
+		got_free(&g[i]);
+		close_remote(loop, r[i]);
+	}
+	loop_done(loop);
+	free(url);
+	free(obj.p);
+	redis_fini(&rs);
+}
+
 static void test_lease_expiry_takeover(void)
 {
 	struct redis rs;
@@ -918,6 +974,7 @@ static void test_tcp_auth_select(void)
 	CHECK(!kj__remote_is_up(r));
 	kj__remote_stats(r, &st);
 	CHECK(st.errors >= 1 && lg2.unreachable == 1);
+	CHECK(strstr(lg2.last, "NOAUTH") || strstr(lg2.last, "WRONGPASS")); /* says why */
 	close_remote(loop, r);
 	loop_done(loop);
 	got_free(&g);
@@ -926,6 +983,6 @@ static void test_tcp_auth_select(void)
 	redis_fini(&rs);
 }
 
-TEST_LIST(TEST(url_parse) TEST(publish_lookup) TEST(corrupt_is_miss) TEST(lease_wait_publish)
+TEST_LIST(TEST(url_parse) TEST(publish_lookup) TEST(corrupt_is_miss) TEST(lease_wait_publish) TEST(lease_stampede)
 	  TEST(lease_expiry_takeover) TEST(outage_reconnect) TEST(ro_never_writes) TEST(slow_server_times_out)
 	  TEST(tcp_auth_select))
