@@ -179,9 +179,9 @@ static void tick_ensure(struct kj__remote *r);
 
 /* ---- URL ---- */
 
-static int seterr(char *err, size_t errlen, const char *fmt, const char *arg)
+static int seterr(char *err, size_t errlen, const char *msg)
 {
-	snprintf(err, errlen, fmt, arg);
+	snprintf(err, errlen, "%s", msg);
 	return KJIT_EINVAL;
 }
 
@@ -249,28 +249,29 @@ int kj__remote_url_parse(const char *s, struct kj__remote_url *u, char *err, siz
 	memset(u, 0, sizeof *u);
 	u->port = 6379;
 	if (s == NULL || *s == '\0')
-		return seterr(err, errlen, "empty remote URL%s", "");
+		return seterr(err, errlen, "empty remote URL");
 	if (strlen(s) > KJ_REMOTE_URL_MAX)
-		return seterr(err, errlen, "remote URL longer than %s bytes", "1024");
+		return seterr(err, errlen, "remote URL too long");
 	if (strncmp(s, "rediss://", 9) == 0)
-		return seterr(err, errlen, "%s: TLS is not supported: Debian 12's hiredis 0.14 has no TLS "
-			      "(use a Unix socket, a private network, or a stunnel/spiped tunnel)", s);
+		return seterr(err, errlen, "TLS is not supported: Debian 12's hiredis 0.14 has no TLS "
+			      "(use a Unix socket, a private network, or a stunnel/spiped tunnel)");
 	int is_unix = strncmp(s, "unix://", 7) == 0;
 	if (!is_unix && strncmp(s, "redis://", 8) != 0)
-		return seterr(err, errlen, "%s: expected redis://[[user:]password@]host[:port][/db] or unix:///path", s);
+		return seterr(err, errlen, "expected redis://[[user:]password@]host[:port][/db] or unix:///path");
 	p = s + (is_unix ? 7 : 8);
 	end = p + strlen(p);
-	/* userinfo: up to the last '@' before the path (passwords may hold '/'
-	 * only percent-encoded) */
-	const char *slash = is_unix ? strstr(p, "@/") : strchr(p, '/');
-	const char *limit = is_unix ? (slash ? slash + 1 : end) : (slash ? slash : end);
+	/* Messages never repeat the URL: it may hold a password.
+	 * userinfo: up to the last '@' before the first '/' (a '/' or '@' in a
+	 * password is percent-encoded); a socket path may hold '@' */
+	const char *slash = strchr(p, '/');
+	const char *limit = slash ? slash : end;
 	at = NULL;
 	for (const char *q = p; q < limit; q++)
 		if (*q == '@')
 			at = q;
 	if (at) {
 		if (parse_userinfo(p, (size_t)(at - p), u) < 0) {
-			seterr(err, errlen, "%s: bad percent-escape in user or password", s);
+			seterr(err, errlen, "bad percent-escape in user or password");
 			goto out;
 		}
 		p = at + 1;
@@ -279,7 +280,7 @@ int kj__remote_url_parse(const char *s, struct kj__remote_url *u, char *err, siz
 		const char *q = strchr(p, '?');
 		size_t n = q ? (size_t)(q - p) : strlen(p);
 		if (n < 2 || p[0] != '/') {
-			seterr(err, errlen, "%s: expected an absolute socket path: unix:///path/redis.sock", s);
+			seterr(err, errlen, "expected an absolute socket path: unix:///path/redis.sock");
 			goto out;
 		}
 		if ((u->path = kj__strndup(p, n)) == NULL) {
@@ -287,7 +288,7 @@ int kj__remote_url_parse(const char *s, struct kj__remote_url *u, char *err, siz
 			goto out;
 		}
 		if (q && (strncmp(q, "?db=", 4) != 0 || parse_num(q + 4, strlen(q + 4), 1 << 20, &u->db) < 0)) {
-			seterr(err, errlen, "%s: expected ?db=N after the socket path", s);
+			seterr(err, errlen, "expected ?db=N after the socket path");
 			goto out;
 		}
 		return 0;
@@ -297,14 +298,14 @@ int kj__remote_url_parse(const char *s, struct kj__remote_url *u, char *err, siz
 	if (*p == '[') {
 		const char *rb = memchr(p, ']', (size_t)(hend - p));
 		if (rb == NULL) {
-			seterr(err, errlen, "%s: unterminated [IPv6 address]", s);
+			seterr(err, errlen, "unterminated [IPv6 address]");
 			goto out;
 		}
 		h = p + 1;
 		hn = (size_t)(rb - h);
 		if (rb + 1 < hend) {
 			if (rb[1] != ':') {
-				seterr(err, errlen, "%s: expected :port after ]", s);
+				seterr(err, errlen, "expected :port after ]");
 				goto out;
 			}
 			portp = rb + 2;
@@ -315,20 +316,20 @@ int kj__remote_url_parse(const char *s, struct kj__remote_url *u, char *err, siz
 		portp = colon ? colon + 1 : NULL;
 	}
 	if (hn == 0) {
-		seterr(err, errlen, "%s: no host", s);
+		seterr(err, errlen, "no host");
 		goto out;
 	}
 	if (portp && (parse_num(portp, (size_t)(hend - portp), 65535, &u->port) < 0 || u->port == 0)) {
-		seterr(err, errlen, "%s: port must be a number from 1 to 65535", s);
+		seterr(err, errlen, "port must be a number from 1 to 65535");
 		goto out;
 	}
 	if (slash && slash[1] != '\0' && parse_num(slash + 1, strlen(slash + 1), 1 << 20, &u->db) < 0) {
-		seterr(err, errlen, "%s: database must be a number after the /", s);
+		seterr(err, errlen, "database must be a number after the /");
 		goto out;
 	}
 	for (size_t i = 0; i < hn; i++)
 		if (h[i] == '@' || h[i] == '/' || h[i] == '?' || (unsigned char)h[i] <= ' ') {
-			seterr(err, errlen, "%s: bad character in host", s);
+			seterr(err, errlen, "bad character in host");
 			goto out;
 		}
 	if ((u->host = kj__strndup(h, hn)) == NULL) {
@@ -879,9 +880,9 @@ int kj__remote_new(uv_loop_t *loop, const struct kj__remote_options *opt, struct
 
 	*out = NULL;
 	if (loop == NULL || opt == NULL || opt->url == NULL)
-		return seterr(err, errlen, "no remote URL%s", "");
+		return seterr(err, errlen, "no remote URL");
 	if (opt->mode != KJ_REMOTE_RW && opt->mode != KJ_REMOTE_RO)
-		return seterr(err, errlen, "remote mode must be ro or rw%s", "");
+		return seterr(err, errlen, "remote mode must be ro or rw");
 	if ((r = calloc(1, sizeof *r)) == NULL)
 		return KJIT_ENOMEM;
 	if ((rc = kj__remote_url_parse(opt->url, &r->url, err, errlen)) < 0) {

@@ -407,6 +407,9 @@ static void test_url_parse(void)
 	CHECK_EQ_INT(kj__remote_url_parse("unix:///run/redis/redis.sock", &u, err, sizeof err), 0);
 	CHECK(u.host == NULL && strcmp(u.path, "/run/redis/redis.sock") == 0);
 	kj__remote_url_free(&u);
+	CHECK_EQ_INT(kj__remote_url_parse("unix:///run/a@b.sock", &u, err, sizeof err), 0);
+	CHECK(u.password == NULL && strcmp(u.path, "/run/a@b.sock") == 0);
+	kj__remote_url_free(&u);
 	CHECK_EQ_INT(kj__remote_url_parse("unix://u:pw@/tmp/r.sock?db=4", &u, err, sizeof err), 0);
 	CHECK(strcmp(u.path, "/tmp/r.sock") == 0 && u.db == 4 && strcmp(u.user, "u") == 0 &&
 	      strcmp(u.password, "pw") == 0);

@@ -19,7 +19,8 @@ refused() { # name, expected words, kjitd options...
 	fi
 }
 
-refused remote-bad-scheme "expected redis://" --remote http://cache:6379
+refused remote-bad-scheme "expected redis://" --remote http://:s3cretpw@cache:6379
+if grep -q s3cretpw "$T/err"; then not_ok remote-no-password-echo "the password was echoed"; else ok remote-no-password-echo; fi
 refused remote-tls "no TLS" --remote rediss://cache:6380
 refused remote-bad-port "port must be" --remote redis://cache:70000
 refused remote-bad-db "database must be" --remote redis://cache/x
