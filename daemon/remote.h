@@ -72,9 +72,11 @@ struct kj__remote_options {
  * URL or option; reason in err), KJIT_ENOMEM. */
 int kj__remote_new(uv_loop_t *loop, const struct kj__remote_options *opt, struct kj__remote **out,
 		   char *err, size_t errlen);
-/* Disconnects: pending callbacks are called (miss / UNAVAILABLE), leases
- * held are released on a best-effort basis only by expiry, handles close;
- * the memory goes once the loop has run the close callbacks.  NULL: no-op. */
+/* Disconnects: pending lookups are called with KJIT_ESHUTDOWN, waiting
+ * leases with UNAVAILABLE; leases the caller still owns are freed with the
+ * handle (publish or release them first: one freed here is not deleted in
+ * Redis and expires by itself, as a dead daemon's would).  The memory goes
+ * once the loop has run the close callbacks.  NULL: no-op. */
 void kj__remote_close(struct kj__remote *r);
 
 /* 1 when the command connection is up and authenticated. */
