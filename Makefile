@@ -25,7 +25,7 @@ LDFLAGS_KJ += --coverage
 endif
 
 SHADERC_LIBS := -lshaderc_combined -lglslang -lMachineIndependent -lOGLCompiler -lOSDependent -lGenericCodeGen -lSPIRV -lSPIRV-Tools-opt -lSPIRV-Tools -lstdc++ -lm -lpthread
-DAEMON_LIBS  := -luv -lsqlite3 -lcrypto -ldl $(SHADERC_LIBS) -lsystemd
+DAEMON_LIBS  := -luv -lhiredis -lsqlite3 -lcrypto -ldl $(SHADERC_LIBS) -lsystemd
 # libkjit needs libc and OpenSSL's libcrypto (ldd build/libkjit.so): the
 # per-process memo and the shared hit table are indexed by the SHA-256 of the
 # request body, and a collision there would serve the wrong object, so the
@@ -37,9 +37,9 @@ CLIENT_LIBS  := -lcrypto -pthread
 
 COMMON_SRC   := $(wildcard common/*.c)
 # What of common/ a client needs: framing, the buffer, errors, paths, target
-# IDs and resolution from the environment.  Not sha.c (only the cache key
-# SHA-256 (sha.c) fingerprints request bodies for the process memo and the
-# shared hit table (hittab.c, whose reader libkjit uses).
+# IDs and resolution from the environment, and SHA-256 (sha.c), which
+# fingerprints request bodies for the process memo and the shared hit table
+# (hittab.c, whose reader libkjit uses).
 CLIENT_COMMON_SRC := common/buf.c common/err.c common/hittab.c common/proto.c common/resolve.c \
 	common/sha.c common/targetid.c common/util.c
 DETECT_SRC   := $(wildcard daemon/detect/*.c)

@@ -46,6 +46,14 @@ struct kj__config {
 	size_t n_allow_uid;
 	gid_t allow_gid[16];
 	size_t n_allow_gid;
+	/* Fleet tier (daemon/remote.h, docs/remote.md); remote_url NULL: none. */
+	char *remote_url;           /* --remote URL or $KJITD_REMOTE */
+	char *remote_prefix;        /* --remote-prefix; NULL: KJ_REMOTE_PREFIX */
+	int remote_mode;            /* --remote-mode: enum kj__remote_mode (rw 0, ro 1) */
+	unsigned remote_timeout_ms; /* --remote-timeout MS; 0: KJ_REMOTE_TIMEOUT_MS */
+	uint64_t remote_ttl_ms;     /* --remote-ttl; 0: no expiry */
+	uint64_t remote_max_object; /* --remote-max-object; 0: KJ_REMOTE_OBJECT_MAX */
+	int no_compile;             /* --no-compile: serve hits, refuse misses */
 };
 
 /* Frame reassembly from a byte stream (client connections, worker pipes). */

@@ -25,6 +25,7 @@
 #include "compiler.h"
 #include "daemon.h"
 #include "kjit.h"
+#include "remote.h"
 #include "targetid.h"
 #include "util.h"
 
@@ -34,11 +35,14 @@ static const char usage_text[] =
 	"usage: kjitd [--socket PATH] [--cache-dir DIR] [--max-size SIZE] [--jobs N] [--foreground]\n"
 	"             [--hip-arch T] [--cuda-arch T] [--vulkan-env T] [--hip-compiler hiprtc|hipcc]\n"
 	"             [--compile-timeout SECONDS] [--kernels-dir DIR] [--log FILE] [--system]\n"
-	"             [--allow-uid UID]... [--allow-gid GID]... [--hot-size SIZE] [--memo-size SIZE]\n";
+	"             [--allow-uid UID]... [--allow-gid GID]... [--hot-size SIZE] [--memo-size SIZE]\n"
+	"             [--remote URL] [--remote-prefix P] [--remote-ttl DURATION] [--remote-mode ro|rw]\n"
+	"             [--remote-timeout MS] [--remote-max-object SIZE] [--no-compile]\n";
 
 enum {
 	OPT_HIP_ARCH = 256, OPT_CUDA_ARCH, OPT_VULKAN_ENV, OPT_HIP_COMPILER, OPT_TIMEOUT, OPT_KERNELS,
 	OPT_LOG, OPT_SYSTEM, OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_SYSFS, OPT_WORKER, OPT_DETECT, OPT_HOT, OPT_MEMO,
+	OPT_REMOTE, OPT_REMOTE_PREFIX, OPT_REMOTE_TTL, OPT_REMOTE_MODE, OPT_REMOTE_TIMEOUT, OPT_REMOTE_MAX, OPT_NO_COMPILE,
 };
 
 static const struct option long_opts[] = {
@@ -60,6 +64,13 @@ static const struct option long_opts[] = {
 	{ "sysfs-root", required_argument, NULL, OPT_SYSFS },
 	{ "hot-size", required_argument, NULL, OPT_HOT },
 	{ "memo-size", required_argument, NULL, OPT_MEMO },
+	{ "remote", required_argument, NULL, OPT_REMOTE },
+	{ "remote-prefix", required_argument, NULL, OPT_REMOTE_PREFIX },
+	{ "remote-ttl", required_argument, NULL, OPT_REMOTE_TTL },
+	{ "remote-mode", required_argument, NULL, OPT_REMOTE_MODE },
+	{ "remote-timeout", required_argument, NULL, OPT_REMOTE_TIMEOUT },
+	{ "remote-max-object", required_argument, NULL, OPT_REMOTE_MAX },
+	{ "no-compile", no_argument, NULL, OPT_NO_COMPILE },
 	{ "worker", required_argument, NULL, OPT_WORKER },
 	{ "detect", no_argument, NULL, OPT_DETECT },
 	{ "help", no_argument, NULL, 'h' },
@@ -111,6 +122,82 @@ static int set_arch(struct kj__config *cfg, int backend, const char *s)
 	return 0;
 }
 
+/* "0" (none), "90" (seconds) or a number with s, m, h or d: milliseconds. */
+static int parse_duration_ms(const char *s, uint64_t *out)
+{
+	static const struct { char unit; uint64_t ms; } units[] = {
+		{ 's', 1000 }, { 'm', 60000 }, { 'h', 3600000 }, { 'd', 86400000 },
+	};
+	char *end;
+	uint64_t mul = 1000;
+
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s || *s == '-' || v > 3650ull * 86400)
+		return -1;
+	if (*end != '\0') {
+		mul = 0;
+		for (size_t i = 0; i < KJ_ARRAY_SIZE(units); i++)
+			if (end[0] == units[i].unit && end[1] == '\0')
+				mul = units[i].ms;
+		if (mul == 0)
+			return -1;
+	}
+	*out = (uint64_t)v * mul;
+	return 0;
+}
+
+/* The fleet tier's options (daemon/remote.h); -1 when c is not one of
+ * them, else 0 or an exit status. */
+static int parse_remote_opt(int c, const char *arg, struct kj__config *cfg)
+{
+	struct kj__remote_url u;
+	char err[512];
+	unsigned long v;
+	uint64_t size;
+
+	switch (c) {
+	case OPT_REMOTE:
+		if (kj__remote_url_parse(arg, &u, err, sizeof err) < 0) {
+			fprintf(stderr, "kjitd: --remote: %s\n", err);
+			return 2;
+		}
+		kj__remote_url_free(&u);
+		free(cfg->remote_url);
+		cfg->remote_url = kj__strdup(arg);
+		return 0;
+	case OPT_REMOTE_PREFIX:
+		if (*arg == '\0' || strlen(arg) > KJ_NAME_MAX || strpbrk(arg, " \t\r\n"))
+			return usage_error("--remote-prefix '%s': expected a short name without spaces, like kjit:v1:", arg);
+		free(cfg->remote_prefix);
+		cfg->remote_prefix = kj__strdup(arg);
+		return 0;
+	case OPT_REMOTE_TTL:
+		if (parse_duration_ms(arg, &cfg->remote_ttl_ms) < 0)
+			return usage_error("--remote-ttl '%s': expected a duration like 3600, 90m, 12h or 30d (0: none)", arg);
+		return 0;
+	case OPT_REMOTE_MODE:
+		if (strcmp(arg, "ro") != 0 && strcmp(arg, "rw") != 0)
+			return usage_error("--remote-mode '%s': expected ro or rw", arg);
+		cfg->remote_mode = arg[1] == 'o' ? KJ_REMOTE_RO : KJ_REMOTE_RW;
+		return 0;
+	case OPT_REMOTE_TIMEOUT:
+		if (parse_uint(arg, 60000, &v) < 0 || v == 0)
+			return usage_error("--remote-timeout '%s': expected milliseconds, 1 to 60000", arg);
+		cfg->remote_timeout_ms = (unsigned)v;
+		return 0;
+	case OPT_REMOTE_MAX:
+		if (kj__parse_size(arg, &size) < 0 || size == 0)
+			return usage_error("--remote-max-object '%s': expected a size like 64M", arg);
+		cfg->remote_max_object = size;
+		return 0;
+	case OPT_NO_COMPILE:
+		cfg->no_compile = 1;
+		return 0;
+	}
+	return -1;
+}
+
 /* Parses argv into cfg; returns -1 to go on, else an exit status.  Roles
  * (--worker, --detect) run from here. */
 static int parse_args(int argc, char **argv, struct kj__config *cfg)
@@ -120,6 +207,11 @@ static int parse_args(int argc, char **argv, struct kj__config *cfg)
 	int c, rc;
 
 	while ((c = getopt_long(argc, argv, "s:c:m:j:fh", long_opts, NULL)) != -1) {
+		if ((rc = parse_remote_opt(c, optarg, cfg)) >= 0) {
+			if (rc)
+				return rc;
+			continue;
+		}
 		switch (c) {
 		case 's': free(cfg->socket_path); cfg->socket_path = kj__strdup(optarg); break;
 		case 'c': free(cfg->cache_dir); cfg->cache_dir = kj__strdup(optarg); break;
@@ -204,6 +296,17 @@ static int fill_defaults(struct kj__config *cfg)
 		cfg->hot_size = KJ_HOT_BYTES_MAX;
 	if (cfg->memo_size == 0)
 		cfg->memo_size = KJ_MEMO_BYTES_MAX;
+	if (cfg->remote_url == NULL && getenv("KJITD_REMOTE") && *getenv("KJITD_REMOTE")) {
+		struct kj__remote_url u;
+		char err[512];
+		if (kj__remote_url_parse(getenv("KJITD_REMOTE"), &u, err, sizeof err) < 0) {
+			fprintf(stderr, "kjitd: KJITD_REMOTE: %s\n", err);
+			return KJIT_EINVAL;
+		}
+		kj__remote_url_free(&u);
+		if ((cfg->remote_url = kj__strdup(getenv("KJITD_REMOTE"))) == NULL)
+			return KJIT_ENOMEM;
+	}
 	cfg->self_exe = realpath("/proc/self/exe", NULL);
 	return cfg->socket_path && cfg->cache_dir && cfg->kernels_dir && cfg->self_exe ? 0 : KJIT_ENOMEM;
 }
@@ -217,6 +320,8 @@ static void config_free(struct kj__config *cfg)
 	free(cfg->log_path);
 	free(cfg->self_exe);
 	free(cfg->hip_compiler);
+	free(cfg->remote_url);
+	free(cfg->remote_prefix);
 	for (size_t i = 0; i < KJ_ARRAY_SIZE(cfg->arch); i++)
 		free(cfg->arch[i]);
 }
@@ -377,9 +482,10 @@ int main(int argc, char **argv)
 	rc = parse_args(argc, argv, &d.cfg);
 	if (rc >= 0)
 		goto out;
-	if (fill_defaults(&d.cfg) < 0) {
-		fprintf(stderr, "kjitd: out of memory\n");
-		rc = 1;
+	if ((rc = fill_defaults(&d.cfg)) < 0) {
+		if (rc == KJIT_ENOMEM)
+			fprintf(stderr, "kjitd: out of memory\n");
+		rc = rc == KJIT_EINVAL ? 2 : 1;   /* a bad $KJITD_REMOTE said why */
 		goto out;
 	}
 	if ((rc = open_log(&d)) != 0)
