@@ -175,14 +175,30 @@ struct kj__daemon {
 	FILE *log;
 };
 
-/* Logs one line with a timestamp to d->log. */
+/* log.c: logs one line with a timestamp to d->log. */
 void kj__log(struct kj__daemon *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* server.c */
-int kj__server_start(struct kj__daemon *d);
-void kj__server_stop(struct kj__daemon *d);
+/* conn.c: client connections (docs in conn.c).  A connection stays
+ * allocated while anyone holds a reference; once closed, sends to it are
+ * dropped quietly. */
+/* Called once per whole request frame read from c; body holds h->len
+ * bytes, valid through the call.  The callee answers (now or later) with
+ * exactly one reply, or closes c. */
+typedef void kj__conn_dispatch_fn(struct kj__daemon *d, struct kj__conn *c, const struct kj__frame_hdr *h,
+				  const uint8_t *body);
+/* Accepts a client from server and reads its credentials; *out holds the
+ * socket's reference, reading not yet started.  0, or a negative code (the
+ * connection already closed, *out NULL). */
+int kj__conn_accept(struct kj__daemon *d, uv_stream_t *server, kj__conn_dispatch_fn *dispatch,
+		    struct kj__conn **out);
+/* Starts reading requests from an accepted connection. */
+void kj__conn_start(struct kj__conn *c);
+/* Closes c's socket (once; later calls do nothing) and drops the socket's
+ * reference; requests in flight keep c allocated until they let go. */
+void kj__conn_close(struct kj__conn *c);
+/* Closes every client connection (shutdown). */
+void kj__conn_close_all(struct kj__daemon *d);
 /* Sends a finished reply frame to conn (consumes b). */
-struct kj__conn;
 void kj__conn_send(struct kj__conn *c, struct kj__buf *b);
 /* Sends a finished frame b (its length counting ext_len more bytes) followed
  * by the ext_len bytes at ext, without copying them unless the socket cannot
@@ -191,17 +207,26 @@ void kj__conn_send_ext(struct kj__conn *c, struct kj__buf *b, const uint8_t *ext
 /* Builds and sends an error reply: CODE, ERROR (one line). */
 void kj__conn_error(struct kj__conn *c, uint32_t id, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+/* Sends a reply holding only CODE. */
+void kj__conn_reply_code(struct kj__conn *c, uint32_t id, int code);
 /* Is the connection still open (its peer may go away mid-compile)? */
 int kj__conn_alive(const struct kj__conn *c);
 void kj__conn_ref(struct kj__conn *c);
+void kj__conn_unref(struct kj__conn *c);
 /* A connection without a socket whose replies (frame bodies) go to sink;
  * the caller holds one reference and drops it with kj__conn_unref. */
 struct kj__conn *kj__conn_internal(struct kj__daemon *d, void (*sink)(void *arg, const uint8_t *body, size_t len),
 				   void *arg);
-/* The peer's credentials (SO_PEERCRED at accept). */
+/* The peer's credentials (SO_PEERCRED at accept; ours for an internal one). */
 uid_t kj__conn_uid(const struct kj__conn *c);
+gid_t kj__conn_gid(const struct kj__conn *c);
 pid_t kj__conn_pid(const struct kj__conn *c);
-void kj__conn_unref(struct kj__conn *c);
+
+/* server.c: listens on the socket (or systemd's) and dispatches requests
+ * to get.c and admin.c.  start: 0 or a negative code, logged.  stop:
+ * closes the listener, the pools and every connection (idempotent). */
+int kj__server_start(struct kj__daemon *d);
+void kj__server_stop(struct kj__daemon *d);
 
 /* get.c: the GET request. */
 /* body/len are the raw GET body m was decoded from (the memo's key). */
