@@ -160,8 +160,7 @@ struct kj__daemon {
 	struct kj__pool *pools[4];   /* by backend */
 	struct kj__manifest manifest;
 	struct kj__memo *memo;       /* request bytes -> key, for the hit path */
-	struct kj__flight **flights; /* open hash by key */
-	size_t flights_cap, flights_n;
+	struct kj__flights *flights; /* compiles in progress, by key (flight.c) */
 	struct kj__conn *conns;      /* all live connections */
 	struct kj__gpu gpus[16];     /* detected at start */
 	size_t n_gpus;
@@ -228,14 +227,81 @@ pid_t kj__conn_pid(const struct kj__conn *c);
 int kj__server_start(struct kj__daemon *d);
 void kj__server_stop(struct kj__daemon *d);
 
-/* get.c: the GET request. */
-/* body/len are the raw GET body m was decoded from (the memo's key). */
-void kj__handle_get(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const struct kj__msg *m,
-		    const uint8_t *body, size_t len);
-void kj__flights_free(struct kj__daemon *d);
+/* request.c: a GET request's fields, copied out of the frame and checked. */
+struct kj__get_req {
+	int backend;
+	char *target, *version;      /* NULL: not in the request */
+	char *target_from;           /* where the client's target came from; NULL: named explicitly */
+	char *kernel;                /* a bundled kernel's name, or NULL */
+	char *source_name;
+	char *kernel_path;           /* the bundled kernel's source file (load_kernel) */
+	uint8_t *source;             /* NUL-terminated after source_len bytes */
+	size_t source_len;
+	char **entries;
+	size_t n_entries;
+	char **options;
+	size_t n_options;
+	char **hnames;               /* headers sent with the request */
+	uint8_t **hdata;
+	size_t *hlen;
+	size_t n_headers;
+};
+/* Fills g (zeroed by the caller) from m.  0, or the code the client gets
+ * with a one-line reason in err; g may be partly filled either way and is
+ * released with kj__get_req_clear. */
+int kj__get_req_parse(struct kj__get_req *g, const struct kj__msg *m, char *err, size_t errlen);
+/* For a request naming a bundled kernel: reads its source from kernels_dir
+ * and puts the manifest's entries (unless the request has some) and
+ * options (before the request's) in.  0, KJIT_ENOKERNEL, KJIT_EIO or
+ * KJIT_ENOMEM, reason in err. */
+int kj__get_req_load_kernel(struct kj__get_req *g, const struct kj__manifest *m, const char *kernels_dir, char *err,
+			    size_t errlen);
+/* Frees what g holds and zeroes it (NULL: nothing). */
+void kj__get_req_clear(struct kj__get_req *g);
 /* Decodes and checks a GET body as kj__handle_get does, without serving it
  * (for fuzzing).  0 or the code the client would get, reason in err. */
 int kj__get_check(const struct kj__msg *m, char *err, size_t errlen);
+
+/* flight.c: single-flight, one compile per key (docs in flight.c). */
+struct kj__waiter {
+	struct kj__conn *c;          /* referenced while in the flight */
+	uint32_t id;
+};
+struct kj__flight {
+	char key[65];
+	struct kj__daemon *d;
+	struct kj__waiter *w;        /* w[0] opened the flight */
+	size_t n_w, cap_w;
+	struct kj__job job;
+	struct kj__cache_entry e;    /* what the index will say; strings below */
+	char *source_name, *options, *compiler;
+	struct kj__buf recipe;       /* the request without target and version */
+	uint64_t t0;
+};
+struct kj__flights;
+/* The table of open flights: 0 or KJIT_ENOMEM. */
+int kj__flights_new(struct kj__flights **out);
+/* Frees the table and every flight still in it (NULL: nothing). */
+void kj__flights_free(struct kj__flights *t);
+/* The open flight for key, or NULL. */
+struct kj__flight *kj__flights_find(struct kj__flights *t, const char *key);
+/* Adds f (no flight for its key open): 0 or KJIT_ENOMEM (not added). */
+int kj__flights_insert(struct kj__flights *t, struct kj__flight *f);
+/* Takes f, which is in t, out of it. */
+void kj__flights_remove(struct kj__flights *t, struct kj__flight *f);
+/* A new flight for key, with no waiter and nothing else set; NULL if out
+ * of memory.  Freed with kj__flight_free (never while in the table). */
+struct kj__flight *kj__flight_new(struct kj__daemon *d, const char *key);
+/* Appends a waiter, taking a reference on c: 0 or KJIT_ENOMEM. */
+int kj__flight_add_waiter(struct kj__flight *f, struct kj__conn *c, uint32_t id);
+/* Drops the waiters' references and frees f and what it owns (NULL ok). */
+void kj__flight_free(struct kj__flight *f);
+
+/* get.c: answers GET.  body/len are the raw request (valid through the
+ * call): the memo is checked with them before anything is decoded; a body
+ * that does not decode gets KJIT_EPROTO-style codes back (the caller
+ * answers and closes the connection), nothing sent. */
+int kj__handle_get(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const uint8_t *body, size_t len);
 
 /* admin.c */
 void kj__handle_admin(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const struct kj__msg *m);

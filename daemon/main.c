@@ -334,7 +334,7 @@ static int serve(struct kj__daemon *d)
 	}
 	if (reset_tmp(d) < 0)
 		return 1;
-	if (kj__memo_new(&d->memo, d->cfg.memo_size) < 0) {
+	if (kj__memo_new(&d->memo, d->cfg.memo_size) < 0 || kj__flights_new(&d->flights) < 0) {
 		fprintf(d->log, "kjitd: out of memory\n");
 		return 1;
 	}
@@ -392,7 +392,7 @@ int main(int argc, char **argv)
 out:
 	if (d.loop) {
 		uv_run(d.loop, UV_RUN_NOWAIT);
-		kj__flights_free(&d);
+		kj__flights_free(d.flights);
 		for (size_t i = 0; i < KJ_ARRAY_SIZE(d.pools); i++)
 			kj__pool_free(d.pools[i]);
 		if (uv_loop_close(d.loop) != 0)
