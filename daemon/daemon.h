@@ -1,7 +1,12 @@
 /* daemon.h: kjitd's one context struct and the interfaces between its
- * parts: the server (socket, connections, request dispatch), the worker
- * pool (compile processes), single-flight (one compile per key), the
- * bundled-kernel manifest and the administrative commands.
+ * parts: connections (conn.c: reading frames, replies, back-pressure), the
+ * server (server.c: listening, accepting, dispatching to the handlers),
+ * the GET request (request.c parses, get.c answers), single-flight
+ * (flight.c: one compile per key), the worker pool (pool.c: compile
+ * processes), the memo, the bundled-kernel manifest and the administrative
+ * commands.  Arrows point one way: server.c calls the handlers, handlers
+ * call conn.c, and conn.c calls back only through the dispatch function
+ * it was given.
  *
  * Everything runs on one libuv loop thread.  The loop never compiles and
  * never waits on a compiler: compiles happen in worker processes that talk
