@@ -1,11 +1,14 @@
-/* main.c: kjitd's entry: options, roles, start-up and shutdown.
+/* main.c: kjitd's entry: roles, options, start-up and shutdown.
  *
- * Roles, as a table: the daemon itself; `--worker FAMILY`, a compile
- * worker (compilers/worker.c); `--detect`, a short-lived child that probes
- * the GPUs so no driver library is ever loaded into the daemon.  Without
- * --foreground the daemon forks and the parent exits once the child is
- * ready (socket bound) or has failed, with its status, so `kjitd && kjit
- * ...` never races.
+ * One binary, three roles, chosen from the roles[] table before any option
+ * is parsed (as OpenBSD's privilege-separated daemons do), so a child
+ * never runs a line of the daemon's start-up: the daemon itself (no role
+ * flag); `--worker FAMILY`, a compile worker the pool re-executes
+ * (compilers/worker.c); `--detect`, a short-lived child that probes the
+ * GPUs so no driver library is ever loaded into the daemon (its only
+ * option is --sysfs-root).  Without --foreground the daemon forks and the
+ * parent exits once the child is ready (socket bound) or has failed, with
+ * its status, so `kjitd && kjit ...` never races.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,7 +27,7 @@
 
 #include "compiler.h"
 #include "daemon.h"
-#include "kjit.h"
+#include "kj_types.h"
 #include "remote.h"
 #include "targetid.h"
 #include "util.h"
@@ -41,7 +44,7 @@ static const char usage_text[] =
 
 enum {
 	OPT_HIP_ARCH = 256, OPT_CUDA_ARCH, OPT_VULKAN_ENV, OPT_HIP_COMPILER, OPT_TIMEOUT, OPT_KERNELS,
-	OPT_LOG, OPT_SYSTEM, OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_SYSFS, OPT_WORKER, OPT_DETECT, OPT_HOT, OPT_MEMO,
+	OPT_LOG, OPT_SYSTEM, OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_SYSFS, OPT_HOT, OPT_MEMO,
 	OPT_REMOTE, OPT_REMOTE_PREFIX, OPT_REMOTE_TTL, OPT_REMOTE_MODE, OPT_REMOTE_TIMEOUT, OPT_REMOTE_MAX, OPT_NO_COMPILE,
 };
 
@@ -71,8 +74,6 @@ static const struct option long_opts[] = {
 	{ "remote-timeout", required_argument, NULL, OPT_REMOTE_TIMEOUT },
 	{ "remote-max-object", required_argument, NULL, OPT_REMOTE_MAX },
 	{ "no-compile", no_argument, NULL, OPT_NO_COMPILE },
-	{ "worker", required_argument, NULL, OPT_WORKER },
-	{ "detect", no_argument, NULL, OPT_DETECT },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -198,8 +199,8 @@ static int parse_remote_opt(int c, const char *arg, struct kj__config *cfg)
 	return -1;
 }
 
-/* Parses argv into cfg; returns -1 to go on, else an exit status.  Roles
- * (--worker, --detect) run from here. */
+/* Parses the daemon's argv into cfg; returns -1 to go on, else an exit
+ * status. */
 static int parse_args(int argc, char **argv, struct kj__config *cfg)
 {
 	unsigned long v;
@@ -260,11 +261,6 @@ static int parse_args(int argc, char **argv, struct kj__config *cfg)
 				return usage_error("--hot-size/--memo-size '%s': expected a size like 64M", optarg);
 			*(c == OPT_HOT ? &cfg->hot_size : &cfg->memo_size) = size;
 			break;
-		case OPT_WORKER: return kj__worker_main(optarg, 3);
-		case OPT_DETECT:
-			/* Driver libraries may leave allocations behind at unload;
-			 * this child's only output is stdout, so skip exit handlers. */
-			_exit(kj__detect_main(cfg->sysfs_root));
 		case 'h': fputs(usage_text, stdout); return 0;
 		default: fputs(usage_text, stderr); return 2;
 		}
@@ -439,7 +435,7 @@ static int serve(struct kj__daemon *d)
 	}
 	if (reset_tmp(d) < 0)
 		return 1;
-	if (kj__memo_new(&d->memo, d->cfg.memo_size) < 0) {
+	if (kj__memo_new(&d->memo, d->cfg.memo_size) < 0 || kj__flights_new(&d->flights) < 0) {
 		fprintf(d->log, "kjitd: out of memory\n");
 		return 1;
 	}
@@ -472,11 +468,13 @@ static int serve(struct kj__daemon *d)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* The daemon role: serve until stopped. */
+static int daemon_main(int argc, char **argv, const char *arg)
 {
 	struct kj__daemon d;
 	int rc;
 
+	(void)arg;
 	memset(&d, 0, sizeof d);
 	d.ready_fd = -1;
 	rc = parse_args(argc, argv, &d.cfg);
@@ -498,7 +496,7 @@ int main(int argc, char **argv)
 out:
 	if (d.loop) {
 		uv_run(d.loop, UV_RUN_NOWAIT);
-		kj__flights_free(&d);
+		kj__flights_free(d.flights);
 		for (size_t i = 0; i < KJ_ARRAY_SIZE(d.pools); i++)
 			kj__pool_free(d.pools[i]);
 		if (uv_loop_close(d.loop) != 0)
@@ -511,4 +509,96 @@ out:
 		fclose(d.log);
 	config_free(&d.cfg);
 	return rc;
+}
+
+/* ---- roles ---- */
+
+/* `--worker FAMILY`: compile jobs read from fd 3 (the pool's socketpair). */
+static int worker_main(int argc, char **argv, const char *family)
+{
+	(void)argc;
+	(void)argv;
+	return kj__worker_main(family, 3);
+}
+
+/* `--detect [--sysfs-root DIR]`: prints what it finds on stdout. */
+static int detect_main(int argc, char **argv, const char *arg)
+{
+	const char *sysfs_root = NULL;
+
+	(void)arg;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--sysfs-root") == 0 && i + 1 < argc)
+			sysfs_root = argv[++i];
+		else if (strncmp(argv[i], "--sysfs-root=", 13) == 0)
+			sysfs_root = argv[i] + 13;
+	}
+	/* Driver libraries may leave allocations behind at unload; this
+	 * child's only output is stdout, so skip exit handlers. */
+	_exit(kj__detect_main(sysfs_root));
+}
+
+static const struct role {
+	const char *flag;            /* NULL: the role without a flag */
+	int has_arg;
+	int (*run)(int argc, char **argv, const char *arg); /* returns the exit status */
+} roles[] = {
+	{ NULL, 0, daemon_main },
+	{ "--worker", 1, worker_main },
+	{ "--detect", 0, detect_main },
+};
+
+/* Does argv[i] (an option) take the next argument as its value? */
+static int takes_value(const char *a)
+{
+	if (a[1] != '-') /* short options, possibly bundled: "-fs PATH" */
+		return a[1] && strchr("scmj", a[strlen(a) - 1]) != NULL;
+	if (strchr(a, '=') != NULL)
+		return 0;
+	for (const struct option *o = long_opts; o->name; o++)
+		if (strcmp(a + 2, o->name) == 0)
+			return o->has_arg == required_argument;
+	return 0;
+}
+
+/* Finds the role flag in argv (only kjitd itself passes one): *role and
+ * *arg set; -1 to go on, else an exit status (usage error). */
+static int pick_role(int argc, char **argv, const struct role **role, const char **arg)
+{
+	*role = &roles[0];
+	*arg = NULL;
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+		if (argv[i][0] != '-')
+			continue;
+		for (size_t k = 1; k < KJ_ARRAY_SIZE(roles); k++) {
+			size_t n = strlen(roles[k].flag);
+			if (strncmp(argv[i], roles[k].flag, n) != 0 || (argv[i][n] != '\0' && argv[i][n] != '='))
+				continue;
+			if (*role != &roles[0])
+				return usage_error("%s: only one role flag (--worker, --detect) at a time", argv[i]);
+			*role = &roles[k];
+			if (!roles[k].has_arg && argv[i][n] == '=')
+				return usage_error("%s takes no value", roles[k].flag);
+			if (roles[k].has_arg && argv[i][n] == '=')
+				*arg = argv[i] + n + 1;
+			else if (roles[k].has_arg && i + 1 < argc)
+				*arg = argv[++i];
+			else if (roles[k].has_arg)
+				return usage_error("%s: a value is required", roles[k].flag);
+			goto next;
+		}
+		if (takes_value(argv[i]))
+			i++;
+next:;
+	}
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	const struct role *role;
+	const char *arg;
+	int rc = pick_role(argc, argv, &role, &arg);
+
+	return rc >= 0 ? rc : role->run(argc, argv, arg);
 }

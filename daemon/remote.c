@@ -34,7 +34,7 @@
 #include <unistd.h>
 
 #include "kj_limits.h"
-#include "kjit.h"
+#include "kj_types.h"
 #include "proto.h"
 #include "remote.h"
 #include "sha.h"
