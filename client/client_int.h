@@ -47,6 +47,10 @@ struct kjit_client {
 	char err[KJ_CLIENT_ERR_MAX]; /* kjit_last_error() */
 	uint8_t *scratch;            /* KJ_CLIENT_SCRATCH bytes: a reply's first read */
 	struct kj__procmemo *memo;   /* answers by GET fingerprint (procmemo.c), or NULL: off */
+	int fast_path;               /* attach to the shared hit table (KJIT_FAST_PATH != 0) */
+	int attach_refused;          /* the daemon does not know ATTACH: do not ask again */
+	struct kj__hittab_reader *hits; /* the daemon's hit table, mapped read-only, or NULL */
+	struct kj__hitctr *ctr;      /* this connection's fast-path hit counters, or NULL */
 };
 
 /* A reply is read with one recv into this much scratch first: most replies
@@ -62,6 +66,20 @@ int kj__client_fail(kjit_client *c, int code, const char *fmt, ...)
  * none answers (connect.c).  0, or KJIT_ECONNECT / KJIT_ENOMEM with c->err
  * and c->sys_errno set. */
 int kj__client_connect(kjit_client *c);
+
+/* Connects (kj__client_connect), then attaches to the daemon's shared hit
+ * table unless the fast path is off (any failure there: no fast path,
+ * nothing else changes).  0 or kj__client_connect's codes. */
+int kj__client_open_conn(kjit_client *c);
+
+/* Sends all of b on c->fd (see libkjit.c).  0, KJIT_ECONNECT,
+ * KJIT_ETIMEDOUT or KJIT_EIO. */
+int kj__client_send_all(kjit_client *c, const struct kj__buf *b);
+/* Writes the id into a begun message. */
+void kj__client_set_id(struct kj__buf *b, uint32_t id);
+/* Closes the connection after a transport failure and sets c->err from r
+ * and what was being done; returns the code for the caller. */
+int kj__client_transport_fail(kjit_client *c, int r, const char *what);
 
 /* One request/reply exchange.  req is a message begun with a placeholder id
  * (kj__client_begin) and ended; on 0 *body (malloc'd) and *m (pointing into

@@ -8,13 +8,17 @@
  * a kjit_result that owns everything it points to.  Reply fields are taken
  * only through the checked kj__field_* helpers, each with its own cap.
  * A request whose exact bytes this handle was answered before is answered
- * from its memo (procmemo.c) without touching the socket.
+ * from its memo (procmemo.c) without touching the socket; else a request
+ * the daemon published in its shared hit table (docs/hitpath.md) is copied
+ * out of the mapping; only then does the socket answer.  kjit_get_many
+ * (getmany.c) goes the same way for each request of a batch.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "client_int.h"
+#include "hittab.h"
 #include "procmemo.h"
 #include "resolve.h"
 #include "util.h"
@@ -205,13 +209,101 @@ static int decode_ok(const struct kj__msg *m, kjit_result *res)
 	return r;
 }
 
+/* Checks, resolves and encodes req into b.  0, or a code with c->err set. */
+static int prepare(kjit_client *c, const kjit_request *req, struct kj__buf *b)
+{
+	struct resolved rv;
+	int r = request_check(c, req);
+
+	if (r == 0)
+		r = resolve(c, req, &rv);
+	if (r == 0 && (r = encode(b, req, &rv)) < 0)
+		kj__client_fail(c, r, "the request is over the message cap of %u bytes: %s",
+				KJ_FRAME_MAX, kjit_strerror(r));
+	return r;
+}
+
+/* What a request prepared in b is looked up by without the socket: its
+ * body's fingerprint (the frame header holds only the id) and the hit
+ * table's generation (0: no table). */
+struct local_key {
+	int ok;
+	uint8_t fp[KJ_SHA256_LEN];
+	uint64_t gen;
+};
+
+static void local_key(kjit_client *c, const struct kj__buf *b, struct local_key *lk)
+{
+	lk->gen = c->hits ? kj__hittab_reader_gen(c->hits) : 0;
+	lk->ok = (c->memo || c->hits) &&
+		 kj__sha256(b->p + KJ_FRAME_HDR_SIZE, b->len - KJ_FRAME_HDR_SIZE, lk->fp) == 0;
+}
+
+/* Answers from the process memo, then the shared hit table: 1 with res
+ * filled, else 0 (res zeroed; the socket answers). */
+static int local_answer(kjit_client *c, const struct local_key *lk, kjit_result *res)
+{
+	struct kj__hit hit;
+
+	if (!lk->ok)
+		return 0;
+	if (kj__procmemo_get(c->memo, lk->fp, lk->gen, res) > 0)
+		return 1;
+	if (c->hits == NULL || kj__hittab_lookup(c->hits, lk->fp, &hit) != 0)
+		return 0; /* absent, raced a rewrite, malformed: the socket */
+	res->target = kj__strdup(hit.target);
+	res->runtime_version = kj__strdup(hit.version);
+	if (res->target == NULL || res->runtime_version == NULL) {
+		free(hit.data);
+		kjit_result_free(res);
+		return 0;
+	}
+	res->status = KJIT_STATUS_HIT;
+	res->data = hit.data;
+	res->size = hit.size;
+	kj__hex(hit.key, res->key);
+	kj__hitctr_count(c->ctr, hit.slot, hit.size);
+	kj__procmemo_put(c->memo, lk->fp, lk->gen, res); /* ENOMEM: just not remembered */
+	return 1;
+}
+
+/* Fills res from a reply whose CODE was code.  0 or the failure. */
+static int take_reply(kjit_client *c, const struct kj__msg *m, int code, const struct local_key *lk,
+		      kjit_result *res)
+{
+	int r = 0;
+
+	if (code < 0) {
+		r = code;
+		/* The compiler's log of a failed compile; a bad one is dropped. */
+		if (kj__field_strdup(kj__msg_get(m, KJ_F_LOG), KJ_LOG_WIRE_MAX, &res->log) < 0)
+			res->log = NULL;
+	} else if ((r = decode_ok(m, res)) < 0) {
+		kjit_result_free(res);
+		kj__client_fail(c, r == KJIT_ENOMEM ? r : KJIT_EPROTO, "kjitd sent a malformed answer "
+				"to a get (%s); client and daemon versions may differ: restart kjitd",
+				kjit_strerror(r));
+		r = r == KJIT_ENOMEM ? r : KJIT_EPROTO;
+	} else if (lk->ok) {
+		kj__procmemo_put(c->memo, lk->fp, lk->gen, res); /* ENOMEM: just not remembered */
+	}
+	return r;
+}
+
+static void set_error(kjit_client *c, int r, kjit_result *res)
+{
+	free(res->error);
+	res->error = kj__strdup(c->err[0] ? c->err : kjit_strerror(r));
+	res->sys_errno = (r == KJIT_ECONNECT || r == KJIT_EIO) ? c->sys_errno : 0;
+}
+
 int kjit_get(kjit_client *c, const kjit_request *req, kjit_result *res)
 {
 	struct kj__buf b = { 0 };
 	struct kj__msg m = { 0 };
-	struct resolved rv;
-	uint8_t *body = NULL, fp[KJ_SHA256_LEN];
-	int code = 0, memo = 0;
+	struct local_key lk = { 0 };
+	uint8_t *body = NULL;
+	int code = 0;
 
 	if (res == NULL)
 		return KJIT_EINVAL;
@@ -219,40 +311,19 @@ int kjit_get(kjit_client *c, const kjit_request *req, kjit_result *res)
 	if (c == NULL || req == NULL)
 		return KJIT_EINVAL;
 	c->err[0] = '\0';
-	int r = request_check(c, req);
-	if (r == 0)
-		r = resolve(c, req, &rv);
-	if (r == 0 && (r = encode(&b, req, &rv)) < 0)
-		kj__client_fail(c, r, "the request is over the message cap of %u bytes: %s",
-				KJ_FRAME_MAX, kjit_strerror(r));
-	/* The memo, by the fingerprint of the body (the frame header holds
-	 * only the id).  Generation 0: no shared table is mapped yet. */
-	if (r == 0 && c->memo)
-		memo = kj__sha256(b.p + KJ_FRAME_HDR_SIZE, b.len - KJ_FRAME_HDR_SIZE, fp) == 0;
-	if (memo && kj__procmemo_get(c->memo, fp, 0, res) > 0) {
-		kj__buf_free(&b);
-		return 0; /* (out of memory there: the socket answers instead) */
-	}
-	if (r == 0)
+	int r = prepare(c, req, &b);
+	if (r == 0) {
+		local_key(c, &b, &lk);
+		if (local_answer(c, &lk, res)) {
+			kj__buf_free(&b);
+			return 0;
+		}
 		r = kj__client_call(c, &b, &body, &m, &code);
-	if (r == 0 && code < 0) {
-		r = code;
-		/* The compiler's log of a failed compile; a bad one is dropped. */
-		if (kj__field_strdup(kj__msg_get(&m, KJ_F_LOG), KJ_LOG_WIRE_MAX, &res->log) < 0)
-			res->log = NULL;
-	} else if (r == 0 && (r = decode_ok(&m, res)) < 0) {
-		kjit_result_free(res);
-		kj__client_fail(c, r == KJIT_ENOMEM ? r : KJIT_EPROTO, "kjitd sent a malformed answer "
-				"to a get (%s); client and daemon versions may differ: restart kjitd",
-				kjit_strerror(r));
-		r = r == KJIT_ENOMEM ? r : KJIT_EPROTO;
-	} else if (r == 0 && memo) {
-		kj__procmemo_put(c->memo, fp, 0, res); /* ENOMEM: just not remembered */
 	}
-	if (r < 0) {
-		res->error = kj__strdup(c->err[0] ? c->err : kjit_strerror(r));
-		res->sys_errno = (r == KJIT_ECONNECT || r == KJIT_EIO) ? c->sys_errno : 0;
-	}
+	if (r == 0)
+		r = take_reply(c, &m, code, &lk, res);
+	if (r < 0)
+		set_error(c, r, res);
 	kj__msg_free(&m);
 	free(body);
 	kj__buf_free(&b);

@@ -12,7 +12,13 @@
  * calls) is replaced before sending, and a request whose sending fails on
  * a reused connection is sent once more on a fresh one; a request that was
  * sent is never sent twice.
+ *
+ * Every new connection is offered the shared hit table (ATTACH, unless
+ * KJIT_FAST_PATH=0): the reply's first byte carries two descriptors by
+ * SCM_RIGHTS, the table (mapped read-only) and this connection's hit
+ * counters.  Anything unexpected there means no fast path, nothing more.
  */
+#include <fcntl.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -22,7 +28,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+/* How long the ATTACH reply may take (the daemon answers it on its loop at
+ * once; a daemon too busy for that gives no fast path this time). */
+#define ATTACH_TIMEOUT_MS 5000
+
 #include "client_int.h"
+#include "hittab.h"
 #include "procmemo.h"
 #include "util.h"
 
@@ -83,7 +94,9 @@ int kjit_open(kjit_client **out, const kjit_open_options *opt)
 	r = kj__procmemo_new(&c->memo, kj__procmemo_enabled_by_env() ? KJ_PROCESS_MEMO_BYTES : 0);
 	if (r < 0)
 		goto out;
-	r = kj__client_connect(c);
+	const char *fp = getenv("KJIT_FAST_PATH");
+	c->fast_path = !(fp && strcmp(fp, "0") == 0);
+	r = kj__client_open_conn(c);
 	if (r < 0)
 		goto out;
 	*out = c;
@@ -104,6 +117,8 @@ void kjit_close(kjit_client *c)
 	free(c->socket_path);
 	free(c->scratch);
 	kj__procmemo_free(c->memo);
+	kj__hittab_reader_close(c->hits);
+	kj__hitctr_free(c->ctr);
 	free(c);
 }
 
@@ -121,7 +136,7 @@ static void drop_connection(kjit_client *c)
 
 /* Sends all of b, waiting at most the client's timeout for room each time.
  * 0, KJIT_ECONNECT (peer gone), KJIT_ETIMEDOUT or KJIT_EIO. */
-static int send_all(kjit_client *c, const struct kj__buf *b)
+int kj__client_send_all(kjit_client *c, const struct kj__buf *b)
 {
 	size_t off = 0;
 
@@ -157,13 +172,13 @@ int kj__client_begin(struct kj__buf *b, uint16_t type)
 }
 
 /* Writes the id into a begun message (bytes 8..11 of the header). */
-static void set_id(struct kj__buf *b, uint32_t id)
+void kj__client_set_id(struct kj__buf *b, uint32_t id)
 {
 	for (int i = 0; i < 4; i++)
 		b->p[8 + i] = (uint8_t)(id >> (8 * i));
 }
 
-static int transport_fail(kjit_client *c, int r, const char *what)
+int kj__client_transport_fail(kjit_client *c, int r, const char *what)
 {
 	drop_connection(c);
 	switch (r) {
@@ -182,6 +197,144 @@ static int transport_fail(kjit_client *c, int r, const char *what)
 		return kj__client_fail(c, KJIT_EPROTO, "kjitd sent a malformed reply while %s; "
 				       "client and daemon versions may differ: restart kjitd", what);
 	}
+}
+
+/* ---- the shared hit table ---- */
+
+static void detach(kjit_client *c)
+{
+	kj__hittab_reader_close(c->hits);
+	kj__hitctr_free(c->ctr);
+	c->hits = NULL;
+	c->ctr = NULL;
+}
+
+/* Takes the descriptors of an SCM_RIGHTS message into fds (at most 2; any
+ * more are closed).  Returns how many, or -1 when the control data was cut
+ * (MSG_CTRUNC) or not what was expected. */
+static int take_fds(struct msghdr *mh, int fds[2])
+{
+	int n = 0, bad = (mh->msg_flags & MSG_CTRUNC) != 0;
+
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) {
+			bad = 1;
+			continue;
+		}
+		size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < k; i++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
+			if (n < 2)
+				fds[n++] = fd;
+			else {
+				close(fd);
+				bad = 1;
+			}
+		}
+	}
+	return bad ? -1 : n;
+}
+
+/* Reads the ATTACH reply (small) into buf, with its descriptors.  0 with
+ * *got bytes, or -1 (stream out of step: the caller drops it). */
+static int attach_recv(kjit_client *c, uint8_t *buf, size_t cap, size_t *got, int fds[2], int *nfds)
+{
+	union {
+		char b[CMSG_SPACE(sizeof(int) * 4)];
+		struct cmsghdr align;
+	} u;
+	size_t have = 0;
+	uint32_t need = KJ_FRAME_HDR_SIZE;
+
+	*nfds = 0;
+	while (have < need) {
+		struct iovec iov = { buf + have, need - have };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof u.b };
+		ssize_t k = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		if (k > 0) {
+			int n = take_fds(&mh, fds + *nfds);
+			if (n < 0 || *nfds + n > 2)
+				return -1;
+			*nfds += n;
+			have += (size_t)k;
+			if (have == KJ_FRAME_HDR_SIZE && need == KJ_FRAME_HDR_SIZE) {
+				struct kj__frame_hdr h;
+				if (kj__frame_hdr_decode(buf, &h) < 0 || h.len > cap - KJ_FRAME_HDR_SIZE)
+					return -1;
+				need = KJ_FRAME_HDR_SIZE + h.len;
+			}
+			continue;
+		}
+		if (k == 0 || (errno != EINTR && errno != EAGAIN))
+			return -1;
+		struct pollfd pf = { .fd = c->fd, .events = POLLIN };
+		if (errno == EAGAIN && poll(&pf, 1, ATTACH_TIMEOUT_MS) == 0)
+			return -1;
+	}
+	*got = have;
+	return 0;
+}
+
+/* Asks for the hit table on the new connection; maps it when given. */
+static void attach(kjit_client *c)
+{
+	struct kj__buf b = { 0 };
+	struct kj__frame_hdr h;
+	struct kj__msg m = { 0 };
+	uint8_t buf[256];
+	size_t got = 0;
+	int fds[2] = { -1, -1 }, nfds = 0, drop = 0;
+	uint32_t id = c->next_id++, slots = 0;
+	int32_t code = 0;
+
+	if (c->next_id == 0)
+		c->next_id = 1;
+	detach(c);
+	if (!c->fast_path || c->attach_refused)
+		return;
+	if (kj__client_begin(&b, KJ_MSG_ATTACH) < 0 || kj__msg_end(&b) < 0)
+		goto out;
+	kj__client_set_id(&b, id);
+	if (kj__client_send_all(c, &b) < 0 || attach_recv(c, buf, sizeof buf, &got, fds, &nfds) < 0 ||
+	    kj__frame_hdr_decode(buf, &h) < 0 || h.type != KJ_MSG_REPLY || h.id != id ||
+	    kj__msg_decode(buf + KJ_FRAME_HDR_SIZE, h.len, &m) < 0 ||
+	    kj__field_i32(kj__msg_get(&m, KJ_F_CODE), &code) < 0) {
+		drop = 1;
+		goto out;
+	}
+	if (code == KJIT_EPROTO) {
+		/* A daemon from before ATTACH: it closes the connection. */
+		c->attach_refused = 1;
+		drop = 1;
+		goto out;
+	}
+	if (code < 0 || nfds != 2 || kj__field_u32(kj__msg_get(&m, KJ_F_SLOTS), &slots) < 0)
+		goto out;
+	if (kj__hittab_reader_open(&c->hits, fds[0]) < 0 || kj__hittab_reader_slots(c->hits) != slots ||
+	    kj__hitctr_map(&c->ctr, fds[1], slots) < 0)
+		detach(c);
+out:
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+	kj__msg_free(&m);
+	kj__buf_free(&b);
+	if (drop) {
+		detach(c);
+		drop_connection(c);
+	}
+}
+
+int kj__client_open_conn(kjit_client *c)
+{
+	int r = kj__client_connect(c);
+
+	if (r < 0)
+		return r;
+	attach(c);
+	if (c->fd < 0) /* the daemon closed it (an old daemon): once more, plainly */
+		r = kj__client_connect(c);
+	return r;
 }
 
 /* Receives up to n bytes, waiting (poll) only when none are there yet.
@@ -256,19 +409,19 @@ static int exchange(kjit_client *c, struct kj__buf *req, uint8_t **body, struct 
 
 	if (c->next_id == 0)
 		c->next_id = 1;
-	set_id(req, id);
+	kj__client_set_id(req, id);
 	/* A daemon that went away since the last request shows as EPIPE on
 	 * the send (Unix sockets fail at once): reconnect and send again. */
 	for (int attempt = 0;; attempt++) {
-		if (c->fd < 0 && (r = kj__client_connect(c)) < 0)
+		if (c->fd < 0 && (r = kj__client_open_conn(c)) < 0)
 			return r;
-		r = send_all(c, req);
+		r = kj__client_send_all(c, req);
 		if (r == KJIT_ECONNECT && c->used > 0 && attempt == 0) {
 			drop_connection(c);
 			continue;
 		}
 		if (r < 0)
-			return transport_fail(c, r, "sending a request");
+			return kj__client_transport_fail(c, r, "sending a request");
 		break;
 	}
 	r = read_reply(c, h, body);
@@ -278,7 +431,7 @@ static int exchange(kjit_client *c, struct kj__buf *req, uint8_t **body, struct 
 				       "restart kjitd from the same kjit release", h->version, KJ_PROTO_VERSION);
 	}
 	if (r < 0)
-		return transport_fail(c, r, "reading the reply");
+		return kj__client_transport_fail(c, r, "reading the reply");
 	if (h->type != KJ_MSG_REPLY || h->id != id) {
 		free(*body);
 		*body = NULL;
@@ -315,7 +468,7 @@ int kj__client_call(kjit_client *c, struct kj__buf *req, uint8_t **body, struct 
 		kj__msg_free(m);
 		free(*body);
 		*body = NULL;
-		return transport_fail(c, r, "decoding the reply");
+		return kj__client_transport_fail(c, r, "decoding the reply");
 	}
 	*code = v;
 	if (v < 0)
@@ -410,7 +563,7 @@ int kjit_admin(kjit_client *c, const char *cmd, const char *arg, char **text, ch
 	if (r < 0) {
 		free(t);
 		free(j);
-		return transport_fail(c, r, "decoding the reply");
+		return kj__client_transport_fail(c, r, "decoding the reply");
 	}
 	/* Even a failed command may carry a report (verify: what was corrupt). */
 	if (text)

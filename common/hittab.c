@@ -400,6 +400,11 @@ uint64_t kj__hittab_invalidate(struct kj__hittab *w)
 	return w->gen;
 }
 
+uint64_t kj__hittab_gen(const struct kj__hittab *w)
+{
+	return w->gen;
+}
+
 int kj__hittab_slot_key(const struct kj__hittab *w, uint32_t slot, uint8_t key[KJ_SHA256_LEN])
 {
 	if (slot >= w->n_slots || w->slot_rec[slot] == 0)

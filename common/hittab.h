@@ -74,6 +74,8 @@ int kj__hittab_remove_key(struct kj__hittab *w, const uint8_t key[KJ_SHA256_LEN]
  * include file or a compiler changed, so a request's bytes may now mean
  * another key).  Returns the new generation. */
 uint64_t kj__hittab_invalidate(struct kj__hittab *w);
+/* The generation now (a put made later is current while it stays so). */
+uint64_t kj__hittab_gen(const struct kj__hittab *w);
 
 /* The cache key of the object in slot (for the hit counters): 1 and *key,
  * or 0 if the slot holds nothing current. */

@@ -22,6 +22,7 @@ enum kj__msg_type {
 	KJ_MSG_GET = 2,
 	KJ_MSG_ADMIN = 3,   /* CMD, ARG: stats, targets, ls, show, gc, verify, clear */
 	KJ_MSG_STOP = 4,
+	KJ_MSG_ATTACH = 5,  /* none; reply CODE, SLOTS + two fds (hit table, counters) by SCM_RIGHTS */
 	/* daemon -> client */
 	KJ_MSG_REPLY = 0x80, /* CODE, then what the request asked for */
 	/* worker <-> daemon */
@@ -55,6 +56,7 @@ enum kj__field_tag {
 	KJ_F_COMPILER_VERSION = 22,/* str: e.g. "hiprtc 9.0; comgr 2.4; device-libs 5.2.3" */
 	KJ_F_COMPILE_US = 23,      /* u64: microseconds spent compiling */
 	KJ_F_TARGET_SOURCE = 24,   /* str: where the client's target came from (env var name) */
+	KJ_F_SLOTS = 25,           /* u32: the hit table's slot count (ATTACH reply) */
 };
 
 struct kj__frame_hdr {

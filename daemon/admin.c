@@ -27,6 +27,7 @@ const char *const kj__stat_names[KJ_STAT_COUNT] = {
 	[KJ_STAT_SAVED_MS] = "saved_ms",
 	[KJ_STAT_PUBLISH_ERRORS] = "publish_errors",
 	[KJ_STAT_CONNECTIONS] = "connections",
+	[KJ_STAT_FAST_HITS] = "fast_hits",
 };
 
 struct answer {
@@ -52,10 +53,12 @@ void kj__stats_flush(struct kj__daemon *d)
 	struct kj__cache_totals t;
 	uint64_t evicted = 0, freed = 0;
 	if (kj__cache_totals(d->cache, &t) == 0 && t.bytes > kj__cache_max_size(d->cache) &&
-	    kj__cache_gc(d->cache, 0, &evicted, &freed) == 0 && evicted)
+	    kj__cache_gc(d->cache, 0, &evicted, &freed) == 0 && evicted) {
+		kj__hits_invalidate(d, "the size cap evicted objects");
 		kj__log(d, "over the %llu-byte cap: evicted %llu least recently used entries (%llu bytes)",
 			(unsigned long long)kj__cache_max_size(d->cache), (unsigned long long)evicted,
 			(unsigned long long)freed);
+	}
 }
 
 /* A counter as saved in the index plus what is not saved yet (the index
@@ -353,6 +356,8 @@ static int do_gc(struct kj__daemon *d, const char *arg, struct answer *a)
 	}
 	kj__cache_flush(d->cache);
 	int r = kj__cache_gc(d->cache, cap, &evicted, &freed);
+	if (evicted)
+		kj__hits_invalidate(d, "gc evicted objects");
 	if (r < 0)
 		return r;
 	kj__cache_totals(d->cache, &t);
@@ -377,6 +382,8 @@ static int do_verify(struct kj__daemon *d, struct answer *a)
 
 	kj__cache_flush(d->cache);
 	int r = kj__cache_verify(d->cache, verify_bad, a, &checked, &bad);
+	if (bad)
+		kj__hits_invalidate(d, "verify dropped objects");
 	if (r < 0)
 		return r;
 	r = kj__buf_printf(&a->text, "verify: %llu objects checked, %llu corrupt or missing (dropped)\n",
@@ -398,6 +405,8 @@ static int do_clear(struct kj__daemon *d, const char *arg, struct answer *a)
 	uint64_t removed = 0;
 	int r = kj__cache_clear(d->cache, arg && *arg ? arg : NULL, &removed);
 
+	if (removed)
+		kj__hits_invalidate(d, "clear removed objects");
 	if (r < 0)
 		return r;
 	r = kj__buf_printf(&a->text, "clear: removed %llu entries\n", (unsigned long long)removed);

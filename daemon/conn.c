@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "hittab.h"
 #include "kj_types.h"
 #include "util.h"
 
@@ -43,6 +44,7 @@ struct kj__conn {
 	/* An internal connection (replay) has no socket: replies go to sink. */
 	void (*sink)(void *arg, const uint8_t *body, size_t len);
 	void *sink_arg;
+	struct kj__hitctr *ctr;      /* fast-path hit counters (ATTACH), harvested at close */
 };
 
 struct write_req {
@@ -58,6 +60,7 @@ void kj__conn_ref(struct kj__conn *c)
 
 static void conn_free(struct kj__conn *c)
 {
+	kj__hitctr_free(c->ctr);
 	kj__framer_free(&c->in);
 	free(c);
 }
@@ -101,6 +104,9 @@ void kj__conn_close(struct kj__conn *c)
 	if (c->closing)
 		return;
 	c->closing = 1;
+	kj__hits_harvest(c->d, c->ctr);
+	kj__hitctr_free(c->ctr);
+	c->ctr = NULL;
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -122,7 +128,7 @@ static void queue_write(struct kj__conn *c, struct kj__buf *b);
  * unsent, no request unanswered.  (Within process_frames its loop goes on.) */
 static void resume_reading(struct kj__conn *c)
 {
-	if (c->closing || c->processing || c->inflight > 0 || c->out_pending > 0)
+	if (c->closing || c->processing || c->inflight >= KJ_CLIENT_INFLIGHT_MAX || c->out_pending > 0)
 		return;
 	int r = uv_read_start((uv_stream_t *)&c->h, alloc_cb, on_read);
 	if (r < 0 && r != UV_EALREADY)
@@ -274,6 +280,76 @@ void kj__conn_send_ext(struct kj__conn *c, struct kj__buf *b, const uint8_t *ext
 	queue_write(c, &rest);
 }
 
+int kj__conn_send_fds(struct kj__conn *c, struct kj__buf *b, const int *fds, int n)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 4)];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov;
+	struct msghdr mh = { 0 };
+	struct cmsghdr *cm;
+	uv_os_fd_t fd;
+	ssize_t k;
+
+	if (c->closing || c->sink || c->out_pending > 0 || n < 1 || n > 4 || kj__msg_end(b) < 0 ||
+	    uv_fileno((uv_handle_t *)&c->h, &fd) < 0) {
+		kj__buf_free(b);
+		return KJIT_EINVAL;
+	}
+	memset(&u, 0, sizeof u);
+	iov.iov_base = b->p;
+	iov.iov_len = b->len;
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = u.buf;
+	mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)n);
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)n);
+	memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)n);
+	do
+		k = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (k < 0 && errno == EINTR);
+	if (k < 0) {
+		int e = errno;
+		kj__buf_free(b);
+		if (e == EAGAIN)
+			return KJIT_EBUSY; /* nothing sent: the caller answers otherwise */
+		kj__conn_close(c);
+		return KJIT_EIO;
+	}
+	if (c->inflight > 0)
+		c->inflight--;
+	if ((size_t)k == b->len) {
+		kj__buf_free(b);
+		resume_reading(c);
+		return 0;
+	}
+	/* The descriptors went with the first byte; the rest goes as usual. */
+	memmove(b->p, b->p + k, b->len - (size_t)k);
+	b->len -= (size_t)k;
+	queue_write(c, b);
+	return 0;
+}
+
+void kj__conn_set_hitctr(struct kj__conn *c, struct kj__hitctr *ctr)
+{
+	c->ctr = ctr;
+}
+
+struct kj__hitctr *kj__conn_hitctr(const struct kj__conn *c)
+{
+	return c->ctr;
+}
+
+void kj__conn_harvest_all(struct kj__daemon *d)
+{
+	for (struct kj__conn *c = d->conns; c; c = c->next)
+		kj__hits_harvest(d, c->ctr);
+}
+
 void kj__conn_error(struct kj__conn *c, uint32_t id, int code, const char *fmt, ...)
 {
 	struct kj__buf b = { 0 };
@@ -333,7 +409,7 @@ static void process_frames(struct kj__conn *c)
 
 	kj__conn_ref(c);
 	c->processing = 1;
-	while (!c->closing && c->out_pending == 0 && c->inflight == 0 &&
+	while (!c->closing && c->out_pending == 0 && c->inflight < KJ_CLIENT_INFLIGHT_MAX &&
 	       (r = kj__framer_next(&c->in, &h, &body)) != 0) {
 		if (r < 0) {
 			if (r == KJIT_ETOOBIG)
@@ -351,10 +427,11 @@ static void process_frames(struct kj__conn *c)
 			kj__framer_consume(&c->in, &h);
 	}
 	c->processing = 0;
-	/* A request still being answered (a compile): read nothing more from
-	 * this client until it is, so a client that pipelines without reading
-	 * cannot make us hold its replies. */
-	if (!c->closing && (c->inflight > 0 || c->out_pending > 0))
+	/* KJ_CLIENT_INFLIGHT_MAX requests still being answered (compiles), or
+	 * a reply unsent: read nothing more from this client until then, so a
+	 * client that pipelines without reading cannot make us hold its
+	 * replies. */
+	if (!c->closing && (c->inflight >= KJ_CLIENT_INFLIGHT_MAX || c->out_pending > 0))
 		uv_read_stop((uv_stream_t *)&c->h);
 	if (!c->closing) {
 		/* Only a partial frame we wait on the client for can time out. */

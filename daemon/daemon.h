@@ -59,6 +59,8 @@ struct kj__config {
 	uint64_t remote_ttl_ms;     /* --remote-ttl; 0: no expiry */
 	uint64_t remote_max_object; /* --remote-max-object; 0: KJ_REMOTE_OBJECT_MAX */
 	int no_compile;             /* --no-compile: serve hits, refuse misses */
+	int shared_hit_table;       /* --shared-hit-table: the fast path under --system too */
+	int no_hit_table;           /* --no-shared-hit-table: no fast path at all */
 };
 
 /* Frame reassembly from a byte stream (client connections, worker pipes). */
@@ -155,7 +157,7 @@ enum kj__stat {
 	KJ_STAT_REQUESTS, KJ_STAT_HITS, KJ_STAT_MISSES, KJ_STAT_COMPILES, KJ_STAT_JOINED,
 	KJ_STAT_ERR_COMPILE, KJ_STAT_ERR_TARGET, KJ_STAT_ERR_WORKER, KJ_STAT_ERR_TIMEOUT,
 	KJ_STAT_ERR_INPUT, KJ_STAT_ERR_OTHER, KJ_STAT_BYTES_SERVED, KJ_STAT_COMPILE_MS,
-	KJ_STAT_SAVED_MS, KJ_STAT_PUBLISH_ERRORS, KJ_STAT_CONNECTIONS,
+	KJ_STAT_SAVED_MS, KJ_STAT_PUBLISH_ERRORS, KJ_STAT_CONNECTIONS, KJ_STAT_FAST_HITS,
 	KJ_STAT_COUNT
 };
 extern const char *const kj__stat_names[KJ_STAT_COUNT];
@@ -175,6 +177,7 @@ struct kj__daemon {
 	struct kj__memo *memo;       /* request bytes -> key, for the hit path */
 	struct kj__flights *flights; /* compiles in progress, by key (flight.c) */
 	struct kj__conn *conns;      /* all live connections */
+	struct kj__hits *hits;       /* the shared hit table and its watches (hits.c), or NULL */
 	struct kj__gpu gpus[16];     /* detected at start */
 	size_t n_gpus;
 	char detect_note[4][256];    /* per backend: why nothing was found */
@@ -221,6 +224,17 @@ void kj__conn_error(struct kj__conn *c, uint32_t id, int code, const char *fmt, 
 	__attribute__((format(printf, 4, 5)));
 /* Sends a reply holding only CODE. */
 void kj__conn_reply_code(struct kj__conn *c, uint32_t id, int code);
+/* Sends a finished reply frame b with fds[0..n) attached by SCM_RIGHTS
+ * (consumes b; the caller keeps and closes the fds).  Only when nothing
+ * else is queued to c: 0, or a negative code (nothing sent; KJIT_EIO closes
+ * c when the stream may be out of step). */
+int kj__conn_send_fds(struct kj__conn *c, struct kj__buf *b, const int *fds, int n);
+/* Gives c the hit counters it attached (harvested and freed at close). */
+struct kj__hitctr;
+void kj__conn_set_hitctr(struct kj__conn *c, struct kj__hitctr *ctr);
+struct kj__hitctr *kj__conn_hitctr(const struct kj__conn *c);
+/* Harvests the hit counters of every connection (the flush timer). */
+void kj__conn_harvest_all(struct kj__daemon *d);
 /* Is the connection still open (its peer may go away mid-compile)? */
 int kj__conn_alive(const struct kj__conn *c);
 void kj__conn_ref(struct kj__conn *c);
@@ -290,6 +304,9 @@ struct kj__flight {
 	char *source_name, *options, *compiler;
 	struct kj__buf recipe;       /* the request without target and version */
 	uint64_t t0;
+	uint8_t fp[32];              /* w[0]'s GET body fingerprint, for the hit table */
+	int has_fp;
+	uint64_t hits_gen;           /* the hit table's generation when the flight opened */
 };
 struct kj__flights;
 /* The table of open flights: 0 or KJIT_ENOMEM. */
@@ -315,6 +332,32 @@ void kj__flight_free(struct kj__flight *f);
  * that does not decode gets KJIT_EPROTO-style codes back (the caller
  * answers and closes the connection), nothing sent. */
 int kj__handle_get(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const uint8_t *body, size_t len);
+
+/* hits.c: the shared read-only hit table (docs/hitpath.md): created at
+ * start unless off (--system without --shared-hit-table, or a kernel
+ * without memfd seals: logged, no fast path), with inotify watches on the
+ * kernels directory that invalidate it.  Every function accepts a daemon
+ * without a table and then does nothing. */
+struct kj__hits;
+void kj__hits_start(struct kj__daemon *d);
+/* Closes the watch handle (server stop); kj__hits_free after the loop. */
+void kj__hits_stop(struct kj__daemon *d);
+void kj__hits_free(struct kj__hits *h);
+/* Publishes verified bytes for the GET body body/len (NULL: nothing). */
+void kj__hits_put(struct kj__daemon *d, const uint8_t *body, size_t len, const char *key, const char *target,
+		  const char *version, const uint8_t *data, size_t size);
+/* The same by fingerprint, only while the generation is still gen. */
+void kj__hits_put_fp(struct kj__daemon *d, const uint8_t fp[32], uint64_t gen, const char *key, const char *target,
+		     const char *version, const uint8_t *data, size_t size);
+uint64_t kj__hits_gen(const struct kj__daemon *d);
+/* Drops every entry of the object key (hex). */
+void kj__hits_remove_key(struct kj__daemon *d, const char *key);
+/* Invalidates every entry (why is logged). */
+void kj__hits_invalidate(struct kj__daemon *d, const char *why);
+/* Answers ATTACH: the table's reader fd and a new counters fd. */
+void kj__hits_attach(struct kj__daemon *d, struct kj__conn *c, uint32_t id);
+/* Adds what ctr counted since the last harvest to the stats. */
+void kj__hits_harvest(struct kj__daemon *d, struct kj__hitctr *ctr);
 
 /* admin.c */
 void kj__handle_admin(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const struct kj__msg *m);

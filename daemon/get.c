@@ -118,22 +118,27 @@ static void record_latency(struct kj__daemon *d, uint64_t t0)
  * a copy, else read and verified from its file.  1 if answered (or the
  * client is gone), 0 if not cached (nothing sent). */
 static int answer_hit(struct kj__daemon *d, struct kj__conn *c, uint32_t id, uint64_t t0, const char *key,
-		      const char *target, const char *version)
+		      const char *target, const char *version, const uint8_t *body, size_t body_len)
 {
 	const uint8_t *hot;
 	uint8_t *data = NULL;
 	size_t len = 0;
 	uint32_t saved = 0;
 	struct kj__cache_entry e;
+	int r;
 
 	if (kj__cache_peek(d->cache, key, &hot, &len, &saved) == 0) {
 		d->stats[KJ_STAT_SAVED_MS] += saved;
 		send_object(d, c, id, KJIT_STATUS_HIT, key, target, version, hot, len, NULL);
-	} else if (kj__cache_lookup(d->cache, key, &data, &len, &e) == 0) {
+		kj__hits_put(d, body, body_len, key, target, version, hot, len);
+	} else if ((r = kj__cache_lookup(d->cache, key, &data, &len, &e)) == 0) {
 		d->stats[KJ_STAT_SAVED_MS] += e.compile_ms;
 		send_object(d, c, id, KJIT_STATUS_HIT, key, target, version, data, len, NULL);
+		kj__hits_put(d, body, body_len, key, target, version, data, len);
 		free(data);
 	} else {
+		if (r == KJIT_ECORRUPT)
+			kj__hits_remove_key(d, key);
 		return 0;
 	}
 	d->stats[KJ_STAT_HITS]++;
@@ -238,6 +243,10 @@ static void on_job_done(struct kj__job *job, int code, const struct kj__msg *res
 		send_object(d, f->w[i].c, f->w[i].id, status, f->key, f->e.target, f->e.version, data->p, data->len,
 			    log);
 	}
+	/* Fresh from the compiler: what every waiter was just sent.  Not if
+	 * the table was invalidated while it compiled (a header changed). */
+	if (f->has_fp)
+		kj__hits_put_fp(d, f->fp, f->hits_gen, f->key, f->e.target, f->e.version, data->p, data->len);
 	f->e.compile_ms = us / 1000;
 	f->e.log = log;
 	int r = kj__cache_publish(d->cache, &f->e, data->p, data->len);
@@ -511,6 +520,8 @@ static int join_or_open_flight(struct get_req *g, const struct resolved *rs, cha
 	if ((f = kj__flight_new(d, rs->key)) == NULL)
 		return KJIT_ENOMEM;
 	f->t0 = g->t0;
+	f->has_fp = g->raw && kj__sha256(g->raw, g->raw_len, f->fp) == 0;
+	f->hits_gen = kj__hits_gen(d);
 	f->job.data = f;
 	f->job.done = on_job_done;
 	f->job.id = g->id;
@@ -571,7 +582,7 @@ static void get_resolved(void *arg, int code, const char *error)
 	r = resolve_key(g, &rs, err, sizeof err);
 	if (r < 0)
 		goto fail;
-	if (answer_hit(d, g->c, g->id, g->t0, rs.key, rs.target, rs.version))
+	if (answer_hit(d, g->c, g->id, g->t0, rs.key, rs.target, rs.version, g->raw, g->raw_len))
 		goto out;
 	/* An explicit target asks for exactly that build; a target that came
 	 * from the process's environment, kjitd's configuration or detection
@@ -579,7 +590,7 @@ static void get_resolved(void *arg, int code, const char *error)
 	 * (features left unspecified) serves. */
 	int explicit_target = g->q.target != NULL && g->q.target_from == NULL;
 	if (!explicit_target && compatible_object(d, &rs.ki, ckey, ctarget) &&
-	    answer_hit(d, g->c, g->id, g->t0, ckey, ctarget, rs.version))
+	    answer_hit(d, g->c, g->id, g->t0, ckey, ctarget, rs.version, NULL, 0))
 		goto out;
 	d->stats[KJ_STAT_MISSES]++;
 	r = join_or_open_flight(g, &rs, err, sizeof err);
@@ -610,7 +621,7 @@ static int answer_from_memo(struct kj__daemon *d, struct kj__conn *c, uint32_t i
 
 	if (!kj__memo_find(d->memo, body, len, &mh))
 		return 0;
-	return answer_hit(d, c, id, t0, mh.key, mh.target, mh.version);
+	return answer_hit(d, c, id, t0, mh.key, mh.target, mh.version, body, len);
 }
 
 int kj__handle_get(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const uint8_t *body, size_t len)

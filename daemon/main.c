@@ -40,12 +40,14 @@ static const char usage_text[] =
 	"             [--compile-timeout SECONDS] [--kernels-dir DIR] [--log FILE] [--system]\n"
 	"             [--allow-uid UID]... [--allow-gid GID]... [--hot-size SIZE] [--memo-size SIZE]\n"
 	"             [--remote URL] [--remote-prefix P] [--remote-ttl DURATION] [--remote-mode ro|rw]\n"
-	"             [--remote-timeout MS] [--remote-max-object SIZE] [--no-compile]\n";
+	"             [--remote-timeout MS] [--remote-max-object SIZE] [--no-compile]\n"
+	"             [--shared-hit-table | --no-shared-hit-table]\n";
 
 enum {
 	OPT_HIP_ARCH = 256, OPT_CUDA_ARCH, OPT_VULKAN_ENV, OPT_HIP_COMPILER, OPT_TIMEOUT, OPT_KERNELS,
 	OPT_LOG, OPT_SYSTEM, OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_SYSFS, OPT_HOT, OPT_MEMO,
 	OPT_REMOTE, OPT_REMOTE_PREFIX, OPT_REMOTE_TTL, OPT_REMOTE_MODE, OPT_REMOTE_TIMEOUT, OPT_REMOTE_MAX, OPT_NO_COMPILE,
+	OPT_SHARED_HITS, OPT_NO_SHARED_HITS,
 };
 
 static const struct option long_opts[] = {
@@ -74,6 +76,8 @@ static const struct option long_opts[] = {
 	{ "remote-timeout", required_argument, NULL, OPT_REMOTE_TIMEOUT },
 	{ "remote-max-object", required_argument, NULL, OPT_REMOTE_MAX },
 	{ "no-compile", no_argument, NULL, OPT_NO_COMPILE },
+	{ "shared-hit-table", no_argument, NULL, OPT_SHARED_HITS },
+	{ "no-shared-hit-table", no_argument, NULL, OPT_NO_SHARED_HITS },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -191,6 +195,14 @@ static int parse_remote_opt(int c, const char *arg, struct kj__config *cfg)
 		if (kj__parse_size(arg, &size) < 0 || size == 0)
 			return usage_error("--remote-max-object '%s': expected a size like 64M", arg);
 		cfg->remote_max_object = size;
+		return 0;
+	case OPT_SHARED_HITS:
+		cfg->shared_hit_table = 1;
+		cfg->no_hit_table = 0;
+		return 0;
+	case OPT_NO_SHARED_HITS:
+		cfg->no_hit_table = 1;
+		cfg->shared_hit_table = 0;
 		return 0;
 	case OPT_NO_COMPILE:
 		cfg->no_compile = 1;
@@ -331,6 +343,7 @@ static void on_signal(uv_signal_t *s, int signum)
 
 static void on_flush(uv_timer_t *t)
 {
+	kj__conn_harvest_all(t->data);
 	kj__stats_flush(t->data);
 }
 
@@ -445,6 +458,7 @@ static int serve(struct kj__daemon *d)
 		return 1;
 	}
 	kj__detect_run(d);
+	kj__hits_start(d);
 	r = kj__server_start(d);
 	if (r < 0) {
 		fprintf(d->log, "kjitd: cannot serve on %s: %s\n", d->cfg.socket_path, kjit_strerror(r));
@@ -502,6 +516,7 @@ out:
 		if (uv_loop_close(d.loop) != 0)
 			kj__log(&d, "exiting with handles still open");
 	}
+	kj__hits_free(d.hits);
 	kj__memo_free(d.memo);
 	kj__cache_close(d.cache);
 	kj__manifest_free(&d.manifest);

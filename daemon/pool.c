@@ -235,6 +235,7 @@ static void handle_hello(struct worker *w, const struct kj__msg *m)
 	} else if (strcmp(p->identity, id) != 0) {
 		kj__log(p->d, "%s worker reports a different compiler (%s, was %s): the compiler was upgraded under us; restart kjitd",
 			p->family, id, p->identity);
+		kj__hits_invalidate(p->d, "a compiler changed");
 	}
 	dispatch(p);
 out:

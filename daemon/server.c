@@ -57,6 +57,9 @@ static void dispatch(struct kj__daemon *d, struct kj__conn *c, const struct kj__
 		break;
 	case KJ_MSG_GET:
 		break; /* answered above */
+	case KJ_MSG_ATTACH:
+		kj__hits_attach(d, c, h->id);
+		break;
 	case KJ_MSG_ADMIN:
 		kj__handle_admin(d, c, h->id, &m);
 		break;
@@ -252,6 +255,7 @@ void kj__server_stop(struct kj__daemon *d)
 	for (size_t i = 0; i < KJ_ARRAY_SIZE(d->pools); i++)
 		if (d->pools[i])
 			kj__pool_shutdown(d->pools[i]);
+	kj__hits_stop(d);
 	kj__conn_close_all(d);
 	uv_timer_stop(&d->flush_timer);
 	uv_close((uv_handle_t *)&d->flush_timer, NULL);

@@ -1,0 +1,334 @@
+/* hits.c: kjitd's side of the shared read-only hit table (docs/hitpath.md).
+ *
+ * At start the daemon creates the table (common/hittab.c), unless it is a
+ * system daemon without --shared-hit-table (every mapper could read every
+ * object), --no-shared-hit-table was given, or the kernel cannot seal a
+ * memfd: then it logs one line and every hit goes through the socket.
+ * get.c publishes an object here only after it was verified (a hot-set hit,
+ * a digest-checked read, a fresh compile).  What the request bytes mean can
+ * change without the bytes changing: a bundled kernel's source or a header
+ * under the kernels directory (inotify on that directory tree, any event),
+ * a compiler upgrade (pool.c), objects dropped by clear, gc or verify
+ * (admin.c): each bumps the table's generation, which invalidates every
+ * entry at once; clients then ask the socket until the daemon has answered
+ * again.  A client attaches with ATTACH and receives the table's read-only
+ * descriptor and its own counters memfd; the counters are harvested on the
+ * flush timer and at close, so fast-path hits show in `kjit stats`.
+ *
+ * An inotify event is read on the loop's next iteration: a client that
+ * reads between an edit and that moment may get the object built from the
+ * previous file, as a request that reached the daemon a moment earlier
+ * would.  A put always follows its key's resolution within one callback,
+ * and a compile's put checks that the generation did not move while it ran.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "hittab.h"
+#include "kj_types.h"
+#include "sha.h"
+#include "util.h"
+
+/* Subdirectory depth watched under the kernels directory. */
+#define WATCH_DEPTH_MAX 8
+#define WATCH_MASK (IN_MODIFY | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | \
+		    IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)
+
+struct kj__hits {
+	struct kj__hittab *tab;
+	int ino_fd;
+	uv_poll_t poll;
+	int poll_open;
+};
+
+/* Watches dir and its subdirectories.  0 or -1 (errno set). */
+static int watch_tree(int fd, const char *dir, int depth)
+{
+	DIR *dp;
+	struct dirent *de;
+	int r = 0;
+
+	if (inotify_add_watch(fd, dir, WATCH_MASK | IN_ONLYDIR) < 0)
+		return -1;
+	if (depth >= WATCH_DEPTH_MAX || (dp = opendir(dir)) == NULL)
+		return 0;
+	while (r == 0 && (de = readdir(dp)) != NULL) {
+		struct stat st;
+		if (de->d_name[0] == '.')
+			continue;
+		char *sub = kj__asprintf("%s/%s", dir, de->d_name);
+		if (sub == NULL) {
+			errno = ENOMEM;
+			r = -1;
+		} else if (lstat(sub, &st) == 0 && S_ISDIR(st.st_mode)) {
+			r = watch_tree(fd, sub, depth + 1);
+		}
+		free(sub);
+	}
+	closedir(dp);
+	return r;
+}
+
+/* Reads every pending inotify event; any invalidates the table. */
+static void drain_events(struct kj__daemon *d)
+{
+	struct kj__hits *h = d->hits;
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	int any = 0, overflow = 0;
+
+	for (;;) {
+		ssize_t n = read(h->ino_fd, buf, sizeof buf);
+		if (n <= 0)
+			break;
+		for (char *q = buf; q < buf + n;) {
+			const struct inotify_event *ev = (const struct inotify_event *)q;
+			any = 1;
+			overflow |= (ev->mask & IN_Q_OVERFLOW) != 0;
+			/* A new subdirectory: watch it too (a failure is logged below
+			 * as a missed watch; invalidation still happened). */
+			if ((ev->mask & (IN_CREATE | IN_MOVED_TO)) && (ev->mask & IN_ISDIR))
+				overflow = 1;
+			q += sizeof *ev + ev->len;
+		}
+	}
+	if (overflow && watch_tree(h->ino_fd, d->cfg.kernels_dir, 0) < 0)
+		kj__log(d, "cannot watch %s again (%s): the fast path may serve stale objects; restart kjitd",
+			d->cfg.kernels_dir, strerror(errno));
+	if (any)
+		kj__hits_invalidate(d, "a file under the kernels directory changed");
+}
+
+static void on_inotify(uv_poll_t *p, int status, int events)
+{
+	(void)status;
+	(void)events;
+	drain_events(p->data);
+}
+
+static void hits_off(struct kj__daemon *d, const char *why)
+{
+	kj__log(d, "shared hit table off: %s; hits go through the socket", why);
+}
+
+void kj__hits_start(struct kj__daemon *d)
+{
+	struct kj__hits *h;
+	int r;
+
+	if (d->cfg.no_hit_table) {
+		hits_off(d, "--no-shared-hit-table");
+		return;
+	}
+	if (d->cfg.system_mode && !d->cfg.shared_hit_table) {
+		hits_off(d, "a system daemon shares it only with --shared-hit-table");
+		return;
+	}
+	if ((h = calloc(1, sizeof *h)) == NULL) {
+		hits_off(d, "out of memory");
+		return;
+	}
+	h->ino_fd = -1;
+	r = kj__hittab_create(&h->tab, KJ_HITTAB_BYTES_MAX, KJ_HITTAB_SLOTS_DEFAULT);
+	if (r < 0) {
+		hits_off(d, r == KJIT_EIO ? "this kernel cannot seal a memfd (Linux 5.1 or later needed)"
+					  : kjit_strerror(r));
+		goto fail;
+	}
+	h->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (h->ino_fd < 0 || watch_tree(h->ino_fd, d->cfg.kernels_dir, 0) < 0) {
+		char why[512];
+		snprintf(why, sizeof why, "cannot watch %s for changes (%s)", d->cfg.kernels_dir, strerror(errno));
+		hits_off(d, why);
+		goto fail;
+	}
+	if (uv_poll_init(d->loop, &h->poll, h->ino_fd) < 0) {
+		hits_off(d, "cannot poll the inotify descriptor");
+		goto fail;
+	}
+	h->poll.data = d;
+	h->poll_open = 1;
+	d->hits = h;
+	if (uv_poll_start(&h->poll, UV_READABLE, on_inotify) < 0) {
+		hits_off(d, "cannot poll the inotify descriptor");
+		kj__hits_stop(d);
+		return;
+	}
+	kj__log(d, "shared hit table on: %u slots, %u MiB at most", kj__hittab_slots(h->tab),
+		(unsigned)(KJ_HITTAB_BYTES_MAX >> 20));
+	return;
+fail:
+	kj__hits_free(h);
+}
+
+static void on_poll_closed(uv_handle_t *ph)
+{
+	struct kj__hits *h = ph->data;
+
+	h->poll_open = 0;
+}
+
+void kj__hits_stop(struct kj__daemon *d)
+{
+	struct kj__hits *h = d->hits;
+
+	if (h == NULL || !h->poll_open || uv_is_closing((uv_handle_t *)&h->poll))
+		return;
+	/* From here on nothing watches the kernels: no new puts either. */
+	kj__hittab_invalidate(h->tab);
+	h->poll.data = h;
+	uv_close((uv_handle_t *)&h->poll, on_poll_closed);
+}
+
+void kj__hits_free(struct kj__hits *h)
+{
+	if (h == NULL)
+		return;
+	if (h->ino_fd >= 0)
+		close(h->ino_fd);
+	kj__hittab_free(h->tab);
+	free(h);
+}
+
+/* 64 lowercase hex digits into 32 bytes: 0, or -1. */
+static int unhex(const char *s, uint8_t out[KJ_SHA256_LEN])
+{
+	if (strlen(s) != 2 * KJ_SHA256_LEN || strspn(s, "0123456789abcdef") != 2 * KJ_SHA256_LEN)
+		return -1;
+	for (size_t i = 0; i < KJ_SHA256_LEN; i++) {
+		int hi = s[2 * i] <= '9' ? s[2 * i] - '0' : s[2 * i] - 'a' + 10;
+		int lo = s[2 * i + 1] <= '9' ? s[2 * i + 1] - '0' : s[2 * i + 1] - 'a' + 10;
+		out[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return 0;
+}
+
+static int usable(const struct kj__daemon *d)
+{
+	return d->hits && d->hits->poll_open && !uv_is_closing((const uv_handle_t *)&d->hits->poll);
+}
+
+uint64_t kj__hits_gen(const struct kj__daemon *d)
+{
+	return d->hits ? kj__hittab_gen(d->hits->tab) : 0;
+}
+
+void kj__hits_put_fp(struct kj__daemon *d, const uint8_t fp[32], uint64_t gen, const char *key, const char *target,
+		     const char *version, const uint8_t *data, size_t size)
+{
+	uint8_t bkey[KJ_SHA256_LEN];
+
+	if (!usable(d) || kj__hits_gen(d) != gen || unhex(key, bkey) < 0)
+		return;
+	/* KJIT_ETOOBIG (a large object) and KJIT_EINVAL: the socket serves it. */
+	kj__hittab_put(d->hits->tab, fp, bkey, target, version, data, size);
+}
+
+void kj__hits_put(struct kj__daemon *d, const uint8_t *body, size_t len, const char *key, const char *target,
+		  const char *version, const uint8_t *data, size_t size)
+{
+	uint8_t fp[KJ_SHA256_LEN];
+
+	if (body == NULL || !usable(d) || kj__sha256(body, len, fp) < 0)
+		return;
+	kj__hits_put_fp(d, fp, kj__hits_gen(d), key, target, version, data, size);
+}
+
+void kj__hits_remove_key(struct kj__daemon *d, const char *key)
+{
+	uint8_t bkey[KJ_SHA256_LEN];
+
+	if (d->hits && unhex(key, bkey) == 0)
+		kj__hittab_remove_key(d->hits->tab, bkey);
+}
+
+void kj__hits_invalidate(struct kj__daemon *d, const char *why)
+{
+	if (d->hits == NULL)
+		return;
+	kj__hittab_invalidate(d->hits->tab);
+	kj__log(d, "hit table invalidated: %s", why);
+}
+
+void kj__hits_attach(struct kj__daemon *d, struct kj__conn *c, uint32_t id)
+{
+	struct kj__buf b = { 0 };
+	struct kj__hitctr *ctr = NULL;
+	int fds[2] = { -1, -1 }, r;
+
+	if (!usable(d)) {
+		kj__conn_error(c, id, KJIT_ENOENT, "this kjitd shares no hit table");
+		return;
+	}
+	if (kj__conn_hitctr(c)) {
+		kj__conn_error(c, id, KJIT_EINVAL, "this connection is attached already");
+		return;
+	}
+	/* A change made before this client connected is seen before it looks
+	 * anything up, whatever order the loop noticed the two in. */
+	drain_events(d);
+	r = kj__hittab_reader_fd(d->hits->tab, &fds[0]);
+	if (r == 0)
+		r = kj__hitctr_create(&ctr, kj__hittab_slots(d->hits->tab), &fds[1]);
+	if (r == 0 && (kj__msg_begin(&b, KJ_MSG_REPLY, id) < 0 || kj__msg_put_i32(&b, KJ_F_CODE, 0) < 0 ||
+		       kj__msg_put_u32(&b, KJ_F_SLOTS, kj__hittab_slots(d->hits->tab)) < 0))
+		r = KJIT_ENOMEM;
+	if (r < 0) {
+		kj__buf_free(&b);
+		kj__conn_error(c, id, r, "cannot share the hit table: %s", kjit_strerror(r));
+		goto out;
+	}
+	r = kj__conn_send_fds(c, &b, fds, 2);
+	if (r == 0) {
+		kj__conn_set_hitctr(c, ctr);
+		ctr = NULL;
+	} else if (r != KJIT_EIO) {
+		kj__conn_error(c, id, r, "cannot send the hit table: %s", kjit_strerror(r));
+	}
+out:
+	kj__hitctr_free(ctr);
+	for (int i = 0; i < 2; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+struct harvest_arg {
+	struct kj__daemon *d;
+};
+
+/* Refreshes the object of a slot hit n times: last use (for gc) and its
+ * saved compile time. */
+static void harvest_slot(void *arg, uint32_t slot, uint32_t n)
+{
+	struct kj__daemon *d = ((struct harvest_arg *)arg)->d;
+	uint8_t key[KJ_SHA256_LEN];
+	char hex[65];
+	const uint8_t *p;
+	size_t len;
+	uint32_t saved = 0;
+
+	if (d->hits == NULL || !kj__hittab_slot_key(d->hits->tab, slot, key))
+		return;
+	kj__hex(key, hex);
+	if (kj__cache_peek(d->cache, hex, &p, &len, &saved) == 0)
+		d->stats[KJ_STAT_SAVED_MS] += (uint64_t)saved * n;
+}
+
+void kj__hits_harvest(struct kj__daemon *d, struct kj__hitctr *ctr)
+{
+	struct harvest_arg a = { d };
+	uint64_t hits = 0, bytes = 0;
+
+	if (ctr == NULL)
+		return;
+	kj__hitctr_harvest(ctr, &hits, &bytes, harvest_slot, &a);
+	d->stats[KJ_STAT_REQUESTS] += hits;
+	d->stats[KJ_STAT_HITS] += hits;
+	d->stats[KJ_STAT_FAST_HITS] += hits;
+	d->stats[KJ_STAT_BYTES_SERVED] += bytes;
+}
