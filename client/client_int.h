@@ -98,4 +98,27 @@ int kj__client_begin(struct kj__buf *b, uint16_t type);
  * space, so that a daemon's line prints as one line.  NULL on ENOMEM. */
 char *kj__one_line(const char *s);
 
+/* ---- one GET, in steps (get.c), shared by kjit_get and kjit_get_many ---- */
+
+/* What a request prepared in a buffer is looked up by without the socket:
+ * its body's fingerprint (the frame header holds only the id) and the hit
+ * table's generation (0: no table). */
+struct kj__local_key {
+	int ok;
+	uint8_t fp[32];
+	uint64_t gen;
+};
+/* Checks, resolves and encodes req into b.  0, or a code with c->err set. */
+int kj__get_prepare(kjit_client *c, const kjit_request *req, struct kj__buf *b);
+void kj__get_local_key(kjit_client *c, const struct kj__buf *b, struct kj__local_key *lk);
+/* Answers from the process memo, then the shared hit table: 1 with res
+ * filled, else 0 (res zeroed: ask the socket). */
+int kj__get_local_answer(kjit_client *c, const struct kj__local_key *lk, kjit_result *res);
+/* Fills res from a GET reply m whose CODE was code (c->err set for a
+ * failure).  0 or the failure's code. */
+int kj__get_take_reply(kjit_client *c, const struct kj__msg *m, int code, const struct kj__local_key *lk,
+		       kjit_result *res);
+/* Puts c->err (else the code's words) into res->error. */
+void kj__get_set_error(kjit_client *c, int r, kjit_result *res);
+
 #endif /* KJ_CLIENT_INT_H */

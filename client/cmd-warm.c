@@ -1,9 +1,10 @@
 /* cmd-warm.c: `kjit warm`, which compiles the bundled kernels (or those
- * named) for every target given or resolved, on -j threads with one
- * kjit_client each; with --replay it asks kjitd to replay the recipes it
- * recorded instead.  Jobs are
- * taken from one list under a mutex; a progress bar on a terminal, one
- * summary line (or JSON) at the end.
+ * named) for every target given or resolved, all in one kjit_get_many
+ * (one round trip; the daemon compiles the misses in parallel on its
+ * workers, so -j is accepted and no longer needed); with --replay it asks
+ * kjitd to replay the recipes it recorded instead.  A progress bar on a
+ * terminal (or a line per result as it arrives), one summary line (or
+ * JSON) at the end.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -120,38 +121,6 @@ static void warm_record(struct warm *w, struct warm_job *j, int r, const kjit_re
 	warm_progress(w, j);
 }
 
-static void *warm_worker(void *arg)
-{
-	struct warm *w = arg;
-	kjit_client *c = NULL;
-	kjit_open_options o = { .no_autostart = 1 }; /* main() made sure it is up */
-
-	int r = kjit_open(&c, &o);
-	if (r < 0) {
-		pthread_mutex_lock(&w->mu);
-		if (w->open_err == NULL)
-			w->open_err = kj__strdup(kjit_last_error(NULL));
-		pthread_mutex_unlock(&w->mu);
-		return NULL;
-	}
-	for (;;) {
-		pthread_mutex_lock(&w->mu);
-		struct warm_job *j = warm_take(w);
-		pthread_mutex_unlock(&w->mu);
-		if (j == NULL)
-			break;
-		kjit_request req = { .backend = j->g->backend, .target = j->g->target, .kernel = j->kernel };
-		kjit_result res;
-		r = kjit_get(c, &req, &res);
-		pthread_mutex_lock(&w->mu);
-		warm_record(w, j, r, &res);
-		pthread_mutex_unlock(&w->mu);
-		kjit_result_free(&res);
-	}
-	kjit_close(c);
-	return NULL;
-}
-
 static int backend_of_target(const char *t)
 {
 	if (strncmp(t, "gfx", 3) == 0)
@@ -197,7 +166,7 @@ static int warm_parse(const struct cmd *cmd, int argc, char **argv, struct warm_
 		case 'k': r = kj__cli_push(cmd, a->kernels, &a->n_kernels, optarg, "--kernel"); break;
 		case 'j':
 			errno = 0;
-			a->jobs = strtol(optarg, &end, 10);
+			a->jobs = strtol(optarg, &end, 10); /* kept for old scripts: kjitd's --jobs decides */
 			if (errno || *end || a->jobs < 1 || a->jobs > MAX_REPEAT)
 				return kj__cli_usage_error(cmd, "bad -j (a number from 1 to 512):", optarg);
 			break;
@@ -402,26 +371,51 @@ static void warm_summary(const struct warm *w)
 			       w->jobs[i].error ? w->jobs[i].error : "");
 }
 
-static int warm_run(struct warm *w, long jobs)
+struct warm_batch {
+	struct warm *w;
+	struct warm_job **jobs;
+};
+
+static void warm_on_ready(void *arg, size_t i, int code, const kjit_result *res)
 {
-	pthread_t th[MAX_REPEAT];
-	size_t nt = (size_t)jobs < w->n ? (size_t)jobs : w->n, started = 0;
+	struct warm_batch *b = arg;
+
+	warm_record(b->w, b->jobs[i], code, res);
+}
+
+/* Every job in one kjit_get_many: one round trip, the daemon compiles the
+ * misses in parallel (its --jobs workers per compiler) and each line or
+ * progress step appears as its result arrives. */
+static int warm_run(struct warm *w, kjit_client *c)
+{
+	struct warm_batch b = { .w = w, .jobs = calloc(w->n, sizeof *b.jobs) };
+	kjit_request *reqs = calloc(w->n, sizeof *reqs);
+	kjit_result *res = calloc(w->n, sizeof *res);
+	struct warm_job *j;
+	size_t m = 0;
 
 	w->t0 = kj__now_us();
-	for (size_t i = 0; i < nt; i++)
-		if (pthread_create(&th[started], NULL, warm_worker, w) == 0)
-			started++;
-	for (size_t i = 0; i < started; i++)
-		pthread_join(th[i], NULL);
+	if (b.jobs && reqs && res) {
+		while ((j = warm_take(w)) != NULL) {
+			b.jobs[m] = j;
+			reqs[m++] = (kjit_request){ .backend = j->g->backend, .target = j->g->target, .kernel = j->kernel };
+		}
+		kjit_get_many(c, reqs, m, res, NULL, warm_on_ready, &b);
+		for (size_t i = 0; i < m; i++)
+			kjit_result_free(&res[i]);
+	}
 	for (size_t i = 0; i < w->n; i++) {
-		struct warm_job *j = &w->jobs[i];
+		j = &w->jobs[i];
 		if (j->state != J_PENDING)
 			continue;
 		j->state = J_FAILED;
-		j->error = kj__strdup(w->open_err ? w->open_err : "no worker thread could start");
+		j->error = kj__strdup("out of memory");
 		w->n_failed++;
 		w->done++;
 	}
+	free(b.jobs);
+	free(reqs);
+	free(res);
 	warm_summary(w);
 	return w->n_failed ? EX_FAIL : EX_OK;
 }
@@ -460,11 +454,7 @@ int kj__cmd_warm(const struct cmd *cmd, int argc, char **argv)
 	}
 	w->json = a.json;
 	w->tty = isatty(STDERR_FILENO);
-	if (a.jobs == 0) {
-		long n = sysconf(_SC_NPROCESSORS_ONLN);
-		a.jobs = n < 1 ? 1 : n > MAX_REPEAT ? MAX_REPEAT : n;
-	}
-	ex = warm_run(w, a.jobs);
+	ex = warm_run(w, c);
 out:
 	kjit_close(c);
 	for (size_t i = 0; i < w->n; i++) {

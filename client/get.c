@@ -210,7 +210,7 @@ static int decode_ok(const struct kj__msg *m, kjit_result *res)
 }
 
 /* Checks, resolves and encodes req into b.  0, or a code with c->err set. */
-static int prepare(kjit_client *c, const kjit_request *req, struct kj__buf *b)
+int kj__get_prepare(kjit_client *c, const kjit_request *req, struct kj__buf *b)
 {
 	struct resolved rv;
 	int r = request_check(c, req);
@@ -223,16 +223,8 @@ static int prepare(kjit_client *c, const kjit_request *req, struct kj__buf *b)
 	return r;
 }
 
-/* What a request prepared in b is looked up by without the socket: its
- * body's fingerprint (the frame header holds only the id) and the hit
- * table's generation (0: no table). */
-struct local_key {
-	int ok;
-	uint8_t fp[KJ_SHA256_LEN];
-	uint64_t gen;
-};
 
-static void local_key(kjit_client *c, const struct kj__buf *b, struct local_key *lk)
+void kj__get_local_key(kjit_client *c, const struct kj__buf *b, struct kj__local_key *lk)
 {
 	lk->gen = c->hits ? kj__hittab_reader_gen(c->hits) : 0;
 	lk->ok = (c->memo || c->hits) &&
@@ -241,7 +233,7 @@ static void local_key(kjit_client *c, const struct kj__buf *b, struct local_key 
 
 /* Answers from the process memo, then the shared hit table: 1 with res
  * filled, else 0 (res zeroed; the socket answers). */
-static int local_answer(kjit_client *c, const struct local_key *lk, kjit_result *res)
+int kj__get_local_answer(kjit_client *c, const struct kj__local_key *lk, kjit_result *res)
 {
 	struct kj__hit hit;
 
@@ -268,7 +260,7 @@ static int local_answer(kjit_client *c, const struct local_key *lk, kjit_result 
 }
 
 /* Fills res from a reply whose CODE was code.  0 or the failure. */
-static int take_reply(kjit_client *c, const struct kj__msg *m, int code, const struct local_key *lk,
+int kj__get_take_reply(kjit_client *c, const struct kj__msg *m, int code, const struct kj__local_key *lk,
 		      kjit_result *res)
 {
 	int r = 0;
@@ -290,7 +282,7 @@ static int take_reply(kjit_client *c, const struct kj__msg *m, int code, const s
 	return r;
 }
 
-static void set_error(kjit_client *c, int r, kjit_result *res)
+void kj__get_set_error(kjit_client *c, int r, kjit_result *res)
 {
 	free(res->error);
 	res->error = kj__strdup(c->err[0] ? c->err : kjit_strerror(r));
@@ -301,7 +293,7 @@ int kjit_get(kjit_client *c, const kjit_request *req, kjit_result *res)
 {
 	struct kj__buf b = { 0 };
 	struct kj__msg m = { 0 };
-	struct local_key lk = { 0 };
+	struct kj__local_key lk = { 0 };
 	uint8_t *body = NULL;
 	int code = 0;
 
@@ -311,19 +303,19 @@ int kjit_get(kjit_client *c, const kjit_request *req, kjit_result *res)
 	if (c == NULL || req == NULL)
 		return KJIT_EINVAL;
 	c->err[0] = '\0';
-	int r = prepare(c, req, &b);
+	int r = kj__get_prepare(c, req, &b);
 	if (r == 0) {
-		local_key(c, &b, &lk);
-		if (local_answer(c, &lk, res)) {
+		kj__get_local_key(c, &b, &lk);
+		if (kj__get_local_answer(c, &lk, res)) {
 			kj__buf_free(&b);
 			return 0;
 		}
 		r = kj__client_call(c, &b, &body, &m, &code);
 	}
 	if (r == 0)
-		r = take_reply(c, &m, code, &lk, res);
+		r = kj__get_take_reply(c, &m, code, &lk, res);
 	if (r < 0)
-		set_error(c, r, res);
+		kj__get_set_error(c, r, res);
 	kj__msg_free(&m);
 	free(body);
 	kj__buf_free(&b);

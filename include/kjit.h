@@ -149,6 +149,25 @@ typedef struct kjit_result {
 KJIT_EXPORT int kjit_get(kjit_client *c, const kjit_request *req, kjit_result *res);
 KJIT_EXPORT void kjit_result_free(kjit_result *res);
 
+/* Called by kjit_get_many once per request, as soon as its result is
+ * ready: i is the request's index, code its outcome (0 or a KJIT_E* code)
+ * and res is results[i], which stays the caller's (do not free it here). */
+typedef void kjit_get_many_fn(void *arg, size_t i, int code, const kjit_result *res);
+
+/* Fetches the objects of reqs[0..n) in one round trip.  Requests that the
+ * process memo or the shared hit table answer are ready at once; all the
+ * others are sent together (at most 256 unanswered at a time), the daemon
+ * compiles the misses among them in parallel, and each reply is taken as it
+ * arrives, in whatever order the daemon finishes them.  results[i] (and
+ * codes[i] when codes is not NULL) receive request i's outcome exactly as
+ * kjit_get would give it; on_ready, when not NULL, is called once per
+ * request as soon as its result is ready.  Returns 0 when every request
+ * succeeded, else the code of the first failed request in index order
+ * (KJIT_EINVAL with nothing filled for bad arguments).  The caller frees
+ * every results[i] with kjit_result_free, failure or not. */
+KJIT_EXPORT int kjit_get_many(kjit_client *c, const kjit_request *reqs, size_t n, kjit_result *results,
+			      int *codes, kjit_get_many_fn *on_ready, void *arg);
+
 /* Round trip to the daemon.  Returns 0 when it answered. */
 KJIT_EXPORT int kjit_ping(kjit_client *c);
 
