@@ -1,7 +1,9 @@
 /* cmd-get.c: `kjit get`, one GET by source file or bundled kernel name,
  * with its headers read from files; writes the object to -o FILE (whole or
  * not at all) or stdout, or prints the result as JSON.  A compile error
- * prints the compiler's log, then the one-line error.
+ * prints the compiler's log, then the one-line error.  Several --kernel
+ * options make one batch (kjit_get_many): one line per kernel as its
+ * result arrives, each object written to -o DIR/NAME.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -45,6 +47,8 @@ static char *source_name_of(const char *path)
 
 struct get_args {
 	const char *source, *kernel, *target, *out;
+	const char *kernels[MAX_REPEAT];
+	size_t n_kernels;
 	int backend, json;
 	const char *entries[MAX_REPEAT], *opts[MAX_REPEAT], *headers[MAX_REPEAT];
 	size_t n_entries, n_opts, n_headers;
@@ -64,7 +68,10 @@ static int get_parse(const struct cmd *cmd, int argc, char **argv, struct get_ar
 	while (r == 0 && (ch = getopt_long(argc, argv, ":o:", lo, NULL)) != -1) {
 		switch (ch) {
 		case 's': a->source = optarg; break;
-		case 'k': a->kernel = optarg; break;
+		case 'k':
+			a->kernel = optarg;
+			r = kj__cli_push(cmd, a->kernels, &a->n_kernels, optarg, "--kernel");
+			break;
 		case 'b': r = kj__cli_parse_backend(cmd, optarg, &a->backend); break;
 		case 't': a->target = optarg; break;
 		case 'e': r = kj__cli_push(cmd, a->entries, &a->n_entries, optarg, "--entry"); break;
@@ -83,6 +90,10 @@ static int get_parse(const struct cmd *cmd, int argc, char **argv, struct get_ar
 		return kj__cli_usage_error(cmd, "give exactly one of --source and --kernel", NULL);
 	if (a->backend == KJIT_BACKEND_NONE)
 		return kj__cli_usage_error(cmd, "--backend is required", NULL);
+	if (a->n_kernels > 1 && (a->n_entries || a->n_headers))
+		return kj__cli_usage_error(cmd, "--entry and --include-header go with one kernel, not a batch", NULL);
+	if (a->n_kernels > 1 && a->out && strcmp(a->out, "-") == 0)
+		return kj__cli_usage_error(cmd, "a batch writes -o DIR/NAME, not stdout", NULL);
 	return 0;
 }
 
@@ -148,6 +159,65 @@ static int get_print_json(const kjit_result *res)
 	return r == 0 ? EX_OK : kj__cli_fail(EX_FAIL, "out of memory");
 }
 
+struct batch {
+	const struct get_args *a;
+	int ex;
+};
+
+/* One kernel of a batch is ready: its line, its file, or its error. */
+static void batch_ready(void *arg, size_t i, int code, const kjit_result *res)
+{
+	struct batch *b = arg;
+	const char *name = b->a->kernels[i];
+
+	if (code < 0) {
+		if (code == KJIT_ECOMPILE)
+			kj__cli_print_text(stderr, res->log);
+		fprintf(stderr, "kjit: %s: %s\n", name, res->error ? res->error : kjit_strerror(code));
+		b->ex = EX_FAIL;
+		return;
+	}
+	if (b->a->out) {
+		char *path = kj__asprintf("%s/%s", b->a->out, name);
+		int r = path ? kj__cli_write_atomic(path, res->data, res->size) : -ENOMEM;
+		if (r < 0) {
+			fprintf(stderr, "kjit: cannot write %s/%s: %s; check the directory\n", b->a->out, name,
+				strerror(-r));
+			b->ex = EX_FAIL;
+		}
+		free(path);
+	}
+	fprintf(b->a->json ? stderr : stdout, "%s %s %s %s %zu bytes\n", name, kjit_status_name(res->status),
+		res->key, res->target ? res->target : "-", res->size);
+	if (b->a->json && get_print_json(res) != EX_OK)
+		b->ex = EX_FAIL;
+}
+
+/* `kjit get --kernel A --kernel B ...`: one kjit_get_many. */
+static int get_batch(const struct get_args *a, kjit_client *c)
+{
+	struct batch b = { .a = a, .ex = EX_OK };
+	kjit_request *reqs = calloc(a->n_kernels, sizeof *reqs);
+	kjit_result *res = calloc(a->n_kernels, sizeof *res);
+
+	if (reqs == NULL || res == NULL) {
+		free(reqs);
+		free(res);
+		return kj__cli_fail(EX_FAIL, "out of memory");
+	}
+	for (size_t i = 0; i < a->n_kernels; i++)
+		reqs[i] = (kjit_request){ .backend = a->backend, .target = a->target, .kernel = a->kernels[i],
+					  .options = a->opts, .n_options = a->n_opts };
+	int r = kjit_get_many(c, reqs, a->n_kernels, res, NULL, batch_ready, &b);
+	if (r == KJIT_EINVAL && res[0].error == NULL)
+		b.ex = kj__cli_fail(EX_FAIL, "invalid batch");
+	for (size_t i = 0; i < a->n_kernels; i++)
+		kjit_result_free(&res[i]);
+	free(reqs);
+	free(res);
+	return b.ex;
+}
+
 int kj__cmd_get(const struct cmd *cmd, int argc, char **argv)
 {
 	struct get_args a;
@@ -172,6 +242,10 @@ int kj__cmd_get(const struct cmd *cmd, int argc, char **argv)
 		ex = kj__cli_open(&c, 0);
 	if (ex != 0)
 		goto out;
+	if (a.n_kernels > 1) {
+		ex = get_batch(&a, c);
+		goto out;
+	}
 	kjit_request req = {
 		.backend = a.backend, .target = a.target, .kernel = a.kernel,
 		.source = src, .source_size = src_len,
