@@ -239,8 +239,11 @@ int kj__get_local_answer(kjit_client *c, const struct kj__local_key *lk, kjit_re
 
 	if (!lk->ok)
 		return 0;
-	if (kj__procmemo_get(c->memo, lk->fp, lk->gen, res) > 0)
+	if (kj__procmemo_get(c->memo, lk->fp, lk->gen, res) > 0) {
+		if (c->ctr) /* counted as a hit kjitd did not see (no slot) */
+			kj__hitctr_count(c->ctr, UINT32_MAX, res->size);
 		return 1;
+	}
 	if (c->hits == NULL || kj__hittab_lookup(c->hits, lk->fp, &hit) != 0)
 		return 0; /* absent, raced a rewrite, malformed: the socket */
 	res->target = kj__strdup(hit.target);

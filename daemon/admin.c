@@ -501,6 +501,8 @@ void kj__handle_admin(struct kj__daemon *d, struct kj__conn *c, uint32_t id, con
 		goto out;
 	}
 	if (strcmp(cmd, "stats") == 0)
+		kj__conn_harvest_all(d); /* fast-path hits up to this moment */
+	if (strcmp(cmd, "stats") == 0)
 		r = do_stats(d, arg, &a);
 	else if (strcmp(cmd, "targets") == 0)
 		r = do_targets(d, &a);

@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, Dict, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from ._lib import LibraryNotFound, library_path
 from .client import BACKENDS, STATUSES, Backend, Client, Object, Source
 from .errors import CompileError, DaemonError, Error, TargetError
 
 __all__ = ["Client", "Object", "Error", "CompileError", "TargetError", "DaemonError",
-           "LibraryNotFound", "get", "get_kernel", "stats", "targets", "ping", "default_client",
+           "LibraryNotFound", "get", "get_kernel", "get_many", "stats", "targets", "ping", "default_client",
            "library_path", "Backend", "Source", "BACKENDS", "STATUSES"]
 __version__ = "0.1"
 
@@ -72,6 +72,12 @@ def get_kernel(kernel: str, backend: Optional[Backend] = None, target: Optional[
                options: Optional[Sequence[str]] = None, **kw: Any) -> Object:
     """Client.get_kernel on the default client: a bundled kernel by name."""
     return default_client().get_kernel(kernel, backend, target, options, **kw)
+
+
+def get_many(requests: Sequence[Mapping[str, Any]], **kw: Any) -> List[Any]:
+    """Client.get_many on the default client: several objects in one round
+    trip, each request a mapping of get()'s keyword arguments."""
+    return default_client().get_many(requests, **kw)
 
 
 def stats(zero: bool = False) -> Dict[str, Any]:

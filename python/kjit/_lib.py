@@ -82,6 +82,9 @@ class Result(Structure):
 
 _ClientP = c_void_p  # kjit_client * is opaque
 
+# kjit_get_many_fn: void (*)(void *arg, size_t i, int code, const kjit_result *res)
+GetManyFn = ctypes.CFUNCTYPE(None, c_void_p, c_size_t, c_int, POINTER(Result))
+
 
 def _declare(dll: ctypes.CDLL) -> None:
     """Gives every function of kjit.h its prototype."""
@@ -94,6 +97,8 @@ def _declare(dll: ctypes.CDLL) -> None:
         "kjit_close": (None, [_ClientP]),
         "kjit_get": (c_int, [_ClientP, POINTER(Request), POINTER(Result)]),
         "kjit_result_free": (None, [POINTER(Result)]),
+        "kjit_get_many": (c_int, [_ClientP, POINTER(Request), c_size_t, POINTER(Result), POINTER(c_int),
+                                  GetManyFn, c_void_p]),
         "kjit_ping": (c_int, [_ClientP]),
         "kjit_stop": (c_int, [_ClientP]),
         "kjit_admin": (c_int, [_ClientP, c_char_p, c_char_p, POINTER(c_void_p), POINTER(c_void_p)]),
@@ -103,8 +108,6 @@ def _declare(dll: ctypes.CDLL) -> None:
         fn = getattr(dll, name)
         fn.restype = res
         fn.argtypes = args
-    # A batch call (kjit_get_many) is not in kjit.h yet; when it lands, its
-    # prototype goes here and kjit.client.Client.get_many wraps it.
 
 
 def _candidates() -> list:

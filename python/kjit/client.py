@@ -216,6 +216,17 @@ class Client:
         Raises CompileError (with .log), TargetError, DaemonError or
         kjit.Error with the daemon's one-line message.
         """
+        req = self._request(source, backend, target, options, headers, name, kernel=kernel, entries=entries,
+                            runtime_version=runtime_version, no_env=no_env)
+        return self._get(req, backend)  # type: ignore[arg-type]
+
+    def _request(self, source: Optional[Source] = None, backend: Optional[Backend] = None,
+                 target: Optional[str] = None,
+                 options: Optional[Sequence[str]] = None,
+                 headers: Optional[Mapping[str, Union[str, bytes]]] = None, name: Optional[str] = None,
+                 *, kernel: Optional[str] = None, entries: Optional[Sequence[str]] = None,
+                 runtime_version: Optional[str] = None, no_env: bool = False) -> _lib.Request:
+        """The kjit_request of get()'s arguments (ctypes keeps what it points to)."""
         be = _backend(backend)
         req = _lib.Request()
         req.backend = be
@@ -247,7 +258,7 @@ class Client:
             req.headers = hv
             req.n_headers = len(headers)
         req.no_env = 1 if no_env else 0
-        return self._get(req, backend)  # type: ignore[arg-type]
+        return req
 
     def get_kernel(self, kernel: str, backend: Optional[Backend] = None, target: Optional[str] = None,
                    options: Optional[Sequence[str]] = None, *, runtime_version: Optional[str] = None,
@@ -257,6 +268,20 @@ class Client:
         return self.get(None, backend, target, options, kernel=kernel,
                         runtime_version=runtime_version, no_env=no_env)
 
+    def _outcome(self, h: int, r: int, res: _lib.Result, backend: Backend) -> Union[Object, Error]:
+        """The Object of a successful result, else the Error to raise."""
+        if r < 0:
+            msg = self._message(r, res.error or self._lib.kjit_last_error(h))
+            log = res.log.decode(errors="replace") if res.log else ""
+            return error_for(r, msg, log)
+        return Object(ctypes.string_at(res.data, res.size),
+                      STATUSES.get(res.status, str(res.status)),
+                      res.key.decode(),
+                      res.target.decode() if res.target else "",
+                      res.runtime_version.decode() if res.runtime_version else "",
+                      res.log.decode(errors="replace") if res.log else "",
+                      backend)
+
     def _get(self, req: _lib.Request, backend: Backend) -> Object:
         res = _lib.Result()
         lib = self._lib
@@ -264,25 +289,58 @@ class Client:
             h = self._handle()
             r = lib.kjit_get(h, byref(req), byref(res))
             try:
-                if r < 0:
-                    msg = self._message(r, res.error or lib.kjit_last_error(h))
-                    log = res.log.decode(errors="replace") if res.log else ""
-                    raise error_for(r, msg, log)
-                return Object(ctypes.string_at(res.data, res.size),
-                              STATUSES.get(res.status, str(res.status)),
-                              res.key.decode(),
-                              res.target.decode() if res.target else "",
-                              res.runtime_version.decode() if res.runtime_version else "",
-                              res.log.decode(errors="replace") if res.log else "",
-                              backend)
+                out = self._outcome(h, r, res, backend)
             finally:
                 lib.kjit_result_free(byref(res))
+        if isinstance(out, Error):
+            raise out
+        return out
 
-    # get_many: kjit.h has no batch call yet.  When kjit_get_many lands,
-    # declare it in _lib._declare and wrap it here as
-    #     get_many(self, requests: Sequence[Mapping]) -> List[Object]
-    # taking the keyword arguments of get() per request; kjit.get_many then
-    # calls it on the default client.
+    def get_many(self, requests: Sequence[Mapping[str, Any]], *, return_exceptions: bool = False,
+                 on_ready: Optional[Any] = None) -> List[Any]:
+        """Fetches several objects in one round trip (kjit_get_many): each
+        request is a mapping of get()'s keyword arguments ({"kernel":
+        "add_f32", "backend": "vulkan"}, {"source": ..., "backend": "hip",
+        "target": "gfx90a"}, ...).  Hits come from the process memo or the
+        shared hit table at once; the rest go to kjitd together, which
+        compiles the misses in parallel.
+
+        Returns the Objects in the order of requests.  A failed request
+        raises its error once the whole batch is answered (the first failure
+        in order), or with return_exceptions=True stands in the list as its
+        kjit.Error.  on_ready(i, object_or_error), when given, is called as
+        each result arrives (in completion order, from this thread).
+        """
+        reqs = list(requests)
+        n = len(reqs)
+        if n == 0:
+            return []
+        backends = [r.get("backend") for r in reqs]
+        keep = [self._request(**kw) for kw in reqs]  # what the copies point to stays alive
+        carray = (_lib.Request * n)(*keep)
+        results = (_lib.Result * n)()
+        codes = (ctypes.c_int * n)()
+        out: List[Any] = [None] * n
+        lib = self._lib
+        with self._locked():
+            h = self._handle()
+
+            def ready(_arg: Any, i: int, code: int, res_p: Any) -> None:
+                out[i] = self._outcome(h, code, res_p.contents, backends[i])  # type: ignore[arg-type]
+                if on_ready is not None:
+                    on_ready(i, out[i])
+
+            cb = _lib.GetManyFn(ready)
+            try:
+                lib.kjit_get_many(h, carray, n, results, codes, cb, None)
+            finally:
+                for i in range(n):
+                    lib.kjit_result_free(byref(results[i]))
+        if not return_exceptions:
+            for o in out:
+                if isinstance(o, Error):
+                    raise o
+        return out
 
     # ---- the rest of kjit.h ---------------------------------------------
 

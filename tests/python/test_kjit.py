@@ -97,6 +97,30 @@ class TestGet(unittest.TestCase):
         again = kjit.get(src.encode(), backend="cuda", target="sm_90", entries=["scale_k"])
         self.assertEqual((again.status, again.key, again.data), ("hit", o.key, o.data))
 
+    def test_get_many_mixed(self):
+        # a hit (fetched first), two misses of different backends, a failure
+        kjit.get_kernel("maximum_f32", backend="vulkan")
+        reqs = [{"kernel": "maximum_f32", "backend": "vulkan"},
+                {"source": salted(GLSL_SRC), "backend": "vulkan", "target": "vulkan1.2"},
+                {"source": salted(CUDA_SRC), "backend": "cuda", "target": "sm_90", "entries": ["scale_k"]},
+                {"kernel": "no_such_kernel", "backend": "vulkan"}]
+        seen = []
+        out = kjit.get_many(reqs, return_exceptions=True, on_ready=lambda i, o: seen.append(i))
+        self.assertEqual(sorted(seen), [0, 1, 2, 3])
+        self.assertEqual(out[0].status, "hit")
+        self.assertEqual(out[0].data, kjit.get_kernel("maximum_f32", backend="vulkan").data)
+        self.assertEqual((out[1].status, out[1].data[:4]), ("compiled", SPIRV_MAGIC))
+        self.assertEqual((out[2].status, out[2].data[:4]), ("compiled", b"\x7fELF"))
+        self.assertIsInstance(out[3], kjit.Error)
+        self.assertIn("no_such_kernel", str(out[3]))
+        with self.assertRaises(kjit.Error):
+            kjit.get_many(reqs)
+        self.assertEqual(kjit.get_many([]), [])
+        # the same batch again: every success is a hit now, same bytes
+        again = kjit.get_many(reqs[:3])
+        self.assertEqual([o.status for o in again], ["hit"] * 3)
+        self.assertEqual([o.data for o in again], [o.data for o in out[:3]])
+
     def test_get_glsl_source_vulkan(self):
         o = kjit.get(salted(GLSL_SRC), backend="vulkan", target="vulkan1.2")
         self.assertEqual((o.status, o.target), ("compiled", "vulkan1.2"))
