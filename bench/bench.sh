@@ -22,11 +22,11 @@ TOP=$(cd "$(dirname "$0")/.." && pwd)
 BIN="$TOP/$BUILD/bench"
 KJIT="$TOP/$BUILD/kjit"
 KJITD="$TOP/$BUILD/kjitd"
-OUT_MD="$TOP/bench/RESULTS.md"
+OUT_MD=${BENCH_OUT:-"$TOP/bench/RESULTS.md"}
 SCALE=${BENCH_SCALE:-1000,100000,1000000}
 QUICK=${BENCH_QUICK:-0}
 for f in "$KJIT" "$KJITD" "$BIN/bench-hitlat" "$BIN/bench-floor" "$BIN/bench-tput" \
-	"$BIN/bench-flight" "$BIN/bench-populate" "$BIN/bench-startd"; do
+	"$BIN/bench-flight" "$BIN/bench-populate" "$BIN/bench-startd" "$BIN/bench-batch"; do
 	[ -x "$f" ] || { echo "bench: $f is missing; run make bench" >&2; exit 1; }
 done
 T=$(mktemp -d "${TMPDIR:-/tmp}/kjit-bench.XXXXXX")
@@ -197,6 +197,93 @@ scenario_hit() {
 		row 1 "ratio $label: source hit / floor (a'), p50" "${rs}x" "" ""
 		row 1 "ratio $label: kernel hit / floor (b), p50" "${rb}x" "" ""
 		[ "$sz" = 16384 ] && HIT16_P50=$kp50 && python_hit "$n" "$w" "$kp50"
+	done
+	return 0
+}
+
+# ---- scenario 13: the hit path at memory speed (issue 13) ---------------------
+
+# hp_lat LABEL ENV... -- HITLAT-ARGS: one hitlat run under ENV; "p50 p99".
+hp_lat() {
+	local out
+	out=$(env "$@" 2>>"$T/err") || out=""
+	set -- $out
+	echo "${1:-n/a} ${2:-n/a}"
+}
+
+scenario_hitpath() {
+	local n w sz label fast sock memo file set_
+	start_daemon A --hip-compiler test --kernels-dir "$T/k" || return 1
+	for sz in 16384 1048576; do
+		[ -s "$T/key.k$sz" ] || ensure_hit "k$sz" "$T/k/blob$sz.src" --kernel "blob$sz"
+		label=$((sz / 1024))KB
+		case $sz in 1048576) n=$(n_of 300 30) w=20 ;; *) n=$(n_of 20000 500) w=200 ;; esac
+		progress "13: hit $label: fast path, socket, memo, file floor"
+		local hl="$BIN/bench-hitlat --kernel blob$sz --target gfx90a -n $n -w $w"
+		fast=$(hp_lat KJIT_PROCESS_MEMO=0 $hl)
+		sock=$(hp_lat KJIT_PROCESS_MEMO=0 KJIT_FAST_PATH=0 $hl)
+		memo=$(hp_lat KJIT_PROCESS_MEMO=1 $hl)
+		file=$("$BIN/bench-floor" file "$T/A/gfx90a-0.0/$(cat "$T/key.k$sz" 2>/dev/null).hsaco" -n "$n" -w "$w" 2>>"$T/err") || file=""
+		set -- $fast; local fp50=$1 fp99=$2
+		set -- $sock; local sp50=$1 sp99=$2
+		set -- $memo; local mp50=$1 mp99=$2
+		set -- $file; local bp50=${1:-n/a} bp99=${2:-n/a}
+		local rf rs goal
+		rf=$(ratio "$fp50" "$bp50"); rs=$(ratio "$sp50" "$bp50")
+		goal=1.0; [ "$sz" = 1048576 ] && goal=1.2
+		row 13 "hit $label, fast path (shared table), kjit_get p50 / p99 us" "$fp50 / $fp99" \
+			"$([ "$sz" = 16384 ] && echo "<= 5")" "$([ "$sz" = 16384 ] && verdict "$fp50" le 5)"
+		row 13 "floor (b) in-process open+read+close of the same $label file, p50 / p99 us" "$bp50 / $bp99" "" ""
+		row 13 "ratio $label: fast path / floor (b), p50" "${rf}x" "<= ${goal}x" "$(verdict "$rf" le "$goal")"
+		row 13 "hit $label, socket path (KJIT_FAST_PATH=0), p50 / p99 us" "$sp50 / $sp99" "" ""
+		row 13 "ratio $label: socket path / floor (b), p50" "${rs}x" "" ""
+		row 13 "hit $label, process memo (same handle, same bytes), p50 / p99 us" "$mp50 / $mp99" "" ""
+	done
+	local secs p out
+	secs=$(n_of 3 1)
+	for p in 32; do
+		progress "13: throughput, $p clients, fast path and socket"
+		out=$(KJIT_PROCESS_MEMO=0 "$BIN/bench-tput" --kernel blob16384 --target gfx90a -p "$p" -d "$secs" 2>>"$T/err") || out="n/a"
+		set -- $out
+		row 13 "hits/s, 16KB, $p client processes, fast path" "$1" ">= 500000" "$(verdict "$1" ge 500000)"
+		out=$(KJIT_PROCESS_MEMO=0 KJIT_FAST_PATH=0 "$BIN/bench-tput" --kernel blob16384 --target gfx90a -p "$p" -d "$secs" 2>>"$T/err") || out="n/a"
+		set -- $out
+		row 13 "hits/s, 16KB, $p client processes, socket path (KJIT_FAST_PATH=0)" "$1" "" ""
+	done
+	stop_daemon
+	# A batch of 200 bundled vulkan kernels (each with its own -DKJ_BENCH_SALT so
+	# that there are 200 distinct objects), kjitd with 2 compile workers.
+	start_daemon BATCH --jobs 2 || return 1
+	local kernels salt mode env_ out2 jobs=2
+	kernels=$(awk '$2 == "vulkan" { print $1 }' "$TOP/kernels_src/MANIFEST" | tr '\n' ' ')
+	for mode in fast socket; do
+		env_="KJIT_PROCESS_MEMO=0"; [ $mode = socket ] && env_="$env_ KJIT_FAST_PATH=0"
+		salt=$(( $(date +%s) % 100000 * 1000 + RANDOM % 1000 ))
+		mkdir -p "$T/batch-$mode"
+		progress "13: batch of 200 bundled kernels ($mode): misses, hits, file floor"
+		out2=$(env $env_ "$BIN/bench-batch" --backend vulkan --target vulkan1.3 --salt "$salt" -n 200 \
+			-r "$(n_of 20 3)" --serial "$([ $mode = fast ] && n_of 16 4 || echo 0)" "$T/batch-$mode" $kernels 2>>"$T/err") || out2=""
+		set -- $out2
+		local miss=${1:-n/a} hit=${2:-n/a} files=${3:-n/a} ser=${4:-n/a} csum=${5:-n/a} r
+		r=$(ratio "$hit" "$files")
+		if [ $mode = fast ]; then
+			row 13 "batch of 200, all hits, kjit_get_many (fast path), wall us" "$hit" "" ""
+			row 13 "floor: 200 in-process open+read+close of the same objects, wall us" "$files" "" ""
+			row 13 "ratio: batch of 200 hits / 200 file reads" "${r}x" "<= 2x" "$(verdict "$r" le 2)"
+			local serial rp goal
+			serial=$(awk -v s="$ser" 'BEGIN { if (s == "n/a" || s == "") print "n/a"; else printf "%.0f\n", s * 200 }')
+			rp=$(ratio "$miss" "$serial")
+			goal=$(awk -v j=$jobs 'BEGIN { printf "%.2f\n", 1.25 / j }')
+			row 13 "batch of 200, all misses, kjit_get_many, wall ms" "$miss" "" ""
+			row 13 "the same misses one kjit_get at a time (warm workers): $ser ms each, x200, ms" "$serial" "" ""
+			row 13 "ratio: batch of misses / serial (goal: the parallel time, serial / $jobs workers)" "${rp}x" \
+				"<= ${goal}x" "$(verdict "$rp" le "$goal")"
+			row 13 "compile time the workers reported for the batch (integer ms per compile, summed)" "$csum" "" ""
+		else
+			row 13 "batch of 200, all hits, kjit_get_many, socket path (KJIT_FAST_PATH=0), wall us" "$hit" "" ""
+			row 13 "ratio: socket batch of 200 hits / 200 file reads" "${r}x" "" ""
+			row 13 "batch of 200, all misses, socket path, wall ms" "$miss" "" ""
+		fi
 	done
 	return 0
 }
@@ -447,6 +534,7 @@ make_blobs
 want 1 && run "scenario 1" scenario_hit
 want 3 && start_daemon A --hip-compiler test --kernels-dir "$T/k" && run "scenario 3" scenario_tput
 want 7 && start_daemon A --hip-compiler test --kernels-dir "$T/k" && run "scenario 7" scenario_cli
+want 13 && run "scenario 13" scenario_hitpath
 want profile && run "profile" profile_hits
 if want 2 || want 4; then
 	start_daemon B && {

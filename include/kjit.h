@@ -98,7 +98,11 @@ typedef struct kjit_open_options {
 } kjit_open_options;
 
 /* Connects to kjitd, starting a per-user daemon when none answers and
- * autostart is allowed (at most one starts when many clients race).
+ * autostart is allowed (at most one starts when many clients race), and
+ * maps kjitd's shared read-only hit table when it offers one (hits then
+ * cost a memory copy, no round trip; $KJIT_FAST_PATH=0: never).  Repeated
+ * gets of the same request on one handle are answered from its own memo
+ * ($KJIT_PROCESS_MEMO=0: never).
  * On success *out owns the connection; free it with kjit_close().  On
  * failure kjit_last_error(NULL) says why (kept per thread, like errno). */
 KJIT_EXPORT int kjit_open(kjit_client **out, const kjit_open_options *opt);
