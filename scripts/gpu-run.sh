@@ -18,7 +18,12 @@ cd "$top" || exit 1
 if [ "$MODE" = pack ]; then
 	BUILD=${BUILD:-build}
 	mkdir -p .gpu/bin
-	grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >>.git/info/exclude
+	# keep .gpu out of git; a fresh clone may lack .git/info, a worktree has .git as a
+	# file and a copy no .git at all: ask git where the exclude file lives
+	if excl=$(git rev-parse --git-path info/exclude 2>/dev/null); then
+		mkdir -p "$(dirname "$excl")" || exit 1
+		grep -qx '/.gpu/' "$excl" 2>/dev/null || echo '/.gpu/' >>"$excl" || exit 1
+	fi
 	cp "$BUILD/kjitd" "$BUILD/kjit" "$BUILD/examples/cuda_launch" .gpu/bin/
 	(cd .gpu && rm -f ./*.deb && apt-get download libuv1 libvulkan1 >/dev/null)
 	ls -l .gpu .gpu/bin
