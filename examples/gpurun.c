@@ -344,6 +344,9 @@ static void run_op(struct gpu_api *api, const struct gpurun_opts *o,
             report(t, 0, e->name, "", NAN, "no test case for this op (or out of memory)");
             continue;
         }
+        char why[256];
+        if (kcase_variant(e->name, o->backend, api->arch, &dims[s], why, sizeof why))
+            printf("# variant for %s: %s\n", c.shape, why); /* which path runs, and why */
         if (run_case(api, fn, &c, e->block, o->bench ? o->iters : 0, o->runs, &err, ms) != 0) {
             report(t, 0, e->name, c.shape, NAN, "launch failed");
         } else {

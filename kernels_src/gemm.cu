@@ -17,7 +17,7 @@
  *    mapped onto it (each block does its 128 x 128 tile as four 64 x 64 ones).
  * Launch: block KJ_BLOCK = 256; grid.x = ceil(N / 128), grid.y = ceil(M / 128) (<= 65535).
  */
-#include "kjit_prelude.h"
+#include "kjit_mma.h"
 
 #if KJ_BLOCK != 256
 #error "gemm.cu is written for KJ_BLOCK=256"
@@ -25,10 +25,6 @@
 
 #define GM_BM 128
 #define GM_BN 128
-
-/* the storage type picks the overload (a tag argument: no header, no specialisation) */
-KJ_DEV unsigned short gm_from_f32(kj_s_f16, float v) { return kj_f32_to_f16(v); }
-KJ_DEV unsigned short gm_from_f32(kj_s_bf16, float v) { return kj_f32_to_bf16(v); }
 
 /* C[r][c] for r < M, c < c1 (c1 <= N): one or two consecutive values */
 template <class S>
@@ -38,15 +34,15 @@ KJ_DEV void gm_store2(unsigned short *C, int M, int N, int r, int c, float v0, f
         return;
     unsigned short *p = C + (kj_size)r * N + c;
     if (c + 1 < N && (((kj_size)p) & 3) == 0) {
-        *reinterpret_cast<unsigned *>(p) = (unsigned)gm_from_f32(S(), v0) | ((unsigned)gm_from_f32(S(), v1) << 16);
+        *reinterpret_cast<unsigned *>(p) = (unsigned)kj_from_f32(S(), v0) | ((unsigned)kj_from_f32(S(), v1) << 16);
     } else {
-        p[0] = gm_from_f32(S(), v0);
+        p[0] = kj_from_f32(S(), v0);
         if (c + 1 < N)
-            p[1] = gm_from_f32(S(), v1);
+            p[1] = kj_from_f32(S(), v1);
     }
 }
 
-#if defined(KJ_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if defined(KJ_MMA)
 /* ---- tensor-core path ------------------------------------------------------------- */
 #define GM_BK 32
 #define GM_STAGES 3
@@ -56,38 +52,6 @@ KJ_DEV void gm_store2(unsigned short *C, int M, int N, int r, int c, float v0, f
  * is xored with (row / 2) % 4, so the 8 rows one ldmatrix reads hit 8 different
  * 16-byte bank groups */
 KJ_DEV unsigned gm_off(int row, int chunk) { return (unsigned)((row * GM_CHUNKS + (chunk ^ ((row >> 1) & 3))) * 16); }
-
-KJ_DEV unsigned gm_smem_addr(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
-
-KJ_DEV void gm_cp16(unsigned dst, const void *src, bool valid)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-                 "r"(valid ? 16 : 0));
-}
-KJ_DEV void gm_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N> KJ_DEV void gm_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
-
-KJ_DEV void gm_ldmatrix4(unsigned addr, unsigned r[4])
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
-
-KJ_DEV void gm_mma(kj_s_f16, float d[4], const unsigned a[4], const unsigned b[2])
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
-                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-KJ_DEV void gm_mma(kj_s_bf16, float d[4], const unsigned a[4], const unsigned b[2])
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
-                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
 
 /* Load the BK-wide slab at k0 of rows [r0, r0 + 128) of X ([R][K]) into tile t. */
 KJ_DEV void gm_load_tile(unsigned char *t, const unsigned short *X, int R, int K, int r0, int k0,
@@ -101,7 +65,7 @@ KJ_DEV void gm_load_tile(unsigned char *t, const unsigned short *X, int R, int K
         if (async) {
             const bool ok = gr < R && gk < K; /* K % 8 == 0: a chunk is all in or all out */
             const unsigned short *src = ok ? X + (kj_size)gr * K + gk : X;
-            gm_cp16(gm_smem_addr(t + off), src, ok);
+            kj_cp16(kj_smem_addr(t + off), src, ok);
         } else {
             unsigned w[4];
 #pragma unroll
@@ -141,10 +105,10 @@ KJ_DEV void gemm_tc(const unsigned short *A, const unsigned short *B, unsigned s
             gm_load_tile(sm[s][0], A, M, K, m0, s * GM_BK, async);
             gm_load_tile(sm[s][1], B, N, K, n0, s * GM_BK, async);
         }
-        gm_commit();
+        kj_cp_commit();
     }
     for (int kt = 0; kt < KT; kt++) {
-        gm_wait<GM_STAGES - 2>();
+        kj_cp_wait<GM_STAGES - 2>();
         __syncthreads();
         {
             const int nk = kt + GM_STAGES - 1, ns = nk % GM_STAGES;
@@ -152,7 +116,7 @@ KJ_DEV void gemm_tc(const unsigned short *A, const unsigned short *B, unsigned s
                 gm_load_tile(sm[ns][0], A, M, K, m0, nk * GM_BK, async);
                 gm_load_tile(sm[ns][1], B, N, K, n0, nk * GM_BK, async);
             }
-            gm_commit();
+            kj_cp_commit();
         }
         const unsigned char *ta = sm[kt % GM_STAGES][0], *tb = sm[kt % GM_STAGES][1];
 #pragma unroll
@@ -162,14 +126,14 @@ KJ_DEV void gemm_tc(const unsigned short *A, const unsigned short *B, unsigned s
             for (int i = 0; i < 4; i++) { /* A: 16 x 16 at rows wm*64 + i*16 */
                 const int row = wm * 64 + i * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
                 const int ch = kk * 2 + (lane >> 4);
-                gm_ldmatrix4(gm_smem_addr(ta + gm_off(row, ch)), af[i]);
+                kj_ldsm4(kj_smem_addr(ta + gm_off(row, ch)), af[i]);
             }
 #pragma unroll
             for (int j = 0; j < 2; j++) { /* B: two n8 tiles x k16 per ldmatrix.x4 */
                 const int row = wn * 32 + j * 16 + (lane & 7) + (lane >> 4) * 8;
                 const int ch = kk * 2 + ((lane >> 3) & 1);
                 unsigned r[4];
-                gm_ldmatrix4(gm_smem_addr(tb + gm_off(row, ch)), r);
+                kj_ldsm4(kj_smem_addr(tb + gm_off(row, ch)), r);
                 bf[2 * j][0] = r[0], bf[2 * j][1] = r[1];
                 bf[2 * j + 1][0] = r[2], bf[2 * j + 1][1] = r[3];
             }
@@ -177,10 +141,10 @@ KJ_DEV void gemm_tc(const unsigned short *A, const unsigned short *B, unsigned s
             for (int i = 0; i < 4; i++)
 #pragma unroll
                 for (int j = 0; j < 4; j++)
-                    gm_mma(S(), acc[i][j], af[i], bf[j]);
+                    kj_mma(S(), acc[i][j], af[i], bf[j]);
         }
     }
-    gm_wait<0>();
+    kj_cp_wait<0>();
     /* accumulator layout: c0,c1 at (g, 2t..2t+1), c2,c3 at (g + 8, ..); g = lane/4 */
 #pragma unroll
     for (int i = 0; i < 4; i++)

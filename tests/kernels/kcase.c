@@ -570,6 +570,9 @@ static int build_prefill(struct kcase *c, const struct kcase_dims *d, uint64_t *
         }
     }
     free(av);
+    /* P is rounded to the input type before P.V (as in every flash attention), then the
+     * output: two roundings of the type, so twice its tolerance */
+    c->tol *= 2;
     push_i(c, T), push_i(c, H), push_i(c, Hkv), push_i(c, D), push_f(c, scale);
     c->geom = KCASE_GEOM_TILES;
     c->tile = 64, c->items = (uint64_t)T, c->rows = (uint64_t)H; /* 64 queries x 1 head */
@@ -773,6 +776,34 @@ int kcase_bench_shapes(const char *name, int rows, int cols, struct kcase_dims *
         n++;
     }
     return n;
+}
+
+const char *kcase_variant(const char *name, const char *backend, const char *arch,
+                          const struct kcase_dims *d, char *why, size_t n)
+{
+    int sm = 0, tc;
+    if (!strncmp(name, "attn_decode", 11)) {
+        const int g = d->kv_heads > 0 ? d->heads / d->kv_heads : 0;
+        const char *pick = d->head_dim <= 128 ? "attn_decode_f32" : "attn_decode_d256_f32";
+        snprintf(why, n, "%s: head_dim %d %s 128%s; %s: %d query heads per KV head from one "
+                 "read of K/V", pick, d->head_dim, d->head_dim <= 128 ? "<=" : ">",
+                 d->head_dim <= 128 ? " (16 lanes a key; the D <= 256 entry would idle half)" : "",
+                 strcmp(backend, "vulkan") ? "grid KV heads x splits" : "one workgroup a head", g);
+        return pick;
+    }
+    if (strncmp(name, "gemm_", 5) && strncmp(name, "attn_prefill", 12))
+        return NULL;
+    if (!strcmp(backend, "cuda") && !strncmp(arch, "sm_", 3))
+        sm = atoi(arch + 3);
+    tc = sm >= 80;
+    snprintf(why, n, "%s: %s (%s)%s", name,
+             tc ? "tensor-core path, mma.sync m16n8k16" : "plain path, f32 multiply-adds",
+             tc ? "CUDA sm_80 or newer" : !strcmp(backend, "cuda") ? "CUDA older than sm_80"
+                                                                    : "no mma.sync on this backend",
+             !strncmp(name, "gemm_", 5) && tc ? d->inner % 8 == 0 ? "; K % 8 == 0: cp.async tile loads"
+                                                                  : "; K % 8 != 0: plain tile loads"
+                                              : "");
+    return name;
 }
 
 static uint32_t cap32(uint64_t v, uint32_t max)

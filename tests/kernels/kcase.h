@@ -140,6 +140,14 @@ void kcase_poison(struct kcase *c);
  * it differs (matvec_q8: one workgroup per row). */
 void kcase_grid(const struct kcase *c, unsigned block, int vulkan, uint32_t max_x,
                 uint32_t max_y, uint32_t grid[2]);
+/* Which variant of an op family serves shape d on a device, and why (the launcher's
+ * choice made visible): writes a one-line reason into why and returns the manifest
+ * name to use, or NULL when `name` has no variants.  attn_decode*: the D <= 128 entry
+ * when head_dim <= 128, else the D <= 256 one; gemm_* and attn_prefill_*: the same
+ * entry, but the CUDA tensor-core path needs sm_80 or newer (plain path otherwise) and
+ * gemm's cp.async loads need K % 8 == 0. */
+const char *kcase_variant(const char *name, const char *backend, const char *arch,
+                          const struct kcase_dims *d, char *why, size_t n);
 /* Max relative error of output buffer `i` (see top); +Inf for NaN/Inf. */
 double kcase_max_rel_err(const struct kcase *c, int i);
 
