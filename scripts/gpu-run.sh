@@ -50,7 +50,9 @@ log=${OUT:+$OUT/gpu-run.log}
 log=${log:-$T/gpu-run.log}
 say() { echo "$*" | tee -a "$log"; }
 
-commit=$(git rev-parse --short HEAD 2>/dev/null || cat .gpu/commit 2>/dev/null || echo '?')
+# carried binaries name their own commit (a copy inside another checkout would report
+# that checkout's HEAD)
+commit=$(cat .gpu/commit 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo '?')
 say "== kjit on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null), $(date -u +%Y-%m-%dT%H:%MZ), commit $commit"
 "$B/kjitd" --foreground --socket "$KJIT_SOCKET" --cache-dir "$KJIT_CACHE_DIR" --kernels-dir "$top/kernels_src" \
 	--log "$T/kjitd.log" &
