@@ -40,7 +40,7 @@ struct tally {
 static int usage(const char *prog)
 {
     fprintf(stderr,
-            "usage: %s [--op NAME] [--bench] [--rows R] [--cols C] [--iters N]\n"
+            "usage: %s [--op NAME[,NAME...]] [--bench] [--rows R] [--cols C] [--iters N]\n"
             "          [--runs N]\n"
             "          [--manifest FILE] [PATH]\n"
             "  without PATH: every op of the manifest (or --op), each fetched from kjitd\n"
@@ -371,12 +371,23 @@ out:
         api->unload(api->ctx, module);
 }
 
+/* Whether `name` is one of the comma-separated names in list. */
+static int in_list(const char *list, const char *name)
+{
+    const size_t n = strlen(name);
+    for (const char *p = list; *p; p += strcspn(p, ",") + (p[strcspn(p, ",")] == ',')) {
+        if (strcspn(p, ",") == n && !strncmp(p, name, n))
+            return 1;
+    }
+    return 0;
+}
+
 int gpurun_main(struct gpu_api *api, const struct gpurun_opts *o)
 {
     struct kmanifest_entry *m = NULL;
     struct tally t = {0, 0};
     struct stat sb;
-    char err[256], fname[KCASE_NAME_MAX];
+    char err[256], fname[KCASE_NAME_MAX] = "";
     double copy_gbs[3] = {0, 0, 0};
     int count = 0, is_dir, ran = 0;
 
@@ -395,6 +406,8 @@ int gpurun_main(struct gpu_api *api, const struct gpurun_opts *o)
     } else if (o->op) {
         snprintf(fname, sizeof fname, "%s", o->op);
     }
+    /* a line at a time: a log cut off by a time limit still shows how far the run got */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     printf("device: %s (%s), %s\n", api->device, api->arch, o->bench ? "bench" : "check");
     if (o->bench) {
         if (copy_bandwidth(api, (size_t)o->rows * o->cols * sizeof(float), o->iters, o->runs,
@@ -409,7 +422,9 @@ int gpurun_main(struct gpu_api *api, const struct gpurun_opts *o)
     for (int i = 0; i < count; i++) {
         if (strcmp(m[i].backend, o->backend))
             continue;
-        if ((!is_dir || o->op) && strcmp(m[i].name, fname))
+        if (!is_dir && strcmp(m[i].name, fname))
+            continue;
+        if (is_dir && o->op && !in_list(o->op, m[i].name))
             continue;
         run_op(api, o, &m[i], is_dir, copy_gbs[1], &t);
         ran++;

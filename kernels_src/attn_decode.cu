@@ -16,7 +16,8 @@
  * KJ_ATT_LPK = KJ_ATT_MAX_D / 8 lanes (16 or 32); a group takes every ngroups-th key,
  * two at a time, each lane reading 8 dimensions of the K and V rows with two 16-byte
  * loads each (when D % 4 == 0 and the buffers are 16-byte aligned; scalar loads
- * otherwise), so a group reads a whole row in coalesced 16-byte pieces.  q.k is reduced
+ * otherwise), so a group reads a whole row in coalesced 16-byte pieces.  Every group
+ * runs the same number of steps (the shuffles need the whole warp).  q.k is reduced
  * with shuffles inside the group; each group keeps a running max and sum per head
  * (online softmax, base 2: q is pre-scaled by scale * log2 e); groups merge through
  * shared memory at the end.
@@ -117,15 +118,18 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, 2)
             m[g] = -KJ_INF;
             l[g] = 0.f;
         }
-        /* two keys per step per group: 8 16-byte loads in flight per lane */
-        for (int t = t0 + grp; t < t1; t += 2 * ng) {
-            const bool two = t + ng < t1;
-            const int tb = two ? t + ng : t;
-            float ka[8], kc[8], va[8], vc[8];
-            att_load_row(kb + (kj_size)t * D, sub, D, vec, ka);
-            att_load_row(kb + (kj_size)tb * D, sub, D, vec, kc);
-            att_load_row(vb + (kj_size)t * D, sub, D, vec, va);
-            att_load_row(vb + (kj_size)tb * D, sub, D, vec, vc);
+        /* two keys per step per group: 8 16-byte loads in flight per lane.  The trip
+         * count is the same for every group (base runs over the block's keys), so the
+         * shuffles inside always find every lane of the warp; a group whose key is past
+         * the end re-reads a valid row and gives it weight zero. */
+        for (int base = t0; base < t1; base += 2 * ng) {
+            const int ta = base + grp, tc = ta + ng;
+            const bool va = ta < t1, vc = tc < t1;
+            float ka[8], kc[8], wa[8], wc[8];
+            att_load_row(kb + (kj_size)(va ? ta : t0) * D, sub, D, vec, ka);
+            att_load_row(kb + (kj_size)(vc ? tc : t0) * D, sub, D, vec, kc);
+            att_load_row(vb + (kj_size)(va ? ta : t0) * D, sub, D, vec, wa);
+            att_load_row(vb + (kj_size)(vc ? tc : t0) * D, sub, D, vec, wc);
 #pragma unroll
             for (int g = 0; g < KJ_ATT_G; g++) {
                 const float4 q0 = sm_q[g][sub], q1 = sm_q[g][KJ_ATT_LPK + sub];
@@ -136,15 +140,18 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, 2)
                     sa += qr[i] * ka[i];
                     sc += qr[i] * kc[i];
                 }
-                sa = att_group_sum(sa);
+                sa = att_group_sum(sa); /* every lane, whatever its key */
                 sc = att_group_sum(sc);
-                const float mn = fmaxf(m[g], two ? fmaxf(sa, sc) : sa);
-                const float corr = att_exp2(m[g] - mn), pa = att_exp2(sa - mn);
-                const float pc = two ? att_exp2(sc - mn) : 0.f;
+                sa = va ? sa : -KJ_INF;
+                sc = vc ? sc : -KJ_INF;
+                const float mn = fmaxf(m[g], fmaxf(sa, sc));
+                const float mr = mn == -KJ_INF ? 0.f : mn; /* no key yet: keep zeros */
+                const float corr = att_exp2(m[g] - mr), pa = att_exp2(sa - mr);
+                const float pc = att_exp2(sc - mr);
                 l[g] = l[g] * corr + pa + pc;
 #pragma unroll
                 for (int i = 0; i < 8; i++)
-                    acc[g][i] = acc[g][i] * corr + pa * va[i] + pc * vc[i];
+                    acc[g][i] = acc[g][i] * corr + pa * wa[i] + pc * wc[i];
                 m[g] = mn;
             }
         }

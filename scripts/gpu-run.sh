@@ -75,14 +75,16 @@ done
 
 if [ "$MODE" = test ] || [ "$MODE" = all ]; then
 	say "== test-gpu: every CUDA op from kjitd via libkjit, launched with libcuda, against the oracle"
-	"$LAUNCH" 2>&1 | tee -a "$log" | grep -v '^ok '
+	timeout "${TEST_TIMEOUT:-300}" "$LAUNCH" 2>&1 | tee -a "$log" | grep -v '^ok '
 	[ "$(tail -n 1 "$log" | sed -n 's/.* \([0-9]*\) failed$/\1/p')" = 0 ] || rc=1
 fi
 if [ "$MODE" = bench ] || [ "$MODE" = all ]; then
-	say "== bench-gpu: 16384 x 8192 f32, GB/s = bytes read + written / time"
-	"$LAUNCH" --bench 2>&1 | tee -a "$log"
+	# BENCH_OPS: a comma-separated subset (each bench case is built and checked on the
+	# CPU at full size, several seconds an op: the whole library takes minutes)
+	say "== bench-gpu: 16384 x 8192 f32, GB/s = bytes read + written / time${BENCH_OPS:+ (ops $BENCH_OPS)}"
+	timeout "${BENCH_TIMEOUT:-600}" "$LAUNCH" --bench ${BENCH_OPS:+--op "$BENCH_OPS"} 2>&1 | tee -a "$log"
 	say "== PyTorch, same machine, same run"
-	python3 bench/torch_ref.py 2>&1 | tee -a "$log"
+	PYTHONUNBUFFERED=1 timeout "${TORCH_TIMEOUT:-300}" python3 bench/torch_ref.py 2>&1 | tee -a "$log"
 fi
 if [ "$MODE" = profile ]; then
 	# Nsight Compute on one launch of each op at its bench shape (clocks left alone)
