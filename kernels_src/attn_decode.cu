@@ -210,44 +210,77 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, 2)
     if (!sm_last)
         return;
     __threadfence();
-    /* weights exp2(m_j - max) of every (head, split) in shared memory when they fit
-     * (the group accumulators' space, now free), so the sum over splits below is plain
-     * independent loads; else each element recomputes them */
-    float *wsm = &sm_acc[0][0][0], *sm_w = wsm + gsz * S; /* maxima, then weights */
-    const bool in_smem = 2 * gsz * S <= KJ_ATT_NG * KJ_ATT_G * KJ_ATT_MAX_D;
-    const float *base = ws + (kj_size)kvh * gsz * S * (D + 2); /* this group's partials */
+    /* When they fit in the (now free) group-accumulator space: every partial's max and
+     * sum in shared memory, then its weight exp2(m_j - max) and each head's total, so
+     * the sum over splits below is 16 independent coalesced loads at a time (the first
+     * version's loop, one dependent load after another, cost a 128-split merge about a
+     * third of the kernel's time).  Otherwise each element recomputes them. */
+    float *wsm = &sm_acc[0][0][0];
+    const int n = gsz * S;
+    const bool in_smem = 3 * n + gsz <= KJ_ATT_NG * KJ_ATT_G * KJ_ATT_MAX_D;
+    const float *base = ws + (kj_size)kvh * n * (D + 2); /* this group's partials */
     if (in_smem) {
-        for (int i = threadIdx.x; i < gsz * S; i += blockDim.x)
-            wsm[i] = att_ldcg(base + (kj_size)i * (D + 2));
+        float *pm = wsm, *pl = wsm + n, *pw = wsm + 2 * n, *gl = wsm + 3 * n;
+        for (int i = threadIdx.x; i < n; i += blockDim.x) {
+            pm[i] = att_ldcg(base + (kj_size)i * (D + 2));
+            pl[i] = att_ldcg(base + (kj_size)i * (D + 2) + 1);
+        }
         __syncthreads();
-        for (int i = threadIdx.x; i < gsz * S; i += blockDim.x) {
+        for (int i = threadIdx.x; i < n; i += blockDim.x) {
             const int g = i / S;
             float gm = -KJ_INF;
             for (int j = 0; j < S; j++)
-                gm = fmaxf(gm, wsm[g * S + j]);
-            sm_w[i] = wsm[i] == -KJ_INF ? 0.f : att_exp2(wsm[i] - gm);
+                gm = fmaxf(gm, pm[g * S + j]);
+            pw[i] = pm[i] == -KJ_INF ? 0.f : att_exp2(pm[i] - gm);
         }
         __syncthreads();
-    }
-    for (int i = threadIdx.x; i < gsz * D; i += blockDim.x) {
-        const int g = i / D, d = i % D;
-        const float *hp = base + (kj_size)g * S * (D + 2);
-        float gm = -KJ_INF, gl = 0.f, a = 0.f;
-        if (!in_smem)
+        for (int g = threadIdx.x; g < gsz; g += blockDim.x) {
+            float t = 0.f;
+            for (int j = 0; j < S; j++)
+                t += pl[g * S + j] * pw[g * S + j];
+            gl[g] = t;
+        }
+        __syncthreads();
+        for (int i = threadIdx.x; i < gsz * D; i += blockDim.x) {
+            const int g = i / D, d = i % D;
+            const float *hp = base + (kj_size)g * S * (D + 2) + 2 + d, *wg = pw + g * S;
+            float a[16];
+#pragma unroll
+            for (int u = 0; u < 16; u++)
+                a[u] = 0.f;
+            int j = 0;
+            for (; j + 16 <= S; j += 16) {
+                float x[16];
+#pragma unroll
+                for (int u = 0; u < 16; u++)
+                    x[u] = att_ldcg(hp + (kj_size)(j + u) * (D + 2));
+#pragma unroll
+                for (int u = 0; u < 16; u++)
+                    a[u] += x[u] * wg[j + u];
+            }
+            for (; j < S; j++)
+                a[0] += att_ldcg(hp + (kj_size)j * (D + 2)) * wg[j];
+            float t = 0.f;
+#pragma unroll
+            for (int u = 0; u < 16; u++)
+                t += a[u];
+            o[(kj_size)(kvh * gsz + g) * D + d] = t / gl[g];
+        }
+    } else {
+        for (int i = threadIdx.x; i < gsz * D; i += blockDim.x) {
+            const int g = i / D, d = i % D;
+            const float *hp = base + (kj_size)g * S * (D + 2);
+            float gm = -KJ_INF, gl = 0.f, a = 0.f;
             for (int j = 0; j < S; j++)
                 gm = fmaxf(gm, att_ldcg(hp + (kj_size)j * (D + 2)));
-        for (int j = 0; j < S; j++) {
-            float f;
-            if (in_smem) {
-                f = sm_w[g * S + j];
-            } else {
+            for (int j = 0; j < S; j++) {
                 const float pm = att_ldcg(hp + (kj_size)j * (D + 2));
-                f = pm == -KJ_INF ? 0.f : att_exp2(pm - gm);
+                const float f = pm == -KJ_INF ? 0.f : att_exp2(pm - gm);
+                gl += att_ldcg(hp + (kj_size)j * (D + 2) + 1) * f;
+                a += att_ldcg(hp + (kj_size)j * (D + 2) + 2 + d) * f;
             }
-            gl += att_ldcg(hp + (kj_size)j * (D + 2) + 1) * f;
-            a += att_ldcg(hp + (kj_size)j * (D + 2) + 2 + d) * f;
+            o[(kj_size)(kvh * gsz + g) * D + d] = a / gl;
         }
-        o[(kj_size)(kvh * gsz + g) * D + d] = a / gl;
     }
     if (threadIdx.x == 0)
         counters[kvh] = 0;

@@ -126,11 +126,17 @@ KJ_DEV float kj_bf16_to_f32(unsigned short h) { return __uint_as_float((unsigned
 
 KJ_DEV unsigned short kj_f32_to_bf16(float f)
 {
+#if defined(KJ_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    unsigned short h; /* one instruction (the same rounding as below) */
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+#else
     unsigned u = __float_as_uint(f);
     if ((u & 0x7fffffffu) > 0x7f800000u) /* NaN stays NaN */
         return (unsigned short)((u >> 16) | 0x40u);
     u += 0x7fffu + ((u >> 16) & 1u);
     return (unsigned short)(u >> 16);
+#endif
 }
 
 KJ_DEV float kj_f16_to_f32(unsigned short h)
