@@ -11,6 +11,10 @@
 #     scripts/gpu-run.sh all         # there: test, then bench
 #     scripts/gpu-run.sh profile     # there: Nsight Compute on $PROFILE_OPS, if ncu exists
 # Output goes to stdout and, when $OUT is set, to $OUT/gpu-run.log.
+# BENCH_OPS=a,b,...: bench only these ops (the whole library's bench builds and checks
+# every case on the CPU at full size: minutes); TEST_TIMEOUT, BENCH_TIMEOUT,
+# TORCH_TIMEOUT (seconds, default 300/600/300) bound each phase so a hung kernel still
+# leaves a log of how far the run got; PROFILE_OPS: the ops `profile` looks at.
 set -u
 MODE=${1:-all}
 top=$(cd "$(dirname "$0")/.." && pwd)
