@@ -33,6 +33,7 @@ struct kj__conn {
 	struct kj__framer in;
 	size_t out_pending;          /* bytes queued in uv_write, not yet written */
 	unsigned inflight;           /* requests read but not yet answered */
+	size_t inflight_bytes;       /* their frame bytes, counted since inflight was last 0 */
 	int processing;              /* inside process_frames */
 	unsigned refs;
 	unsigned handles_open;
@@ -119,6 +120,16 @@ void kj__conn_close(struct kj__conn *c)
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+
+/* Enough requests unanswered that no more are read: KJ_CLIENT_INFLIGHT_MAX
+ * of them, or KJ_CLIENT_INFLIGHT_BYTES_MAX bytes of them past the first
+ * (an over-estimate: the count restarts only when all are answered). */
+static int saturated(const struct kj__conn *c)
+{
+	return c->inflight >= KJ_CLIENT_INFLIGHT_MAX ||
+	       (c->inflight > 0 && c->inflight_bytes >= KJ_CLIENT_INFLIGHT_BYTES_MAX);
+}
+
 static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 static void process_frames(struct kj__conn *c);
 static void resume_reading(struct kj__conn *c);
@@ -128,7 +139,7 @@ static void queue_write(struct kj__conn *c, struct kj__buf *b);
  * unsent, no request unanswered.  (Within process_frames its loop goes on.) */
 static void resume_reading(struct kj__conn *c)
 {
-	if (c->closing || c->processing || c->inflight >= KJ_CLIENT_INFLIGHT_MAX || c->out_pending > 0)
+	if (c->closing || c->processing || saturated(c) || c->out_pending > 0)
 		return;
 	int r = uv_read_start((uv_stream_t *)&c->h, alloc_cb, on_read);
 	if (r < 0 && r != UV_EALREADY)
@@ -409,7 +420,7 @@ static void process_frames(struct kj__conn *c)
 
 	kj__conn_ref(c);
 	c->processing = 1;
-	while (!c->closing && c->out_pending == 0 && c->inflight < KJ_CLIENT_INFLIGHT_MAX &&
+	while (!c->closing && c->out_pending == 0 && !saturated(c) &&
 	       (r = kj__framer_next(&c->in, &h, &body)) != 0) {
 		if (r < 0) {
 			if (r == KJIT_ETOOBIG)
@@ -421,17 +432,19 @@ static void process_frames(struct kj__conn *c)
 			kj__conn_close(c);
 			break;
 		}
-		c->inflight++;
+		if (c->inflight++ == 0)
+			c->inflight_bytes = 0;
+		c->inflight_bytes += h.len;
 		c->dispatch(c->d, c, &h, body);
 		if (!c->closing)
 			kj__framer_consume(&c->in, &h);
 	}
 	c->processing = 0;
-	/* KJ_CLIENT_INFLIGHT_MAX requests still being answered (compiles), or
-	 * a reply unsent: read nothing more from this client until then, so a
-	 * client that pipelines without reading cannot make us hold its
-	 * replies. */
-	if (!c->closing && (c->inflight >= KJ_CLIENT_INFLIGHT_MAX || c->out_pending > 0))
+	/* Too many requests still being answered (compiles), or a reply
+	 * unsent: read nothing more from this client until then, so a client
+	 * that pipelines without reading cannot make us hold its requests or
+	 * its replies. */
+	if (!c->closing && (saturated(c) || c->out_pending > 0))
 		uv_read_stop((uv_stream_t *)&c->h);
 	if (!c->closing) {
 		/* Only a partial frame we wait on the client for can time out. */

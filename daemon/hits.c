@@ -15,6 +15,13 @@
  * descriptor and its own counters memfd; the counters are harvested on the
  * flush timer and at close, so fast-path hits show in `kjit stats`.
  *
+ * The cache's object directories are watched too: an object file modified,
+ * deleted or moved away behind kjitd's back (a disk error, a stray `dd`)
+ * loses its table entries at once, so its next hit goes through the socket,
+ * where the hot set's stat check sees the change and the digest check the
+ * damage, as without the fast path.  (Renames into place are kjitd's own
+ * publishes and are not watched.)
+ *
  * An inotify event is read on the loop's next iteration: a client that
  * reads between an edit and that moment may get the object built from the
  * previous file, as a request that reached the daemon a moment earlier
@@ -40,9 +47,15 @@
 #define WATCH_MASK (IN_MODIFY | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | \
 		    IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)
 
+#define CACHE_MASK (IN_MODIFY | IN_DELETE | IN_MOVED_FROM)
+#define CACHE_WATCHES_MAX 4096 /* object directories (one per target and version) */
+
 struct kj__hits {
 	struct kj__hittab *tab;
 	int ino_fd;
+	int cache_root_wd;
+	int *cache_wd;               /* watches of the cache's object directories */
+	size_t n_cache_wd;
 	uv_poll_t poll;
 	int poll_open;
 };
@@ -75,7 +88,71 @@ static int watch_tree(int fd, const char *dir, int depth)
 	return r;
 }
 
-/* Reads every pending inotify event; any invalidates the table. */
+/* Watches one object directory of the cache (not its tmp/). */
+static int watch_cache_dir(struct kj__daemon *d, const char *name)
+{
+	struct kj__hits *h = d->hits;
+	int wd, r = 0;
+
+	if (name[0] == '.' || strcmp(name, "tmp") == 0 || h->n_cache_wd >= CACHE_WATCHES_MAX)
+		return 0;
+	char *p = kj__asprintf("%s/%s", d->cfg.cache_dir, name);
+	if (p == NULL)
+		return -1;
+	wd = inotify_add_watch(h->ino_fd, p, CACHE_MASK | IN_ONLYDIR);
+	if (wd < 0)
+		r = -1;
+	else
+		h->cache_wd[h->n_cache_wd++] = wd;
+	free(p);
+	return r;
+}
+
+/* Watches the cache directory for new object directories, and each one. */
+static int watch_cache(struct kj__daemon *d)
+{
+	struct kj__hits *h = d->hits;
+	DIR *dp;
+	struct dirent *de;
+	int r = 0;
+
+	h->cache_root_wd = inotify_add_watch(h->ino_fd, d->cfg.cache_dir, IN_CREATE | IN_MOVED_TO | IN_ONLYDIR);
+	if (h->cache_root_wd < 0 || (dp = opendir(d->cfg.cache_dir)) == NULL)
+		return -1;
+	while (r == 0 && (de = readdir(dp)) != NULL) {
+		struct stat st;
+		char *p = kj__asprintf("%s/%s", d->cfg.cache_dir, de->d_name);
+		if (p && lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
+			r = watch_cache_dir(d, de->d_name);
+		free(p);
+	}
+	closedir(dp);
+	return r;
+}
+
+static int is_cache_wd(const struct kj__hits *h, int wd)
+{
+	for (size_t i = 0; i < h->n_cache_wd; i++)
+		if (h->cache_wd[i] == wd)
+			return 1;
+	return 0;
+}
+
+/* An object file <64 hex>.<ext> changed under us: drop its entries. */
+static void object_changed(struct kj__daemon *d, const char *name)
+{
+	const char *dot = strchr(name, '.');
+	char hex[65];
+
+	if (dot == NULL || dot - name != 64 || strchr(dot + 1, '.') != NULL)
+		return;
+	memcpy(hex, name, 64);
+	hex[64] = '\0';
+	kj__hits_remove_key(d, hex);
+}
+
+/* Reads every pending inotify event: one under the kernels directory
+ * invalidates the table, a changed object file drops its entries. */
 static void drain_events(struct kj__daemon *d)
 {
 	struct kj__hits *h = d->hits;
@@ -88,13 +165,23 @@ static void drain_events(struct kj__daemon *d)
 			break;
 		for (char *q = buf; q < buf + n;) {
 			const struct inotify_event *ev = (const struct inotify_event *)q;
+			q += sizeof *ev + ev->len;
+			if (ev->wd == h->cache_root_wd) {
+				if ((ev->mask & IN_ISDIR) && ev->len && watch_cache_dir(d, ev->name) < 0)
+					kj__log(d, "cannot watch the new object directory %s: %s", ev->name, strerror(errno));
+				continue;
+			}
+			if (ev->wd >= 0 && is_cache_wd(h, ev->wd)) {
+				if (ev->len && (ev->mask & CACHE_MASK))
+					object_changed(d, ev->name);
+				continue;
+			}
 			any = 1;
 			overflow |= (ev->mask & IN_Q_OVERFLOW) != 0;
 			/* A new subdirectory: watch it too (a failure is logged below
 			 * as a missed watch; invalidation still happened). */
 			if ((ev->mask & (IN_CREATE | IN_MOVED_TO)) && (ev->mask & IN_ISDIR))
 				overflow = 1;
-			q += sizeof *ev + ev->len;
 		}
 	}
 	if (overflow && watch_tree(h->ino_fd, d->cfg.kernels_dir, 0) < 0)
@@ -134,6 +221,11 @@ void kj__hits_start(struct kj__daemon *d)
 		return;
 	}
 	h->ino_fd = -1;
+	h->cache_root_wd = -1;
+	if ((h->cache_wd = calloc(CACHE_WATCHES_MAX, sizeof *h->cache_wd)) == NULL) {
+		hits_off(d, "out of memory");
+		goto fail;
+	}
 	r = kj__hittab_create(&h->tab, KJ_HITTAB_BYTES_MAX, KJ_HITTAB_SLOTS_DEFAULT);
 	if (r < 0) {
 		hits_off(d, r == KJIT_EIO ? "this kernel cannot seal a memfd (Linux 5.1 or later needed)"
@@ -154,6 +246,9 @@ void kj__hits_start(struct kj__daemon *d)
 	h->poll.data = d;
 	h->poll_open = 1;
 	d->hits = h;
+	if (watch_cache(d) < 0)
+		kj__log(d, "cannot watch the cache's object directories (%s): a file damaged on disk is noticed "
+			   "at its next socket hit only", strerror(errno));
 	if (uv_poll_start(&h->poll, UV_READABLE, on_inotify) < 0) {
 		hits_off(d, "cannot poll the inotify descriptor");
 		kj__hits_stop(d);
@@ -192,6 +287,7 @@ void kj__hits_free(struct kj__hits *h)
 	if (h->ino_fd >= 0)
 		close(h->ino_fd);
 	kj__hittab_free(h->tab);
+	free(h->cache_wd);
 	free(h);
 }
 

@@ -462,6 +462,7 @@ static int serve(struct kj__daemon *d)
 	r = kj__server_start(d);
 	if (r < 0) {
 		fprintf(d->log, "kjitd: cannot serve on %s: %s\n", d->cfg.socket_path, kjit_strerror(r));
+		kj__hits_stop(d);
 		return r == KJIT_EBUSY ? 4 : 1;
 	}
 	uv_signal_init(d->loop, &d->sigterm);
