@@ -691,17 +691,40 @@ static int file_holds(const char *path, const uint8_t *p, size_t n)
 	return same;
 }
 
+/* The deepest existing directory of incdir/name's path (incdir itself at
+ * worst), stat'ed into st: its mtime changes when name, or a directory on
+ * the way to it, is created.  malloc'd, or NULL (no memory, or no
+ * directory at all). */
+static char *missing_watch(const char *incdir, const char *name, struct stat *st)
+{
+	char *p = kj__asprintf("%s/%s", incdir, name);
+	size_t root = strlen(incdir);
+
+	while (p != NULL) {
+		char *slash = strrchr(p, '/');
+		if (slash == NULL || (size_t)(slash - p) < root) {
+			free(p);
+			return NULL;
+		}
+		*slash = '\0';
+		if (stat(p, st) == 0 && S_ISDIR(st->st_mode))
+			return p;
+	}
+	return NULL;
+}
+
 /* Remembers what g's bytes resolved to, with the files that went into the
  * key.  Each file is stat'ed, then read again and compared with the bytes
  * that were hashed, so the identity kept matches those bytes; a file that
- * changed meanwhile means nothing is remembered. */
+ * changed meanwhile means nothing is remembered.  For an include name found
+ * nowhere, the directory where it would appear is watched instead. */
 static void memo_remember(struct get_req *g, const struct kj__includes *inc, const char *incdir,
 			  const char *key, const char *target, const char *version)
 {
 	struct kj__memo_hit hit = { .backend = g->backend };
-	const char *paths[KJ_HEADERS_MAX_COUNT + 1];
-	char *owned[KJ_HEADERS_MAX_COUNT + 1];
-	struct stat st[KJ_HEADERS_MAX_COUNT + 1];
+	const char *paths[2 * KJ_HEADERS_MAX_COUNT + 1];
+	char *owned[2 * KJ_HEADERS_MAX_COUNT + 1];
+	struct stat st[2 * KJ_HEADERS_MAX_COUNT + 1];
 	size_t n = 0, n_owned = 0;
 	int ok = g->raw != NULL;
 
@@ -723,6 +746,13 @@ static void memo_remember(struct get_req *g, const struct kj__includes *inc, con
 		paths[n] = owned[n_owned++];
 		ok = stat(paths[n], &st[n]) == 0 && file_holds(paths[n], inc->data[i], inc->len[i]);
 		n++;
+	}
+	for (size_t i = 0; ok && i < inc->n_missing && n < KJ_ARRAY_SIZE(paths); i++) {
+		if ((owned[n_owned] = missing_watch(incdir, inc->missing[i], &st[n])) == NULL) {
+			ok = 0;
+			break;
+		}
+		paths[n++] = owned[n_owned++];
 	}
 	if (ok) {
 		snprintf(hit.key, sizeof hit.key, "%s", key);
@@ -770,9 +800,6 @@ static int compatible_object(struct kj__daemon *d, const struct kj__key_input *k
 	return 0;
 }
 
-static const char *const hip_builtin[] = { "hip/" };
-static const char *const cuda_builtin[] = { "cuda_", "cuda/", "vector_", "crt/" };
-
 static void get_resolved(void *arg, int code, const char *error)
 {
 	struct get_req *g = arg;
@@ -814,13 +841,9 @@ static void get_resolved(void *arg, int code, const char *error)
 		goto fail;
 	}
 	dir = incdir;
-	const char *const *builtin = g->backend == KJIT_BACKEND_HIP ? hip_builtin
-				     : g->backend == KJIT_BACKEND_CUDA ? cuda_builtin : NULL;
-	size_t n_builtin = g->backend == KJIT_BACKEND_HIP ? KJ_ARRAY_SIZE(hip_builtin)
-			   : g->backend == KJIT_BACKEND_CUDA ? KJ_ARRAY_SIZE(cuda_builtin) : 0;
-	r = kj__includes_resolve(g->source, g->source_len, (const char *const *)g->hnames,
-				 (const uint8_t *const *)g->hdata, g->hlen, g->n_headers, &dir, 1, builtin, n_builtin,
-				 &inc, err, sizeof err);
+	r = kj__includes_resolve(g->source_name, g->source, g->source_len, (const char *const *)g->hnames,
+				 (const uint8_t *const *)g->hdata, g->hlen, g->n_headers, &dir, 1, &inc, err,
+				 sizeof err);
 	if (r < 0) {
 		free(incdir);
 		goto fail;
@@ -840,6 +863,8 @@ static void get_resolved(void *arg, int code, const char *error)
 		.header_data = (const uint8_t *const *)inc.data,
 		.header_len = inc.len,
 		.n_headers = inc.n,
+		.missing = (const char *const *)inc.missing,
+		.n_missing = inc.n_missing,
 	};
 	r = kj__cache_key(&ki, key);
 	if (r == 0)
