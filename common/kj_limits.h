@@ -20,6 +20,7 @@
 #define KJ_ENTRIES_MAX_COUNT 256
 #define KJ_HEADERS_MAX_COUNT 512
 #define KJ_INCLUDE_DEPTH_MAX 32            /* nested #include levels we follow */
+#define KJ_TREE_FILES_MAX (1u << 18)       /* entries of a system include tree we fingerprint */
 
 /* Daemon. */
 #define KJ_COMPILE_TIMEOUT_MS 60000        /* a compile past this kills its worker */

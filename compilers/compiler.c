@@ -321,7 +321,7 @@ int kj__rtc_args_build(const struct kj__compile_job *job, struct kj__rtc_args *a
 	memset(a, 0, sizeof *a);
 	a->hdrs = calloc(nh + 1, sizeof *a->hdrs);
 	a->names = calloc(nh + 1, sizeof *a->names);
-	a->opts = calloc(job->n_options + 1, sizeof *a->opts);
+	a->opts = calloc(job->n_options + 1 + KJ_RTC_EXTRA_OPTS, sizeof *a->opts);
 	if (a->hdrs == NULL || a->names == NULL || a->opts == NULL)
 		return kj__out_error(out, KJIT_ENOMEM, "out of memory");
 	if ((r = kj__cstr_dup(job->source, job->source_len, &a->src)) < 0)
@@ -338,6 +338,15 @@ int kj__rtc_args_build(const struct kj__compile_job *job, struct kj__rtc_args *a
 	for (size_t i = 0; i < job->n_options; i++)
 		a->opts[i + 1] = job->options[i];
 	a->n_opts = (int)job->n_options + 1;
+	return 0;
+}
+
+int kj__rtc_args_push(struct kj__rtc_args *a, const char *opt, struct kj__compile_out *out)
+{
+	if (a->n_extra >= KJ_RTC_EXTRA_OPTS)
+		return kj__out_error(out, KJIT_EINTERNAL, "too many compiler-added options");
+	a->opts[a->n_opts++] = opt;
+	a->n_extra++;
 	return 0;
 }
 

@@ -62,14 +62,19 @@ struct kj__rtc_args {
 	char **hdrs;
 	const char **names;
 	const char **opts;
-	int n_headers, n_opts;
+	int n_headers, n_opts, n_extra;
 	char arch[KJ_TARGET_MAX + 32];
 };
+/* Room kj__rtc_args_build leaves for options the family adds itself. */
+#define KJ_RTC_EXTRA_OPTS 4
 /* Builds a from job.  0, or a negative code with out->error set (a NUL
  * inside the source or a header, or no memory).  Free with kj__rtc_args_free
  * in both cases. */
 int kj__rtc_args_build(const struct kj__compile_job *job, struct kj__rtc_args *a, struct kj__compile_out *out);
 void kj__rtc_args_free(struct kj__rtc_args *a);
+/* Appends opt (not copied: it must outlive a) after the job's options.  0,
+ * or KJIT_EINTERNAL with out->error past KJ_RTC_EXTRA_OPTS. */
+int kj__rtc_args_push(struct kj__rtc_args *a, const char *opt, struct kj__compile_out *out);
 
 /* Sets out->error to a malloc'd copy of msg (best effort) and returns code. */
 int kj__out_error(struct kj__compile_out *out, int code, const char *msg);
@@ -89,6 +94,12 @@ int kj__elf_is(const uint8_t *p, size_t n, unsigned machine, uint32_t *flags);
  * KJIT_ENOENT (no entry for target). */
 int kj__bundle_find(const uint8_t *p, size_t n, const char *target, const uint8_t **obj,
 		    size_t *objlen);
+
+/* The identity of the tree under dir (treeid.c): 16 hex digits of SHA-256
+ * over every entry's relative path, type, size and mtime (links by their
+ * text), so any change of a file under it changes them.  A missing dir
+ * gives the digest of nothing.  0 or a negative code. */
+int kj__tree_id(const char *dir, char *out, size_t outlen);
 
 /* The HIP option whitelist (hiprtc.c), shared by hipcc: same clang underneath. */
 const struct kj__opt_rule *kj__hip_option_rules(size_t *n);

@@ -8,12 +8,25 @@
  * cuModuleLoadData wants it.  Entries are not used by NVRTC (kernels are
  * expected to be extern "C"; they are the client's to look up).
  *
- * Identity: "nvrtc MAJ.MIN" from nvrtcVersion.  Runtime version: the same
- * "MAJ.MIN": the CUDA version the objects are built against, since a cubin
- * or PTX from NVRTC N loads with any driver that supports CUDA N.
+ * The toolkit's own headers (<cuda_fp16.h>, <cooperative_groups.h>,
+ * <cuda/std/...>) come from the include directory of the toolkit NVRTC was
+ * loaded from: "include" beside (or one level above) the library's
+ * directory, and its "cccl" subdirectory where CUDA 13 keeps libcu++.  They
+ * are passed as --include-path after the request's options, so the job's
+ * headers come first.  -O, -O0..-O3 are accepted (they are in the key) and
+ * not passed on: NVRTC always optimises device code.
+ *
+ * Identity: "nvrtc MAJ.MIN" from nvrtcVersion, then "; headers ID" with the
+ * tree identity (treeid.c) of that include directory, or "; headers none".
+ * Runtime version: "MAJ.MIN": the CUDA version the objects are built
+ * against, since a cubin or PTX from NVRTC N loads with any driver that
+ * supports CUDA N.
  */
 #include <dlfcn.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,6 +64,8 @@ struct nvrtc_state {
 	int archs[NVRTC_ARCHS_MAX];
 	int n_archs;
 	int major, minor;
+	char inc_opt[2][PATH_MAX + 16];  /* "--include-path=DIR" and its cccl/, or "" */
+	char tree[32];                   /* tree identity of the include directory, or "none" */
 };
 
 static const char *const nvrtc_libs[] = {
@@ -77,7 +92,54 @@ static const struct kj__opt_rule cuda_rules[] = {
 	{ KJ_OPT_EXACT, "--extra-device-vectorization", NULL },
 	{ KJ_OPT_EXACT, "-w", NULL },
 	{ KJ_OPT_EXACT, "--disable-warnings", NULL },
+	{ KJ_OPT_EXACT, "-default-device", NULL },
+	{ KJ_OPT_EXACT, "--device-as-default-execution-space", NULL },
+	{ KJ_OPT_EXACT, "-O", NULL },
+	{ KJ_OPT_CHOICE, "-O", "0|1|2|3" },
 };
+
+/* Is a directory with cuda_fp16.h in it at d (a malloc'd or stack path)? */
+static int toolkit_include_at(const char *d)
+{
+	char p[PATH_MAX];
+	struct stat st;
+
+	return (size_t)snprintf(p, sizeof p, "%s/cuda_fp16.h", d) < sizeof p && stat(p, &st) == 0 &&
+	       S_ISREG(st.st_mode);
+}
+
+/* Finds the include directory of the toolkit the library came from, sets
+ * the --include-path options and the tree identity.  A toolkit without one
+ * (NVRTC alone) leaves them empty: <cuda_fp16.h> then fails in NVRTC's own
+ * words.  0 or a negative code. */
+static int find_toolkit_include(struct nvrtc_state *st)
+{
+	static const char *const rel[] = { "../include", "../../include", "../targets/x86_64-linux/include" };
+	char lib[PATH_MAX], dir[PATH_MAX], real[PATH_MAX];
+	Dl_info info;
+
+	snprintf(st->tree, sizeof st->tree, "none");
+	if (dladdr(*(void **)&st->api.version, &info) == 0 || info.dli_fname == NULL ||
+	    realpath(info.dli_fname, lib) == NULL)
+		return 0;
+	char *slash = strrchr(lib, '/');
+	if (slash == NULL)
+		return 0;
+	*slash = '\0';
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(rel); i++) {
+		if ((size_t)snprintf(dir, sizeof dir, "%s/%s", lib, rel[i]) >= sizeof dir ||
+		    realpath(dir, real) == NULL || !toolkit_include_at(real))
+			continue;
+		int r = kj__tree_id(real, st->tree, sizeof st->tree);
+		if (r < 0)
+			return r;
+		snprintf(st->inc_opt[0], sizeof st->inc_opt[0], "--include-path=%s", real);
+		if ((size_t)snprintf(dir, sizeof dir, "%s/cccl", real) < sizeof dir && access(dir, R_OK) == 0)
+			snprintf(st->inc_opt[1], sizeof st->inc_opt[1], "--include-path=%s", dir);
+		return 0;
+	}
+	return 0;
+}
 
 static int load_api(struct nvrtc_state *st, char *err, size_t errlen)
 {
@@ -239,6 +301,10 @@ static int nvrtc_init(void **state, char *err, size_t errlen)
 		goto out;
 	}
 	st->n_archs = n;
+	if ((r = find_toolkit_include(st)) < 0) {
+		snprintf(err, errlen, "cannot fingerprint the CUDA toolkit's include directory (%s)", kjit_strerror(r));
+		goto out;
+	}
 	/* Warm-up: the first compile loads the builtins library. */
 	{
 		struct kj__compile_out o = { 0 };
@@ -266,7 +332,7 @@ static int nvrtc_identity(void *state, char *id, size_t idlen, char *rv, size_t 
 {
 	struct nvrtc_state *st = state;
 
-	if ((size_t)snprintf(id, idlen, "nvrtc %d.%d", st->major, st->minor) >= idlen ||
+	if ((size_t)snprintf(id, idlen, "nvrtc %d.%d; headers %s", st->major, st->minor, st->tree) >= idlen ||
 	    (size_t)snprintf(rv, rvlen, "%d.%d", st->major, st->minor) >= rvlen)
 		return KJIT_ETOOBIG;
 	return 0;
@@ -286,6 +352,15 @@ static int nvrtc_compile(void *state, const struct kj__compile_job *job, struct 
 		return kj__out_error(out, r, err);
 	target_arch(job->target, &arch, &ptx);
 	r = kj__rtc_args_build(job, &a, out);
+	for (int i = 0; r == 0 && i < a.n_opts; i++) /* -O*: NVRTC always optimises */
+		if (strncmp(a.opts[i], "-O", 2) == 0) {
+			memmove(&a.opts[i], &a.opts[i + 1], (size_t)(a.n_opts - i - 1) * sizeof *a.opts);
+			a.n_opts--;
+			i--;
+		}
+	for (size_t i = 0; r == 0 && i < KJ_ARRAY_SIZE(st->inc_opt); i++)
+		if (st->inc_opt[i][0])
+			r = kj__rtc_args_push(&a, st->inc_opt[i], out);
 	if (r == 0)
 		r = run_nvrtc(st, job->source_name, a.src, a.n_headers, (const char *const *)a.hdrs, a.names,
 			      a.n_opts, a.opts, ptx, out);
