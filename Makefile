@@ -64,11 +64,14 @@ $(BUILD)/kjitd: $(call obj,daemon/main.c) $(DAEMON_OBJ) $(COMPILER_OBJ) $(CACHE_
 $(BUILD)/kjit: $(call obj,client/cli.c) $(BUILD)/libkjit.a
 	$(CC) $(LDFLAGS_KJ) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS)
 
-$(BUILD)/libkjit.a: $(CLIENT_OBJ) $(COMMON_OBJ)
+# libkjit runs the include scan itself for -I (client/ccopts.c).
+LIBKJIT_OBJ  := $(CLIENT_OBJ) $(COMMON_OBJ) $(call obj,cache/include.c)
+
+$(BUILD)/libkjit.a: $(LIBKJIT_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/libkjit.so: $(CLIENT_OBJ) $(COMMON_OBJ)
+$(BUILD)/libkjit.so: $(LIBKJIT_OBJ)
 	$(CC) -shared -Wl,-soname,libkjit.so.0 $(LDFLAGS_KJ) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS)
 
 $(BUILD)/include/kjit.h: client/kjit.h

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ccopts.h"
 #include "detect.h"
 #include "kjit.h"
 #include "kj_limits.h"
@@ -94,7 +95,7 @@ static const char *hint(int code)
 	case KJIT_EWORKER: return "retry; if it happens again, see kjitd's log";
 	case KJIT_ETIMEDOUT: return "retry, or check that kjitd is not overloaded";
 	case KJIT_ETOOBIG: return "make the input smaller";
-	case KJIT_EINCLUDE: return "pass the header with --include-header";
+	case KJIT_EINCLUDE: return "pass its directory with -I DIR or the header with --include-header";
 	case KJIT_ENOENT: return "list the entries with `kjit ls`";
 	case KJIT_ECORRUPT: return "run `kjit verify`";
 	case KJIT_EBUSY: return "stop the other kjitd or use another cache directory";
@@ -332,10 +333,19 @@ static int cmd_get(const struct cmd *cmd, int argc, char **argv)
 	size_t src_len = 0;
 	kjit_result res = { 0 };
 	kjit_client *c = NULL;
+	struct kj__ccopts cc; /* -I, -D, -U, -O, -std=, glslc's spellings (client/ccopts.c) */
+	const char *all_opts[KJ_CCOPTS_MAX + MAX_REPEAT];
+	char ccerr[256] = "";
 
 	memset(&a, 0, sizeof a);
 	memset(h, 0, sizeof h);
-	int ex = get_parse(cmd, argc, argv, &a);
+	int ex = kj__ccopts_take(&cc, &argc, argv, ccerr, sizeof ccerr) < 0 ? usage_error(cmd, ccerr, NULL) : 0;
+	if (ex == 0)
+		ex = get_parse(cmd, argc, argv, &a);
+	if (ex == 0 && kj__ccopts_finish(&cc, a.backend, &a.target, ccerr, sizeof ccerr) < 0)
+		ex = usage_error(cmd, ccerr, NULL);
+	for (size_t i = 0; ex == 0 && i < cc.n_opts + a.n_opts; i++)
+		all_opts[i] = i < cc.n_opts ? cc.opts[i] : a.opts[i - cc.n_opts];
 	if (ex == 0 && a.source)
 		ex = read_input(a.source, KJ_SOURCE_MAX, &src, &src_len);
 	if (ex == 0 && a.source && (src_name = source_name_of(a.source)) == NULL)
@@ -351,8 +361,9 @@ static int cmd_get(const struct cmd *cmd, int argc, char **argv)
 		.source = src, .source_size = src_len,
 		.source_name = src_name,
 		.entries = a.entries, .n_entries = a.n_entries,
-		.options = a.opts, .n_options = a.n_opts,
+		.options = all_opts, .n_options = cc.n_opts + a.n_opts,
 		.headers = h, .n_headers = a.n_headers,
+		.include_dirs = cc.dirs, .n_include_dirs = cc.n_dirs,
 	};
 	int r = kjit_get(c, &req, &res);
 	if (r == KJIT_ECOMPILE) {
@@ -383,6 +394,7 @@ out:
 		free((char *)h[i].name);
 		free(bufs[i]);
 	}
+	kj__ccopts_free(&cc);
 	return ex;
 }
 
@@ -1194,6 +1206,7 @@ out:
 
 static const struct cmd cmds[] = {
 	{ "get", cmd_get, "get (--source FILE | --kernel NAME) --backend B [--target T] [--entry E]... "
+			  "[-I DIR]... [-D NAME[=V]]... [-U NAME]... [-O[N]] [-std=STD] "
 			  "[--opt OPT]... [--include-header [NAME=]FILE]... [-o FILE] [--json]" },
 	{ "warm", cmd_warm, "warm [--backend B]... [--target T]... [--kernel NAME]... [-j N] [--replay] [--json]" },
 	{ "targets", cmd_targets, "targets [--json]" },

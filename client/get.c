@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ccopts.h"
 #include "client_int.h"
 #include "detect.h"
 #include "util.h"
@@ -217,6 +218,24 @@ int kjit_get(kjit_client *c, const kjit_request *req, kjit_result *res)
 		return KJIT_EINVAL;
 	c->err[0] = '\0';
 	int r = request_check(c, req);
+	/* -I: the headers found in the include directories join the request's. */
+	kjit_request with_dirs;
+	kjit_header *found = NULL;
+	size_t n_found = 0;
+	if (r == 0 && req->n_include_dirs) {
+		char why[512];
+		if (req->include_dirs == NULL || req->n_include_dirs > KJ_CCOPTS_MAX)
+			r = kj__client_fail(c, KJIT_EINVAL, "invalid include_dirs: at most %d", KJ_CCOPTS_MAX);
+		else if ((r = kj__headers_from_dirs(req, req->include_dirs, req->n_include_dirs, &found, &n_found,
+						    why, sizeof why)) < 0)
+			kj__client_fail(c, r, "%s", why[0] ? why : kjit_strerror(r));
+		with_dirs = *req;
+		with_dirs.headers = found;
+		with_dirs.n_headers = n_found;
+		req = &with_dirs;
+		if (r == 0)
+			r = request_check(c, req);
+	}
 	if (r == 0)
 		r = resolve(c, req, &rv);
 	if (r == 0 && (r = encode(&b, req, &rv)) < 0)
@@ -243,6 +262,7 @@ int kjit_get(kjit_client *c, const kjit_request *req, kjit_result *res)
 	kj__msg_free(&m);
 	free(body);
 	kj__buf_free(&b);
+	kj__headers_free(found, n_found);
 	return r;
 }
 

@@ -119,6 +119,11 @@ typedef struct kjit_request {
 	const kjit_header *headers;  /* headers the source may include */
 	size_t n_headers;
 	int no_env;                  /* 1: ignore the environment's overrides */
+	/* Directories (-I) searched, in order after headers, for what the
+	 * source includes; what is found is read by this process and sent
+	 * with the request as headers.  May be NULL. */
+	const char *const *include_dirs;
+	size_t n_include_dirs;
 } kjit_request;
 
 /* The answer to a get.  Everything in it is owned by it: release it with
