@@ -101,6 +101,14 @@ int kj__bundle_find(const uint8_t *p, size_t n, const char *target, const uint8_
  * gives the digest of nothing.  0 or a negative code. */
 int kj__tree_id(const char *dir, char *out, size_t outlen);
 
+/* Checks that each of entries[0..n) is an entry point of obj (symbols.c:
+ * an ELF's defined function symbols, PTX's .entry names, SPIR-V's
+ * OpEntryPoint names).  0 (also when obj's symbols cannot be listed), or
+ * KJIT_ECOMPILE with "no entry point 'X' in the object; it has: A, B" in
+ * err. */
+int kj__entries_check(const uint8_t *obj, size_t len, const char *const *entries, size_t n, char *err,
+		      size_t errlen);
+
 /* The HIP option whitelist (hiprtc.c), shared by hipcc: same clang underneath. */
 const struct kj__opt_rule *kj__hip_option_rules(size_t *n);
 

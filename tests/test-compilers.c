@@ -330,8 +330,25 @@ static void test_nvrtc(void)
 	struct kj__compile_out o = { 0 };
 	struct kj__compile_job j = job_of("sm_90", "scale.cu", cuda_src);
 	CHECK_EQ_INT(ops->identity(st, id, sizeof id, rv, sizeof rv), 0);
-	CHECK(strncmp(id, "nvrtc ", 6) == 0 && strcmp(id + 6, rv) == 0);
+	CHECK(strncmp(id, "nvrtc ", 6) == 0 && strncmp(id + 6, rv, strlen(rv)) == 0);
+	/* the toolkit's include tree is part of the identity */
+	CHECK(strstr(id, "; headers ") != NULL && strstr(id, "; headers none") == NULL);
 
+	CHECK_EQ_INT(ops->compile(st, &j, &o), 0);
+	kj__compile_out_free(&o);
+	/* the toolkit's own headers are found (they were "no directories in search list") */
+	static const char fp16_src[] = "#include <cuda_fp16.h>\n#include <cooperative_groups.h>\n"
+				       "#include <cuda/std/cstdint>\n"
+				       "extern \"C\" __global__ void h(__half *x) { x[0] = __float2half(1.f); }\n";
+	const char *o3[] = { "-O3", "-default-device" };
+	j = job_of("sm_90", "fp16.cu", fp16_src);
+	j.options = o3;
+	j.n_options = 2;
+	if (ops->compile(st, &j, &o) != 0)
+		fprintf(stderr, "%s\n%s\n", o.error ? o.error : "", o.log ? o.log : "");
+	CHECK(o.data != NULL);
+	kj__compile_out_free(&o);
+	j = job_of("sm_90", "scale.cu", cuda_src);
 	CHECK_EQ_INT(ops->compile(st, &j, &o), 0);
 	CHECK(kj__elf_is(o.data, o.len, KJ_EM_CUDA, NULL));
 	kj__compile_out_free(&o);
@@ -660,7 +677,31 @@ static void test_worker_unknown_family(void)
 	worker_dir_remove();
 }
 
-TEST_LIST(TEST(find) TEST(options_whitelist) TEST(include_check) TEST(log_cap)
+/* --entry is checked against the object's own entry points: PTX .entry
+ * names and SPIR-V OpEntryPoint names (ELF symbols: tests/e2e/realworld.sh
+ * with real compilers). */
+static void test_entries_check(void)
+{
+	static const char ptx[] = ".version 8.0\n.target sm_90\n.visible .entry scale(\n.param .u64 p)\n{ ret; }\n"
+				  ".entry   other (\n)\n";
+	const char *ok[] = { "scale", "other" }, *bad[] = { "scal" };
+	char err[256];
+
+	CHECK_EQ_INT(kj__entries_check((const uint8_t *)ptx, sizeof ptx, ok, 2, err, sizeof err), 0);
+	CHECK_EQ_INT(kj__entries_check((const uint8_t *)ptx, sizeof ptx, bad, 1, err, sizeof err), KJIT_ECOMPILE);
+	CHECK(strstr(err, "'scal'") != NULL && strstr(err, "it has: scale, other") != NULL);
+	/* SPIR-V: header, then OpEntryPoint GLCompute %1 "main" */
+	uint32_t spv[] = { KJ_SPIRV_MAGIC, 0x10000, 0, 2, 0, (5u << 16) | 15, 5, 1, 0, 0 };
+	memcpy(&spv[8], "main", 4);
+	const char *m[] = { "main" }, *mm[] = { "mian" };
+	CHECK_EQ_INT(kj__entries_check((const uint8_t *)spv, sizeof spv, m, 1, err, sizeof err), 0);
+	CHECK_EQ_INT(kj__entries_check((const uint8_t *)spv, sizeof spv, mm, 1, err, sizeof err), KJIT_ECOMPILE);
+	CHECK(strstr(err, "it has: main") != NULL);
+	/* something unlistable is not judged */
+	CHECK_EQ_INT(kj__entries_check((const uint8_t *)"\x01\x02", 2, mm, 1, err, sizeof err), 0);
+}
+
+TEST_LIST(TEST(entries_check) TEST(find) TEST(options_whitelist) TEST(include_check) TEST(log_cap)
 	  TEST(bundle_parse) TEST(hiprtc_targets) TEST(hiprtc_rejects_targets)
 	  TEST(hiprtc_errors_headers_options) TEST(hipcc) TEST(nvrtc) TEST(shaderc)
 	  TEST(worker_hiprtc) TEST(worker_test_family) TEST(worker_spin_is_killable)
