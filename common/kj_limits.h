@@ -33,6 +33,8 @@
 #define KJ_WORKER_FSIZE_MAX (1ull << 30)   /* RLIMIT_FSIZE of a worker */
 #define KJ_HOT_BYTES_MAX (256u << 20)      /* verified objects kept in memory */
 #define KJ_MEMO_BYTES_MAX (64u << 20)      /* request bodies remembered with their cache key */
+#define KJ_NEGCACHE_MAX 64                 /* failed compiles remembered (daemon/negcache.c) */
+#define KJ_FAILED_TTL_MS 5000              /* --failed-ttl default: a startup storm, not an edit cycle */
 
 /* Client. */
 #define KJ_DEFAULT_TIMEOUT_MS 600000       /* a reply: covers a queue of long compiles */

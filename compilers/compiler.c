@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "compint.h"
+#include "proto.h"
 #include "kjit.h"
 #include "kj_limits.h"
 #include "testcomp.h"
@@ -240,6 +241,65 @@ char *kj__log_dup_of(const char *p, size_t n, size_t total)
 	memcpy(s, p, keep);
 	memcpy(s + keep, tail, (size_t)tl + 1);
 	return s;
+}
+
+char *kj__log_scrub(const char *log, const char *marker, const char *blind, const char *name)
+{
+	struct kj__buf b = { 0 };
+	const char *p = log, *m;
+	size_t ml = strlen(marker), bl = strlen(blind);
+	int r = 0;
+
+	if (log == NULL)
+		return NULL;
+	while (r == 0 && (m = strstr(p, marker)) != NULL) {
+		const char *t = m; /* back to the start of the path token */
+		while (t > p && t[-1] != ' ' && t[-1] != '\n' && t[-1] != '\t' && t[-1] != '"' && t[-1] != '\'')
+			t--;
+		r = kj__buf_append(&b, p, (size_t)(t - p));
+		/* past "DIR-XXXX/" and the one directory under it ("input/") */
+		p = m + ml;
+		for (int k = 0; k < 2; k++) {
+			size_t n = strcspn(p, "/ \n\t\"':");
+			if (p[n] == '/')
+				p += n + 1;
+		}
+		if (r == 0 && strncmp(p, blind, bl) == 0) {
+			r = kj__buf_append(&b, name, strlen(name));
+			p += bl;
+		}
+	}
+	if (r == 0)
+		r = kj__buf_append(&b, p, strlen(p) + 1);
+	if (r < 0) {
+		kj__buf_free(&b);
+		return NULL;
+	}
+	return (char *)b.p;
+}
+
+void kj__log_reason(const char *log, const char *fallback, char *out, size_t outlen)
+{
+	const char *p = log;
+
+	while (p && *p) {
+		size_t n = strcspn(p, "\n");
+		const char *e = memmem(p, n, "error", 5);
+		if (e == NULL)
+			e = memmem(p, n, "Error", 5);
+		/* "1 error detected in the compilation of" is a summary, not the reason */
+		if (e && !(n > 0 && p[0] >= '0' && p[0] <= '9' && memmem(p, n, "detected", 8))) {
+			while (n > 0 && (p[n - 1] == '\r' || p[n - 1] == ' '))
+				n--;
+			snprintf(out, outlen, "%.*s", (int)(n < 200 ? n : 200), p);
+			for (char *q = out; *q; q++)
+				if ((unsigned char)*q < 0x20)
+					*q = ' ';
+			return;
+		}
+		p += n + (p[n] == '\n');
+	}
+	snprintf(out, outlen, "%s", fallback);
 }
 
 char *kj__log_dup(const char *p, size_t n)

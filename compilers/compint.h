@@ -43,6 +43,19 @@ int kj__options_check(const char *family, const struct kj__opt_rule *rules, size
  * never reads a file the job did not bring, except the toolkit's own. */
 int kj__includes_check(const struct kj__compile_job *job, char *err, size_t errlen);
 
+/* A malloc'd copy of log in which every path token holding marker
+ * ("/comgr-": a compiler's private directory, .../comgr-XXXXXX/input/x.h)
+ * loses everything up to the directory under it ("x.h"), and a file called
+ * blind there ("CompileSource") is called name (the user's file name)
+ * instead.  NULL for a NULL log or on ENOMEM. */
+char *kj__log_scrub(const char *log, const char *marker, const char *blind, const char *name);
+
+/* The reason a compile failed, for its one-line error: the first line of
+ * log that reports an error (cut to 200 bytes), else fallback.  The caller
+ * (kjitd) already says which compiler rejected which file for which
+ * target, so neither is repeated here. */
+void kj__log_reason(const char *log, const char *fallback, char *out, size_t outlen);
+
 /* A malloc'd NUL-terminated copy of p[0..n), cut to at most KJ_LOG_MAX bytes
  * with a "[log truncated ...]" line appended when cut.  NULL for n == 0 or
  * on ENOMEM. */

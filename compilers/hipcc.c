@@ -443,9 +443,10 @@ static int hipcc_compile(void *state, const struct kj__compile_job *job, struct 
 		goto out;
 	}
 	if (!WIFEXITED(po.status) || WEXITSTATUS(po.status) != 0) {
-		snprintf(err, sizeof err, "%s: hipcc failed (%s %d)", job->source_name,
-			 WIFEXITED(po.status) ? "exit status" : "signal",
+		char status[64];
+		snprintf(status, sizeof status, "hipcc failed (%s %d)", WIFEXITED(po.status) ? "exit status" : "signal",
 			 WIFEXITED(po.status) ? WEXITSTATUS(po.status) : WTERMSIG(po.status));
+		kj__log_reason(out->log, status, err, sizeof err);
 		r = kj__out_error(out, KJIT_ECOMPILE, err);
 		goto out;
 	}

@@ -220,12 +220,17 @@ static int run_hiprtc(struct hiprtc_state *st, const char *name, const char *src
 			goto out;
 		}
 		if (st->api.log(p, log) == 0) {
+			/* comgr names the source "CompileSource" under its private
+			 * .../comgr-XXXXXX/input/ directory, headers under include/:
+			 * the user's names, no private path */
 			log[log_len] = '\0';
-			out->log = kj__log_dup(log, strlen(log));
+			char *clean = kj__log_scrub(log, "/comgr-", "CompileSource", name);
+			out->log = kj__log_dup(clean ? clean : log, strlen(clean ? clean : log));
+			free(clean);
 		}
 	}
 	if (ce != 0) {
-		snprintf(msg, sizeof msg, "%s: hiprtc: %s", name, st->api.errstr(ce));
+		kj__log_reason(out->log, st->api.errstr(ce), msg, sizeof msg);
 		r = kj__out_error(out, KJIT_ECOMPILE, msg);
 		goto out;
 	}

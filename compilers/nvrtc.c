@@ -248,7 +248,7 @@ static int run_nvrtc(struct nvrtc_state *st, const char *name, const char *src, 
 		}
 	}
 	if (ce != 0) {
-		snprintf(msg, sizeof msg, "%s: nvrtc: %s", name, st->api.errstr(ce));
+		kj__log_reason(out->log, st->api.errstr(ce), msg, sizeof msg);
 		r = kj__out_error(out, KJIT_ECOMPILE, msg);
 		goto out;
 	}

@@ -302,8 +302,10 @@ static int shaderc_compile(void *state, const struct kj__compile_job *job, struc
 		out->log = kj__log_dup(msg, strlen(msg));
 	r = status_code(shaderc_result_get_compilation_status(res));
 	if (r < 0) {
-		snprintf(err, sizeof err, "%s: shaderc: %s", job->source_name,
-			 r == KJIT_ECOMPILE ? "compilation failed (see the log)" : "internal error");
+		if (r == KJIT_ECOMPILE)
+			kj__log_reason(out->log, "compilation failed", err, sizeof err);
+		else
+			snprintf(err, sizeof err, "%s: shaderc: internal error", job->source_name);
 		r = kj__out_error(out, r, err);
 		goto out;
 	}

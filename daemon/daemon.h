@@ -38,6 +38,8 @@ struct kj__config {
 	uint64_t max_size;
 	uint64_t hot_size;          /* verified objects kept in memory */
 	uint64_t memo_size;         /* request bytes remembered with their key */
+	unsigned failed_ttl_ms;     /* --failed-ttl: a failed compile is served this long */
+	int failed_ttl_given;
 	unsigned jobs;              /* workers per compiler family */
 	unsigned compile_timeout_ms;
 	int foreground;
@@ -137,6 +139,16 @@ int kj__memo_find(struct kj__memo *m, const uint8_t *body, size_t len, struct kj
 int kj__memo_put(struct kj__memo *m, const uint8_t *body, size_t len, const struct kj__memo_hit *hit,
 		 const char *const *paths, const struct stat *stats, size_t n_paths);
 
+/* negcache.c: failed compiles remembered for ttl_ms (docs in negcache.c).
+ * ttl_ms 0 remembers nothing.  _get returns 1 with the code, error line and
+ * log (NULL if none; borrowed until the next _put) of key's recent failure,
+ * else 0. */
+struct kj__negcache;
+int kj__negcache_new(struct kj__negcache **out, unsigned ttl_ms);
+void kj__negcache_free(struct kj__negcache *n);
+void kj__negcache_put(struct kj__negcache *n, const char *key, int code, const char *line, const char *log);
+int kj__negcache_get(struct kj__negcache *n, const char *key, int *code, const char **line, const char **log);
+
 /* Counters since start; added to the persistent ones on flush. */
 enum kj__stat {
 	KJ_STAT_REQUESTS, KJ_STAT_HITS, KJ_STAT_MISSES, KJ_STAT_COMPILES, KJ_STAT_JOINED,
@@ -160,6 +172,7 @@ struct kj__daemon {
 	struct kj__pool *pools[4];   /* by backend */
 	struct kj__manifest manifest;
 	struct kj__memo *memo;       /* request bytes -> key, for the hit path */
+	struct kj__negcache *negcache; /* recently failed compiles (negcache.c) */
 	struct kj__flight **flights; /* open hash by key */
 	size_t flights_cap, flights_n;
 	struct kj__conn *conns;      /* all live connections */

@@ -380,6 +380,8 @@ static void on_job_done(struct kj__job *job, int code, const struct kj__msg *res
 			count_error(d, counted_as);
 			send_compile_error(f->w[i].c, f->w[i].id, wcode, line, log);
 		}
+		if (wcode == KJIT_ECOMPILE) /* the source's fault: answer its repeats from memory */
+			kj__negcache_put(d->negcache, f->key, wcode, line, log);
 		kj__log(d, "compile %s failed: %s", f->key, line);
 		goto out;
 	}
@@ -895,6 +897,14 @@ static void get_resolved(void *arg, int code, const char *error)
 		send_object(d, g->c, g->id, KJIT_STATUS_HIT, ckey, ctarget, version, data, len, NULL);
 		record_latency(d, g->t0);
 		free(data);
+		goto out;
+	}
+	/* A compile of these exact bytes failed moments ago (negcache.c). */
+	int ncode;
+	const char *nline, *nlog;
+	if (kj__negcache_get(d->negcache, key, &ncode, &nline, &nlog)) {
+		count_error(d, ncode);
+		send_compile_error(g->c, g->id, ncode, nline, nlog);
 		goto out;
 	}
 	d->stats[KJ_STAT_MISSES]++;

@@ -34,11 +34,13 @@ static const char usage_text[] =
 	"usage: kjitd [--socket PATH] [--cache-dir DIR] [--max-size SIZE] [--jobs N] [--foreground]\n"
 	"             [--hip-arch T] [--cuda-arch T] [--vulkan-env T] [--hip-compiler hiprtc|hipcc]\n"
 	"             [--compile-timeout SECONDS] [--kernels-dir DIR] [--log FILE] [--system]\n"
-	"             [--allow-uid UID]... [--allow-gid GID]... [--hot-size SIZE] [--memo-size SIZE]\n";
+	"             [--allow-uid UID]... [--allow-gid GID]... [--hot-size SIZE] [--memo-size SIZE]\n"
+	"             [--failed-ttl SECONDS]\n";
 
 enum {
 	OPT_HIP_ARCH = 256, OPT_CUDA_ARCH, OPT_VULKAN_ENV, OPT_HIP_COMPILER, OPT_TIMEOUT, OPT_KERNELS,
 	OPT_LOG, OPT_SYSTEM, OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_SYSFS, OPT_WORKER, OPT_DETECT, OPT_HOT, OPT_MEMO,
+	OPT_FAILED_TTL,
 };
 
 static const struct option long_opts[] = {
@@ -60,6 +62,7 @@ static const struct option long_opts[] = {
 	{ "sysfs-root", required_argument, NULL, OPT_SYSFS },
 	{ "hot-size", required_argument, NULL, OPT_HOT },
 	{ "memo-size", required_argument, NULL, OPT_MEMO },
+	{ "failed-ttl", required_argument, NULL, OPT_FAILED_TTL },
 	{ "worker", required_argument, NULL, OPT_WORKER },
 	{ "detect", no_argument, NULL, OPT_DETECT },
 	{ "help", no_argument, NULL, 'h' },
@@ -168,6 +171,12 @@ static int parse_args(int argc, char **argv, struct kj__config *cfg)
 				return usage_error("--hot-size/--memo-size '%s': expected a size like 64M", optarg);
 			*(c == OPT_HOT ? &cfg->hot_size : &cfg->memo_size) = size;
 			break;
+		case OPT_FAILED_TTL:
+			if (parse_uint(optarg, 3600, &v) < 0)
+				return usage_error("--failed-ttl '%s': expected seconds, 0 to 3600", optarg);
+			cfg->failed_ttl_ms = (unsigned)v * 1000u;
+			cfg->failed_ttl_given = 1;
+			break;
 		case OPT_WORKER: return kj__worker_main(optarg, 3);
 		case OPT_DETECT:
 			/* Driver libraries may leave allocations behind at unload;
@@ -204,6 +213,8 @@ static int fill_defaults(struct kj__config *cfg)
 		cfg->hot_size = KJ_HOT_BYTES_MAX;
 	if (cfg->memo_size == 0)
 		cfg->memo_size = KJ_MEMO_BYTES_MAX;
+	if (!cfg->failed_ttl_given)
+		cfg->failed_ttl_ms = KJ_FAILED_TTL_MS;
 	cfg->self_exe = realpath("/proc/self/exe", NULL);
 	return cfg->socket_path && cfg->cache_dir && cfg->kernels_dir && cfg->self_exe ? 0 : KJIT_ENOMEM;
 }
@@ -334,7 +345,7 @@ static int serve(struct kj__daemon *d)
 	}
 	if (reset_tmp(d) < 0)
 		return 1;
-	if (kj__memo_new(&d->memo, d->cfg.memo_size) < 0) {
+	if (kj__memo_new(&d->memo, d->cfg.memo_size) < 0 || kj__negcache_new(&d->negcache, d->cfg.failed_ttl_ms) < 0) {
 		fprintf(d->log, "kjitd: out of memory\n");
 		return 1;
 	}
@@ -399,6 +410,7 @@ out:
 			kj__log(&d, "exiting with handles still open");
 	}
 	kj__memo_free(d.memo);
+	kj__negcache_free(d.negcache);
 	kj__cache_close(d.cache);
 	kj__manifest_free(&d.manifest);
 	if (d.log && d.log != stderr)

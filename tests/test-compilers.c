@@ -701,7 +701,29 @@ static void test_entries_check(void)
 	CHECK_EQ_INT(kj__entries_check((const uint8_t *)"\x01\x02", 2, mm, 1, err, sizeof err), 0);
 }
 
-TEST_LIST(TEST(entries_check) TEST(find) TEST(options_whitelist) TEST(include_check) TEST(log_cap)
+/* Compiler messages: the user's file names, no private paths, and a
+ * one-line reason taken from the log. */
+static void test_log_scrub_and_reason(void)
+{
+	const char *log = "In file included from /tmp/c/tmp/worker-X/comgr-9a944e/input/CompileSource:1:\n"
+			  "/tmp/c/tmp/worker-X/comgr-9a944e/include/sub/x.h:1:9: error: use of 'nope'\n"
+			  "2 errors generated when compiling for gfx90a.\n";
+	char *c = kj__log_scrub(log, "/comgr-", "CompileSource", "k.hip");
+	CHECK(c != NULL);
+	CHECK_EQ_STR(c, "In file included from k.hip:1:\nsub/x.h:1:9: error: use of 'nope'\n"
+			"2 errors generated when compiling for gfx90a.\n");
+	free(c);
+	char why[256];
+	kj__log_reason("k.cu(3): warning: w\nk.cu(4): error: identifier \"q\" is undefined\r\n"
+		       "1 error detected in the compilation of \"k.cu\".\n", "fallback", why, sizeof why);
+	CHECK_EQ_STR(why, "k.cu(4): error: identifier \"q\" is undefined");
+	kj__log_reason("1 error detected in the compilation of \"k.cu\".\n", "fallback", why, sizeof why);
+	CHECK_EQ_STR(why, "fallback");
+	kj__log_reason(NULL, "none", why, sizeof why);
+	CHECK_EQ_STR(why, "none");
+}
+
+TEST_LIST(TEST(log_scrub_and_reason) TEST(entries_check) TEST(find) TEST(options_whitelist) TEST(include_check) TEST(log_cap)
 	  TEST(bundle_parse) TEST(hiprtc_targets) TEST(hiprtc_rejects_targets)
 	  TEST(hiprtc_errors_headers_options) TEST(hipcc) TEST(nvrtc) TEST(shaderc)
 	  TEST(worker_hiprtc) TEST(worker_test_family) TEST(worker_spin_is_killable)
