@@ -113,6 +113,13 @@ int kj__bundle_find(const uint8_t *p, size_t n, const char *target, const uint8_
  * text), so any change of a file under it changes them.  A missing dir
  * gives the digest of nothing.  0 or a negative code. */
 int kj__tree_id(const char *dir, char *out, size_t outlen);
+/* The same over several trees, each line prefixed with its root. */
+int kj__trees_id(const char *const *dirs, size_t n, char *out, size_t outlen);
+/* The identity of the system include trees a full compiler (hipcc, nvcc)
+ * reads read-only: /usr/include, /usr/local/include, /usr/lib/gcc, clang's
+ * resource directories, ROCm's include directory, and extra (a toolkit's
+ * include directory; may be NULL).  Computed once per worker start. */
+int kj__system_headers_id(const char *extra, char *out, size_t outlen);
 
 /* Checks that each of entries[0..n) is an entry point of obj (symbols.c:
  * an ELF's defined function symbols, PTX's .entry names, SPIR-V's

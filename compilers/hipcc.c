@@ -16,9 +16,14 @@
  * here (compint.h: kj__bundle_find), so both HIP families hand back a plain
  * AMDGPU ELF.  A plain ELF (other hipcc builds) is taken as is.
  *
- * Identity: "hipcc HIPVERSION; clang VERSION; device-libs HASH" from
- * `hipcc --version` run once in init; runtime version: MAJOR.MINOR of the
- * HIP version.  A target is admitted when kj__amd_target_parse accepts it
+ * hipcc, unlike hiprtc, reads the system's headers (<cstdint>, <iostream>):
+ * the sandbox lets it read the system trees, and their identity is part of
+ * the compiler's.
+ *
+ * Identity: "hipcc HIPVERSION; clang VERSION; device-libs HASH; system
+ * headers HASH" from `hipcc --version` run once in init and treeid.c's
+ * kj__system_headers_id; runtime version: MAJOR.MINOR of the HIP
+ * version.  A target is admitted when kj__amd_target_parse accepts it
  * and the device libs carry oclc_isa_version_NNN.bc for its processor.
  */
 #include <errno.h>
@@ -245,7 +250,7 @@ static int probe_version(struct hipcc_state *st, char *err, size_t errlen)
 {
 	int r = KJIT_EBACKEND;
 	char dir[PATH_MAX], hipv[KJ_VERSION_STR_MAX] = "", clangv[KJ_VERSION_STR_MAX] = "";
-	char dl[KJ_VERSION_STR_MAX];
+	char dl[KJ_VERSION_STR_MAX], sys[32];
 	const char *argv[] = { st->hipcc, "--version", NULL };
 	struct proc_out po;
 	int maj = 0, min = 0;
@@ -271,8 +276,12 @@ static int probe_version(struct hipcc_state *st, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot fingerprint the device libraries");
 		goto out;
 	}
-	if ((size_t)snprintf(st->identity, sizeof st->identity, "hipcc %s; clang %s; %s", hipv,
-			     clangv[0] ? clangv : "unknown", dl) >= sizeof st->identity) {
+	if ((r = kj__system_headers_id(NULL, sys, sizeof sys)) < 0) {
+		snprintf(err, errlen, "cannot fingerprint the system include trees (%s)", kjit_strerror(r));
+		goto out;
+	}
+	if ((size_t)snprintf(st->identity, sizeof st->identity, "hipcc %s; clang %s; %s; system headers %s", hipv,
+			     clangv[0] ? clangv : "unknown", dl, sys) >= sizeof st->identity) {
 		snprintf(err, errlen, "hipcc's identity is too long");
 		r = KJIT_EBACKEND;
 		goto out;
@@ -376,44 +385,36 @@ out:
 	return r;
 }
 
-static int hipcc_compile(void *state, const struct kj__compile_job *job, struct kj__compile_out *out)
+/* Writes the job's headers, then its source as src, into dir.  0 or a
+ * negative code with out->error. */
+static int write_job(const char *dir, const struct kj__compile_job *job, const char *src,
+		     struct kj__compile_out *out)
 {
-	struct hipcc_state *st = state;
-	int r;
-	char err[256], dir[PATH_MAX] = "", arch[KJ_TARGET_MAX + 32], inc[PATH_MAX + 4];
-	char src[KJ_NAME_MAX + 16], srcpath[PATH_MAX + KJ_NAME_MAX], outpath[PATH_MAX + 32];
-	const char **argv = NULL;
-	size_t n_rules, a = 0;
-	const struct kj__opt_rule *rules = kj__hip_option_rules(&n_rules);
-	struct proc_out po;
-
-	memset(out, 0, sizeof *out);
-	memset(&po, 0, sizeof po);
-	if ((r = hipcc_check_target(st, job->target, err, sizeof err)) < 0 ||
-	    (r = kj__options_check("hipcc", rules, n_rules, job, err, sizeof err)) < 0 ||
-	    (r = kj__includes_check(job, err, sizeof err)) < 0) {
-		r = kj__out_error(out, r, err);
-		goto out;
-	}
-	if ((r = make_dir(st, dir, sizeof dir)) < 0) {
-		dir[0] = '\0';
-		r = kj__out_error(out, KJIT_EIO, "cannot make a temporary directory for hipcc");
-		goto out;
-	}
-	source_file(job->source_name, src, sizeof src);
 	for (size_t i = 0; i < job->n_headers; i++) {
 		if (strcmp(job->headers[i].name, src) == 0 || strcmp(job->headers[i].name, HIPCC_OUT) == 0)
 			continue; /* the source itself wins */
-		if ((r = put_file(dir, job->headers[i].name, job->headers[i].data, job->headers[i].len)) < 0) {
-			r = kj__out_error(out, KJIT_EIO, "cannot write a header into the temporary directory");
-			goto out;
-		}
+		if (put_file(dir, job->headers[i].name, job->headers[i].data, job->headers[i].len) < 0)
+			return kj__out_error(out, KJIT_EIO, "cannot write a header into the temporary directory");
 	}
-	if ((r = put_file(dir, src, job->source, job->source_len)) < 0) {
-		r = kj__out_error(out, KJIT_EIO, "cannot write the source into the temporary directory");
-		goto out;
-	}
-	r = KJIT_ENOMEM;
+	if (put_file(dir, src, job->source, job->source_len) < 0)
+		return kj__out_error(out, KJIT_EIO, "cannot write the source into the temporary directory");
+	return 0;
+}
+
+/* Runs `hipcc --genco` on dir/src into dir/HIPCC_OUT, with the log (its
+ * private paths removed) in out->log.  0, or a negative code with
+ * out->error (KJIT_ECOMPILE: hipcc rejected the source). */
+static int run_hipcc(struct hipcc_state *st, const struct kj__compile_job *job, const char *dir, const char *src,
+		     struct kj__compile_out *out)
+{
+	char err[256], arch[KJ_TARGET_MAX + 32], inc[PATH_MAX + 4];
+	char srcpath[PATH_MAX + KJ_NAME_MAX], outpath[PATH_MAX + 32];
+	const char **argv = NULL;
+	size_t a = 0;
+	struct proc_out po;
+	int r = KJIT_ENOMEM;
+
+	memset(&po, 0, sizeof po);
 	if ((argv = calloc(job->n_options + 10, sizeof *argv)) == NULL)
 		goto out;
 	if ((size_t)snprintf(arch, sizeof arch, "--offload-arch=%s", job->target) >= sizeof arch ||
@@ -450,12 +451,32 @@ static int hipcc_compile(void *state, const struct kj__compile_job *job, struct 
 		r = kj__out_error(out, KJIT_ECOMPILE, err);
 		goto out;
 	}
-	r = take_object(dir, job->target, out);
+	r = 0;
 out:
-	if (dir[0])
-		rm_tree(dir);
 	kj__buf_free(&po.log);
 	free(argv);
+	return r;
+}
+
+static int hipcc_compile(void *state, const struct kj__compile_job *job, struct kj__compile_out *out)
+{
+	struct hipcc_state *st = state;
+	char err[256], dir[PATH_MAX] = "", src[KJ_NAME_MAX + 16];
+	size_t n_rules;
+	const struct kj__opt_rule *rules = kj__hip_option_rules(&n_rules);
+	int r;
+
+	memset(out, 0, sizeof *out);
+	if ((r = hipcc_check_target(st, job->target, err, sizeof err)) < 0 ||
+	    (r = kj__options_check("hipcc", rules, n_rules, job, err, sizeof err)) < 0 ||
+	    (r = kj__includes_check(job, err, sizeof err)) < 0)
+		return kj__out_error(out, r, err);
+	if (make_dir(st, dir, sizeof dir) < 0)
+		return kj__out_error(out, KJIT_EIO, "cannot make a temporary directory for hipcc");
+	source_file(job->source_name, src, sizeof src);
+	if ((r = write_job(dir, job, src, out)) == 0 && (r = run_hipcc(st, job, dir, src, out)) == 0)
+		r = take_object(dir, job->target, out);
+	rm_tree(dir);
 	return r;
 }
 

@@ -3,7 +3,8 @@
  * system include trees), for the compiler identity and so the cache key.
  *
  * The identity is the first 16 hex digits of SHA-256 over the sorted lines
- * "relative path, type, size, mtime (ns)" of every entry under the tree
+ * "root, relative path, type, size, mtime (ns)" of every entry under the
+ * trees
  * (symbolic links by their target text, never followed), computed once when
  * a worker starts: an upgrade of the toolkit or of a system package that
  * touches any header changes it, and with it every key.  Bounded by
@@ -13,6 +14,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,17 +101,28 @@ static int walk_dir(struct walk *w, const char *root, const char *rel, int depth
 	return r;
 }
 
-int kj__tree_id(const char *dir, char *out, size_t outlen)
+int kj__trees_id(const char *const *dirs, size_t n, char *out, size_t outlen)
 {
 	struct walk w = { 0 };
 	struct kj__sha *s = NULL;
 	uint8_t d[KJ_SHA256_LEN];
 	char hex[KJ_SHA256_HEX_LEN + 1];
-	int r;
+	int r = 0;
 
-	if (dir == NULL || out == NULL)
+	if ((n && dirs == NULL) || out == NULL)
 		return KJIT_EINVAL;
-	if ((r = walk_dir(&w, dir, "", 0)) < 0 || (r = kj__sha_new(&s)) < 0)
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		size_t first = w.n;
+		r = walk_dir(&w, dirs[i], "", 0);
+		for (size_t k = first; r == 0 && k < w.n; k++) { /* the root is part of each line */
+			char *l = kj__asprintf("%s\t%s", dirs[i], w.lines[k]);
+			if (l == NULL)
+				r = KJIT_ENOMEM;
+			else
+				free(w.lines[k]), w.lines[k] = l;
+		}
+	}
+	if (r < 0 || (r = kj__sha_new(&s)) < 0)
 		goto out;
 	qsort(w.lines, w.n, sizeof *w.lines, cmp_line);
 	for (size_t i = 0; r == 0 && i < w.n; i++)
@@ -125,5 +138,39 @@ out:
 	for (size_t i = 0; i < w.n; i++)
 		free(w.lines[i]);
 	free(w.lines);
+	return r;
+}
+
+int kj__tree_id(const char *dir, char *out, size_t outlen)
+{
+	return kj__trees_id(&dir, dir ? 1 : 0, out, outlen);
+}
+
+/* Where a full compiler (hipcc, nvcc) finds the C and C++ library's and its
+ * own headers on Debian and ROCm installs; patterns for glob(3). */
+static const char *const system_roots[] = {
+	"/usr/include", "/usr/local/include", "/usr/lib/gcc", "/usr/lib/llvm-*/lib/clang",
+	"/opt/rocm/include", "/opt/rocm/llvm/lib/clang",
+};
+
+int kj__system_headers_id(const char *extra, char *out, size_t outlen)
+{
+	const char *dirs[64];
+	size_t n = 0;
+	glob_t g[KJ_ARRAY_SIZE(system_roots)];
+	int r;
+
+	memset(g, 0, sizeof g);
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(system_roots); i++) {
+		if (glob(system_roots[i], 0, NULL, &g[i]) != 0)
+			continue; /* none there */
+		for (size_t k = 0; k < g[i].gl_pathc && n < KJ_ARRAY_SIZE(dirs) - 1; k++)
+			dirs[n++] = g[i].gl_pathv[k];
+	}
+	if (extra)
+		dirs[n++] = extra;
+	r = kj__trees_id(dirs, n, out, outlen);
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(system_roots); i++)
+		globfree(&g[i]);
 	return r;
 }
