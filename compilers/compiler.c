@@ -19,7 +19,7 @@
 #include "util.h"
 
 static const struct kj__compiler_ops *const families[] = {
-	&kj__compiler_hiprtc, &kj__compiler_hipcc, &kj__compiler_nvrtc,
+	&kj__compiler_hiprtc, &kj__compiler_hipcc, &kj__compiler_nvrtc, &kj__compiler_nvcc,
 	&kj__compiler_shaderc, &kj__compiler_test,
 };
 

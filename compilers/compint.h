@@ -129,6 +129,30 @@ int kj__system_headers_id(const char *extra, char *out, size_t outlen);
 int kj__entries_check(const uint8_t *obj, size_t len, const char *const *entries, size_t n, char *err,
 		      size_t errlen);
 
+/* Full compilers as child processes (spawn.c). */
+#include "proto.h"
+struct kj__proc_out {
+	struct kj__buf log;  /* first KJ_LOG_MAX bytes of stdout+stderr */
+	size_t total;        /* bytes the child wrote */
+	int status;          /* waitpid status */
+	int timed_out;
+};
+/* Runs argv (argv[0] an absolute path) in dir with a clean environment,
+ * capturing stdout+stderr into po (free po->log with kj__buf_free).  0
+ * when the child ran (look at po->status, po->timed_out), or a negative
+ * code. */
+int kj__run_capture(const char *const *argv, const char *dir, int timeout_ms, struct kj__proc_out *po);
+/* Makes a fresh private directory ROOT/kjit-FAMILY-XXXXXX into dir.  0,
+ * KJIT_EINVAL (too long) or KJIT_EIO. */
+int kj__make_job_dir(const char *root, const char *family, char *dir, size_t dirlen);
+/* Writes data to dir/name, creating the subdirectories name has (name was
+ * checked: relative, no "..").  0, KJIT_EINVAL or KJIT_EIO. */
+int kj__put_file(const char *dir, const char *name, const uint8_t *data, size_t len);
+/* Removes a job's directory; a failure is said on stderr (kjitd's log). */
+void kj__rm_job_dir(const char *dir);
+/* The captured log with every "DIR/" removed, capped; NULL if empty. */
+char *kj__clean_log(const struct kj__proc_out *po, const char *dir);
+
 /* The HIP option whitelist (hiprtc.c), shared by hipcc: same clang underneath. */
 const struct kj__opt_rule *kj__hip_option_rules(size_t *n);
 

@@ -57,163 +57,6 @@ struct hipcc_state {
 	char runtime[KJ_VERSION_STR_MAX];
 };
 
-struct proc_out {
-	struct kj__buf log;  /* first KJ_LOG_MAX bytes */
-	size_t total;        /* bytes the child wrote */
-	int status;          /* waitpid status */
-	int timed_out;
-};
-
-/* Runs argv in dir with a clean environment, capturing stdout+stderr.
- * 0 when the child ran (look at po->status), or a negative code. */
-static int run_capture(const char *const *argv, const char *dir, int timeout_ms, struct proc_out *po)
-{
-	int r = KJIT_EIO, fds[2] = { -1, -1 };
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t at;
-	sigset_t none, all;
-	pid_t pid = -1;
-	char home[PATH_MAX + 8], tmpd[PATH_MAX + 8];
-	char *envp[] = { "PATH=/usr/bin:/bin", home, tmpd, "LC_ALL=C", "LANG=C", "HIP_PLATFORM=amd",
-			 NULL };
-	uint64_t deadline = kj__now_us() + (uint64_t)timeout_ms * 1000;
-
-	memset(po, 0, sizeof *po);
-	snprintf(home, sizeof home, "HOME=%s", dir);
-	snprintf(tmpd, sizeof tmpd, "TMPDIR=%s", dir);
-	if (pipe2(fds, O_CLOEXEC) < 0)
-		return KJIT_EIO;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawnattr_init(&at);
-	sigemptyset(&none);
-	sigfillset(&all);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-	posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
-	posix_spawn_file_actions_addchdir_np(&fa, dir);
-	posix_spawnattr_setpgroup(&at, 0);
-	posix_spawnattr_setsigmask(&at, &none);
-	posix_spawnattr_setsigdefault(&at, &all);
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-					      POSIX_SPAWN_SETSIGDEF);
-	int e = posix_spawn(&pid, argv[0], &fa, &at, (char *const *)argv, envp);
-	close(fds[1]);
-	fds[1] = -1;
-	if (e != 0) {
-		errno = e;
-		goto out;
-	}
-	for (;;) {
-		char buf[8192];
-		uint64_t now = kj__now_us();
-		if (now >= deadline) {
-			po->timed_out = 1;
-			kill(-pid, SIGKILL);
-			break;
-		}
-		struct pollfd pf = { .fd = fds[0], .events = POLLIN };
-		int pr = poll(&pf, 1, (int)((deadline - now) / 1000) + 1);
-		if (pr < 0 && errno == EINTR)
-			continue;
-		if (pr <= 0)
-			continue;
-		ssize_t n = read(fds[0], buf, sizeof buf);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		po->total += (size_t)n;
-		if (po->log.len < KJ_LOG_MAX) {
-			size_t k = (size_t)n < KJ_LOG_MAX - po->log.len ? (size_t)n : KJ_LOG_MAX - po->log.len;
-			if (kj__buf_append(&po->log, buf, k) < 0) {
-				r = KJIT_ENOMEM;
-				kill(-pid, SIGKILL);
-				goto reap;
-			}
-		}
-	}
-	r = 0;
-reap:
-	while (waitpid(pid, &po->status, 0) < 0 && errno == EINTR)
-		;
-	kill(-pid, SIGKILL); /* stragglers of the group, if any */
-out:
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&at);
-	if (fds[0] >= 0)
-		close(fds[0]);
-	if (fds[1] >= 0)
-		close(fds[1]);
-	return r;
-}
-
-/* Removes a job's directory; a failure is said (the log reaches kjitd's). */
-static void rm_tree(const char *dir)
-{
-	int r = kj__rm_rf(dir);
-	if (r < 0)
-		fprintf(stderr, "kjit hipcc: cannot remove %s: %s\n", dir, strerror(-r));
-}
-
-/* Makes a fresh private directory under st->tmp_root into dir. */
-static int make_dir(const struct hipcc_state *st, char *dir, size_t dirlen)
-{
-	if ((size_t)snprintf(dir, dirlen, "%s/kjit-hipcc-XXXXXX", st->tmp_root) >= dirlen)
-		return KJIT_EINVAL;
-	return mkdtemp(dir) ? 0 : KJIT_EIO;
-}
-
-/* Writes data to dir/name, creating the subdirectories name has (name was
- * checked: relative, no ".."). */
-static int put_file(const char *dir, const char *name, const uint8_t *data, size_t len)
-{
-	char path[PATH_MAX];
-	int r = KJIT_EIO, fd = -1;
-
-	if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path)
-		return KJIT_EINVAL;
-	for (char *s = path + strlen(dir) + 1; (s = strchr(s, '/')) != NULL; s++) {
-		*s = '\0';
-		if (mkdir(path, 0700) < 0 && errno != EEXIST)
-			return KJIT_EIO;
-		*s = '/';
-	}
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		goto out;
-	if (kj__write_all(fd, data, len) < 0)
-		goto out;
-	r = 0;
-out:
-	if (fd >= 0)
-		close(fd);
-	return r;
-}
-
-/* The captured log with every "DIR/" removed, capped; NULL if empty. */
-static char *clean_log(const struct proc_out *po, const char *dir)
-{
-	char pre[PATH_MAX + 2];
-	size_t pl = (size_t)snprintf(pre, sizeof pre, "%s/", dir), w = 0;
-	char *s = malloc(po->log.len + 1);
-
-	if (s == NULL || po->log.len == 0) {
-		free(s);
-		return NULL;
-	}
-	for (size_t i = 0; i < po->log.len;) {
-		if (po->log.len - i >= pl && memcmp(po->log.p + i, pre, pl) == 0) {
-			i += pl;
-			continue;
-		}
-		s[w++] = (char)po->log.p[i++];
-	}
-	/* The removed prefixes shrink the log; the omitted count stays exact. */
-	char *l = kj__log_dup_of(s, w, w + (po->total - po->log.len));
-	free(s);
-	return l;
-}
-
 static int hipcc_check_target(void *state, const char *target, char *err, size_t errlen)
 {
 	char canon[KJ_TARGET_MAX], path[PATH_MAX];
@@ -252,15 +95,15 @@ static int probe_version(struct hipcc_state *st, char *err, size_t errlen)
 	char dir[PATH_MAX], hipv[KJ_VERSION_STR_MAX] = "", clangv[KJ_VERSION_STR_MAX] = "";
 	char dl[KJ_VERSION_STR_MAX], sys[32];
 	const char *argv[] = { st->hipcc, "--version", NULL };
-	struct proc_out po;
+	struct kj__proc_out po;
 	int maj = 0, min = 0;
 
 	memset(&po, 0, sizeof po);
-	if (make_dir(st, dir, sizeof dir) < 0) {
+	if (kj__make_job_dir(st->tmp_root, "hipcc", dir, sizeof dir) < 0) {
 		snprintf(err, errlen, "cannot make a directory under %s", st->tmp_root);
 		return KJIT_EIO;
 	}
-	if (run_capture(argv, dir, KJ_COMPILE_TIMEOUT_MS, &po) < 0 || !WIFEXITED(po.status) ||
+	if (kj__run_capture(argv, dir, KJ_COMPILE_TIMEOUT_MS, &po) < 0 || !WIFEXITED(po.status) ||
 	    WEXITSTATUS(po.status) != 0 || kj__buf_append(&po.log, "", 1) < 0) {
 		snprintf(err, errlen, "'%s --version' failed", st->hipcc);
 		goto out;
@@ -290,7 +133,7 @@ static int probe_version(struct hipcc_state *st, char *err, size_t errlen)
 	r = 0;
 out:
 	kj__buf_free(&po.log);
-	rm_tree(dir);
+	kj__rm_job_dir(dir);
 	return r;
 }
 
@@ -393,10 +236,10 @@ static int write_job(const char *dir, const struct kj__compile_job *job, const c
 	for (size_t i = 0; i < job->n_headers; i++) {
 		if (strcmp(job->headers[i].name, src) == 0 || strcmp(job->headers[i].name, HIPCC_OUT) == 0)
 			continue; /* the source itself wins */
-		if (put_file(dir, job->headers[i].name, job->headers[i].data, job->headers[i].len) < 0)
+		if (kj__put_file(dir, job->headers[i].name, job->headers[i].data, job->headers[i].len) < 0)
 			return kj__out_error(out, KJIT_EIO, "cannot write a header into the temporary directory");
 	}
-	if (put_file(dir, src, job->source, job->source_len) < 0)
+	if (kj__put_file(dir, src, job->source, job->source_len) < 0)
 		return kj__out_error(out, KJIT_EIO, "cannot write the source into the temporary directory");
 	return 0;
 }
@@ -411,7 +254,7 @@ static int run_hipcc(struct hipcc_state *st, const struct kj__compile_job *job, 
 	char srcpath[PATH_MAX + KJ_NAME_MAX], outpath[PATH_MAX + 32];
 	const char **argv = NULL;
 	size_t a = 0;
-	struct proc_out po;
+	struct kj__proc_out po;
 	int r = KJIT_ENOMEM;
 
 	memset(&po, 0, sizeof po);
@@ -434,11 +277,11 @@ static int run_hipcc(struct hipcc_state *st, const struct kj__compile_job *job, 
 	argv[a++] = outpath;
 	argv[a++] = srcpath;
 	argv[a] = NULL;
-	if ((r = run_capture(argv, dir, KJ_COMPILE_TIMEOUT_MS, &po)) < 0) {
+	if ((r = kj__run_capture(argv, dir, KJ_COMPILE_TIMEOUT_MS, &po)) < 0) {
 		r = kj__out_error(out, r, "cannot run hipcc");
 		goto out;
 	}
-	out->log = clean_log(&po, dir);
+	out->log = kj__clean_log(&po, dir);
 	if (po.timed_out) {
 		r = kj__out_error(out, KJIT_ETIMEDOUT, "hipcc ran past the compile timeout and was killed");
 		goto out;
@@ -471,12 +314,12 @@ static int hipcc_compile(void *state, const struct kj__compile_job *job, struct 
 	    (r = kj__options_check("hipcc", rules, n_rules, job, err, sizeof err)) < 0 ||
 	    (r = kj__includes_check(job, err, sizeof err)) < 0)
 		return kj__out_error(out, r, err);
-	if (make_dir(st, dir, sizeof dir) < 0)
+	if (kj__make_job_dir(st->tmp_root, "hipcc", dir, sizeof dir) < 0)
 		return kj__out_error(out, KJIT_EIO, "cannot make a temporary directory for hipcc");
 	source_file(job->source_name, src, sizeof src);
 	if ((r = write_job(dir, job, src, out)) == 0 && (r = run_hipcc(st, job, dir, src, out)) == 0)
 		r = take_object(dir, job->target, out);
-	rm_tree(dir);
+	kj__rm_job_dir(dir);
 	return r;
 }
 

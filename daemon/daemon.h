@@ -35,6 +35,7 @@ struct kj__config {
 	char *self_exe;             /* our own binary, re-executed for roles */
 	char *arch[4];              /* per backend: --hip-arch, --cuda-arch, --vulkan-env */
 	char *hip_compiler;         /* "hiprtc" (default) or "hipcc" */
+	char *cuda_compiler;        /* "nvrtc" (default) or "nvcc" */
 	uint64_t max_size;
 	uint64_t hot_size;          /* verified objects kept in memory */
 	uint64_t memo_size;         /* request bytes remembered with their key */

@@ -974,7 +974,7 @@ static const char *family_for(struct kj__daemon *d, int backend)
 {
 	switch (backend) {
 	case KJIT_BACKEND_HIP: return d->cfg.hip_compiler ? d->cfg.hip_compiler : "hiprtc";
-	case KJIT_BACKEND_CUDA: return "nvrtc";
+	case KJIT_BACKEND_CUDA: return d->cfg.cuda_compiler ? d->cfg.cuda_compiler : "nvrtc";
 	default: return "shaderc";
 	}
 }

@@ -33,6 +33,7 @@ extern char **environ;
 static const char usage_text[] =
 	"usage: kjitd [--socket PATH] [--cache-dir DIR] [--max-size SIZE] [--jobs N] [--foreground]\n"
 	"             [--hip-arch T] [--cuda-arch T] [--vulkan-env T] [--hip-compiler hiprtc|hipcc]\n"
+	"             [--cuda-compiler nvrtc|nvcc]\n"
 	"             [--compile-timeout SECONDS] [--kernels-dir DIR] [--log FILE] [--system]\n"
 	"             [--allow-uid UID]... [--allow-gid GID]... [--hot-size SIZE] [--memo-size SIZE]\n"
 	"             [--failed-ttl SECONDS]\n";
@@ -40,7 +41,7 @@ static const char usage_text[] =
 enum {
 	OPT_HIP_ARCH = 256, OPT_CUDA_ARCH, OPT_VULKAN_ENV, OPT_HIP_COMPILER, OPT_TIMEOUT, OPT_KERNELS,
 	OPT_LOG, OPT_SYSTEM, OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_SYSFS, OPT_WORKER, OPT_DETECT, OPT_HOT, OPT_MEMO,
-	OPT_FAILED_TTL,
+	OPT_FAILED_TTL, OPT_CUDA_COMPILER,
 };
 
 static const struct option long_opts[] = {
@@ -53,6 +54,7 @@ static const struct option long_opts[] = {
 	{ "cuda-arch", required_argument, NULL, OPT_CUDA_ARCH },
 	{ "vulkan-env", required_argument, NULL, OPT_VULKAN_ENV },
 	{ "hip-compiler", required_argument, NULL, OPT_HIP_COMPILER },
+	{ "cuda-compiler", required_argument, NULL, OPT_CUDA_COMPILER },
 	{ "compile-timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "kernels-dir", required_argument, NULL, OPT_KERNELS },
 	{ "log", required_argument, NULL, OPT_LOG },
@@ -144,7 +146,14 @@ static int parse_args(int argc, char **argv, struct kj__config *cfg)
 			if (strcmp(optarg, "hiprtc") != 0 && strcmp(optarg, "hipcc") != 0 && strcmp(optarg, "test") != 0)
 				return usage_error("--hip-compiler '%s': expected hiprtc or hipcc", optarg);
 			free(cfg->hip_compiler);
+	free(cfg->cuda_compiler);
 			cfg->hip_compiler = kj__strdup(optarg);
+			break;
+		case OPT_CUDA_COMPILER:
+			if (strcmp(optarg, "nvrtc") != 0 && strcmp(optarg, "nvcc") != 0)
+				return usage_error("--cuda-compiler '%s': expected nvrtc or nvcc", optarg);
+			free(cfg->cuda_compiler);
+			cfg->cuda_compiler = kj__strdup(optarg);
 			break;
 		case OPT_TIMEOUT:
 			if (parse_uint(optarg, 86400, &v) < 0 || v == 0)
@@ -228,6 +237,7 @@ static void config_free(struct kj__config *cfg)
 	free(cfg->log_path);
 	free(cfg->self_exe);
 	free(cfg->hip_compiler);
+	free(cfg->cuda_compiler);
 	for (size_t i = 0; i < KJ_ARRAY_SIZE(cfg->arch); i++)
 		free(cfg->arch[i]);
 }

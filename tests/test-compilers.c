@@ -701,6 +701,46 @@ static void test_entries_check(void)
 	CHECK_EQ_INT(kj__entries_check((const uint8_t *)"\x01\x02", 2, mm, 1, err, sizeof err), 0);
 }
 
+/* nvcc: a full .cu file (host code, <stdint.h>) to cubin and PTX, the
+ * mangled entry checked, the system headers in the identity. */
+static void test_nvcc(void)
+{
+	const struct kj__compiler_ops *ops = kj__compiler_find("nvcc");
+	void *st = init_or_die(ops);
+	char id[256], rv[64];
+	struct kj__compile_out o = { 0 };
+	static const char src[] = "#include <stdint.h>\n#include <cstdio>\n"
+				  "__global__ void k(float *x, uint32_t n) { if (threadIdx.x < n) x[threadIdx.x] = 1; }\n"
+				  "int main() { k<<<1, 1>>>(nullptr, 0); printf(\"x\\n\"); return 0; }\n";
+	const char *entry[] = { "_Z1kPfj" }, *wrong[] = { "k" };
+
+	CHECK_EQ_INT(ops->identity(st, id, sizeof id, rv, sizeof rv), 0);
+	CHECK(strncmp(id, "nvcc ", 5) == 0 && strstr(id, "; system headers ") != NULL);
+	struct kj__compile_job j = job_of("sm_90", "full.cu", src);
+	j.entries = entry;
+	j.n_entries = 1;
+	CHECK_EQ_INT(ops->compile(st, &j, &o), 0);
+	CHECK(kj__elf_is(o.data, o.len, KJ_EM_CUDA, NULL));
+	char err[256];
+	CHECK_EQ_INT(kj__entries_check(o.data, o.len, entry, 1, err, sizeof err), 0);
+	CHECK_EQ_INT(kj__entries_check(o.data, o.len, wrong, 1, err, sizeof err), KJIT_ECOMPILE);
+	CHECK(strstr(err, "_Z1kPfj") != NULL);
+	kj__compile_out_free(&o);
+	j = job_of("compute_90", "full.cu", src);
+	CHECK_EQ_INT(ops->compile(st, &j, &o), 0);
+	CHECK(o.len > 0 && o.data[o.len - 1] == '\0' && strstr((const char *)o.data, ".entry") != NULL);
+	kj__compile_out_free(&o);
+	/* a broken source: the compiler's reason, no private path */
+	j = job_of("sm_90", "bad.cu", "__global__ void f() { nope; }\n");
+	CHECK_EQ_INT(ops->compile(st, &j, &o), KJIT_ECOMPILE);
+	CHECK(o.error && strstr(o.error, "bad.cu(1): error") != NULL);
+	CHECK(o.log && strstr(o.log, "kjit-nvcc-") == NULL);
+	kj__compile_out_free(&o);
+	char terr[256];
+	CHECK_EQ_INT(ops->check_target(st, "sm_1", terr, sizeof terr), KJIT_ETARGET);
+	ops->fini(st);
+}
+
 /* Compiler messages: the user's file names, no private paths, and a
  * one-line reason taken from the log. */
 static void test_log_scrub_and_reason(void)
@@ -723,7 +763,7 @@ static void test_log_scrub_and_reason(void)
 	CHECK_EQ_STR(why, "none");
 }
 
-TEST_LIST(TEST(log_scrub_and_reason) TEST(entries_check) TEST(find) TEST(options_whitelist) TEST(include_check) TEST(log_cap)
+TEST_LIST(TEST(nvcc) TEST(log_scrub_and_reason) TEST(entries_check) TEST(find) TEST(options_whitelist) TEST(include_check) TEST(log_cap)
 	  TEST(bundle_parse) TEST(hiprtc_targets) TEST(hiprtc_rejects_targets)
 	  TEST(hiprtc_errors_headers_options) TEST(hipcc) TEST(nvrtc) TEST(shaderc)
 	  TEST(worker_hiprtc) TEST(worker_test_family) TEST(worker_spin_is_killable)
