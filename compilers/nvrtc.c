@@ -280,6 +280,52 @@ out:
 	return r;
 }
 
+/* NVRTC matches an in-memory header by its exact name and does not look
+ * beside the including header: "host_only.cuh" included from
+ * "rw/common.cuh" is not "rw/host_only.cuh" to it.  So a header in a
+ * directory is also given under each tail of its path ("b/c.h" and "c.h"
+ * for "a/b/c.h"), unless a header of that name exists or two headers share
+ * the tail.  The bytes are the job's, all in the key.  *names and *hdrs
+ * (malloc'd, the strings borrowed from a) get the headers and aliases, *n
+ * their count. */
+static int is_tail(const char *name, const char *t)
+{
+	size_t n = strlen(name), l = strlen(t);
+	return n > l && name[n - l - 1] == '/' && strcmp(name + n - l, t) == 0;
+}
+
+static int with_aliases(const struct kj__rtc_args *a, const char ***names, const char ***hdrs, int *n)
+{
+	int nh = a->n_headers, k = nh;
+	size_t cap = (size_t)nh * 2 + 1;
+
+	for (int i = 0; i < nh; i++)
+		for (const char *p = a->names[i]; (p = strchr(p, '/')) != NULL; p++)
+			cap++;
+	*names = calloc(cap, sizeof **names);
+	*hdrs = calloc(cap, sizeof **hdrs);
+	if (*names == NULL || *hdrs == NULL)
+		return KJIT_ENOMEM;
+	for (int i = 0; i < nh; i++) {
+		(*names)[i] = a->names[i];
+		(*hdrs)[i] = a->hdrs[i];
+	}
+	for (int i = 0; i < nh; i++) {
+		for (const char *t = strchr(a->names[i], '/'); t != NULL; t = strchr(t, '/')) {
+			t++;
+			int clash = 0;
+			for (int j = 0; j < nh && !clash; j++)
+				clash = strcmp(a->names[j], t) == 0 || (j != i && is_tail(a->names[j], t));
+			if (!clash && *t) {
+				(*names)[k] = t;
+				(*hdrs)[k++] = a->hdrs[i];
+			}
+		}
+	}
+	*n = k;
+	return 0;
+}
+
 static void nvrtc_fini(void *state)
 {
 	free(state); /* the library stays mapped */
@@ -361,9 +407,14 @@ static int nvrtc_compile(void *state, const struct kj__compile_job *job, struct 
 	for (size_t i = 0; r == 0 && i < KJ_ARRAY_SIZE(st->inc_opt); i++)
 		if (st->inc_opt[i][0])
 			r = kj__rtc_args_push(&a, st->inc_opt[i], out);
+	const char **names = NULL, **hdrs = NULL;
+	int nh = 0;
+	if (r == 0 && (r = with_aliases(&a, &names, &hdrs, &nh)) < 0)
+		kj__out_error(out, r, "out of memory");
 	if (r == 0)
-		r = run_nvrtc(st, job->source_name, a.src, a.n_headers, (const char *const *)a.hdrs, a.names,
-			      a.n_opts, a.opts, ptx, out);
+		r = run_nvrtc(st, job->source_name, a.src, nh, hdrs, names, a.n_opts, a.opts, ptx, out);
+	free(names);
+	free(hdrs);
 	kj__rtc_args_free(&a);
 	return r;
 }
