@@ -186,7 +186,8 @@ int kj__cache_key(const struct kj__key_input *in, char hex[65]);
  * "SOURCE_NAME:LINE: #include ..." in err and no file content).  A name
  * found nowhere is left to the compiler (its own headers, the system's) and
  * listed in missing, for the key.  source_name (NULL: "source") names the
- * source in errors.  On success *out holds every resolved header, each
+ * source in errors.  A request header whose name no safe #include could
+ * use (absolute, "..") is KJIT_EINCLUDE too.  On success *out holds every resolved header, each
  * once, sorted by name, and the missing names, sorted; free with
  * kj__includes_free. */
 struct kj__includes {

@@ -602,6 +602,17 @@ int kj__includes_resolve(const char *source_name, const uint8_t *source, size_t 
 	for (size_t i = 0; i < n_req; i++)
 		if (req_names[i] == NULL || (req_len[i] && req_data[i] == NULL))
 			return KJIT_EINVAL;
+	/* A request header no safe #include could name ("/etc/passwd") is a
+	 * malformed request, whether or not anything includes it. */
+	for (size_t i = 0; i < n_req; i++) {
+		const char *why = name_problem(req_names[i], strlen(req_names[i]));
+		if (why) {
+			if (err && errlen)
+				snprintf(err, errlen, "request header %zu: %s (a header is named as an #include "
+					 "names it: a relative path without \"..\")", i + 1, why);
+			return KJIT_EINCLUDE;
+		}
+	}
 	if (n_dirs) {
 		rv.dirs = calloc(n_dirs, sizeof *rv.dirs);
 		if (rv.dirs == NULL)

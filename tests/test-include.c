@@ -244,6 +244,11 @@ static void test_request_header_shadows_dir(void)
 	CHECK(strstr((const char *)out.data[0], "from_request") != NULL);
 	CHECK_EQ_STR(out.names[1], "b.h");
 	kj__includes_free(&out);
+	/* a request header no safe #include could name is refused, used or not */
+	q.n = 0;
+	req_add(&q, "/etc/passwd", "x");
+	CHECK_EQ_INT(resolve("#include \"x.h\"\n", &q, &out, err, sizeof err), KJIT_EINCLUDE);
+	CHECK(strstr(err, "absolute path") != NULL);
 	/* a request header that includes something refused */
 	q.n = 0;
 	req_add(&q, "x.h", "\n#include \"../y.h\"\n");
