@@ -2,8 +2,8 @@
  * accepted by `kjit get` as they write them, and the headers that -I finds.
  *
  * kj__ccopts_take pulls -I DIR / -IDIR / --include-path=DIR, -D NAME[=V],
- * -U NAME, -O[LEVEL], -std=X, -default-device and glslc's -fshader-stage= /
- * --target-env= out of a command line before getopt sees it (getopt would
+ * -U NAME, -O[LEVEL], -std=X, -default-device, --compiler FAMILY and
+ * glslc's -fshader-stage= / --target-env= out of a command line before getopt sees it (getopt would
  * read -std=c++17 as -s -t -d ...); the get command's own options and their
  * values pass through untouched.  Macros and the rest become compiler
  * options as the daemon's whitelists spell them ("-DNAME=V"); the include
@@ -25,7 +25,7 @@
 
 /* The get command's options that take a separate value ("--source FILE"). */
 static const char *const valued[] = { "--source", "--kernel", "--backend", "--target", "--entry", "--opt",
-				      "--include-header", "--output", "-o", "--compiler", "--name-expression" };
+				      "--include-header", "--output", "-o" };
 
 static int failf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int failf(char *err, size_t errlen, const char *fmt, ...)
@@ -71,6 +71,12 @@ static int take_one(struct kj__ccopts *cc, int argc, char **argv, int *i, char *
 	const char *next = *i + 1 < argc ? argv[*i + 1] : NULL;
 	int r;
 
+	if (strcmp(a, "--compiler") == 0 || strncmp(a, "--compiler=", 11) == 0) {
+		if (a[10] == '\0' && next == NULL)
+			return failf(err, errlen, "missing argument to %s", a);
+		cc->compiler = a[10] ? a + 11 : argv[++*i];
+		return 1;
+	}
 	if (strcmp(a, "-I") == 0 || strcmp(a, "--include-path") == 0 || strcmp(a, "-D") == 0 ||
 	    strcmp(a, "-U") == 0 || strcmp(a, "--define-macro") == 0) {
 		if (next == NULL)

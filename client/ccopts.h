@@ -20,6 +20,7 @@ struct kj__ccopts {
 	size_t n_opts;
 	const char *target_env;            /* glslc's --target-env=vulkan1.2, or NULL */
 	const char *stage;                 /* glslc's -fshader-stage=, or NULL */
+	const char *compiler;              /* --compiler FAMILY, or NULL */
 };
 
 /* Takes the compiler-style options out of argv[1..*argc) (argv[0] is the

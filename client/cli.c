@@ -363,7 +363,7 @@ static int cmd_get(const struct cmd *cmd, int argc, char **argv)
 		.entries = a.entries, .n_entries = a.n_entries,
 		.options = all_opts, .n_options = cc.n_opts + a.n_opts,
 		.headers = h, .n_headers = a.n_headers,
-		.include_dirs = cc.dirs, .n_include_dirs = cc.n_dirs,
+		.include_dirs = cc.dirs, .n_include_dirs = cc.n_dirs, .compiler = cc.compiler,
 	};
 	int r = kjit_get(c, &req, &res);
 	if (r == KJIT_ECOMPILE) {
@@ -1206,7 +1206,7 @@ out:
 
 static const struct cmd cmds[] = {
 	{ "get", cmd_get, "get (--source FILE | --kernel NAME) --backend B [--target T] [--entry E]... "
-			  "[-I DIR]... [-D NAME[=V]]... [-U NAME]... [-O[N]] [-std=STD] "
+			  "[-I DIR]... [-D NAME[=V]]... [-U NAME]... [-O[N]] [-std=STD] [--compiler C] "
 			  "[--opt OPT]... [--include-header [NAME=]FILE]... [-o FILE] [--json]" },
 	{ "warm", cmd_warm, "warm [--backend B]... [--target T]... [--kernel NAME]... [-j N] [--replay] [--json]" },
 	{ "targets", cmd_targets, "targets [--json]" },

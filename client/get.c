@@ -62,6 +62,8 @@ static int request_check(kjit_client *c, const kjit_request *req)
 	if (req->source_name && !kj__name_ok(req->source_name))
 		return kj__client_fail(c, KJIT_EINVAL, "invalid source name; a file name of "
 				       "[A-Za-z0-9._+-], at most %d bytes", KJ_NAME_MAX);
+	if (req->compiler && !kj__name_ok(req->compiler))
+		return kj__client_fail(c, KJIT_EINVAL, "invalid compiler name; a family such as nvcc or hipcc");
 	if (req->target && !kj__token_ok(req->target, KJ_TARGET_MAX))
 		return kj__client_fail(c, KJIT_EINVAL, "invalid target \"%s\"", req->target);
 	if (req->runtime_version && !kj__token_ok(req->runtime_version, KJ_VERSION_STR_MAX))
@@ -137,6 +139,8 @@ static int encode(struct kj__buf *b, const kjit_request *req, const struct resol
 	int r = kj__client_begin(b, KJ_MSG_GET);
 	if (r == 0)
 		r = kj__msg_put_u32(b, KJ_F_BACKEND, (uint32_t)req->backend);
+	if (r == 0 && req->compiler)
+		r = kj__msg_put_str(b, KJ_F_COMPILER, req->compiler);
 	if (r == 0 && rv->target[0])
 		r = kj__msg_put_str(b, KJ_F_TARGET, rv->target);
 	if (r == 0 && rv->target[0] && rv->target_from)

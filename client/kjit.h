@@ -124,6 +124,9 @@ typedef struct kjit_request {
 	 * with the request as headers.  May be NULL. */
 	const char *const *include_dirs;
 	size_t n_include_dirs;
+	/* The compiler family, where kjitd has it: "hiprtc" or "hipcc" for hip,
+	 * "nvrtc" or "nvcc" for cuda.  NULL: kjitd's choice. */
+	const char *compiler;
 } kjit_request;
 
 /* The answer to a get.  Everything in it is owned by it: release it with

@@ -50,7 +50,7 @@ enum kj__field_tag {
 	KJ_F_ARG = 18,             /* str */
 	KJ_F_TEXT = 19,            /* str: human-readable answer */
 	KJ_F_JSON = 20,            /* str: one JSON object */
-	KJ_F_COMPILER = 21,        /* str: compiler identity, e.g. "hiprtc" */
+	KJ_F_COMPILER = 21,        /* str: compiler family, e.g. "hiprtc" (HELLO; in GET: the request's choice) */
 	KJ_F_COMPILER_VERSION = 22,/* str: e.g. "hiprtc 9.0; comgr 2.4; device-libs 5.2.3" */
 	KJ_F_COMPILE_US = 23,      /* u64: microseconds spent compiling */
 	KJ_F_TARGET_SOURCE = 24,   /* str: where the client's target came from (env var name) */

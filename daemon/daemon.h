@@ -171,6 +171,7 @@ struct kj__daemon {
 	uv_timer_t flush_timer;
 	struct kj__cache *cache;
 	struct kj__pool *pools[4];   /* by backend */
+	struct kj__pool *alt_pools[4]; /* by backend: the other family a request chose (--compiler) */
 	struct kj__manifest manifest;
 	struct kj__memo *memo;       /* request bytes -> key, for the hit path */
 	struct kj__negcache *negcache; /* recently failed compiles (negcache.c) */

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "compiler.h"
 #include "daemon.h"
 #include "kjit.h"
 #include "sha.h"
@@ -36,6 +37,7 @@ struct kj__flight {
 	char *source_name, *options, *compiler;
 	struct kj__buf recipe;      /* the request without target and version */
 	uint64_t t0;
+	struct kj__pool *pool;      /* the compiler family it runs on */
 };
 
 /* A request being resolved (it may wait for its pool to say hello). */
@@ -59,6 +61,8 @@ struct get_req {
 	uint8_t **hdata;
 	size_t *hlen;
 	size_t n_headers;
+	char *family;               /* the request's compiler choice, or NULL */
+	struct kj__pool *pool;      /* the pool that compiles it */
 };
 
 static void strv_free(char **v, size_t n)
@@ -78,6 +82,7 @@ static void get_req_free(struct get_req *g)
 	free(g->source_name);
 	free(g->target_from);
 	free(g->kernel_path);
+	free(g->family);
 	free(g->raw);
 	free(g->source);
 	strv_free(g->entries, g->n_entries);
@@ -307,6 +312,8 @@ static int build_recipe(struct kj__flight *f, const struct get_req *g)
 	int r = kj__msg_begin(b, KJ_MSG_GET, 0);
 
 	r = r ? r : kj__msg_put_u32(b, KJ_F_BACKEND, (uint32_t)g->backend);
+	if (g->family) /* the compiler the request chose */
+		r = r ? r : kj__msg_put_str(b, KJ_F_COMPILER, g->family);
 	if (g->kernel) {
 		r = r ? r : kj__msg_put_str(b, KJ_F_KERNEL, g->kernel);
 		return r ? r : kj__msg_end(b);
@@ -372,7 +379,7 @@ static void on_job_done(struct kj__job *job, int code, const struct kj__msg *res
 		char line[1200];
 		const char *why = err ? err : error ? error : kjit_strerror(wcode);
 		if (wcode == KJIT_ECOMPILE)
-			snprintf(line, sizeof line, "%s rejected %s for %s: %s", kj__pool_family(d->pools[f->e.backend]),
+			snprintf(line, sizeof line, "%s rejected %s for %s: %s", kj__pool_family(f->pool),
 				 f->source_name ? f->source_name : "the source", f->e.target, why);
 		else
 			snprintf(line, sizeof line, "%s", why);
@@ -412,6 +419,25 @@ out:
 }
 
 /* ---- request parsing ---- */
+
+/* The request's compiler choice (COMPILER, a family name such as "nvcc"),
+ * which must build for its backend.  0, or KJIT_EBACKEND with err. */
+static int parse_family(struct get_req *g, const struct kj__msg *m, char *err, size_t errlen)
+{
+	const struct kj__compiler_ops *ops;
+
+	if (kj__field_strdup(kj__msg_get(m, KJ_F_COMPILER), KJ_NAME_MAX, &g->family) < 0)
+		return KJIT_EINVAL;
+	if (g->family == NULL)
+		return 0;
+	ops = kj__name_ok(g->family) && strcmp(g->family, "test") != 0 ? kj__compiler_find(g->family) : NULL;
+	if (ops == NULL || ops->backend != g->backend) {
+		snprintf(err, errlen, "compiler '%.32s' does not build for %s (hip: hiprtc or hipcc; cuda: nvrtc or nvcc; "
+			 "vulkan: shaderc)", kj__name_ok(g->family) ? g->family : "?", kjit_backend_name(g->backend));
+		return KJIT_EBACKEND;
+	}
+	return 0;
+}
 
 static int dup_strs(const struct kj__msg *m, uint16_t tag, size_t max_count, size_t max_len, char ***out,
 		    size_t *n)
@@ -506,6 +532,8 @@ static int parse_get(struct get_req *g, const struct kj__msg *m, char *err, size
 		return KJIT_EINVAL;
 	}
 	kj__field_strdup(kj__msg_get(m, KJ_F_TARGET_SOURCE), 64, &g->target_from);
+	if ((r = parse_family(g, m, err, errlen)) < 0)
+		return r;
 	if (kj__field_strdup(kj__msg_get(m, KJ_F_KERNEL), KJ_NAME_MAX, &g->kernel) < 0 ||
 	    (g->kernel && !kj__name_ok(g->kernel))) {
 		snprintf(err, errlen, "the kernel name is malformed (letters, digits, '._+-' only)");
@@ -806,7 +834,7 @@ static void get_resolved(void *arg, int code, const char *error)
 {
 	struct get_req *g = arg;
 	struct kj__daemon *d = g->d;
-	struct kj__pool *pool = d->pools[g->backend];
+	struct kj__pool *pool = g->pool;
 	struct kj__includes inc = { 0 };
 	struct kj__flight *f = NULL;
 	char err[1024] = "", canon[KJ_TARGET_MAX], key[65];
@@ -926,6 +954,7 @@ static void get_resolved(void *arg, int code, const char *error)
 	f->t0 = g->t0;
 	f->job.data = f;
 	f->job.done = on_job_done;
+	f->pool = pool;
 	f->job.id = g->id;
 	memcpy(f->e.key, key, sizeof key);
 	f->e.backend = g->backend;
@@ -979,6 +1008,22 @@ static const char *family_for(struct kj__daemon *d, int backend)
 	}
 }
 
+/* The pool of g's compiler: the backend's configured family, or the one
+ * the request chose (--compiler), each started on first use.  0 or a
+ * negative code. */
+static int pool_for(struct kj__daemon *d, struct get_req *g)
+{
+	const char *def = family_for(d, g->backend);
+	int alt = g->family && strcmp(g->family, def) != 0;
+	struct kj__pool **slot = alt ? &d->alt_pools[g->backend] : &d->pools[g->backend];
+	int r = 0;
+
+	if (*slot == NULL)
+		r = kj__pool_new(d, alt ? g->family : def, slot);
+	g->pool = *slot;
+	return r;
+}
+
 /* The hit path: these exact bytes were resolved before, and the object is
  * in the cache.  1 if answered. */
 static int answer_from_memo(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const uint8_t *body,
@@ -1030,8 +1075,8 @@ void kj__handle_get(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const
 	r = parse_get(g, m, err, sizeof err);
 	if (r == 0 && g->kernel)
 		r = load_kernel(g, err, sizeof err);
-	if (r == 0 && d->pools[g->backend] == NULL)
-		r = kj__pool_new(d, family_for(d, g->backend), &d->pools[g->backend]);
+	if (r == 0)
+		r = pool_for(d, g);
 	if (r < 0) {
 		count_error(d, r);
 		kj__log(d, "refused a get from uid %u pid %d: %s", (unsigned)kj__conn_uid(c), (int)kj__conn_pid(c),
@@ -1040,5 +1085,5 @@ void kj__handle_get(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const
 		get_req_free(g);
 		return;
 	}
-	kj__pool_when_ready(d->pools[g->backend], get_resolved, g);
+	kj__pool_when_ready(g->pool, get_resolved, g);
 }

@@ -414,8 +414,10 @@ out:
 	if (d.loop) {
 		uv_run(d.loop, UV_RUN_NOWAIT);
 		kj__flights_free(&d);
-		for (size_t i = 0; i < KJ_ARRAY_SIZE(d.pools); i++)
+		for (size_t i = 0; i < KJ_ARRAY_SIZE(d.pools); i++) {
 			kj__pool_free(d.pools[i]);
+			kj__pool_free(d.alt_pools[i]);
+		}
 		if (uv_loop_close(d.loop) != 0)
 			kj__log(&d, "exiting with handles still open");
 	}

@@ -648,9 +648,12 @@ void kj__server_stop(struct kj__daemon *d)
 		if (!d->listener_from_systemd)
 			unlink(d->cfg.socket_path);
 	}
-	for (size_t i = 0; i < KJ_ARRAY_SIZE(d->pools); i++)
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(d->pools); i++) {
 		if (d->pools[i])
 			kj__pool_shutdown(d->pools[i]);
+		if (d->alt_pools[i])
+			kj__pool_shutdown(d->alt_pools[i]);
+	}
 	while (d->conns)
 		conn_close(d->conns);
 	uv_timer_stop(&d->flush_timer);

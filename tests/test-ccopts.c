@@ -26,7 +26,7 @@ static void test_takes_compiler_options(void)
 	int argc;
 	char *argv[] = { "get", "--source", "-Dnot.cu", "-I", "inc", "-Iinc2", "--include-path=inc3", "-DA=1",
 			 "-D", "B", "-UC", "-O3", "-std=c++17", "--opt", "-DKEPT", "--backend", "cuda",
-			 "-default-device", "-o", "-Ox", "--json", NULL };
+			 "-default-device", "-o", "-Ox", "--json", "--compiler", "nvcc", NULL };
 
 	CHECK_EQ_INT(take(&cc, argv, &argc, err), 0);
 	CHECK_EQ_INT(cc.n_dirs, 3);
@@ -40,6 +40,7 @@ static void test_takes_compiler_options(void)
 	CHECK_EQ_STR(cc.opts[3], "-O3");
 	CHECK_EQ_STR(cc.opts[4], "-std=c++17");
 	CHECK_EQ_STR(cc.opts[5], "-default-device");
+	CHECK_EQ_STR(cc.compiler, "nvcc");
 	/* what is left, in order: the values of valued options untouched */
 	const char *left[] = { "get", "--source", "-Dnot.cu", "--opt", "-DKEPT", "--backend", "cuda", "-o", "-Ox",
 			       "--json" };
@@ -62,6 +63,14 @@ static void test_missing_argument_and_after_dashdash(void)
 	char *a1[] = { "get", "-I", NULL };
 	CHECK_EQ_INT(take(&cc, a1, &argc, err), KJIT_EINVAL);
 	CHECK(strstr(err, "-I") != NULL);
+	kj__ccopts_free(&cc);
+	char *a3[] = { "get", "--compiler", NULL };
+	CHECK_EQ_INT(take(&cc, a3, &argc, err), KJIT_EINVAL);
+	kj__ccopts_free(&cc);
+	char *a4[] = { "get", "--compiler=hipcc", NULL };
+	CHECK_EQ_INT(take(&cc, a4, &argc, err), 0);
+	CHECK_EQ_STR(cc.compiler, "hipcc");
+	CHECK_EQ_INT(argc, 1);
 	kj__ccopts_free(&cc);
 	char *a2[] = { "get", "--", "-DX", NULL };
 	CHECK_EQ_INT(take(&cc, a2, &argc, err), 0);

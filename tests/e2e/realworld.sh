@@ -4,7 +4,7 @@
 # guarded by #ifndef __CUDACC_RTC__), hiprtc (hipify's quoted
 # "hip/hip_runtime.h"), shaderc (-I and eight -D's in glslc's spellings),
 # nvcc (a full .cu with host code) and hipcc --genco (a HIP program with
-# <cstdint> and <iostream>).  Each compiles, repeats as a hit, and a change
+# <cstdint> and <iostream>), as the daemon's compiler and per request.  Each compiles, repeats as a hit, and a change
 # to a header found through -I changes the key.  Then what must stay
 # refused: a missing entry point, names leaving the roots, /etc/passwd, and
 # -I /etc (the client reads and sends; the daemon reads nothing outside its
@@ -90,6 +90,15 @@ roundtrip "shaderc: -I and eight -D in glslc's spellings" rw/common.glsl \
 v=$(get --source "$R/softmax.comp" --backend vulkan --target vulkan1.2 -std=450 -O -I "$INC" \
 	$D8 -DBLOCK_SIZE=64 --entry main)
 check "shaderc: another -D value is another key" [ "$(status "$v")" = compiled ]
+
+# The per-request compiler choice (--compiler), beside the daemon's default.
+if [ -x /usr/local/cuda/bin/nvcc ] || [ -x /usr/bin/nvcc ]; then
+	roundtrip "--compiler nvcc on a daemon defaulting to nvrtc" "" \
+		--source "$R/host_axpy.cu" --backend cuda --target sm_90 -I "$INC" --compiler nvcc --entry _Z4axpyfPKfPfj
+	check "both CUDA families have workers" sh -c "'$KJIT' stats | grep -q 'workers nvcc' && '$KJIT' stats | grep -q 'workers nvrtc'"
+fi
+w=$(get --source "$R/half_reduce.cu" --backend cuda --target sm_90 --compiler shaderc)
+check "a compiler of another backend is refused" [ "$w" = error ] && grep -q "compiler 'shaderc' does not build for cuda" "$T/err"
 
 # What stays refused, whatever -I says.
 printf 'int secret;\n' >"$T/outside.h"
