@@ -2,7 +2,8 @@
  * accepted by `kjit get` as they write them, and the headers that -I finds.
  *
  * kj__ccopts_take pulls -I DIR / -IDIR / --include-path=DIR, -D NAME[=V],
- * -U NAME, -O[LEVEL], -std=X, -default-device, --compiler FAMILY and
+ * -U NAME, -O[LEVEL], -std=X, -default-device, --compiler FAMILY,
+ * --name-expression EXPR and
  * glslc's -fshader-stage= / --target-env= out of a command line before getopt sees it (getopt would
  * read -std=c++17 as -s -t -d ...); the get command's own options and their
  * values pass through untouched.  Macros and the rest become compiler
@@ -71,6 +72,14 @@ static int take_one(struct kj__ccopts *cc, int argc, char **argv, int *i, char *
 	const char *next = *i + 1 < argc ? argv[*i + 1] : NULL;
 	int r;
 
+	if (strcmp(a, "--name-expression") == 0 || strncmp(a, "--name-expression=", 18) == 0) {
+		if (a[17] == '\0' && next == NULL)
+			return failf(err, errlen, "missing argument to %s", a);
+		if (cc->n_exprs >= KJ_CCOPTS_MAX)
+			return failf(err, errlen, "more than %d name expressions", KJ_CCOPTS_MAX);
+		cc->exprs[cc->n_exprs++] = a[17] ? a + 18 : argv[++*i];
+		return 1;
+	}
 	if (strcmp(a, "--compiler") == 0 || strncmp(a, "--compiler=", 11) == 0) {
 		if (a[10] == '\0' && next == NULL)
 			return failf(err, errlen, "missing argument to %s", a);

@@ -21,6 +21,8 @@ struct kj__ccopts {
 	const char *target_env;            /* glslc's --target-env=vulkan1.2, or NULL */
 	const char *stage;                 /* glslc's -fshader-stage=, or NULL */
 	const char *compiler;              /* --compiler FAMILY, or NULL */
+	const char *exprs[KJ_CCOPTS_MAX];  /* --name-expression EXPR: argv's strings */
+	size_t n_exprs;
 };
 
 /* Takes the compiler-style options out of argv[1..*argc) (argv[0] is the

@@ -364,6 +364,7 @@ static int cmd_get(const struct cmd *cmd, int argc, char **argv)
 		.options = all_opts, .n_options = cc.n_opts + a.n_opts,
 		.headers = h, .n_headers = a.n_headers,
 		.include_dirs = cc.dirs, .n_include_dirs = cc.n_dirs, .compiler = cc.compiler,
+		.name_expressions = cc.exprs, .n_name_expressions = cc.n_exprs,
 	};
 	int r = kjit_get(c, &req, &res);
 	if (r == KJIT_ECOMPILE) {
@@ -383,6 +384,9 @@ static int cmd_get(const struct cmd *cmd, int argc, char **argv)
 	}
 	fprintf(a.json ? stderr : stdout, "%s %s %s %zu bytes\n", kjit_status_name(res.status),
 		res.key, res.target ? res.target : "-", res.size);
+	for (size_t i = 0; i < res.n_lowered_names; i++) /* --name-expression */
+		fprintf(a.json ? stderr : stdout, "lowered %s %s\n", cc.exprs[i],
+			res.lowered_names[i] ? res.lowered_names[i] : "-");
 	if (a.json)
 		ex = get_print_json(&res);
 out:
@@ -1207,6 +1211,7 @@ out:
 static const struct cmd cmds[] = {
 	{ "get", cmd_get, "get (--source FILE | --kernel NAME) --backend B [--target T] [--entry E]... "
 			  "[-I DIR]... [-D NAME[=V]]... [-U NAME]... [-O[N]] [-std=STD] [--compiler C] "
+			  "[--name-expression EXPR]... "
 			  "[--opt OPT]... [--include-header [NAME=]FILE]... [-o FILE] [--json]" },
 	{ "warm", cmd_warm, "warm [--backend B]... [--target T]... [--kernel NAME]... [-j N] [--replay] [--json]" },
 	{ "targets", cmd_targets, "targets [--json]" },

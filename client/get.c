@@ -18,6 +18,8 @@
 #include "util.h"
 
 #define KEY_HEX_LEN 64
+/* How a name expression travels (compilers/compint.h's KJ_NAME_EXPR_OPT). */
+#define KJ_NAME_EXPR_OPTION "--name-expression="
 
 /* 1 if s is 1..max bytes without control characters. */
 static int printable(const char *s, size_t max)
@@ -75,6 +77,10 @@ static int request_check(kjit_client *c, const kjit_request *req)
 	if (req->n_options > KJ_OPTIONS_MAX_COUNT || !strs_ok(req->options, req->n_options, KJ_OPTION_MAX))
 		return kj__client_fail(c, KJIT_EINVAL, "invalid options: at most %d options of 1 to %d "
 				       "printable bytes", KJ_OPTIONS_MAX_COUNT, KJ_OPTION_MAX);
+	if (req->n_name_expressions > KJ_ENTRIES_MAX_COUNT ||
+	    !strs_ok(req->name_expressions, req->n_name_expressions, KJ_NAME_MAX))
+		return kj__client_fail(c, KJIT_EINVAL, "invalid name expressions: at most %d of 1 to %d "
+				       "printable bytes", KJ_ENTRIES_MAX_COUNT, KJ_NAME_MAX);
 	if (req->n_headers > KJ_HEADERS_MAX_COUNT || (req->n_headers && req->headers == NULL))
 		return kj__client_fail(c, KJIT_EINVAL, "invalid headers: at most %d",
 				       KJ_HEADERS_MAX_COUNT);
@@ -157,6 +163,11 @@ static int encode(struct kj__buf *b, const kjit_request *req, const struct resol
 		r = put_strs(b, KJ_F_ENTRY, req->entries, req->n_entries);
 	if (r == 0)
 		r = put_strs(b, KJ_F_OPTION, req->options, req->n_options);
+	for (size_t i = 0; r == 0 && i < req->n_name_expressions; i++) {
+		char o[KJ_NAME_MAX + sizeof KJ_NAME_EXPR_OPTION];
+		snprintf(o, sizeof o, "%s%s", KJ_NAME_EXPR_OPTION, req->name_expressions[i]);
+		r = kj__msg_put_str(b, KJ_F_OPTION, o);
+	}
 	for (size_t i = 0; r == 0 && i < req->n_headers; i++) {
 		r = kj__msg_put_str(b, KJ_F_HEADER_NAME, req->headers[i].name);
 		if (r == 0)
@@ -207,6 +218,37 @@ static int decode_ok(const struct kj__msg *m, kjit_result *res)
 	return r;
 }
 
+/* Fills res->lowered_names from the "kjit: lowered name: EXPR = LOWERED"
+ * lines of res->log (the last line for an expression wins).  0 or
+ * KJIT_ENOMEM. */
+static int take_lowered(const kjit_request *req, kjit_result *res)
+{
+	static const char prefix[] = "kjit: lowered name: ";
+
+	if (req->n_name_expressions == 0)
+		return 0;
+	if ((res->lowered_names = calloc(req->n_name_expressions, sizeof *res->lowered_names)) == NULL)
+		return KJIT_ENOMEM;
+	res->n_lowered_names = req->n_name_expressions;
+	for (const char *p = res->log; p && *p;) {
+		size_t n = strcspn(p, "\n"), pl = sizeof prefix - 1;
+		const char *sep = NULL;
+		for (const char *q = p; q + 3 <= p + n; q++) /* the last " = " */
+			if (memcmp(q, " = ", 3) == 0)
+				sep = q;
+		for (size_t i = 0; sep && n > pl && strncmp(p, prefix, pl) == 0 && i < req->n_name_expressions; i++) {
+			const char *e = req->name_expressions[i];
+			if (strlen(e) != (size_t)(sep - p - pl) || memcmp(p + pl, e, strlen(e)) != 0)
+				continue;
+			free(res->lowered_names[i]);
+			if ((res->lowered_names[i] = kj__strndup(sep + 3, (size_t)(p + n - sep - 3))) == NULL)
+				return KJIT_ENOMEM;
+		}
+		p += n + (p[n] == '\n');
+	}
+	return 0;
+}
+
 int kjit_get(kjit_client *c, const kjit_request *req, kjit_result *res)
 {
 	struct kj__buf b = { 0 };
@@ -252,7 +294,7 @@ int kjit_get(kjit_client *c, const kjit_request *req, kjit_result *res)
 		/* The compiler's log of a failed compile; a bad one is dropped. */
 		if (kj__field_strdup(kj__msg_get(&m, KJ_F_LOG), KJ_LOG_WIRE_MAX, &res->log) < 0)
 			res->log = NULL;
-	} else if (r == 0 && (r = decode_ok(&m, res)) < 0) {
+	} else if (r == 0 && ((r = decode_ok(&m, res)) < 0 || (r = take_lowered(req, res)) < 0)) {
 		kjit_result_free(res);
 		kj__client_fail(c, r == KJIT_ENOMEM ? r : KJIT_EPROTO, "kjitd sent a malformed answer "
 				"to a get (%s); client and daemon versions may differ: restart kjitd",
@@ -274,6 +316,9 @@ void kjit_result_free(kjit_result *res)
 {
 	if (res == NULL)
 		return;
+	for (size_t i = 0; i < res->n_lowered_names; i++)
+		free(res->lowered_names[i]);
+	free(res->lowered_names);
 	free(res->data);
 	free(res->target);
 	free(res->runtime_version);

@@ -109,7 +109,30 @@ static int rule_match(const struct kj__opt_rule *r, const char *opt)
 			return 0;
 		return strspn(d, "0123456789") == dl;
 	}
+	case KJ_OPT_TEXT: {
+		const char *t = opt + tl;
+		size_t l = strlen(t);
+		if (strncmp(opt, r->text, tl) != 0 || l == 0 || l > KJ_NAME_MAX)
+			return 0;
+		for (const char *c = t; *c; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				return 0;
+		return 1;
 	}
+	}
+	return 0;
+}
+
+int kj__lowered_add(struct kj__compile_out *out, const char *expr, const char *lowered)
+{
+	char *line = kj__asprintf("%s%s = %s\n", KJ_LOWERED_PREFIX, expr, lowered);
+	char *log = line ? kj__asprintf("%s%s", out->log ? out->log : "", line) : NULL;
+
+	free(line);
+	if (log == NULL)
+		return KJIT_ENOMEM;
+	free(out->log);
+	out->log = log;
 	return 0;
 }
 

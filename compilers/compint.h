@@ -23,6 +23,7 @@ enum kj__opt_kind {
 	KJ_OPT_MACRO,   /* text is "-D" or "-U": text then IDENT, "-D" also IDENT=VALUE */
 	KJ_OPT_CHOICE,  /* text is a prefix ("-std="), the rest one of arg ("c++14|c++17") */
 	KJ_OPT_UINT,    /* text is a prefix, the rest 1..6 decimal digits */
+	KJ_OPT_TEXT,    /* text is a prefix, the rest 1..KJ_NAME_MAX printable bytes */
 };
 
 struct kj__opt_rule {
@@ -49,6 +50,16 @@ int kj__includes_check(const struct kj__compile_job *job, char *err, size_t errl
  * blind there ("CompileSource") is called name (the user's file name)
  * instead.  NULL for a NULL log or on ENOMEM. */
 char *kj__log_scrub(const char *log, const char *marker, const char *blind, const char *name);
+
+/* C++ name expressions (`--name-expression=scale<float>`, NVRTC's and
+ * hiprtc's nvrtcAddNameExpression / hiprtcAddNameExpression) come back as
+ * lines "kjit: lowered name: EXPR = LOWERED" appended to the log: the log
+ * travels to every waiter and into the cache index, and `kjit show`
+ * prints it; libkjit parses these lines into kjit_result.lowered_names. */
+#define KJ_NAME_EXPR_OPT "--name-expression="
+#define KJ_LOWERED_PREFIX "kjit: lowered name: "
+/* Appends expr's line to out->log.  0 or KJIT_ENOMEM. */
+int kj__lowered_add(struct kj__compile_out *out, const char *expr, const char *lowered);
 
 /* The reason a compile failed, for its one-line error: the first line of
  * log that reports an error (cut to 200 bytes), else fallback.  The caller

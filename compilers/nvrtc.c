@@ -54,6 +54,8 @@ struct nvrtc_api {
 	nvrtc_res (*cubin_size)(nvrtc_prog, size_t *);
 	nvrtc_res (*cubin)(nvrtc_prog, char *);
 	nvrtc_res (*destroy)(nvrtc_prog *);
+	nvrtc_res (*add_name)(nvrtc_prog, const char *);                  /* may be NULL */
+	nvrtc_res (*lowered)(nvrtc_prog, const char *, const char **);     /* may be NULL */
 };
 
 #define NVRTC_ARCHS_MAX 128
@@ -96,6 +98,7 @@ static const struct kj__opt_rule cuda_rules[] = {
 	{ KJ_OPT_EXACT, "--device-as-default-execution-space", NULL },
 	{ KJ_OPT_EXACT, "-O", NULL },
 	{ KJ_OPT_CHOICE, "-O", "0|1|2|3" },
+	{ KJ_OPT_TEXT, KJ_NAME_EXPR_OPT, NULL },
 };
 
 /* Is a directory with cuda_fp16.h in it at d (a malloc'd or stack path)? */
@@ -170,6 +173,8 @@ static int load_api(struct nvrtc_state *st, char *err, size_t errlen)
 	NV_SYM(cubin, "nvrtcGetCUBIN");
 	NV_SYM(destroy, "nvrtcDestroyProgram");
 #undef NV_SYM
+	*(void **)&st->api.add_name = dlsym(st->lib, "nvrtcAddNameExpression");
+	*(void **)&st->api.lowered = dlsym(st->lib, "nvrtcGetLoweredName");
 	if (missing) {
 		snprintf(err, errlen, "libnvrtc lacks an nvrtc* symbol (NVRTC 11.2 or later is needed)");
 		return KJIT_EBACKEND;
@@ -221,7 +226,7 @@ bad:
 /* Compiles src with opts[0..n) and takes PTX (ptx) or cubin into out. */
 static int run_nvrtc(struct nvrtc_state *st, const char *name, const char *src, int nh,
 		     const char *const *hdrs, const char *const *names, int n, const char *const *opts,
-		     int ptx, struct kj__compile_out *out)
+		     int n_exprs, const char *const *exprs, int ptx, struct kj__compile_out *out)
 {
 	int r = KJIT_EINTERNAL;
 	nvrtc_prog p = NULL;
@@ -235,6 +240,12 @@ static int run_nvrtc(struct nvrtc_state *st, const char *name, const char *src, 
 		p = NULL;
 		r = kj__out_error(out, KJIT_EINTERNAL, msg);
 		goto out;
+	}
+	for (int i = 0; i < n_exprs; i++) {
+		if (st->api.add_name == NULL || st->api.lowered == NULL || st->api.add_name(p, exprs[i]) != 0) {
+			r = kj__out_error(out, KJIT_EINVAL, "this NVRTC cannot take name expressions");
+			goto out;
+		}
 	}
 	nvrtc_res ce = st->api.compile(p, n, opts);
 	if (st->api.log_size(p, &log_len) == 0 && log_len > 1 && log_len < KJ_FRAME_MAX) {
@@ -266,6 +277,15 @@ static int run_nvrtc(struct nvrtc_state *st, const char *name, const char *src, 
 	if (e != 0 || (!ptx && !kj__elf_is(code, len, KJ_EM_CUDA, NULL))) {
 		r = kj__out_error(out, KJIT_EINTERNAL, "nvrtc returned a malformed object");
 		goto out;
+	}
+	for (int i = 0; i < n_exprs; i++) {
+		const char *low = NULL;
+		if (st->api.lowered(p, exprs[i], &low) != 0 || low == NULL) {
+			r = kj__out_error(out, KJIT_ECOMPILE, "nvrtc has no lowered name for a --name-expression");
+			goto out;
+		}
+		if ((r = kj__lowered_add(out, exprs[i], low)) < 0)
+			goto out;
 	}
 	/* success */
 	out->data = code;
@@ -358,7 +378,7 @@ static int nvrtc_init(void **state, char *err, size_t errlen)
 		const char *opt[1] = { arch };
 		snprintf(arch, sizeof arch, "--gpu-architecture=compute_%d", st->archs[n - 1]);
 		r = run_nvrtc(st, "kjit_warmup.cu", "extern \"C\" __global__ void kjit_warmup() {}\n", 0,
-			      NULL, NULL, 1, opt, 1, &o);
+			      NULL, NULL, 1, opt, 0, NULL, 1, &o);
 		kj__compile_out_free(&o);
 		if (r < 0) {
 			snprintf(err, errlen, "NVRTC cannot compile a trivial kernel (%s)", kjit_strerror(r));
@@ -398,12 +418,19 @@ static int nvrtc_compile(void *state, const struct kj__compile_job *job, struct 
 		return kj__out_error(out, r, err);
 	target_arch(job->target, &arch, &ptx);
 	r = kj__rtc_args_build(job, &a, out);
-	for (int i = 0; r == 0 && i < a.n_opts; i++) /* -O*: NVRTC always optimises */
-		if (strncmp(a.opts[i], "-O", 2) == 0) {
+	/* -O*: NVRTC always optimises.  Name expressions go to nvrtcAddNameExpression. */
+	const char *exprs[KJ_OPTIONS_MAX_COUNT];
+	int n_exprs = 0;
+	for (int i = 0; r == 0 && i < a.n_opts; i++) {
+		int expr = strncmp(a.opts[i], KJ_NAME_EXPR_OPT, strlen(KJ_NAME_EXPR_OPT)) == 0;
+		if (expr)
+			exprs[n_exprs++] = a.opts[i] + strlen(KJ_NAME_EXPR_OPT);
+		if (expr || strncmp(a.opts[i], "-O", 2) == 0) {
 			memmove(&a.opts[i], &a.opts[i + 1], (size_t)(a.n_opts - i - 1) * sizeof *a.opts);
 			a.n_opts--;
 			i--;
 		}
+	}
 	for (size_t i = 0; r == 0 && i < KJ_ARRAY_SIZE(st->inc_opt); i++)
 		if (st->inc_opt[i][0])
 			r = kj__rtc_args_push(&a, st->inc_opt[i], out);
@@ -412,7 +439,7 @@ static int nvrtc_compile(void *state, const struct kj__compile_job *job, struct 
 	if (r == 0 && (r = with_aliases(&a, &names, &hdrs, &nh)) < 0)
 		kj__out_error(out, r, "out of memory");
 	if (r == 0)
-		r = run_nvrtc(st, job->source_name, a.src, nh, hdrs, names, a.n_opts, a.opts, ptx, out);
+		r = run_nvrtc(st, job->source_name, a.src, nh, hdrs, names, a.n_opts, a.opts, n_exprs, exprs, ptx, out);
 	free(names);
 	free(hdrs);
 	kj__rtc_args_free(&a);

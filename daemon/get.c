@@ -794,6 +794,40 @@ static void memo_remember(struct get_req *g, const struct kj__includes *inc, con
 		free(owned[i]);
 }
 
+/* 1 if g asks for C++ name expressions: their lowered names come back as
+ * "kjit: lowered name: ..." lines of the log (compilers/compint.h), which
+ * the index keeps and a hit must send too. */
+static int wants_lowered(const struct get_req *g)
+{
+	for (size_t i = 0; i < g->n_options; i++)
+		if (strncmp(g->options[i], "--name-expression=", 18) == 0)
+			return 1;
+	return 0;
+}
+
+/* The lowered-name lines of key's stored log (malloc'd), or NULL. */
+static char *lowered_log(struct kj__daemon *d, const char *key)
+{
+	static const char prefix[] = "kjit: lowered name: ";
+	struct kj__cache_entry e;
+	struct kj__buf b = { 0 };
+
+	if (kj__cache_get(d->cache, key, &e) < 0)
+		return NULL;
+	for (const char *p = e.log; p && *p;) {
+		size_t n = strcspn(p, "\n");
+		if (strncmp(p, prefix, sizeof prefix - 1) == 0 && kj__buf_append(&b, p, n) == 0)
+			kj__buf_append(&b, "\n", 1);
+		p += n + (p[n] == '\n');
+	}
+	kj__cache_entry_free(&e);
+	if (b.len == 0 || kj__buf_append(&b, "", 1) < 0) {
+		kj__buf_free(&b);
+		return NULL;
+	}
+	return (char *)b.p;
+}
+
 /* A miss for an AMD target with features set (gfx90a:xnack+) that describes
  * the process's mode (not an explicit request for that build) may be served
  * by an object built for a compatible target with fewer features set
@@ -897,7 +931,7 @@ static void get_resolved(void *arg, int code, const char *error)
 		.n_missing = inc.n_missing,
 	};
 	r = kj__cache_key(&ki, key);
-	if (r == 0)
+	if (r == 0 && !wants_lowered(g)) /* a memo hit would not carry them */
 		memo_remember(g, &inc, incdir, key, canon, version);
 	free(incdir);
 	if (r < 0)
@@ -907,7 +941,9 @@ static void get_resolved(void *arg, int code, const char *error)
 	if (r == 0) {
 		d->stats[KJ_STAT_HITS]++;
 		d->stats[KJ_STAT_SAVED_MS] += e.compile_ms;
-		send_object(d, g->c, g->id, KJIT_STATUS_HIT, key, canon, version, data, len, NULL);
+		char *lowered = wants_lowered(g) ? lowered_log(d, key) : NULL;
+		send_object(d, g->c, g->id, KJIT_STATUS_HIT, key, canon, version, data, len, lowered);
+		free(lowered);
 		record_latency(d, g->t0);
 		free(data);
 		goto out;
@@ -922,7 +958,9 @@ static void get_resolved(void *arg, int code, const char *error)
 	    kj__cache_lookup(d->cache, ckey, &data, &len, &e) == 0) {
 		d->stats[KJ_STAT_HITS]++;
 		d->stats[KJ_STAT_SAVED_MS] += e.compile_ms;
-		send_object(d, g->c, g->id, KJIT_STATUS_HIT, ckey, ctarget, version, data, len, NULL);
+		char *lowered = wants_lowered(g) ? lowered_log(d, ckey) : NULL;
+		send_object(d, g->c, g->id, KJIT_STATUS_HIT, ckey, ctarget, version, data, len, lowered);
+		free(lowered);
 		record_latency(d, g->t0);
 		free(data);
 		goto out;

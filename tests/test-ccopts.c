@@ -67,6 +67,13 @@ static void test_missing_argument_and_after_dashdash(void)
 	char *a3[] = { "get", "--compiler", NULL };
 	CHECK_EQ_INT(take(&cc, a3, &argc, err), KJIT_EINVAL);
 	kj__ccopts_free(&cc);
+	char *a5[] = { "get", "--name-expression", "scale<float, 4>", "--name-expression=f<-1>", NULL };
+	CHECK_EQ_INT(take(&cc, a5, &argc, err), 0);
+	CHECK_EQ_INT(cc.n_exprs, 2);
+	CHECK_EQ_STR(cc.exprs[0], "scale<float, 4>");
+	CHECK_EQ_STR(cc.exprs[1], "f<-1>");
+	CHECK_EQ_INT(argc, 1);
+	kj__ccopts_free(&cc);
 	char *a4[] = { "get", "--compiler=hipcc", NULL };
 	CHECK_EQ_INT(take(&cc, a4, &argc, err), 0);
 	CHECK_EQ_STR(cc.compiler, "hipcc");

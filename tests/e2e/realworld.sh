@@ -55,6 +55,22 @@ if [ $have_nvrtc = 1 ]; then
 	# the guarded header is read (and keyed) though NVRTC skips its body
 	roundtrip "nvrtc: #ifndef __CUDACC_RTC__ header" rw/host_only.cuh \
 		--source "$R/half_reduce.cu" --backend cuda --target sm_90 -I "$INC" --entry half_row_sum -DRW_BLOCK=128
+	# a templated kernel fetched by name expression: the lowered names come
+	# back with the object, on the compile and on a hit
+	t1=$("$KJIT" get --source "$R/templated.cu" --backend cuda --target sm_90 -I "$INC" \
+		--name-expression 'scale<float, 4>' --name-expression 'scale<__half, 2>' 2>&1)
+	check "--name-expression: compiled with its lowered names" sh -c "echo '$t1' | grep -q '^compiled' &&
+		echo '$t1' | grep -q '^lowered scale<float, 4> _Z5scaleIfLi4EEvPT_S0_i\$' &&
+		echo '$t1' | grep -q '^lowered scale<__half, 2> _Z5scaleI6__halfLi2EEvPT_S1_i\$'"
+	t2=$("$KJIT" get --source "$R/templated.cu" --backend cuda --target sm_90 -I "$INC" \
+		--name-expression 'scale<float, 4>' --name-expression 'scale<__half, 2>' --entry _Z5scaleIfLi4EEvPT_S0_i 2>&1)
+	check "--name-expression: the same names on a hit (from the index)" sh -c "echo '$t2' | grep -q '^compiled\|^hit' &&
+		echo '$t2' | grep -q '^lowered scale<float, 4> _Z5scaleIfLi4EEvPT_S0_i\$'"
+	t3=$("$KJIT" get --source "$R/templated.cu" --backend cuda --target sm_90 -I "$INC" \
+		--name-expression 'scale<float, 4>' --name-expression 'scale<__half, 2>' 2>&1)
+	check "--name-expression: a hit" sh -c "echo '$t3' | grep -q '^hit' && echo '$t3' | grep -q '^lowered scale<__half, 2> _Z5scaleI6__halfLi2EEvPT_S1_i\$'"
+	k3=$(echo "$t3" | head -n 1 | cut -d' ' -f2)
+	check "kjit show lists the lowered names" sh -c "'$KJIT' show $k3 | grep -q 'kjit: lowered name: scale<float, 4> = _Z5scaleIfLi4EEvPT_S0_i'"
 	n0=$("$KJIT" ls | grep -c half_reduce)
 	x=$(get --source "$R/half_reduce.cu" --backend cuda --target sm_90 -I "$INC" --entry half_row_summ)
 	check "a missing entry point is an error" [ "$x" = error ]
