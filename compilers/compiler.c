@@ -103,16 +103,20 @@ static int rule_match(const struct kj__opt_rule *r, const char *opt)
 	case KJ_OPT_CHOICE:
 		return strncmp(opt, r->text, tl) == 0 && choice_ok(r->arg, opt + tl);
 	case KJ_OPT_UINT: {
+		if (strncmp(opt, r->text, tl) != 0) /* first: opt may be shorter than the prefix */
+			return 0;
 		const char *d = opt + tl;
 		size_t dl = strlen(d);
-		if (strncmp(opt, r->text, tl) != 0 || dl == 0 || dl > 6)
+		if (dl == 0 || dl > 6)
 			return 0;
 		return strspn(d, "0123456789") == dl;
 	}
 	case KJ_OPT_TEXT: {
+		if (strncmp(opt, r->text, tl) != 0)
+			return 0;
 		const char *t = opt + tl;
 		size_t l = strlen(t);
-		if (strncmp(opt, r->text, tl) != 0 || l == 0 || l > KJ_NAME_MAX)
+		if (l == 0 || l > KJ_NAME_MAX)
 			return 0;
 		for (const char *c = t; *c; c++)
 			if ((unsigned char)*c < 0x20 || *c == 0x7f)
