@@ -426,8 +426,10 @@ static int parse_family(struct get_req *g, const struct kj__msg *m, char *err, s
 {
 	const struct kj__compiler_ops *ops;
 
-	if (kj__field_strdup(kj__msg_get(m, KJ_F_COMPILER), KJ_NAME_MAX, &g->family) < 0)
+	if (kj__field_strdup(kj__msg_get(m, KJ_F_COMPILER), KJ_NAME_MAX, &g->family) < 0) {
+		snprintf(err, errlen, "the compiler name is malformed (a family such as nvcc: letters and digits)");
 		return KJIT_EINVAL;
+	}
 	if (g->family == NULL)
 		return 0;
 	ops = kj__name_ok(g->family) && strcmp(g->family, "test") != 0 ? kj__compiler_find(g->family) : NULL;
