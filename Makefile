@@ -1,7 +1,8 @@
 # kjit: build, test, run.  `make` builds everything into $(BUILD)/;
 # `make test` and `make run` first install what a fresh Debian 12 lacks
 # (scripts/deps.sh).  Modules are picked up by directory: a new .c file in
-# common/, cache/, compilers/, daemon/ or client/ needs no edit here.
+# common/, cache/, compilers/, daemon/, daemon/detect/ or client/ needs no
+# edit here (one that libkjit needs goes into CLIENT_COMMON_SRC or LIBKJIT_OBJ below).
 
 BUILD   ?= build
 PREFIX  ?= /usr/local
@@ -11,7 +12,7 @@ SAN     ?=
 OPT     ?= -O2
 
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
-CPPFLAGS_KJ := -D_GNU_SOURCE -Iclient -Icommon -Icache -Icompilers -Idaemon \
+CPPFLAGS_KJ := -D_GNU_SOURCE -Iinclude -Iclient -Icommon -Icache -Icompilers -Idaemon -Idaemon/detect \
 	-DKJIT_PREFIX='"$(PREFIX)"' -DKJIT_SRCDIR='"$(CURDIR)"'
 CFLAGS_KJ := -std=c11 $(OPT) -g -fPIC $(WARN) -fvisibility=hidden
 ifeq ($(SAN),1)
@@ -24,22 +25,42 @@ LDFLAGS_KJ += --coverage
 endif
 
 SHADERC_LIBS := -lshaderc_combined -lglslang -lMachineIndependent -lOGLCompiler -lOSDependent -lGenericCodeGen -lSPIRV -lSPIRV-Tools-opt -lSPIRV-Tools -lstdc++ -lm -lpthread
-DAEMON_LIBS  := -luv -lsqlite3 -lcrypto -ldl $(SHADERC_LIBS) -lsystemd
-CLIENT_LIBS  := -lcrypto -ldl -pthread
+DAEMON_LIBS  := -luv -lhiredis -lsqlite3 -lcrypto -ldl $(SHADERC_LIBS) -lsystemd
+# libkjit needs libc and OpenSSL's libcrypto (ldd build/libkjit.so): the
+# per-process memo and the shared hit table are indexed by the SHA-256 of the
+# request body, and a collision there would serve the wrong object, so the
+# fingerprint is a real hash from a well-kept library, not a hand-written one.
+# Programs linking it with threads of their own (the kjit command's warm, the
+# stress client) add -pthread, a no-op since glibc 2.34 but needed before.
+LIBKJIT_LIBS := -lcrypto
+CLIENT_LIBS  := -lcrypto -pthread
 
 COMMON_SRC   := $(wildcard common/*.c)
+# What of common/ a client needs: framing, the buffer, errors, paths, target
+# IDs and resolution from the environment, and SHA-256 (sha.c), which
+# fingerprints request bodies for the process memo and the shared hit table
+# (hittab.c, whose reader libkjit uses).
+CLIENT_COMMON_SRC := common/buf.c common/err.c common/hittab.c common/proto.c common/resolve.c \
+	common/sha.c common/targetid.c common/util.c
+DETECT_SRC   := $(wildcard daemon/detect/*.c)
 CACHE_SRC    := $(wildcard cache/*.c)
 COMPILER_SRC := $(wildcard compilers/*.c)
 DAEMON_SRC   := $(filter-out daemon/main.c,$(wildcard daemon/*.c))
-CLIENT_SRC   := $(filter-out client/cli.c,$(wildcard client/*.c))
+# The kjit command: client/cli.c and client/cmd-*.c, linked into the kjit
+# binary only; the other client/*.c are libkjit.
+CLI_SRC      := client/cli.c $(wildcard client/cmd-*.c)
+CLIENT_SRC   := $(filter-out $(CLI_SRC),$(wildcard client/*.c))
 TEST_SRC     := $(wildcard tests/test-*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 COMMON_OBJ   := $(call obj,$(COMMON_SRC))
+CLIENT_COMMON_OBJ := $(call obj,$(CLIENT_COMMON_SRC))
+DETECT_OBJ   := $(call obj,$(DETECT_SRC))
 CACHE_OBJ    := $(call obj,$(CACHE_SRC))
 COMPILER_OBJ := $(call obj,$(COMPILER_SRC))
 DAEMON_OBJ   := $(call obj,$(DAEMON_SRC))
 CLIENT_OBJ   := $(call obj,$(CLIENT_SRC))
+CLI_OBJ      := $(call obj,$(CLI_SRC))
 TESTS        := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 
 DEPS_OK := $(BUILD)/.deps-ok
@@ -58,24 +79,32 @@ $(BUILD)/obj/%.o: %.c $(DEPS_OK)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_KJ) $(CFLAGS_KJ) $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/kjitd: $(call obj,daemon/main.c) $(DAEMON_OBJ) $(COMPILER_OBJ) $(CACHE_OBJ) $(COMMON_OBJ)
+$(BUILD)/kjitd: $(call obj,daemon/main.c) $(DAEMON_OBJ) $(DETECT_OBJ) $(COMPILER_OBJ) $(CACHE_OBJ) $(COMMON_OBJ)
 	$(CC) $(LDFLAGS_KJ) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
-$(BUILD)/kjit: $(call obj,client/cli.c) $(BUILD)/libkjit.a
+$(BUILD)/kjit: $(CLI_OBJ) $(BUILD)/libkjit.a
 	$(CC) $(LDFLAGS_KJ) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS)
 
-# libkjit runs the include scan itself for -I (client/ccopts.c).
-LIBKJIT_OBJ  := $(CLIENT_OBJ) $(COMMON_OBJ) $(call obj,cache/include.c)
+# libkjit runs the include scan itself for -I (client/ccopts.c): it links
+# cache/include.c, which needs only libc and common/util.c.
+LIBKJIT_OBJ  := $(CLIENT_OBJ) $(CLIENT_COMMON_OBJ) $(call obj,cache/include.c)
 
 $(BUILD)/libkjit.a: $(LIBKJIT_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
 $(BUILD)/libkjit.so: $(LIBKJIT_OBJ)
-	$(CC) -shared -Wl,-soname,libkjit.so.0 $(LDFLAGS_KJ) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS)
+	$(CC) -shared -Wl,-soname,libkjit.so.0 $(LDFLAGS_KJ) $(LDFLAGS) -o $@ $^ $(LIBKJIT_LIBS)
 
-$(BUILD)/include/kjit.h: client/kjit.h
+# The public header carries the same KJIT_TYPES_DEFINED block as the
+# internal common/kj_types.h (the installed header must stand alone): the
+# two are compared here, so a drift fails the build.
+KJ_TYPES_BLOCK := sed -n '/^\#ifndef KJIT_TYPES_DEFINED/,/^\#endif \/\* KJIT_TYPES_DEFINED/p'
+$(BUILD)/include/kjit.h: include/kjit.h common/kj_types.h
 	@mkdir -p $(dir $@)
+	@$(KJ_TYPES_BLOCK) include/kjit.h >$@.types && $(KJ_TYPES_BLOCK) common/kj_types.h | cmp -s - $@.types || { \
+		rm -f $@.types; echo "include/kjit.h and common/kj_types.h differ between their KJIT_TYPES_DEFINED lines" >&2; exit 1; }
+	@rm -f $@.types
 	cp $< $@
 
 $(BUILD)/kjit.pc: client/kjit.pc.in Makefile
@@ -90,7 +119,8 @@ $(call obj,daemon/main.c) $(call obj,client/connect.c) $(BUILD)/kjit.pc: $(BUILD
 FORCE:
 
 # Each tests/test-NAME.c is one binary linked with every module.
-$(BUILD)/tests/%: $(call obj,tests/%.c) $(DAEMON_OBJ) $(COMPILER_OBJ) $(CACHE_OBJ) $(CLIENT_OBJ) $(COMMON_OBJ)
+$(BUILD)/tests/%: $(call obj,tests/%.c) $(DAEMON_OBJ) $(DETECT_OBJ) $(COMPILER_OBJ) $(CACHE_OBJ) $(CLIENT_OBJ) \
+		$(COMMON_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_KJ) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS) -lvulkan
 
@@ -116,12 +146,18 @@ stop: all
 
 # `make install [PREFIX=/usr/local] [DESTDIR=]`: binaries, library, header,
 # kjit.pc, man pages, systemd units (system and user, @PREFIX@ substituted),
-# the sysusers.d file of the group kjit, and the bundled kernels.  kjit and
-# kjitd have PREFIX compiled in (kjit finds kjitd there, kjitd the bundled
-# kernels), so a build made for another PREFIX is refused, not installed.
+# the sysusers.d file of the group kjit, the bundled kernels and the Python
+# package (install-python, below).  kjit and kjitd have PREFIX compiled in
+# (kjit finds kjitd there, kjitd the bundled kernels), so a build made for
+# another PREFIX is refused, not installed.
 install uninstall: UNITDIR ?= $(PREFIX)/lib/systemd
 install uninstall: SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 install uninstall: MANDIR ?= $(PREFIX)/share/man
+# The Python package (python/kjit) goes where python3 looks for packages
+# (its purelib: /usr/local/lib/python3.X/dist-packages for Debian's python3);
+# PYTHONDIR= chooses another place, PYTHONDIR=none skips it.
+PYTHON ?= python3
+PYTHONDIR ?= $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' 2>/dev/null)
 # GPU launches: on a machine with an NVIDIA GPU and its driver (scripts/gpu-run.sh).
 test-gpu: all kernels-examples
 	@BUILD=$(BUILD) ./scripts/gpu-run.sh test
@@ -140,7 +176,7 @@ install: all
 	install -m 644 $(BUILD)/libkjit.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(BUILD)/libkjit.so $(DESTDIR)$(PREFIX)/lib/libkjit.so.0
 	ln -sf libkjit.so.0 $(DESTDIR)$(PREFIX)/lib/libkjit.so
-	install -m 644 client/kjit.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 include/kjit.h $(DESTDIR)$(PREFIX)/include/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' client/kjit.pc.in >$(DESTDIR)$(PREFIX)/lib/pkgconfig/kjit.pc
 	chmod 644 $(DESTDIR)$(PREFIX)/lib/pkgconfig/kjit.pc
 	install -m 644 man/kjit.1 $(DESTDIR)$(MANDIR)/man1/
@@ -154,7 +190,24 @@ install: all
 	rm -rf $(DESTDIR)$(PREFIX)/share/kjit/kernels_src
 	cp -R kernels_src $(DESTDIR)$(PREFIX)/share/kjit/
 	chmod -R u=rwX,go=rX $(DESTDIR)$(PREFIX)/share/kjit/kernels_src
+	@$(MAKE) --no-print-directory install-python
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
+
+# python/kjit into PYTHONDIR, told where the library is installed.
+.PHONY: install-python uninstall-python
+install-python:
+	@if [ -z "$(PYTHONDIR)" ] || [ "$(PYTHONDIR)" = none ]; then \
+		echo "install: the Python package kjit is not installed (no $(PYTHON), or PYTHONDIR=none)"; \
+	else \
+		echo "install python/kjit -> $(DESTDIR)$(PYTHONDIR)/kjit" && \
+		install -d $(DESTDIR)$(PYTHONDIR)/kjit && \
+		install -m 644 python/kjit/*.py python/kjit/py.typed $(DESTDIR)$(PYTHONDIR)/kjit/ && \
+		printf '"""Written by make install: where libkjit is installed."""\nLIBRARY = "%s"\n' \
+			'$(PREFIX)/lib/libkjit.so.0' >$(DESTDIR)$(PYTHONDIR)/kjit/_install.py && \
+		chmod 644 $(DESTDIR)$(PYTHONDIR)/kjit/_install.py; \
+	fi
+uninstall-python:
+	@if [ -n "$(PYTHONDIR)" ] && [ "$(PYTHONDIR)" != none ]; then rm -rf $(DESTDIR)$(PYTHONDIR)/kjit; fi
 
 # `make uninstall` with the PREFIX and DESTDIR of the install.
 uninstall:
@@ -166,6 +219,7 @@ uninstall:
 		$(DESTDIR)$(UNITDIR)/user/kjitd.socket $(DESTDIR)$(UNITDIR)/user/kjitd.service \
 		$(DESTDIR)$(SYSUSERSDIR)/kjit.conf
 	rm -rf $(DESTDIR)$(PREFIX)/share/kjit
+	@$(MAKE) --no-print-directory uninstall-python
 
 clean:
 	rm -rf $(BUILD) build-asan

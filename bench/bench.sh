@@ -9,7 +9,8 @@
 # source's bytes), so objects have exact sizes; 2, 4 and 5 use the real
 # hiprtc, NVRTC and shaderc.  A missed goal or a failed scenario is
 # reported, never fatal: the script exits 0 unless the harness itself is
-# broken (missing binaries).
+# broken (missing binaries).  Scenario 1 also times the 16 KB hit through the
+# Python package (bench/pyhit.py) against the C client's figure.
 #
 # Environment: BUILD (build), BENCH_SCALE (1000,100000,1000000: index sizes
 # of scenario 6), BENCH_SCALE_DIR (where scenario 6's caches go; default
@@ -34,6 +35,9 @@ NOTES="$T/notes"   # lines for RESULTS.md
 : >"$ROWS"
 : >"$NOTES"
 export KJIT_NO_AUTOSTART=1
+# The rows measure the daemon's answer: the process memo (issue 13) would
+# answer every repeated get in memory.  A memo row must unset this itself.
+export KJIT_PROCESS_MEMO=0
 unset KJIT_HIP_ARCH KJIT_CUDA_ARCH KJIT_VULKAN_ENV HSA_OVERRIDE_GFX_VERSION CANDLE_ROCM_ARCH \
 	CANDLE_ROCM_VERSION KJIT_ROCM_VERSION KJIT_CUDA_VERSION HSA_XNACK
 DPID=""
@@ -132,6 +136,22 @@ ensure_hit() {
 	[ -n "$key" ] && echo "$key $src" >>"$T/seeds" && echo "$key" >"$T/key.$desc"
 }
 
+# python_hit N W C_P50: the same 16 KB hit through the Python package
+# (bench/pyhit.py, ctypes over libkjit.so) against the C client's figure.
+python_hit() {
+	local py p50 p99 r=n/a cp50=$3
+	command -v python3 >/dev/null 2>&1 || { note "scenario 1: no python3: no Python row"; return 0; }
+	progress "1: hit latency 16KB from Python"
+	py=$(PYTHONPATH="$TOP/python" KJIT_LIBRARY="$TOP/$BUILD/libkjit.so" python3 "$TOP/bench/pyhit.py" \
+		--kernel blob16384 --target gfx90a -n "$1" -w "$2" 2>>"$T/err") ||
+		{ py=""; note "scenario 1: bench/pyhit.py failed: $(tail -n 1 "$T/err")"; }
+	set -- $py
+	p50=${1:-n/a} p99=${2:-n/a}
+	[ "$p50" != n/a ] && [ "$cp50" != n/a ] && r=$(ratio "$p50" "$cp50")
+	row 1 "hit 16KB from Python, kjit.Client.get --kernel, p50 / p99 us" "$p50 / $p99" "" ""
+	row 1 "ratio 16KB: Python hit / C hit (kjit_get), p50" "${r}x" "<= 1.5x" "$(verdict "$r" le 1.5)"
+}
+
 scenario_hit() {
 	local n sz kjitk kjits echo1 echo2 file
 	start_daemon A --hip-compiler test --kernels-dir "$T/k" || return 1
@@ -176,7 +196,7 @@ scenario_hit() {
 		row 1 "ratio $label: kernel hit / floor (a), p50" "${ra}x" "<= 1.5x" "$(verdict "$ra" le 1.5)"
 		row 1 "ratio $label: source hit / floor (a'), p50" "${rs}x" "" ""
 		row 1 "ratio $label: kernel hit / floor (b), p50" "${rb}x" "" ""
-		[ "$sz" = 16384 ] && HIT16_P50=$kp50
+		[ "$sz" = 16384 ] && HIT16_P50=$kp50 && python_hit "$n" "$w" "$kp50"
 	done
 	return 0
 }

@@ -7,7 +7,8 @@
  * only after its SHA-256 matched the digest in the index; a corrupt or
  * missing object is a miss (its row and file are dropped), never a wrong
  * answer.  All calls come from one thread (kjitd's loop).  All file system
- * calls go through a kj__fsys table so tests can make any of them fail.
+ * calls go through a kj__fsys table, and allocations through a
+ * kj__cache_alloc table, so tests can make any of them fail.
  */
 #ifndef KJ_CACHE_H
 #define KJ_CACHE_H
@@ -34,6 +35,21 @@ struct kj__fsys {
 /* The real system calls. */
 extern const struct kj__fsys kj__fsys_default;
 
+/* The allocator cache/ uses, so tests can fail the n-th allocation (an
+ * out-of-memory loop, as SQLite's tests run).  Memory the cache hands its
+ * caller (kj__cache_lookup's *data, kj__cache_get's strings) comes from
+ * here and is released with free(3): a replacement wraps the C library's
+ * allocator to make it fail, it does not bring another.  SQLite's and
+ * OpenSSL's own allocations do not go through it. */
+struct kj__cache_alloc {
+	void *(*malloc)(size_t n);
+	void *(*calloc)(size_t n, size_t size);
+	void *(*realloc)(void *p, size_t n);
+	void (*free)(void *p);
+};
+/* The C library's. */
+extern const struct kj__cache_alloc kj__cache_alloc_default;
+
 struct kj__cache;
 
 struct kj__cache_options {
@@ -41,6 +57,7 @@ struct kj__cache_options {
 	uint64_t max_size;           /* 0: KJ_DEFAULT_MAX_SIZE */
 	FILE *log;                   /* warnings (corrupt objects, I/O errors); NULL: stderr */
 	uint64_t hot_max;            /* bytes of verified objects kept in memory; 0: KJ_HOT_BYTES_MAX */
+	const struct kj__cache_alloc *alloc; /* NULL: kj__cache_alloc_default */
 };
 
 /* What the index holds about one object. */

@@ -36,7 +36,7 @@
 
 #include "cache.h"
 #include "kj_limits.h"
-#include "kjit.h"
+#include "kj_types.h"
 #include "util.h"
 
 struct resolver {

@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "cache.h"
-#include "kjit.h"
+#include "kj_types.h"
 #include "kj_limits.h"
 #include "sha.h"
 

@@ -46,6 +46,7 @@ struct kjit_client {
 	int sys_errno;               /* errno behind the last ECONNECT/EIO */
 	char err[KJ_CLIENT_ERR_MAX]; /* kjit_last_error() */
 	uint8_t *scratch;            /* KJ_CLIENT_SCRATCH bytes: a reply's first read */
+	struct kj__procmemo *memo;   /* answers by GET fingerprint (procmemo.c), or NULL: off */
 };
 
 /* A reply is read with one recv into this much scratch first: most replies

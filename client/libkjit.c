@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "client_int.h"
+#include "procmemo.h"
 #include "util.h"
 
 /* Longest administrative argument (a path plus a list of targets); kjitd
@@ -79,6 +80,9 @@ int kjit_open(kjit_client **out, const kjit_open_options *opt)
 		r = KJIT_ENOMEM;
 		goto out;
 	}
+	r = kj__procmemo_new(&c->memo, kj__procmemo_enabled_by_env() ? KJ_PROCESS_MEMO_BYTES : 0);
+	if (r < 0)
+		goto out;
 	r = kj__client_connect(c);
 	if (r < 0)
 		goto out;
@@ -99,6 +103,7 @@ void kjit_close(kjit_client *c)
 		close(c->fd);
 	free(c->socket_path);
 	free(c->scratch);
+	kj__procmemo_free(c->memo);
 	free(c);
 }
 

@@ -1,7 +1,7 @@
 /* err.c: the words for kjit's error codes, backends and statuses. */
 #include <string.h>
 
-#include "kjit.h"
+#include "kj_types.h"
 
 static const char *const messages[] = {
 	[0] = "success",

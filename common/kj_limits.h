@@ -36,8 +36,33 @@
 #define KJ_NEGCACHE_MAX 64                 /* failed compiles remembered (daemon/negcache.c) */
 #define KJ_FAILED_TTL_MS 5000              /* --failed-ttl default: a startup storm, not an edit cycle */
 
+/* Shared read-only hit table (common/hittab.c, docs/hitpath.md). */
+#define KJ_HITTAB_BYTES_MAX (256u << 20)   /* hard cap of the memfd: as much as the hot set */
+#define KJ_HITTAB_BYTES_MIN (64u << 10)    /* smaller cannot hold its header, slots and one object */
+#define KJ_HITTAB_SLOTS_MAX (1u << 20)     /* slots of 64 bytes: 64 MiB of index at most */
+#define KJ_HITTAB_SLOTS_DEFAULT 16384      /* 1 MiB of index; the bundled kernels use a few hundred */
+#define KJ_HITTAB_PROBE 8                  /* slots a fingerprint may live in (linear probing window) */
+#define KJ_HITTAB_RETRIES 4                /* reads racing a rewrite before the client asks the socket */
+#define KJ_HITTAB_RECORD_SHARE 4           /* one object takes at most 1/4 of the arena */
+
+/* Fleet tier (daemon/remote.c, docs/remote.md). */
+#define KJ_REMOTE_PREFIX "kjit:v1:"        /* --remote-prefix default: bump v1 with the value layout */
+#define KJ_REMOTE_TIMEOUT_MS 200           /* a Redis op slower than this counts as down: local is faster */
+#define KJ_REMOTE_OBJECT_MAX (64ull << 20) /* --remote-max-object: bigger objects stay local */
+#define KJ_REMOTE_PUBLISH_QUEUE_BYTES (256u << 20) /* unacknowledged publishes kept in memory */
+#define KJ_REMOTE_SLOW_LINK_BPS (10u << 20) /* a publish may take timeout + size at this rate */
+#define KJ_REMOTE_LEASE_MS 10000           /* lease life; the owner renews every third of it */
+#define KJ_REMOTE_LEASE_POLL_MS 500        /* waiters poll this often when pub/sub is silent */
+#define KJ_REMOTE_LEASE_WAIT_MS (KJ_COMPILE_TIMEOUT_MS + KJ_REMOTE_LEASE_MS) /* a live owner's longest compile */
+#define KJ_REMOTE_RETRY_MIN_MS 100         /* first reconnect delay, doubled up to the max */
+#define KJ_REMOTE_RETRY_MAX_MS 5000        /* reconnects never wait longer than this */
+#define KJ_REMOTE_TICK_MS 50               /* the watchdog's period while work is pending */
+#define KJ_REMOTE_URL_MAX 1024             /* a --remote URL */
+
 /* Client. */
 #define KJ_DEFAULT_TIMEOUT_MS 600000       /* a reply: covers a queue of long compiles */
 #define KJ_AUTOSTART_WAIT_MS 10000         /* how long a client waits for a daemon it started */
+#define KJ_PROCESS_MEMO_BYTES (32u << 20)  /* objects a client handle remembers (KJIT_PROCESS_MEMO=0: none) */
+#define KJ_PROCESS_MEMO_SHARE 4            /* one object takes at most 1/4 of the process memo */
 
 #endif /* KJ_LIMITS_H */

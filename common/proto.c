@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kjit.h"
+#include "kj_types.h"
 #include "proto.h"
 #include "util.h"
 
@@ -23,43 +23,6 @@ static uint16_t get_le16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8
 static uint32_t get_le32(const uint8_t *p)
 {
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-int kj__buf_reserve(struct kj__buf *b, size_t n)
-{
-	if (b->cap - b->len >= n)
-		return 0;
-	if (n > SIZE_MAX / 2 - b->len)
-		return KJIT_ENOMEM;
-	size_t cap = b->cap ? b->cap : 256;
-	while (cap - b->len < n)
-		cap *= 2;
-	uint8_t *p = realloc(b->p, cap);
-	if (p == NULL)
-		return KJIT_ENOMEM;
-	b->p = p;
-	b->cap = cap;
-	return 0;
-}
-
-int kj__buf_append(struct kj__buf *b, const void *p, size_t n)
-{
-	int r = kj__buf_reserve(b, n);
-	if (r < 0)
-		return r;
-	if (n > 0)
-		memcpy(b->p + b->len, p, n);
-	b->len += n;
-	return 0;
-}
-
-void kj__buf_free(struct kj__buf *b)
-{
-	if (b == NULL)
-		return;
-	free(b->p);
-	b->p = NULL;
-	b->len = b->cap = 0;
 }
 
 int kj__msg_begin(struct kj__buf *b, uint16_t type, uint32_t id)

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "buf.h"
 #include "kj_limits.h"
 
 enum kj__msg_type {
@@ -55,19 +56,6 @@ enum kj__field_tag {
 	KJ_F_COMPILE_US = 23,      /* u64: microseconds spent compiling */
 	KJ_F_TARGET_SOURCE = 24,   /* str: where the client's target came from (env var name) */
 };
-
-struct kj__buf {
-	uint8_t *p;
-	size_t len;
-	size_t cap;
-};
-
-/* Grows b to hold at least n more bytes.  0 or KJIT_ENOMEM. */
-int kj__buf_reserve(struct kj__buf *b, size_t n);
-/* Appends n bytes.  0 or KJIT_ENOMEM. */
-int kj__buf_append(struct kj__buf *b, const void *p, size_t n);
-/* Frees b's memory and zeroes it; NULL is a no-op. */
-void kj__buf_free(struct kj__buf *b);
 
 struct kj__frame_hdr {
 	uint32_t len;

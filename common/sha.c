@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kjit.h"
+#include "kj_types.h"
 #include "sha.h"
 
 struct kj__sha {

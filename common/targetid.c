@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kjit.h"
+#include "kj_types.h"
 #include "targetid.h"
 #include "util.h"
 

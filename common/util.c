@@ -11,8 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kjit.h"
-#include "proto.h"
+#include "kj_types.h"
+#include "kj_limits.h"
 #include "util.h"
 
 char *kj__strdup(const char *s)
@@ -252,48 +252,5 @@ int kj__parse_size(const char *s, uint64_t *out)
 	if (*end != '\0' || (v != 0 && mul > UINT64_MAX / v))
 		return KJIT_EINVAL;
 	*out = (uint64_t)v * mul;
-	return 0;
-}
-
-int kj__json_str(struct kj__buf *b, const char *s)
-{
-	int r = kj__buf_append(b, "\"", 1);
-
-	for (; r == 0 && s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		char esc[8];
-		if (c == '"' || c == '\\') {
-			esc[0] = '\\';
-			esc[1] = (char)c;
-			r = kj__buf_append(b, esc, 2);
-		} else if (c < 0x20) {
-			snprintf(esc, sizeof esc, "\\u%04x", c);
-			r = kj__buf_append(b, esc, 6);
-		} else {
-			r = kj__buf_append(b, s, 1);
-		}
-	}
-	return r ? r : kj__buf_append(b, "\"", 1);
-}
-
-int kj__buf_printf(struct kj__buf *b, const char *fmt, ...)
-{
-	va_list ap;
-	char small[256];
-
-	va_start(ap, fmt);
-	int n = vsnprintf(small, sizeof small, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return KJIT_EINVAL;
-	if ((size_t)n < sizeof small)
-		return kj__buf_append(b, small, (size_t)n);
-	int r = kj__buf_reserve(b, (size_t)n + 1);
-	if (r < 0)
-		return r;
-	va_start(ap, fmt);
-	vsnprintf((char *)b->p + b->len, (size_t)n + 1, fmt, ap);
-	va_end(ap);
-	b->len += (size_t)n;
 	return 0;
 }

@@ -48,10 +48,4 @@ int kj__token_ok(const char *s, size_t max);
 /* Parses "5G", "512M", "100k", "12345" (binary units).  0 or KJIT_EINVAL. */
 int kj__parse_size(const char *s, uint64_t *out);
 
-/* Appends s to b as a JSON string literal (quoted, escaped). */
-struct kj__buf;
-int kj__json_str(struct kj__buf *b, const char *s);
-/* printf-append to b.  0 or KJIT_ENOMEM. */
-int kj__buf_printf(struct kj__buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
 #endif /* KJ_UTIL_H */

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 
 #include "compint.h"
-#include "kjit.h"
+#include "kj_types.h"
 #include "sha.h"
 #include "targetid.h"
 #include "util.h"

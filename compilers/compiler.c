@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "compint.h"
-#include "proto.h"
-#include "kjit.h"
+#include "kj_types.h"
 #include "kj_limits.h"
 #include "testcomp.h"
 #include "util.h"

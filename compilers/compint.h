@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "buf.h"
 #include "compiler.h"
 #include "kj_limits.h"
 
@@ -141,7 +142,6 @@ int kj__entries_check(const uint8_t *obj, size_t len, const char *const *entries
 		      size_t errlen);
 
 /* Full compilers as child processes (spawn.c). */
-#include "proto.h"
 struct kj__proc_out {
 	struct kj__buf log;  /* first KJ_LOG_MAX bytes of stdout+stderr */
 	size_t total;        /* bytes the child wrote */

@@ -39,10 +39,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "compint.h"
-#include "kjit.h"
+#include "kj_types.h"
 #include "kj_limits.h"
-#include "proto.h"
 #include "util.h"
 
 #define HIPCC_OUT "kjit-out.co"

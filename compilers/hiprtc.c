@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "compint.h"
-#include "kjit.h"
+#include "kj_types.h"
 #include "kj_limits.h"
 #include "util.h"
 

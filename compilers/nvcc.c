@@ -24,8 +24,8 @@
 #include <unistd.h>
 
 #include "compint.h"
-#include "kjit.h"
 #include "kj_limits.h"
+#include "kj_types.h"
 #include "targetid.h"
 #include "util.h"
 

@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "compint.h"
-#include "kjit.h"
+#include "kj_types.h"
 #include "util.h"
 
 /* The ruleset attribute as of ABI 6; older kernels get a shorter prefix. */

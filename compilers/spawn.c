@@ -19,10 +19,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "compint.h"
-#include "kjit.h"
 #include "kj_limits.h"
-#include "proto.h"
+#include "kj_types.h"
 #include "util.h"
 
 int kj__run_capture(const char *const *argv, const char *dir, int timeout_ms, struct kj__proc_out *po)

@@ -12,9 +12,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "buf.h"
 #include "compint.h"
-#include "kjit.h"
-#include "proto.h"
+#include "kj_types.h"
 #include "util.h"
 
 typedef int (*sym_fn)(const char *name, size_t len, void *arg);

@@ -21,10 +21,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "compint.h"
-#include "kjit.h"
+#include "kj_types.h"
 #include "kj_limits.h"
-#include "proto.h"
 #include "testcomp.h"
 #include "util.h"
 

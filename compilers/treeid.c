@@ -23,8 +23,8 @@
 #include <unistd.h>
 
 #include "compint.h"
-#include "kjit.h"
 #include "kj_limits.h"
+#include "kj_types.h"
 #include "sha.h"
 #include "util.h"
 

@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "compint.h"
-#include "kjit.h"
+#include "kj_types.h"
 #include "kj_limits.h"
 #include "proto.h"
 #include "util.h"

@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
-#include "kjit.h"
+#include "kj_types.h"
 #include "sha.h"
 #include "util.h"
 

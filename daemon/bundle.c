@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
-#include "kjit.h"
+#include "kj_types.h"
 #include "sha.h"
 #include "util.h"
 
@@ -152,70 +152,73 @@ static int emit(int fd, struct kj__sha *sha, const void *p, size_t n)
 	return 0;
 }
 
-int kj__bundle_export(struct kj__daemon *d, const char *path, const char *const *targets, size_t n_targets,
-		      uint64_t *exported, uint64_t *skipped, char *err, size_t errlen)
+/* The message of a failed write of the bundle at path; KJIT_EIO. */
+static int write_failed(const char *path, char *err, size_t errlen)
 {
-	struct key_list l = { .targets = targets, .n_targets = n_targets };
-	struct kj__buf manifest = { 0 }, rec = { 0 };
-	struct kj__cache_entry *ents = NULL;
-	struct kj__sha *sha = NULL;
-	char *tmp = NULL;
-	uint8_t *data = NULL, hdr[BUNDLE_HDR_SIZE], dg[KJ_SHA256_LEN];
-	size_t len, n_ok = 0;
-	int fd = -1, r;
+	snprintf(err, errlen, "writing %s: %s", path, strerror(errno));
+	return KJIT_EIO;
+}
 
-	*exported = *skipped = 0;
-	kj__cache_flush(d->cache);
-	r = kj__cache_foreach(d->cache, NULL, collect, &l);
-	if (r < 0)
-		goto out;
-	ents = calloc(l.n ? l.n : 1, sizeof *ents);
-	if (ents == NULL) {
-		r = KJIT_ENOMEM;
-		goto out;
-	}
-	/* Pass 1: metadata, and only objects whose digest holds. */
-	for (size_t i = 0; i < l.n; i++) {
-		if (kj__cache_get(d->cache, l.keys[i], &ents[n_ok]) < 0)
+/* Pass 1: the metadata of each listed entry whose object is there and
+ * holds its digest, appended to manifest as records; the others are
+ * logged and counted in *skipped.  Fills ents[0..*n_ok) (each freed with
+ * kj__cache_entry_free by the caller).  0 or KJIT_ENOMEM. */
+static int build_manifest(struct kj__daemon *d, const struct key_list *l, struct kj__cache_entry *ents,
+			  size_t *n_ok, struct kj__buf *manifest, uint64_t *skipped)
+{
+	struct kj__buf rec = { 0 };
+	uint8_t *data = NULL, rl[4];
+	size_t len;
+	int r = 0;
+
+	for (size_t i = 0; i < l->n; i++) {
+		struct kj__cache_entry *e = &ents[*n_ok];
+		if (kj__cache_get(d->cache, l->keys[i], e) < 0)
 			continue;
-		if (read_verified(d, &ents[n_ok], &data, &len) < 0) {
-			kj__log(d, "export: skipping %s: object missing or corrupt (`kjit verify` drops it)", l.keys[i]);
-			kj__cache_entry_free(&ents[n_ok]);
+		if (read_verified(d, e, &data, &len) < 0) {
+			kj__log(d, "export: skipping %s: object missing or corrupt (`kjit verify` drops it)", l->keys[i]);
+			kj__cache_entry_free(e);
 			(*skipped)++;
 			continue;
 		}
 		free(data);
 		data = NULL;
 		rec.len = 0;
-		uint8_t rl[4];
-		if ((r = record_of(&ents[n_ok], &rec)) < 0)
-			goto out;
-		put32(rl, (uint32_t)rec.len);
-		if (kj__buf_append(&manifest, rl, 4) < 0 || kj__buf_append(&manifest, rec.p, rec.len) < 0) {
-			r = KJIT_ENOMEM;
-			goto out;
+		if ((r = record_of(e, &rec)) == 0) {
+			put32(rl, (uint32_t)rec.len);
+			if (kj__buf_append(manifest, rl, 4) < 0 || kj__buf_append(manifest, rec.p, rec.len) < 0)
+				r = KJIT_ENOMEM;
 		}
-		n_ok++;
+		if (r < 0) {
+			kj__cache_entry_free(e);
+			break;
+		}
+		(*n_ok)++;
 	}
-	tmp = kj__asprintf("%s.tmp.%d", path, (int)getpid());
-	if (tmp == NULL || kj__sha_new(&sha) < 0) {
-		r = KJIT_ENOMEM;
-		goto out;
-	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
-		r = KJIT_EIO;
-		goto out;
-	}
+	kj__buf_free(&rec);
+	return r;
+}
+
+/* Writes the bundle of ents[0..n) with its manifest to fd: header,
+ * manifest, the objects (pass 2: each read and checked again as it is
+ * copied), the trailer, fsync.  0, or a negative code with err set. */
+static int write_bundle(struct kj__daemon *d, int fd, const char *path, const struct kj__buf *manifest,
+			const struct kj__cache_entry *ents, size_t n, char *err, size_t errlen)
+{
+	uint8_t hdr[BUNDLE_HDR_SIZE], dg[KJ_SHA256_LEN], *data = NULL;
+	struct kj__sha *sha = NULL;
+	size_t len;
+	int r;
+
+	if (kj__sha_new(&sha) < 0)
+		return KJIT_ENOMEM;
 	memcpy(hdr, BUNDLE_MAGIC, 8);
 	put32(hdr + 8, BUNDLE_VERSION);
-	put32(hdr + 12, (uint32_t)n_ok);
-	put64(hdr + 16, manifest.len);
-	if ((r = emit(fd, sha, hdr, sizeof hdr)) < 0 || (r = emit(fd, sha, manifest.p, manifest.len)) < 0)
+	put32(hdr + 12, (uint32_t)n);
+	put64(hdr + 16, manifest->len);
+	if ((r = emit(fd, sha, hdr, sizeof hdr)) < 0 || (r = emit(fd, sha, manifest->p, manifest->len)) < 0)
 		goto io_fail;
-	/* Pass 2: the objects, re-checked as they are copied. */
-	for (size_t i = 0; i < n_ok; i++) {
+	for (size_t i = 0; i < n; i++) {
 		r = read_verified(d, &ents[i], &data, &len);
 		if (r < 0) {
 			snprintf(err, errlen, "object %s changed during the export; run it again", ents[i].key);
@@ -229,19 +232,58 @@ int kj__bundle_export(struct kj__daemon *d, const char *path, const char *const 
 	}
 	if (kj__sha_final(sha, dg) < 0 || kj__write_all(fd, dg, sizeof dg) < 0 || fsync(fd) < 0)
 		goto io_fail;
-	if (close(fd) < 0) {
-		fd = -1;
-		goto io_fail;
-	}
-	fd = -1;
-	if (rename(tmp, path) < 0)
-		goto io_fail;
-	*exported = n_ok;
 	r = 0;
 	goto out;
 io_fail:
-	snprintf(err, errlen, "writing %s: %s", path, strerror(errno));
-	r = KJIT_EIO;
+	r = write_failed(path, err, errlen);
+out:
+	kj__sha_free(sha);
+	return r;
+}
+
+int kj__bundle_export(struct kj__daemon *d, const char *path, const char *const *targets, size_t n_targets,
+		      uint64_t *exported, uint64_t *skipped, char *err, size_t errlen)
+{
+	struct key_list l = { .targets = targets, .n_targets = n_targets };
+	struct kj__buf manifest = { 0 };
+	struct kj__cache_entry *ents = NULL;
+	char *tmp = NULL;
+	size_t n_ok = 0;
+	int fd = -1, r;
+
+	*exported = *skipped = 0;
+	kj__cache_flush(d->cache);
+	r = kj__cache_foreach(d->cache, NULL, collect, &l);
+	if (r < 0)
+		goto out;
+	ents = calloc(l.n ? l.n : 1, sizeof *ents);
+	if (ents == NULL) {
+		r = KJIT_ENOMEM;
+		goto out;
+	}
+	if ((r = build_manifest(d, &l, ents, &n_ok, &manifest, skipped)) < 0)
+		goto out;
+	tmp = kj__asprintf("%s.tmp.%d", path, (int)getpid());
+	if (tmp == NULL) {
+		r = KJIT_ENOMEM;
+		goto out;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
+		r = KJIT_EIO;
+		goto out;
+	}
+	if ((r = write_bundle(d, fd, path, &manifest, ents, n_ok, err, errlen)) < 0)
+		goto out;
+	r = close(fd);
+	fd = -1;
+	if (r < 0 || rename(tmp, path) < 0) {
+		r = write_failed(path, err, errlen);
+		goto out;
+	}
+	*exported = n_ok;
+	r = 0;
 out:
 	if (fd >= 0)
 		close(fd);
@@ -250,12 +292,9 @@ out:
 	for (size_t i = 0; ents && i < n_ok; i++)
 		kj__cache_entry_free(&ents[i]);
 	free(ents);
-	free(data);
 	free(tmp);
 	free(l.keys);
 	kj__buf_free(&manifest);
-	kj__buf_free(&rec);
-	kj__sha_free(sha);
 	return r;
 }
 
@@ -357,42 +396,54 @@ bad:
 	return KJIT_ECORRUPT;
 }
 
-int kj__bundle_import(struct kj__daemon *d, const char *path, uint64_t *imported, uint64_t *present, char *err,
-		      size_t errlen)
+static void bentries_free(struct bentry *be, uint32_t count)
 {
-	struct bentry *be = NULL;
-	struct kj__sha *sha = NULL;
-	struct stat st;
-	uint8_t hdr[BUNDLE_HDR_SIZE], want[KJ_SHA256_LEN], got[KJ_SHA256_LEN], *buf = NULL, *manifest = NULL;
-	uint32_t count = 0;
-	uint64_t mlen, off;
-	int fd, r = KJIT_ECORRUPT;
+	for (uint32_t i = 0; be && i < count; i++)
+		for (int k = 0; k < 4; k++)
+			free(be[i].strs[k]);
+	free(be);
+}
 
-	*imported = *present = 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+/* Checks that fd (path, opened or not) starts as a bundle this kjitd
+ * reads: a regular file, long enough, the magic, the format version.  0
+ * with hdr and *size filled; KJIT_EIO or KJIT_ECORRUPT with err set. */
+static int check_header(int fd, const char *path, uint8_t hdr[BUNDLE_HDR_SIZE], uint64_t *size, char *err,
+			size_t errlen)
+{
+	struct stat st;
+
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		snprintf(err, errlen, "cannot read %s: %s", path, fd < 0 ? strerror(errno) : "not a regular file");
-		r = KJIT_EIO;
-		goto out;
+		return KJIT_EIO;
 	}
-	uint64_t size = (uint64_t)st.st_size;
-	if (size < BUNDLE_HDR_SIZE + KJ_SHA256_LEN || pread_all(fd, hdr, sizeof hdr, 0) < 0 ||
+	*size = (uint64_t)st.st_size;
+	if (*size < BUNDLE_HDR_SIZE + KJ_SHA256_LEN || pread_all(fd, hdr, BUNDLE_HDR_SIZE, 0) < 0 ||
 	    memcmp(hdr, BUNDLE_MAGIC, 8) != 0) {
 		snprintf(err, errlen, "%s is not a kjit bundle (made by `kjit export`)", path);
-		goto out;
+		return KJIT_ECORRUPT;
 	}
 	if (get32(hdr + 8) != BUNDLE_VERSION) {
 		snprintf(err, errlen, "bundle format version %u is not supported (this kjitd reads %d)", get32(hdr + 8),
 			 BUNDLE_VERSION);
-		goto out;
+		return KJIT_ECORRUPT;
 	}
-	/* The trailer first: a truncated or altered file stops here. */
-	buf = malloc(1u << 20);
+	return 0;
+}
+
+/* The trailer first: the SHA-256 of every byte before it, so a truncated
+ * or altered file stops here.  0, or KJIT_ECORRUPT, KJIT_EIO or
+ * KJIT_ENOMEM (err set for the first two). */
+static int check_trailer(int fd, const char *path, uint64_t size, char *err, size_t errlen)
+{
+	uint8_t want[KJ_SHA256_LEN], got[KJ_SHA256_LEN], *buf = malloc(1u << 20);
+	struct kj__sha *sha = NULL;
+	int r = KJIT_ECORRUPT;
+
 	if (buf == NULL || kj__sha_new(&sha) < 0) {
 		r = KJIT_ENOMEM;
 		goto out;
 	}
-	for (off = 0; off < size - KJ_SHA256_LEN;) {
+	for (uint64_t off = 0; off < size - KJ_SHA256_LEN;) {
 		size_t n = size - KJ_SHA256_LEN - off < (1u << 20) ? (size_t)(size - KJ_SHA256_LEN - off) : (1u << 20);
 		if (pread_all(fd, buf, n, off) < 0 || kj__sha_update(sha, buf, n) < 0) {
 			snprintf(err, errlen, "reading %s failed", path);
@@ -406,61 +457,107 @@ int kj__bundle_import(struct kj__daemon *d, const char *path, uint64_t *imported
 		snprintf(err, errlen, "%s is damaged or truncated (checksum mismatch); nothing was imported", path);
 		goto out;
 	}
-	count = get32(hdr + 12);
-	mlen = get64(hdr + 16);
-	if (count > BUNDLE_ENTRIES_MAX || mlen > size - BUNDLE_HDR_SIZE - KJ_SHA256_LEN ||
-	    mlen > (uint64_t)count * (4 + BUNDLE_RECORD_MAX) || (uint64_t)count * BUNDLE_RECORD_MIN > mlen) {
-		snprintf(err, errlen, "%s has an impossible manifest; nothing was imported", path);
-		goto out;
-	}
-	manifest = malloc(mlen ? mlen : 1);
-	be = calloc(count ? count : 1, sizeof *be);
-	if (manifest == NULL || be == NULL) {
-		r = KJIT_ENOMEM;
-		goto out;
-	}
-	if (pread_all(fd, manifest, mlen, BUNDLE_HDR_SIZE) < 0) {
-		r = KJIT_EIO;
-		goto out;
-	}
-	off = BUNDLE_HDR_SIZE + mlen;
+	r = 0;
+out:
+	free(buf);
+	kj__sha_free(sha);
+	return r;
+}
+
+/* Parses the manifest's records into be[0..count) and places each object:
+ * the records must fill the manifest exactly and the objects the rest of
+ * the file up to the trailer.  0, or KJIT_ECORRUPT with err set. */
+static int parse_manifest(const uint8_t *manifest, uint64_t mlen, uint64_t size, const char *path, struct bentry *be,
+			  uint32_t count, char *err, size_t errlen)
+{
+	uint64_t off = BUNDLE_HDR_SIZE + mlen;
 	size_t pos = 0;
+	int r;
+
 	for (uint32_t i = 0; i < count; i++) {
 		if (mlen - pos < 4 || get32(manifest + pos) > mlen - pos - 4 || get32(manifest + pos) > BUNDLE_RECORD_MAX) {
 			snprintf(err, errlen, "manifest record %u overruns the manifest; nothing was imported", i);
-			goto out;
+			return KJIT_ECORRUPT;
 		}
 		uint32_t rl = get32(manifest + pos);
-		r = parse_record(manifest + pos + 4, rl, &be[i], err, errlen);
-		if (r < 0)
-			goto out;
+		if ((r = parse_record(manifest + pos + 4, rl, &be[i], err, errlen)) < 0)
+			return r;
 		pos += 4 + rl;
 		be[i].offset = off;
 		if (be[i].e.size > size - KJ_SHA256_LEN - off) {
 			snprintf(err, errlen, "object %u runs past the end of the bundle; nothing was imported", i);
-			r = KJIT_ECORRUPT;
-			goto out;
+			return KJIT_ECORRUPT;
 		}
 		off += be[i].e.size;
 	}
 	if (pos != mlen || off != size - KJ_SHA256_LEN) {
 		snprintf(err, errlen, "%s has bytes the manifest does not account for; nothing was imported", path);
-		r = KJIT_ECORRUPT;
-		goto out;
+		return KJIT_ECORRUPT;
 	}
-	/* Every object's digest before the first publish. */
+	return 0;
+}
+
+/* Reads and parses the manifest that hdr announces, bounding its length
+ * and entry count by the file before allocating anything for them.  0
+ * with *out (free with bentries_free) and *count; KJIT_ECORRUPT (err
+ * set), KJIT_EIO or KJIT_ENOMEM. */
+static int read_manifest(int fd, const char *path, const uint8_t hdr[BUNDLE_HDR_SIZE], uint64_t size,
+			 struct bentry **out, uint32_t *count, char *err, size_t errlen)
+{
+	uint32_t n = get32(hdr + 12);
+	uint64_t mlen = get64(hdr + 16);
+	uint8_t *manifest = NULL;
+	struct bentry *be = NULL;
+	int r;
+
+	if (n > BUNDLE_ENTRIES_MAX || mlen > size - BUNDLE_HDR_SIZE - KJ_SHA256_LEN ||
+	    mlen > (uint64_t)n * (4 + BUNDLE_RECORD_MAX) || (uint64_t)n * BUNDLE_RECORD_MIN > mlen) {
+		snprintf(err, errlen, "%s has an impossible manifest; nothing was imported", path);
+		return KJIT_ECORRUPT;
+	}
+	manifest = malloc(mlen ? mlen : 1);
+	be = calloc(n ? n : 1, sizeof *be);
+	if (manifest == NULL || be == NULL)
+		r = KJIT_ENOMEM;
+	else if (pread_all(fd, manifest, mlen, BUNDLE_HDR_SIZE) < 0)
+		r = KJIT_EIO;
+	else
+		r = parse_manifest(manifest, mlen, size, path, be, n, err, errlen);
+	free(manifest);
+	if (r < 0) {
+		bentries_free(be, n);
+		return r;
+	}
+	*out = be;
+	*count = n;
+	return 0;
+}
+
+/* Every object's digest, before the first publish. */
+static int check_objects(int fd, const struct bentry *be, uint32_t count, char *err, size_t errlen)
+{
 	for (uint32_t i = 0; i < count; i++) {
 		uint8_t *data;
-		r = load_object(fd, &be[i], &data);
+		int r = load_object(fd, &be[i], &data);
 		free(data);
 		if (r < 0) {
 			snprintf(err, errlen, "object %s fails its digest; nothing was imported", be[i].e.key);
-			goto out;
+			return r;
 		}
 	}
+	return 0;
+}
+
+/* Publishes each entry the cache does not have yet (counted in
+ * *imported; the others in *present).  0, or the first failure with err
+ * set. */
+static int publish_all(struct kj__daemon *d, int fd, struct bentry *be, uint32_t count, uint64_t *imported,
+		       uint64_t *present, char *err, size_t errlen)
+{
 	for (uint32_t i = 0; i < count; i++) {
 		struct kj__cache_entry cur;
 		uint8_t *data;
+		int r;
 		if (kj__cache_get(d->cache, be[i].e.key, &cur) == 0) {
 			kj__cache_entry_free(&cur);
 			(*present)++;
@@ -473,19 +570,32 @@ int kj__bundle_import(struct kj__daemon *d, const char *path, uint64_t *imported
 		if (r < 0) {
 			snprintf(err, errlen, "importing %s failed after %llu entries: %s", be[i].e.key,
 				 (unsigned long long)*imported, kjit_strerror(r));
-			goto out;
+			return r;
 		}
 		(*imported)++;
 	}
-	r = 0;
+	return 0;
+}
+
+int kj__bundle_import(struct kj__daemon *d, const char *path, uint64_t *imported, uint64_t *present, char *err,
+		      size_t errlen)
+{
+	uint8_t hdr[BUNDLE_HDR_SIZE];
+	struct bentry *be = NULL;
+	uint32_t count = 0;
+	uint64_t size = 0;
+	int fd, r;
+
+	*imported = *present = 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if ((r = check_header(fd, path, hdr, &size, err, errlen)) < 0 ||
+	    (r = check_trailer(fd, path, size, err, errlen)) < 0 ||
+	    (r = read_manifest(fd, path, hdr, size, &be, &count, err, errlen)) < 0 ||
+	    (r = check_objects(fd, be, count, err, errlen)) < 0)
+		goto out;
+	r = publish_all(d, fd, be, count, imported, present, err, errlen);
 out:
-	for (uint32_t i = 0; be && i < count; i++)
-		for (int k = 0; k < 4; k++)
-			free(be[i].strs[k]);
-	free(be);
-	free(manifest);
-	free(buf);
-	kj__sha_free(sha);
+	bentries_free(be, count);
 	if (fd >= 0)
 		close(fd);
 	return r;

@@ -1,7 +1,13 @@
 /* daemon.h: kjitd's one context struct and the interfaces between its
- * parts: the server (socket, connections, request dispatch), the worker
- * pool (compile processes), single-flight (one compile per key), the
- * bundled-kernel manifest and the administrative commands.
+ * parts: connections (conn.c: reading frames, replies, back-pressure), the
+ * server (server.c: listening, accepting, dispatching to the handlers),
+ * the GET request (request.c parses, get.c answers), single-flight
+ * (flight.c: one compile per key), the worker pool (pool.c: compile
+ * processes), the memo, the recent failures (negcache.c), the
+ * bundled-kernel manifest and the administrative
+ * commands.  Arrows point one way: server.c calls the handlers, handlers
+ * call conn.c, and conn.c calls back only through the dispatch function
+ * it was given.
  *
  * Everything runs on one libuv loop thread.  The loop never compiles and
  * never waits on a compiler: compiles happen in worker processes that talk
@@ -49,6 +55,14 @@ struct kj__config {
 	size_t n_allow_uid;
 	gid_t allow_gid[16];
 	size_t n_allow_gid;
+	/* Fleet tier (daemon/remote.h, docs/remote.md); remote_url NULL: none. */
+	char *remote_url;           /* --remote URL or $KJITD_REMOTE */
+	char *remote_prefix;        /* --remote-prefix; NULL: KJ_REMOTE_PREFIX */
+	int remote_mode;            /* --remote-mode: enum kj__remote_mode (rw 0, ro 1) */
+	unsigned remote_timeout_ms; /* --remote-timeout MS; 0: KJ_REMOTE_TIMEOUT_MS */
+	uint64_t remote_ttl_ms;     /* --remote-ttl; 0: no expiry */
+	uint64_t remote_max_object; /* --remote-max-object; 0: KJ_REMOTE_OBJECT_MAX */
+	int no_compile;             /* --no-compile: serve hits, refuse misses */
 };
 
 /* Frame reassembly from a byte stream (client connections, worker pipes). */
@@ -175,8 +189,7 @@ struct kj__daemon {
 	struct kj__manifest manifest;
 	struct kj__memo *memo;       /* request bytes -> key, for the hit path */
 	struct kj__negcache *negcache; /* recently failed compiles (negcache.c) */
-	struct kj__flight **flights; /* open hash by key */
-	size_t flights_cap, flights_n;
+	struct kj__flights *flights; /* compiles in progress, by key (flight.c) */
 	struct kj__conn *conns;      /* all live connections */
 	struct kj__gpu gpus[16];     /* detected at start */
 	size_t n_gpus;
@@ -190,14 +203,30 @@ struct kj__daemon {
 	FILE *log;
 };
 
-/* Logs one line with a timestamp to d->log. */
+/* log.c: logs one line with a timestamp to d->log. */
 void kj__log(struct kj__daemon *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* server.c */
-int kj__server_start(struct kj__daemon *d);
-void kj__server_stop(struct kj__daemon *d);
+/* conn.c: client connections (docs in conn.c).  A connection stays
+ * allocated while anyone holds a reference; once closed, sends to it are
+ * dropped quietly. */
+/* Called once per whole request frame read from c; body holds h->len
+ * bytes, valid through the call.  The callee answers (now or later) with
+ * exactly one reply, or closes c. */
+typedef void kj__conn_dispatch_fn(struct kj__daemon *d, struct kj__conn *c, const struct kj__frame_hdr *h,
+				  const uint8_t *body);
+/* Accepts a client from server and reads its credentials; *out holds the
+ * socket's reference, reading not yet started.  0, or a negative code (the
+ * connection already closed, *out NULL). */
+int kj__conn_accept(struct kj__daemon *d, uv_stream_t *server, kj__conn_dispatch_fn *dispatch,
+		    struct kj__conn **out);
+/* Starts reading requests from an accepted connection. */
+void kj__conn_start(struct kj__conn *c);
+/* Closes c's socket (once; later calls do nothing) and drops the socket's
+ * reference; requests in flight keep c allocated until they let go. */
+void kj__conn_close(struct kj__conn *c);
+/* Closes every client connection (shutdown). */
+void kj__conn_close_all(struct kj__daemon *d);
 /* Sends a finished reply frame to conn (consumes b). */
-struct kj__conn;
 void kj__conn_send(struct kj__conn *c, struct kj__buf *b);
 /* Sends a finished frame b (its length counting ext_len more bytes) followed
  * by the ext_len bytes at ext, without copying them unless the socket cannot
@@ -206,26 +235,104 @@ void kj__conn_send_ext(struct kj__conn *c, struct kj__buf *b, const uint8_t *ext
 /* Builds and sends an error reply: CODE, ERROR (one line). */
 void kj__conn_error(struct kj__conn *c, uint32_t id, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+/* Sends a reply holding only CODE. */
+void kj__conn_reply_code(struct kj__conn *c, uint32_t id, int code);
 /* Is the connection still open (its peer may go away mid-compile)? */
 int kj__conn_alive(const struct kj__conn *c);
 void kj__conn_ref(struct kj__conn *c);
+void kj__conn_unref(struct kj__conn *c);
 /* A connection without a socket whose replies (frame bodies) go to sink;
  * the caller holds one reference and drops it with kj__conn_unref. */
 struct kj__conn *kj__conn_internal(struct kj__daemon *d, void (*sink)(void *arg, const uint8_t *body, size_t len),
 				   void *arg);
-/* The peer's credentials (SO_PEERCRED at accept). */
+/* The peer's credentials (SO_PEERCRED at accept; ours for an internal one). */
 uid_t kj__conn_uid(const struct kj__conn *c);
+gid_t kj__conn_gid(const struct kj__conn *c);
 pid_t kj__conn_pid(const struct kj__conn *c);
-void kj__conn_unref(struct kj__conn *c);
 
-/* get.c: the GET request. */
-/* body/len are the raw GET body m was decoded from (the memo's key). */
-void kj__handle_get(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const struct kj__msg *m,
-		    const uint8_t *body, size_t len);
-void kj__flights_free(struct kj__daemon *d);
+/* server.c: listens on the socket (or systemd's) and dispatches requests
+ * to get.c and admin.c.  start: 0 or a negative code, logged.  stop:
+ * closes the listener, the pools and every connection (idempotent). */
+int kj__server_start(struct kj__daemon *d);
+void kj__server_stop(struct kj__daemon *d);
+
+/* request.c: a GET request's fields, copied out of the frame and checked. */
+struct kj__get_req {
+	int backend;
+	char *target, *version;      /* NULL: not in the request */
+	char *target_from;           /* where the client's target came from; NULL: named explicitly */
+	char *kernel;                /* a bundled kernel's name, or NULL */
+	char *family;                /* the compiler the request chose (COMPILER), or NULL */
+	char *source_name;
+	char *kernel_path;           /* the bundled kernel's source file (load_kernel) */
+	uint8_t *source;             /* NUL-terminated after source_len bytes */
+	size_t source_len;
+	char **entries;
+	size_t n_entries;
+	char **options;
+	size_t n_options;
+	char **hnames;               /* headers sent with the request */
+	uint8_t **hdata;
+	size_t *hlen;
+	size_t n_headers;
+};
+/* Fills g (zeroed by the caller) from m.  0, or the code the client gets
+ * with a one-line reason in err; g may be partly filled either way and is
+ * released with kj__get_req_clear. */
+int kj__get_req_parse(struct kj__get_req *g, const struct kj__msg *m, char *err, size_t errlen);
+/* For a request naming a bundled kernel: reads its source from kernels_dir
+ * and puts the manifest's entries (unless the request has some) and
+ * options (before the request's) in.  0, KJIT_ENOKERNEL, KJIT_EIO or
+ * KJIT_ENOMEM, reason in err. */
+int kj__get_req_load_kernel(struct kj__get_req *g, const struct kj__manifest *m, const char *kernels_dir, char *err,
+			    size_t errlen);
+/* Frees what g holds and zeroes it (NULL: nothing). */
+void kj__get_req_clear(struct kj__get_req *g);
 /* Decodes and checks a GET body as kj__handle_get does, without serving it
  * (for fuzzing).  0 or the code the client would get, reason in err. */
 int kj__get_check(const struct kj__msg *m, char *err, size_t errlen);
+
+/* flight.c: single-flight, one compile per key (docs in flight.c). */
+struct kj__waiter {
+	struct kj__conn *c;          /* referenced while in the flight */
+	uint32_t id;
+};
+struct kj__flight {
+	char key[65];
+	struct kj__daemon *d;
+	struct kj__waiter *w;        /* w[0] opened the flight */
+	size_t n_w, cap_w;
+	struct kj__job job;
+	struct kj__cache_entry e;    /* what the index will say; strings below */
+	char *source_name, *options, *compiler;
+	struct kj__buf recipe;       /* the request without target and version */
+	uint64_t t0;
+	struct kj__pool *pool;       /* the compiler family it runs on */
+};
+struct kj__flights;
+/* The table of open flights: 0 or KJIT_ENOMEM. */
+int kj__flights_new(struct kj__flights **out);
+/* Frees the table and every flight still in it (NULL: nothing). */
+void kj__flights_free(struct kj__flights *t);
+/* The open flight for key, or NULL. */
+struct kj__flight *kj__flights_find(struct kj__flights *t, const char *key);
+/* Adds f (no flight for its key open): 0 or KJIT_ENOMEM (not added). */
+int kj__flights_insert(struct kj__flights *t, struct kj__flight *f);
+/* Takes f, which is in t, out of it. */
+void kj__flights_remove(struct kj__flights *t, struct kj__flight *f);
+/* A new flight for key, with no waiter and nothing else set; NULL if out
+ * of memory.  Freed with kj__flight_free (never while in the table). */
+struct kj__flight *kj__flight_new(struct kj__daemon *d, const char *key);
+/* Appends a waiter, taking a reference on c: 0 or KJIT_ENOMEM. */
+int kj__flight_add_waiter(struct kj__flight *f, struct kj__conn *c, uint32_t id);
+/* Drops the waiters' references and frees f and what it owns (NULL ok). */
+void kj__flight_free(struct kj__flight *f);
+
+/* get.c: answers GET.  body/len are the raw request (valid through the
+ * call): the memo is checked with them before anything is decoded; a body
+ * that does not decode gets KJIT_EPROTO-style codes back (the caller
+ * answers and closes the connection), nothing sent. */
+int kj__handle_get(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const uint8_t *body, size_t len);
 
 /* admin.c */
 void kj__handle_admin(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const struct kj__msg *m);

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
-#include "kjit.h"
+#include "kj_types.h"
 #include "util.h"
 
 #define DETECT_OUTPUT_MAX (64u << 10)

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "daemon.h"
-#include "kjit.h"
+#include "kj_types.h"
 
 #define FRAMER_MIN_READ (64u << 10) /* libuv asks for 64 KiB; give at least that */
 

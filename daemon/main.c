@@ -1,11 +1,14 @@
-/* main.c: kjitd's entry: options, roles, start-up and shutdown.
+/* main.c: kjitd's entry: roles, options, start-up and shutdown.
  *
- * Roles, as a table: the daemon itself; `--worker FAMILY`, a compile
- * worker (compilers/worker.c); `--detect`, a short-lived child that probes
- * the GPUs so no driver library is ever loaded into the daemon.  Without
- * --foreground the daemon forks and the parent exits once the child is
- * ready (socket bound) or has failed, with its status, so `kjitd && kjit
- * ...` never races.
+ * One binary, three roles, chosen from the roles[] table before any option
+ * is parsed (as OpenBSD's privilege-separated daemons do), so a child
+ * never runs a line of the daemon's start-up: the daemon itself (no role
+ * flag); `--worker FAMILY`, a compile worker the pool re-executes
+ * (compilers/worker.c); `--detect`, a short-lived child that probes the
+ * GPUs so no driver library is ever loaded into the daemon (its only
+ * option is --sysfs-root).  Without --foreground the daemon forks and the
+ * parent exits once the child is ready (socket bound) or has failed, with
+ * its status, so `kjitd && kjit ...` never races.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,7 +27,8 @@
 
 #include "compiler.h"
 #include "daemon.h"
-#include "kjit.h"
+#include "kj_types.h"
+#include "remote.h"
 #include "targetid.h"
 #include "util.h"
 
@@ -36,11 +40,14 @@ static const char usage_text[] =
 	"             [--cuda-compiler nvrtc|nvcc]\n"
 	"             [--compile-timeout SECONDS] [--kernels-dir DIR] [--log FILE] [--system]\n"
 	"             [--allow-uid UID]... [--allow-gid GID]... [--hot-size SIZE] [--memo-size SIZE]\n"
-	"             [--failed-ttl SECONDS]\n";
+	"             [--failed-ttl SECONDS]\n"
+	"             [--remote URL] [--remote-prefix P] [--remote-ttl DURATION] [--remote-mode ro|rw]\n"
+	"             [--remote-timeout MS] [--remote-max-object SIZE] [--no-compile]\n";
 
 enum {
 	OPT_HIP_ARCH = 256, OPT_CUDA_ARCH, OPT_VULKAN_ENV, OPT_HIP_COMPILER, OPT_TIMEOUT, OPT_KERNELS,
-	OPT_LOG, OPT_SYSTEM, OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_SYSFS, OPT_WORKER, OPT_DETECT, OPT_HOT, OPT_MEMO,
+	OPT_LOG, OPT_SYSTEM, OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_SYSFS, OPT_HOT, OPT_MEMO,
+	OPT_REMOTE, OPT_REMOTE_PREFIX, OPT_REMOTE_TTL, OPT_REMOTE_MODE, OPT_REMOTE_TIMEOUT, OPT_REMOTE_MAX, OPT_NO_COMPILE,
 	OPT_FAILED_TTL, OPT_CUDA_COMPILER,
 };
 
@@ -65,8 +72,13 @@ static const struct option long_opts[] = {
 	{ "hot-size", required_argument, NULL, OPT_HOT },
 	{ "memo-size", required_argument, NULL, OPT_MEMO },
 	{ "failed-ttl", required_argument, NULL, OPT_FAILED_TTL },
-	{ "worker", required_argument, NULL, OPT_WORKER },
-	{ "detect", no_argument, NULL, OPT_DETECT },
+	{ "remote", required_argument, NULL, OPT_REMOTE },
+	{ "remote-prefix", required_argument, NULL, OPT_REMOTE_PREFIX },
+	{ "remote-ttl", required_argument, NULL, OPT_REMOTE_TTL },
+	{ "remote-mode", required_argument, NULL, OPT_REMOTE_MODE },
+	{ "remote-timeout", required_argument, NULL, OPT_REMOTE_TIMEOUT },
+	{ "remote-max-object", required_argument, NULL, OPT_REMOTE_MAX },
+	{ "no-compile", no_argument, NULL, OPT_NO_COMPILE },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -116,8 +128,84 @@ static int set_arch(struct kj__config *cfg, int backend, const char *s)
 	return 0;
 }
 
-/* Parses argv into cfg; returns -1 to go on, else an exit status.  Roles
- * (--worker, --detect) run from here. */
+/* "0" (none), "90" (seconds) or a number with s, m, h or d: milliseconds. */
+static int parse_duration_ms(const char *s, uint64_t *out)
+{
+	static const struct { char unit; uint64_t ms; } units[] = {
+		{ 's', 1000 }, { 'm', 60000 }, { 'h', 3600000 }, { 'd', 86400000 },
+	};
+	char *end;
+	uint64_t mul = 1000;
+
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s || *s == '-' || v > 3650ull * 86400)
+		return -1;
+	if (*end != '\0') {
+		mul = 0;
+		for (size_t i = 0; i < KJ_ARRAY_SIZE(units); i++)
+			if (end[0] == units[i].unit && end[1] == '\0')
+				mul = units[i].ms;
+		if (mul == 0)
+			return -1;
+	}
+	*out = (uint64_t)v * mul;
+	return 0;
+}
+
+/* The fleet tier's options (daemon/remote.h); -1 when c is not one of
+ * them, else 0 or an exit status. */
+static int parse_remote_opt(int c, const char *arg, struct kj__config *cfg)
+{
+	struct kj__remote_url u;
+	char err[512];
+	unsigned long v;
+	uint64_t size;
+
+	switch (c) {
+	case OPT_REMOTE:
+		if (kj__remote_url_parse(arg, &u, err, sizeof err) < 0) {
+			fprintf(stderr, "kjitd: --remote: %s\n", err);
+			return 2;
+		}
+		kj__remote_url_free(&u);
+		free(cfg->remote_url);
+		cfg->remote_url = kj__strdup(arg);
+		return 0;
+	case OPT_REMOTE_PREFIX:
+		if (*arg == '\0' || strlen(arg) > KJ_NAME_MAX || strpbrk(arg, " \t\r\n"))
+			return usage_error("--remote-prefix '%s': expected a short name without spaces, like kjit:v1:", arg);
+		free(cfg->remote_prefix);
+		cfg->remote_prefix = kj__strdup(arg);
+		return 0;
+	case OPT_REMOTE_TTL:
+		if (parse_duration_ms(arg, &cfg->remote_ttl_ms) < 0)
+			return usage_error("--remote-ttl '%s': expected a duration like 3600, 90m, 12h or 30d (0: none)", arg);
+		return 0;
+	case OPT_REMOTE_MODE:
+		if (strcmp(arg, "ro") != 0 && strcmp(arg, "rw") != 0)
+			return usage_error("--remote-mode '%s': expected ro or rw", arg);
+		cfg->remote_mode = arg[1] == 'o' ? KJ_REMOTE_RO : KJ_REMOTE_RW;
+		return 0;
+	case OPT_REMOTE_TIMEOUT:
+		if (parse_uint(arg, 60000, &v) < 0 || v == 0)
+			return usage_error("--remote-timeout '%s': expected milliseconds, 1 to 60000", arg);
+		cfg->remote_timeout_ms = (unsigned)v;
+		return 0;
+	case OPT_REMOTE_MAX:
+		if (kj__parse_size(arg, &size) < 0 || size == 0)
+			return usage_error("--remote-max-object '%s': expected a size like 64M", arg);
+		cfg->remote_max_object = size;
+		return 0;
+	case OPT_NO_COMPILE:
+		cfg->no_compile = 1;
+		return 0;
+	}
+	return -1;
+}
+
+/* Parses the daemon's argv into cfg; returns -1 to go on, else an exit
+ * status. */
 static int parse_args(int argc, char **argv, struct kj__config *cfg)
 {
 	unsigned long v;
@@ -125,6 +213,11 @@ static int parse_args(int argc, char **argv, struct kj__config *cfg)
 	int c, rc;
 
 	while ((c = getopt_long(argc, argv, "s:c:m:j:fh", long_opts, NULL)) != -1) {
+		if ((rc = parse_remote_opt(c, optarg, cfg)) >= 0) {
+			if (rc)
+				return rc;
+			continue;
+		}
 		switch (c) {
 		case 's': free(cfg->socket_path); cfg->socket_path = kj__strdup(optarg); break;
 		case 'c': free(cfg->cache_dir); cfg->cache_dir = kj__strdup(optarg); break;
@@ -146,7 +239,6 @@ static int parse_args(int argc, char **argv, struct kj__config *cfg)
 			if (strcmp(optarg, "hiprtc") != 0 && strcmp(optarg, "hipcc") != 0 && strcmp(optarg, "test") != 0)
 				return usage_error("--hip-compiler '%s': expected hiprtc or hipcc", optarg);
 			free(cfg->hip_compiler);
-	free(cfg->cuda_compiler);
 			cfg->hip_compiler = kj__strdup(optarg);
 			break;
 		case OPT_CUDA_COMPILER:
@@ -186,11 +278,6 @@ static int parse_args(int argc, char **argv, struct kj__config *cfg)
 			cfg->failed_ttl_ms = (unsigned)v * 1000u;
 			cfg->failed_ttl_given = 1;
 			break;
-		case OPT_WORKER: return kj__worker_main(optarg, 3);
-		case OPT_DETECT:
-			/* Driver libraries may leave allocations behind at unload;
-			 * this child's only output is stdout, so skip exit handlers. */
-			_exit(kj__detect_main(cfg->sysfs_root));
 		case 'h': fputs(usage_text, stdout); return 0;
 		default: fputs(usage_text, stderr); return 2;
 		}
@@ -224,6 +311,17 @@ static int fill_defaults(struct kj__config *cfg)
 		cfg->memo_size = KJ_MEMO_BYTES_MAX;
 	if (!cfg->failed_ttl_given)
 		cfg->failed_ttl_ms = KJ_FAILED_TTL_MS;
+	if (cfg->remote_url == NULL && getenv("KJITD_REMOTE") && *getenv("KJITD_REMOTE")) {
+		struct kj__remote_url u;
+		char err[512];
+		if (kj__remote_url_parse(getenv("KJITD_REMOTE"), &u, err, sizeof err) < 0) {
+			fprintf(stderr, "kjitd: KJITD_REMOTE: %s\n", err);
+			return KJIT_EINVAL;
+		}
+		kj__remote_url_free(&u);
+		if ((cfg->remote_url = kj__strdup(getenv("KJITD_REMOTE"))) == NULL)
+			return KJIT_ENOMEM;
+	}
 	cfg->self_exe = realpath("/proc/self/exe", NULL);
 	return cfg->socket_path && cfg->cache_dir && cfg->kernels_dir && cfg->self_exe ? 0 : KJIT_ENOMEM;
 }
@@ -238,6 +336,8 @@ static void config_free(struct kj__config *cfg)
 	free(cfg->self_exe);
 	free(cfg->hip_compiler);
 	free(cfg->cuda_compiler);
+	free(cfg->remote_url);
+	free(cfg->remote_prefix);
 	for (size_t i = 0; i < KJ_ARRAY_SIZE(cfg->arch); i++)
 		free(cfg->arch[i]);
 }
@@ -355,7 +455,8 @@ static int serve(struct kj__daemon *d)
 	}
 	if (reset_tmp(d) < 0)
 		return 1;
-	if (kj__memo_new(&d->memo, d->cfg.memo_size) < 0 || kj__negcache_new(&d->negcache, d->cfg.failed_ttl_ms) < 0) {
+	if (kj__memo_new(&d->memo, d->cfg.memo_size) < 0 || kj__flights_new(&d->flights) < 0 ||
+	    kj__negcache_new(&d->negcache, d->cfg.failed_ttl_ms) < 0) {
 		fprintf(d->log, "kjitd: out of memory\n");
 		return 1;
 	}
@@ -388,19 +489,22 @@ static int serve(struct kj__daemon *d)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* The daemon role: serve until stopped. */
+static int daemon_main(int argc, char **argv, const char *arg)
 {
 	struct kj__daemon d;
 	int rc;
 
+	(void)arg;
 	memset(&d, 0, sizeof d);
 	d.ready_fd = -1;
 	rc = parse_args(argc, argv, &d.cfg);
 	if (rc >= 0)
 		goto out;
-	if (fill_defaults(&d.cfg) < 0) {
-		fprintf(stderr, "kjitd: out of memory\n");
-		rc = 1;
+	if ((rc = fill_defaults(&d.cfg)) < 0) {
+		if (rc == KJIT_ENOMEM)
+			fprintf(stderr, "kjitd: out of memory\n");
+		rc = rc == KJIT_EINVAL ? 2 : 1;   /* a bad $KJITD_REMOTE said why */
 		goto out;
 	}
 	if ((rc = open_log(&d)) != 0)
@@ -413,7 +517,7 @@ int main(int argc, char **argv)
 out:
 	if (d.loop) {
 		uv_run(d.loop, UV_RUN_NOWAIT);
-		kj__flights_free(&d);
+		kj__flights_free(d.flights);
 		for (size_t i = 0; i < KJ_ARRAY_SIZE(d.pools); i++) {
 			kj__pool_free(d.pools[i]);
 			kj__pool_free(d.alt_pools[i]);
@@ -429,4 +533,96 @@ out:
 		fclose(d.log);
 	config_free(&d.cfg);
 	return rc;
+}
+
+/* ---- roles ---- */
+
+/* `--worker FAMILY`: compile jobs read from fd 3 (the pool's socketpair). */
+static int worker_main(int argc, char **argv, const char *family)
+{
+	(void)argc;
+	(void)argv;
+	return kj__worker_main(family, 3);
+}
+
+/* `--detect [--sysfs-root DIR]`: prints what it finds on stdout. */
+static int detect_main(int argc, char **argv, const char *arg)
+{
+	const char *sysfs_root = NULL;
+
+	(void)arg;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--sysfs-root") == 0 && i + 1 < argc)
+			sysfs_root = argv[++i];
+		else if (strncmp(argv[i], "--sysfs-root=", 13) == 0)
+			sysfs_root = argv[i] + 13;
+	}
+	/* Driver libraries may leave allocations behind at unload; this
+	 * child's only output is stdout, so skip exit handlers. */
+	_exit(kj__detect_main(sysfs_root));
+}
+
+static const struct role {
+	const char *flag;            /* NULL: the role without a flag */
+	int has_arg;
+	int (*run)(int argc, char **argv, const char *arg); /* returns the exit status */
+} roles[] = {
+	{ NULL, 0, daemon_main },
+	{ "--worker", 1, worker_main },
+	{ "--detect", 0, detect_main },
+};
+
+/* Does argv[i] (an option) take the next argument as its value? */
+static int takes_value(const char *a)
+{
+	if (a[1] != '-') /* short options, possibly bundled: "-fs PATH" */
+		return a[1] && strchr("scmj", a[strlen(a) - 1]) != NULL;
+	if (strchr(a, '=') != NULL)
+		return 0;
+	for (const struct option *o = long_opts; o->name; o++)
+		if (strcmp(a + 2, o->name) == 0)
+			return o->has_arg == required_argument;
+	return 0;
+}
+
+/* Finds the role flag in argv (only kjitd itself passes one): *role and
+ * *arg set; -1 to go on, else an exit status (usage error). */
+static int pick_role(int argc, char **argv, const struct role **role, const char **arg)
+{
+	*role = &roles[0];
+	*arg = NULL;
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+		if (argv[i][0] != '-')
+			continue;
+		for (size_t k = 1; k < KJ_ARRAY_SIZE(roles); k++) {
+			size_t n = strlen(roles[k].flag);
+			if (strncmp(argv[i], roles[k].flag, n) != 0 || (argv[i][n] != '\0' && argv[i][n] != '='))
+				continue;
+			if (*role != &roles[0])
+				return usage_error("%s: only one role flag (--worker, --detect) at a time", argv[i]);
+			*role = &roles[k];
+			if (!roles[k].has_arg && argv[i][n] == '=')
+				return usage_error("%s takes no value", roles[k].flag);
+			if (roles[k].has_arg && argv[i][n] == '=')
+				*arg = argv[i] + n + 1;
+			else if (roles[k].has_arg && i + 1 < argc)
+				*arg = argv[++i];
+			else if (roles[k].has_arg)
+				return usage_error("%s: a value is required", roles[k].flag);
+			goto next;
+		}
+		if (takes_value(argv[i]))
+			i++;
+next:;
+	}
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	const struct role *role;
+	const char *arg;
+	int rc = pick_role(argc, argv, &role, &arg);
+
+	return rc >= 0 ? rc : role->run(argc, argv, arg);
 }

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "daemon.h"
-#include "kjit.h"
+#include "kj_types.h"
 #include "util.h"
 
 #define MANIFEST_MAX (1u << 20) /* a manifest bigger than this is not ours */

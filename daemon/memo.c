@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 
 #include "daemon.h"
-#include "kjit.h"
+#include "kj_types.h"
 #include "util.h"
 
 #define MEMO_BUCKETS_MIN 256

@@ -16,8 +16,8 @@
 #include <string.h>
 
 #include "daemon.h"
-#include "kjit.h"
 #include "kj_limits.h"
+#include "kj_types.h"
 #include "util.h"
 
 struct neg_ent {

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
-#include "kjit.h"
+#include "kj_types.h"
 #include "util.h"
 
 #define FAIL_STREAK_MAX 3 /* consecutive workers dying before HELLO: give up */
@@ -306,11 +306,18 @@ static void worker_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 }
 
 /* Builds the worker's environment: nothing but what compilers need, and
- * the private directory it may write. */
+ * the private directory it may write (docs/design.md lists it with the
+ * reasons).  Set here: KJIT_WORKER_TMPDIR (that directory; the worker
+ * points TMPDIR at it), a fixed PATH, LANG=C, HOME=/nonexistent.  Kept from
+ * kjitd's own environment when set: LD_LIBRARY_PATH (compiler libraries
+ * outside the system trees; the sandbox lets the worker read those
+ * folders), TMPDIR (the base for a directory of its own should
+ * KJIT_WORKER_TMPDIR be relative, with a relative --cache-dir), and the
+ * sanitizer options (a sanitized build's workers obey the same settings). */
 static char **worker_env(const char *tmpdir)
 {
-	static const char *const keep[] = { "LD_LIBRARY_PATH", "ASAN_OPTIONS", "UBSAN_OPTIONS",
-					    "LSAN_OPTIONS", "KJIT_TEST_HOOKS", "TMPDIR" };
+	static const char *const keep[] = { "LD_LIBRARY_PATH", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS",
+					    "TMPDIR" };
 	char **env = calloc(KJ_ARRAY_SIZE(keep) + 5, sizeof *env);
 	size_t n = 0;
 

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "daemon.h"
-#include "kjit.h"
+#include "kj_types.h"
 #include "util.h"
 
 #define REPLAY_DAYS_DEFAULT 7
@@ -143,7 +143,6 @@ static void submit(struct replay *rp, size_t i)
 	struct kj__daemon *d = rp->d;
 	struct kj__buf b = { 0 };
 	struct kj__frame_hdr h;
-	struct kj__msg m = { 0 };
 	uint8_t *frame = NULL;
 	size_t len = 0;
 	int r = kj__cache_recipe_load(d->cache, rp->items[i].recipe, &frame, &len);
@@ -157,18 +156,15 @@ static void submit(struct replay *rp, size_t i)
 		r = kj__msg_put_str(&b, KJ_F_TARGET, rp->items[i].target);
 	if (r == 0)
 		r = kj__msg_end(&b);
-	if (r == 0)
-		r = kj__msg_decode(b.p + KJ_FRAME_HDR_SIZE, b.len - KJ_FRAME_HDR_SIZE, &m);
-	if (r == 0) {
-		kj__handle_get(d, rp->self, (uint32_t)i, &m, b.p + KJ_FRAME_HDR_SIZE, b.len - KJ_FRAME_HDR_SIZE);
-	} else {
+	if (r == 0) /* answers, unless the body does not decode */
+		r = kj__handle_get(d, rp->self, (uint32_t)i, b.p + KJ_FRAME_HDR_SIZE, b.len - KJ_FRAME_HDR_SIZE);
+	if (r < 0) {
 		struct kj__buf e = { 0 };
 		if (kj__msg_begin(&e, KJ_MSG_REPLY, (uint32_t)i) == 0 && kj__msg_put_i32(&e, KJ_F_CODE, r) == 0 &&
 		    kj__msg_put_str(&e, KJ_F_ERROR, "recipe unreadable; it was skipped") == 0)
 			on_reply(rp, e.p + KJ_FRAME_HDR_SIZE, e.len - KJ_FRAME_HDR_SIZE);
 		kj__buf_free(&e);
 	}
-	kj__msg_free(&m);
 	kj__buf_free(&b);
 	free(frame);
 }

@@ -1,7 +1,8 @@
-/* test-cache.c: the object store (cache/cache.c, cache/fsys.c): publish and
- * lookup, restart, the lock, corruption on disk and in the index, gc,
- * verify, clear, counters, and I/O faults injected at every system call of
- * a publish and a lookup.  Each test works in its own mkdtemp directory. */
+/* test-cache.c: the object store (every file of cache/ but include.c and key.c):
+ * publish and lookup, restart, the lock, corruption on disk and in the index, gc,
+ * verify, clear, counters, I/O faults injected at every system call of
+ * a publish and a lookup, and an out-of-memory loop over open, publish,
+ * lookup, gc and verify.  Each test works in its own mkdtemp directory. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -895,6 +896,160 @@ static void test_faults_during_open(void)
 	cleanup();
 }
 
+/* ---- allocation failure -------------------------------------------------- */
+
+/* An allocator that fails the oom_at-th allocation (counting from when
+ * oom_calls was zeroed) and counts the blocks alive, so a run can assert
+ * that whatever failed, nothing leaked. */
+static long oom_at, oom_calls, oom_live;
+
+static int oom_fail(void)
+{
+	return oom_at != 0 && ++oom_calls == oom_at;
+}
+static void *o_malloc(size_t n)
+{
+	void *p = oom_fail() ? NULL : malloc(n);
+	oom_live += p != NULL;
+	return p;
+}
+static void *o_calloc(size_t n, size_t size)
+{
+	void *p = oom_fail() ? NULL : calloc(n, size);
+	oom_live += p != NULL;
+	return p;
+}
+static void *o_realloc(void *p, size_t n)
+{
+	if (oom_fail())
+		return NULL;
+	void *q = realloc(p, n);
+	oom_live += q != NULL && p == NULL;
+	return q;
+}
+static void o_free(void *p)
+{
+	oom_live -= p != NULL;
+	free(p);
+}
+
+static const struct kj__cache_alloc oom_alloc = { o_malloc, o_calloc, o_realloc, o_free };
+
+#define OOM_OBJECTS 6
+static size_t oom_size(int i)
+{
+	return 300 + (size_t)i;
+}
+
+/* One lookup that gives its buffer back to the counting allocator. */
+static int oom_lookup(struct kj__cache *c, int i)
+{
+	char key[65];
+	uint8_t *data = NULL, want[4096];
+	size_t len = 0;
+
+	make_key(i, key);
+	int r = kj__cache_lookup(c, key, &data, &len, NULL);
+	if (r == 0) {
+		make_obj(i, want, oom_size(i));
+		CHECK_EQ_INT(len, oom_size(i));
+		CHECK(memcmp(data, want, len) == 0);
+	} else {
+		CHECK(data == NULL);
+	}
+	o_free(data);
+	return r;
+}
+
+/* The sequence the loop runs with the n-th allocation failing: open a
+ * cache that holds objects 1 and 2, publish 3..5 (5 to a new target),
+ * look everything up twice (from disk, then from the hot set), peek, gc
+ * below the total, verify, close.  Every call either works or says
+ * KJIT_ENOMEM; an object whose publish failed is absent.  ok[i] says
+ * which publishes worked.  Returns 1 if the failure was reached. */
+static int oom_sequence(long n, int ok[OOM_OBJECTS])
+{
+	struct kj__cache_options o = { .alloc = &oom_alloc, .log = logfp };
+	struct kj__cache *c = NULL;
+	char key[65];
+	const uint8_t *hot;
+	size_t len;
+	uint32_t ms;
+	uint64_t ev, checked, bad;
+	int r;
+
+	oom_calls = 0;
+	oom_live = 0;
+	oom_at = n;
+	r = kj__cache_open(&c, dir, &o);
+	CHECK(r == 0 || r == KJIT_ENOMEM);
+	CHECK((r == 0) == (c != NULL));
+	for (int i = 3; c && i < OOM_OBJECTS; i++) {
+		r = publish(c, i, i == 5 ? "gfx942" : "gfx90a", oom_size(i));
+		CHECK(r == 0 || r == KJIT_ENOMEM);
+		ok[i] = r == 0;
+	}
+	for (int pass = 0; c && pass < 2; pass++) {
+		for (int i = 1; i < OOM_OBJECTS; i++) {
+			r = oom_lookup(c, i);
+			CHECK(r == 0 || r == KJIT_ENOMEM || (r == KJIT_ENOENT && !ok[i]));
+		}
+	}
+	if (c) {
+		make_key(1, key);
+		r = kj__cache_peek(c, key, &hot, &len, &ms);
+		CHECK(r == 0 || r == KJIT_ENOMEM || r == KJIT_ENOENT);
+		r = kj__cache_gc(c, 4 * 310, &ev, NULL);
+		CHECK(r == 0 || r == KJIT_ENOMEM);
+		r = kj__cache_verify(c, NULL, NULL, &checked, &bad);
+		CHECK(r == 0 || r == KJIT_ENOMEM);
+		CHECK_EQ_INT(bad, 0);
+		kj__cache_close(c);
+	}
+	int reached = oom_calls >= n;
+	oom_at = 0;
+	CHECK_EQ_INT(oom_live, 0); /* nothing leaked, whatever failed */
+	return reached;
+}
+
+/* SQLite's out-of-memory loop: for n = 1, 2, ... fail the n-th allocation
+ * of oom_sequence, then reopen with the real allocator and check the
+ * cache is consistent; stop after the first run that reached no failure
+ * (it must then have done everything). */
+static void test_out_of_memory(void)
+{
+	int runs = 0, reached;
+
+	for (long n = 1;; n++) {
+		int ok[OOM_OBJECTS] = { 0, 1, 1 };
+		struct kj__cache *c;
+		setup();
+		c = open_cache();
+		CHECK_EQ_INT(publish(c, 1, "gfx90a", oom_size(1)), 0);
+		CHECK_EQ_INT(publish(c, 2, "gfx1100", oom_size(2)), 0);
+		kj__cache_close(c);
+		reached = oom_sequence(n, ok);
+		runs++;
+		c = open_cache();
+		uint64_t left = consistent(c);
+		for (int i = 1; i < OOM_OBJECTS; i++) {
+			int r = lookup(c, i, oom_size(i));
+			CHECK(r == 0 || r == KJIT_ENOENT); /* gc may have evicted it */
+			if (!ok[i])
+				CHECK_EQ_INT(r, KJIT_ENOENT);
+		}
+		kj__cache_close(c);
+		if (!reached) {
+			for (int i = 1; i < OOM_OBJECTS; i++)
+				CHECK(ok[i]);
+			CHECK(left >= 1 && left < OOM_OBJECTS - 1); /* the gc ran */
+			break;
+		}
+	}
+	CHECK(runs > 20);
+	cleanup();
+}
+
 static void test_ten_thousand_entries(void)
 {
 	struct kj__cache *c;
@@ -931,4 +1086,4 @@ TEST_LIST(TEST(publish_lookup) TEST(publish_rejects_bad_entries) TEST(restart_st
 	  TEST(gc_keeps_most_recently_used) TEST(foreach_order_and_filter)
 	  TEST(verify_finds_corruption) TEST(clear_by_target) TEST(counters_persist)
 	  TEST(stale_tmp_removed_at_open) TEST(faults_during_publish) TEST(faults_during_lookup)
-	  TEST(faults_during_open) TEST(ten_thousand_entries))
+	  TEST(faults_during_open) TEST(out_of_memory) TEST(ten_thousand_entries))

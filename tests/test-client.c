@@ -23,9 +23,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "detect.h"
+#include "resolve.h"
 #include "kjit.h"
 #include "kj_limits.h"
+#include "procmemo.h"
 #include "proto.h"
 #include "test.h"
 #include "util.h"
@@ -421,6 +422,9 @@ static void test_get_env_target(void)
 	kjit_result res;
 
 	env_clear();
+	/* The same bytes go out twice here and the daemon's echo is checked
+	 * each time: the process memo would answer the second itself. */
+	setenv("KJIT_PROCESS_MEMO", "0", 1);
 	fake_start(&f, FM_NORMAL);
 	kjit_client *c = open_at(f.sock, 0);
 	/* Nothing set: no TARGET goes out; the daemon decides. */
@@ -762,6 +766,129 @@ static void test_autostart_race(void)
 	fake_stop(&f);
 }
 
+/* Ends the fake daemon and its connection children, keeping its files. */
+static void fake_kill(struct fake *f)
+{
+	kill(-f->pid, SIGTERM);
+	waitpid(f->pid, NULL, 0);
+	f->pid = -1;
+}
+
+/* The second get of the same bytes is answered with the daemon gone: it
+ * never reached the socket.  Other bytes, and failures, still need it. */
+static void test_process_memo(void)
+{
+	struct fake f;
+	kjit_request req = { .backend = KJIT_BACKEND_HIP, .target = "gfx90a:xnack-", .kernel = "vadd" };
+	kjit_request fail = { .backend = KJIT_BACKEND_HIP, .target = "gfx90a:xnack-", .kernel = "fail_compile" };
+	kjit_result res, res2;
+
+	env_clear();
+	unsetenv("KJIT_PROCESS_MEMO");
+	fake_start(&f, FM_NORMAL);
+	kjit_client *c = open_at(f.sock, 2000);
+	CHECK_EQ_INT(kjit_get(c, &req, &res), 0);
+	CHECK_EQ_INT(res.status, KJIT_STATUS_COMPILED);
+	CHECK_EQ_INT(kjit_get(c, &fail, &res2), KJIT_ECOMPILE);
+	kjit_result_free(&res2);
+	fake_kill(&f);
+	CHECK_EQ_INT(kjit_get(c, &req, &res2), 0);
+	CHECK_EQ_INT(res2.status, KJIT_STATUS_HIT);
+	CHECK(res2.size == res.size && memcmp(res2.data, res.data, res.size) == 0 && res2.data != res.data);
+	CHECK_EQ_STR(res2.key, res.key);
+	CHECK_EQ_STR(res2.target, "gfx90a:xnack-");
+	CHECK_EQ_STR(res2.runtime_version, "5.2");
+	CHECK(res2.error == NULL && res2.log == NULL);
+	kjit_result_free(&res2);
+	/* A failure was not remembered; other bytes (another target) miss. */
+	CHECK_EQ_INT(kjit_get(c, &fail, &res2), KJIT_ECONNECT);
+	kjit_result_free(&res2);
+	req.target = "gfx90a";
+	CHECK_EQ_INT(kjit_get(c, &req, &res2), KJIT_ECONNECT);
+	kjit_result_free(&res2);
+	kjit_result_free(&res);
+	kjit_close(c);
+	fake_stop(&f);
+}
+
+static void test_process_memo_off(void)
+{
+	struct fake f;
+	kjit_request req = { .backend = KJIT_BACKEND_HIP, .target = "gfx90a:xnack-", .kernel = "vadd" };
+	kjit_result res;
+
+	env_clear();
+	setenv("KJIT_PROCESS_MEMO", "0", 1);
+	fake_start(&f, FM_NORMAL);
+	kjit_client *c = open_at(f.sock, 2000);
+	CHECK_EQ_INT(kjit_get(c, &req, &res), 0);
+	kjit_result_free(&res);
+	fake_kill(&f);
+	CHECK_EQ_INT(kjit_get(c, &req, &res), KJIT_ECONNECT);
+	kjit_result_free(&res);
+	kjit_close(c);
+	fake_stop(&f);
+	unsetenv("KJIT_PROCESS_MEMO");
+}
+
+static void memo_res(kjit_result *r, uint8_t *buf, size_t n, uint8_t fill)
+{
+	memset(r, 0, sizeof *r);
+	memset(buf, fill, n);
+	r->data = buf;
+	r->size = n;
+	r->status = KJIT_STATUS_COMPILED;
+	snprintf(r->key, sizeof r->key, "%s", FAKE_KEY);
+	r->target = "sm_90";
+	r->runtime_version = "13.0";
+}
+
+/* The memo on its own: bound, least recently used out, generations. */
+static void test_process_memo_bound(void)
+{
+	struct kj__procmemo *m = NULL;
+	static uint8_t buf[40000];
+	uint8_t fp[KJ_SHA256_LEN];
+	kjit_result in, out;
+	size_t n, bytes;
+
+	CHECK_EQ_INT(kj__procmemo_new(&m, 0), 0);
+	CHECK(m == NULL); /* off */
+	CHECK_EQ_INT(kj__procmemo_get(NULL, fp, 0, &out), 0);
+	CHECK_EQ_INT(kj__procmemo_new(&m, 100000), 0);
+	for (int i = 0; i < 10; i++) {
+		memset(fp, i, sizeof fp);
+		memo_res(&in, buf, 10000, (uint8_t)i);
+		CHECK_EQ_INT(kj__procmemo_put(m, fp, 7, &in), 0);
+		if (i == 3) { /* keep 0 recently used */
+			memset(fp, 0, sizeof fp);
+			CHECK_EQ_INT(kj__procmemo_get(m, fp, 7, &out), 1);
+			kjit_result_free(&out);
+		}
+	}
+	kj__procmemo_usage(m, &n, &bytes);
+	CHECK(bytes <= 100000 && n >= 8 && n < 10);
+	memset(fp, 0, sizeof fp);
+	CHECK_EQ_INT(kj__procmemo_get(m, fp, 7, &out), 1);
+	CHECK(out.size == 10000 && out.data[9999] == 0 && out.status == KJIT_STATUS_HIT);
+	CHECK_EQ_STR(out.target, "sm_90");
+	CHECK_EQ_STR(out.runtime_version, "13.0");
+	CHECK_EQ_STR(out.key, FAKE_KEY);
+	kjit_result_free(&out);
+	memset(fp, 1, sizeof fp);
+	CHECK_EQ_INT(kj__procmemo_get(m, fp, 7, &out), 0); /* the oldest went */
+	memset(fp, 9, sizeof fp);
+	CHECK_EQ_INT(kj__procmemo_get(m, fp, 8, &out), 0); /* another generation: dropped */
+	CHECK_EQ_INT(kj__procmemo_get(m, fp, 7, &out), 0);
+	/* Over a quarter of the memo: not kept. */
+	memset(fp, 20, sizeof fp);
+	memo_res(&in, buf, 30000, 20);
+	CHECK_EQ_INT(kj__procmemo_put(m, fp, 7, &in), 0);
+	CHECK_EQ_INT(kj__procmemo_get(m, fp, 7, &out), 0);
+	kj__procmemo_free(m);
+	kj__procmemo_free(NULL);
+}
+
 static void test_strings(void)
 {
 	for (int code = KJIT_ERROR_MIN; code <= 0; code++)
@@ -794,5 +921,8 @@ TEST_LIST(
 	TEST(autostart_refuses_shared_dir)
 	TEST(autostart_bad_binary)
 	TEST(autostart_race)
+	TEST(process_memo)
+	TEST(process_memo_off)
+	TEST(process_memo_bound)
 	TEST(strings)
 )

@@ -5,7 +5,7 @@
  * control characters, and requests it never reads the answers of.
  *
  * Built by the e2e scripts into their temporary directory:
- *   cc -D_GNU_SOURCE -Iclient -Icommon tests/e2e/rawclient.c build/libkjit.a -lcrypto -ldl -pthread
+ *   cc -D_GNU_SOURCE -Iinclude -Iclient -Icommon tests/e2e/rawclient.c build/libkjit.a -lcrypto -ldl -pthread
  * (libkjit.a carries common/proto.c, whose kj__msg_* build the frames).
  *
  * Every command prints one line saying what came back, e.g.
@@ -456,6 +456,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: rawclient SOCK CMD [ARGS] (see the comment at the top)\n");
 		return 1;
 	}
+	/* Every get must reach the daemon: no answers from the process memo. */
+	setenv("KJIT_PROCESS_MEMO", "0", 1);
 	sock_path = argv[1];
 	const char *cmd = argv[2];
 	setvbuf(stdout, NULL, _IOLBF, 0);

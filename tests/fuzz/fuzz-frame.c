@@ -164,7 +164,7 @@ static void check_framer(const uint8_t *data, size_t size, const struct linear *
 			FUZZ_ASSERT(buf.base != NULL && buf.len >= n);
 			FUZZ_ASSERT((uint8_t *)buf.base == f.p + f.len);
 			memcpy(buf.base, data + fed, n);
-			f.len += n; /* what server.c's on_read does */
+			f.len += n; /* what conn.c's on_read does */
 		}
 		fed += n;
 		FUZZ_ASSERT(f.len == fed - consumed && f.len <= f.cap);

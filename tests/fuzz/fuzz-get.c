@@ -1,10 +1,11 @@
 /* fuzz-get.c: the daemon's GET request decoder.
  *
  * The input is a frame body.  It is split into fields with kj__msg_decode,
- * then checked by kj__get_check, which runs the same parse_get as
- * kj__handle_get (daemon/get.c) does before it resolves a target or touches
- * the cache.  Linked with the real daemon, cache, compiler and common
- * objects; nothing is stubbed.  Contracts checked: the code is 0 or one of
+ * then checked by kj__get_check, which runs the same kj__get_req_parse
+ * (daemon/request.c) as kj__handle_get does before it resolves a target
+ * or touches the cache.  Linked from the archive of the real modules, so
+ * it pulls in request.c and what that calls (manifest.c, common/), not the
+ * server; nothing is stubbed.  Contracts checked: the code is 0 or one of
  * the codes a client may get, a failure always says why in one printable
  * line, and a success means the body has a backend and exactly one of a
  * source or a kernel.

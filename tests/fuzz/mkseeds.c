@@ -9,12 +9,16 @@
  *   include/   SOURCE '\0' NAME '\n' DATA '\0' NAME '\n' DATA ... (fuzz-include.c)
  *   target/    target IDs of every backend and HSA_OVERRIDE_GFX_VERSION values
  *   manifest/  MANIFEST files
+ *   hittab/    hit tables made by the real writer (fuzz-hittab.c's two forms)
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include "hittab.h"
 
 #include "kjit.h"
 #include "proto.h"
@@ -323,6 +327,40 @@ static void seeds_bundle(void)
 	put_str("bundle", "not-a-bundle", "KJITBNDX and then some bytes that are not a bundle at all.......");
 }
 
+/* ---- hit tables ---- */
+
+static void seeds_hittab(void)
+{
+	enum { SLOTS = 16, HDR = 128, SLOT = 64 };
+	static const size_t sizes[] = { 100, 300, 700 };
+	struct kj__hittab *w = NULL;
+	uint8_t fp[KJ_SHA256_LEN], key[KJ_SHA256_LEN], obj[1024];
+	int fd = -1;
+
+	check(kj__hittab_create(&w, KJ_HITTAB_BYTES_MIN, SLOTS), "hittab create");
+	for (size_t i = 0; i < 3; i++) {
+		char req[32];
+		snprintf(req, sizeof req, "request-%zu", i);
+		check(kj__sha256(req, strlen(req), fp), "sha");
+		memset(key, (int)i, sizeof key);
+		memset(obj, (int)('a' + i), sizeof obj);
+		check(kj__hittab_put(w, fp, key, i == 2 ? "sm_90" : "gfx90a:xnack-", i == 1 ? "" : "6.2", obj,
+				     sizes[i]), "hittab put");
+	}
+	check(kj__hittab_reader_fd(w, &fd), "hittab fd");
+	uint8_t *img = malloc(1 + KJ_HITTAB_BYTES_MIN);
+	if (img == NULL || pread(fd, img + 1, KJ_HITTAB_BYTES_MIN, 0) != KJ_HITTAB_BYTES_MIN)
+		die("hittab image");
+	close(fd);
+	img[0] = 0;
+	put_file("hittab", "raw", img, 1 + KJ_HITTAB_BYTES_MIN);
+	/* The slots and the used part of the arena, behind the form byte. */
+	img[HDR] = 1;
+	put_file("hittab", "body", img + HDR, 1 + SLOTS * SLOT + 2048);
+	free(img);
+	kj__hittab_free(w);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -337,6 +375,7 @@ int main(int argc, char **argv)
 	seeds_target();
 	seeds_manifest();
 	seeds_bundle();
+	seeds_hittab();
 	printf("mkseeds: %u seeds in %s\n", n_written, root);
 	return 0;
 }

@@ -7,7 +7,7 @@
 set -u
 FUZZ_DIR=${FUZZ_DIR:-build/fuzz}
 FUZZ_SHORT_SECONDS=${FUZZ_SHORT_SECONDS:-6}
-NAMES="frame get include target manifest bundle"
+NAMES="frame get include target manifest bundle hittab"
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top" || exit 1
 if ! command -v clang-14 >/dev/null 2>&1; then

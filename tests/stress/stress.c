@@ -293,6 +293,8 @@ int main(int argc, char **argv)
 	long slack_mb = 20;
 	pid_t dpid = 0;
 
+	/* Every get must reach the daemon: no answers from the process memo. */
+	setenv("KJIT_PROCESS_MEMO", "0", 1);
 	sock_path = getenv("KJIT_SOCKET");
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;

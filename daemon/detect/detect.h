@@ -1,17 +1,14 @@
-/* detect.h: what GPUs and runtimes this machine has, and which target a
- * client process asks for.
+/* detect.h: what GPUs and runtimes this machine has (the daemon's half of
+ * target choice; the client's half, resolution from the environment, is
+ * common/resolve.h, included here because the daemon uses both).
  *
- * Detection (daemon side, run in a short-lived child so that no driver
- * library is ever loaded into kjitd): HIP from the KFD topology in sysfs
+ * Detection runs in a short-lived child (`kjitd --detect`,
+ * daemon/detect-run.c) so that no driver library is ever loaded into kjitd:
+ * HIP from the KFD topology in sysfs
  * (<root>/class/kfd/kfd/topology/nodes/N/properties), rocminfo as fallback,
  * the ROCm version from what is installed; CUDA from libcuda loaded with
- * dlopen; Vulkan from the loader's physical devices.
- *
- * Resolution (client side): the environment of the process that will load
- * the object decides, with the precedence of docs/targets.md: explicit
- * target > KJIT_HIP_ARCH / KJIT_CUDA_ARCH / KJIT_VULKAN_ENV >
- * HSA_OVERRIDE_GFX_VERSION (with HSA_XNACK) > CANDLE_ROCM_ARCH > (daemon)
- * configuration > detection.
+ * dlopen; Vulkan from the loader's physical devices.  None of it links into
+ * libkjit.
  */
 #ifndef KJ_DETECT_H
 #define KJ_DETECT_H
@@ -19,6 +16,7 @@
 #include <stddef.h>
 
 #include "kj_limits.h"
+#include "resolve.h"
 
 struct kj__gpu {
 	int backend;                        /* enum kjit_backend */
@@ -38,22 +36,6 @@ int kj__detect(int backend, const char *sysfs_root, struct kj__gpu *gpus, size_t
  * installed HIP runtime; "13.0" for CUDA from the driver or NVRTC), or ""
  * when unknown.  0 or a negative code. */
 int kj__detect_runtime_version(int backend, char *out, size_t outlen);
-
-/* Resolves from the environment alone.  getenv_fn NULL means getenv (tests
- * pass their own).  On 0: target is canonical or "" (nothing set: the
- * daemon decides), *target_from names the variable it came from (static
- * string) or NULL; likewise version.  KJIT_ETARGET / KJIT_EINVAL with a
- * one-line reason in err naming the variable for a malformed value. */
-int kj__resolve_env(int backend, const char *(*getenv_fn)(const char *name),
-		    char target[KJ_TARGET_MAX], const char **target_from,
-		    char version[KJ_VERSION_STR_MAX], const char **version_from,
-		    char *err, size_t errlen);
-
-/* The variable a user sets to choose the target of backend
- * ("KJIT_HIP_ARCH"...), for error messages. */
-const char *kj__target_env_name(int backend);
-
-/* Added by the detect module (declarations only; the above are unchanged). */
 
 /* Detection limits (candidates for kj_limits.h). */
 #define KJ_DETECT_TOOL_TIMEOUT_MS 10000     /* rocminfo running longer is killed */
@@ -82,14 +64,5 @@ int kj__vulkan_runtime_version(char *out, size_t outlen);
  * line, name from "Marketing Name:".  Agents whose target does not parse are
  * skipped.  Sets *n; returns 0. */
 int kj__hip_parse_rocminfo(const char *text, struct kj__gpu *gpus, size_t max, size_t *n);
-
-/* Applies the loading process's HSA_XNACK to an AMD target, as the ROCm
- * runtime does (flag.h: "1" on, "0" off, anything else leaves the mode
- * unchanged): sets xnack+ / xnack- when the processor supports xnack and
- * the target does not already fix it.  target is canonical on entry and on
- * return; *from (may be NULL) is set to "HSA_XNACK" when it changed.
- * getenv_fn NULL means getenv.  0, or KJIT_ETARGET if target does not parse. */
-int kj__hsa_xnack_apply(char target[KJ_TARGET_MAX], const char *(*getenv_fn)(const char *name),
-			const char **from);
 
 #endif /* KJ_DETECT_H */

@@ -1,5 +1,5 @@
-/* detect.c: detection dispatch and client-side resolution of targets and
- * runtime versions from the environment (see detect.h, docs/targets.md).
+/* resolve.c: client-side resolution of targets and runtime versions from
+ * the environment (see resolve.h, docs/targets.md).
  *
  * Resolution reads only the environment of the process that will load the
  * object (through a getenv the caller may replace, for tests), first match
@@ -10,16 +10,15 @@
  *           versions: KJIT_ROCM_VERSION > CANDLE_ROCM_VERSION
  *   cuda:   KJIT_CUDA_ARCH;   version KJIT_CUDA_VERSION
  *   vulkan: KJIT_VULKAN_ENV;  no version variable
- * The per-backend detection lives in detect-hip.c, detect-cuda.c and
- * detect-vulkan.c.  No state.
+ * Detection, the daemon's half, lives in daemon/detect/.  No state.
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "detect.h"
-#include "kjit.h"
+#include "resolve.h"
+#include "kj_types.h"
 #include "targetid.h"
 #include "util.h"
 
@@ -35,42 +34,6 @@ static void seterr(char *err, size_t errlen, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
-}
-
-int kj__detect(int backend, const char *sysfs_root, struct kj__gpu *gpus, size_t max, size_t *n,
-	       char *note, size_t notelen)
-{
-	if (n == NULL || (gpus == NULL && max > 0))
-		return KJIT_EINVAL;
-	switch (backend) {
-	case KJIT_BACKEND_HIP:
-		return kj__detect_hip(sysfs_root, gpus, max, n, note, notelen);
-	case KJIT_BACKEND_CUDA:
-		return kj__detect_cuda(gpus, max, n, note, notelen);
-	case KJIT_BACKEND_VULKAN:
-		return kj__detect_vulkan(gpus, max, n, note, notelen);
-	default:
-		*n = 0;
-		seterr(note, notelen, "unknown backend %d (expected hip, cuda or vulkan)", backend);
-		return KJIT_EBACKEND;
-	}
-}
-
-int kj__detect_runtime_version(int backend, char *out, size_t outlen)
-{
-	if (out == NULL || outlen == 0)
-		return KJIT_EINVAL;
-	out[0] = '\0';
-	switch (backend) {
-	case KJIT_BACKEND_HIP:
-		return kj__hip_runtime_version(out, outlen);
-	case KJIT_BACKEND_CUDA:
-		return kj__cuda_runtime_version(out, outlen);
-	case KJIT_BACKEND_VULKAN:
-		return kj__vulkan_runtime_version(out, outlen);
-	default:
-		return KJIT_EBACKEND;
-	}
 }
 
 const char *kj__target_env_name(int backend)

@@ -21,14 +21,21 @@
 extern "C" {
 #endif
 
+#define KJIT_VERSION_MAJOR 0
+#define KJIT_VERSION_MINOR 1
+
+/* The values every layer of kjit shares.  The same text, between the same
+ * two KJIT_TYPES_DEFINED lines, is kjit's internal common/kj_types.h; the
+ * build fails if the two differ. */
+#ifndef KJIT_TYPES_DEFINED
+#define KJIT_TYPES_DEFINED
+#ifndef KJIT_EXPORT
 #if defined(__GNUC__)
 #define KJIT_EXPORT __attribute__((visibility("default")))
 #else
 #define KJIT_EXPORT
 #endif
-
-#define KJIT_VERSION_MAJOR 0
-#define KJIT_VERSION_MINOR 1
+#endif
 
 /* Error codes: all negative.  Keep in sync with kjit_strerror(). */
 enum kjit_error {
@@ -79,6 +86,7 @@ enum kjit_status {
 	KJIT_STATUS_JOINED = 3,   /* waited on a compile another request started */
 };
 KJIT_EXPORT const char *kjit_status_name(int status); /* "hit", "compiled", "joined" */
+#endif /* KJIT_TYPES_DEFINED */
 
 typedef struct kjit_client kjit_client;
 

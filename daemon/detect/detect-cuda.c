@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "detect.h"
-#include "kjit.h"
+#include "kj_types.h"
 #include "util.h"
 
 /* The few driver API types and values used, from cuda.h's stable ABI. */

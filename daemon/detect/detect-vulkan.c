@@ -19,7 +19,7 @@
 #include <vulkan/vulkan.h>
 
 #include "detect.h"
-#include "kjit.h"
+#include "kj_types.h"
 #include "util.h"
 
 #define VENDOR_NVIDIA 0x10DEu /* encodes driverVersion as 10.8.8.6 bits */

@@ -43,7 +43,7 @@
 #include <unistd.h>
 
 #include "detect.h"
-#include "kjit.h"
+#include "kj_types.h"
 #include "targetid.h"
 #include "util.h"
 
@@ -260,71 +260,97 @@ static char **tool_env(void)
 	return env;
 }
 
+/* Starts rocminfo (from PATH, else /opt/rocm/bin) with env, stdin and
+ * stderr on /dev/null and stdout on a new pipe whose read end becomes *rfd.
+ * 0 with *pid set; -ENOENT when not installed; another -errno otherwise. */
+static int spawn_rocminfo(char **env, int *rfd, pid_t *pid)
+{
+	static const char *const paths[] = { "rocminfo", "/opt/rocm/bin/rocminfo" };
+	posix_spawn_file_actions_t fa;
+	int p[2] = { -1, -1 }, r, e;
+
+	*pid = -1;
+	if (pipe2(p, O_CLOEXEC) != 0)
+		return -errno;
+	if ((e = posix_spawn_file_actions_init(&fa)) != 0) {
+		close(p[0]);
+		close(p[1]);
+		return -e;
+	}
+	if ((e = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0)) != 0 ||
+	    (e = posix_spawn_file_actions_adddup2(&fa, p[1], 1)) != 0 ||
+	    (e = posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0)) != 0) {
+		r = -e;
+		goto out;
+	}
+	r = -ENOENT;
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(paths) && *pid < 0; i++) {
+		char *argv[] = { (char *)paths[i], NULL };
+		e = posix_spawnp(pid, paths[i], &fa, NULL, argv, env);
+		if (e != 0) {
+			*pid = -1;
+			r = -e;
+		}
+	}
+	if (*pid >= 0)
+		r = 0;
+out:
+	posix_spawn_file_actions_destroy(&fa);
+	close(p[1]);
+	if (r == 0)
+		*rfd = p[0];
+	else
+		close(p[0]);
+	return r;
+}
+
+/* Reads the tool's output from fd until end of file, keeping at most
+ * KJ_DETECT_TOOL_OUTPUT_MAX bytes in buf (*len of them; the rest is
+ * drained), and kills pid when that takes past KJ_DETECT_TOOL_TIMEOUT_MS.
+ * 0 at end of file, -ETIMEDOUT. */
+static int read_tool_output(int fd, pid_t pid, char *buf, size_t *len)
+{
+	uint64_t deadline = kj__now_us() + (uint64_t)KJ_DETECT_TOOL_TIMEOUT_MS * 1000;
+
+	for (;;) {
+		uint64_t now = kj__now_us();
+		if (now >= deadline) {
+			kill(pid, SIGKILL);
+			return -ETIMEDOUT;
+		}
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		int pr = poll(&pfd, 1, (int)((deadline - now) / 1000) + 1);
+		if (pr <= 0)
+			continue;
+		char tmp[4096];
+		ssize_t k = read(fd, tmp, sizeof tmp);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return 0;
+		size_t take = (size_t)k < KJ_DETECT_TOOL_OUTPUT_MAX - *len ? (size_t)k
+									   : KJ_DETECT_TOOL_OUTPUT_MAX - *len;
+		memcpy(buf + *len, tmp, take);
+		*len += take;
+	}
+}
+
 /* Runs rocminfo, capturing at most KJ_DETECT_TOOL_OUTPUT_MAX bytes of its
  * standard output into *out (malloc'd, NUL-terminated).  0 when it ran and
  * exited 0; -ENOENT when not installed; another -errno otherwise. */
 static int run_rocminfo(char **out)
 {
-	static const char *const paths[] = { "rocminfo", "/opt/rocm/bin/rocminfo" };
-	posix_spawn_file_actions_t fa;
 	char **env = NULL, *buf = NULL;
 	size_t len = 0;
-	int p[2] = { -1, -1 }, r = -ENOMEM, fa_ok = 0, st = 0;
+	int fd = -1, r = -ENOMEM, st = 0;
 	pid_t pid = -1;
 
 	if ((env = tool_env()) == NULL || (buf = malloc(KJ_DETECT_TOOL_OUTPUT_MAX + 1)) == NULL)
 		goto out;
-	if (pipe2(p, O_CLOEXEC) != 0) {
-		r = -errno;
+	r = spawn_rocminfo(env, &fd, &pid);
+	if (r != 0)
 		goto out;
-	}
-	if (posix_spawn_file_actions_init(&fa) != 0)
-		goto out;
-	fa_ok = 1;
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_adddup2(&fa, p[1], 1);
-	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-	r = -ENOENT;
-	for (size_t i = 0; i < KJ_ARRAY_SIZE(paths) && pid < 0; i++) {
-		char *argv[] = { (char *)paths[i], NULL };
-		int e = posix_spawnp(&pid, paths[i], &fa, NULL, argv, env);
-		if (e != 0) {
-			pid = -1;
-			r = -e;
-		}
-	}
-	close(p[1]);
-	p[1] = -1;
-	if (pid < 0)
-		goto out;
-
-	uint64_t deadline = kj__now_us() + (uint64_t)KJ_DETECT_TOOL_TIMEOUT_MS * 1000;
-	for (;;) {
-		uint64_t now = kj__now_us();
-		if (now >= deadline) {
-			kill(pid, SIGKILL);
-			r = -ETIMEDOUT;
-			break;
-		}
-		struct pollfd pfd = { .fd = p[0], .events = POLLIN };
-		int pr = poll(&pfd, 1, (int)((deadline - now) / 1000) + 1);
-		if (pr < 0 && errno == EINTR)
-			continue;
-		if (pr <= 0)
-			continue;
-		char tmp[4096];
-		ssize_t k = read(p[0], tmp, sizeof tmp);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0) {
-			r = 0;
-			break;
-		}
-		size_t take = (size_t)k < KJ_DETECT_TOOL_OUTPUT_MAX - len ? (size_t)k
-									  : KJ_DETECT_TOOL_OUTPUT_MAX - len;
-		memcpy(buf + len, tmp, take);
-		len += take;
-	}
+	r = read_tool_output(fd, pid, buf, &len);
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
 	if (r == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
@@ -336,12 +362,8 @@ static int run_rocminfo(char **out)
 	*out = buf;
 	buf = NULL;
 out:
-	if (fa_ok)
-		posix_spawn_file_actions_destroy(&fa);
-	if (p[0] >= 0)
-		close(p[0]);
-	if (p[1] >= 0)
-		close(p[1]);
+	if (fd >= 0)
+		close(fd);
 	free(buf);
 	free(env);
 	return r;

@@ -1,0 +1,221 @@
+/* cache-int.h: what the files of cache/ share and nothing outside cache/
+ * may include: struct kj__cache, the in-memory entry table and hot set it
+ * holds, the prepared statements of the index, and the internal calls each
+ * file offers the others.
+ *
+ * Who owns what (each file opens with the invariants it keeps):
+ *   cache.c   the public calls open, close, lookup, peek, foreach, totals,
+ *             and the small helpers below (logging, paths, hex, strdup)
+ *   table.c   c->ents, c->slots, c->tuples, c->dirty: the entry table that
+ *             mirrors the index's valid rows, and the interned strings
+ *   hot.c     c->hot_*: verified objects kept in memory
+ *   index.c   c->db and c->st[]: schema, load, flush, counters, metadata,
+ *             recipes
+ *   store.c   the object files: directories, read-and-verify, temporary
+ *             write, publish, drop, sweep
+ *   maint.c   gc, verify, clear
+ * All of them run on one thread (kjitd's loop) and reach the file system
+ * only through c->fs and memory only through c->mem (cache.h), so tests
+ * can make any call fail.
+ */
+#ifndef KJ_CACHE_INT_H
+#define KJ_CACHE_INT_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "cache.h"
+#include "sha.h"
+
+#define NONE ((size_t)-1)             /* "no entry": what kj__tab_find returns on a miss */
+
+/* The columns of a struct kj__cache_entry, in kj__db_row_entry's order. */
+#define ENTRY_COLS "key, backend, target, version, ext, size, sha256, created, last_used," \
+	" hits, compile_ms, source_name, options, compiler, log"
+
+enum stmt_id {
+	ST_INSERT, ST_DELETE, ST_TOUCH, ST_COUNTER_ADD, ST_COUNTER_GET, ST_GET,
+	ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_DIGEST, ST_COUNT
+};
+
+/* One distinct (backend, target, version, ext), its strings owned. */
+struct tuple {
+	int backend;
+	char *target;
+	char *version;
+	char *ext;
+};
+
+/* One indexed object, as the hit path needs it.  Its digest stays in the
+ * index (kj__db_row_digest): it is needed only when the object is read
+ * from disk, and leaving it out keeps a million entries under 60 MB. */
+struct ent {
+	uint8_t key[KJ_SHA256_LEN];
+	uint64_t seq;        /* use order: exact LRU within a second */
+	uint32_t last_used;  /* unix seconds (unsigned: good until 2106) */
+	uint32_t size;       /* <= KJ_OBJECT_MAX */
+	uint32_t pending;    /* hits not yet flushed; > 0 means its key is in dirty */
+	uint32_t tuple;      /* index into c->tuples */
+	uint32_t compile_ms; /* what a hit saves (stats) */
+};
+
+/* A verified object held in memory, with what its file looked like then. */
+struct hot {
+	uint8_t key[KJ_SHA256_LEN];
+	struct hot *chain;           /* next in the bucket */
+	struct hot *prev, *next;     /* LRU list */
+	uint8_t *data;
+	size_t size;
+	dev_t dev;
+	ino_t ino;
+	struct timespec mtim;
+};
+
+struct kj__cache {
+	char *dir;
+	const struct kj__fsys *fs;
+	const struct kj__cache_alloc *mem;
+	FILE *log;
+	uint64_t max_size;
+	int lock_fd;
+	sqlite3 *db;
+	sqlite3_stmt *st[ST_COUNT];
+
+	/* table.c */
+	struct ent *ents;
+	size_t n, cap;
+	uint32_t *slots;     /* entry index + 1; 0 = empty */
+	size_t nslots;
+	struct tuple *tuples;
+	size_t ntuples, captuples, last_tuple;
+	uint64_t bytes;      /* sum of sizes in the table */
+	uint64_t seq;        /* last use sequence handed out */
+	uint8_t (*dirty)[KJ_SHA256_LEN];
+	size_t ndirty, capdirty;
+
+	uint64_t tmp_seq;    /* temporary file names */
+	int check_index;     /* last close was not clean: run quick_check */
+	int opened;          /* fully open: close leaves the clean marker */
+	size_t bad_rows;     /* rows skipped at load (dropped by verify) */
+
+	/* hot.c: verified objects in memory, most recently used first. */
+	struct hot **hot_tab;
+	size_t hot_cap, hot_n;
+	uint64_t hot_bytes, hot_max;
+	struct hot *hot_head, *hot_tail;
+};
+
+/* ---- cache.c: helpers ---- */
+
+/* Logs "kjit: <message>" to c->log; errno is kept. */
+void kj__cache_say(const struct kj__cache *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Formats into buf; KJIT_EINVAL if it does not fit. */
+int kj__cache_pathf(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* 1 if ext is one of the object extensions ("hsaco", "cubin", "ptx", "spv"). */
+int kj__cache_ext_ok(const char *ext);
+/* s must have passed kj__hex_ok (lowercase): 64 digits into 32 bytes. */
+void kj__cache_unhex(const char *s, uint8_t out[KJ_SHA256_LEN]);
+/* A key argument: 64 lowercase hex digits into out.  0 or KJIT_EINVAL. */
+int kj__cache_key_arg(const char *key, uint8_t out[KJ_SHA256_LEN]);
+/* strdup through c->mem; NULL for NULL, and NULL on ENOMEM. */
+char *kj__cache_strdup(const struct kj__cache *c, const char *s);
+
+/* ---- table.c: the entry table and interned strings ---- */
+
+/* The index of key's entry, or NONE. */
+size_t kj__tab_find(const struct kj__cache *c, const uint8_t *key);
+/* Makes room for want entries without a later allocation.  0 or KJIT_ENOMEM. */
+int kj__tab_reserve(struct kj__cache *c, size_t want);
+/* Adds en (room must have been reserved). */
+void kj__tab_add(struct kj__cache *c, const struct ent *en);
+/* Removes entry idx (and its hot copy); the last entry moves into idx. */
+void kj__tab_remove(struct kj__cache *c, size_t idx);
+/* Empties the table and forgets pending hits; keeps its memory. */
+void kj__tab_clear(struct kj__cache *c);
+/* Notes a hit on entry idx (memory only).  0 or KJIT_ENOMEM. */
+int kj__tab_touch(struct kj__cache *c, size_t idx);
+/* The index of (backend, target, version, ext) in c->tuples, adding it.
+ * 0 or KJIT_ENOMEM. */
+int kj__tuple_intern(struct kj__cache *c, int backend, const char *target, const char *version,
+		     const char *ext, uint32_t *out);
+/* e from the table alone (sha256 and the strings stay empty). */
+void kj__tab_fill_entry(const struct kj__cache *c, const struct ent *en, struct kj__cache_entry *e);
+/* Frees the table, its tuples and dirty list. */
+void kj__tab_free(struct kj__cache *c);
+
+/* ---- hot.c: the hot set of verified objects ---- */
+
+/* Keeps a copy of verified bytes with the file's identity; best effort. */
+void kj__hot_put(struct kj__cache *c, const uint8_t *key, const uint8_t *data, size_t size,
+		 const struct stat *st);
+/* The hot copy of en, if its file is still the one that was verified (a
+ * changed or missing file drops the copy); NULL otherwise. */
+struct hot *kj__hot_get(struct kj__cache *c, const struct ent *en);
+/* Forgets key's copy, if any. */
+void kj__hot_remove(struct kj__cache *c, const uint8_t *key);
+/* Forgets every copy and the buckets. */
+void kj__hot_free_all(struct kj__cache *c);
+
+/* ---- index.c: the SQLite index ---- */
+
+/* Logs the connection's last error and returns KJIT_EIO. */
+int kj__db_fail(const struct kj__cache *c, const char *what);
+/* Steps a prepared statement that returns no row, then resets it.  0 or KJIT_EIO. */
+int kj__db_run(struct kj__cache *c, enum stmt_id id, const char *what);
+int kj__db_begin(struct kj__cache *c);
+/* Commits; a failed commit is rolled back.  0 or KJIT_EIO. */
+int kj__db_commit(struct kj__cache *c);
+void kj__db_rollback(struct kj__cache *c);
+/* Opens the index at path (<dir>/index.sqlite), moving a damaged one
+ * aside and starting empty, and prepares the statements.  0, KJIT_EINVAL
+ * or KJIT_EIO (logged). */
+int kj__db_open(struct kj__cache *c, const char *path);
+/* Finalizes the statements and closes the handle; safe when not open. */
+void kj__db_close(struct kj__cache *c);
+/* Loads every valid row into the table (invalid ones counted in
+ * c->bad_rows).  0, KJIT_EIO or KJIT_ENOMEM. */
+int kj__db_load(struct kj__cache *c);
+/* The digest the index holds for key.  0, KJIT_ENOENT (no row, or not a
+ * digest), KJIT_EIO. */
+int kj__db_row_digest(struct kj__cache *c, const uint8_t key[KJ_SHA256_LEN], uint8_t out[KJ_SHA256_LEN]);
+/* Inserts (or replaces) the row of e with use sequence seq.  0 or KJIT_EIO. */
+int kj__db_insert_row(struct kj__cache *c, const struct kj__cache_entry *e, uint64_t seq);
+/* Deletes key's row (hex).  0 or KJIT_EIO. */
+int kj__db_delete_row(struct kj__cache *c, const char *hex);
+/* Column i of the current row as text (NULL for NULL). */
+const char *kj__db_col_text(sqlite3_stmt *st, int i);
+/* Fills e from a row of ENTRY_COLS; strings point into the row. */
+void kj__db_row_entry(sqlite3_stmt *st, struct kj__cache_entry *e);
+/* Adds to e what the table knows and the index does not yet (hits,
+ * last use). */
+void kj__db_merge_pending(const struct kj__cache *c, struct kj__cache_entry *e);
+
+/* ---- store.c: object files ---- */
+
+/* <dir>/<target>-<version> of tuple t, and the file of entry en. */
+int kj__obj_subdir(const struct kj__cache *c, const struct tuple *t, char *buf, size_t size);
+int kj__obj_path(const struct kj__cache *c, const struct ent *en, char *buf, size_t size);
+/* mkdir -p through c->fs.  0, KJIT_EINVAL or KJIT_EIO (logged). */
+int kj__obj_mkdir_p(struct kj__cache *c, const char *path, mode_t mode);
+/* Writes data to a new file at tmp and makes it durable.  0 or KJIT_EIO
+ * with errno kept; *created says whether tmp exists (the caller unlinks
+ * it on failure). */
+int kj__obj_write_tmp(struct kj__cache *c, const char *tmp, const uint8_t *data, size_t len, int *created);
+/* Reads the object of en from disk and checks it against the index's
+ * digest.  0 with *out from c->mem and *out_st the file's stat;
+ * KJIT_ECORRUPT with why set (missing, wrong size, wrong digest);
+ * KJIT_EIO for an I/O error that says nothing about the object (logged);
+ * KJIT_ENOMEM. */
+int kj__obj_read(struct kj__cache *c, const struct ent *en, uint8_t **out, struct stat *out_st, char *why,
+		 size_t whylen);
+/* Removes entry idx: its row first, then its file, then the table entry. */
+void kj__obj_drop(struct kj__cache *c, size_t idx);
+/* Deletes stale temporary files (and, with orphans, object files without
+ * a row) in every object directory.  Returns how many went. */
+uint64_t kj__obj_sweep(struct kj__cache *c, int orphans);
+
+#endif /* KJ_CACHE_INT_H */

@@ -1,0 +1,629 @@
+/* index.c: the SQLite index of a cache, <dir>/index.sqlite (WAL): the
+ * schema, opening (and rebuilding a damaged index), loading the table,
+ * rows, hit counters and their flush, named counters, metadata and
+ * recipes.
+ *
+ * Invariants:
+ *  - The index is the durable truth; the table (table.c) is loaded from it
+ *    at open and changed only after the index was.  A row is inserted only
+ *    after its file was renamed into place (store.c), and deleted before
+ *    its file is, so a crash leaves an orphan file, never a row without
+ *    its file.
+ *  - Rows the load finds invalid are counted in c->bad_rows, left out of
+ *    the table and dropped by verify (maint.c).
+ *  - Hits are counted in the table; kj__cache_flush writes every pending
+ *    count in one transaction and clears them only once it committed.
+ *  - An index that SQLite reports corrupt, or that fails quick_check after
+ *    a close that was not clean, is moved aside (with its WAL) and rebuilt
+ *    empty: objects are recompiled, never served from a damaged index.
+ *  - The handle is opened without SQLite's mutex: one thread uses it.
+ * c->db and the statements c->st[] are owned here (kj__db_close).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache-int.h"
+#include "kj_types.h"
+#include "kj_limits.h"
+#include "util.h"
+
+#define SCHEMA_VERSION 1
+#define BUSY_TIMEOUT_MS 5000          /* only kjit tools open the index besides us */
+
+static const char schema_sql[] =
+	"CREATE TABLE IF NOT EXISTS objects("
+	" key TEXT PRIMARY KEY, backend INTEGER NOT NULL, target TEXT NOT NULL,"
+	" version TEXT NOT NULL, ext TEXT NOT NULL, size INTEGER NOT NULL,"
+	" sha256 TEXT NOT NULL, created INTEGER NOT NULL, last_used INTEGER NOT NULL,"
+	" used_seq INTEGER NOT NULL DEFAULT 0, hits INTEGER NOT NULL DEFAULT 0,"
+	" compile_ms INTEGER NOT NULL DEFAULT 0, source_name TEXT, options TEXT,"
+	" compiler TEXT, log TEXT);"
+	"CREATE INDEX IF NOT EXISTS objects_lru ON objects(last_used, used_seq);"
+	"CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS recipe_of(key TEXT PRIMARY KEY, recipe TEXT NOT NULL);";
+
+static const char *const stmt_sql[ST_COUNT] = {
+	[ST_INSERT] = "INSERT OR REPLACE INTO objects(key, backend, target, version, ext, size,"
+		      " sha256, created, last_used, used_seq, hits, compile_ms, source_name,"
+		      " options, compiler, log)"
+		      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 0, ?11, ?12, ?13, ?14, ?15)",
+	[ST_DELETE] = "DELETE FROM objects WHERE key = ?1",
+	[ST_TOUCH] = "UPDATE objects SET hits = hits + ?1, last_used = max(last_used, ?2),"
+		     " used_seq = ?3 WHERE key = ?4",
+	[ST_COUNTER_ADD] = "INSERT INTO counters(name, value) VALUES(?1, ?2)"
+			   " ON CONFLICT(name) DO UPDATE SET value = value + excluded.value",
+	[ST_COUNTER_GET] = "SELECT value FROM counters WHERE name = ?1",
+	[ST_GET] = "SELECT " ENTRY_COLS " FROM objects WHERE key = ?1",
+	[ST_BEGIN] = "BEGIN IMMEDIATE",
+	[ST_COMMIT] = "COMMIT",
+	[ST_ROLLBACK] = "ROLLBACK",
+	[ST_DIGEST] = "SELECT sha256 FROM objects WHERE key = ?1",
+};
+
+int kj__db_fail(const struct kj__cache *c, const char *what)
+{
+	kj__cache_say(c, "index %s/index.sqlite: %s: %s", c->dir, what, sqlite3_errmsg(c->db));
+	return KJIT_EIO;
+}
+
+int kj__db_run(struct kj__cache *c, enum stmt_id id, const char *what)
+{
+	sqlite3_stmt *st = c->st[id];
+	int rc = sqlite3_step(st), r = 0;
+
+	if (rc != SQLITE_DONE)
+		r = kj__db_fail(c, what);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return r;
+}
+
+int kj__db_begin(struct kj__cache *c)
+{
+	return kj__db_run(c, ST_BEGIN, "begin");
+}
+
+int kj__db_commit(struct kj__cache *c)
+{
+	int r = kj__db_run(c, ST_COMMIT, "commit");
+	if (r < 0 && !sqlite3_get_autocommit(c->db))
+		kj__db_run(c, ST_ROLLBACK, "rollback");
+	return r;
+}
+
+void kj__db_rollback(struct kj__cache *c)
+{
+	if (!sqlite3_get_autocommit(c->db))
+		kj__db_run(c, ST_ROLLBACK, "rollback");
+}
+
+/* ---- opening and loading ---- */
+
+static int is_corrupt_rc(int rc)
+{
+	rc &= 0xff;
+	return rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB;
+}
+
+/* Runs sql (no rows wanted).  Sets *corrupt when sqlite says the file is
+ * damaged.  0 or KJIT_EIO (logged). */
+static int db_exec(struct kj__cache *c, const char *sql, int *corrupt)
+{
+	char *msg = NULL;
+	int rc = sqlite3_exec(c->db, sql, NULL, NULL, &msg);
+
+	if (rc == SQLITE_OK)
+		return 0;
+	*corrupt = is_corrupt_rc(rc);
+	kj__cache_say(c, "index %s/index.sqlite: %s: %s", c->dir, sql, msg ? msg : sqlite3_errstr(rc));
+	sqlite3_free(msg);
+	return KJIT_EIO;
+}
+
+/* Runs a one-value query into *out (text copied into buf when given). */
+static int db_value(struct kj__cache *c, const char *sql, int64_t *out, char *buf, size_t size,
+		    int *corrupt)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(c->db, sql, -1, &st, NULL);
+
+	if (rc == SQLITE_OK) {
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW) {
+			if (out)
+				*out = sqlite3_column_int64(st, 0);
+			if (buf) {
+				const unsigned char *t = sqlite3_column_text(st, 0);
+				snprintf(buf, size, "%s", t ? (const char *)t : "");
+			}
+			rc = SQLITE_OK;
+		}
+	}
+	if (rc != SQLITE_OK) {
+		*corrupt = is_corrupt_rc(rc);
+		kj__cache_say(c, "index %s/index.sqlite: %s: %s", c->dir, sql, sqlite3_errmsg(c->db));
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_OK ? 0 : KJIT_EIO;
+}
+
+void kj__db_close(struct kj__cache *c)
+{
+	for (int i = 0; i < ST_COUNT; i++) {
+		sqlite3_finalize(c->st[i]);
+		c->st[i] = NULL;
+	}
+	if (c->db && sqlite3_close(c->db) != SQLITE_OK)
+		kj__cache_say(c, "index %s/index.sqlite: close: %s", c->dir, sqlite3_errmsg(c->db));
+	c->db = NULL;
+}
+
+/* Opens, checks and if need be creates the index.  *corrupt tells the
+ * caller that moving the file aside may help. */
+static int open_index(struct kj__cache *c, const char *path, int *corrupt)
+{
+	char mode[16], check[64];
+	int64_t version = 0;
+	int rc, r;
+
+	*corrupt = 0;
+	/* One thread uses the handle: no mutex (it costs ~10% of the load). */
+	rc = sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+			     SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc != SQLITE_OK) {
+		*corrupt = is_corrupt_rc(rc);
+		kj__cache_say(c, "cannot open index %s: %s", path, c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
+		return KJIT_EIO;
+	}
+	sqlite3_busy_timeout(c->db, BUSY_TIMEOUT_MS);
+	if ((r = db_value(c, "PRAGMA journal_mode=WAL", NULL, mode, sizeof mode, corrupt)) < 0)
+		return r;
+	if (strcmp(mode, "wal") != 0) {
+		kj__cache_say(c, "index %s: cannot use WAL mode (got %s)", path, mode);
+		return KJIT_EIO;
+	}
+	if ((r = db_exec(c, "PRAGMA synchronous=NORMAL", corrupt)) < 0)
+		return r;
+	/* quick_check reads the whole index (about a second at a million
+	 * entries): only after a close that was not clean. */
+	if (c->check_index && (r = db_value(c, "PRAGMA quick_check", NULL, check, sizeof check, corrupt)) < 0)
+		return r;
+	if (c->check_index && strcmp(check, "ok") != 0) {
+		kj__cache_say(c, "index %s fails its integrity check: %s", path, check);
+		*corrupt = 1;
+		return KJIT_EIO;
+	}
+	if ((r = db_value(c, "PRAGMA user_version", &version, NULL, 0, corrupt)) < 0)
+		return r;
+	if (version > SCHEMA_VERSION) {
+		kj__cache_say(c, "index %s has schema %lld, newer than this kjit's %d: use a newer kjit"
+			      " or another KJIT_CACHE_DIR", path, (long long)version, SCHEMA_VERSION);
+		return KJIT_EIO;
+	}
+	if ((r = db_exec(c, "BEGIN IMMEDIATE", corrupt)) < 0)
+		return r;
+	if ((r = db_exec(c, schema_sql, corrupt)) < 0 ||
+	    (r = db_exec(c, "PRAGMA user_version=1", corrupt)) < 0 ||
+	    (r = db_exec(c, "COMMIT", corrupt)) < 0) {
+		int ignore;
+		if (!sqlite3_get_autocommit(c->db))
+			db_exec(c, "ROLLBACK", &ignore);
+		return r;
+	}
+	for (int i = 0; i < ST_COUNT; i++) {
+		rc = sqlite3_prepare_v2(c->db, stmt_sql[i], -1, &c->st[i], NULL);
+		if (rc != SQLITE_OK) {
+			*corrupt = is_corrupt_rc(rc);
+			return kj__db_fail(c, "prepare");
+		}
+	}
+	return 0;
+}
+
+/* Moves a damaged index (and its WAL) out of the way. */
+static int db_move_aside(struct kj__cache *c, const char *path)
+{
+	char to[PATH_MAX], from[PATH_MAX];
+	long long now = (long long)kj__wall_s();
+	int r;
+
+	if ((r = kj__cache_pathf(to, sizeof to, "%s.corrupt-%lld", path, now)) < 0)
+		return r;
+	if (c->fs->rename(path, to) < 0 && errno != ENOENT) {
+		kj__cache_say(c, "cannot move the damaged index %s aside: %s", path, strerror(errno));
+		return KJIT_EIO;
+	}
+	/* A WAL left behind would be replayed into the new, empty index. */
+	if ((r = kj__cache_pathf(from, sizeof from, "%s-wal", path)) < 0 ||
+	    (r = kj__cache_pathf(to, sizeof to, "%s.corrupt-%lld-wal", path, now)) < 0)
+		return r;
+	if (c->fs->rename(from, to) < 0 && errno != ENOENT) {
+		kj__cache_say(c, "cannot move %s aside: %s", from, strerror(errno));
+		return KJIT_EIO;
+	}
+	if ((r = kj__cache_pathf(from, sizeof from, "%s-shm", path)) < 0)
+		return r;
+	if (c->fs->unlink(from) < 0 && errno != ENOENT) {
+		kj__cache_say(c, "cannot remove %s: %s", from, strerror(errno));
+		return KJIT_EIO;
+	}
+	kj__cache_say(c, "warning: index %s was damaged; moved aside to %s.corrupt-%lld and rebuilt empty"
+		      " (objects will be recompiled)", path, path, now);
+	return 0;
+}
+
+int kj__db_open(struct kj__cache *c, const char *path)
+{
+	int r, corrupt = 0;
+
+	r = open_index(c, path, &corrupt);
+	if (r < 0 && corrupt) {
+		kj__db_close(c);
+		if ((r = db_move_aside(c, path)) < 0)
+			return r;
+		r = open_index(c, path, &corrupt);
+	}
+	return r;
+}
+
+/* One prepared SELECT. */
+int kj__db_load(struct kj__cache *c)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t count = 0;
+	int corrupt, rc, r;
+
+	if ((r = db_value(c, "SELECT count(*) FROM objects", &count, NULL, 0, &corrupt)) < 0)
+		return r;
+	if ((r = kj__tab_reserve(c, (size_t)count)) < 0)
+		return r;
+	rc = sqlite3_prepare_v2(c->db, "SELECT key, backend, target, version, ext, size, compile_ms,"
+				" last_used, used_seq FROM objects", -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return kj__db_fail(c, "prepare load");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *key = (const char *)sqlite3_column_text(st, 0);
+		int backend = sqlite3_column_int(st, 1);
+		const char *target = (const char *)sqlite3_column_text(st, 2);
+		const char *version = (const char *)sqlite3_column_text(st, 3);
+		const char *ext = (const char *)sqlite3_column_text(st, 4);
+		int64_t size = sqlite3_column_int64(st, 5);
+		int64_t last_used = sqlite3_column_int64(st, 7);
+		int64_t seq = sqlite3_column_int64(st, 8);
+		struct ent en;
+
+		if (!key || !target || !version || !ext || !kj__hex_ok(key) || !kjit_backend_name(backend) ||
+		    !kj__token_ok(target, KJ_TARGET_MAX) || !kj__token_ok(version, KJ_VERSION_STR_MAX) ||
+		    !kj__cache_ext_ok(ext) || size <= 0 || size > KJ_OBJECT_MAX || last_used < 0 ||
+		    last_used > UINT32_MAX || seq < 0) {
+			c->bad_rows++;
+			continue;
+		}
+		memset(&en, 0, sizeof en);
+		kj__cache_unhex(key, en.key);
+		int64_t cms = sqlite3_column_int64(st, 6);
+		en.compile_ms = cms < 0 ? 0 : cms > UINT32_MAX ? UINT32_MAX : (uint32_t)cms;
+		en.size = (uint32_t)size;
+		en.last_used = (uint32_t)last_used;
+		en.seq = (uint64_t)seq;
+		if (en.seq > c->seq)
+			c->seq = en.seq;
+		if ((r = kj__tuple_intern(c, backend, target, version, ext, &en.tuple)) < 0 ||
+		    (r = kj__tab_reserve(c, c->n + 1)) < 0)
+			goto out;
+		kj__tab_add(c, &en); /* key is the primary key: no duplicates */
+	}
+	if (rc != SQLITE_DONE) {
+		r = kj__db_fail(c, "load");
+		goto out;
+	}
+	if (c->bad_rows)
+		kj__cache_say(c, "index %s/index.sqlite: %zu invalid row(s) ignored (kjit verify drops them)",
+			      c->dir, c->bad_rows);
+	r = 0;
+out:
+	sqlite3_finalize(st);
+	return r;
+}
+
+/* ---- rows ---- */
+
+int kj__db_row_digest(struct kj__cache *c, const uint8_t key[KJ_SHA256_LEN], uint8_t out[KJ_SHA256_LEN])
+{
+	sqlite3_stmt *st = c->st[ST_DIGEST];
+	char hex[KJ_SHA256_HEX_LEN + 1];
+	int rc, r = KJIT_ENOENT;
+
+	kj__hex(key, hex);
+	sqlite3_bind_text(st, 1, hex, -1, SQLITE_TRANSIENT);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		const char *sha = (const char *)sqlite3_column_text(st, 0);
+		if (sha && kj__hex_ok(sha)) {
+			kj__cache_unhex(sha, out);
+			r = 0;
+		}
+	} else if (rc != SQLITE_DONE) {
+		r = kj__db_fail(c, "digest");
+	}
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return r;
+}
+
+int kj__db_insert_row(struct kj__cache *c, const struct kj__cache_entry *e, uint64_t seq)
+{
+	sqlite3_stmt *st = c->st[ST_INSERT];
+
+	sqlite3_bind_text(st, 1, e->key, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 2, e->backend);
+	sqlite3_bind_text(st, 3, e->target, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, e->version, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 5, e->ext, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 6, (sqlite3_int64)e->size);
+	sqlite3_bind_text(st, 7, e->sha256, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 8, e->created);
+	sqlite3_bind_int64(st, 9, e->last_used);
+	sqlite3_bind_int64(st, 10, (sqlite3_int64)seq);
+	sqlite3_bind_int64(st, 11, (sqlite3_int64)e->compile_ms);
+	sqlite3_bind_text(st, 12, e->source_name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 13, e->options, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 14, e->compiler, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 15, e->log, -1, SQLITE_STATIC);
+	return kj__db_run(c, ST_INSERT, "insert");
+}
+
+int kj__db_delete_row(struct kj__cache *c, const char *hex)
+{
+	sqlite3_bind_text(c->st[ST_DELETE], 1, hex, -1, SQLITE_STATIC);
+	return kj__db_run(c, ST_DELETE, "delete");
+}
+
+/* ---- counters, flush, metadata ---- */
+
+int kj__cache_flush(struct kj__cache *c)
+{
+	sqlite3_stmt *st = c->st[ST_TOUCH];
+	char hex[KJ_SHA256_HEX_LEN + 1];
+	int r;
+
+	if (c->ndirty == 0)
+		return 0;
+	if ((r = kj__db_begin(c)) < 0)
+		return r;
+	for (size_t i = 0; i < c->ndirty; i++) {
+		size_t k = kj__tab_find(c, c->dirty[i]);
+		if (k == NONE || c->ents[k].pending == 0)
+			continue;
+		kj__hex(c->dirty[i], hex);
+		sqlite3_bind_int64(st, 1, c->ents[k].pending);
+		sqlite3_bind_int64(st, 2, c->ents[k].last_used);
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)c->ents[k].seq);
+		sqlite3_bind_text(st, 4, hex, -1, SQLITE_STATIC);
+		if ((r = kj__db_run(c, ST_TOUCH, "update hits")) < 0) {
+			kj__db_rollback(c);
+			return r;
+		}
+	}
+	if ((r = kj__db_commit(c)) < 0)
+		return r;
+	for (size_t i = 0; i < c->ndirty; i++) {
+		size_t k = kj__tab_find(c, c->dirty[i]);
+		if (k != NONE)
+			c->ents[k].pending = 0;
+	}
+	c->ndirty = 0;
+	return 0;
+}
+
+int kj__cache_counter_add(struct kj__cache *c, const char *name, int64_t delta)
+{
+	sqlite3_stmt *st = c->st[ST_COUNTER_ADD];
+
+	if (name == NULL || *name == '\0')
+		return KJIT_EINVAL;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, delta);
+	return kj__db_run(c, ST_COUNTER_ADD, "counter");
+}
+
+int kj__cache_counter_get(struct kj__cache *c, const char *name, int64_t *value)
+{
+	sqlite3_stmt *st = c->st[ST_COUNTER_GET];
+	int rc, r = 0;
+
+	*value = 0;
+	if (name == NULL || *name == '\0')
+		return KJIT_EINVAL;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*value = sqlite3_column_int64(st, 0);
+	else if (rc != SQLITE_DONE)
+		r = kj__db_fail(c, "counter");
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return r;
+}
+
+const char *kj__db_col_text(sqlite3_stmt *st, int i)
+{
+	return (const char *)sqlite3_column_text(st, i);
+}
+
+void kj__db_row_entry(sqlite3_stmt *st, struct kj__cache_entry *e)
+{
+	memset(e, 0, sizeof *e);
+	snprintf(e->key, sizeof e->key, "%s", kj__db_col_text(st, 0) ? kj__db_col_text(st, 0) : "");
+	e->backend = sqlite3_column_int(st, 1);
+	snprintf(e->target, sizeof e->target, "%s", kj__db_col_text(st, 2) ? kj__db_col_text(st, 2) : "");
+	snprintf(e->version, sizeof e->version, "%s", kj__db_col_text(st, 3) ? kj__db_col_text(st, 3) : "");
+	snprintf(e->ext, sizeof e->ext, "%s", kj__db_col_text(st, 4) ? kj__db_col_text(st, 4) : "");
+	e->size = (uint64_t)sqlite3_column_int64(st, 5);
+	snprintf(e->sha256, sizeof e->sha256, "%s", kj__db_col_text(st, 6) ? kj__db_col_text(st, 6) : "");
+	e->created = sqlite3_column_int64(st, 7);
+	e->last_used = sqlite3_column_int64(st, 8);
+	e->hits = (uint64_t)sqlite3_column_int64(st, 9);
+	e->compile_ms = (uint64_t)sqlite3_column_int64(st, 10);
+	e->source_name = kj__db_col_text(st, 11);
+	e->options = kj__db_col_text(st, 12);
+	e->compiler = kj__db_col_text(st, 13);
+	e->log = kj__db_col_text(st, 14);
+}
+
+void kj__db_merge_pending(const struct kj__cache *c, struct kj__cache_entry *e)
+{
+	uint8_t k[KJ_SHA256_LEN];
+	size_t i;
+
+	if (!kj__hex_ok(e->key))
+		return;
+	kj__cache_unhex(e->key, k);
+	if ((i = kj__tab_find(c, k)) == NONE)
+		return;
+	e->hits += c->ents[i].pending;
+	if (c->ents[i].last_used > e->last_used)
+		e->last_used = c->ents[i].last_used;
+}
+
+void kj__cache_entry_free(struct kj__cache_entry *e)
+{
+	if (e == NULL)
+		return;
+	free((char *)e->source_name); /* from c->mem, which free(3) releases (cache.h) */
+	free((char *)e->options);
+	free((char *)e->compiler);
+	free((char *)e->log);
+	e->source_name = e->options = e->compiler = e->log = NULL;
+}
+
+int kj__cache_get(struct kj__cache *c, const char *key, struct kj__cache_entry *e)
+{
+	sqlite3_stmt *st = c->st[ST_GET];
+	struct kj__cache_entry row;
+	uint8_t k[KJ_SHA256_LEN];
+	int rc, r;
+
+	memset(e, 0, sizeof *e);
+	if ((r = kj__cache_key_arg(key, k)) < 0)
+		return r;
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		kj__db_row_entry(st, &row);
+		*e = row;
+		e->source_name = kj__cache_strdup(c, row.source_name);
+		e->options = kj__cache_strdup(c, row.options);
+		e->compiler = kj__cache_strdup(c, row.compiler);
+		e->log = kj__cache_strdup(c, row.log);
+		if ((row.source_name && !e->source_name) || (row.options && !e->options) ||
+		    (row.compiler && !e->compiler) || (row.log && !e->log)) {
+			kj__cache_entry_free(e);
+			r = KJIT_ENOMEM;
+		} else {
+			kj__db_merge_pending(c, e);
+		}
+	} else if (rc == SQLITE_DONE) {
+		r = KJIT_ENOENT;
+	} else {
+		r = kj__db_fail(c, "get");
+	}
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return r;
+}
+
+/* ---- recipes: what to compile again after an upgrade ---- */
+
+int kj__cache_recipe_store(struct kj__cache *c, const char *key, const char *recipe, const uint8_t *body,
+			   size_t len)
+{
+	char dir[PATH_MAX], path[PATH_MAX], tmp[PATH_MAX];
+	struct stat st;
+	int created = 0, fd, r;
+
+	if (!kj__hex_ok(key) || !kj__hex_ok(recipe))
+		return KJIT_EINVAL;
+	if ((r = kj__cache_pathf(dir, sizeof dir, "%s/recipes", c->dir)) < 0 ||
+	    (r = kj__cache_pathf(path, sizeof path, "%s/%s.req", dir, recipe)) < 0 ||
+	    (r = kj__cache_pathf(tmp, sizeof tmp, "%s.tmp.%d.%llu", path, (int)getpid(), (unsigned long long)++c->tmp_seq)) < 0)
+		return r;
+	/* Content-addressed: a recipe already stored is the same bytes. */
+	fd = c->fs->open(path, O_RDONLY | O_CLOEXEC, 0);
+	if (fd >= 0 && c->fs->fstat(fd, &st) == 0 && (size_t)st.st_size == len) {
+		c->fs->close(fd);
+	} else {
+		if (fd >= 0)
+			c->fs->close(fd);
+		if ((r = kj__obj_mkdir_p(c, dir, 0755)) < 0)
+			return r;
+		r = kj__obj_write_tmp(c, tmp, body, len, &created);
+		if (r == 0 && c->fs->rename(tmp, path) < 0) {
+			kj__cache_say(c, "rename %s: %s", tmp, strerror(errno));
+			r = KJIT_EIO;
+		}
+		if (r < 0) {
+			if (created)
+				c->fs->unlink(tmp);
+			return r;
+		}
+	}
+	sqlite3_stmt *st2 = NULL;
+	if (sqlite3_prepare_v2(c->db, "INSERT OR REPLACE INTO recipe_of(key, recipe) VALUES(?1, ?2)", -1, &st2,
+			       NULL) != SQLITE_OK)
+		return kj__db_fail(c, "recipe");
+	sqlite3_bind_text(st2, 1, key, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st2, 2, recipe, -1, SQLITE_STATIC);
+	r = sqlite3_step(st2) == SQLITE_DONE ? 0 : kj__db_fail(c, "recipe");
+	sqlite3_finalize(st2);
+	return r;
+}
+
+int kj__cache_recipe_load(struct kj__cache *c, const char *recipe, uint8_t **body, size_t *len)
+{
+	char path[PATH_MAX];
+	int r;
+
+	if (!kj__hex_ok(recipe))
+		return KJIT_EINVAL;
+	if ((r = kj__cache_pathf(path, sizeof path, "%s/recipes/%s.req", c->dir, recipe)) < 0)
+		return r;
+	r = kj__read_file(path, KJ_FRAME_MAX, body, len);
+	if (r == -ENOENT)
+		return KJIT_ENOENT;
+	return r < 0 ? KJIT_EIO : 0;
+}
+
+int kj__cache_recipes(struct kj__cache *c, int64_t since,
+		      int (*fn)(const char *recipe, int backend, const char *target, void *arg), void *arg)
+{
+	sqlite3_stmt *st = NULL;
+	int rc, r = 0;
+
+	if ((r = kj__cache_flush(c)) < 0)
+		return r;
+	if (sqlite3_prepare_v2(c->db,
+			       "SELECT DISTINCT r.recipe, o.backend, o.target FROM recipe_of r"
+			       " JOIN objects o ON o.key = r.key WHERE o.last_used >= ?1 ORDER BY r.recipe, o.target",
+			       -1, &st, NULL) != SQLITE_OK)
+		return kj__db_fail(c, "recipes");
+	sqlite3_bind_int64(st, 1, since);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *recipe = kj__db_col_text(st, 0), *target = kj__db_col_text(st, 2);
+		if (recipe == NULL || target == NULL)
+			continue;
+		if ((r = fn(recipe, sqlite3_column_int(st, 1), target, arg)) != 0)
+			break;
+	}
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		r = kj__db_fail(c, "recipes");
+	sqlite3_finalize(st);
+	return r;
+}

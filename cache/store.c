@@ -1,0 +1,459 @@
+/* store.c: the object files of a cache, <dir>/<target>-<version>/<key>.<ext>:
+ * their directories, reading and verifying one, writing one (temporary
+ * file, fsync, rename), publishing, dropping, and sweeping what a crash
+ * left behind.
+ *
+ * Invariants:
+ *  - An object becomes visible only whole: it is written to a temporary
+ *    file in its own directory (<key>.<ext>.tmp.<pid>.<n>, O_EXCL),
+ *    fsync'd, renamed over the final name, the directory fsync'd, and only
+ *    then is its index row inserted.  A crash leaves at worst a *.tmp
+ *    (swept at the next open after an unclean close) or a file without a
+ *    row (swept by gc and verify).
+ *  - Nothing is served before its SHA-256 matched the digest in the index;
+ *    a mismatch, a wrong size or a missing file drops the row and the file
+ *    and is reported as a miss (KJIT_ECORRUPT to the caller here), never a
+ *    wrong answer.  An I/O error that says nothing about the object
+ *    (KJIT_EIO) leaves it in place.
+ *  - Deletion is row first, file second.
+ *  - A failed publish leaves the cache as it was: its temporary file is
+ *    removed, and a file renamed into place whose row could not be written
+ *    is removed too (or, if an older row names the same key, kept only
+ *    when the bytes are the same).
+ * Every file system call goes through c->fs; listing directories
+ * (opendir/readdir) is the one direct call.  store.c owns no state of its
+ * own beyond c->tmp_seq, the counter that makes temporary names unique.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache-int.h"
+#include "kj_types.h"
+#include "kj_limits.h"
+#include "util.h"
+
+/* ---- paths and directories ---- */
+
+int kj__obj_subdir(const struct kj__cache *c, const struct tuple *t, char *buf, size_t size)
+{
+	return kj__cache_pathf(buf, size, "%s/%s-%s", c->dir, t->target, t->version);
+}
+
+int kj__obj_path(const struct kj__cache *c, const struct ent *en, char *buf, size_t size)
+{
+	const struct tuple *t = &c->tuples[en->tuple];
+	char hex[KJ_SHA256_HEX_LEN + 1];
+
+	kj__hex(en->key, hex);
+	return kj__cache_pathf(buf, size, "%s/%s-%s/%s.%s", c->dir, t->target, t->version, hex, t->ext);
+}
+
+int kj__obj_mkdir_p(struct kj__cache *c, const char *path, mode_t mode)
+{
+	char buf[PATH_MAX];
+	int r = kj__cache_pathf(buf, sizeof buf, "%s", path);
+
+	if (r < 0)
+		return r;
+	for (char *s = buf + 1;; s++) {
+		if (*s != '/' && *s != '\0')
+			continue;
+		char ch = *s;
+		*s = '\0';
+		if (c->fs->mkdir(buf, mode) < 0 && errno != EEXIST) {
+			kj__cache_say(c, "cannot create %s: %s", buf, strerror(errno));
+			return KJIT_EIO;
+		}
+		*s = ch;
+		if (ch == '\0')
+			return 0;
+	}
+}
+
+/* Best effort: makes a rename in dir durable.  Failures are logged. */
+static void fsync_dir(struct kj__cache *c, const char *dir)
+{
+	int fd = c->fs->open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+
+	if (fd < 0) {
+		kj__cache_say(c, "cannot open %s to fsync it: %s", dir, strerror(errno));
+		return;
+	}
+	if (c->fs->fsync(fd) < 0)
+		kj__cache_say(c, "fsync %s: %s", dir, strerror(errno));
+	if (c->fs->close(fd) < 0)
+		kj__cache_say(c, "close %s: %s", dir, strerror(errno));
+}
+
+/* Is name "<64 hex>.<ext>"?  Fills key and *ext. */
+static int object_name(const char *name, uint8_t key[KJ_SHA256_LEN], const char **ext)
+{
+	char hex[KJ_SHA256_HEX_LEN + 1];
+
+	if (strlen(name) <= KJ_SHA256_HEX_LEN + 1 || name[KJ_SHA256_HEX_LEN] != '.')
+		return 0;
+	memcpy(hex, name, KJ_SHA256_HEX_LEN);
+	hex[KJ_SHA256_HEX_LEN] = '\0';
+	if (!kj__hex_ok(hex) || !kj__cache_ext_ok(name + KJ_SHA256_HEX_LEN + 1))
+		return 0;
+	kj__cache_unhex(hex, key);
+	*ext = name + KJ_SHA256_HEX_LEN + 1;
+	return 1;
+}
+
+/* Should file name in object directory sub go?  Temporary files always (we
+ * hold the lock: no one else is writing); with orphans, also object files
+ * that no row of the table names at exactly that place. */
+static int sweepable(const struct kj__cache *c, const char *sub, const char *name, int orphans)
+{
+	uint8_t key[KJ_SHA256_LEN];
+	const char *ext;
+	char want[PATH_MAX];
+
+	const char *tmp = strstr(name, ".tmp.");
+	if (tmp != NULL) {
+		/* a temporary file is an object name plus ".tmp.<pid>.<n>" */
+		char base[KJ_SHA256_HEX_LEN + 8];
+		size_t n = (size_t)(tmp - name);
+		if (n >= sizeof base)
+			return 0;
+		memcpy(base, name, n);
+		base[n] = '\0';
+		/* recipes/<64 hex>.req.tmp.<pid>.<n>: a recipe being written */
+		if (strcmp(sub, "recipes") == 0)
+			return n == KJ_SHA256_HEX_LEN + 4 && strcmp(base + KJ_SHA256_HEX_LEN, ".req") == 0 &&
+			       strspn(base, "0123456789abcdef") == KJ_SHA256_HEX_LEN;
+		return object_name(base, key, &ext);
+	}
+	if (!orphans || !object_name(name, key, &ext))
+		return 0;
+	size_t i = kj__tab_find(c, key);
+	if (i == NONE)
+		return 1;
+	const struct tuple *t = &c->tuples[c->ents[i].tuple];
+	if (kj__cache_pathf(want, sizeof want, "%s-%s", t->target, t->version) < 0)
+		return 0;
+	return strcmp(want, sub) != 0 || strcmp(t->ext, ext) != 0;
+}
+
+uint64_t kj__obj_sweep(struct kj__cache *c, int orphans)
+{
+	DIR *top = opendir(c->dir), *d;
+	struct dirent *de, *fe;
+	uint64_t gone = 0;
+	char path[PATH_MAX];
+
+	if (top == NULL) {
+		kj__cache_say(c, "cannot list %s: %s", c->dir, strerror(errno));
+		return 0;
+	}
+	while ((de = readdir(top)) != NULL) {
+		if (de->d_name[0] == '.' || (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN))
+			continue;
+		if (kj__cache_pathf(path, sizeof path, "%s/%s", c->dir, de->d_name) < 0)
+			continue;
+		d = opendir(path);
+		if (d == NULL)
+			continue; /* not a directory (DT_UNKNOWN), or unreadable */
+		while ((fe = readdir(d)) != NULL) {
+			char file[PATH_MAX];
+			if (!sweepable(c, de->d_name, fe->d_name, orphans) ||
+			    kj__cache_pathf(file, sizeof file, "%s/%s", path, fe->d_name) < 0)
+				continue;
+			if (c->fs->unlink(file) < 0 && errno != ENOENT)
+				kj__cache_say(c, "cannot remove %s: %s", file, strerror(errno));
+			else
+				gone++;
+		}
+		closedir(d);
+	}
+	closedir(top);
+	if (gone)
+		kj__cache_say(c, "removed %llu stale file(s) from %s", (unsigned long long)gone, c->dir);
+	return gone;
+}
+
+/* ---- reading and dropping ---- */
+
+int kj__obj_read(struct kj__cache *c, const struct ent *en, uint8_t **out, struct stat *out_st,
+		       char *why, size_t whylen)
+{
+	char path[PATH_MAX];
+	uint8_t *buf = NULL, d[KJ_SHA256_LEN];
+	struct stat st;
+	size_t got = 0;
+	int r, fd = -1;
+
+	*out = NULL;
+	if ((r = kj__obj_path(c, en, path, sizeof path)) < 0)
+		return r;
+	uint8_t want[KJ_SHA256_LEN];
+	if ((r = kj__db_row_digest(c, en->key, want)) == KJIT_ENOENT) {
+		snprintf(why, whylen, "its index row has no valid digest");
+		return KJIT_ECORRUPT;
+	}
+	if (r < 0)
+		return r;
+	fd = c->fs->open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+	if (fd < 0) {
+		if (errno == ENOENT || errno == ELOOP) {
+			snprintf(why, whylen, "%s", errno == ENOENT ? "missing" : "a symlink");
+			return KJIT_ECORRUPT;
+		}
+		kj__cache_say(c, "cannot open %s: %s", path, strerror(errno));
+		return KJIT_EIO;
+	}
+	if (c->fs->fstat(fd, &st) < 0) {
+		kj__cache_say(c, "fstat %s: %s", path, strerror(errno));
+		r = KJIT_EIO;
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != en->size) {
+		snprintf(why, whylen, "size mismatch: %lld bytes on disk, %u in the index",
+			 (long long)st.st_size, en->size);
+		r = KJIT_ECORRUPT;
+		goto out;
+	}
+	buf = c->mem->malloc(en->size);
+	if (buf == NULL) {
+		r = KJIT_ENOMEM;
+		goto out;
+	}
+	while (got < en->size) {
+		ssize_t k = c->fs->read(fd, buf + got, en->size - got);
+		if (k < 0) {
+			kj__cache_say(c, "read %s: %s", path, strerror(errno));
+			r = KJIT_EIO;
+			goto out;
+		}
+		if (k == 0) {
+			snprintf(why, whylen, "truncated while reading");
+			r = KJIT_ECORRUPT;
+			goto out;
+		}
+		got += (size_t)k;
+	}
+	if ((r = kj__sha256(buf, got, d)) < 0)
+		goto out;
+	if (memcmp(d, want, sizeof d) != 0) {
+		snprintf(why, whylen, "digest mismatch");
+		r = KJIT_ECORRUPT;
+		goto out;
+	}
+	*out = buf;
+	*out_st = st;
+	buf = NULL;
+	r = 0;
+out:
+	if (c->fs->close(fd) < 0)
+		kj__cache_say(c, "close %s: %s", path, strerror(errno));
+	c->mem->free(buf);
+	return r;
+}
+
+/* A row that cannot be deleted is logged; the entry still leaves the
+ * table, so it is not served again before the next open re-checks it. */
+void kj__obj_drop(struct kj__cache *c, size_t idx)
+{
+	char hex[KJ_SHA256_HEX_LEN + 1], path[PATH_MAX];
+
+	kj__hex(c->ents[idx].key, hex);
+	kj__db_delete_row(c, hex);
+	if (kj__obj_path(c, &c->ents[idx], path, sizeof path) == 0 && c->fs->unlink(path) < 0 &&
+	    errno != ENOENT)
+		kj__cache_say(c, "cannot remove %s: %s", path, strerror(errno));
+	kj__tab_remove(c, idx);
+}
+
+/* ---- publishing ---- */
+
+static int entry_ok(const struct kj__cache_entry *e, const uint8_t *data, size_t len)
+{
+	if (e == NULL || !kj__hex_ok(e->key) || kjit_backend_name(e->backend) == NULL ||
+	    !kj__token_ok(e->target, KJ_TARGET_MAX) || !kj__token_ok(e->version, KJ_VERSION_STR_MAX) ||
+	    !kj__cache_ext_ok(e->ext) || data == NULL || len == 0)
+		return KJIT_EINVAL;
+	return len > KJ_OBJECT_MAX ? KJIT_ETOOBIG : 0;
+}
+
+int kj__obj_write_tmp(struct kj__cache *c, const char *tmp, const uint8_t *data, size_t len,
+		     int *created)
+{
+	int fd = c->fs->open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	size_t done = 0;
+	const char *what = "write";
+	int cfd;
+
+	*created = fd >= 0;
+	if (fd < 0) {
+		kj__cache_say(c, "cannot create %s: %s", tmp, strerror(errno));
+		return KJIT_EIO;
+	}
+	while (done < len) {
+		ssize_t k = c->fs->write(fd, data + done, len - done);
+		if (k <= 0) {
+			if (k == 0)
+				errno = ENOSPC; /* write(2) never returns 0 for n > 0; be safe */
+			goto fail;
+		}
+		done += (size_t)k;
+	}
+	what = "fsync";
+	if (c->fs->fsync(fd) < 0)
+		goto fail;
+	what = "close";
+	cfd = fd;
+	fd = -1; /* gone even when close fails */
+	if (c->fs->close(cfd) < 0)
+		goto fail;
+	return 0;
+fail:
+	kj__cache_say(c, "%s %s: %s", what, tmp, strerror(errno));
+	if (fd >= 0) {
+		int saved = errno;
+		c->fs->close(fd);
+		errno = saved;
+	}
+	return KJIT_EIO;
+}
+
+/* What a publish writes: the object's directory, its final name and the
+ * temporary file it is written to first. */
+struct publish_paths {
+	char sub[PATH_MAX];
+	char final[PATH_MAX];
+	char tmp[PATH_MAX];
+};
+
+/* Everything a publish needs before it touches the disk: e checked and
+ * completed (digest, size, times), its table entry en (tuple interned,
+ * room reserved, a new use sequence) and the paths.  0 or a negative
+ * code; nothing on disk or in the index changed either way. */
+static int publish_prepare(struct kj__cache *c, struct kj__cache_entry *e, const uint8_t *data, size_t len,
+			   struct ent *en, uint8_t dg[KJ_SHA256_LEN], struct publish_paths *p)
+{
+	int r;
+
+	if ((r = entry_ok(e, data, len)) < 0)
+		return r;
+	memset(en, 0, sizeof *en);
+	kj__cache_unhex(e->key, en->key);
+	if ((r = kj__sha256(data, len, dg)) < 0 ||
+	    (r = kj__tuple_intern(c, e->backend, e->target, e->version, e->ext, &en->tuple)) < 0 ||
+	    (r = kj__tab_reserve(c, c->n + 1)) < 0 ||
+	    (r = kj__obj_subdir(c, &c->tuples[en->tuple], p->sub, sizeof p->sub)) < 0 ||
+	    (r = kj__obj_path(c, en, p->final, sizeof p->final)) < 0 ||
+	    (r = kj__cache_pathf(p->tmp, sizeof p->tmp, "%s.tmp.%ld.%llu", p->final, (long)getpid(),
+				 (unsigned long long)++c->tmp_seq)) < 0)
+		return r;
+	kj__hex(dg, e->sha256);
+	e->size = len;
+	e->created = e->last_used = kj__wall_s();
+	e->hits = 0;
+	en->size = (uint32_t)len;
+	en->compile_ms = e->compile_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)e->compile_ms;
+	en->last_used = (uint32_t)e->last_used;
+	en->seq = ++c->seq;
+	return 0;
+}
+
+/* Puts data at p->final: its directory, a durable temporary file, the
+ * rename, the directory's fsync.  0, or KJIT_EIO with errno saying why;
+ * *created says whether p->tmp is left for the caller to remove. */
+static int place_file(struct kj__cache *c, const struct publish_paths *p, const uint8_t *data, size_t len,
+		      int *created)
+{
+	int r;
+
+	if (c->fs->mkdir(p->sub, 0755) < 0 && errno != EEXIST) {
+		kj__cache_say(c, "cannot create %s: %s", p->sub, strerror(errno));
+		return KJIT_EIO;
+	}
+	if ((r = kj__obj_write_tmp(c, p->tmp, data, len, created)) < 0)
+		return r;
+	if (c->fs->rename(p->tmp, p->final) < 0) {
+		kj__cache_say(c, "rename %s to %s: %s", p->tmp, p->final, strerror(errno));
+		return KJIT_EIO;
+	}
+	*created = 0;
+	fsync_dir(c, p->sub);
+	return 0;
+}
+
+/* Inserts e's row now that its file is in place.  If that fails the file
+ * is not indexed, and a prior row for the key (prior: its entry, or NONE)
+ * now names these bytes: it is kept only if they are the same bytes;
+ * otherwise it is dropped, or, with no prior row, the file is removed.
+ * 0 or KJIT_EIO. */
+static int index_row(struct kj__cache *c, const struct kj__cache_entry *e, const struct ent *en, size_t prior,
+		     const uint8_t dg[KJ_SHA256_LEN], const char *final)
+{
+	uint8_t prior_dg[KJ_SHA256_LEN];
+	int r = kj__db_insert_row(c, e, en->seq);
+
+	if (r == 0)
+		return 0;
+	if (prior != NONE && kj__db_row_digest(c, en->key, prior_dg) == 0 &&
+	    memcmp(prior_dg, dg, KJ_SHA256_LEN) == 0)
+		return r;
+	if (prior != NONE)
+		kj__obj_drop(c, prior);
+	else if (c->fs->unlink(final) < 0 && errno != ENOENT)
+		kj__cache_say(c, "cannot remove %s: %s", final, strerror(errno));
+	return r;
+}
+
+/* Puts en in the table, in place of the prior entry of its key if any
+ * (keeping that entry's pending hits: its key may be in c->dirty). */
+static void table_update(struct kj__cache *c, struct ent *en, size_t prior)
+{
+	if (prior == NONE) {
+		kj__tab_add(c, en);
+		return;
+	}
+	c->bytes -= c->ents[prior].size;
+	c->bytes += en->size;
+	en->pending = c->ents[prior].pending;
+	c->ents[prior] = *en;
+}
+
+int kj__cache_publish(struct kj__cache *c, struct kj__cache_entry *e, const uint8_t *data, size_t len)
+{
+	struct publish_paths p;
+	uint8_t dg[KJ_SHA256_LEN];
+	struct ent en;
+	struct stat fst;
+	size_t prior;
+	int r, created = 0, err = 0;
+
+	if ((r = publish_prepare(c, e, data, len, &en, dg, &p)) < 0)
+		return r;
+	if ((r = place_file(c, &p, data, len, &created)) < 0) {
+		err = errno;
+		goto out;
+	}
+	prior = kj__tab_find(c, en.key);
+	if ((r = index_row(c, e, &en, prior, dg, p.final)) < 0) {
+		err = EIO;
+		goto out;
+	}
+	table_update(c, &en, prior);
+	/* Just compiled: likely asked for again soon.  The bytes are the
+	 * ones hashed above, so they count as verified. */
+	if (c->fs->stat(p.final, &fst) == 0)
+		kj__hot_put(c, en.key, data, len, &fst);
+	r = 0;
+out:
+	if (created && c->fs->unlink(p.tmp) < 0 && errno != ENOENT)
+		kj__cache_say(c, "cannot remove %s: %s", p.tmp, strerror(errno));
+	if (r == KJIT_EIO)
+		errno = err;
+	return r;
+}

@@ -1,0 +1,232 @@
+/* cmd-get.c: `kjit get`, one GET by source file or bundled kernel name,
+ * with its headers read from files (--include-header, or found through -I
+ * by libkjit) and the compiler-style options client/ccopts.c takes; writes
+ * the object to -o FILE (whole or not at all) or stdout, or prints the
+ * result as JSON.  A compile error prints the compiler's log, then the
+ * one-line error.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "ccopts.h"
+#include "cli-int.h"
+#include "kjit.h"
+#include "kj_limits.h"
+#include "util.h"
+
+/* ---- kjit get ---- */
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s ? s + 1 : path;
+}
+
+/* The source name sent for FILE: its base name with every character
+ * outside [A-Za-z0-9._+-] made '_' (kjitd's rule for names), malloc'd. */
+static char *source_name_of(const char *path)
+{
+	char *s = kj__strndup(base_name(path), strnlen(base_name(path), KJ_NAME_MAX));
+	for (char *p = s; p && *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+		      strchr("._+-", *p)))
+			*p = '_';
+	if (s && (*s == '\0' || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)) {
+		free(s);
+		s = kj__strdup("source");
+	}
+	return s;
+}
+
+
+struct get_args {
+	const char *source, *kernel, *target, *out;
+	int backend, json;
+	const char *entries[MAX_REPEAT], *opts[MAX_REPEAT], *headers[MAX_REPEAT];
+	size_t n_entries, n_opts, n_headers;
+};
+
+static int get_parse(const struct cmd *cmd, int argc, char **argv, struct get_args *a)
+{
+	static const struct option lo[] = {
+		{ "source", required_argument, NULL, 's' }, { "kernel", required_argument, NULL, 'k' },
+		{ "backend", required_argument, NULL, 'b' }, { "target", required_argument, NULL, 't' },
+		{ "entry", required_argument, NULL, 'e' }, { "opt", required_argument, NULL, 'O' },
+		{ "include-header", required_argument, NULL, 'I' }, { "json", no_argument, NULL, 'J' },
+		{ "output", required_argument, NULL, 'o' }, { NULL, 0, NULL, 0 }
+	};
+	int ch, r = 0;
+
+	while (r == 0 && (ch = getopt_long(argc, argv, ":o:", lo, NULL)) != -1) {
+		switch (ch) {
+		case 's': a->source = optarg; break;
+		case 'k': a->kernel = optarg; break;
+		case 'b': r = kj__cli_parse_backend(cmd, optarg, &a->backend); break;
+		case 't': a->target = optarg; break;
+		case 'e': r = kj__cli_push(cmd, a->entries, &a->n_entries, optarg, "--entry"); break;
+		case 'O': r = kj__cli_push(cmd, a->opts, &a->n_opts, optarg, "--opt"); break;
+		case 'I': r = kj__cli_push(cmd, a->headers, &a->n_headers, optarg, "--include-header"); break;
+		case 'o': a->out = optarg; break;
+		case 'J': a->json = 1; break;
+		default: return kj__cli_option_error(cmd, ch, argv);
+		}
+	}
+	if (r != 0)
+		return r;
+	if (optind < argc)
+		return kj__cli_usage_error(cmd, "unexpected argument", argv[optind]);
+	if ((a->source == NULL) == (a->kernel == NULL))
+		return kj__cli_usage_error(cmd, "give exactly one of --source and --kernel", NULL);
+	if (a->backend == KJIT_BACKEND_NONE)
+		return kj__cli_usage_error(cmd, "--backend is required", NULL);
+	return 0;
+}
+
+/* Reads a file given on the command line; on failure prints and returns
+ * the exit code. */
+static int read_input(const char *path, size_t max, uint8_t **data, size_t *len)
+{
+	int r = kj__read_file(path, max, data, len);
+	if (r == -EFBIG)
+		return kj__cli_fail(EX_FAIL, "%s is over the cap of %zu bytes; make it smaller", path, max);
+	if (r < 0)
+		return kj__cli_fail(EX_FAIL, "cannot read %s: %s; check the path", path, strerror(-r));
+	return 0;
+}
+
+/* Loads the --include-header files: NAME=FILE, or FILE included by its
+ * base name. */
+static int load_headers(const struct get_args *a, kjit_header *h, uint8_t **bufs)
+{
+	for (size_t i = 0; i < a->n_headers; i++) {
+		const char *arg = a->headers[i], *eq = strchr(arg, '=');
+		const char *file = eq ? eq + 1 : arg;
+		size_t len;
+		int r = read_input(file, KJ_HEADERS_MAX_TOTAL, &bufs[i], &len);
+		if (r != 0)
+			return r;
+		h[i].name = eq ? kj__strndup(arg, (size_t)(eq - arg)) : kj__strdup(base_name(arg));
+		if (h[i].name == NULL)
+			return kj__cli_fail(EX_FAIL, "out of memory");
+		h[i].data = bufs[i];
+		h[i].size = len;
+	}
+	return 0;
+}
+
+static int get_print_json(const kjit_result *res)
+{
+	struct kj__buf b = { 0 };
+	int r = kj__buf_printf(&b, "{\"status\":");
+	if (r == 0)
+		r = kj__json_str(&b, kjit_status_name(res->status));
+	if (r == 0)
+		r = kj__buf_printf(&b, ",\"key\":");
+	if (r == 0)
+		r = kj__json_str(&b, res->key);
+	if (r == 0)
+		r = kj__buf_printf(&b, ",\"target\":");
+	if (r == 0)
+		r = kj__json_str(&b, res->target ? res->target : "");
+	if (r == 0)
+		r = kj__buf_printf(&b, ",\"version\":");
+	if (r == 0)
+		r = kj__json_str(&b, res->runtime_version ? res->runtime_version : "");
+	if (r == 0)
+		r = kj__buf_printf(&b, ",\"size\":%zu,\"log\":", res->size);
+	if (r == 0)
+		r = kj__json_str(&b, res->log ? res->log : "");
+	if (r == 0)
+		r = kj__buf_printf(&b, "}\n");
+	if (r == 0)
+		fwrite(b.p, 1, b.len, stdout);
+	kj__buf_free(&b);
+	return r == 0 ? EX_OK : kj__cli_fail(EX_FAIL, "out of memory");
+}
+
+int kj__cmd_get(const struct cmd *cmd, int argc, char **argv)
+{
+	struct get_args a;
+	kjit_header h[MAX_REPEAT];
+	uint8_t *bufs[MAX_REPEAT] = { NULL };
+	uint8_t *src = NULL;
+	char *src_name = NULL;
+	size_t src_len = 0;
+	kjit_result res = { 0 };
+	kjit_client *c = NULL;
+	struct kj__ccopts cc; /* -I, -D, -U, -O, -std=, glslc's spellings (client/ccopts.c) */
+	const char *all_opts[KJ_CCOPTS_MAX + MAX_REPEAT];
+	char ccerr[256] = "";
+
+	memset(&a, 0, sizeof a);
+	memset(h, 0, sizeof h);
+	int ex = kj__ccopts_take(&cc, &argc, argv, ccerr, sizeof ccerr) < 0 ?
+		 kj__cli_usage_error(cmd, ccerr, NULL) : 0;
+	if (ex == 0)
+		ex = get_parse(cmd, argc, argv, &a);
+	if (ex == 0 && kj__ccopts_finish(&cc, a.backend, &a.target, ccerr, sizeof ccerr) < 0)
+		ex = kj__cli_usage_error(cmd, ccerr, NULL);
+	for (size_t i = 0; ex == 0 && i < cc.n_opts + a.n_opts; i++)
+		all_opts[i] = i < cc.n_opts ? cc.opts[i] : a.opts[i - cc.n_opts];
+	if (ex == 0 && a.source)
+		ex = read_input(a.source, KJ_SOURCE_MAX, &src, &src_len);
+	if (ex == 0 && a.source && (src_name = source_name_of(a.source)) == NULL)
+		ex = kj__cli_fail(EX_FAIL, "out of memory");
+	if (ex == 0)
+		ex = load_headers(&a, h, bufs);
+	if (ex == 0)
+		ex = kj__cli_open(&c, 0);
+	if (ex != 0)
+		goto out;
+	kjit_request req = {
+		.backend = a.backend, .target = a.target, .kernel = a.kernel,
+		.source = src, .source_size = src_len,
+		.source_name = src_name,
+		.entries = a.entries, .n_entries = a.n_entries,
+		.options = all_opts, .n_options = cc.n_opts + a.n_opts,
+		.headers = h, .n_headers = a.n_headers,
+		.include_dirs = cc.dirs, .n_include_dirs = cc.n_dirs, .compiler = cc.compiler,
+		.name_expressions = cc.exprs, .n_name_expressions = cc.n_exprs,
+	};
+	int r = kjit_get(c, &req, &res);
+	if (r == KJIT_ECOMPILE) {
+		kj__cli_print_text(stderr, res.log);
+		ex = kj__cli_fail(EX_FAIL, "compile failed: %s; fix the source and retry",
+			  res.error ? res.error : kjit_strerror(r));
+		goto out;
+	}
+	if (r < 0) {
+		ex = kj__cli_report(r, res.error);
+		goto out;
+	}
+	if (a.out && (r = kj__cli_write_atomic(a.out, res.data, res.size)) < 0) {
+		ex = kj__cli_fail(EX_FAIL, "cannot write %s: %s; check the path and free space", a.out,
+			  strerror(-r));
+		goto out;
+	}
+	fprintf(a.json ? stderr : stdout, "%s %s %s %zu bytes\n", kjit_status_name(res.status),
+		res.key, res.target ? res.target : "-", res.size);
+	for (size_t i = 0; i < res.n_lowered_names; i++) /* --name-expression */
+		fprintf(a.json ? stderr : stdout, "lowered %s %s\n", cc.exprs[i],
+			res.lowered_names[i] ? res.lowered_names[i] : "-");
+	if (a.json)
+		ex = get_print_json(&res);
+out:
+	kjit_result_free(&res);
+	kjit_close(c);
+	free(src);
+	free(src_name);
+	for (size_t i = 0; i < a.n_headers; i++) {
+		free((char *)h[i].name);
+		free(bufs[i]);
+	}
+	kj__ccopts_free(&cc);
+	return ex;
+}

@@ -1,0 +1,231 @@
+/* procmemo.c: the per-process memo of libkjit: what a client handle was
+ * answered, remembered by the fingerprint of the exact GET body it sent,
+ * so that asking again for the same bytes costs a hash and a copy, no
+ * socket and no table (issue 13, docs/hitpath.md).
+ *
+ * The fingerprint is the SHA-256 of the GET body (the bytes after the
+ * frame header, which alone holds the request id): the same value the
+ * daemon's shared hit table is indexed by, so one hash serves both.  Only
+ * successful answers are kept (hit, compiled, joined), with their lowered
+ * names (--name-expression: the same body asks for the same names), each
+ * with the generation of the shared table when one is mapped (0
+ * otherwise): an entry of another generation is dropped, so an
+ * invalidation by the daemon (an include file or a compiler changed)
+ * reaches the memo too.  Bounded by
+ * KJ_PROCESS_MEMO_BYTES, least recently used out first; one object takes at
+ * most 1/KJ_PROCESS_MEMO_SHARE of it.  KJIT_PROCESS_MEMO=0 turns it off.
+ * Owned by one kjit_client and used by one thread at a time, like it.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "client_int.h"
+#include "procmemo.h"
+#include "util.h"
+
+#define BUCKETS 256 /* a power of two; chains stay short for a few thousand entries */
+
+struct pm_ent {
+	uint8_t fp[KJ_SHA256_LEN];
+	uint64_t gen;
+	uint8_t *data;
+	size_t size;
+	char key[65];
+	char *target, *version;
+	char **lowered; /* the result's lowered_names (--name-expression), kept with it */
+	size_t n_lowered;
+	size_t cost;
+	struct pm_ent *chain, *prev, *next;
+};
+
+struct kj__procmemo {
+	struct pm_ent *tab[BUCKETS];
+	struct pm_ent *head, *tail; /* most recently used first */
+	size_t bytes, max_bytes;
+	size_t n;
+};
+
+static struct pm_ent **bucket(struct kj__procmemo *m, const uint8_t fp[KJ_SHA256_LEN])
+{
+	return &m->tab[fp[0] & (BUCKETS - 1)];
+}
+
+int kj__procmemo_new(struct kj__procmemo **out, size_t max_bytes)
+{
+	*out = NULL;
+	if (max_bytes == 0)
+		return 0;
+	struct kj__procmemo *m = calloc(1, sizeof *m);
+	if (m == NULL)
+		return KJIT_ENOMEM;
+	m->max_bytes = max_bytes;
+	*out = m;
+	return 0;
+}
+
+int kj__procmemo_enabled_by_env(void)
+{
+	const char *v = getenv("KJIT_PROCESS_MEMO");
+	return v == NULL || strcmp(v, "0") != 0;
+}
+
+static void unlink_lru(struct kj__procmemo *m, struct pm_ent *e)
+{
+	if (e->prev)
+		e->prev->next = e->next;
+	else
+		m->head = e->next;
+	if (e->next)
+		e->next->prev = e->prev;
+	else
+		m->tail = e->prev;
+	e->prev = e->next = NULL;
+}
+
+static void push_front(struct kj__procmemo *m, struct pm_ent *e)
+{
+	e->next = m->head;
+	if (m->head)
+		m->head->prev = e;
+	m->head = e;
+	if (m->tail == NULL)
+		m->tail = e;
+}
+
+/* Copies n lowered names (entries may be NULL) into *out.  0 or KJIT_ENOMEM
+ * with *out NULL. */
+static int copy_lowered(char *const *in, size_t n, char ***out)
+{
+	*out = NULL;
+	if (n == 0)
+		return 0;
+	char **v = calloc(n, sizeof *v);
+	if (v == NULL)
+		return KJIT_ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if (in[i] != NULL && (v[i] = kj__strdup(in[i])) == NULL) {
+			while (i > 0)
+				free(v[--i]);
+			free(v);
+			return KJIT_ENOMEM;
+		}
+	}
+	*out = v;
+	return 0;
+}
+
+static void ent_free(struct pm_ent *e)
+{
+	for (size_t i = 0; e->lowered && i < e->n_lowered; i++)
+		free(e->lowered[i]);
+	free(e->lowered);
+	free(e->data);
+	free(e->target);
+	free(e->version);
+	free(e);
+}
+
+static void drop(struct kj__procmemo *m, struct pm_ent *e)
+{
+	struct pm_ent **pp = bucket(m, e->fp);
+	while (*pp != e)
+		pp = &(*pp)->chain;
+	*pp = e->chain;
+	unlink_lru(m, e);
+	m->bytes -= e->cost;
+	m->n--;
+	ent_free(e);
+}
+
+void kj__procmemo_free(struct kj__procmemo *m)
+{
+	if (m == NULL)
+		return;
+	while (m->head)
+		drop(m, m->head);
+	free(m);
+}
+
+static struct pm_ent *find(struct kj__procmemo *m, const uint8_t fp[KJ_SHA256_LEN])
+{
+	for (struct pm_ent *e = *bucket(m, fp); e; e = e->chain)
+		if (memcmp(e->fp, fp, KJ_SHA256_LEN) == 0)
+			return e;
+	return NULL;
+}
+
+int kj__procmemo_get(struct kj__procmemo *m, const uint8_t fp[KJ_SHA256_LEN], uint64_t gen, kjit_result *res)
+{
+	if (m == NULL)
+		return 0;
+	struct pm_ent *e = find(m, fp);
+	if (e == NULL)
+		return 0;
+	if (e->gen != gen) {
+		drop(m, e); /* the daemon has invalidated what it answered then */
+		return 0;
+	}
+	memset(res, 0, sizeof *res);
+	if ((res->data = malloc(e->size)) == NULL || (res->target = kj__strdup(e->target)) == NULL ||
+	    (res->runtime_version = kj__strdup(e->version)) == NULL ||
+	    copy_lowered(e->lowered, e->n_lowered, &res->lowered_names) < 0) {
+		kjit_result_free(res);
+		return KJIT_ENOMEM;
+	}
+	res->n_lowered_names = e->n_lowered;
+	memcpy(res->data, e->data, e->size);
+	res->size = e->size;
+	memcpy(res->key, e->key, sizeof res->key);
+	res->status = KJIT_STATUS_HIT;
+	unlink_lru(m, e);
+	push_front(m, e);
+	return 1;
+}
+
+int kj__procmemo_put(struct kj__procmemo *m, const uint8_t fp[KJ_SHA256_LEN], uint64_t gen,
+		     const kjit_result *res)
+{
+	if (m == NULL || res->data == NULL || res->size == 0)
+		return 0;
+	size_t cost = sizeof(struct pm_ent) + res->size + (res->target ? strlen(res->target) : 0) +
+		      (res->runtime_version ? strlen(res->runtime_version) : 0) + 2;
+	for (size_t i = 0; i < res->n_lowered_names; i++)
+		cost += sizeof(char *) + (res->lowered_names[i] ? strlen(res->lowered_names[i]) + 1 : 0);
+	if (cost > m->max_bytes / KJ_PROCESS_MEMO_SHARE)
+		return 0; /* too large to keep: the socket or the table serves it */
+	struct pm_ent *e = calloc(1, sizeof *e);
+	if (e == NULL || (e->data = malloc(res->size)) == NULL ||
+	    (e->target = kj__strdup(res->target ? res->target : "")) == NULL ||
+	    (e->version = kj__strdup(res->runtime_version ? res->runtime_version : "")) == NULL ||
+	    copy_lowered(res->lowered_names, res->n_lowered_names, &e->lowered) < 0) {
+		if (e)
+			ent_free(e);
+		return KJIT_ENOMEM;
+	}
+	e->n_lowered = res->n_lowered_names;
+	memcpy(e->fp, fp, KJ_SHA256_LEN);
+	e->gen = gen;
+	memcpy(e->data, res->data, res->size);
+	e->size = res->size;
+	memcpy(e->key, res->key, sizeof e->key);
+	e->key[sizeof e->key - 1] = '\0';
+	e->cost = cost;
+	struct pm_ent *old = find(m, fp);
+	if (old)
+		drop(m, old);
+	while (m->tail && m->bytes + cost > m->max_bytes)
+		drop(m, m->tail);
+	struct pm_ent **b = bucket(m, fp);
+	e->chain = *b;
+	*b = e;
+	push_front(m, e);
+	m->bytes += cost;
+	m->n++;
+	return 0;
+}
+
+void kj__procmemo_usage(const struct kj__procmemo *m, size_t *entries, size_t *bytes)
+{
+	*entries = m ? m->n : 0;
+	*bytes = m ? m->bytes : 0;
+}

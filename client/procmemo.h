@@ -1,0 +1,32 @@
+/* procmemo.h: the per-process memo of libkjit (procmemo.c): successful
+ * answers of one client handle, by the SHA-256 of the GET body sent. */
+#ifndef KJ_PROCMEMO_H
+#define KJ_PROCMEMO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kjit.h"
+#include "sha.h"
+
+struct kj__procmemo;
+
+/* A memo of at most max_bytes; max_bytes 0 gives *out NULL (off), which
+ * every call below accepts.  0 or KJIT_ENOMEM. */
+int kj__procmemo_new(struct kj__procmemo **out, size_t max_bytes);
+void kj__procmemo_free(struct kj__procmemo *m);
+/* 0 when KJIT_PROCESS_MEMO is "0", else 1. */
+int kj__procmemo_enabled_by_env(void);
+
+/* Fills res (status KJIT_STATUS_HIT, its own copies of everything) from
+ * the entry of fp made at generation gen: 1; no such entry (an entry of
+ * another generation is dropped): 0; KJIT_ENOMEM with res zeroed. */
+int kj__procmemo_get(struct kj__procmemo *m, const uint8_t fp[KJ_SHA256_LEN], uint64_t gen, kjit_result *res);
+/* Remembers a successful res for fp at generation gen (copies), evicting
+ * the least recently used; too large an object is not kept.  0 or
+ * KJIT_ENOMEM (nothing kept; the caller's answer is unaffected). */
+int kj__procmemo_put(struct kj__procmemo *m, const uint8_t fp[KJ_SHA256_LEN], uint64_t gen,
+		     const kjit_result *res);
+void kj__procmemo_usage(const struct kj__procmemo *m, size_t *entries, size_t *bytes);
+
+#endif /* KJ_PROCMEMO_H */

@@ -1,0 +1,30 @@
+/* buf.h: the growable byte buffer every kjit layer builds text and frames
+ * in (protocol messages, JSON answers, reports), with its append, printf
+ * and JSON-string helpers.  A zeroed struct kj__buf is an empty buffer;
+ * p holds len bytes of cap allocated; the owner frees it with kj__buf_free.
+ */
+#ifndef KJ_BUF_H
+#define KJ_BUF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct kj__buf {
+	uint8_t *p;
+	size_t len;
+	size_t cap;
+};
+
+/* Grows b to hold at least n more bytes.  0 or KJIT_ENOMEM. */
+int kj__buf_reserve(struct kj__buf *b, size_t n);
+/* Appends n bytes.  0 or KJIT_ENOMEM. */
+int kj__buf_append(struct kj__buf *b, const void *p, size_t n);
+/* Frees b's memory and zeroes it; NULL is a no-op. */
+void kj__buf_free(struct kj__buf *b);
+
+/* printf-append to b.  0 or KJIT_ENOMEM. */
+int kj__buf_printf(struct kj__buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends s to b as a JSON string literal (quoted, escaped). */
+int kj__json_str(struct kj__buf *b, const char *s);
+
+#endif /* KJ_BUF_H */

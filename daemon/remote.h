@@ -1,0 +1,146 @@
+/* remote.h: the fleet tier, a Redis shared by many kjitd (docs/remote.md).
+ *
+ * One handle per daemon, created only when --remote is given: a kjitd
+ * without it makes no connection, starts no timer and allocates nothing
+ * here.  Everything runs on the daemon's libuv loop through hiredis's
+ * async API; no call blocks, and every callback is called exactly once, on
+ * the loop (possibly before the call that asked returns: callers must not
+ * rely on the order).  The remote is an optimisation only: when it is down,
+ * slow or answers garbage, lookups are misses, publishes are dropped and
+ * leases are "unavailable", and the daemon goes on locally.
+ *
+ * Request path (the daemon's get path, wired in by a later phase):
+ *   local memo/hot/disk miss -> kj__remote_lookup
+ *     hit  -> publish locally (cache), serve
+ *     miss -> kj__remote_lease
+ *       OWNED       -> compile; local publish; kj__remote_publish(.., lease)
+ *                      (or kj__remote_lease_release if the compile failed)
+ *       PUBLISHED   -> another node compiled: serve the object given
+ *       UNAVAILABLE -> compile as if there were no fleet; kj__remote_publish
+ *                      (lease NULL)
+ */
+#ifndef KJ_REMOTE_H
+#define KJ_REMOTE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "sha.h"
+
+struct kj__remote;
+struct kj__remote_lease;
+
+/* A parsed --remote URL:
+ *   redis://[[user:]password@]host[:port][/db]   (host may be [v6addr])
+ *   unix://[[user:]password@]/path/redis.sock[?db=N]
+ * user and password are percent-decoded.  rediss:// is refused: Debian 12's
+ * hiredis 0.14 has no TLS. */
+struct kj__remote_url {
+	char *host;      /* NULL for unix:// */
+	char *path;      /* NULL for redis:// */
+	char *user;      /* NULL: none (AUTH password alone, or no AUTH) */
+	char *password;  /* NULL: no AUTH */
+	int port;        /* 6379 unless given */
+	int db;          /* 0 unless given: SELECT db when not 0 */
+};
+/* Parses s into u (owned strings; free with kj__remote_url_free).  0, or
+ * KJIT_EINVAL with a one-line reason in err; KJIT_ENOMEM. */
+int kj__remote_url_parse(const char *s, struct kj__remote_url *u, char *err, size_t errlen);
+void kj__remote_url_free(struct kj__remote_url *u);
+
+enum kj__remote_mode { KJ_REMOTE_RW = 0, KJ_REMOTE_RO = 1 };
+
+struct kj__remote_options {
+	const char *url;            /* required */
+	const char *prefix;         /* NULL: KJ_REMOTE_PREFIX ("kjit:v1:") */
+	const char *daemon_id;      /* lease owner id; NULL: host:pid:random */
+	int mode;                   /* enum kj__remote_mode */
+	unsigned timeout_ms;        /* per operation; 0: KJ_REMOTE_TIMEOUT_MS */
+	uint64_t ttl_ms;            /* 0: no expiry; else set on publish, refreshed on read */
+	uint64_t max_object;        /* larger objects stay local; 0: KJ_REMOTE_OBJECT_MAX */
+	unsigned lease_ms;          /* lease lifetime; 0: KJ_REMOTE_LEASE_MS */
+	unsigned lease_poll_ms;     /* waiters' polling; 0: KJ_REMOTE_LEASE_POLL_MS */
+	unsigned lease_wait_max_ms; /* a waiter gives up after; 0: KJ_REMOTE_LEASE_WAIT_MS */
+	/* Where warnings go (one line, no newline); NULL: stderr. */
+	void (*log)(void *arg, const char *line);
+	void *log_arg;
+};
+
+/* Starts connecting (in the background) and returns the handle; the first
+ * operations may miss until the connection is up.  0, KJIT_EINVAL (bad
+ * URL or option; reason in err), KJIT_ENOMEM. */
+int kj__remote_new(uv_loop_t *loop, const struct kj__remote_options *opt, struct kj__remote **out,
+		   char *err, size_t errlen);
+/* Disconnects: pending lookups are called with KJIT_ESHUTDOWN, waiting
+ * leases with UNAVAILABLE; leases the caller still owns are freed with the
+ * handle (publish or release them first: one freed here is not deleted in
+ * Redis and expires by itself, as a dead daemon's would).  The memory goes
+ * once the loop has run the close callbacks.  NULL: no-op. */
+void kj__remote_close(struct kj__remote *r);
+
+/* 1 when the command connection is up and authenticated. */
+int kj__remote_is_up(const struct kj__remote *r);
+/* The URL without its password, for `kjit ping` / logs. */
+const char *kj__remote_describe(const struct kj__remote *r);
+
+/* A verified remote object, valid only during the callback. */
+struct kj__remote_object {
+	const uint8_t *data;
+	size_t size;
+	char digest[KJ_SHA256_HEX_LEN + 1];   /* checked: SHA-256 of data */
+	const char *log;
+	size_t log_len;
+	const uint8_t *recipe;
+	size_t recipe_len;
+};
+
+/* Called once: obj is a verified hit, or NULL for a miss (absent, corrupt,
+ * truncated, remote down or timed out: code says which: 0 absent,
+ * KJIT_ECORRUPT, KJIT_ETIMEDOUT, KJIT_ECONNECT, KJIT_EPROTO). */
+typedef void (*kj__remote_lookup_cb)(void *arg, int code, const struct kj__remote_object *obj);
+/* Looks key (64 hex digits, the cache key) up; refreshes its TTL (rw
+ * mode, ttl set).  Counts hits, misses, corrupt, hit latency. */
+void kj__remote_lookup(struct kj__remote *r, const char *key, kj__remote_lookup_cb cb, void *arg);
+
+/* Fire and forget: stores the object (with its digest, log, recipe) under
+ * key, with ttl_ms, then releases lease (if not NULL: only if we still own
+ * it) and wakes the fleet's waiters on key.  Copies what it needs before
+ * returning.  Dropped (counted) in ro mode, when down, when the object is
+ * over max_object, or when KJ_REMOTE_PUBLISH_QUEUE_BYTES are already
+ * unacknowledged.  Returns 0 if queued, else the reason (KJIT_ETOOBIG,
+ * KJIT_ECONNECT, KJIT_EDENIED for ro, KJIT_EBUSY queue full, KJIT_EINVAL).
+ * The lease, if given, is released and freed in every case. */
+int kj__remote_publish(struct kj__remote *r, const char *key, const uint8_t *obj, size_t size,
+		       const char digest[KJ_SHA256_HEX_LEN + 1], const char *log, size_t log_len,
+		       const uint8_t *recipe, size_t recipe_len, struct kj__remote_lease *lease);
+
+enum kj__lease_outcome {
+	KJ_LEASE_OWNED = 1,      /* we compile; *lease is ours until publish/release */
+	KJ_LEASE_PUBLISHED = 2,  /* another node published: obj is the verified object */
+	KJ_LEASE_UNAVAILABLE = 3 /* ro, down, timed out, waited too long: compile alone */
+};
+/* Called once.  lease is non-NULL only with OWNED; obj only with PUBLISHED. */
+typedef void (*kj__remote_lease_cb)(void *arg, int outcome, struct kj__remote_lease *lease,
+				    const struct kj__remote_object *obj);
+/* Fleet single-flight on key: SET lease NX PX; the owner's lease is renewed
+ * every lease_ms/3 until publish or release; a waiter is woken by pub/sub
+ * (or polls) and gets the object, or takes the lease over once a dead
+ * owner's lease expires. */
+void kj__remote_lease(struct kj__remote *r, const char *key, kj__remote_lease_cb cb, void *arg);
+/* Gives the lease up without publishing (compile failed): deletes it if we
+ * still own it, so a waiter takes over at once.  NULL: no-op. */
+void kj__remote_lease_release(struct kj__remote_lease *l);
+
+struct kj__remote_stats {
+	uint64_t hits, misses, corrupt;
+	uint64_t publishes, publish_dropped;
+	uint64_t errors, timeouts, outages, reconnects;
+	uint64_t bytes_read, bytes_written;
+	uint64_t lease_owned, lease_waits, lease_takeovers, lease_woken;
+	uint64_t hit_us_total, hit_us_max;
+	int up;
+};
+void kj__remote_stats(const struct kj__remote *r, struct kj__remote_stats *s);
+
+#endif /* KJ_REMOTE_H */

@@ -1,0 +1,275 @@
+/* request.c: a GET request's fields, parsed and checked.
+ *
+ * kj__get_req_parse copies every field it keeps out of the frame (the
+ * frame is only valid while it is dispatched) and checks each against the
+ * limits of kj_limits.h; a bad request gets one line that says what is
+ * wrong.  kj__get_req_load_kernel fills in a bundled kernel's source,
+ * entries and options from the manifest.  A COMPILER field must name a
+ * family of the compiler table (compilers/compiler.c) that builds for the
+ * request's backend.  Nothing here touches the cache, the pools or a
+ * connection, so the fuzz target (tests/fuzz/fuzz-get.c) exercises exactly
+ * this file through kj__get_check.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler.h"
+#include "daemon.h"
+#include "kj_types.h"
+#include "util.h"
+
+static void strv_free(char **v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+void kj__get_req_clear(struct kj__get_req *g)
+{
+	if (g == NULL)
+		return;
+	free(g->target);
+	free(g->version);
+	free(g->kernel);
+	free(g->family);
+	free(g->source_name);
+	free(g->target_from);
+	free(g->kernel_path);
+	free(g->source);
+	strv_free(g->entries, g->n_entries);
+	strv_free(g->options, g->n_options);
+	strv_free(g->hnames, g->n_headers);
+	for (size_t i = 0; g->hdata && i < g->n_headers; i++)
+		free(g->hdata[i]);
+	free(g->hdata);
+	free(g->hlen);
+	memset(g, 0, sizeof *g);
+}
+
+/* The request's compiler choice (COMPILER, a family name such as "nvcc"),
+ * which must build for its backend.  0, or KJIT_EINVAL / KJIT_EBACKEND
+ * with err. */
+static int parse_family(struct kj__get_req *g, const struct kj__msg *m, char *err, size_t errlen)
+{
+	const struct kj__compiler_ops *ops;
+
+	if (kj__field_strdup(kj__msg_get(m, KJ_F_COMPILER), KJ_NAME_MAX, &g->family) < 0) {
+		snprintf(err, errlen, "the compiler name is malformed (a family such as nvcc: letters and digits)");
+		return KJIT_EINVAL;
+	}
+	if (g->family == NULL)
+		return 0;
+	ops = kj__name_ok(g->family) && strcmp(g->family, "test") != 0 ? kj__compiler_find(g->family) : NULL;
+	if (ops == NULL || ops->backend != g->backend) {
+		snprintf(err, errlen, "compiler '%.32s' does not build for %s (hip: hiprtc or hipcc; cuda: nvrtc or nvcc; "
+			 "vulkan: shaderc)", kj__name_ok(g->family) ? g->family : "?", kjit_backend_name(g->backend));
+		return KJIT_EBACKEND;
+	}
+	return 0;
+}
+
+static int dup_strs(const struct kj__msg *m, uint16_t tag, size_t max_count, size_t max_len, char ***out,
+		    size_t *n)
+{
+	size_t pos = 0, count = 0;
+
+	while (kj__msg_next(m, tag, &pos))
+		count++;
+	*out = NULL;
+	*n = 0;
+	if (count > max_count)
+		return KJIT_ETOOBIG;
+	if (count == 0)
+		return 0;
+	*out = calloc(count, sizeof **out);
+	if (*out == NULL)
+		return KJIT_ENOMEM;
+	pos = 0;
+	for (size_t i = 0; i < count; i++) {
+		int r = kj__field_strdup(kj__msg_next(m, tag, &pos), max_len, &(*out)[i]);
+		*n = i + 1;
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Headers come as HEADER_NAME then HEADER_DATA, pair by pair. */
+static int parse_headers(struct kj__get_req *g, const struct kj__msg *m, char *err, size_t errlen)
+{
+	size_t count = 0, total = 0;
+
+	for (size_t i = 0; i < m->n; i++)
+		count += m->f[i].tag == KJ_F_HEADER_NAME;
+	if (count > KJ_HEADERS_MAX_COUNT) {
+		snprintf(err, errlen, "%zu headers: more than the %d allowed", count, KJ_HEADERS_MAX_COUNT);
+		return KJIT_ETOOBIG;
+	}
+	if (count == 0)
+		return 0;
+	g->hnames = calloc(count, sizeof *g->hnames);
+	g->hdata = calloc(count, sizeof *g->hdata);
+	g->hlen = calloc(count, sizeof *g->hlen);
+	if (!g->hnames || !g->hdata || !g->hlen)
+		return KJIT_ENOMEM;
+	for (size_t i = 0; i < m->n; i++) {
+		if (m->f[i].tag != KJ_F_HEADER_NAME)
+			continue;
+		if (i + 1 >= m->n || m->f[i + 1].tag != KJ_F_HEADER_DATA) {
+			snprintf(err, errlen, "header name without its data");
+			return KJIT_EINVAL;
+		}
+		size_t k = g->n_headers++;
+		if (kj__field_strdup(&m->f[i], KJ_NAME_MAX, &g->hnames[k]) < 0 || g->hnames[k][0] == '\0') {
+			snprintf(err, errlen, "a header name is empty, too long or holds a NUL");
+			return KJIT_EINVAL;
+		}
+		total += m->f[i + 1].len;
+		if (total > KJ_HEADERS_MAX_TOTAL) {
+			snprintf(err, errlen, "headers total over the %u-byte limit", KJ_HEADERS_MAX_TOTAL);
+			return KJIT_ETOOBIG;
+		}
+		g->hlen[k] = m->f[i + 1].len;
+		g->hdata[k] = malloc(g->hlen[k] + 1);
+		if (g->hdata[k] == NULL)
+			return KJIT_ENOMEM;
+		memcpy(g->hdata[k], m->f[i + 1].p, g->hlen[k]);
+		g->hdata[k][g->hlen[k]] = '\0';
+	}
+	return 0;
+}
+
+int kj__get_req_parse(struct kj__get_req *g, const struct kj__msg *m, char *err, size_t errlen)
+{
+	uint32_t backend = 0;
+	const struct kj__field *src;
+	int r;
+
+	if (kj__field_u32(kj__msg_get(m, KJ_F_BACKEND), &backend) < 0 || kjit_backend_name((int)backend) == NULL) {
+		snprintf(err, errlen, "unknown or missing backend; use hip, cuda or vulkan");
+		return KJIT_EBACKEND;
+	}
+	g->backend = (int)backend;
+	if ((r = kj__field_strdup(kj__msg_get(m, KJ_F_TARGET), KJ_TARGET_MAX - 1, &g->target)) < 0 ||
+	    (g->target && !kj__token_ok(g->target, KJ_TARGET_MAX))) {
+		snprintf(err, errlen, "the target is malformed (too long, or holds '/', spaces or control characters)");
+		return KJIT_ETARGET;
+	}
+	if ((r = kj__field_strdup(kj__msg_get(m, KJ_F_VERSION), KJ_VERSION_STR_MAX - 1, &g->version)) < 0 ||
+	    (g->version && !kj__token_ok(g->version, KJ_VERSION_STR_MAX))) {
+		snprintf(err, errlen, "the runtime version is malformed");
+		return KJIT_EINVAL;
+	}
+	kj__field_strdup(kj__msg_get(m, KJ_F_TARGET_SOURCE), 64, &g->target_from);
+	if ((r = parse_family(g, m, err, errlen)) < 0)
+		return r;
+	if (kj__field_strdup(kj__msg_get(m, KJ_F_KERNEL), KJ_NAME_MAX, &g->kernel) < 0 ||
+	    (g->kernel && !kj__name_ok(g->kernel))) {
+		snprintf(err, errlen, "the kernel name is malformed (letters, digits, '._+-' only)");
+		return KJIT_EINVAL;
+	}
+	if (kj__field_strdup(kj__msg_get(m, KJ_F_SOURCE_NAME), KJ_NAME_MAX, &g->source_name) < 0 ||
+	    (g->source_name && !kj__name_ok(g->source_name))) {
+		snprintf(err, errlen, "the source name is malformed (a file name: letters, digits, '._+-' only)");
+		return KJIT_EINVAL;
+	}
+	src = kj__msg_get(m, KJ_F_SOURCE);
+	if ((src == NULL) == (g->kernel == NULL)) {
+		snprintf(err, errlen, "a request names exactly one of a source or a bundled kernel");
+		return KJIT_EINVAL;
+	}
+	if (src) {
+		if (src->len == 0) {
+			snprintf(err, errlen, "the source is empty");
+			return KJIT_EINVAL;
+		}
+		if (src->len > KJ_SOURCE_MAX) {
+			snprintf(err, errlen, "the source is %u bytes, over the %u-byte limit", src->len, KJ_SOURCE_MAX);
+			return KJIT_ETOOBIG;
+		}
+		g->source = malloc(src->len + 1);
+		if (g->source == NULL)
+			return KJIT_ENOMEM;
+		memcpy(g->source, src->p, src->len);
+		g->source[src->len] = '\0';
+		g->source_len = src->len;
+	}
+	r = dup_strs(m, KJ_F_ENTRY, KJ_ENTRIES_MAX_COUNT, KJ_NAME_MAX, &g->entries, &g->n_entries);
+	if (r < 0) {
+		snprintf(err, errlen, "entry points: too many, too long, or holding a NUL");
+		return r;
+	}
+	for (size_t i = 0; i < g->n_entries; i++) {
+		if (!kj__name_ok(g->entries[i])) {
+			snprintf(err, errlen, "entry point name is malformed (letters, digits, '._+-' only)");
+			return KJIT_EINVAL;
+		}
+	}
+	r = dup_strs(m, KJ_F_OPTION, KJ_OPTIONS_MAX_COUNT, KJ_OPTION_MAX, &g->options, &g->n_options);
+	if (r < 0) {
+		snprintf(err, errlen, "options: too many, too long, or holding a NUL");
+		return r;
+	}
+	return parse_headers(g, m, err, errlen);
+}
+
+int kj__get_check(const struct kj__msg *m, char *err, size_t errlen)
+{
+	struct kj__get_req g = { 0 };
+	int r = kj__get_req_parse(&g, m, err, errlen);
+
+	kj__get_req_clear(&g);
+	return r;
+}
+
+/* Replaces the request's source by the bundled kernel's. */
+int kj__get_req_load_kernel(struct kj__get_req *g, const struct kj__manifest *m, const char *kernels_dir, char *err,
+			    size_t errlen)
+{
+	const struct kj__kernel *k = kj__manifest_find(m, g->kernel, g->backend);
+	char *path = NULL;
+	int r;
+
+	if (k == NULL) {
+		snprintf(err, errlen, "no bundled %s kernel named '%s'; `kjit warm --backend %s` lists what there is",
+			 kjit_backend_name(g->backend), g->kernel, kjit_backend_name(g->backend));
+		return KJIT_ENOKERNEL;
+	}
+	path = kj__asprintf("%s/%s", kernels_dir, k->file);
+	if (path == NULL)
+		return KJIT_ENOMEM;
+	r = kj__read_file(path, KJ_SOURCE_MAX, &g->source, &g->source_len);
+	g->kernel_path = path;
+	if (r < 0) {
+		snprintf(err, errlen, "bundled kernel '%s': cannot read %s: %s", g->kernel, k->file, strerror(-r));
+		return KJIT_EIO;
+	}
+	const char *base = strrchr(k->file, '/');
+	g->source_name = kj__strdup(base ? base + 1 : k->file);
+	/* The manifest's entries and options come first; a request may add options. */
+	if (g->n_entries == 0 && k->n_entries > 0) {
+		g->entries = calloc(k->n_entries, sizeof *g->entries);
+		if (g->entries == NULL)
+			return KJIT_ENOMEM;
+		for (size_t i = 0; i < k->n_entries; i++, g->n_entries++)
+			if ((g->entries[i] = kj__strdup(k->entries[i])) == NULL)
+				return KJIT_ENOMEM;
+	}
+	if (k->n_options > 0) {
+		char **o = calloc(k->n_options + g->n_options, sizeof *o);
+		if (o == NULL)
+			return KJIT_ENOMEM;
+		for (size_t i = 0; i < k->n_options; i++)
+			o[i] = kj__strdup(k->options[i]);
+		for (size_t i = 0; i < g->n_options; i++)
+			o[k->n_options + i] = g->options[i];
+		free(g->options);
+		g->options = o;
+		g->n_options += k->n_options;
+		for (size_t i = 0; i < k->n_options; i++)
+			if (o[i] == NULL)
+				return KJIT_ENOMEM;
+	}
+	return g->source_name ? 0 : KJIT_ENOMEM;
+}

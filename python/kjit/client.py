@@ -1,0 +1,370 @@
+"""client: kjit.Client, one connection to kjitd through libkjit, and
+kjit.Object, the code object a get returns.
+
+A Client owns one kjit_client handle.  libkjit's handles are not
+thread-safe, so every call takes the Client's lock (ctypes releases the GIL
+during the call: other threads run meanwhile).  A Client used in a child
+after fork() drops the inherited connection (the socket is shared with the
+parent, so replies would interleave) and connects again on first use.
+
+Strings are passed to libkjit as UTF-8.  Every failure raises a kjit.Error
+subclass carrying libkjit's or kjitd's one-line message (kjit.errors).
+"""
+from __future__ import annotations
+
+import ctypes
+import json as _json
+import os
+import threading
+from ctypes import byref, c_char_p, c_void_p
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+
+try:
+    from typing import Literal
+except ImportError:  # Python < 3.8
+    Literal = None  # type: ignore[assignment]
+
+from . import _lib
+from .errors import DaemonError, Error, error_for
+
+__all__ = ["Client", "Object", "Backend", "Source", "BACKENDS", "STATUSES"]
+
+#: Backend names and their enum kjit_backend values.
+BACKENDS = {"hip": 1, "cuda": 2, "vulkan": 3}
+#: enum kjit_status values and their names.
+STATUSES = {1: "hit", 2: "compiled", 3: "joined"}
+
+Source = Union[str, bytes, bytearray, memoryview]
+#: "hip", "cuda" or "vulkan".
+Backend = Literal["hip", "cuda", "vulkan"] if Literal is not None else str  # type: ignore[misc]
+
+
+def _b(s: Union[str, bytes], what: str) -> bytes:
+    if isinstance(s, bytes):
+        return s
+    if isinstance(s, str):
+        return s.encode()
+    raise TypeError(f"{what} must be str or bytes, not {type(s).__name__}")
+
+
+def _strv(items: Optional[Iterable[Union[str, bytes]]], what: str):
+    """A char *[] for a list of strings, and its length."""
+    if items is None:
+        return None, 0
+    if isinstance(items, (str, bytes)):
+        raise TypeError(f"{what} must be a list of strings, not a single string")
+    enc = [_b(x, what) for x in items]
+    if not enc:
+        return None, 0
+    return (c_char_p * len(enc))(*enc), len(enc)
+
+
+def _backend(backend: Optional[str]) -> int:
+    if backend is None:
+        raise ValueError("backend is required: 'hip', 'cuda' or 'vulkan'")
+    try:
+        return BACKENDS[backend]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown backend {backend!r}; use 'hip', 'cuda' or 'vulkan'") from None
+
+
+class Object:
+    """A compiled code object and how it was obtained.
+
+    data: the object's bytes (HSACO, cubin, PTX or SPIR-V), ready for
+    hipModuleLoadData / cuModuleLoadData / vkCreateShaderModule.
+    status: "hit" (served from the cache), "compiled" (compiled for this
+    request) or "joined" (waited on a compile another request started).
+    key: the hex SHA-256 cache key.  target: the canonical target it was
+    built for ("gfx90a", "sm_90", "vulkan1.2").  version: the runtime
+    version it was built for.  log: the compiler's log ("" if none).
+    backend: the backend asked for.  lowered_names: {name expression:
+    lowered (mangled) name} for the name_expressions asked for (None where
+    the compiler gave none).
+    """
+
+    __slots__ = ("data", "status", "key", "target", "version", "log", "backend", "lowered_names")
+
+    def __init__(self, data: bytes, status: str, key: str, target: str, version: str, log: str,
+                 backend: str, lowered_names: Optional[Dict[str, Optional[str]]] = None) -> None:
+        self.data = data
+        self.status = status
+        self.key = key
+        self.target = target
+        self.version = version
+        self.log = log
+        self.backend = backend
+        self.lowered_names = lowered_names if lowered_names is not None else {}
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __bytes__(self) -> bytes:
+        return self.data
+
+    def __repr__(self) -> str:
+        return (f"<kjit.Object {self.status} {self.key[:12]} {self.backend} {self.target} "
+                f"{len(self.data)} bytes>")
+
+    def as_json(self) -> Dict[str, Any]:
+        """The `kjit get --json` object: status, key, target, version, size, log."""
+        return {"status": self.status, "key": self.key, "target": self.target,
+                "version": self.version, "size": len(self.data), "log": self.log}
+
+
+class Client:
+    """A connection to kjitd.
+
+    Client(socket=None, autostart=True, timeout_ms=0): socket None means
+    $KJIT_SOCKET, else the per-user socket; without autostart (or with
+    $KJIT_NO_AUTOSTART=1) no daemon is started when none answers.
+    timeout_ms bounds each wait on the socket (0: libkjit's default, 10
+    minutes).  Connects at once: raises DaemonError when kjitd is
+    unreachable.  Use it as a context manager, or call close().
+    """
+
+    def __init__(self, socket: Optional[Union[str, os.PathLike]] = None, *, autostart: bool = True,
+                 timeout_ms: int = 0) -> None:
+        self._lib = _lib.lib()
+        self._socket = os.fsencode(socket) if socket is not None else None
+        self._autostart = autostart
+        self._timeout_ms = int(timeout_ms)
+        self._lock = threading.Lock()
+        self._h: Optional[int] = None
+        self._pid = os.getpid()
+        self._closed = False
+        self._open()
+
+    # ---- the handle ------------------------------------------------------
+
+    def _open(self) -> None:
+        opt = _lib.OpenOptions(self._socket, 0 if self._autostart else 1, self._timeout_ms)
+        h = c_void_p()
+        r = self._lib.kjit_open(byref(h), byref(opt))
+        if r < 0:
+            raise error_for(r, self._message(r, self._lib.kjit_last_error(None)))
+        self._h = h.value
+
+    def _handle(self) -> int:
+        """The live handle (called with the lock held)."""
+        if self._closed:
+            raise Error("this kjit.Client is closed")
+        if self._h is None:
+            self._open()
+        assert self._h is not None
+        return self._h
+
+    def _locked(self) -> threading.Lock:
+        if self._pid != os.getpid():
+            # A forked child: the parent's lock may be held by a thread that
+            # does not exist here, and the socket is shared with the parent.
+            self._lock = threading.Lock()
+            if self._h is not None:
+                self._lib.kjit_close(self._h)  # closes only this process's descriptor
+                self._h = None
+            self._pid = os.getpid()
+        return self._lock
+
+    def _message(self, code: int, msg: Optional[bytes]) -> str:
+        if msg:
+            return msg.decode(errors="replace")
+        return self._lib.kjit_strerror(code).decode(errors="replace")
+
+    def _fail(self, h: int, code: int) -> Error:
+        return error_for(code, self._message(code, self._lib.kjit_last_error(h)))
+
+    def close(self) -> None:
+        """Closes the connection; further calls raise kjit.Error.  Idempotent."""
+        with self._locked():
+            if self._h is not None:
+                self._lib.kjit_close(self._h)
+                self._h = None
+            self._closed = True
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            if self._h is not None and self._pid == os.getpid():
+                self._lib.kjit_close(self._h)
+                self._h = None
+        except Exception:  # interpreter shutdown
+            pass
+
+    # ---- get -------------------------------------------------------------
+
+    def get(self, source: Optional[Source] = None, backend: Optional[Backend] = None,
+            target: Optional[str] = None,
+            options: Optional[Sequence[str]] = None,
+            headers: Optional[Mapping[str, Union[str, bytes]]] = None, name: Optional[str] = None,
+            *, kernel: Optional[str] = None, entries: Optional[Sequence[str]] = None,
+            runtime_version: Optional[str] = None, no_env: bool = False,
+            include_dirs: Optional[Sequence[Union[str, os.PathLike]]] = None,
+            compiler: Optional[str] = None,
+            name_expressions: Optional[Sequence[str]] = None) -> Object:
+        """Fetches the code object of source (str or bytes) compiled for
+        backend ("hip", "cuda" or "vulkan"; required), or of the bundled
+        kernel named kernel.
+
+        target: the canonical target ("gfx90a", "sm_90", "vulkan1.2"); None
+        resolves it as libkjit does: this process's environment
+        (KJIT_HIP_ARCH, KJIT_CUDA_ARCH, KJIT_VULKAN_ENV, ...), then the
+        daemon's configuration and detection.  options: compiler options.
+        headers: {include name: text} the source may #include.  name: the
+        source's file name, for logs and `kjit ls` ([A-Za-z0-9._+-]).
+        entries: the entry points (kernel names).  runtime_version: as
+        target.  no_env: ignore the environment's overrides.
+        include_dirs: directories searched (as -I, after headers) for what
+        the source includes; this process reads what is found and sends
+        it.  compiler: "hiprtc" or "hipcc" for hip, "nvrtc" or "nvcc" for
+        cuda (None: the daemon's choice).  name_expressions: C++ names to
+        instantiate ("scale<float>"), whose lowered names come back in
+        Object.lowered_names.  Macros and the like go in options
+        ("-DN=4", "-std=c++17").
+
+        Raises CompileError (with .log), TargetError, DaemonError or
+        kjit.Error with the daemon's one-line message.
+        """
+        be = _backend(backend)
+        req = _lib.Request()
+        req.backend = be
+        if (source is None) == (kernel is None):
+            raise ValueError("give exactly one of source and kernel")
+        if source is not None:
+            src = source.encode() if isinstance(source, str) else bytes(source)
+            req.source = src
+            req.source_size = len(src)
+        else:
+            req.kernel = _b(kernel, "kernel")  # type: ignore[arg-type]
+        if target is not None:
+            req.target = _b(target, "target")
+        if runtime_version is not None:
+            req.runtime_version = _b(runtime_version, "runtime_version")
+        if name is not None:
+            req.source_name = _b(name, "name")
+        if options:
+            req.options, req.n_options = _strv(options, "options")
+        if entries:
+            req.entries, req.n_entries = _strv(entries, "entries")
+        if headers:
+            hv = (_lib.Header * len(headers))()
+            for i, (hn, hd) in enumerate(headers.items()):
+                data = _b(hd, "header data")
+                hv[i].name = _b(hn, "header name")
+                hv[i].data = data
+                hv[i].size = len(data)
+            req.headers = hv
+            req.n_headers = len(headers)
+        req.no_env = 1 if no_env else 0
+        if include_dirs:
+            dirs = [os.fsencode(d) for d in include_dirs]
+            req.include_dirs, req.n_include_dirs = _strv(dirs, "include_dirs")
+        if compiler is not None:
+            req.compiler = _b(compiler, "compiler")
+        if name_expressions:
+            req.name_expressions, req.n_name_expressions = _strv(name_expressions, "name_expressions")
+        return self._get(req, backend, list(name_expressions or ()))  # type: ignore[arg-type]
+
+    def get_kernel(self, kernel: str, backend: Optional[Backend] = None, target: Optional[str] = None,
+                   options: Optional[Sequence[str]] = None, *, runtime_version: Optional[str] = None,
+                   no_env: bool = False) -> Object:
+        """Fetches the bundled kernel named kernel (kernels_src/MANIFEST:
+        "rms_norm_f32", "add_f32", ...) for backend; the rest as get()."""
+        return self.get(None, backend, target, options, kernel=kernel,
+                        runtime_version=runtime_version, no_env=no_env)
+
+    def _get(self, req: _lib.Request, backend: Backend, exprs: Sequence[str] = ()) -> Object:
+        res = _lib.Result()
+        lib = self._lib
+        with self._locked():
+            h = self._handle()
+            r = lib.kjit_get(h, byref(req), byref(res))
+            try:
+                if r < 0:
+                    msg = self._message(r, res.error or lib.kjit_last_error(h))
+                    log = res.log.decode(errors="replace") if res.log else ""
+                    raise error_for(r, msg, log)
+                return Object(ctypes.string_at(res.data, res.size),
+                              STATUSES.get(res.status, str(res.status)),
+                              res.key.decode(),
+                              res.target.decode() if res.target else "",
+                              res.runtime_version.decode() if res.runtime_version else "",
+                              res.log.decode(errors="replace") if res.log else "",
+                              backend,
+                              {e: (res.lowered_names[i].decode() if res.lowered_names[i] else None)
+                               for i, e in enumerate(exprs) if i < res.n_lowered_names})
+            finally:
+                lib.kjit_result_free(byref(res))
+
+    # get_many: kjit.h has no batch call yet.  When kjit_get_many lands,
+    # declare it in _lib._declare and wrap it here as
+    #     get_many(self, requests: Sequence[Mapping]) -> List[Object]
+    # taking the keyword arguments of get() per request; kjit.get_many then
+    # calls it on the default client.
+
+    # ---- the rest of kjit.h ---------------------------------------------
+
+    def ping(self) -> None:
+        """One round trip to kjitd; raises DaemonError when it does not answer."""
+        with self._locked():
+            h = self._handle()
+            r = self._lib.kjit_ping(h)
+            if r < 0:
+                raise self._fail(h, r)
+
+    def stop(self) -> None:
+        """Asks kjitd to exit once in-flight requests are answered."""
+        with self._locked():
+            h = self._handle()
+            r = self._lib.kjit_stop(h)
+            if r < 0:
+                raise self._fail(h, r)
+
+    def admin(self, cmd: str, arg: Optional[str] = None, *, json: bool = True) -> Any:
+        """One administrative request (docs/cli.md: "stats", "targets",
+        "kernels", "ls", "show", "gc", "verify", "clear", "replay",
+        "export", "import").  Returns the daemon's JSON answer as Python
+        objects, or with json=False its text."""
+        text, js = c_void_p(), c_void_p()
+        lib, free = self._lib, _lib.libc().free
+        with self._locked():
+            h = self._handle()
+            try:
+                r = lib.kjit_admin(h, _b(cmd, "cmd"), None if arg is None else _b(arg, "arg"),
+                                   None if json else byref(text), byref(js) if json else None)
+                if r < 0:
+                    raise self._fail(h, r)
+                out = js if json else text
+                s = ctypes.string_at(out.value).decode(errors="replace") if out.value else ""
+            finally:
+                free(text)
+                free(js)
+        if not json:
+            return s
+        try:
+            return _json.loads(s) if s.strip() else {}
+        except ValueError as e:
+            raise DaemonError(f"kjitd's {cmd} answer is not JSON: {e}", -5) from None
+
+    def stats(self, zero: bool = False) -> Dict[str, Any]:
+        """kjitd's counters, as `kjit stats --json` prints them (hits,
+        misses, compiles, joined, errors by kind, bytes, entries, hit-latency
+        histogram).  zero=True also resets them."""
+        return self.admin("stats", "zero" if zero else None)
+
+    def targets(self) -> Dict[str, Any]:
+        """kjitd's view of the targets, as in `kjit targets --json`, less its
+        "client" member: that one is this process's own environment
+        resolution, which libkjit does not export (kjit.h has no call for
+        it); kjit.get() still applies it to every request."""
+        return self.admin("targets")
+
+    def kernels(self, backend: Backend) -> List[str]:
+        """The names of the bundled kernels kjitd serves for backend."""
+        _backend(backend)
+        text = self.admin("kernels", backend, json=False)
+        return [ln.split()[0] for ln in text.splitlines() if ln.strip()]
