@@ -216,6 +216,8 @@ int kj__cmd_get(const struct cmd *cmd, int argc, char **argv)
 	for (size_t i = 0; i < res.n_lowered_names; i++) /* --name-expression */
 		fprintf(a.json ? stderr : stdout, "lowered %s %s\n", cc.exprs[i],
 			res.lowered_names[i] ? res.lowered_names[i] : "-");
+	if (a.kernel) /* which variant of the op this is, and why (a failure only loses the line) */
+		(void)kj__variant_note(c, a.kernel, a.backend, res.target, stderr);
 	if (a.json)
 		ex = get_print_json(&res);
 out:
