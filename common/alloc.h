@@ -1,5 +1,5 @@
 /* alloc.h: the allocator table the framing code (buf.c, proto.c) allocates
- * through, so tests can fail the n-th allocation (docs/testing.md; the
+ * through, so tests can fail the n-th allocation (tests/test-proto.c; the
  * same idea as cache/'s kj__cache_alloc and kj__fsys tables).
  *
  * There is no global hook: a table travels with the thing that allocates
