@@ -12,6 +12,10 @@
 # it, then does the same for TREE_B.  Prints one line per measurement and,
 # at the end, the median and the smallest p50 of each (tree, size).  The
 # process memo is off (KJIT_PROCESS_MEMO=0): the daemon's answer is timed.
+# With AB_CALLGRIND=1 (and valgrind installed) it then counts, once per
+# tree, the daemon's instructions per 16 KB hit under callgrind (1000 hits
+# after a warm-up, as bench.sh's profile does): a figure the machine's load
+# does not move, unlike the times.
 set -u
 [ $# -ge 2 ] || { echo "usage: bench/ab.sh TREE_A TREE_B [ROUNDS]" >&2; exit 2; }
 A=$(cd "$1" && pwd) B=$(cd "$2" && pwd) ROUNDS=${3:-6}
@@ -32,14 +36,20 @@ for sz in $SIZES; do
 	head -c "$sz" /dev/urandom | od -An -tx1 -v | tr -d ' \n' | head -c "$sz" >"$T/k/blob$sz.src"
 	echo "blob$sz hip blob$sz.src main" >>"$T/k/MANIFEST"
 done
+# start SIDE TREE [WRAP...]: that tree's kjitd on its own socket and cache.
+start() {
+	local side=$1 tree=$2
+	shift 2
+	export KJIT_SOCKET="$T/$side.sock" KJIT_CACHE_DIR="$T/$side"
+	"$tree/build/bench/bench-startd" "$KJIT_SOCKET" 120 -- "$@" "$tree/build/kjitd" --foreground \
+		--socket "$KJIT_SOCKET" --cache-dir "$KJIT_CACHE_DIR" --log "$T/$side.log" \
+		--hip-compiler test --kernels-dir "$T/k"
+}
 : >"$T/rows"
 for r in $(seq 1 "$ROUNDS"); do
 	for side in A B; do
 		if [ $side = A ]; then tree=$A; else tree=$B; fi
-		export KJIT_SOCKET="$T/$side.sock" KJIT_CACHE_DIR="$T/$side"
-		"$tree/build/bench/bench-startd" "$KJIT_SOCKET" 120 -- "$tree/build/kjitd" --foreground \
-			--socket "$KJIT_SOCKET" --cache-dir "$KJIT_CACHE_DIR" --log "$T/$side.log" \
-			--hip-compiler test --kernels-dir "$T/k" >/dev/null ||
+		start $side "$tree" >/dev/null ||
 			{ echo "ab: kjitd of $tree did not start: $(tail -n 2 "$T/$side.log")" >&2; continue; }
 		for sz in $SIZES; do
 			if ! "$tree/build/kjit" get --kernel "blob$sz" --backend hip --target gfx90a \
@@ -57,6 +67,23 @@ for r in $(seq 1 "$ROUNDS"); do
 		sleep 0.3
 	done
 done
+if [ "${AB_CALLGRIND:-0}" = 1 ] && command -v valgrind >/dev/null 2>&1; then
+	for side in A B; do
+		if [ $side = A ]; then tree=$A; else tree=$B; fi
+		cg="$T/cg.$side"
+		out=$(start $side "$tree" valgrind --tool=callgrind --callgrind-out-file="$cg") ||
+			{ echo "ab: kjitd of $tree did not start under callgrind" >&2; continue; }
+		pid=${out#* }
+		"$tree/build/bench/bench-hitlat" --kernel blob16384 --target gfx90a -n 10 -w 10 >/dev/null
+		callgrind_control -z "$pid" >/dev/null 2>&1
+		"$tree/build/bench/bench-hitlat" --kernel blob16384 --target gfx90a -n 1000 -w 0 >/dev/null
+		callgrind_control -d "$pid" >/dev/null 2>&1
+		"$tree/build/kjit" stop >/dev/null 2>&1
+		while kill -0 "$pid" 2>/dev/null; do sleep 0.2; done
+		ir=$(callgrind_annotate "$cg.1" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); printf "%.0f", $1 / 1000 }')
+		echo "callgrind $side: ${ir:-?} daemon instructions per 16 KB hit"
+	done
+fi
 echo "p50 over $ROUNDS rounds (median / smallest), us:"
 for side in A B; do
 	for sz in $SIZES; do
