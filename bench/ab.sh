@@ -71,7 +71,8 @@ if [ "${AB_CALLGRIND:-0}" = 1 ] && command -v valgrind >/dev/null 2>&1; then
 	for side in A B; do
 		if [ $side = A ]; then tree=$A; else tree=$B; fi
 		cg="$T/cg.$side"
-		out=$(start $side "$tree" valgrind --tool=callgrind --callgrind-out-file="$cg") ||
+		export KJIT_SOCKET="$T/$side.sock" KJIT_CACHE_DIR="$T/$side" # start runs in a subshell here
+		out=$(start $side "$tree" valgrind --tool=callgrind --callgrind-out-file="$cg" 2>>"$T/cg.err") ||
 			{ echo "ab: kjitd of $tree did not start under callgrind" >&2; continue; }
 		pid=${out#* }
 		"$tree/build/bench/bench-hitlat" --kernel blob16384 --target gfx90a -n 10 -w 10 >/dev/null
@@ -79,7 +80,9 @@ if [ "${AB_CALLGRIND:-0}" = 1 ] && command -v valgrind >/dev/null 2>&1; then
 		"$tree/build/bench/bench-hitlat" --kernel blob16384 --target gfx90a -n 1000 -w 0 >/dev/null
 		callgrind_control -d "$pid" >/dev/null 2>&1
 		"$tree/build/kjit" stop >/dev/null 2>&1
-		while kill -0 "$pid" 2>/dev/null; do sleep 0.2; done
+		i=0
+		while kill -0 "$pid" 2>/dev/null && [ $i -lt 300 ]; do sleep 0.2; i=$((i + 1)); done
+		kill "$pid" 2>/dev/null
 		ir=$(callgrind_annotate "$cg.1" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); printf "%.0f", $1 / 1000 }')
 		echo "callgrind $side: ${ir:-?} daemon instructions per 16 KB hit"
 	done
