@@ -36,11 +36,12 @@ LIBKJIT_LIBS := -lcrypto
 CLIENT_LIBS  := -lcrypto -pthread
 
 COMMON_SRC   := $(wildcard common/*.c)
-# What of common/ a client needs: framing, the buffer, errors, paths, target
-# IDs and resolution from the environment, and SHA-256 (sha.c), which
+# What of common/ a client needs: framing, the buffer and its allocator
+# table (alloc.c), errors, paths, target IDs and resolution from the
+# environment, and SHA-256 (sha.c), which
 # fingerprints request bodies for the process memo and the shared hit table
-# (hittab.c, whose reader libkjit uses).
-CLIENT_COMMON_SRC := common/buf.c common/err.c common/hittab.c common/proto.c common/resolve.c \
+# (hittab.c, whose reader libkjit uses; hitctr.c, its per-client counters).
+CLIENT_COMMON_SRC := common/alloc.c common/buf.c common/err.c common/hitctr.c common/hittab.c common/proto.c common/resolve.c \
 	common/sha.c common/targetid.c common/util.c
 DETECT_SRC   := $(wildcard daemon/detect/*.c)
 CACHE_SRC    := $(wildcard cache/*.c)

@@ -1,4 +1,4 @@
-"""_lib: finds libkjit and declares its C interface (client/kjit.h) to ctypes.
+"""_lib: finds libkjit and declares its C interface (include/kjit.h) to ctypes.
 
 Nothing here talks to kjitd; kjit.client does.  The library is loaded once,
 on first use, from the first of:
