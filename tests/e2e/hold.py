@@ -67,7 +67,11 @@ def read_frame(s):
 def silent(path, n, seconds, ready):
     socks, refused, first = [], 0, ""
     for _ in range(n):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        except OSError as e:  # our own descriptor limit
+            print("hold.py: stopped at %d connections: %s" % (len(socks), e), file=sys.stderr)
+            break
         try:
             s.connect(path)
         except OSError as e:
