@@ -109,8 +109,6 @@ void kj__pool_when_ready(struct kj__pool *p, void (*fn)(void *arg, int code, con
 const char *kj__pool_identity(const struct kj__pool *p);
 const char *kj__pool_runtime_version(const struct kj__pool *p);
 const char *kj__pool_family(const struct kj__pool *p);
-/* Is pid one of the pool's workers (libuv reaps those)? */
-int kj__pool_owns_pid(const struct kj__pool *p, pid_t pid);
 /* Kills every worker; queued jobs fail with KJIT_ESHUTDOWN. */
 void kj__pool_shutdown(struct kj__pool *p);
 void kj__pool_free(struct kj__pool *p);
@@ -289,8 +287,9 @@ int kj__server_probe(struct kj__daemon *d, char *why, size_t whylen);
 void kj__server_tick(struct kj__daemon *d);
 /* kjitd is the subreaper of what its children start (a compiler's own
  * children, detection's helpers): reaps those that exited, never a worker
- * (libuv reaps those).  With wait_ms > 0 (at exit, after the loop), waits
- * that long for the rest to exit. */
+ * (a process handle of the loop: libuv reaps those).  With wait_ms > 0 (at
+ * exit, once the loop is closed), reaps everything, waiting that long for
+ * the last ones to exit. */
 void kj__reap_orphans(struct kj__daemon *d, int wait_ms);
 
 /* request.c: a GET request's fields, copied out of the frame and checked. */

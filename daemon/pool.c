@@ -649,14 +649,6 @@ void kj__pool_shutdown(struct kj__pool *p)
 	}
 }
 
-int kj__pool_owns_pid(const struct kj__pool *p, pid_t pid)
-{
-	for (const struct worker *w = p->workers; w; w = w->next)
-		if (w->proc.pid == pid)
-			return 1;
-	return 0;
-}
-
 void kj__pool_free(struct kj__pool *p)
 {
 	if (p == NULL)

@@ -387,6 +387,21 @@ static int has_work(struct kj__daemon *d)
 	return 0;
 }
 
+struct pid_probe {
+	pid_t pid;
+	int found;
+};
+
+static void find_process(uv_handle_t *h, void *arg)
+{
+	struct pid_probe *q = arg;
+
+	/* A process handle not yet closed: libuv will reap it and call its
+	 * exit callback (a closed one is off libuv's list: ours to reap). */
+	if (h->type == UV_PROCESS && !uv_is_closing(h) && ((uv_process_t *)h)->pid == q->pid)
+		q->found = 1;
+}
+
 void kj__reap_orphans(struct kj__daemon *d, int wait_ms)
 {
 	uint64_t until = kj__now_us() + (uint64_t)wait_ms * 1000;
@@ -404,9 +419,11 @@ void kj__reap_orphans(struct kj__daemon *d, int wait_ms)
 			nanosleep(&ts, NULL);
 			continue;
 		}
-		for (size_t i = 0; i < KJ_ARRAY_SIZE(d->pools); i++)
-			if (d->pools[i] && kj__pool_owns_pid(d->pools[i], si.si_pid))
-				return;
+		struct pid_probe q = { si.si_pid, 0 };
+		if (d->loop && wait_ms == 0)
+			uv_walk(d->loop, find_process, &q);
+		if (q.found)
+			return; /* a worker: libuv's (the next tick looks again) */
 		waitpid(si.si_pid, NULL, WNOHANG);
 	}
 }
