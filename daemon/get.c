@@ -34,6 +34,7 @@ struct get_req {
 	uint64_t t0;
 	uint8_t *raw;                /* the request's bytes, for the memo */
 	size_t raw_len;
+	uint64_t charged;            /* request bytes charged to the peer's uid (quota.c) */
 	struct kj__get_req q;
 	struct kj__pool *pool;       /* the pool that compiles it (pool_for) */
 };
@@ -44,8 +45,10 @@ static void get_req_free(struct get_req *g)
 		return;
 	kj__get_req_clear(&g->q);
 	free(g->raw);
-	if (g->c)
+	if (g->c) {
+		kj__quota_release(g->d, kj__conn_uid(g->c), g->charged);
 		kj__conn_unref(g->c);
+	}
 	free(g);
 }
 
@@ -608,6 +611,14 @@ static int join_or_open_flight(struct get_req *g, const struct resolved *rs, cha
 	}
 	if (build_recipe(f, q) != 0)
 		kj__buf_free(&f->recipe); /* replay will miss it; the compile goes on */
+	/* A queued compile holds its job frame and recipe until it ends, even
+	 * if its client leaves: charged to the uid that opened it. */
+	f->uid = kj__conn_uid(g->c);
+	r = kj__quota_charge(d, f->uid, f->job.frame.len + f->recipe.len, err, errlen);
+	if (r < 0)
+		goto fail;
+	f->charged = f->job.frame.len + f->recipe.len;
+	f->job.uid = f->uid;
 	r = kj__flights_insert(d->flights, f);
 	if (r < 0)
 		goto fail;
@@ -730,16 +741,28 @@ int kj__handle_get(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const 
 
 	if (answer_from_memo(d, c, id, body, len, t0))
 		return 0;
+	/* Until it is resolved, a request holds its bytes twice (the copy for
+	 * the memo, the parsed fields): charged to the peer's uid. */
+	r = kj__quota_charge(d, kj__conn_uid(c), (uint64_t)len * KJ_REQ_COPIES, err, sizeof err);
+	if (r < 0) {
+		count_error(d, r);
+		kj__conn_error(c, id, r, "%s", err);
+		return 0;
+	}
 	r = kj__msg_decode(body, len, &m);
-	if (r < 0)
+	if (r < 0) {
+		kj__quota_release(d, kj__conn_uid(c), (uint64_t)len * KJ_REQ_COPIES);
 		return r;
+	}
 	g = calloc(1, sizeof *g);
 	if (g == NULL) {
 		kj__msg_free(&m);
+		kj__quota_release(d, kj__conn_uid(c), (uint64_t)len * KJ_REQ_COPIES);
 		kj__conn_error(c, id, KJIT_ENOMEM, "kjitd is out of memory; retry later");
 		return 0;
 	}
 	kj__conn_ref(c);
+	g->charged = (uint64_t)len * KJ_REQ_COPIES;
 	g->d = d;
 	g->c = c;
 	g->id = id;
