@@ -105,19 +105,22 @@ char *kj__one_line(const char *s);
  * table's generation (0: no table). */
 struct kj__local_key {
 	int ok;
+	int named;      /* has name expressions: never from the table */
 	uint8_t fp[32];
 	uint64_t gen;
 };
 /* Checks, resolves and encodes req into b.  0, or a code with c->err set. */
 int kj__get_prepare(kjit_client *c, const kjit_request *req, struct kj__buf *b);
-void kj__get_local_key(kjit_client *c, const struct kj__buf *b, struct kj__local_key *lk);
+/* Fills lk for req encoded in b. */
+void kj__get_local_key(kjit_client *c, const kjit_request *req, const struct kj__buf *b,
+		       struct kj__local_key *lk);
 /* Answers from the process memo, then the shared hit table: 1 with res
  * filled, else 0 (res zeroed: ask the socket). */
 int kj__get_local_answer(kjit_client *c, const struct kj__local_key *lk, kjit_result *res);
 /* Fills res from a GET reply m whose CODE was code (c->err set for a
  * failure).  0 or the failure's code. */
-int kj__get_take_reply(kjit_client *c, const struct kj__msg *m, int code, const struct kj__local_key *lk,
-		       kjit_result *res);
+int kj__get_take_reply(kjit_client *c, const kjit_request *req, const struct kj__msg *m, int code,
+		       const struct kj__local_key *lk, kjit_result *res);
 /* Puts c->err (else the code's words) into res->error. */
 void kj__get_set_error(kjit_client *c, int r, kjit_result *res);
 

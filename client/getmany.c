@@ -26,6 +26,7 @@
 
 struct many {
 	kjit_client *c;
+	const kjit_request *reqs;
 	kjit_result *res;
 	int *codes;                 /* every request's outcome */
 	int *user_codes;            /* the caller's array, or NULL */
@@ -42,6 +43,7 @@ struct many {
 	uint8_t *in;
 	size_t in_len, in_cap;
 	size_t answered;
+	int refused;                /* kjitd's refusal of the connection, or 0 */
 };
 
 static void deliver(struct many *m, size_t i, int code)
@@ -64,6 +66,26 @@ static void fail_rest(struct many *m, int r)
 			deliver(m, m->idx[k], r);
 }
 
+/* A REPLY of id 0: kjitd refused the connection (not allowed, too many
+ * connections or bytes for the uid, shutting down) and closes it.  Its
+ * code, with c->err holding its text; every request not answered meets it. */
+static int take_refusal(struct many *m, const struct kj__frame_hdr *h, const uint8_t *p)
+{
+	struct kj__msg msg = { 0 };
+	char *err = NULL;
+	int32_t v = 0;
+
+	if (kj__msg_decode(p, h->len, &msg) < 0 || kj__field_i32(kj__msg_get(&msg, KJ_F_CODE), &v) < 0 || v >= 0 ||
+	    kj__field_strdup(kj__msg_get(&msg, KJ_F_ERROR), KJ_ERROR_WIRE_MAX, &err) < 0) {
+		kj__msg_free(&msg);
+		return KJIT_EPROTO;
+	}
+	m->refused = kj__client_fail(m->c, v, "%s", err && *err ? err : kjit_strerror(v));
+	free(err);
+	kj__msg_free(&msg);
+	return m->refused;
+}
+
 /* Takes one whole reply frame (header h, body p) off the stream.  0, or a
  * transport code (the stream cannot be trusted). */
 static int take_frame(struct many *m, const struct kj__frame_hdr *h, const uint8_t *p)
@@ -72,6 +94,8 @@ static int take_frame(struct many *m, const struct kj__frame_hdr *h, const uint8
 	char *err = NULL;
 	int32_t v = 0;
 
+	if (h->type == KJ_MSG_REPLY && h->id == 0)
+		return take_refusal(m, h, p);
 	if (h->type != KJ_MSG_REPLY || h->id - m->base >= m->n_sent || m->done[m->idx[h->id - m->base]])
 		return KJIT_EPROTO;
 	size_t i = m->idx[h->id - m->base];
@@ -86,7 +110,7 @@ static int take_frame(struct many *m, const struct kj__frame_hdr *h, const uint8
 		m->c->err[0] = '\0';
 		if (v < 0)
 			kj__client_fail(m->c, v, "%s", err && *err ? err : kjit_strerror(v));
-		deliver(m, i, kj__get_take_reply(m->c, &msg, v, &m->lk[i], &m->res[i]));
+		deliver(m, i, kj__get_take_reply(m->c, &m->reqs[i], &msg, v, &m->lk[i], &m->res[i]));
 		m->answered++;
 	}
 	free(err);
@@ -181,6 +205,7 @@ static int exchange(struct many *m)
 		}
 		break;
 	}
+
 	while (r == 0 && m->answered < m->n_sent) {
 		size_t window = m->answered + KJ_CLIENT_INFLIGHT_MAX;
 		size_t limit = m->ends[(window < m->n_sent ? window : m->n_sent) - 1];
@@ -198,6 +223,11 @@ static int exchange(struct many *m)
 				r = send_some(m);
 		}
 	}
+	/* The daemon closed on us while we sent: a refusal may wait to be read. */
+	if (r == KJIT_ECONNECT && !m->refused && c->fd >= 0)
+		(void)read_some(m);
+	if (m->refused)
+		r = m->refused;
 	if (r == 0 && m->in_len > 0)
 		r = KJIT_EPROTO; /* bytes nobody asked for */
 	if (r == 0)
@@ -219,7 +249,7 @@ static int add_request(struct many *m, const kjit_request *req, size_t i)
 		kj__buf_free(&b);
 		return 0;
 	}
-	kj__get_local_key(c, &b, &m->lk[i]);
+	kj__get_local_key(c, req, &b, &m->lk[i]);
 	if (kj__get_local_answer(c, &m->lk[i], &m->res[i])) {
 		deliver(m, i, 0);
 		kj__buf_free(&b);
@@ -238,7 +268,7 @@ static int add_request(struct many *m, const kjit_request *req, size_t i)
 int kjit_get_many(kjit_client *c, const kjit_request *reqs, size_t n, kjit_result *results, int *codes,
 		  kjit_get_many_fn *on_ready, void *arg)
 {
-	struct many m = { .c = c, .res = results, .user_codes = codes, .on_ready = on_ready, .arg = arg, .n = n };
+	struct many m = { .c = c, .reqs = reqs, .res = results, .user_codes = codes, .on_ready = on_ready, .arg = arg, .n = n };
 	int r = 0;
 
 	if (c == NULL || (n > 0 && (reqs == NULL || results == NULL)) || n > UINT32_MAX / 2)
@@ -267,7 +297,10 @@ int kjit_get_many(kjit_client *c, const kjit_request *reqs, size_t n, kjit_resul
 	}
 	c->next_id += (uint32_t)m.n_sent;
 	if (m.n_sent > 0 && (r = exchange(&m)) < 0) {
-		if (c->fd >= 0)
+		if (m.refused && c->fd >= 0) { /* c->err holds kjitd's words */
+			close(c->fd);
+			c->fd = -1;
+		} else if (c->fd >= 0)
 			r = kj__client_transport_fail(c, r, "exchanging a batch of requests");
 		fail_rest(&m, r);
 	}

@@ -11,12 +11,17 @@
  * connection the daemon closed while it sat idle (a restart between two
  * calls) is replaced before sending, and a request whose sending fails on
  * a reused connection is sent once more on a fresh one; a request that was
- * sent is never sent twice.
+ * sent is never sent twice.  kjitd may refuse a connection (not allowed,
+ * too many connections, busy) with one REPLY of id 0 and close it; that
+ * reply is read even when the send failed because the daemon had already
+ * closed, so the client shows its reason, not "closed the connection".
  *
  * Every new connection is offered the shared hit table (ATTACH, unless
  * KJIT_FAST_PATH=0): the reply's first byte carries two descriptors by
  * SCM_RIGHTS, the table (mapped read-only) and this connection's hit
- * counters.  Anything unexpected there means no fast path, nothing more.
+ * counters.  Anything unexpected there means no fast path, nothing more;
+ * a refusal (id 0) there drops the connection and the request that
+ * opened it meets the refusal itself.
  */
 #include <fcntl.h>
 #include <errno.h>
@@ -276,17 +281,20 @@ static int attach_recv(kjit_client *c, uint8_t *buf, size_t cap, size_t *got, in
 	return 0;
 }
 
-/* Asks for the hit table on the new connection; maps it when given. */
-static void attach(kjit_client *c)
+/* Asks for the hit table on the new connection; maps it when given.  0,
+ * or the code of kjitd's refusal of the connection (a REPLY of id 0,
+ * c->err holding its text; the connection is dropped). */
+static int attach(kjit_client *c)
 {
 	struct kj__buf b = { 0 };
 	struct kj__frame_hdr h;
 	struct kj__msg m = { 0 };
-	uint8_t buf[256];
+	uint8_t buf[4096]; /* the reply, or a refusal's one line */
 	size_t got = 0;
-	int fds[2] = { -1, -1 }, nfds = 0, drop = 0;
+	int fds[2] = { -1, -1 }, nfds = 0, drop = 0, r = 0;
 	uint32_t id = c->next_id++, slots = 0;
 	int32_t code = 0;
+	char *err = NULL;
 
 	if (c->next_id == 0)
 		c->next_id = 1;
@@ -299,14 +307,29 @@ static void attach(kjit_client *c)
 	}
 	detach(c);
 	if (!c->fast_path || c->attach_refused)
-		return;
+		return 0;
 	if (kj__client_begin(&b, KJ_MSG_ATTACH) < 0 || kj__msg_end(&b) < 0)
 		goto out;
 	kj__client_set_id(&b, id);
-	if (kj__client_send_all(c, &b) < 0 || attach_recv(c, buf, sizeof buf, &got, fds, &nfds) < 0 ||
-	    kj__frame_hdr_decode(buf, &h) < 0 || h.type != KJ_MSG_REPLY || h.id != id ||
+	/* A failed send may still leave a refusal to read (kjitd answers and
+	 * closes a refused connection at once). */
+	int sent = kj__client_send_all(c, &b);
+	if (attach_recv(c, buf, sizeof buf, &got, fds, &nfds) < 0 || kj__frame_hdr_decode(buf, &h) < 0 ||
+	    h.type != KJ_MSG_REPLY || (h.id != id && h.id != 0) ||
 	    kj__msg_decode(buf + KJ_FRAME_HDR_SIZE, h.len, &m) < 0 ||
 	    kj__field_i32(kj__msg_get(&m, KJ_F_CODE), &code) < 0) {
+		drop = 1;
+		goto out;
+	}
+	if (h.id == 0) { /* the connection refused: that is the answer */
+		drop = 1;
+		if (kj__field_strdup(kj__msg_get(&m, KJ_F_ERROR), KJ_ERROR_WIRE_MAX, &err) < 0)
+			err = NULL;
+		r = kj__client_fail(c, code < 0 ? code : KJIT_EPROTO, "%s",
+				    err && *err ? err : kjit_strerror(code < 0 ? code : KJIT_EPROTO));
+		goto out;
+	}
+	if (sent < 0) {
 		drop = 1;
 		goto out;
 	}
@@ -324,12 +347,14 @@ static void attach(kjit_client *c)
 out:
 	for (int i = 0; i < nfds; i++)
 		close(fds[i]);
+	free(err);
 	kj__msg_free(&m);
 	kj__buf_free(&b);
 	if (drop) {
 		detach(c);
 		drop_connection(c);
 	}
+	return r;
 }
 
 int kj__client_open_conn(kjit_client *c)
@@ -338,7 +363,8 @@ int kj__client_open_conn(kjit_client *c)
 
 	if (r < 0)
 		return r;
-	attach(c);
+	if ((r = attach(c)) < 0)
+		return r; /* refused: c->err says why */
 	if (c->fd < 0) /* the daemon closed it (an old daemon): once more, plainly */
 		r = kj__client_connect(c);
 	return r;
@@ -408,6 +434,20 @@ static int read_reply(kjit_client *c, struct kj__frame_hdr *h, uint8_t **body)
 	return 0;
 }
 
+/* After the daemon closed a fresh connection: the reply it sent before
+ * closing (a refusal, id 0, or an answer to id), if one is waiting.  1 with
+ * *h and *body set, else 0. */
+static int pending_reply(kjit_client *c, uint32_t id, struct kj__frame_hdr *h, uint8_t **body)
+{
+	if (c->fd < 0 || read_reply(c, h, body) < 0)
+		return 0;
+	if (h->type == KJ_MSG_REPLY && (h->id == 0 || h->id == id))
+		return 1;
+	free(*body);
+	*body = NULL;
+	return 0;
+}
+
 /* Sends req and reads the frame that answers it. */
 static int exchange(kjit_client *c, struct kj__buf *req, uint8_t **body, struct kj__frame_hdr *h)
 {
@@ -427,6 +467,10 @@ static int exchange(kjit_client *c, struct kj__buf *req, uint8_t **body, struct 
 			drop_connection(c);
 			continue;
 		}
+		if (r == KJIT_ECONNECT && pending_reply(c, id, h, body)) {
+			drop_connection(c);
+			return 0;
+		}
 		if (r < 0)
 			return kj__client_transport_fail(c, r, "sending a request");
 		break;
@@ -439,6 +483,11 @@ static int exchange(kjit_client *c, struct kj__buf *req, uint8_t **body, struct 
 	}
 	if (r < 0)
 		return kj__client_transport_fail(c, r, "reading the reply");
+	if (h->type == KJ_MSG_REPLY && h->id == 0) {
+		/* A refusal of the connection: its CODE and ERROR answer this. */
+		drop_connection(c);
+		return 0;
+	}
 	if (h->type != KJ_MSG_REPLY || h->id != id) {
 		free(*body);
 		*body = NULL;
