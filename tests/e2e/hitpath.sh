@@ -128,4 +128,21 @@ echo '/* changed */' >>"$K/include/kjit_prelude.h"
 check "after a header change: compiled again, not the stale object" [ "$(hget h4)" = compiled ]
 check "under another key" [ "$(hkey h1)" != "$(hkey h4)" ]
 check "then hits the new object" [ "$(hget h5)" = hit ] && [ "$(hkey h5)" = "$(hkey h4)" ]
+# -- a request with name expressions never comes from the table (it holds no
+# lowered names): each new process asks the socket, and the lowered names come
+# back on every hit.  Needs NVRTC.
+if ldconfig -p 2>/dev/null | grep -q 'libnvrtc\.so'; then
+	R="$T/rw"
+	cp -r "$TOP/tests/realworld" "$R"
+	nget() { "$KJIT" get --source "$R/templated.cu" --backend cuda --target sm_90 -I "$R/include" \
+		--name-expression 'scale<float, 4>' >"$T/$1.out" 2>&1; cut -d' ' -f1 "$T/$1.out" | head -n 1; }
+	nget n1 >/dev/null
+	nget n2 >/dev/null
+	f0=$(stat_value fast_hits)
+	check "--name-expression: a hit" [ "$(nget n3)" = hit ]
+	check "with its lowered name" grep -q '^lowered scale<float, 4> _Z5scaleIfLi4EEvPT_S0_i$' "$T/n3.out"
+	check "not from the shared table" [ "$(stat_value fast_hits)" = "$f0" ]
+else
+	echo "# --name-expression checks skipped: no NVRTC here"
+fi
 finish
