@@ -1,6 +1,7 @@
 /* cmd-get.c: `kjit get`, one GET by source file or bundled kernel name,
- * with its headers read from files; writes the object to -o FILE (whole or
- * not at all) or stdout, or prints the result as JSON.  A compile error
+ * with its headers read from files; writes the object to -o FILE as cp
+ * would (common/outfile.h; "-" is standard output), and prints the result
+ * (a line, or JSON).  A compile error
  * prints the compiler's log, then the one-line error.
  */
 #include <errno.h>
@@ -83,6 +84,8 @@ static int get_parse(const struct cmd *cmd, int argc, char **argv, struct get_ar
 		return kj__cli_usage_error(cmd, "give exactly one of --source and --kernel", NULL);
 	if (a->backend == KJIT_BACKEND_NONE)
 		return kj__cli_usage_error(cmd, "--backend is required", NULL);
+	if (a->json && a->out && strcmp(a->out, "-") == 0)
+		return kj__cli_usage_error(cmd, "-o - and --json both want standard output; give -o a file", NULL);
 	return 0;
 }
 
@@ -191,12 +194,11 @@ int kj__cmd_get(const struct cmd *cmd, int argc, char **argv)
 		ex = kj__cli_report(r, res.error);
 		goto out;
 	}
-	if (a.out && (r = kj__cli_write_atomic(a.out, res.data, res.size)) < 0) {
-		ex = kj__cli_fail(EX_FAIL, "cannot write %s: %s; check the path and free space", a.out,
-			  strerror(-r));
+	if (a.out && (ex = kj__cli_write_out(a.out, res.data, res.size)) != EX_OK)
 		goto out;
-	}
-	fprintf(a.json ? stderr : stdout, "%s %s %s %zu bytes\n", kjit_status_name(res.status),
+	/* With -o - the object has standard output to itself. */
+	int to_stdout = a.out && strcmp(a.out, "-") == 0;
+	fprintf(a.json || to_stdout ? stderr : stdout, "%s %s %s %zu bytes\n", kjit_status_name(res.status),
 		res.key, res.target ? res.target : "-", res.size);
 	if (a.json)
 		ex = get_print_json(&res);

@@ -1,6 +1,10 @@
 /* admin.c: the administrative requests (ADMIN CMD ARG): stats, targets,
- * kernels, ls, show, gc, verify, clear.  Each answers with a human text and
- * one JSON object, both built here so every client prints the same. */
+ * kernels, ls, show, gc, verify, clear, export, import (replay: replay.c).
+ * Each answers with a human text and one JSON object, both built here so
+ * every client prints the same.  Who may make which request is access.c's
+ * rule (docs/protocol.md, "Roles"): the ones that change or stop the
+ * service only for an administrator; ls and show give a user only the
+ * entries it requested. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -288,18 +292,24 @@ static int ls_one(const struct kj__cache_entry *e, void *arg)
 	return x->r ? KJIT_ENOMEM : 0;
 }
 
-static int do_ls(struct kj__daemon *d, const char *arg, struct answer *a)
+/* An administrator sees every entry; a user only those it requested. */
+static int do_ls(struct kj__daemon *d, struct kj__conn *c, const char *arg, struct answer *a)
 {
 	struct ls_ctx x = { a, 1, 0 };
+	const char *target = arg && *arg ? arg : NULL;
+	int all = kj__peer_is_admin(d, c), r;
 
 	kj__cache_flush(d->cache);
 	x.r |= kj__buf_printf(&a->json, "{\"entries\":[");
-	int r = kj__cache_foreach(d->cache, arg && *arg ? arg : NULL, ls_one, &x);
-	x.r |= kj__buf_printf(&a->json, "]}");
+	if (all)
+		r = kj__cache_foreach(d->cache, target, ls_one, &x);
+	else
+		r = kj__cache_foreach_of(d->cache, target, kj__conn_uid(c), ls_one, &x);
+	x.r |= kj__buf_printf(&a->json, "],\"all\":%s}", all ? "true" : "false");
 	return r < 0 ? r : x.r ? KJIT_ENOMEM : 0;
 }
 
-static int do_show(struct kj__daemon *d, const char *arg, struct answer *a)
+static int do_show(struct kj__daemon *d, struct kj__conn *c, const char *arg, struct answer *a)
 {
 	struct kj__cache_entry e;
 	int r;
@@ -310,7 +320,11 @@ static int do_show(struct kj__daemon *d, const char *arg, struct answer *a)
 		return KJIT_EINVAL;
 	}
 	kj__cache_flush(d->cache);
-	r = kj__cache_get(d->cache, arg, &e);
+	/* a user's view holds only its own entries: another's is "no entry" */
+	if (!kj__peer_is_admin(d, c) && !kj__cache_requested_by(d->cache, arg, kj__conn_uid(c)))
+		r = KJIT_ENOENT;
+	else
+		r = kj__cache_get(d->cache, arg, &e);
 	if (r < 0) {
 		snprintf(a->error, sizeof a->error, "no cache entry %s", arg);
 		return r;
@@ -406,7 +420,8 @@ static int do_clear(struct kj__daemon *d, const char *arg, struct answer *a)
 }
 
 /* export and import read and write files by path: only for the daemon's
- * own user (or root), never on behalf of another user. */
+ * own user (or root), never on behalf of another user, not even an
+ * --admin-gid member (access.c). */
 static int path_allowed(struct kj__conn *c, const char *arg, struct answer *a)
 {
 	uid_t uid = kj__conn_uid(c);
@@ -487,6 +502,16 @@ void kj__handle_admin(struct kj__daemon *d, struct kj__conn *c, uint32_t id, con
 		kj__conn_error(c, id, KJIT_EINVAL, "malformed admin request");
 		goto out;
 	}
+	/* Requests that change or stop the service: administrators only. */
+	static const char *const admin_only[] = { "replay", "gc", "verify", "clear", "export", "import" };
+	char what[64];
+	snprintf(what, sizeof what, "%s%s", cmd,
+		 strcmp(cmd, "stats") == 0 && arg && strcmp(arg, "zero") == 0 ? " zero" : "");
+	int restricted = strcmp(what, "stats zero") == 0;
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(admin_only); i++)
+		restricted |= strcmp(cmd, admin_only[i]) == 0;
+	if (restricted && kj__admin_refused(d, c, id, what))
+		goto out;
 	if (strcmp(cmd, "replay") == 0) {
 		kj__handle_replay(d, c, id, arg); /* answers when every recipe has */
 		goto out;
@@ -498,9 +523,9 @@ void kj__handle_admin(struct kj__daemon *d, struct kj__conn *c, uint32_t id, con
 	else if (strcmp(cmd, "kernels") == 0)
 		r = do_kernels(d, arg, &a);
 	else if (strcmp(cmd, "ls") == 0)
-		r = do_ls(d, arg, &a);
+		r = do_ls(d, c, arg, &a);
 	else if (strcmp(cmd, "show") == 0)
-		r = do_show(d, arg, &a);
+		r = do_show(d, c, arg, &a);
 	else if (strcmp(cmd, "gc") == 0)
 		r = do_gc(d, arg, &a);
 	else if (strcmp(cmd, "verify") == 0)

@@ -51,6 +51,8 @@ struct kj__config {
 	size_t n_allow_uid;
 	gid_t allow_gid[16];
 	size_t n_allow_gid;
+	gid_t admin_gid[16];        /* --admin-gid: groups that may administer (access.c) */
+	size_t n_admin_gid;
 	/* Fleet tier (daemon/remote.h, docs/remote.md); remote_url NULL: none. */
 	char *remote_url;           /* --remote URL or $KJITD_REMOTE */
 	char *remote_prefix;        /* --remote-prefix; NULL: KJ_REMOTE_PREFIX */
@@ -315,6 +317,16 @@ void kj__flight_free(struct kj__flight *f);
  * that does not decode gets KJIT_EPROTO-style codes back (the caller
  * answers and closes the connection), nothing sent. */
 int kj__handle_get(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const uint8_t *body, size_t len);
+
+/* access.c: roles (docs/protocol.md).  --admin-gid's value into cfg: 0,
+ * or -1 when it is not a gid or there are 16 already. */
+int kj__admin_gid_opt(struct kj__config *cfg, const char *arg);
+/* 1 if c's peer is kjitd's owner, root, or in an --admin-gid group. */
+int kj__peer_is_admin(const struct kj__daemon *d, const struct kj__conn *c);
+/* For an administrative request what: 0 if c's peer may make it; else
+ * answers request id with KJIT_EDENIED and a one-line reason, logs, and
+ * returns 1. */
+int kj__admin_refused(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const char *what);
 
 /* admin.c */
 void kj__handle_admin(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const struct kj__msg *m);

@@ -246,6 +246,11 @@ static void on_job_done(struct kj__job *job, int code, const struct kj__msg *res
 		kj__log(d, "could not store %s (%s): served, not cached", f->key, kjit_strerror(r));
 	} else {
 		store_recipe(d, f);
+		/* who asked: `kjit ls` shows a user only its own entries */
+		for (size_t i = 0; i < f->n_w; i++)
+			if (kj__cache_note_user(d->cache, f->key, kj__conn_uid(f->w[i].c)) < 0)
+				kj__log(d, "could not record uid %u as a requester of %s", (unsigned)kj__conn_uid(f->w[i].c),
+					f->key);
 	}
 out:
 	free(log);

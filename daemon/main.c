@@ -38,7 +38,8 @@ static const char usage_text[] =
 	"usage: kjitd [--socket PATH] [--cache-dir DIR] [--max-size SIZE] [--jobs N] [--foreground]\n"
 	"             [--hip-arch T] [--cuda-arch T] [--vulkan-env T] [--hip-compiler hiprtc|hipcc]\n"
 	"             [--compile-timeout SECONDS] [--kernels-dir DIR] [--log FILE] [--system]\n"
-	"             [--allow-uid UID]... [--allow-gid GID]... [--hot-size SIZE] [--memo-size SIZE]\n"
+	"             [--allow-uid UID]... [--allow-gid GID]... [--admin-gid GID]...\n"
+	"             [--hot-size SIZE] [--memo-size SIZE]\n"
 	"             [--remote URL] [--remote-prefix P] [--remote-ttl DURATION] [--remote-mode ro|rw]\n"
 	"             [--remote-timeout MS] [--remote-max-object SIZE] [--no-compile]\n";
 
@@ -46,6 +47,7 @@ enum {
 	OPT_HIP_ARCH = 256, OPT_CUDA_ARCH, OPT_VULKAN_ENV, OPT_HIP_COMPILER, OPT_TIMEOUT, OPT_KERNELS,
 	OPT_LOG, OPT_SYSTEM, OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_SYSFS, OPT_HOT, OPT_MEMO,
 	OPT_REMOTE, OPT_REMOTE_PREFIX, OPT_REMOTE_TTL, OPT_REMOTE_MODE, OPT_REMOTE_TIMEOUT, OPT_REMOTE_MAX, OPT_NO_COMPILE,
+	OPT_ADMIN_GID,
 };
 
 static const struct option long_opts[] = {
@@ -64,6 +66,7 @@ static const struct option long_opts[] = {
 	{ "system", no_argument, NULL, OPT_SYSTEM },
 	{ "allow-uid", required_argument, NULL, OPT_ALLOW_UID },
 	{ "allow-gid", required_argument, NULL, OPT_ALLOW_GID },
+	{ "admin-gid", required_argument, NULL, OPT_ADMIN_GID },
 	{ "sysfs-root", required_argument, NULL, OPT_SYSFS },
 	{ "hot-size", required_argument, NULL, OPT_HOT },
 	{ "memo-size", required_argument, NULL, OPT_MEMO },
@@ -254,6 +257,10 @@ static int parse_args(int argc, char **argv, struct kj__config *cfg)
 				return usage_error("--allow-gid '%s': expected a numeric gid (16 at most)", optarg);
 			cfg->allow_gid[cfg->n_allow_gid++] = (gid_t)v;
 			break;
+		case OPT_ADMIN_GID:
+			if (kj__admin_gid_opt(cfg, optarg) < 0)
+				return usage_error("--admin-gid '%s': expected a numeric gid (16 at most)", optarg);
+			break;
 		case OPT_SYSFS: free(cfg->sysfs_root); cfg->sysfs_root = kj__strdup(optarg); break;
 		case OPT_HOT:
 		case OPT_MEMO:
@@ -419,7 +426,11 @@ static int reset_tmp(struct kj__daemon *d)
 static int serve(struct kj__daemon *d)
 {
 	char err[512] = "";
-	struct kj__cache_options co = { .max_size = d->cfg.max_size, .log = d->log, .hot_max = d->cfg.hot_size };
+	/* Per-user: 0700/0600, no one else reads the sources; system: the
+	 * group reads (systemd's CacheDirectoryMode=0750), only kjitd writes. */
+	struct kj__cache_options co = { .max_size = d->cfg.max_size, .log = d->log, .hot_max = d->cfg.hot_size,
+					.dir_mode = d->cfg.system_mode ? 0750 : 0700,
+					.file_mode = d->cfg.system_mode ? 0640 : 0600 };
 	int r;
 
 	d->loop = uv_default_loop();
@@ -430,7 +441,8 @@ static int serve(struct kj__daemon *d)
 		return 4;
 	}
 	if (r < 0) {
-		fprintf(d->log, "kjitd: cannot open the cache %s: %s\n", d->cfg.cache_dir, kjit_strerror(r));
+		if (r != KJIT_EDENIED) /* a refusal was said in one line already */
+			fprintf(d->log, "kjitd: cannot open the cache %s: %s\n", d->cfg.cache_dir, kjit_strerror(r));
 		return 1;
 	}
 	if (reset_tmp(d) < 0)

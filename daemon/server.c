@@ -61,6 +61,8 @@ static void dispatch(struct kj__daemon *d, struct kj__conn *c, const struct kj__
 		kj__handle_admin(d, c, h->id, &m);
 		break;
 	case KJ_MSG_STOP: {
+		if (kj__admin_refused(d, c, h->id, "stop")) /* access.c: owner, root, --admin-gid */
+			break;
 		kj__log(d, "stop requested by uid %u pid %d", (unsigned)kj__conn_uid(c), (int)kj__conn_pid(c));
 		kj__conn_reply_code(c, h->id, 0);
 		/* Let the reply go out before the loop winds down. */
