@@ -20,8 +20,10 @@
  *    runs SQLite's quick_check and sweeps temporary files.
  * Ownership: struct kj__cache (cache-int.h) owns the lock descriptor, the
  * SQLite handle, the table and the hot set; kj__cache_close frees them.
- * All file system calls go through c->fs; flock and directory listing are
- * the only direct calls.  All allocations go through c->mem (including
+ * All file system calls go through c->fs; flock, directory listing and the
+ * chmod that tightens a loose cache directory are the only direct calls.
+ * The cache directory must be ours (or root's) and not writable by group
+ * or others (check_top); nothing below it is followed (store.c).  All allocations go through c->mem (including
  * the struct itself), except kj__cache_recipe_load's, made by
  * kj__read_file.  One thread.
  */

@@ -21,7 +21,10 @@
  *    is removed too (or, if an older row names the same key, kept only
  *    when the bytes are the same).
  * Every file system call goes through c->fs; listing directories
- * (opendir/readdir) is the one direct call.  store.c owns no state of its
+ * (opendir/readdir) is the one direct call.  Nothing below the cache
+ * directory is followed: object directories are checked with lstat
+ * (kj__obj_dir_check) before anything in them is created, read, listed or
+ * removed, and files are opened O_NOFOLLOW.  store.c owns no state of its
  * own beyond c->tmp_seq, the counter that makes temporary names unique.
  */
 #include <dirent.h>
@@ -197,9 +200,10 @@ uint64_t kj__obj_sweep(struct kj__cache *c, int orphans)
 	while ((de = readdir(top)) != NULL) {
 		if (de->d_name[0] == '.' || (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN))
 			continue;
+		struct stat st;
 		if (kj__cache_pathf(path, sizeof path, "%s/%s", c->dir, de->d_name) < 0 ||
-		    kj__obj_dir_check(c, path) < 0)
-			continue; /* a symlink is never followed */
+		    c->fs->lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+			continue; /* a file, or a symlink: never followed */
 		d = opendir(path);
 		if (d == NULL)
 			continue; /* not a directory (DT_UNKNOWN), or unreadable */
