@@ -23,9 +23,9 @@
  * All file system calls go through c->fs; flock, directory listing and the
  * chmod that tightens a loose cache directory are the only direct calls.
  * The cache directory must be ours (or root's) and not writable by group
- * or others (check_top); nothing below it is followed (store.c).  All allocations go through c->mem (including
- * the struct itself), except kj__cache_recipe_load's, made by
- * kj__read_file.  One thread.
+ * or others (check_top); nothing below it is followed (store.c).  All
+ * allocations go through c->mem (including the struct itself), except
+ * kj__cache_recipe_load's, made by kj__read_file.  One thread.
  */
 #include <errno.h>
 #include <fcntl.h>

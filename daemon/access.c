@@ -41,7 +41,8 @@ int kj__admin_gid_opt(struct kj__config *cfg, const char *arg)
  * the Uid: and Groups: lines of /proc/PID/status. */
 static int proc_in_group(pid_t pid, uid_t uid, gid_t gid)
 {
-	char path[64], line[4096];
+	char path[64], *line = NULL;
+	size_t cap = 0;
 	int uid_ok = 0, found = 0;
 
 	if (pid <= 0)
@@ -50,7 +51,8 @@ static int proc_in_group(pid_t pid, uid_t uid, gid_t gid)
 	FILE *f = fopen(path, "re");
 	if (f == NULL)
 		return 0;
-	while (fgets(line, sizeof line, f)) {
+	/* getline: a Groups: line may hold thousands of groups */
+	while (getline(&line, &cap, f) > 0) {
 		unsigned long real;
 		if (sscanf(line, "Uid: %lu", &real) == 1)
 			uid_ok = real == (unsigned long)uid;
@@ -60,6 +62,7 @@ static int proc_in_group(pid_t pid, uid_t uid, gid_t gid)
 			if (strtoul(t, NULL, 10) == (unsigned long)gid)
 				found = 1;
 	}
+	free(line);
 	fclose(f);
 	return uid_ok && found;
 }
