@@ -249,10 +249,11 @@ class TestClient(unittest.TestCase):
         self.assertIsInstance(py["hit_latency_us"], dict)
         self.assertGreaterEqual(ref["requests"], py["requests"] + 1)
         before = py["hits"]
-        # Two kjit processes: this process's memo (client/procmemo.c) may
-        # answer a repeated get_kernel without asking kjitd at all.
-        cli("get", "--kernel", "add_f32", "--backend", "vulkan")
-        cli("get", "--kernel", "add_f32", "--backend", "vulkan")
+        kjit.get_kernel("add_f32", backend="vulkan")
+        # A second handle: the first one's process memo would answer a
+        # repeat without asking the daemon (libkjit's KJIT_PROCESS_MEMO).
+        with kjit.Client() as c:
+            c.get_kernel("add_f32", backend="vulkan")
         self.assertGreaterEqual(kjit.stats()["hits"], before + 1)
 
     def test_targets_is_the_cli_json_less_client(self):
