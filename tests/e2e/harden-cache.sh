@@ -56,8 +56,12 @@ if mknod "$T/null" c 1 3 2>/dev/null; then
 else
 	ok "-o CHAR-DEVICE skipped: mknod not permitted here"
 fi
-$GET --source "$T/one.hip" -o /dev/null >/dev/null 2>&1
-check "-o /dev/null stays a character device" [ -c /dev/null ]
+if [ -c /dev/null ]; then
+	$GET --source "$T/one.hip" -o /dev/null >/dev/null 2>&1
+	check "-o /dev/null stays a character device" [ -c /dev/null ]
+else # another program (an old kjit...) replaced it: not ours to judge
+	not_ok "-o /dev/null" "/dev/null was not a character device before this test (replaced by another program); restore it: mknod -m 666 /dev/null c 1 3"
+fi
 $GET --source "$T/one.hip" -o - >"$T/stdout.bin" 2>"$T/err"
 check "-o - writes the object on stdout" cmp -s "$T/stdout.bin" "$T/one.hip"
 check "-o -: the status line goes to stderr" grep -q '^hit ' "$T/err"

@@ -430,6 +430,8 @@ class TestCommandLine(unittest.TestCase):
         reader.join(30)
         self.assertEqual(got, [want])
         self.assertTrue(stat_mod.S_ISFIFO(os.stat(fifo).st_mode))
+        self.assertTrue(stat_mod.S_ISCHR(os.stat("/dev/null").st_mode),
+                        "/dev/null was replaced before this test, by another program")
         self.assertEqual(pymod(*args, "/dev/null").returncode, 0)
         self.assertTrue(stat_mod.S_ISCHR(os.stat("/dev/null").st_mode))
         p = pymod(*args, "-")
