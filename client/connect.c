@@ -320,7 +320,11 @@ static int start_and_wait(kjit_client *c, const char *dir)
 				    strerror(errno));
 		goto out;
 	}
-	char *argv[] = { bin, (char *)"--socket", c->socket_path, NULL };
+	/* An autostarted daemon exits after a while without clients, as
+	 * sccache's does; the next client starts it again. */
+	char idle[16];
+	snprintf(idle, sizeof idle, "%d", KJ_IDLE_TIMEOUT_AUTOSTART_S);
+	char *argv[] = { bin, (char *)"--socket", c->socket_path, (char *)"--idle-timeout", idle, NULL };
 	r = spawn_detached(argv, nullfd, logfd);
 	if (r < 0) {
 		c->sys_errno = -r;

@@ -11,7 +11,10 @@
  * connection the daemon closed while it sat idle (a restart between two
  * calls) is replaced before sending, and a request whose sending fails on
  * a reused connection is sent once more on a fresh one; a request that was
- * sent is never sent twice.
+ * sent is never sent twice.  kjitd may refuse a connection (not allowed,
+ * too many connections, busy) with one REPLY of id 0 and close it; that
+ * reply is read even when the send failed because the daemon had already
+ * closed, so the client shows its reason, not "closed the connection".
  */
 #include <errno.h>
 #include <poll.h>
@@ -248,6 +251,20 @@ static int read_reply(kjit_client *c, struct kj__frame_hdr *h, uint8_t **body)
 	return 0;
 }
 
+/* After the daemon closed a fresh connection: the reply it sent before
+ * closing (a refusal, id 0, or an answer to id), if one is waiting.  1 with
+ * *h and *body set, else 0. */
+static int pending_reply(kjit_client *c, uint32_t id, struct kj__frame_hdr *h, uint8_t **body)
+{
+	if (c->fd < 0 || read_reply(c, h, body) < 0)
+		return 0;
+	if (h->type == KJ_MSG_REPLY && (h->id == 0 || h->id == id))
+		return 1;
+	free(*body);
+	*body = NULL;
+	return 0;
+}
+
 /* Sends req and reads the frame that answers it. */
 static int exchange(kjit_client *c, struct kj__buf *req, uint8_t **body, struct kj__frame_hdr *h)
 {
@@ -267,6 +284,10 @@ static int exchange(kjit_client *c, struct kj__buf *req, uint8_t **body, struct 
 			drop_connection(c);
 			continue;
 		}
+		if (r == KJIT_ECONNECT && pending_reply(c, id, h, body)) {
+			drop_connection(c);
+			return 0;
+		}
 		if (r < 0)
 			return transport_fail(c, r, "sending a request");
 		break;
@@ -279,6 +300,11 @@ static int exchange(kjit_client *c, struct kj__buf *req, uint8_t **body, struct 
 	}
 	if (r < 0)
 		return transport_fail(c, r, "reading the reply");
+	if (h->type == KJ_MSG_REPLY && h->id == 0) {
+		/* A refusal of the connection: its CODE and ERROR answer this. */
+		drop_connection(c);
+		return 0;
+	}
 	if (h->type != KJ_MSG_REPLY || h->id != id) {
 		free(*body);
 		*body = NULL;

@@ -20,6 +20,7 @@
 #define KJ_ENTRIES_MAX_COUNT 256
 #define KJ_HEADERS_MAX_COUNT 512
 #define KJ_INCLUDE_DEPTH_MAX 32            /* nested #include levels we follow */
+#define KJ_TREE_FILES_MAX (1u << 18)       /* entries of a system include tree we fingerprint */
 
 /* Daemon. */
 #define KJ_COMPILE_TIMEOUT_MS 60000        /* a compile past this kills its worker */
@@ -32,6 +33,24 @@
 #define KJ_WORKER_FSIZE_MAX (1ull << 30)   /* RLIMIT_FSIZE of a worker */
 #define KJ_HOT_BYTES_MAX (256u << 20)      /* verified objects kept in memory */
 #define KJ_MEMO_BYTES_MAX (64u << 20)      /* request bodies remembered with their cache key */
+#define KJ_NEGCACHE_MAX 64                 /* failed compiles remembered (daemon/negcache.c) */
+#define KJ_FAILED_TTL_MS 5000              /* --failed-ttl default: a startup storm, not an edit cycle */
+
+/* What one local user may hold of the daemon (daemon/quota.c, docs/reliability.md). */
+#define KJ_CONN_PER_UID_MAX 256            /* connections per uid (not owner/root): a build with a client per core fits */
+#define KJ_CONN_PRIV_RESERVE 64            /* descriptors only the owner and root may use: stop/stats on a flooded daemon */
+#define KJ_FD_RESERVE 64                   /* descriptors kept for the cache, index, log, detection and the fleet tier */
+#define KJ_NOFILE_WANT 65536               /* the soft RLIMIT_NOFILE kjitd raises itself to (capped by the hard one) */
+#define KJ_CONN_IDLE_MS 300000             /* a connection with nothing in flight silent this long is closed (clients reconnect) */
+#define KJ_REQ_BYTES_MAX (512ull << 20)    /* request bytes in flight and queued, all uids: bounds RSS under a flood */
+#define KJ_REQ_BYTES_PER_UID_MAX (160ull << 20) /* per uid: the largest request (4 MiB source + 16 MiB headers) held 4x over, twice */
+#define KJ_REQ_COPIES 2                    /* a queued compile holds its request twice (job frame and replay recipe) */
+#define KJ_MMAP_THRESHOLD (256u << 10)     /* blocks this large come from mmap and go back to the system when freed */
+#define KJ_TRIM_AFTER_BYTES (32ull << 20)  /* after a load this large passes, malloc_trim returns the heap's free pages */
+#define KJ_IDLE_TIMEOUT_AUTOSTART_S 600    /* --idle-timeout an autostarted per-user kjitd gets (sccache's default) */
+#define KJ_REAP_WAIT_MS 2000               /* at exit, how long kjitd waits for killed descendants to die */
+#define KJ_PROBE_FDS 64                    /* descriptors of another kjitd searched for its index (opened early) */
+#define KJ_CACHE_LOCK_WAIT_MS 3000         /* a new kjitd waits this long for an exiting one to release the cache */
 
 /* Shared read-only hit table (common/hittab.c, docs/hitpath.md). */
 #define KJ_HITTAB_BYTES_MAX (256u << 20)   /* hard cap of the memfd: as much as the hot set */

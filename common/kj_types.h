@@ -41,7 +41,7 @@ enum kjit_error {
 	KJIT_EINCLUDE = -14,    /* an #include outside the allowed directories */
 	KJIT_ENOENT = -15,      /* no such cache entry */
 	KJIT_ECORRUPT = -16,    /* an object or bundle failed its digest check */
-	KJIT_EBUSY = -17,       /* another kjitd already serves this cache */
+	KJIT_EBUSY = -17,       /* kjitd is busy (retry), or another serves this cache */
 	KJIT_EDENIED = -18,     /* the daemon refused this user */
 	KJIT_EINTERNAL = -19,   /* a bug: please report */
 	KJIT_ESHUTDOWN = -20,   /* the daemon is shutting down */

@@ -9,6 +9,13 @@
  * buffer without bound.  A hit's object goes out without a copy
  * (kj__conn_send_ext) unless the socket cannot take it at once.
  *
+ * Limits (quota.c): a connection counts against its uid from
+ * kj__conn_count on; a frame's length is charged to its uid as soon as its
+ * header is read, before its body is buffered, and a frame over the budget
+ * is answered "busy, retry" and its body read and dropped.  A connection
+ * with nothing in flight that stays silent for cfg.conn_idle_ms is closed
+ * without a word (clients reconnect), so silent connections cannot pile up.
+ *
  * This file knows nothing of what a request means: each whole frame goes
  * to the dispatch function the server gave kj__conn_accept, so handlers
  * (get.c, admin.c) depend on conn.c and the server on both, never back.
@@ -36,6 +43,9 @@ struct kj__conn {
 	unsigned refs;
 	unsigned handles_open;
 	int closing;
+	int counted;                 /* counted against its uid (quota.c) */
+	uint64_t charged;            /* bytes of the frame being read, charged to uid */
+	uint64_t skip;               /* bytes of a refused frame still to read and drop */
 	uid_t uid;
 	gid_t gid;
 	pid_t pid;
@@ -101,6 +111,13 @@ void kj__conn_close(struct kj__conn *c)
 	if (c->closing)
 		return;
 	c->closing = 1;
+	if (c->counted)
+		kj__quota_conn_del(c->d, c->uid);
+	c->counted = 0;
+	kj__quota_release(c->d, c->uid, c->charged);
+	c->charged = 0;
+	if (!c->sink)
+		c->d->last_active_us = kj__now_us();
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -318,6 +335,52 @@ static void on_idle(uv_timer_t *t)
 	kj__conn_close(c);
 }
 
+/* A connection with nothing in flight was silent for cfg.conn_idle_ms. */
+static void on_silent(uv_timer_t *t)
+{
+	kj__conn_close(t->data);
+}
+
+/* (Re)arms the connection's one timer: the partial-frame timeout while a
+ * frame is half read, the idle timeout while nothing is owed either way. */
+static void arm_timer(struct kj__conn *c)
+{
+	if (c->closing || c->sink)
+		return;
+	if ((c->in.len > 0 || c->skip > 0) && c->inflight == 0 && c->out_pending == 0)
+		uv_timer_start(&c->idle, on_idle, KJ_CLIENT_IDLE_TIMEOUT_MS, 0);
+	else if (c->inflight == 0 && c->out_pending == 0 && c->d->cfg.conn_idle_ms > 0)
+		uv_timer_start(&c->idle, on_silent, c->d->cfg.conn_idle_ms, 0);
+	else
+		uv_timer_stop(&c->idle);
+}
+
+/* Charges the next frame's length to the peer's uid once its header is
+ * in; a frame over the budget is answered busy and dropped (its body is
+ * skipped as it comes).  0 to go on, 1 when the frame was refused. */
+static int charge_frame(struct kj__conn *c)
+{
+	struct kj__frame_hdr h;
+	char err[512];
+
+	if (c->charged || c->in.len < KJ_FRAME_HDR_SIZE || kj__frame_hdr_decode(c->in.p, &h) < 0 || h.len == 0)
+		return 0;
+	int r = kj__quota_charge(c->d, c->uid, h.len, err, sizeof err);
+	if (r == 0) {
+		c->charged = h.len;
+		return 0;
+	}
+	kj__conn_error(c, h.id, r, "%s", err);
+	size_t total = KJ_FRAME_HDR_SIZE + (size_t)h.len;
+	if (c->in.len >= total) {
+		kj__framer_consume(&c->in, &h);
+	} else {
+		c->skip = total - c->in.len;
+		c->in.len = 0;
+	}
+	return 1;
+}
+
 static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
 	struct kj__conn *c = h->data;
@@ -333,8 +396,11 @@ static void process_frames(struct kj__conn *c)
 
 	kj__conn_ref(c);
 	c->processing = 1;
-	while (!c->closing && c->out_pending == 0 && c->inflight == 0 &&
-	       (r = kj__framer_next(&c->in, &h, &body)) != 0) {
+	while (!c->closing && c->out_pending == 0 && c->inflight == 0 && c->skip == 0) {
+		if (charge_frame(c))
+			continue;
+		if ((r = kj__framer_next(&c->in, &h, &body)) == 0)
+			break;
 		if (r < 0) {
 			if (r == KJIT_ETOOBIG)
 				kj__conn_error(c, h.id, r, "frame of %u bytes is over the %u-byte limit; closing the connection",
@@ -346,9 +412,12 @@ static void process_frames(struct kj__conn *c)
 			break;
 		}
 		c->inflight++;
+		c->d->last_active_us = kj__now_us();
 		c->dispatch(c->d, c, &h, body);
 		if (!c->closing)
 			kj__framer_consume(&c->in, &h);
+		kj__quota_release(c->d, c->uid, c->charged);
+		c->charged = 0;
 	}
 	c->processing = 0;
 	/* A request still being answered (a compile): read nothing more from
@@ -356,13 +425,7 @@ static void process_frames(struct kj__conn *c)
 	 * cannot make us hold its replies. */
 	if (!c->closing && (c->inflight > 0 || c->out_pending > 0))
 		uv_read_stop((uv_stream_t *)&c->h);
-	if (!c->closing) {
-		/* Only a partial frame we wait on the client for can time out. */
-		if (c->in.len > 0 && c->inflight == 0 && c->out_pending == 0)
-			uv_timer_start(&c->idle, on_idle, KJ_CLIENT_IDLE_TIMEOUT_MS, 0);
-		else
-			uv_timer_stop(&c->idle);
-	}
+	arm_timer(c);
 	kj__conn_unref(c);
 }
 
@@ -376,6 +439,12 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		return;
 	}
 	c->in.len += (size_t)nread;
+	if (c->skip > 0) { /* the rest of a refused frame */
+		size_t n = c->skip < c->in.len ? (size_t)c->skip : c->in.len;
+		memmove(c->in.p, c->in.p + n, c->in.len - n);
+		c->in.len -= n;
+		c->skip -= n;
+	}
 	process_frames(c);
 }
 
@@ -425,6 +494,43 @@ void kj__conn_start(struct kj__conn *c)
 {
 	if (uv_read_start((uv_stream_t *)&c->h, alloc_cb, on_read) < 0)
 		kj__conn_close(c);
+	else
+		arm_timer(c);
+}
+
+int kj__conn_count(struct kj__conn *c, char *err, size_t errlen)
+{
+	int r = kj__quota_conn_add(c->d, c->uid, err, errlen);
+
+	c->counted = r == 0;
+	return r;
+}
+
+int kj__conn_in_group(const struct kj__conn *c, gid_t gid)
+{
+	gid_t small[64], *g = small;
+	socklen_t len = sizeof small;
+	uv_os_fd_t fd;
+	int found = 0;
+
+	if (c->gid == gid)
+		return 1;
+	if (c->sink || uv_fileno((const uv_handle_t *)&c->h, &fd) < 0)
+		return 0;
+	/* The peer's supplementary groups as of connect (Linux 4.13). */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len) < 0) {
+		if (errno != ERANGE || (g = malloc(len)) == NULL)
+			return 0;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len) < 0) {
+			free(g);
+			return 0;
+		}
+	}
+	for (size_t i = 0; i < len / sizeof *g && !found; i++)
+		found = g[i] == gid;
+	if (g != small)
+		free(g);
+	return found;
 }
 
 void kj__conn_close_all(struct kj__daemon *d)

@@ -3,7 +3,8 @@
  * server (server.c: listening, accepting, dispatching to the handlers),
  * the GET request (request.c parses, get.c answers), single-flight
  * (flight.c: one compile per key), the worker pool (pool.c: compile
- * processes), the memo, the bundled-kernel manifest and the administrative
+ * processes), the memo, the recent failures (negcache.c), the
+ * bundled-kernel manifest and the administrative
  * commands.  Arrows point one way: server.c calls the handlers, handlers
  * call conn.c, and conn.c calls back only through the dispatch function
  * it was given.
@@ -40,9 +41,12 @@ struct kj__config {
 	char *self_exe;             /* our own binary, re-executed for roles */
 	char *arch[4];              /* per backend: --hip-arch, --cuda-arch, --vulkan-env */
 	char *hip_compiler;         /* "hiprtc" (default) or "hipcc" */
+	char *cuda_compiler;        /* "nvrtc" (default) or "nvcc" */
 	uint64_t max_size;
 	uint64_t hot_size;          /* verified objects kept in memory */
 	uint64_t memo_size;         /* request bytes remembered with their key */
+	unsigned failed_ttl_ms;     /* --failed-ttl: a failed compile is served this long */
+	int failed_ttl_given;
 	unsigned jobs;              /* workers per compiler family */
 	unsigned compile_timeout_ms;
 	int foreground;
@@ -61,6 +65,13 @@ struct kj__config {
 	uint64_t remote_ttl_ms;     /* --remote-ttl; 0: no expiry */
 	uint64_t remote_max_object; /* --remote-max-object; 0: KJ_REMOTE_OBJECT_MAX */
 	int no_compile;             /* --no-compile: serve hits, refuse misses */
+	/* Limits per peer uid and in total (quota.c, docs/reliability.md). */
+	unsigned conn_max_per_uid;  /* --max-conns-per-uid; 0: no cap */
+	uint64_t conn_idle_ms;      /* --conn-idle-timeout: a connection silent this long is closed; 0: never */
+	uint64_t buf_max_total;     /* --max-request-bytes */
+	uint64_t buf_max_per_uid;   /* --max-request-bytes-per-uid */
+	uint64_t idle_timeout_ms;   /* --idle-timeout: exit after this long without clients or work; 0: never */
+	int idle_timeout_set;       /* given on the command line */
 };
 
 /* Frame reassembly from a byte stream (client connections, worker pipes). */
@@ -84,6 +95,7 @@ void kj__framer_alloc(struct kj__framer *f, size_t suggested, uv_buf_t *buf);
 /* A compile job as the pool sees it. */
 struct kj__job {
 	struct kj__job *next;
+	uid_t uid;                  /* who asked: queues are fair between uids */
 	struct kj__buf frame;       /* the JOB frame, ready to send */
 	uint32_t id;
 	uint64_t queued_us;
@@ -152,6 +164,16 @@ int kj__memo_find(struct kj__memo *m, const uint8_t *body, size_t len, struct kj
 int kj__memo_put(struct kj__memo *m, const uint8_t *body, size_t len, const struct kj__memo_hit *hit,
 		 const char *const *paths, const struct stat *stats, size_t n_paths);
 
+/* negcache.c: failed compiles remembered for ttl_ms (docs in negcache.c).
+ * ttl_ms 0 remembers nothing.  _get returns 1 with the code, error line and
+ * log (NULL if none; borrowed until the next _put) of key's recent failure,
+ * else 0. */
+struct kj__negcache;
+int kj__negcache_new(struct kj__negcache **out, unsigned ttl_ms);
+void kj__negcache_free(struct kj__negcache *n);
+void kj__negcache_put(struct kj__negcache *n, const char *key, int code, const char *line, const char *log);
+int kj__negcache_get(struct kj__negcache *n, const char *key, int *code, const char **line, const char **log);
+
 /* Counters since start; added to the persistent ones on flush. */
 enum kj__stat {
 	KJ_STAT_REQUESTS, KJ_STAT_HITS, KJ_STAT_MISSES, KJ_STAT_COMPILES, KJ_STAT_JOINED,
@@ -173,8 +195,10 @@ struct kj__daemon {
 	uv_timer_t flush_timer;
 	struct kj__cache *cache;
 	struct kj__pool *pools[4];   /* by backend */
+	struct kj__pool *alt_pools[4]; /* by backend: the other family a request chose (--compiler) */
 	struct kj__manifest manifest;
 	struct kj__memo *memo;       /* request bytes -> key, for the hit path */
+	struct kj__negcache *negcache; /* recently failed compiles (negcache.c) */
 	struct kj__flights *flights; /* compiles in progress, by key (flight.c) */
 	struct kj__conn *conns;      /* all live connections */
 	struct kj__gpu gpus[16];     /* detected at start */
@@ -187,7 +211,31 @@ struct kj__daemon {
 	uint64_t stats_flushed[KJ_STAT_COUNT];
 	uint64_t lat_hist[KJ_LAT_BUCKETS];
 	FILE *log;
+	/* quota.c: what each uid holds (connections, request bytes). */
+	struct kj__quota_uid *quota;
+	size_t n_quota, cap_quota;
+	unsigned n_conns, conn_max_total;
+	uint64_t bytes_total, bytes_peak;
+	uint64_t refused_conns;      /* connections refused since the last log line about it */
+	uint64_t refused_log_us;
+	uint64_t last_active_us;     /* last accept, request or close: for --idle-timeout */
+	dev_t sock_dev;              /* the socket file we bound, to notice it removed or replaced */
+	ino_t sock_ino;
+	int sock_lost;               /* it was: do not unlink whatever is at the path now */
 };
+
+/* quota.c: connections and request bytes per peer uid (docs in quota.c).
+ * init: computes the connection cap from the descriptor limit (raising the
+ * soft limit to the hard one) and sets malloc to return large blocks.
+ * conn_add / charge: 0, or KJIT_EBUSY (KJIT_ENOMEM) with a one-line reason
+ * for the client in err, nothing counted.  tick: on the flush timer. */
+void kj__quota_init(struct kj__daemon *d);
+int kj__quota_privileged(const struct kj__daemon *d, uid_t uid);
+int kj__quota_conn_add(struct kj__daemon *d, uid_t uid, char *err, size_t errlen);
+void kj__quota_conn_del(struct kj__daemon *d, uid_t uid);
+int kj__quota_charge(struct kj__daemon *d, uid_t uid, uint64_t n, char *err, size_t errlen);
+void kj__quota_release(struct kj__daemon *d, uid_t uid, uint64_t n);
+void kj__quota_tick(struct kj__daemon *d);
 
 /* log.c: logs one line with a timestamp to d->log. */
 void kj__log(struct kj__daemon *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -205,6 +253,12 @@ typedef void kj__conn_dispatch_fn(struct kj__daemon *d, struct kj__conn *c, cons
  * connection already closed, *out NULL). */
 int kj__conn_accept(struct kj__daemon *d, uv_stream_t *server, kj__conn_dispatch_fn *dispatch,
 		    struct kj__conn **out);
+/* Counts c against its uid's and the total connection caps (quota.c): 0,
+ * or KJIT_EBUSY with the reason for the client in err (not counted). */
+int kj__conn_count(struct kj__conn *c, char *err, size_t errlen);
+/* Is gid the peer's primary group or one of its supplementary groups
+ * (SO_PEERGROUPS, as of connect)? */
+int kj__conn_in_group(const struct kj__conn *c, gid_t gid);
 /* Starts reading requests from an accepted connection. */
 void kj__conn_start(struct kj__conn *c);
 /* Closes c's socket (once; later calls do nothing) and drops the socket's
@@ -241,6 +295,20 @@ pid_t kj__conn_pid(const struct kj__conn *c);
  * closes the listener, the pools and every connection (idempotent). */
 int kj__server_start(struct kj__daemon *d);
 void kj__server_stop(struct kj__daemon *d);
+/* Does another kjitd answer on cfg.socket_path?  0 if not; KJIT_EBUSY with
+ * one line in why naming it (pid, and its cache directory when /proc shows
+ * it); KJIT_EINVAL for a path too long. */
+int kj__server_probe(struct kj__daemon *d, char *why, size_t whylen);
+/* Once a second (the flush timer): returns memory after a load (quota.c),
+ * stops the daemon when its socket file was removed or replaced, or when
+ * --idle-timeout passed without a client or work. */
+void kj__server_tick(struct kj__daemon *d);
+/* kjitd is the subreaper of what its children start (a compiler's own
+ * children, detection's helpers): reaps those that exited, never a worker
+ * (a process handle of the loop: libuv reaps those).  With wait_ms > 0 (at
+ * exit, once the loop is closed), reaps everything, waiting that long for
+ * the last ones to exit. */
+void kj__reap_orphans(struct kj__daemon *d, int wait_ms);
 
 /* request.c: a GET request's fields, copied out of the frame and checked. */
 struct kj__get_req {
@@ -248,6 +316,7 @@ struct kj__get_req {
 	char *target, *version;      /* NULL: not in the request */
 	char *target_from;           /* where the client's target came from; NULL: named explicitly */
 	char *kernel;                /* a bundled kernel's name, or NULL */
+	char *family;                /* the compiler the request chose (COMPILER), or NULL */
 	char *source_name;
 	char *kernel_path;           /* the bundled kernel's source file (load_kernel) */
 	uint8_t *source;             /* NUL-terminated after source_len bytes */
@@ -291,13 +360,18 @@ struct kj__flight {
 	struct kj__cache_entry e;    /* what the index will say; strings below */
 	char *source_name, *options, *compiler;
 	struct kj__buf recipe;       /* the request without target and version */
+	uid_t uid;                   /* who opened it, charged for its job and recipe */
+	uint64_t charged;
 	uint64_t t0;
+	struct kj__pool *pool;       /* the compiler family it runs on */
 };
 struct kj__flights;
 /* The table of open flights: 0 or KJIT_ENOMEM. */
 int kj__flights_new(struct kj__flights **out);
 /* Frees the table and every flight still in it (NULL: nothing). */
 void kj__flights_free(struct kj__flights *t);
+/* How many flights are open. */
+size_t kj__flights_count(const struct kj__flights *t);
 /* The open flight for key, or NULL. */
 struct kj__flight *kj__flights_find(struct kj__flights *t, const char *key);
 /* Adds f (no flight for its key open): 0 or KJIT_ENOMEM (not added). */

@@ -57,6 +57,11 @@ static void place(struct kj__flights *t, struct kj__flight *f)
 	t->slot[j] = f;
 }
 
+size_t kj__flights_count(const struct kj__flights *t)
+{
+	return t ? t->n : 0;
+}
+
 struct kj__flight *kj__flights_find(struct kj__flights *t, const char *key)
 {
 	if (t->cap == 0)
@@ -137,6 +142,7 @@ void kj__flight_free(struct kj__flight *f)
 {
 	if (f == NULL)
 		return;
+	kj__quota_release(f->d, f->uid, f->charged);
 	for (size_t i = 0; i < f->n_w; i++)
 		kj__conn_unref(f->w[i].c);
 	free(f->w);

@@ -21,8 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <systemd/sd-daemon.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "compiler.h"
@@ -37,16 +39,21 @@ extern char **environ;
 static const char usage_text[] =
 	"usage: kjitd [--socket PATH] [--cache-dir DIR] [--max-size SIZE] [--jobs N] [--foreground]\n"
 	"             [--hip-arch T] [--cuda-arch T] [--vulkan-env T] [--hip-compiler hiprtc|hipcc]\n"
+	"             [--cuda-compiler nvrtc|nvcc]\n"
 	"             [--compile-timeout SECONDS] [--kernels-dir DIR] [--log FILE] [--system]\n"
 	"             [--allow-uid UID]... [--allow-gid GID]... [--admin-gid GID]...\n"
-	"             [--hot-size SIZE] [--memo-size SIZE]\n"
+	"             [--hot-size SIZE] [--memo-size SIZE] [--failed-ttl SECONDS]\n"
 	"             [--remote URL] [--remote-prefix P] [--remote-ttl DURATION] [--remote-mode ro|rw]\n"
-	"             [--remote-timeout MS] [--remote-max-object SIZE] [--no-compile]\n";
+	"             [--remote-timeout MS] [--remote-max-object SIZE] [--no-compile]\n"
+	"             [--idle-timeout SECONDS] [--max-conns-per-uid N] [--conn-idle-timeout SECONDS]\n"
+	"             [--max-request-bytes SIZE] [--max-request-bytes-per-uid SIZE]\n";
 
 enum {
 	OPT_HIP_ARCH = 256, OPT_CUDA_ARCH, OPT_VULKAN_ENV, OPT_HIP_COMPILER, OPT_TIMEOUT, OPT_KERNELS,
 	OPT_LOG, OPT_SYSTEM, OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_SYSFS, OPT_HOT, OPT_MEMO,
 	OPT_REMOTE, OPT_REMOTE_PREFIX, OPT_REMOTE_TTL, OPT_REMOTE_MODE, OPT_REMOTE_TIMEOUT, OPT_REMOTE_MAX, OPT_NO_COMPILE,
+	OPT_FAILED_TTL, OPT_CUDA_COMPILER,
+	OPT_IDLE_TIMEOUT, OPT_CONNS_PER_UID, OPT_CONN_IDLE, OPT_REQ_BYTES, OPT_REQ_BYTES_UID,
 	OPT_ADMIN_GID,
 };
 
@@ -60,6 +67,7 @@ static const struct option long_opts[] = {
 	{ "cuda-arch", required_argument, NULL, OPT_CUDA_ARCH },
 	{ "vulkan-env", required_argument, NULL, OPT_VULKAN_ENV },
 	{ "hip-compiler", required_argument, NULL, OPT_HIP_COMPILER },
+	{ "cuda-compiler", required_argument, NULL, OPT_CUDA_COMPILER },
 	{ "compile-timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "kernels-dir", required_argument, NULL, OPT_KERNELS },
 	{ "log", required_argument, NULL, OPT_LOG },
@@ -70,6 +78,7 @@ static const struct option long_opts[] = {
 	{ "sysfs-root", required_argument, NULL, OPT_SYSFS },
 	{ "hot-size", required_argument, NULL, OPT_HOT },
 	{ "memo-size", required_argument, NULL, OPT_MEMO },
+	{ "failed-ttl", required_argument, NULL, OPT_FAILED_TTL },
 	{ "remote", required_argument, NULL, OPT_REMOTE },
 	{ "remote-prefix", required_argument, NULL, OPT_REMOTE_PREFIX },
 	{ "remote-ttl", required_argument, NULL, OPT_REMOTE_TTL },
@@ -77,6 +86,11 @@ static const struct option long_opts[] = {
 	{ "remote-timeout", required_argument, NULL, OPT_REMOTE_TIMEOUT },
 	{ "remote-max-object", required_argument, NULL, OPT_REMOTE_MAX },
 	{ "no-compile", no_argument, NULL, OPT_NO_COMPILE },
+	{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
+	{ "max-conns-per-uid", required_argument, NULL, OPT_CONNS_PER_UID },
+	{ "conn-idle-timeout", required_argument, NULL, OPT_CONN_IDLE },
+	{ "max-request-bytes", required_argument, NULL, OPT_REQ_BYTES },
+	{ "max-request-bytes-per-uid", required_argument, NULL, OPT_REQ_BYTES_UID },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -202,6 +216,40 @@ static int parse_remote_opt(int c, const char *arg, struct kj__config *cfg)
 	return -1;
 }
 
+/* The limits' options (daemon/quota.c, docs/reliability.md); -1 when c is
+ * not one of them, else 0 or an exit status. */
+static int parse_limit_opt(int c, const char *arg, struct kj__config *cfg)
+{
+	unsigned long v;
+	uint64_t size;
+
+	switch (c) {
+	case OPT_IDLE_TIMEOUT:
+	case OPT_CONN_IDLE:
+		if (parse_uint(arg, 30ul * 86400, &v) < 0)
+			return usage_error("--idle-timeout/--conn-idle-timeout '%s': expected seconds (0: never)", arg);
+		if (c == OPT_IDLE_TIMEOUT) {
+			cfg->idle_timeout_ms = (uint64_t)v * 1000;
+			cfg->idle_timeout_set = 1;
+		} else {
+			cfg->conn_idle_ms = v ? (uint64_t)v * 1000 : UINT64_MAX; /* UINT64_MAX: never, set below */
+		}
+		return 0;
+	case OPT_CONNS_PER_UID:
+		if (parse_uint(arg, 1000000, &v) < 0)
+			return usage_error("--max-conns-per-uid '%s': expected a number (0: no cap)", arg);
+		cfg->conn_max_per_uid = v ? (unsigned)v : UINT_MAX;
+		return 0;
+	case OPT_REQ_BYTES:
+	case OPT_REQ_BYTES_UID:
+		if (kj__parse_size(arg, &size) < 0 || size < (1u << 20))
+			return usage_error("--max-request-bytes[-per-uid] '%s': expected a size of 1M or more, like 512M", arg);
+		*(c == OPT_REQ_BYTES ? &cfg->buf_max_total : &cfg->buf_max_per_uid) = size;
+		return 0;
+	}
+	return -1;
+}
+
 /* Parses the daemon's argv into cfg; returns -1 to go on, else an exit
  * status. */
 static int parse_args(int argc, char **argv, struct kj__config *cfg)
@@ -211,7 +259,7 @@ static int parse_args(int argc, char **argv, struct kj__config *cfg)
 	int c, rc;
 
 	while ((c = getopt_long(argc, argv, "s:c:m:j:fh", long_opts, NULL)) != -1) {
-		if ((rc = parse_remote_opt(c, optarg, cfg)) >= 0) {
+		if ((rc = parse_remote_opt(c, optarg, cfg)) >= 0 || (rc = parse_limit_opt(c, optarg, cfg)) >= 0) {
 			if (rc)
 				return rc;
 			continue;
@@ -238,6 +286,12 @@ static int parse_args(int argc, char **argv, struct kj__config *cfg)
 				return usage_error("--hip-compiler '%s': expected hiprtc or hipcc", optarg);
 			free(cfg->hip_compiler);
 			cfg->hip_compiler = kj__strdup(optarg);
+			break;
+		case OPT_CUDA_COMPILER:
+			if (strcmp(optarg, "nvrtc") != 0 && strcmp(optarg, "nvcc") != 0)
+				return usage_error("--cuda-compiler '%s': expected nvrtc or nvcc", optarg);
+			free(cfg->cuda_compiler);
+			cfg->cuda_compiler = kj__strdup(optarg);
 			break;
 		case OPT_TIMEOUT:
 			if (parse_uint(optarg, 86400, &v) < 0 || v == 0)
@@ -267,6 +321,12 @@ static int parse_args(int argc, char **argv, struct kj__config *cfg)
 			if (kj__parse_size(optarg, &size) < 0 || size == 0)
 				return usage_error("--hot-size/--memo-size '%s': expected a size like 64M", optarg);
 			*(c == OPT_HOT ? &cfg->hot_size : &cfg->memo_size) = size;
+			break;
+		case OPT_FAILED_TTL:
+			if (parse_uint(optarg, 3600, &v) < 0)
+				return usage_error("--failed-ttl '%s': expected seconds, 0 to 3600", optarg);
+			cfg->failed_ttl_ms = (unsigned)v * 1000u;
+			cfg->failed_ttl_given = 1;
 			break;
 		case 'h': fputs(usage_text, stdout); return 0;
 		default: fputs(usage_text, stderr); return 2;
@@ -299,6 +359,29 @@ static int fill_defaults(struct kj__config *cfg)
 		cfg->hot_size = KJ_HOT_BYTES_MAX;
 	if (cfg->memo_size == 0)
 		cfg->memo_size = KJ_MEMO_BYTES_MAX;
+	if (!cfg->failed_ttl_given)
+		cfg->failed_ttl_ms = KJ_FAILED_TTL_MS;
+	if (cfg->conn_max_per_uid == 0)
+		cfg->conn_max_per_uid = KJ_CONN_PER_UID_MAX;
+	else if (cfg->conn_max_per_uid == UINT_MAX)
+		cfg->conn_max_per_uid = 0;
+	if (cfg->conn_idle_ms == 0)
+		cfg->conn_idle_ms = KJ_CONN_IDLE_MS;
+	else if (cfg->conn_idle_ms == UINT64_MAX)
+		cfg->conn_idle_ms = 0;
+	if (cfg->buf_max_total == 0)
+		cfg->buf_max_total = KJ_REQ_BYTES_MAX;
+	if (cfg->buf_max_per_uid == 0)
+		cfg->buf_max_per_uid = KJ_REQ_BYTES_PER_UID_MAX;
+	if (cfg->buf_max_per_uid > cfg->buf_max_total)
+		cfg->buf_max_per_uid = cfg->buf_max_total;
+	/* The daemon's own exit on idle is for a per-user daemon a client
+	 * started (it passes --idle-timeout); systemd starts and stops the
+	 * system one. */
+	if (cfg->system_mode && cfg->idle_timeout_set && cfg->idle_timeout_ms) {
+		fprintf(stderr, "kjitd: --idle-timeout is ignored with --system (systemd starts and stops it)\n");
+		cfg->idle_timeout_ms = 0;
+	}
 	if (cfg->remote_url == NULL && getenv("KJITD_REMOTE") && *getenv("KJITD_REMOTE")) {
 		struct kj__remote_url u;
 		char err[512];
@@ -323,6 +406,7 @@ static void config_free(struct kj__config *cfg)
 	free(cfg->log_path);
 	free(cfg->self_exe);
 	free(cfg->hip_compiler);
+	free(cfg->cuda_compiler);
 	free(cfg->remote_url);
 	free(cfg->remote_prefix);
 	for (size_t i = 0; i < KJ_ARRAY_SIZE(cfg->arch); i++)
@@ -339,6 +423,7 @@ static void on_signal(uv_signal_t *s, int signum)
 static void on_flush(uv_timer_t *t)
 {
 	kj__stats_flush(t->data);
+	kj__server_tick(t->data);
 }
 
 /* Tells the waiting parent (and systemd) that we serve. */
@@ -435,9 +520,28 @@ static int serve(struct kj__daemon *d)
 
 	d->loop = uv_default_loop();
 	d->started = kj__wall_s();
-	r = kj__cache_open(&d->cache, d->cfg.cache_dir, &co);
+	d->last_active_us = kj__now_us();
+	kj__quota_init(d);
+	/* What our children leave behind (a compiler's children, rocminfo's
+	 * shell) comes to us, not to an init that may never reap it. */
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+		kj__log(d, "cannot become a subreaper (%s): orphans of compilers go to init", strerror(errno));
+	/* A daemon on our socket is named first, with its cache: "already
+	 * serves this cache" would be wrong when it serves another. */
+	if (getenv("LISTEN_FDS") == NULL && kj__server_probe(d, err, sizeof err) < 0) {
+		fprintf(d->log, "kjitd: %s\n", err);
+		return 4;
+	}
+	/* The holder of the cache may be a daemon on its way out (its socket
+	 * was removed, and the client that found none started us): wait. */
+	uint64_t until = kj__now_us() + (uint64_t)KJ_CACHE_LOCK_WAIT_MS * 1000;
+	while ((r = kj__cache_open(&d->cache, d->cfg.cache_dir, &co)) == KJIT_EBUSY && kj__now_us() < until) {
+		struct timespec ts = { 0, 100 * 1000000L };
+		nanosleep(&ts, NULL);
+	}
 	if (r == KJIT_EBUSY) {
-		fprintf(d->log, "kjitd: another kjitd already serves %s; `kjit ping` reaches it\n", d->cfg.cache_dir);
+		fprintf(d->log, "kjitd: another kjitd already serves %s (on another socket than %s); stop it, or pass "
+			"another --cache-dir\n", d->cfg.cache_dir, d->cfg.socket_path);
 		return 4;
 	}
 	if (r < 0) {
@@ -447,7 +551,8 @@ static int serve(struct kj__daemon *d)
 	}
 	if (reset_tmp(d) < 0)
 		return 1;
-	if (kj__memo_new(&d->memo, d->cfg.memo_size) < 0 || kj__flights_new(&d->flights) < 0) {
+	if (kj__memo_new(&d->memo, d->cfg.memo_size) < 0 || kj__flights_new(&d->flights) < 0 ||
+	    kj__negcache_new(&d->negcache, d->cfg.failed_ttl_ms) < 0) {
 		fprintf(d->log, "kjitd: out of memory\n");
 		return 1;
 	}
@@ -509,12 +614,20 @@ out:
 	if (d.loop) {
 		uv_run(d.loop, UV_RUN_NOWAIT);
 		kj__flights_free(d.flights);
-		for (size_t i = 0; i < KJ_ARRAY_SIZE(d.pools); i++)
+		for (size_t i = 0; i < KJ_ARRAY_SIZE(d.pools); i++) {
 			kj__pool_free(d.pools[i]);
+			kj__pool_free(d.alt_pools[i]);
+			d.alt_pools[i] = NULL;
+			d.pools[i] = NULL;
+		}
 		if (uv_loop_close(d.loop) != 0)
 			kj__log(&d, "exiting with handles still open");
 	}
+	/* Every worker was collected by the loop; collect what is left. */
+	if (d.loop)
+		kj__reap_orphans(&d, KJ_REAP_WAIT_MS);
 	kj__memo_free(d.memo);
+	kj__negcache_free(d.negcache);
 	kj__cache_close(d.cache);
 	kj__manifest_free(&d.manifest);
 	if (d.log && d.log != stderr)

@@ -7,6 +7,13 @@
  * fails that job alone, with a message saying how it died, and is replaced
  * on demand.  A family whose compiler cannot load (its HELLO carries an
  * error) fails its jobs with that reason instead of restarting forever.
+ *
+ * Queued jobs wait in one queue per uid, and an idle worker takes the next
+ * job round-robin over the uids (then first come, first served within a
+ * uid), so a user who queues hundreds of compiles delays another user's
+ * compile by at most one job per worker, not by the whole flood.  On
+ * shutdown every worker is killed and the loop runs until each one's exit
+ * has been collected: no <defunct> child outlives kjitd.
  */
 #include <errno.h>
 #include <signal.h>
@@ -41,12 +48,21 @@ struct ready_cb {
 	void *arg;
 };
 
+/* The jobs one uid has queued, in order; the pool's queues form a ring
+ * served round-robin. */
+struct uid_queue {
+	struct uid_queue *next;
+	uid_t uid;
+	struct kj__job *head, *tail;
+};
+
 struct kj__pool {
 	struct kj__daemon *d;
 	char *family;
 	struct worker *workers;
 	unsigned n_workers;
-	struct kj__job *queue_head, *queue_tail;
+	struct uid_queue *queues;     /* served from the first; a served queue goes last */
+	size_t n_queued;
 	struct ready_cb *ready_cbs;
 	char identity[256];
 	char runtime_version[KJ_VERSION_STR_MAX];
@@ -85,14 +101,58 @@ static void run_ready_cbs(struct kj__pool *p, int code, const char *error)
 	}
 }
 
+/* Takes the next job fairly: the first uid's oldest, then that uid's
+ * queue goes to the end of the ring.  NULL when none is queued. */
+static struct kj__job *queue_pop(struct kj__pool *p)
+{
+	struct uid_queue *q = p->queues;
+
+	if (q == NULL)
+		return NULL;
+	struct kj__job *job = q->head;
+	q->head = job->next;
+	p->queues = q->next;
+	if (q->head == NULL) {
+		free(q);
+	} else {
+		struct uid_queue **pp = &p->queues;
+		while (*pp)
+			pp = &(*pp)->next;
+		q->next = NULL;
+		*pp = q;
+	}
+	p->n_queued--;
+	job->next = NULL;
+	return job;
+}
+
+/* Appends job to its uid's queue: 0 or KJIT_ENOMEM. */
+static int queue_push(struct kj__pool *p, struct kj__job *job)
+{
+	struct uid_queue **pp = &p->queues;
+
+	while (*pp && (*pp)->uid != job->uid)
+		pp = &(*pp)->next;
+	if (*pp == NULL && (*pp = calloc(1, sizeof **pp)) == NULL)
+		return KJIT_ENOMEM;
+	struct uid_queue *q = *pp;
+	q->uid = job->uid;
+	job->next = NULL;
+	if (q->tail && q->head)
+		q->tail->next = job;
+	else
+		q->head = job;
+	q->tail = job;
+	p->n_queued++;
+	return 0;
+}
+
 static void fail_queue(struct kj__pool *p, int code, const char *error)
 {
-	while (p->queue_head) {
-		struct kj__job *job = p->queue_head;
-		p->queue_head = job->next;
+	struct kj__job *job;
+
+	while ((job = queue_pop(p)) != NULL)
 		job_finish(job, code, NULL, error);
-	}
-	p->queue_tail = NULL;
 }
 
 static void worker_unlink(struct worker *w)
@@ -465,13 +525,10 @@ static void dispatch(struct kj__pool *p)
 		return;
 	}
 	/* Hand queued jobs to idle workers that said hello. */
-	for (struct worker *w = p->workers; w && p->queue_head; w = w->next) {
+	for (struct worker *w = p->workers; w && p->queues; w = w->next) {
 		if (!w->hello || w->job || w->exited)
 			continue;
-		struct kj__job *job = p->queue_head;
-		p->queue_head = job->next;
-		if (p->queue_head == NULL)
-			p->queue_tail = NULL;
+		struct kj__job *job = queue_pop(p);
 		w->job = job;
 		if (send_job(w, job) < 0) {
 			worker_lost(w, KJIT_EWORKER, "could not hand the job to its worker; it was replaced");
@@ -484,9 +541,7 @@ static void dispatch(struct kj__pool *p)
 	unsigned starting = 0;
 	for (struct worker *w = p->workers; w; w = w->next)
 		starting += !w->hello;
-	size_t waiting = 0;
-	for (struct kj__job *j = p->queue_head; j; j = j->next)
-		waiting++;
+	size_t waiting = p->n_queued;
 	while (waiting > starting && p->n_workers < p->d->cfg.jobs) {
 		if (worker_spawn(p) < 0) {
 			if (p->n_workers == 0)
@@ -532,13 +587,11 @@ void kj__pool_submit(struct kj__pool *p, struct kj__job *job)
 		job_finish(job, p->failed, NULL, p->failure);
 		return;
 	}
-	job->next = NULL;
 	job->queued_us = kj__now_us();
-	if (p->queue_tail)
-		p->queue_tail->next = job;
-	else
-		p->queue_head = job;
-	p->queue_tail = job;
+	if (queue_push(p, job) < 0) {
+		job_finish(job, KJIT_ENOMEM, NULL, "kjitd is out of memory; retry later");
+		return;
+	}
 	p->st.queued++;
 	dispatch(p);
 }

@@ -3,7 +3,14 @@
  * request to its handler, all on the loop thread.  Connections themselves
  * (reading, replies, back-pressure, reference counts) are conn.c's; the
  * handlers are get.c and admin.c.  Nothing calls back into this file but
- * main.c (start, stop) and the STOP request's timer.
+ * main.c (start, stop, tick) and the STOP request's timer.
+ *
+ * Admission, in order: the allow-list (uid, primary or supplementary gid),
+ * then the connection caps (quota.c); a refused client is sent one error
+ * reply with id 0 (libkjit shows its text) and closed.  The tick, on the
+ * flush timer, ends the daemon when its socket file was removed or replaced
+ * (a client would otherwise start a second daemon beside an unreachable
+ * one) or when --idle-timeout has passed with no client and no work.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +20,8 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <systemd/sd-daemon.h>
@@ -98,9 +107,25 @@ static int peer_allowed(struct kj__daemon *d, const struct kj__conn *c)
 		if (cfg->allow_uid[i] == uid)
 			return 1;
 	for (size_t i = 0; i < cfg->n_allow_gid; i++)
-		if (cfg->allow_gid[i] == kj__conn_gid(c))
+		if (kj__conn_in_group(c, cfg->allow_gid[i]))
 			return 1;
 	return 0;
+}
+
+/* Logs a refused connection, at most one line a second (a flood would
+ * otherwise fill the log): the rest are counted into the next line. */
+static void log_refusal(struct kj__daemon *d, const struct kj__conn *c, const char *why)
+{
+	static const uint64_t every_us = 1000000;
+	uint64_t now = kj__now_us();
+
+	d->refused_conns++;
+	if (now - d->refused_log_us < every_us)
+		return;
+	kj__log(d, "refused uid %u pid %d: %s (%llu refused since the last such line)", (unsigned)kj__conn_uid(c),
+		(int)kj__conn_pid(c), why, (unsigned long long)d->refused_conns);
+	d->refused_conns = 0;
+	d->refused_log_us = now;
 }
 
 static void on_connection(uv_stream_t *server, int status)
@@ -112,14 +137,23 @@ static void on_connection(uv_stream_t *server, int status)
 		kj__log(d, "accept: %s", uv_strerror(status));
 		return;
 	}
+	char err[512];
+
 	if (kj__conn_accept(d, server, dispatch, &c) < 0)
 		return;
 	d->stats[KJ_STAT_CONNECTIONS]++;
+	d->last_active_us = kj__now_us();
 	if (!peer_allowed(d, c)) {
 		kj__log(d, "refused uid %u gid %u pid %d: not in the allow-list", (unsigned)kj__conn_uid(c),
 			(unsigned)kj__conn_gid(c), (int)kj__conn_pid(c));
-		kj__conn_error(c, 0, KJIT_EDENIED, "kjitd does not serve uid %u; ask its operator to add you to the allow-list",
+		kj__conn_error(c, 0, KJIT_EDENIED, "access denied: uid %u is not allowed by kjitd (--allow-uid/--allow-gid)",
 			       (unsigned)kj__conn_uid(c));
+		kj__conn_close(c);
+		return;
+	}
+	if (kj__conn_count(c, err, sizeof err) < 0) {
+		log_refusal(d, c, err);
+		kj__conn_error(c, 0, KJIT_EBUSY, "%s", err);
 		kj__conn_close(c);
 		return;
 	}
@@ -179,6 +213,72 @@ out:
 	return r;
 }
 
+/* The cache directory of kjitd pid, from the index it holds open, into
+ * out ("" if it cannot be read: another user's daemon, or no /proc). */
+static void peer_cache_dir(pid_t pid, char *out, size_t outlen)
+{
+	char path[64], target[4096];
+	static const char idx[] = "/index.sqlite";
+
+	out[0] = '\0';
+	for (int fd = 0; fd < KJ_PROBE_FDS; fd++) {
+		snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)pid, fd);
+		ssize_t n = readlink(path, target, sizeof target - 1);
+		if (n < 0) {
+			if (errno == EACCES || errno == EPERM)
+				return;
+			continue;
+		}
+		target[n] = '\0';
+		size_t k = sizeof idx - 1;
+		if ((size_t)n > k && strcmp(target + n - k, idx) == 0) {
+			target[n - k] = '\0';
+			snprintf(out, outlen, "%s", target);
+			return;
+		}
+	}
+}
+
+int kj__server_probe(struct kj__daemon *d, char *why, size_t whylen)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct ucred cred;
+	socklen_t len = sizeof cred;
+	char dir[4096], *mine = NULL;
+	int fd, r = 0;
+
+	if (strlen(d->cfg.socket_path) >= sizeof sa.sun_path) {
+		snprintf(why, whylen, "socket path too long: %s", d->cfg.socket_path);
+		return KJIT_EINVAL;
+	}
+	strcpy(sa.sun_path, d->cfg.socket_path);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return 0; /* bind will say what is wrong */
+	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0)
+		goto out;
+	r = KJIT_EBUSY;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.pid <= 0) {
+		snprintf(why, whylen, "the socket %s is in use by another kjitd; stop it or pass another --socket",
+			 d->cfg.socket_path);
+		goto out;
+	}
+	peer_cache_dir(cred.pid, dir, sizeof dir);
+	mine = realpath(d->cfg.cache_dir, NULL);
+	if (dir[0] && mine && strcmp(dir, mine) == 0)
+		snprintf(why, whylen, "another kjitd (pid %d) already serves %s on %s; `kjit ping` reaches it",
+			 (int)cred.pid, dir, d->cfg.socket_path);
+	else if (dir[0])
+		snprintf(why, whylen, "the socket %s is in use by another kjitd (pid %d, cache %s); stop it or pass "
+			 "another --socket", d->cfg.socket_path, (int)cred.pid, dir);
+	else
+		snprintf(why, whylen, "the socket %s is in use by another kjitd (pid %d); stop it or pass another "
+			 "--socket", d->cfg.socket_path, (int)cred.pid);
+out:
+	free(mine);
+	close(fd);
+	return r;
+}
+
 int kj__server_start(struct kj__daemon *d)
 {
 	int r = uv_pipe_init(d->loop, &d->listener, 0);
@@ -196,22 +296,11 @@ int kj__server_start(struct kj__daemon *d)
 			return r;
 		/* We hold the cache lock, so a socket left here is stale unless
 		 * another daemon with another cache answers on it. */
-		int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		struct sockaddr_un sa = { .sun_family = AF_UNIX };
-		if (strlen(d->cfg.socket_path) >= sizeof sa.sun_path) {
-			kj__log(d, "socket path too long: %s", d->cfg.socket_path);
-			if (probe >= 0)
-				close(probe);
-			return KJIT_EINVAL;
+		char why[1024];
+		if ((r = kj__server_probe(d, why, sizeof why)) < 0) {
+			kj__log(d, "%s", why);
+			return r;
 		}
-		strcpy(sa.sun_path, d->cfg.socket_path);
-		if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof sa) == 0) {
-			close(probe);
-			kj__log(d, "another kjitd already answers on %s", d->cfg.socket_path);
-			return KJIT_EBUSY;
-		}
-		if (probe >= 0)
-			close(probe);
 		if (unlink(d->cfg.socket_path) < 0 && errno != ENOENT) {
 			kj__log(d, "cannot remove stale socket %s: %s", d->cfg.socket_path, strerror(errno));
 			return KJIT_EIO;
@@ -222,6 +311,11 @@ int kj__server_start(struct kj__daemon *d)
 		if (r < 0) {
 			kj__log(d, "cannot bind %s: %s", d->cfg.socket_path, uv_strerror(r));
 			return KJIT_EIO;
+		}
+		struct stat st;
+		if (stat(d->cfg.socket_path, &st) == 0) {
+			d->sock_dev = st.st_dev;
+			d->sock_ino = st.st_ino;
 		}
 	}
 	r = uv_listen((uv_stream_t *)&d->listener, 128, on_connection);
@@ -247,17 +341,126 @@ void kj__server_stop(struct kj__daemon *d)
 	sd_notify(0, "STOPPING=1");
 	if (!uv_is_closing((uv_handle_t *)&d->listener)) {
 		uv_close((uv_handle_t *)&d->listener, NULL);
-		/* systemd owns a socket it passed us and keeps listening on it. */
-		if (!d->listener_from_systemd)
+		/* systemd owns a socket it passed us and keeps listening on it;
+		 * a path that now names another socket is another daemon's. */
+		struct stat st;
+		if (!d->listener_from_systemd && !d->sock_lost && stat(d->cfg.socket_path, &st) == 0 &&
+		    st.st_dev == d->sock_dev && st.st_ino == d->sock_ino)
 			unlink(d->cfg.socket_path);
 	}
-	for (size_t i = 0; i < KJ_ARRAY_SIZE(d->pools); i++)
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(d->pools); i++) {
 		if (d->pools[i])
 			kj__pool_shutdown(d->pools[i]);
+		if (d->alt_pools[i])
+			kj__pool_shutdown(d->alt_pools[i]);
+	}
 	kj__conn_close_all(d);
 	uv_timer_stop(&d->flush_timer);
 	uv_close((uv_handle_t *)&d->flush_timer, NULL);
 	uv_close((uv_handle_t *)&d->sigterm, NULL);
 	uv_close((uv_handle_t *)&d->sigint, NULL);
 	uv_walk(d->loop, on_walk_close, NULL);
+}
+
+/* Is the socket file still the one we bound?  0 if so, else why not. */
+static const char *socket_gone(struct kj__daemon *d)
+{
+	struct stat st;
+
+	if (d->listener_from_systemd || d->sock_ino == 0)
+		return NULL;
+	if (stat(d->cfg.socket_path, &st) < 0)
+		return errno == ENOENT ? "was removed" : "cannot be checked";
+	if (st.st_dev != d->sock_dev || st.st_ino != d->sock_ino)
+		return "was replaced by another file";
+	return NULL;
+}
+
+static int has_work(struct kj__daemon *d)
+{
+	struct kj__pool_stats ps;
+
+	if (d->conns != NULL || kj__flights_count(d->flights) > 0)
+		return 1;
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(d->pools); i++) {
+		struct kj__pool *both[2] = { d->pools[i], d->alt_pools[i] };
+
+		for (size_t j = 0; j < KJ_ARRAY_SIZE(both); j++) {
+			if (both[j] == NULL)
+				continue;
+			kj__pool_stats(both[j], &ps);
+			if (ps.busy > 0)
+				return 1;
+		}
+	}
+	return 0;
+}
+
+struct pid_probe {
+	pid_t pid;
+	int found;
+};
+
+static void find_process(uv_handle_t *h, void *arg)
+{
+	struct pid_probe *q = arg;
+
+	/* A process handle not yet closed: libuv will reap it and call its
+	 * exit callback (a closed one is off libuv's list: ours to reap). */
+	if (h->type == UV_PROCESS && !uv_is_closing(h) && ((uv_process_t *)h)->pid == q->pid)
+		q->found = 1;
+}
+
+void kj__reap_orphans(struct kj__daemon *d, int wait_ms)
+{
+	uint64_t until = kj__now_us() + (uint64_t)wait_ms * 1000;
+	siginfo_t si;
+
+	for (;;) {
+		memset(&si, 0, sizeof si);
+		/* Look without reaping: a worker's exit is libuv's to collect. */
+		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0)
+			return; /* ECHILD: none left */
+		if (si.si_pid == 0) {
+			if (kj__now_us() >= until)
+				return;
+			struct timespec ts = { 0, 10 * 1000000L };
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		struct pid_probe q = { si.si_pid, 0 };
+		if (d->loop && wait_ms == 0)
+			uv_walk(d->loop, find_process, &q);
+		if (q.found)
+			return; /* a worker: libuv's (the next tick looks again) */
+		waitpid(si.si_pid, NULL, WNOHANG);
+	}
+}
+
+void kj__server_tick(struct kj__daemon *d)
+{
+	const char *why;
+
+	kj__reap_orphans(d, 0);
+	if (d->stopping)
+		return;
+	kj__quota_tick(d);
+	if ((why = socket_gone(d)) != NULL) {
+		/* Nobody can reach us any more, and the next client starts a new
+		 * daemon, which waits for our cache lock: leave at once. */
+		kj__log(d, "the socket %s %s: no client can reach this kjitd; exiting", d->cfg.socket_path, why);
+		d->sock_lost = 1;
+		kj__server_stop(d);
+		return;
+	}
+	if (d->cfg.idle_timeout_ms == 0 || has_work(d)) {
+		if (has_work(d))
+			d->last_active_us = kj__now_us();
+		return;
+	}
+	if (kj__now_us() - d->last_active_us >= d->cfg.idle_timeout_ms * 1000) {
+		kj__log(d, "no client for %llu s (--idle-timeout); exiting",
+			(unsigned long long)(d->cfg.idle_timeout_ms / 1000));
+		kj__server_stop(d);
+	}
 }

@@ -1,0 +1,187 @@
+/* quota.c: what each uid may hold of the daemon, so that no local user can
+ * exhaust kjitd for the others (issue 16, items 2 and 3).
+ *
+ * Two resources are counted per peer uid and in total: connections
+ * (descriptors) and request bytes (frames being read, requests being
+ * resolved, compile jobs queued or running with their replay recipe).
+ * Connections: a uid other than kjitd's own and root may hold at most
+ * cfg.conn_max_per_uid; all together may hold cfg.conn_max_total, computed
+ * at start from the descriptor limit less what workers, the cache and the
+ * log need, and the last KJ_CONN_PRIV_RESERVE of those are kept for the
+ * owner and root, so that they can always stop or inspect a flooded daemon.
+ * Bytes: cfg.buf_max_per_uid per uid and cfg.buf_max_total in all; a charge
+ * past either is refused, and the caller answers "busy, retry".  The table
+ * of uids is a small array (a machine has few users with clients at once);
+ * an entry goes away when it holds nothing.
+ */
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "kj_types.h"
+
+struct kj__quota_uid {
+	uid_t uid;
+	unsigned conns;
+	uint64_t bytes;
+};
+
+/* The entry of uid, created if create; NULL if absent (or out of memory). */
+static struct kj__quota_uid *find(struct kj__daemon *d, uid_t uid, int create)
+{
+	for (size_t i = 0; i < d->n_quota; i++)
+		if (d->quota[i].uid == uid)
+			return &d->quota[i];
+	if (!create)
+		return NULL;
+	if (d->n_quota == d->cap_quota) {
+		size_t cap = d->cap_quota ? d->cap_quota * 2 : 8;
+		struct kj__quota_uid *q = realloc(d->quota, cap * sizeof *q);
+		if (q == NULL)
+			return NULL;
+		d->quota = q;
+		d->cap_quota = cap;
+	}
+	d->quota[d->n_quota] = (struct kj__quota_uid){ .uid = uid };
+	return &d->quota[d->n_quota++];
+}
+
+static void maybe_drop(struct kj__daemon *d, struct kj__quota_uid *q)
+{
+	if (q->conns == 0 && q->bytes == 0) {
+		*q = d->quota[--d->n_quota];
+		if (d->n_quota == 0) {
+			free(d->quota);
+			d->quota = NULL;
+			d->cap_quota = 0;
+		}
+	}
+}
+
+int kj__quota_privileged(const struct kj__daemon *d, uid_t uid)
+{
+	(void)d;
+	return uid == 0 || uid == getuid();
+}
+
+void kj__quota_init(struct kj__daemon *d)
+{
+	struct rlimit rl;
+	unsigned workers = 4 * d->cfg.jobs; /* four families at most */
+	uint64_t budget = 1024;
+
+	/* Descriptors are cheap: take the hard limit, so the cap below is set
+	 * by what the administrator allows, not by the 1024 soft default. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		if (rl.rlim_cur < rl.rlim_max) {
+			rlim_t want = rl.rlim_max == RLIM_INFINITY ? KJ_NOFILE_WANT : rl.rlim_max;
+			if (want > KJ_NOFILE_WANT)
+				want = KJ_NOFILE_WANT;
+			if (want > rl.rlim_cur) {
+				rl.rlim_cur = want;
+				if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+					getrlimit(RLIMIT_NOFILE, &rl);
+			}
+		}
+		budget = rl.rlim_cur == RLIM_INFINITY ? KJ_NOFILE_WANT : (uint64_t)rl.rlim_cur;
+	}
+	/* Each worker holds a socketpair end; each may be mid-restart (two). */
+	uint64_t reserve = KJ_FD_RESERVE + 2ull * workers;
+	d->conn_max_total = budget > reserve + 2 * KJ_CONN_PRIV_RESERVE ? (unsigned)(budget - reserve)
+									 : 2 * KJ_CONN_PRIV_RESERVE;
+	/* Large buffers from mmap, returned to the system when freed: a flood
+	 * of 4 MiB requests must not leave the heap at its peak (glibc would
+	 * otherwise raise the threshold to the largest block freed). */
+	mallopt(M_MMAP_THRESHOLD, KJ_MMAP_THRESHOLD);
+}
+
+int kj__quota_conn_add(struct kj__daemon *d, uid_t uid, char *err, size_t errlen)
+{
+	int priv = kj__quota_privileged(d, uid);
+	unsigned cap = priv ? d->conn_max_total : d->conn_max_total - KJ_CONN_PRIV_RESERVE;
+	struct kj__quota_uid *q = find(d, uid, 1);
+
+	if (q == NULL) {
+		snprintf(err, errlen, "kjitd is out of memory; retry later");
+		return KJIT_ENOMEM;
+	}
+	if (d->n_conns >= cap) {
+		snprintf(err, errlen, "kjitd is busy: %u connections open, its limit%s; retry later",
+			 d->n_conns, priv ? "" : " for users other than its owner and root");
+		maybe_drop(d, q);
+		return KJIT_EBUSY;
+	}
+	if (!priv && d->cfg.conn_max_per_uid && q->conns >= d->cfg.conn_max_per_uid) {
+		snprintf(err, errlen, "kjitd is busy: uid %u already has %u connections open, the limit per user "
+			 "(--max-conns-per-uid); close some and retry", (unsigned)uid, q->conns);
+		return KJIT_EBUSY;
+	}
+	q->conns++;
+	d->n_conns++;
+	return 0;
+}
+
+void kj__quota_conn_del(struct kj__daemon *d, uid_t uid)
+{
+	struct kj__quota_uid *q = find(d, uid, 0);
+
+	if (q == NULL || q->conns == 0)
+		return;
+	q->conns--;
+	d->n_conns--;
+	maybe_drop(d, q);
+}
+
+int kj__quota_charge(struct kj__daemon *d, uid_t uid, uint64_t n, char *err, size_t errlen)
+{
+	struct kj__quota_uid *q = find(d, uid, 1);
+
+	if (q == NULL) {
+		snprintf(err, errlen, "kjitd is out of memory; retry later");
+		return KJIT_ENOMEM;
+	}
+	if (d->bytes_total + n > d->cfg.buf_max_total) {
+		snprintf(err, errlen, "kjitd is busy: %llu MiB of requests in flight, its limit is %llu MiB; retry shortly",
+			 (unsigned long long)(d->bytes_total >> 20), (unsigned long long)(d->cfg.buf_max_total >> 20));
+		maybe_drop(d, q);
+		return KJIT_EBUSY;
+	}
+	if (q->bytes + n > d->cfg.buf_max_per_uid) {
+		snprintf(err, errlen, "kjitd is busy: uid %u has %llu MiB of requests in flight, the limit per user is "
+			 "%llu MiB; retry once some are answered", (unsigned)uid, (unsigned long long)(q->bytes >> 20),
+			 (unsigned long long)(d->cfg.buf_max_per_uid >> 20));
+		maybe_drop(d, q);
+		return KJIT_EBUSY;
+	}
+	q->bytes += n;
+	d->bytes_total += n;
+	if (d->bytes_total > d->bytes_peak)
+		d->bytes_peak = d->bytes_total;
+	return 0;
+}
+
+void kj__quota_release(struct kj__daemon *d, uid_t uid, uint64_t n)
+{
+	struct kj__quota_uid *q = find(d, uid, 0);
+
+	if (q == NULL || n == 0)
+		return;
+	if (n > q->bytes)
+		n = q->bytes;
+	q->bytes -= n;
+	d->bytes_total -= n;
+	maybe_drop(d, q);
+}
+
+void kj__quota_tick(struct kj__daemon *d)
+{
+	/* Once a load has passed, give the heap's free pages back: what a
+	 * flood left below the top of the heap is not returned otherwise. */
+	if (d->bytes_peak >= KJ_TRIM_AFTER_BYTES && d->bytes_total < KJ_TRIM_AFTER_BYTES / 4) {
+		malloc_trim(0);
+		d->bytes_peak = d->bytes_total;
+	}
+}

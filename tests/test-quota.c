@@ -1,0 +1,95 @@
+/* test-quota.c: daemon/quota.c, the per-uid connection and byte limits,
+ * on a daemon context built here (no loop, no socket). */
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "kj_types.h"
+#include "test.h"
+
+/* Another uid than ours and root's: not privileged. */
+#define OTHER ((uid_t)(getuid() == 4242 ? 4243 : 4242))
+
+static void setup(struct kj__daemon *d)
+{
+	memset(d, 0, sizeof *d);
+	d->cfg.jobs = 2;
+	d->cfg.conn_max_per_uid = 3;
+	d->cfg.buf_max_total = 100;
+	d->cfg.buf_max_per_uid = 60;
+	kj__quota_init(d);
+}
+
+static void test_conn_cap_per_uid(void)
+{
+	struct kj__daemon d;
+	char err[512];
+
+	setup(&d);
+	for (int i = 0; i < 3; i++)
+		CHECK_EQ_INT(kj__quota_conn_add(&d, OTHER, err, sizeof err), 0);
+	CHECK_EQ_INT(kj__quota_conn_add(&d, OTHER, err, sizeof err), KJIT_EBUSY);
+	CHECK(strstr(err, "already has 3 connections open") != NULL);
+	CHECK(strchr(err, '\n') == NULL);
+	/* The owner is not capped per uid. */
+	for (int i = 0; i < 10; i++)
+		CHECK_EQ_INT(kj__quota_conn_add(&d, getuid(), err, sizeof err), 0);
+	kj__quota_conn_del(&d, OTHER);
+	CHECK_EQ_INT(kj__quota_conn_add(&d, OTHER, err, sizeof err), 0);
+	CHECK_EQ_INT(d.n_conns, 13);
+	for (int i = 0; i < 3; i++)
+		kj__quota_conn_del(&d, OTHER);
+	for (int i = 0; i < 10; i++)
+		kj__quota_conn_del(&d, getuid());
+	CHECK_EQ_INT(d.n_conns, 0);
+	CHECK_EQ_INT(d.n_quota, 0); /* entries holding nothing are dropped */
+}
+
+static void test_conn_total_keeps_reserve(void)
+{
+	struct kj__daemon d;
+	char err[512];
+	struct rlimit rl;
+
+	setup(&d);
+	CHECK(getrlimit(RLIMIT_NOFILE, &rl) == 0);
+	CHECK(d.conn_max_total > KJ_CONN_PRIV_RESERVE);
+	CHECK(d.conn_max_total < rl.rlim_cur);
+	d.cfg.conn_max_per_uid = 0; /* no per-uid cap: reach the total */
+	unsigned n = 0;
+	while (kj__quota_conn_add(&d, OTHER, err, sizeof err) == 0)
+		n++;
+	CHECK_EQ_INT(n, d.conn_max_total - KJ_CONN_PRIV_RESERVE);
+	CHECK(strstr(err, "kjitd is busy") != NULL);
+	/* The reserve is the owner's and root's. */
+	for (unsigned i = 0; i < KJ_CONN_PRIV_RESERVE; i++)
+		CHECK_EQ_INT(kj__quota_conn_add(&d, getuid(), err, sizeof err), 0);
+	CHECK_EQ_INT(kj__quota_conn_add(&d, 0, err, sizeof err), KJIT_EBUSY);
+	free(d.quota);
+}
+
+static void test_bytes_per_uid_and_total(void)
+{
+	struct kj__daemon d;
+	char err[512];
+
+	setup(&d);
+	CHECK_EQ_INT(kj__quota_charge(&d, OTHER, 50, err, sizeof err), 0);
+	CHECK_EQ_INT(kj__quota_charge(&d, OTHER, 11, err, sizeof err), KJIT_EBUSY);
+	CHECK(strstr(err, "the limit per user") != NULL && strstr(err, "retry") != NULL);
+	CHECK_EQ_INT(kj__quota_charge(&d, OTHER, 10, err, sizeof err), 0);
+	CHECK_EQ_INT(kj__quota_charge(&d, getuid(), 40, err, sizeof err), 0);
+	CHECK_EQ_INT(kj__quota_charge(&d, 0, 1, err, sizeof err), KJIT_EBUSY); /* total 100 reached */
+	CHECK(strstr(err, "requests in flight") != NULL);
+	CHECK_EQ_INT(d.bytes_total, 100);
+	kj__quota_release(&d, OTHER, 60);
+	kj__quota_release(&d, getuid(), 40);
+	CHECK_EQ_INT(d.bytes_total, 0);
+	CHECK_EQ_INT(d.n_quota, 0);
+	/* Releasing what was never charged changes nothing. */
+	kj__quota_release(&d, OTHER, 5);
+	CHECK_EQ_INT(d.bytes_total, 0);
+}
+
+TEST_LIST(TEST(conn_cap_per_uid) TEST(conn_total_keeps_reserve) TEST(bytes_per_uid_and_total))
