@@ -175,7 +175,7 @@ int kj__cli_push(const struct cmd *cmd, const char **v, size_t *n, const char *s
 static const struct cmd cmds[] = {
 	{ "get", kj__cmd_get, "get (--source FILE | --kernel NAME) --backend B [--target T] [--entry E]... "
 			  "[--opt OPT]... [--include-header [NAME=]FILE]... [-o FILE] [--json]" },
-	{ "warm", kj__cmd_warm, "warm [--backend B]... [--target T]... [--kernel NAME]... [-j N] [--replay] [--json]" },
+	{ "warm", kj__cmd_warm, "warm [--backend B]... [--target T]... [--kernel NAME]... [-j N] [--replay] [--remote-only] [--json]" },
 	{ "targets", kj__cmd_targets, "targets [--json]" },
 	{ "stats", kj__cmd_stats, "stats [--json] [--zero] [--prometheus FILE]" },
 	{ "ls", kj__cmd_simple_admin, "ls [--target T] [--json]" },

@@ -134,11 +134,13 @@ static int put_strs(struct kj__buf *b, uint16_t tag, const char *const *v, size_
 	return r;
 }
 
-static int encode(struct kj__buf *b, const kjit_request *req, const struct resolved *rv)
+static int encode(struct kj__buf *b, const kjit_request *req, const struct resolved *rv, unsigned flags)
 {
 	int r = kj__client_begin(b, KJ_MSG_GET);
 	if (r == 0)
 		r = kj__msg_put_u32(b, KJ_F_BACKEND, (uint32_t)req->backend);
+	if (r == 0 && (flags & KJ_GET_NO_COMPILE))
+		r = kj__msg_put_u32(b, KJ_F_NO_COMPILE, 1);
 	if (r == 0 && rv->target[0])
 		r = kj__msg_put_str(b, KJ_F_TARGET, rv->target);
 	if (r == 0 && rv->target[0] && rv->target_from)
@@ -178,7 +180,7 @@ static int decode_ok(const struct kj__msg *m, kjit_result *res)
 	char *key = NULL;
 
 	int r = kj__field_u32(kj__msg_get(m, KJ_F_STATUS), &status);
-	if (r == 0 && (status < KJIT_STATUS_HIT || status > KJIT_STATUS_JOINED))
+	if (r == 0 && (status < KJIT_STATUS_HIT || status > KJIT_STATUS_REMOTE))
 		r = KJIT_EPROTO;
 	if (r == 0 && (data == NULL || data->len == 0 || data->len > KJ_OBJECT_MAX))
 		r = KJIT_EPROTO;
@@ -207,6 +209,11 @@ static int decode_ok(const struct kj__msg *m, kjit_result *res)
 
 int kjit_get(kjit_client *c, const kjit_request *req, kjit_result *res)
 {
+	return kj__get_flags(c, req, 0, res);
+}
+
+int kj__get_flags(kjit_client *c, const kjit_request *req, unsigned flags, kjit_result *res)
+{
 	struct kj__buf b = { 0 };
 	struct kj__msg m = { 0 };
 	struct resolved rv;
@@ -222,7 +229,7 @@ int kjit_get(kjit_client *c, const kjit_request *req, kjit_result *res)
 	int r = request_check(c, req);
 	if (r == 0)
 		r = resolve(c, req, &rv);
-	if (r == 0 && (r = encode(&b, req, &rv)) < 0)
+	if (r == 0 && (r = encode(&b, req, &rv, flags)) < 0)
 		kj__client_fail(c, r, "the request is over the message cap of %u bytes: %s",
 				KJ_FRAME_MAX, kjit_strerror(r));
 	/* The memo, by the fingerprint of the body (the frame header holds
