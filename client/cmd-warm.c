@@ -399,8 +399,9 @@ static void warm_summary(const struct warm *w)
 		warm_summary_json(w);
 		return;
 	}
-	printf("warm: %zu compiled, %zu already cached, %zu fetched from the remote, %zu failed", w->n_compiled,
-	       w->n_cached, w->n_fetched, w->n_failed);
+	printf("warm: %zu compiled, %zu already cached, %zu failed", w->n_compiled, w->n_cached, w->n_failed);
+	if (w->n_fetched || w->remote_only)
+		printf(", %zu fetched from the remote", w->n_fetched);
 	if (w->remote_only)
 		printf(", %zu missing (not compiled: --remote-only)", w->n_missing);
 	if (w->n_skipped)

@@ -166,8 +166,9 @@ check "stampede: all ten identical" [ "$same" = 1 ]
 waits=0
 for n in 10 11 12 13 14 15 16 17 18 19; do waits=$((waits + $(rstat $n lease_waits))); done
 check "stampede: lease waits counted ($waits)" [ "$waits" -ge 1 ]
-check "stampede: one compiled, nine remote hits" \
-	[ "$(cat "$T"/s.1?.line | grep -c '^compiled ')" = 1 ] && [ "$(cat "$T"/s.1?.line | grep -c '^remote hit ')" = 9 ]
+nc=$(cat "$T"/s.1?.line | grep -c '^compiled ')
+nr=$(cat "$T"/s.1?.line | grep -c '^remote hit ')
+check "stampede: one compiled, nine remote hits ($nc, $nr)" test "$nc" = 1 -a "$nr" = 9
 for n in 11 12 13 14 15 16 17 18 19; do unnode $n; done
 
 # ---- the lease owner killed mid-compile: another takes over after expiry ----
@@ -204,8 +205,9 @@ kj 4 get --source "$s" --backend hip --target gfx90a -o "$T/c.4" --json >"$T/c.4
 check "corrupt: overwritten by the recompile (a remote hit elsewhere, --json: $(cut -c1-40 "$T/c.4.json"))" \
 	grep -q '"status":"remote hit"' "$T/c.4.json"
 check "corrupt: same bytes" cmp -s "$T/c.1" "$T/c.4"
-check "stats: remote hits and their latency ($(rstat 4 hits), $(rstat 4 hit_us_total) us)" \
-	[ "$(rstat 4 hits)" = 1 ] && [ "$(rstat 4 hit_us_total)" -gt 0 ]
+h=$(rstat 4 hits)
+us=$(rstat 4 hit_us_total)
+check "stats: remote hits and their latency ($h, $us us)" test "$h" = 1 -a "$us" -gt 0
 unnode 4
 
 # ---- Redis stopped mid-run, then restarted ----
