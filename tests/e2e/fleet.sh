@@ -9,6 +9,7 @@
 #   - ten daemons asked at once for one source: one compile in the fleet
 #   - the lease owner SIGKILLed mid-compile: another takes over
 #   - a corrupt value planted in Redis: not served, counted, overwritten
+#   - a failed compile releases the lease at once
 #   - Redis stopped mid-run and restarted: every request answered, the
 #     remote resumes, stats show the outage
 #   - --remote-mode ro never writes (INFO commandstats)
@@ -210,8 +211,23 @@ us=$(rstat 4 hit_us_total)
 check "stats: remote hits and their latency ($h, $us us)" test "$h" = 1 -a "$us" -gt 0
 unnode 4
 
-# ---- Redis stopped mid-run, then restarted ----
+# ---- a failed compile releases its lease: the next node compiles at once ----
+s=$(src failing '#pragma kjit_test error')
+get 1 "$s" "$T/f.1"
+t0=$(date +%s)
+get 2 "$s" "$T/f.2"
+dt=$(($(date +%s) - t0))
+check "failed compile: the lease was released, no wait on B (${dt}s: $(tail -n 1 "$T/f.2.line" | cut -c1-80))" test "$dt" -le 3
+
+# ---- Redis stopped mid-run (during a compile that holds the lease), then restarted ----
+s=$(src midrun '#pragma kjit_test sleep 1200')
+get 1 "$s" "$T/m.1" &
+mid=$!
+i=0
+while ! grep -q 'midrun.src.*fleet lease held' "$T/log.1" && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
 stop_redis
+wait "$mid"
+check "outage: the compile under way when Redis stopped is answered ($(cat "$T/m.1.line"))" grep -q '^compiled ' "$T/m.1.line"
 s=$(src outage)
 ok_all=1
 for r in 1 2 3; do
