@@ -5,7 +5,9 @@
  * the type's rounding for f16/bf16).  Check mode runs each op at the shapes of tests/kernels (odd sizes, broadcasting, GQA,
  * rows too long for the register path) plus one large shape; bench mode runs each op
  * once at rows x cols (default 16384 x 8192 f32), checks it against the oracle, then
- * times `iters` launches with device events and reports the median, the bytes each
+ * times `runs` rounds of `iters` launches with device events and reports the median
+ * round with the fastest and slowest round beside it (one round's figure moved by 5%
+ * between runs before), the bytes each
  * launch must move (every input read once, every output written once) as GB/s, and that
  * as a fraction of the device-to-device copy bandwidth measured in the same run.
  * Device buffers of one case are allocated and freed around it (one exit, goto out).
@@ -29,6 +31,7 @@
 #define GPURUN_MAX_GRID_Y 65535u
 #define GPURUN_WARMUP 3
 #define GPURUN_MAX_ITERS 1000
+#define GPURUN_MAX_RUNS 20 /* timing rounds per op in bench mode */
 
 struct tally {
     int passed, failed;
@@ -37,7 +40,8 @@ struct tally {
 static int usage(const char *prog)
 {
     fprintf(stderr,
-            "usage: %s [--op NAME] [--bench] [--rows R] [--cols C] [--iters N]\n"
+            "usage: %s [--op NAME[,NAME...]] [--bench] [--rows R] [--cols C] [--iters N]\n"
+            "          [--runs N]\n"
             "          [--manifest FILE] [PATH]\n"
             "  without PATH: every op of the manifest (or --op), each fetched from kjitd\n"
             "        through libkjit for this device's target, as an application would\n"
@@ -45,7 +49,8 @@ static int usage(const char *prog)
             "        or a directory of NAME.ARCH.EXT objects for every op of the manifest\n"
             "        (tests/kernels/test-kernels-compile.sh writes one with KJIT_OBJ_DIR=DIR)\n"
             "  default: check every op against the CPU oracle; --bench: also time each op at\n"
-            "  R x C (default 16384 x 8192) next to a device-to-device copy\n",
+            "  R x C (default 16384 x 8192) next to a device-to-device copy: N rounds (default\n"
+            "  5) of `iters` launches each, reported as the median round and the range\n",
             prog);
     return 2;
 }
@@ -58,6 +63,7 @@ int gpurun_parse_args(int argc, char **argv, struct gpurun_opts *o, const char *
     o->rows = 16384;
     o->cols = 8192;
     o->iters = 20;
+    o->runs = 5;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--bench"))
@@ -72,12 +78,15 @@ int gpurun_parse_args(int argc, char **argv, struct gpurun_opts *o, const char *
             o->cols = atoi(argv[++i]);
         else if (!strcmp(a, "--iters") && v)
             o->iters = atoi(argv[++i]);
+        else if (!strcmp(a, "--runs") && v)
+            o->runs = atoi(argv[++i]);
         else if (a[0] != '-' && !o->path)
             o->path = a;
         else
             return usage(argv[0]);
     }
-    if (o->rows < 1 || o->cols < 1 || o->iters < 1 || o->iters > GPURUN_MAX_ITERS)
+    if (o->rows < 1 || o->cols < 1 || o->iters < 1 || o->iters > GPURUN_MAX_ITERS ||
+        o->runs < 1 || o->runs > GPURUN_MAX_RUNS)
         return usage(argv[0]);
     return 0;
 }
@@ -118,9 +127,17 @@ static int cmp_float(const void *a, const void *b)
         }                                                                                  \
     } while (0)
 
-/* Median of `iters` timed runs of fn over case c (already uploaded to dev). */
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* `runs` rounds, each the median of `iters` timed launches of fn over case c (already
+ * uploaded to dev), sorted ascending into ms[0..runs-1]: min, median and max of the
+ * rounds show how far one round's figure can be trusted. */
 static int time_case(struct gpu_api *api, void *fn, const uint32_t grid[2], unsigned block,
-                     void **params, int iters, double *median_ms)
+                     void **params, int iters, int runs, double *ms)
 {
     float t[GPURUN_MAX_ITERS];
     int r = -1;
@@ -128,21 +145,25 @@ static int time_case(struct gpu_api *api, void *fn, const uint32_t grid[2], unsi
     for (int i = 0; i < GPURUN_WARMUP; i++)
         API(api->launch(api->ctx, fn, grid, block, params));
     API(api->sync(api->ctx));
-    for (int i = 0; i < iters; i++) {
-        API(api->timer_start(api->ctx));
-        API(api->launch(api->ctx, fn, grid, block, params));
-        API(api->timer_stop(api->ctx, &t[i]));
+    for (int k = 0; k < runs; k++) {
+        for (int i = 0; i < iters; i++) {
+            API(api->timer_start(api->ctx));
+            API(api->launch(api->ctx, fn, grid, block, params));
+            API(api->timer_stop(api->ctx, &t[i]));
+        }
+        qsort(t, (size_t)iters, sizeof t[0], cmp_float);
+        ms[k] = t[iters / 2];
     }
-    qsort(t, (size_t)iters, sizeof t[0], cmp_float);
-    *median_ms = t[iters / 2];
+    qsort(ms, (size_t)runs, sizeof ms[0], cmp_double);
     r = 0;
 out:
     return r;
 }
 
-/* Run case c with fn; *err = worst max-rel-error over the outputs; *ms if iters > 0. */
+/* Run case c with fn; *err = worst max-rel-error over the outputs; if iters > 0 also
+ * ms[0..runs-1] (see time_case). */
 static int run_case(struct gpu_api *api, void *fn, struct kcase *c, unsigned block, int iters,
-                    double *err, double *ms)
+                    int runs, double *err, double *ms)
 {
     uint64_t dev[KCASE_MAX_BUFS] = {0};
     void *params[KCASE_MAX_BUFS + KCASE_MAX_SCALARS];
@@ -170,7 +191,7 @@ static int run_case(struct gpu_api *api, void *fn, struct kcase *c, unsigned blo
         API(api->dtoh(api->ctx, c->bufs[i].host, dev[i], c->bufs[i].bytes));
         *err = fmax(*err, kcase_max_rel_err(c, i));
     }
-    if (iters > 0 && time_case(api, fn, grid, block, params, iters, ms) != 0)
+    if (iters > 0 && time_case(api, fn, grid, block, params, iters, runs, ms) != 0)
         goto out;
     r = 0;
 out:
@@ -180,11 +201,13 @@ out:
     return r;
 }
 
-/* Median device-to-device copy bandwidth over `bytes`, in GB/s (read + write). */
-static int copy_bandwidth(struct gpu_api *api, size_t bytes, int iters, double *gbs)
+/* Device-to-device copy bandwidth over `bytes`, in GB/s (read + write): the median of
+ * `runs` rounds, each the median of `iters` copies; min and max of the rounds too. */
+static int copy_bandwidth(struct gpu_api *api, size_t bytes, int iters, int runs, double gbs[3])
 {
     uint64_t a = 0, b = 0;
     float t[GPURUN_MAX_ITERS];
+    double rd[GPURUN_MAX_RUNS];
     int r = -1;
 
     API(api->alloc(api->ctx, &a, bytes));
@@ -193,13 +216,17 @@ static int copy_bandwidth(struct gpu_api *api, size_t bytes, int iters, double *
     for (int i = 0; i < GPURUN_WARMUP; i++)
         API(api->dtod(api->ctx, b, a, bytes));
     API(api->sync(api->ctx));
-    for (int i = 0; i < iters; i++) {
-        API(api->timer_start(api->ctx));
-        API(api->dtod(api->ctx, b, a, bytes));
-        API(api->timer_stop(api->ctx, &t[i]));
+    for (int k = 0; k < runs; k++) {
+        for (int i = 0; i < iters; i++) {
+            API(api->timer_start(api->ctx));
+            API(api->dtod(api->ctx, b, a, bytes));
+            API(api->timer_stop(api->ctx, &t[i]));
+        }
+        qsort(t, (size_t)iters, sizeof t[0], cmp_float);
+        rd[k] = 2.0 * (double)bytes / (t[iters / 2] * 1e-3) / 1e9;
     }
-    qsort(t, (size_t)iters, sizeof t[0], cmp_float);
-    *gbs = 2.0 * (double)bytes / (t[iters / 2] * 1e-3) / 1e9;
+    qsort(rd, (size_t)runs, sizeof rd[0], cmp_double);
+    gbs[0] = rd[0], gbs[1] = rd[runs / 2], gbs[2] = rd[runs - 1];
     r = 0;
 out:
     if (a)
@@ -284,7 +311,7 @@ static void *load_object(struct gpu_api *api, const struct gpurun_opts *o, const
 static void report(struct tally *t, int ok, const char *name, const char *shape, double err,
                    const char *extra)
 {
-    printf("%s %-18s %-24s max rel err %-9.3g %s\n", ok ? "ok" : "not ok", name, shape, err, extra);
+    printf("%s %-20s %-28s max rel err %-9.3g %s\n", ok ? "ok" : "not ok", name, shape, err, extra);
     if (ok)
         t->passed++;
     else
@@ -305,26 +332,35 @@ static void run_op(struct gpu_api *api, const struct gpurun_opts *o,
         goto out;
     }
     if (o->bench) {
-        kcase_bench_dims(e->name, o->rows, o->cols, &dims[0]);
-        n = 1;
+        n = kcase_bench_shapes(e->name, o->rows, o->cols, dims, KCASE_MAX_SHAPES);
     } else {
         n = kcase_test_shapes(e->name, dims, KCASE_MAX_SHAPES);
     }
     for (int s = 0; s < n; s++) {
         struct kcase c;
-        double err = NAN, ms = 0;
-        char extra[128] = "";
+        double err = NAN, ms[GPURUN_MAX_RUNS];
+        char extra[160] = "";
         if (kcase_build(&c, e->name, &dims[s], GPURUN_SEED + (uint64_t)s) != 0) {
             report(t, 0, e->name, "", NAN, "no test case for this op (or out of memory)");
             continue;
         }
-        if (run_case(api, fn, &c, e->block, o->bench ? o->iters : 0, &err, &ms) != 0) {
+        char why[256];
+        if (kcase_variant(e->name, o->backend, api->arch, &dims[s], why, sizeof why))
+            printf("# variant for %s: %s\n", c.shape, why); /* which path runs, and why */
+        if (run_case(api, fn, &c, e->block, o->bench ? o->iters : 0, o->runs, &err, ms) != 0) {
             report(t, 0, e->name, c.shape, NAN, "launch failed");
         } else {
-            if (o->bench) {
-                double gbs = c.bytes_moved / (ms * 1e-3) / 1e9;
-                snprintf(extra, sizeof extra, "%9.1f us %8.1f GB/s %5.1f%% of copy", ms * 1e3, gbs,
-                         100.0 * gbs / copy_gbs);
+            if (o->bench && c.flops > 0) { /* matrix ops: arithmetic rate, fastest..slowest */
+                snprintf(extra, sizeof extra, "%9.1f us %7.1f TFLOP/s (runs %.1f..%.1f)",
+                         ms[o->runs / 2] * 1e3, c.flops / (ms[o->runs / 2] * 1e-3) / 1e12,
+                         c.flops / (ms[o->runs - 1] * 1e-3) / 1e12, c.flops / (ms[0] * 1e-3) / 1e12);
+            } else if (o->bench) { /* median round, and the spread of the rounds */
+                double gbs = c.bytes_moved / (ms[o->runs / 2] * 1e-3) / 1e9;
+                snprintf(extra, sizeof extra,
+                         "%9.1f us %8.1f GB/s %5.1f%% of copy (runs %.1f..%.1f%%)",
+                         ms[o->runs / 2] * 1e3, gbs, 100.0 * gbs / copy_gbs,
+                         100.0 * c.bytes_moved / (ms[o->runs - 1] * 1e-3) / 1e9 / copy_gbs,
+                         100.0 * c.bytes_moved / (ms[0] * 1e-3) / 1e9 / copy_gbs);
             }
             report(t, err <= c.tol, e->name, c.shape, err, extra);
         }
@@ -335,13 +371,24 @@ out:
         api->unload(api->ctx, module);
 }
 
+/* Whether `name` is one of the comma-separated names in list. */
+static int in_list(const char *list, const char *name)
+{
+    const size_t n = strlen(name);
+    for (const char *p = list; *p; p += strcspn(p, ",") + (p[strcspn(p, ",")] == ',')) {
+        if (strcspn(p, ",") == n && !strncmp(p, name, n))
+            return 1;
+    }
+    return 0;
+}
+
 int gpurun_main(struct gpu_api *api, const struct gpurun_opts *o)
 {
     struct kmanifest_entry *m = NULL;
     struct tally t = {0, 0};
     struct stat sb;
-    char err[256], fname[KCASE_NAME_MAX];
-    double copy_gbs = 0;
+    char err[256], fname[KCASE_NAME_MAX] = "";
+    double copy_gbs[3] = {0, 0, 0};
     int count = 0, is_dir, ran = 0;
 
     if (o->path && stat(o->path, &sb) != 0) {
@@ -359,21 +406,27 @@ int gpurun_main(struct gpu_api *api, const struct gpurun_opts *o)
     } else if (o->op) {
         snprintf(fname, sizeof fname, "%s", o->op);
     }
+    /* a line at a time: a log cut off by a time limit still shows how far the run got */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     printf("device: %s (%s), %s\n", api->device, api->arch, o->bench ? "bench" : "check");
     if (o->bench) {
-        if (copy_bandwidth(api, (size_t)o->rows * o->cols * sizeof(float), o->iters, &copy_gbs) != 0) {
+        if (copy_bandwidth(api, (size_t)o->rows * o->cols * sizeof(float), o->iters, o->runs,
+                           copy_gbs) != 0) {
             free(m);
             return 1;
         }
-        printf("device-to-device copy, %d x %d f32: %.1f GB/s (read + write)\n", o->rows, o->cols,
-               copy_gbs);
+        printf("device-to-device copy, %d x %d f32: %.1f GB/s (read + write; %d runs of %d: "
+               "%.1f..%.1f)\n", o->rows, o->cols, copy_gbs[1], o->runs, o->iters, copy_gbs[0],
+               copy_gbs[2]);
     }
     for (int i = 0; i < count; i++) {
         if (strcmp(m[i].backend, o->backend))
             continue;
-        if ((!is_dir || o->op) && strcmp(m[i].name, fname))
+        if (!is_dir && strcmp(m[i].name, fname))
             continue;
-        run_op(api, o, &m[i], is_dir, copy_gbs, &t);
+        if (is_dir && o->op && !in_list(o->op, m[i].name))
+            continue;
+        run_op(api, o, &m[i], is_dir, copy_gbs[1], &t);
         ran++;
     }
     if (!ran) {

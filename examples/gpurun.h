@@ -47,6 +47,7 @@ struct gpurun_opts {
     const char *backend;  /* manifest backend: "cuda" or "hip" */
     int bench;            /* time every op at rows x cols */
     int rows, cols, iters;
+    int runs;             /* bench: timing rounds of `iters` launches; min/median/max shown */
 };
 
 /* Parse the shared command line into o (defaults filled in).  Returns 0, or 2 after

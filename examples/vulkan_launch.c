@@ -55,7 +55,7 @@ static int usage(const char *prog)
 int main(int argc, char **argv)
 {
     const char *op = "rms_norm_f32", *manifest = "kernels_src/MANIFEST", *path = NULL;
-    struct kcase_dims d = {1024, 4096, 0, 0, 0, 0, 0};
+    struct kcase_dims d = {1024, 4096, 0, 0, 0, 0, 0, 0};
     struct kmanifest_entry *m = NULL;
     const struct kmanifest_entry *e;
     struct vkrun *vk = NULL;
@@ -90,6 +90,11 @@ int main(int argc, char **argv)
     if (!path || d.rows < 1 || d.cols < 1 || iters < 1 || iters > 1000)
         return usage(argv[0]);
     kcase_bench_dims(op, d.rows, d.cols, &d);
+    {
+        char why[256];
+        if (kcase_variant(op, "vulkan", "vulkan1.1", &d, why, sizeof why))
+            printf("variant: %s\n", why); /* which path runs, and why */
+    }
     if (kmanifest_load(manifest, &m, &count, msg, sizeof msg) != 0) {
         fprintf(stderr, "%s\n", msg);
         goto out;

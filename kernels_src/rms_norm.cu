@@ -3,10 +3,12 @@
  * rms_norm_f16, rms_norm_bf16 (x, w, y all in that type; f32 arithmetic).
  *
  * x, y: rows x cols row-major; w: cols.  One block per row (grid = any count up to rows;
- * rows are strided by gridDim.x), block = KJ_BLOCK threads.  When cols % 4 == 0 and the
- * row fits in KJ_VPT 4-vectors per thread (cols <= 4 * KJ_VPT * KJ_BLOCK, 8192 with the
- * defaults) the row is read once into registers and written once: one pass over memory.
- * Otherwise a scalar two-pass loop handles any cols.  y may alias x.
+ * rows are strided by gridDim.x), block = KJ_BLOCK threads.  When cols is a multiple of
+ * the type's 16-byte vector (4 f32, 8 f16/bf16) and the row fits in registers
+ * (4 * KJ_VPT elements per thread: cols <= 4 * KJ_VPT * KJ_BLOCK, 8192 with the
+ * defaults) the row is read once into registers with 16-byte loads and written once
+ * with 16-byte stores: one pass over memory.  Otherwise a scalar two-pass loop handles
+ * any cols.  y may alias x.
  */
 #include "kjit_prelude.h"
 
@@ -18,32 +20,38 @@ template <class S>
 KJ_DEV void rms_norm_rows(const typename S::T *x, const typename S::T *w, typename S::T *y,
                           int rows, int cols, float eps)
 {
+    enum { V = S::VEC, NV = KJ_VPT * 4 / S::VEC }; /* elements per vector, vectors per thread */
     __shared__ float red[KJ_MAX_WARPS];
-    const int n4 = cols >> 2, tid = threadIdx.x, bd = blockDim.x;
-    const bool in_regs = (cols & 3) == 0 && n4 <= KJ_VPT * bd;
+    const int nv = cols / V, tid = threadIdx.x, bd = blockDim.x;
+    const bool in_regs = cols % V == 0 && nv <= NV * bd;
 
     for (int r = blockIdx.x; r < rows; r += gridDim.x) {
         const typename S::T *xr = x + (kj_size)r * cols;
         typename S::T *yr = y + (kj_size)r * cols;
         float ss = 0.f;
         if (in_regs) {
-            float4 v[KJ_VPT];
+            float v[NV][V];
 #pragma unroll
-            for (int j = 0; j < KJ_VPT; j++) {
+            for (int j = 0; j < NV; j++) {
                 const int i = tid + j * bd;
-                if (i < n4) {
-                    v[j] = S::ld4(xr, i);
-                    ss += v[j].x * v[j].x + v[j].y * v[j].y + v[j].z * v[j].z + v[j].w * v[j].w;
+                if (i < nv) {
+                    S::ldv(xr, i, v[j]);
+#pragma unroll
+                    for (int e = 0; e < V; e++)
+                        ss += v[j][e] * v[j][e];
                 }
             }
             const float inv = rsqrtf(kj_block_sum(ss, red) / cols + eps);
 #pragma unroll
-            for (int j = 0; j < KJ_VPT; j++) {
+            for (int j = 0; j < NV; j++) {
                 const int i = tid + j * bd;
-                if (i < n4) {
-                    const float4 g = S::ld4(w, i);
-                    S::st4(yr, i, make_float4(v[j].x * inv * g.x, v[j].y * inv * g.y,
-                                              v[j].z * inv * g.z, v[j].w * inv * g.w));
+                if (i < nv) {
+                    float g[V];
+                    S::ldv(w, i, g);
+#pragma unroll
+                    for (int e = 0; e < V; e++)
+                        g[e] *= v[j][e] * inv;
+                    S::stv(yr, i, g);
                 }
             }
         } else {

@@ -9,7 +9,12 @@
 # ../shared/gpu-run.md) it runs from binaries carried in .gpu/:
 #     scripts/gpu-run.sh pack        # here: .gpu/bin and the runtime .debs
 #     scripts/gpu-run.sh all         # there: test, then bench
+#     scripts/gpu-run.sh profile     # there: Nsight Compute on $PROFILE_OPS, if ncu exists
 # Output goes to stdout and, when $OUT is set, to $OUT/gpu-run.log.
+# BENCH_OPS=a,b,...: bench only these ops (the whole library's bench builds and checks
+# every case on the CPU at full size: minutes); TEST_TIMEOUT, BENCH_TIMEOUT,
+# TORCH_TIMEOUT (seconds, default 300/600/300) bound each phase so a hung kernel still
+# leaves a log of how far the run got; PROFILE_OPS: the ops `profile` looks at.
 set -u
 MODE=${1:-all}
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,8 +23,16 @@ cd "$top" || exit 1
 if [ "$MODE" = pack ]; then
 	BUILD=${BUILD:-build}
 	mkdir -p .gpu/bin
-	grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >>.git/info/exclude
-	cp "$BUILD/kjitd" "$BUILD/kjit" "$BUILD/examples/cuda_launch" .gpu/bin/
+	# keep .gpu out of git; a fresh clone may lack .git/info, a worktree has .git as a
+	# file and a copy no .git at all: ask git where the exclude file lives
+	if excl=$(git rev-parse --git-path info/exclude 2>/dev/null); then
+		mkdir -p "$(dirname "$excl")" || exit 1
+		grep -qx '/.gpu/' "$excl" 2>/dev/null || echo '/.gpu/' >>"$excl" || exit 1
+	fi
+	cp "$BUILD/kjitd" "$BUILD/kjit" "$BUILD/examples/cuda_launch" .gpu/bin/ || exit 1
+	# the commit the binaries were built from (a copy without .git cannot tell)
+	{ git rev-parse --short HEAD 2>/dev/null || echo '?'; } | tr -d '\n' >.gpu/commit
+	git diff --quiet HEAD 2>/dev/null || printf '+uncommitted' >>.gpu/commit
 	(cd .gpu && rm -f ./*.deb && apt-get download libuv1 libvulkan1 >/dev/null)
 	ls -l .gpu .gpu/bin
 	exit 0
@@ -41,7 +54,10 @@ log=${OUT:+$OUT/gpu-run.log}
 log=${log:-$T/gpu-run.log}
 say() { echo "$*" | tee -a "$log"; }
 
-say "== kjit on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null), $(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+# carried binaries name their own commit (a copy inside another checkout would report
+# that checkout's HEAD)
+commit=$(cat .gpu/commit 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo '?')
+say "== kjit on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null), $(date -u +%Y-%m-%dT%H:%MZ), commit $commit"
 "$B/kjitd" --foreground --socket "$KJIT_SOCKET" --cache-dir "$KJIT_CACHE_DIR" --kernels-dir "$top/kernels_src" \
 	--log "$T/kjitd.log" &
 pid=$!
@@ -63,14 +79,32 @@ done
 
 if [ "$MODE" = test ] || [ "$MODE" = all ]; then
 	say "== test-gpu: every CUDA op from kjitd via libkjit, launched with libcuda, against the oracle"
-	"$LAUNCH" 2>&1 | tee -a "$log" | grep -v '^ok '
+	timeout "${TEST_TIMEOUT:-300}" "$LAUNCH" 2>&1 | tee -a "$log" | grep -v '^ok '
 	[ "$(tail -n 1 "$log" | sed -n 's/.* \([0-9]*\) failed$/\1/p')" = 0 ] || rc=1
 fi
 if [ "$MODE" = bench ] || [ "$MODE" = all ]; then
-	say "== bench-gpu: 16384 x 8192 f32, GB/s = bytes read + written / time"
-	"$LAUNCH" --bench 2>&1 | tee -a "$log"
+	# BENCH_OPS: a comma-separated subset (each bench case is built and checked on the
+	# CPU at full size, several seconds an op: the whole library takes minutes)
+	say "== bench-gpu: 16384 x 8192 f32, GB/s = bytes read + written / time${BENCH_OPS:+ (ops $BENCH_OPS)}"
+	timeout "${BENCH_TIMEOUT:-600}" "$LAUNCH" --bench ${BENCH_OPS:+--op "$BENCH_OPS"} 2>&1 | tee -a "$log"
 	say "== PyTorch, same machine, same run"
-	python3 bench/torch_ref.py 2>&1 | tee -a "$log"
+	PYTHONUNBUFFERED=1 timeout "${TORCH_TIMEOUT:-300}" python3 bench/torch_ref.py 2>&1 | tee -a "$log"
+fi
+if [ "$MODE" = profile ]; then
+	# Nsight Compute on one launch of each op at its bench shape (clocks left alone)
+	NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
+	if [ -z "$NCU" ]; then
+		say "== profile: no ncu on this machine"
+	else
+		say "== profile: $NCU --clock-control none, one launch per op at its bench shape"
+		for op in ${PROFILE_OPS:-attn_decode_f32 matvec_q8 rms_norm_bf16 gemm_f16 attn_prefill_f16}; do
+			timeout 120 "$NCU" --clock-control none --launch-skip 1 --launch-count 1 \
+				--section SpeedOfLight --section Occupancy --section LaunchStats \
+				--metrics dram__bytes_read.sum.per_second,dram__bytes_write.sum.per_second \
+				"$LAUNCH" --bench --op "$op" --iters 1 --runs 1 2>&1 |
+				grep -v '^ok \|^#\|^==PROF==' | tee -a "$log"
+		done
+	fi
 fi
 "$B/kjit" stats 2>&1 | tee -a "$log"
 "$B/kjit" stop >/dev/null 2>&1

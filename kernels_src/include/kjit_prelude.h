@@ -126,11 +126,17 @@ KJ_DEV float kj_bf16_to_f32(unsigned short h) { return __uint_as_float((unsigned
 
 KJ_DEV unsigned short kj_f32_to_bf16(float f)
 {
+#if defined(KJ_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    unsigned short h; /* one instruction (the same rounding as below) */
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+#else
     unsigned u = __float_as_uint(f);
     if ((u & 0x7fffffffu) > 0x7f800000u) /* NaN stays NaN */
         return (unsigned short)((u >> 16) | 0x40u);
     u += 0x7fffu + ((u >> 16) & 1u);
     return (unsigned short)(u >> 16);
+#endif
 }
 
 KJ_DEV float kj_f16_to_f32(unsigned short h)
@@ -159,9 +165,18 @@ KJ_DEV unsigned short kj_f32_to_f16(float f)
 }
 
 /* Storage policies: T is the element type in memory; ld/st move one element, ld4/st4
- * four consecutive ones (16-byte or 8-byte aligned), all as f32 in registers. */
+ * four consecutive ones (16-byte or 8-byte aligned), ldv/stv VEC consecutive ones with
+ * one 16-byte access (vector index i: elements VEC*i .. VEC*i + VEC - 1), all as f32 in
+ * registers. */
 struct kj_s_f32 {
     typedef float T;
+    enum { VEC = 4 };
+    KJ_DEV void ldv(const T *p, kj_size i, float *r)
+    {
+        const float4 a = kj_ld4(p, i);
+        r[0] = a.x, r[1] = a.y, r[2] = a.z, r[3] = a.w;
+    }
+    KJ_DEV void stv(T *p, kj_size i, const float *r) { kj_st4(p, i, make_float4(r[0], r[1], r[2], r[3])); }
     KJ_DEV float ld(const T *p, kj_size i) { return p[i]; }
     KJ_DEV void st(T *p, kj_size i, float v) { p[i] = v; }
     KJ_DEV float4 ld4(const T *p, kj_size i) { return kj_ld4(p, i); }
@@ -171,6 +186,25 @@ struct kj_s_f32 {
 template <float (*To)(unsigned short), unsigned short (*From)(float)>
 struct kj_s_16 {
     typedef unsigned short T;
+    enum { VEC = 8 };
+    KJ_DEV void ldv(const T *p, kj_size i, float *r)
+    {
+        const uint4 u = reinterpret_cast<const uint4 *>(p)[i];
+        const unsigned w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            r[2 * j] = To((unsigned short)(w[j] & 0xffffu));
+            r[2 * j + 1] = To((unsigned short)(w[j] >> 16));
+        }
+    }
+    KJ_DEV void stv(T *p, kj_size i, const float *r)
+    {
+        unsigned w[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            w[j] = (unsigned)From(r[2 * j]) | ((unsigned)From(r[2 * j + 1]) << 16);
+        reinterpret_cast<uint4 *>(p)[i] = make_uint4(w[0], w[1], w[2], w[3]);
+    }
     KJ_DEV float ld(const T *p, kj_size i) { return To(p[i]); }
     KJ_DEV void st(T *p, kj_size i, float v) { p[i] = From(v); }
     KJ_DEV float4 ld4(const T *p, kj_size i)

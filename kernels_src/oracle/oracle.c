@@ -191,3 +191,45 @@ void oracle_attn_decode(const float *q, const float *k, const float *v, float *o
             o[(size_t)h * head_dim + d] = (float)(acc[d] / l);
     }
 }
+
+void oracle_gemm(const float *a, const float *b, float *c, int m, int n, int k)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            const float *ar = a + (size_t)i * k, *br = b + (size_t)j * k;
+            double s = 0.0;
+            for (int p = 0; p < k; p++)
+                s += (double)ar[p] * br[p];
+            c[(size_t)i * n + j] = (float)s;
+        }
+}
+
+void oracle_attn_prefill(const float *q, const float *k, const float *v, float *o, int t_count,
+                         int n_heads, int n_kv_heads, int head_dim, float scale, int t0, int t1)
+{
+    const int group = n_kv_heads > 0 ? n_heads / n_kv_heads : 0, D = head_dim;
+    double acc[ORACLE_ATT_MAX_D];
+
+    if (D > ORACLE_ATT_MAX_D || group < 1)
+        return;
+    for (int t = t0 < 0 ? 0 : t0; t < t1 && t < t_count; t++)
+        for (int h = 0; h < n_heads; h++) {
+            const float *qh = q + ((size_t)t * n_heads + h) * D;
+            const size_t kvs = (size_t)n_kv_heads * D, kvo = (size_t)(h / group) * D;
+            double m = -INFINITY, l = 0.0;
+            for (int u = 0; u <= t; u++) {
+                double s = attn_score(qh, k + u * kvs + kvo, D, scale);
+                m = s > m ? s : m;
+            }
+            for (int d = 0; d < D; d++)
+                acc[d] = 0.0;
+            for (int u = 0; u <= t; u++) {
+                double e = exp(attn_score(qh, k + u * kvs + kvo, D, scale) - m);
+                l += e;
+                for (int d = 0; d < D; d++)
+                    acc[d] += e * v[u * kvs + kvo + d];
+            }
+            for (int d = 0; d < D; d++)
+                o[((size_t)t * n_heads + h) * D + d] = (float)(acc[d] / l);
+        }
+}

@@ -51,5 +51,13 @@ void oracle_matvec_q8(const int8_t *w, const float *ws, const int8_t *xq, const 
  * kernel's two scratch buffers after o have no counterpart here.) */
 void oracle_attn_decode(const float *q, const float *k, const float *v, float *o, int n_heads,
                         int n_kv_heads, int kv_len, int kv_cap, int head_dim, float scale);
+/* C[m][n] = sum_k A[m][k] B[n][k] (C = A B^T: A [M][K], B [N][K], C [M][N]). */
+void oracle_gemm(const float *a, const float *b, float *c, int m, int n, int k);
+/* Causal prefill attention, grouped-query heads: q, o [T][H][D]; k, v [T][Hkv][D];
+ * o[t][h] = softmax_{u <= t}(scale q[t][h].k[u][kvh]) . v[u][kvh], kvh = h / (H / Hkv).
+ * Only query rows t with t0 <= t < t1 are computed (the rest of o is untouched), so a
+ * test can check a sample of a long sequence.  D <= ORACLE_ATT_MAX_D. */
+void oracle_attn_prefill(const float *q, const float *k, const float *v, float *o, int t_count,
+                         int n_heads, int n_kv_heads, int head_dim, float scale, int t0, int t1);
 
 #endif

@@ -314,7 +314,8 @@ static int build_unary(struct kcase *c, const char *op, const struct kcase_dims 
         oracle_gelu_tanh(x, ref, (int)n);
     push_i(c, (int)n);
     c->geom = KCASE_GEOM_QUADS;
-    c->items = n, c->rows = 1;
+    /* 16-bit silu_gate takes 8 elements a thread (one 16-byte vector): half the quads */
+    c->items = c->half && gated ? (n + 1) / 2 : n, c->rows = 1;
     return 0;
 }
 
@@ -485,7 +486,98 @@ static int build_attn(struct kcase *c, const struct kcase_dims *d, uint64_t *s)
     /* the kernel reads only the valid part of the cache and not the scratch */
     c->bytes_moved -= 2.0 * (double)Hkv * (cap - L) * D * 4 + (double)nws * 4 + (double)H * 4;
     c->geom = KCASE_GEOM_HEADS;
-    c->items = (uint64_t)S, c->rows = (uint64_t)H;
+    c->items = (uint64_t)S, c->rows = (uint64_t)H, c->kv_heads = (uint64_t)Hkv;
+    return 0;
+}
+
+/* Rows [0, m) of a product or attention whose exact answer costs more than about this
+ * many multiply-adds are checked on a sample only (kcase.h: NaN in ref = unchecked). */
+#define KCASE_ORACLE_BUDGET 1500000000.0
+
+static int build_gemm(struct kcase *c, const struct kcase_dims *d, uint64_t *s)
+{
+    const int M = d->rows, N = d->cols, K = d->inner;
+    if (M < 1 || N < 1 || K < 1)
+        return -1;
+    float *a = fill(c, (size_t)M * K, s, -1.f, 1.f, 0.05f);
+    float *b = a ? fill(c, (size_t)N * K, s, -1.f, 1.f, 0.05f) : NULL;
+    float *y = b ? add_buf(c, (size_t)M * N, 4, 1, (size_t)N) : NULL;
+    float *ref = y ? c->bufs[2].ref : NULL, *mag = y ? mag_of(c, 2) : NULL;
+    float *aa = malloc((size_t)K * sizeof(float)), *ab = malloc((size_t)N * K * sizeof(float));
+    int r = -2;
+    if (!y || !mag || !aa || !ab)
+        goto out;
+    for (size_t i = 0; i < (size_t)N * K; i++)
+        ab[i] = fabsf(b[i]);
+    /* every row when affordable, else an even sample including the first and last */
+    const double per_row = 2.0 * N * K;
+    int step = per_row * M <= KCASE_ORACLE_BUDGET ? 1 : (int)ceil(per_row * M / KCASE_ORACLE_BUDGET);
+    for (size_t i = 0; i < (size_t)M * N; i++)
+        ref[i] = NAN;
+    for (int i = 0; i < M; i += step) {
+        const int row = i + step >= M ? M - 1 : i;
+        oracle_gemm(a + (size_t)row * K, b, ref + (size_t)row * N, 1, N, K);
+        for (int p = 0; p < K; p++)
+            aa[p] = fabsf(a[(size_t)row * K + p]);
+        oracle_gemm(aa, ab, mag + (size_t)row * N, 1, N, K);
+    }
+    push_i(c, M), push_i(c, N), push_i(c, K);
+    c->geom = KCASE_GEOM_TILES;
+    c->tile = 128, c->items = (uint64_t)N, c->rows = ((uint64_t)M + 127) / 128;
+    c->vk_x = ((uint64_t)M * N + 2 * 64 - 1) / (2 * 64), c->vk_y = 1; /* 2 elements/invocation */
+    c->flops = 2.0 * M * N * K;
+    r = 0;
+out:
+    free(aa);
+    free(ab);
+    return r;
+}
+
+/* Query rows of a prefill case the oracle computes: all, or windows at the start,
+ * middle and end when the sequence is long. */
+#define KCASE_PF_WINDOW 8
+
+static int build_prefill(struct kcase *c, const struct kcase_dims *d, uint64_t *s)
+{
+    const int T = d->rows, H = d->heads, Hkv = d->kv_heads, D = d->head_dim;
+    if (T < 1 || Hkv < 1 || H % Hkv || D > ORACLE_ATT_MAX_D || D < 1)
+        return -1;
+    const size_t nq = (size_t)T * H * D, nkv = (size_t)T * Hkv * D;
+    float *q = fill(c, nq, s, -1.f, 1.f, 0.05f);
+    float *k = q ? fill(c, nkv, s, -1.f, 1.f, 0.05f) : NULL;
+    float *v = k ? fill(c, nkv, s, -1.f, 1.f, 0.05f) : NULL;
+    float *o = v ? add_buf(c, nq, 4, 1, (size_t)D) : NULL;
+    float *av = o ? malloc(nkv * sizeof(float)) : NULL, *mag = av ? mag_of(c, 3) : NULL;
+    float *ref = o ? c->bufs[3].ref : NULL;
+    const float scale = (float)(1.0 / sqrt((double)D)) * 2.f; /* sharper than usual */
+    if (!mag) {
+        free(av);
+        return -2;
+    }
+    for (size_t i = 0; i < nkv; i++)
+        av[i] = fabsf(v[i]);
+    const double work = 2.0 * H * D * (double)T * (T + 1) / 2;
+    if (work <= KCASE_ORACLE_BUDGET) {
+        oracle_attn_prefill(q, k, v, ref, T, H, Hkv, D, scale, 0, T);
+        oracle_attn_prefill(q, k, av, mag, T, H, Hkv, D, scale, 0, T);
+    } else {
+        const int w0[3] = {0, T / 2, T - KCASE_PF_WINDOW};
+        for (size_t i = 0; i < nq; i++)
+            ref[i] = NAN;
+        for (int i = 0; i < 3; i++) {
+            oracle_attn_prefill(q, k, v, ref, T, H, Hkv, D, scale, w0[i], w0[i] + KCASE_PF_WINDOW);
+            oracle_attn_prefill(q, k, av, mag, T, H, Hkv, D, scale, w0[i], w0[i] + KCASE_PF_WINDOW);
+        }
+    }
+    free(av);
+    /* P is rounded to the input type before P.V (as in every flash attention), then the
+     * output: two roundings of the type, so twice its tolerance */
+    c->tol *= 2;
+    push_i(c, T), push_i(c, H), push_i(c, Hkv), push_i(c, D), push_f(c, scale);
+    c->geom = KCASE_GEOM_TILES;
+    c->tile = 64, c->items = (uint64_t)T, c->rows = (uint64_t)H; /* 64 queries x 1 head */
+    c->vk_x = (uint64_t)T, c->vk_y = (uint64_t)H;              /* one query row x head */
+    c->flops = 4.0 * H * D * (double)T * (T + 1) / 2; /* causal: q.k and p.v */
     return 0;
 }
 
@@ -512,7 +604,8 @@ int kcase_build(struct kcase *c, const char *name, const struct kcase_dims *d, u
         half = 2;
     if (half) { /* add_bf16 -> add_f32 with 16-bit inputs */
         snprintf(op + strlen(op) - (half == 1 ? 4 : 5), 8, "_f32");
-        if (!is_binary(op) && strcmp(op, "silu_gate_f32") && strcmp(op, "rms_norm_f32"))
+        if (!is_binary(op) && strcmp(op, "silu_gate_f32") && strcmp(op, "rms_norm_f32") &&
+            strcmp(op, "layer_norm_f32") && strcmp(op, "gemm_f32") && strcmp(op, "attn_prefill_f32"))
             return -1;
     }
     c->half = half;
@@ -538,6 +631,13 @@ int kcase_build(struct kcase *c, const char *name, const struct kcase_dims *d, u
         r = build_attn(c, d, &s);
         snprintf(c->shape, sizeof c->shape, "H=%d Hkv=%d D=%d L=%d", d->heads, d->kv_heads,
                  d->head_dim, d->kv_len);
+    } else if (!strcmp(op, "gemm_f32")) {
+        r = build_gemm(c, d, &s);
+        snprintf(c->shape, sizeof c->shape, "M=%d N=%d K=%d", d->rows, d->cols, d->inner);
+    } else if (!strcmp(op, "attn_prefill_f32")) {
+        r = build_prefill(c, d, &s);
+        snprintf(c->shape, sizeof c->shape, "T=%d H=%d Hkv=%d D=%d", d->rows, d->heads,
+                 d->kv_heads, d->head_dim);
     }
     for (int i = 0; r == 0 && half && i < c->nbufs; i++)
         r = to16(&c->bufs[i], half);
@@ -581,19 +681,26 @@ void kcase_poison(struct kcase *c)
 int kcase_test_shapes(const char *name, struct kcase_dims *d, int max)
 {
     static const struct kcase_dims rowsh[] = {
-        {7, 1000, 0, 0, 0, 0, 0}, {33, 1024, 0, 0, 0, 0, 0}, {3, 4099, 0, 0, 0, 0, 0},
-        {4, 8192, 0, 0, 0, 0, 0}, {2, 12288, 0, 0, 0, 0, 0}};
+        {7, 1000, 0, 0, 0, 0, 0, 0}, {33, 1024, 0, 0, 0, 0, 0, 0}, {3, 4099, 0, 0, 0, 0, 0, 0},
+        {4, 8192, 0, 0, 0, 0, 0, 0}, {2, 12288, 0, 0, 0, 0, 0, 0}};
     static const struct kcase_dims binsh[] = {
-        {7, 1003, 0, 0, 0, 0, 0}, {33, 1024, 1, 0, 0, 0, 0}, {5, 517, 1, 0, 0, 0, 0},
-        {3, 8192, 0, 0, 0, 0, 0}};
+        {7, 1003, 0, 0, 0, 0, 0, 0}, {33, 1024, 1, 0, 0, 0, 0, 0}, {5, 517, 1, 0, 0, 0, 0, 0},
+        {3, 8192, 0, 0, 0, 0, 0, 0}};
     static const struct kcase_dims ropesh[] = {
-        {5, 1, 0, 4, 0, 64, 0}, {3, 1, 0, 2, 0, 128, 0}, {2, 1, 0, 3, 0, 80, 0},
-        {3, 1, 0, 5, 0, 84, 0}};
+        {5, 1, 0, 4, 0, 64, 0, 0}, {3, 1, 0, 2, 0, 128, 0, 0}, {2, 1, 0, 3, 0, 80, 0, 0},
+        {3, 1, 0, 5, 0, 84, 0, 0}};
     static const struct kcase_dims mvsh[] = {
-        {37, 1024, 0, 0, 0, 0, 0}, {256, 4096, 0, 0, 0, 0, 0}, {3, 32, 0, 0, 0, 0, 0}};
+        {37, 1024, 0, 0, 0, 0, 0, 0}, {256, 4096, 0, 0, 0, 0, 0, 0}, {3, 32, 0, 0, 0, 0, 0, 0}};
     static const struct kcase_dims attsh[] = {
-        {1, 1, 0, 8, 2, 128, 300}, {1, 1, 0, 4, 4, 64, 1}, {1, 1, 0, 8, 1, 80, 1000},
-        {1, 1, 0, 2, 1, 256, 77}, {1, 1, 0, 6, 3, 128, 5000}};
+        {1, 1, 0, 8, 2, 128, 300, 0}, {1, 1, 0, 4, 4, 64, 1, 0}, {1, 1, 0, 8, 1, 80, 1000, 0},
+        {1, 1, 0, 2, 1, 256, 77, 0}, {1, 1, 0, 6, 3, 128, 5000, 0},
+        {1, 1, 0, 10, 2, 66, 700, 0}}; /* 5 heads a group: two passes; D % 4 != 0 */
+    static const struct kcase_dims gemmsh[] = { /* M, N, K: ragged, exact, odd N, K % 8 */
+        {37, 45, 0, 0, 0, 0, 0, 29}, {128, 128, 0, 0, 0, 0, 0, 64}, {200, 130, 0, 0, 0, 0, 0, 72},
+        {64, 257, 0, 0, 0, 0, 0, 520}, {1, 33, 0, 0, 0, 0, 0, 8}, {300, 260, 0, 0, 0, 0, 0, 1000}};
+    static const struct kcase_dims pfsh[] = { /* T, H, Hkv, D */
+        {37, 1, 0, 4, 2, 64, 0, 0}, {130, 1, 0, 8, 2, 128, 0, 0}, {1, 1, 0, 2, 1, 64, 0, 0},
+        {200, 1, 0, 3, 1, 128, 0, 0}, {64, 1, 0, 4, 4, 64, 0, 0}};
     const struct kcase_dims *src = rowsh;
     int n = (int)(sizeof rowsh / sizeof rowsh[0]);
     char f32name[KCASE_NAME_MAX];
@@ -614,6 +721,10 @@ int kcase_test_shapes(const char *name, struct kcase_dims *d, int max)
         src = mvsh, n = (int)(sizeof mvsh / sizeof mvsh[0]);
     else if (!strncmp(name, "attn_decode", 11))
         src = attsh, n = (int)(sizeof attsh / sizeof attsh[0]);
+    else if (!strncmp(name, "gemm_", 5))
+        src = gemmsh, n = (int)(sizeof gemmsh / sizeof gemmsh[0]);
+    else if (!strncmp(name, "attn_prefill", 12))
+        src = pfsh, n = (int)(sizeof pfsh / sizeof pfsh[0]);
     int out = 0;
     for (int i = 0; i < n && out < max; i++) /* attn_decode_f32 is built for D <= 128 */
         if (strcmp(name, "attn_decode_f32") || src[i].head_dim <= 128)
@@ -636,7 +747,63 @@ void kcase_bench_dims(const char *name, int rows, int cols, struct kcase_dims *d
         d->kv_len = (int)((long long)rows * cols / (2 * 8 * 128));
         if (d->kv_len < 1)
             d->kv_len = 1;
+    } else if (!strncmp(name, "gemm_", 5)) {
+        d->rows = d->cols = d->inner = 4096;
+    } else if (!strncmp(name, "attn_prefill", 12)) {
+        d->rows = 4096, d->cols = 1, d->heads = 32, d->kv_heads = 8, d->head_dim = 128;
     }
+}
+
+int kcase_bench_shapes(const char *name, int rows, int cols, struct kcase_dims *d, int max)
+{
+    int n = 0;
+    if (max < 1)
+        return 0;
+    kcase_bench_dims(name, rows, cols, &d[n++]);
+    if (!strncmp(name, "attn_decode", 11) && n < max) { /* batch 16 of L = 4096 */
+        d[n] = d[0];
+        d[n].heads = 16 * 32, d[n].kv_heads = 16 * 8, d[n].kv_len = 4096;
+        n++;
+    }
+    if (!strncmp(name, "gemm_", 5) && n < max) {
+        d[n] = d[0];
+        d[n].rows = d[n].cols = d[n].inner = 8192;
+        n++;
+    }
+    if (!strncmp(name, "attn_prefill", 12) && n < max) {
+        d[n] = d[0];
+        d[n].head_dim = 64;
+        n++;
+    }
+    return n;
+}
+
+const char *kcase_variant(const char *name, const char *backend, const char *arch,
+                          const struct kcase_dims *d, char *why, size_t n)
+{
+    int sm = 0, tc;
+    if (!strncmp(name, "attn_decode", 11)) {
+        const int g = d->kv_heads > 0 ? d->heads / d->kv_heads : 0;
+        const char *pick = d->head_dim <= 128 ? "attn_decode_f32" : "attn_decode_d256_f32";
+        snprintf(why, n, "%s: head_dim %d %s 128%s; %s: %d query heads per KV head from one "
+                 "read of K/V", pick, d->head_dim, d->head_dim <= 128 ? "<=" : ">",
+                 d->head_dim <= 128 ? " (16 lanes a key; the D <= 256 entry would idle half)" : "",
+                 strcmp(backend, "vulkan") ? "grid KV heads x splits" : "one workgroup a head", g);
+        return pick;
+    }
+    if (strncmp(name, "gemm_", 5) && strncmp(name, "attn_prefill", 12))
+        return NULL;
+    if (!strcmp(backend, "cuda") && !strncmp(arch, "sm_", 3))
+        sm = atoi(arch + 3);
+    tc = sm >= 80;
+    snprintf(why, n, "%s: %s (%s)%s", name,
+             tc ? "tensor-core path, mma.sync m16n8k16" : "plain path, f32 multiply-adds",
+             tc ? "CUDA sm_80 or newer" : !strcmp(backend, "cuda") ? "CUDA older than sm_80"
+                                                                    : "no mma.sync on this backend",
+             !strncmp(name, "gemm_", 5) && tc ? d->inner % 8 == 0 ? "; K % 8 == 0: cp.async tile loads"
+                                                                  : "; K % 8 != 0: plain tile loads"
+                                              : "");
+    return name;
 }
 
 static uint32_t cap32(uint64_t v, uint32_t max)
@@ -663,13 +830,18 @@ void kcase_grid(const struct kcase *c, unsigned block, int vulkan, uint32_t max_
         grid[0] = cap32((c->items + b - 1) / b, max_x);
         break;
     case KCASE_GEOM_WARPROWS:
-        grid[0] = cap32(vulkan ? c->rows : (c->rows + b / 32 - 1) / (b / 32), max_x);
+        /* CUDA/HIP: one 32-lane warp per pair of rows (matvec_q8.cu) */
+        grid[0] = cap32(vulkan ? c->rows : ((c->rows + 1) / 2 + b / 32 - 1) / (b / 32), max_x);
         break;
     case KCASE_GEOM_ROWS:
         grid[0] = cap32(c->rows, max_x);
         break;
-    case KCASE_GEOM_HEADS: /* x: heads, y: KV splits (the Vulkan shader does not split) */
-        grid[0] = cap32(c->rows, max_x);
+    case KCASE_GEOM_TILES:
+        grid[0] = cap32(vulkan ? c->vk_x : (c->items + c->tile - 1) / (c->tile ? c->tile : 1), max_x);
+        grid[1] = cap32(vulkan ? c->vk_y : c->rows, max_y);
+        break;
+    case KCASE_GEOM_HEADS: /* x: KV heads, y: KV splits (Vulkan: query heads, no split) */
+        grid[0] = cap32(vulkan ? c->rows : c->kv_heads, max_x);
         grid[1] = vulkan ? 1 : cap32(c->items, max_y);
         break;
     }
@@ -684,9 +856,12 @@ double kcase_max_rel_err(const struct kcase *c, int i)
     for (size_t r0 = 0; r0 < n; r0 += rl) {
         double rowmax = 0.0;
         for (size_t j = r0; j < r0 + rl && j < n; j++)
-            rowmax = fmax(rowmax, fabs((double)b->ref[j]));
+            if (!isnan(b->ref[j]))
+                rowmax = fmax(rowmax, fabs((double)b->ref[j]));
         for (size_t j = r0; j < r0 + rl && j < n; j++) {
             double ref = b->ref[j];
+            if (isnan(ref)) /* not checked (see kcase.h) */
+                continue;
             double g = b->half == 1   ? f16_to_f32(((const uint16_t *)b->host)[j])
                        : b->half == 2 ? bf16_to_f32(((const uint16_t *)b->host)[j])
                                       : ((const float *)b->host)[j];

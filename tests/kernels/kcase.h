@@ -18,6 +18,8 @@
  * and mag, for ops whose result is a sum of terms that can cancel, is the same sum taken
  * over the terms' absolute values (layer_norm: (|x| + |mean|) inv |w| + |b|; rope: |xa c| + |xb s|;
  * add/sub: |a| + |b|; matvec_q8 and attention: the oracle run on |w|, |x| and on |v|).
+ * An oracle value of NaN marks an element left unchecked (the largest GEMM and prefill
+ * shapes compute the exact answer for a sample of rows only; the kernel still writes all).
  * Dividing by mag measures the error relative to the size of what was actually added,
  * which is what float32 arithmetic can promise; a plain |ref| would blame the kernel for
  * the cancellation in the exact answer.  The rowmax floor does the same for results
@@ -61,8 +63,11 @@ enum kcase_geom {
     KCASE_GEOM_QUADS,    /* x: element quads / block                (unary ops)    */
     KCASE_GEOM_ROWS,     /* x: one block per row                    (norms)        */
     KCASE_GEOM_ITEMS,    /* x: one thread per item / block          (rope pairs)   */
-    KCASE_GEOM_WARPROWS, /* x: one 32-lane warp per row (Vulkan: one group per row) */
-    KCASE_GEOM_HEADS,    /* x: one block per head, y: KV splits     (attention)    */
+    KCASE_GEOM_WARPROWS, /* x: one 32-lane warp per 2 rows (Vulkan: one group per row) */
+    KCASE_GEOM_HEADS,    /* x: one block per KV head (Vulkan: per query head), y: KV
+                          * splits (Vulkan: 1)                      (attention)    */
+    KCASE_GEOM_TILES,    /* x: ceil(items / tile), y: rows; Vulkan: vk_x, vk_y
+                          *                          (GEMM, prefill attention)     */
 };
 
 struct kcase_buf {
@@ -86,6 +91,10 @@ struct kcase {
     uint32_t scalars[KCASE_MAX_SCALARS]; /* int32 or float bits, in argument order */
     enum kcase_geom geom;
     uint64_t items, rows; /* what the geometry counts */
+    uint64_t kv_heads;    /* attention: the CUDA/HIP grid's x (rows is the query heads) */
+    double flops;         /* matrix ops: arithmetic per launch (bench reports TFLOP/s) */
+    uint32_t tile;        /* KCASE_GEOM_TILES: items per block along x */
+    uint64_t vk_x, vk_y;  /* KCASE_GEOM_TILES: the Vulkan shader's workgroup grid */
     double bytes_moved;   /* every buffer read or written once, for GB/s */
     double tol;           /* max relative error allowed: 1e-5 f32, 1e-3 f16, 8e-3 bf16 */
     int half;             /* 0 f32; 1 f16; 2 bf16 (how the float buffers are stored) */
@@ -97,6 +106,7 @@ struct kcase {
 struct kcase_dims {
     int rows, cols, bcast;
     int heads, kv_heads, head_dim, kv_len;
+    int inner; /* GEMM: K (rows = M, cols = N); prefill attention: T = rows */
 };
 
 #define KCASE_MAX_SHAPES 6
@@ -109,9 +119,14 @@ int kcase_test_shapes(const char *name, struct kcase_dims *d, int max);
  * rope T = rows, D = 128, H = cols / 128; attention H = 32, Hkv = 8, D = 128,
  * kv_len = rows * cols / (2 * 8 * 128). */
 void kcase_bench_dims(const char *name, int rows, int cols, struct kcase_dims *d);
+/* All the benchmark shapes of op `name` (the first is kcase_bench_dims's): attention
+ * adds L = 4096 at batch 16 (heads folded: H = 512, Hkv = 128); GEMM is 4096^3 and
+ * 8192^3 whatever rows/cols; prefill attention T = 4096, H = 32, Hkv = 8, D = 128 and
+ * D = 64.  Returns how many. */
+int kcase_bench_shapes(const char *name, int rows, int cols, struct kcase_dims *d, int max);
 
 /* Build the case for op `name` (a manifest NAME; a "_sg" infix is ignored).  Names
- * ending in _f16 / _bf16 (binary ops, silu_gate, rms_norm) get inputs exactly
+ * ending in _f16 / _bf16 (binary ops, silu_gate, rms_norm, layer_norm) get inputs exactly
  * representable in that type, stored as 2-byte elements, and the oracle's answer from
  * those values; their tolerance is the type's rounding (tol).  Returns 0, -1 unknown op
  * or bad sizes, -2 out of memory. */
@@ -125,6 +140,14 @@ void kcase_poison(struct kcase *c);
  * it differs (matvec_q8: one workgroup per row). */
 void kcase_grid(const struct kcase *c, unsigned block, int vulkan, uint32_t max_x,
                 uint32_t max_y, uint32_t grid[2]);
+/* Which variant of an op family serves shape d on a device, and why (the launcher's
+ * choice made visible): writes a one-line reason into why and returns the manifest
+ * name to use, or NULL when `name` has no variants.  attn_decode*: the D <= 128 entry
+ * when head_dim <= 128, else the D <= 256 one; gemm_* and attn_prefill_*: the same
+ * entry, but the CUDA tensor-core path needs sm_80 or newer (plain path otherwise) and
+ * gemm's cp.async loads need K % 8 == 0. */
+const char *kcase_variant(const char *name, const char *backend, const char *arch,
+                          const struct kcase_dims *d, char *why, size_t n);
 /* Max relative error of output buffer `i` (see top); +Inf for NaN/Inf. */
 double kcase_max_rel_err(const struct kcase *c, int i);
 
