@@ -249,7 +249,10 @@ class TestClient(unittest.TestCase):
         self.assertGreaterEqual(ref["requests"], py["requests"] + 1)
         before = py["hits"]
         kjit.get_kernel("add_f32", backend="vulkan")
-        kjit.get_kernel("add_f32", backend="vulkan")
+        # A second handle: the first one's process memo would answer a
+        # repeat without asking the daemon (libkjit's KJIT_PROCESS_MEMO).
+        with kjit.Client() as c:
+            c.get_kernel("add_f32", backend="vulkan")
         self.assertGreaterEqual(kjit.stats()["hits"], before + 1)
 
     def test_targets_is_the_cli_json_less_client(self):
