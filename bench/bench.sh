@@ -647,6 +647,9 @@ commit=$(cd "$TOP" && git rev-parse --short HEAD 2>/dev/null || echo unknown)
 	echo "benchmark-made kernels dir); the hit path (key, lookup, digest check, reply) is the"
 	echo "real one. Scenarios 2, 4 and 5 compile with the real hiprtc, NVRTC and shaderc."
 	echo "Latencies are p50/p99 of sorted CLOCK_MONOTONIC samples after a warm-up."
+	echo "Scenario 8 (the fleet tier, docs/remote.md) runs its own redis-server on a Unix socket:"
+	echo "remote hits and their floor use the test family, the warm-up and the stampede the real"
+	echo "compilers."
 	echo
 	echo "| # | measure | value | goal | verdict |"
 	echo "|---|---|---|---|---|"
