@@ -37,6 +37,11 @@ int kj__cmd_export(const struct cmd *cmd, int argc, char **argv);
 int kj__cmd_import(const struct cmd *cmd, int argc, char **argv);
 int kj__cmd_ping(const struct cmd *cmd, int argc, char **argv);
 int kj__cmd_stop(const struct cmd *cmd, int argc, char **argv);
+/* cmd-variant.c: when bundled kernel `kernel` (fetched for backend/target) is one
+ * of several variants of an op, writes "variant: NAME of {...}: why" to out.
+ * Returns 0 (nothing written when it has none) or a negative kjit error. */
+int kj__variant_note(kjit_client *c, const char *kernel, int backend, const char *target,
+		     FILE *out);
 
 /* Every backend, in the order `kjit targets` and `kjit warm` walk them. */
 #define KJ_CLI_N_BACKENDS 3

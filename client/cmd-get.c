@@ -198,6 +198,8 @@ int kj__cmd_get(const struct cmd *cmd, int argc, char **argv)
 	}
 	fprintf(a.json ? stderr : stdout, "%s %s %s %zu bytes\n", kjit_status_name(res.status),
 		res.key, res.target ? res.target : "-", res.size);
+	if (a.kernel) /* which variant of the op this is, and why (a failure only loses the line) */
+		(void)kj__variant_note(c, a.kernel, a.backend, res.target, stderr);
 	if (a.json)
 		ex = get_print_json(&res);
 out:

@@ -33,6 +33,7 @@ typedef void *CUcontext, *CUmodule, *CUfunction, *CUevent, *CUstream;
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
 #define CU_EVENT_DEFAULT 0
+#define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8 /* CUfunction_attribute, cuda.h */
 
 struct cuda {
     void *lib;
@@ -63,6 +64,7 @@ struct cuda {
     CUresult (*cuEventSynchronize)(CUevent);
     CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent);
     CUresult (*cuGetErrorString)(CUresult, const char **);
+    CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
 };
 
 /* Resolve every entry point; versioned names are the ones the driver exports. */
@@ -85,6 +87,7 @@ static int cuda_load(struct cuda *c)
         E(cuEventCreate, "cuEventCreate"), E(cuEventDestroy, "cuEventDestroy_v2"),
         E(cuEventRecord, "cuEventRecord"), E(cuEventSynchronize, "cuEventSynchronize"),
         E(cuEventElapsedTime, "cuEventElapsedTime"), E(cuGetErrorString, "cuGetErrorString"),
+        E(cuFuncSetAttribute, "cuFuncSetAttribute"),
 #undef E
     };
     if (!(c->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL))) {
@@ -144,9 +147,16 @@ static int cu_fill32(void *ctx, uint64_t d, uint32_t v, size_t count)
 {
     return ((struct cuda *)ctx)->cuMemsetD32(d, v, count);
 }
-static int cu_launch(void *ctx, void *fn, const uint32_t g[2], unsigned block, void **params)
+static int cu_launch(void *ctx, void *fn, const uint32_t g[2], unsigned block, unsigned smem,
+                     void **params)
 {
-    return ((struct cuda *)ctx)->cuLaunchKernel(fn, g[0], g[1], 1, block, 1, 1, 0, NULL, params, NULL);
+    struct cuda *c = ctx;
+    if (smem > 48 * 1024) { /* a block gets more than 48 KB only once the limit is raised */
+        int st = c->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem);
+        if (st != 0)
+            return st;
+    }
+    return c->cuLaunchKernel(fn, g[0], g[1], 1, block, 1, 1, smem, NULL, params, NULL);
 }
 static int cu_sync(void *ctx) { return ((struct cuda *)ctx)->cuCtxSynchronize(); }
 static int cu_timer_start(void *ctx)

@@ -137,18 +137,18 @@ static int cmp_double(const void *a, const void *b)
  * uploaded to dev), sorted ascending into ms[0..runs-1]: min, median and max of the
  * rounds show how far one round's figure can be trusted. */
 static int time_case(struct gpu_api *api, void *fn, const uint32_t grid[2], unsigned block,
-                     void **params, int iters, int runs, double *ms)
+                     unsigned smem, void **params, int iters, int runs, double *ms)
 {
     float t[GPURUN_MAX_ITERS];
     int r = -1;
 
     for (int i = 0; i < GPURUN_WARMUP; i++)
-        API(api->launch(api->ctx, fn, grid, block, params));
+        API(api->launch(api->ctx, fn, grid, block, smem, params));
     API(api->sync(api->ctx));
     for (int k = 0; k < runs; k++) {
         for (int i = 0; i < iters; i++) {
             API(api->timer_start(api->ctx));
-            API(api->launch(api->ctx, fn, grid, block, params));
+            API(api->launch(api->ctx, fn, grid, block, smem, params));
             API(api->timer_stop(api->ctx, &t[i]));
         }
         qsort(t, (size_t)iters, sizeof t[0], cmp_float);
@@ -160,10 +160,10 @@ out:
     return r;
 }
 
-/* Run case c with fn; *err = worst max-rel-error over the outputs; if iters > 0 also
- * ms[0..runs-1] (see time_case). */
-static int run_case(struct gpu_api *api, void *fn, struct kcase *c, unsigned block, int iters,
-                    int runs, double *err, double *ms)
+/* Run case c with fn (`smem` bytes of dynamic shared memory, kcase_dyn_smem); *err =
+ * worst max-rel-error over the outputs; if iters > 0 also ms[0..runs-1] (see time_case). */
+static int run_case(struct gpu_api *api, void *fn, struct kcase *c, unsigned block,
+                    unsigned smem, int iters, int runs, double *err, double *ms)
 {
     uint64_t dev[KCASE_MAX_BUFS] = {0};
     void *params[KCASE_MAX_BUFS + KCASE_MAX_SCALARS];
@@ -182,7 +182,7 @@ static int run_case(struct gpu_api *api, void *fn, struct kcase *c, unsigned blo
     for (int i = 0; i < c->nscalars; i++)
         params[np++] = &c->scalars[i];
     kcase_grid(c, block, 0, GPURUN_MAX_GRID_X, GPURUN_MAX_GRID_Y, grid);
-    API(api->launch(api->ctx, fn, grid, block, params));
+    API(api->launch(api->ctx, fn, grid, block, smem, params));
     API(api->sync(api->ctx));
     *err = 0;
     for (int i = 0; i < c->nbufs; i++) {
@@ -191,7 +191,7 @@ static int run_case(struct gpu_api *api, void *fn, struct kcase *c, unsigned blo
         API(api->dtoh(api->ctx, c->bufs[i].host, dev[i], c->bufs[i].bytes));
         *err = fmax(*err, kcase_max_rel_err(c, i));
     }
-    if (iters > 0 && time_case(api, fn, grid, block, params, iters, runs, ms) != 0)
+    if (iters > 0 && time_case(api, fn, grid, block, smem, params, iters, runs, ms) != 0)
         goto out;
     r = 0;
 out:
@@ -347,7 +347,7 @@ static void run_op(struct gpu_api *api, const struct gpurun_opts *o,
         char why[256];
         if (kcase_variant(e->name, o->backend, api->arch, &dims[s], why, sizeof why))
             printf("# variant for %s: %s\n", c.shape, why); /* which path runs, and why */
-        if (run_case(api, fn, &c, e->block, o->bench ? o->iters : 0, o->runs, &err, ms) != 0) {
+        if (run_case(api, fn, &c, e->block, kcase_dyn_smem(&c, o->backend, api->arch), o->bench ? o->iters : 0, o->runs, &err, ms) != 0) {
             report(t, 0, e->name, c.shape, NAN, "launch failed");
         } else {
             if (o->bench && c.flops > 0) { /* matrix ops: arithmetic rate, fastest..slowest */

@@ -33,7 +33,10 @@ struct gpu_api {
     int (*dtoh)(void *ctx, void *dst, uint64_t src, size_t bytes);
     int (*dtod)(void *ctx, uint64_t dst, uint64_t src, size_t bytes);
     int (*fill32)(void *ctx, uint64_t dst, uint32_t value, size_t count);
-    int (*launch)(void *ctx, void *fn, const uint32_t grid[2], unsigned block, void **params);
+    /* smem: dynamic shared memory bytes (over 48 KB the CUDA launcher raises the
+     * function's limit first) */
+    int (*launch)(void *ctx, void *fn, const uint32_t grid[2], unsigned block, unsigned smem,
+                  void **params);
     int (*sync)(void *ctx);
     int (*timer_start)(void *ctx);             /* record the start event */
     int (*timer_stop)(void *ctx, float *ms);   /* record the stop event, wait, elapsed */

@@ -6,16 +6,20 @@
  *
  * Two paths, chosen at compile time:
  *  - tensor cores (CUDA, sm_80 and newer): a 128 x 128 tile per block of 256 threads
- *    (8 warps, 2 x 4, each a 64 x 32 piece), K in steps of 32 through a 3-stage
- *    cp.async pipeline (48 KB of shared memory, 16-byte rows swizzled so ldmatrix is
- *    free of bank conflicts), ldmatrix.x4 fragments and mma.sync m16n8k16 with f32
- *    accumulators, all through inline PTX (NVRTC needs no header).  When K % 8 != 0 or
- *    a buffer is not 16-byte aligned, the tiles are filled with plain loads instead of
- *    cp.async (slower, same result).
+ *    (8 warps, 2 x 4, each a 64 x 32 piece), K in steps of GM_BK = 64 through a
+ *    GM_STAGES = 3 stage cp.async pipeline in DYNAMIC shared memory (GM_SMEM_BYTES =
+ *    96 KB: the launcher must pass that many bytes and, above 48 KB, first raise the
+ *    function's CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES; two blocks fit an SM of
+ *    sm_80/sm_90), 16-byte chunks swizzled so ldmatrix is free of bank conflicts,
+ *    ldmatrix.x4 fragments and mma.sync m16n8k16 with f32 accumulators, all through
+ *    inline PTX (NVRTC needs no header).  When K % 8 != 0 or a buffer is not 16-byte
+ *    aligned, the tiles are filled with plain loads instead of cp.async (slower, same
+ *    result).
  *  - plain (HIP, older CUDA): a 64 x 64 tile per block, 4 x 4 outputs a thread, f32
  *    multiply-adds from shared memory; the same launch geometry with 128-wide tiles
  *    mapped onto it (each block does its 128 x 128 tile as four 64 x 64 ones).
- * Launch: block KJ_BLOCK = 256; grid.x = ceil(N / 128), grid.y = ceil(M / 128) (<= 65535).
+ * Launch: block KJ_BLOCK = 256; grid.x = ceil(N / 128), grid.y = ceil(M / 128) (<= 65535);
+ * dynamic shared memory GM_SMEM_BYTES on the tensor-core path, none on the plain one.
  */
 #include "kjit_mma.h"
 
@@ -44,14 +48,31 @@ KJ_DEV void gm_store2(unsigned short *C, int M, int N, int r, int c, float v0, f
 
 #if defined(KJ_MMA)
 /* ---- tensor-core path ------------------------------------------------------------- */
-#define GM_BK 32
+#ifndef GM_BK
+#define GM_BK 64
+#endif
+#ifndef GM_STAGES
 #define GM_STAGES 3
-#define GM_CHUNKS (GM_BK / 8) /* 16-byte chunks per tile row */
+#endif
+#define GM_CHUNKS (GM_BK / 8)                 /* 16-byte chunks per tile row */
+#define GM_TILE_BYTES (GM_BM * GM_BK * 2)     /* one operand's tile of one stage */
+#define GM_SMEM_BYTES (GM_STAGES * 2 * GM_TILE_BYTES)
+#if GM_BK != 32 && GM_BK != 64
+#error "gm_off's swizzle is written for GM_BK = 32 or 64"
+#endif
 
 /* byte offset of (row, 16-byte chunk) in one operand tile of a stage: the chunk index
- * is xored with (row / 2) % 4, so the 8 rows one ldmatrix reads hit 8 different
- * 16-byte bank groups */
-KJ_DEV unsigned gm_off(int row, int chunk) { return (unsigned)((row * GM_CHUNKS + (chunk ^ ((row >> 1) & 3))) * 16); }
+ * is xored with a function of the row so the 8 consecutive rows one ldmatrix reads hit
+ * 8 different 16-byte bank groups (64-byte rows, BK = 32: (row / 2) % 4, two rows a
+ * 128-byte line; 128-byte rows, BK = 64: row % 8) */
+KJ_DEV unsigned gm_off(int row, int chunk)
+{
+#if GM_BK == 32
+    return (unsigned)((row * GM_CHUNKS + (chunk ^ ((row >> 1) & 3))) * 16);
+#else
+    return (unsigned)((row * GM_CHUNKS + (chunk ^ (row & 7))) * 16);
+#endif
+}
 
 /* Load the BK-wide slab at k0 of rows [r0, r0 + 128) of X ([R][K]) into tile t. */
 KJ_DEV void gm_load_tile(unsigned char *t, const unsigned short *X, int R, int K, int r0, int k0,
@@ -83,7 +104,8 @@ template <class S>
 KJ_DEV void gemm_tc(const unsigned short *A, const unsigned short *B, unsigned short *C, int M,
                     int N, int K)
 {
-    __shared__ __align__(128) unsigned char sm[GM_STAGES][2][GM_BM * GM_BK * 2];
+    extern __shared__ __align__(128) unsigned char gm_dyn[]; /* GM_SMEM_BYTES */
+    unsigned char(*sm)[2][GM_TILE_BYTES] = reinterpret_cast<unsigned char(*)[2][GM_TILE_BYTES]>(gm_dyn);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int wm = warp / 4, wn = warp % 4; /* warp tile: rows wm*64.., cols wn*32.. */
     const int m0 = blockIdx.y * GM_BM, n0 = blockIdx.x * GM_BN;

@@ -24,7 +24,11 @@ if [ "$MODE" = pack ]; then
 	BUILD=${BUILD:-build}
 	[ -f "$BUILD/libkjit.so" ] || { echo "gpu-python.sh: $BUILD/libkjit.so missing; run make" >&2; exit 1; }
 	mkdir -p .gpu/bin
-	grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >>.git/info/exclude
+	# a worktree has .git as a file, a fresh clone may lack .git/info: ask git
+	if excl=$(git rev-parse --git-path info/exclude 2>/dev/null); then
+		mkdir -p "$(dirname "$excl")" || exit 1
+		grep -qx '/.gpu/' "$excl" 2>/dev/null || echo '/.gpu/' >>"$excl" || exit 1
+	fi
 	cp "$BUILD/libkjit.so" .gpu/bin/
 	ls -l .gpu/bin/libkjit.so
 	exit 0
@@ -58,7 +62,7 @@ if [ -z "${KJIT_SOCKET:-}" ] || ! "$B/kjit" ping >/dev/null 2>&1; then
 	i=0
 	until "$B/kjit" ping >/dev/null 2>&1; do
 		i=$((i + 1))
-		[ $i -gt 200 ] && { cat "$T/kjitd.log"; say "gpu-python.sh: kjitd did not start"; exit 1; }
+		[ $i -gt 200 ] && { tee -a "$log" <"$T/kjitd.log"; say "gpu-python.sh: kjitd did not start"; exit 1; }
 		sleep 0.05
 	done
 fi

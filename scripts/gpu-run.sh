@@ -33,7 +33,8 @@ if [ "$MODE" = pack ]; then
 	# the commit the binaries were built from (a copy without .git cannot tell)
 	{ git rev-parse --short HEAD 2>/dev/null || echo '?'; } | tr -d '\n' >.gpu/commit
 	git diff --quiet HEAD 2>/dev/null || printf '+uncommitted' >>.gpu/commit
-	(cd .gpu && rm -f ./*.deb && apt-get download libuv1 libvulkan1 >/dev/null)
+	# runtime libraries the H200 image lacks (kjitd links libhiredis for the fleet tier)
+	(cd .gpu && rm -f ./*.deb && apt-get download libuv1 libvulkan1 libhiredis0.14 >/dev/null)
 	ls -l .gpu .gpu/bin
 	exit 0
 fi
@@ -64,7 +65,7 @@ pid=$!
 i=0
 until "$B/kjit" ping >/dev/null 2>&1; do
 	i=$((i + 1))
-	[ $i -gt 200 ] && { cat "$T/kjitd.log"; say "kjitd did not start"; exit 1; }
+	[ $i -gt 200 ] && { tee -a "$log" <"$T/kjitd.log"; ldd "$B/kjitd" | grep 'not found' | tee -a "$log"; say "kjitd did not start"; exit 1; }
 	sleep 0.05
 done
 "$B/kjit" targets 2>&1 | tee -a "$log"

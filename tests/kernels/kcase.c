@@ -526,6 +526,7 @@ static int build_gemm(struct kcase *c, const struct kcase_dims *d, uint64_t *s)
     c->tile = 128, c->items = (uint64_t)N, c->rows = ((uint64_t)M + 127) / 128;
     c->vk_x = ((uint64_t)M * N + 2 * 64 - 1) / (2 * 64), c->vk_y = 1; /* 2 elements/invocation */
     c->flops = 2.0 * M * N * K;
+    c->tc_smem = 3 * 2 * 128 * 64 * 2; /* gemm.cu: GM_STAGES x {A, B} x GM_BM x GM_BK halves */
     r = 0;
 out:
     free(aa);
@@ -804,6 +805,13 @@ const char *kcase_variant(const char *name, const char *backend, const char *arc
                                                                   : "; K % 8 != 0: plain tile loads"
                                               : "");
     return name;
+}
+
+uint32_t kcase_dyn_smem(const struct kcase *c, const char *backend, const char *arch)
+{
+    if (strcmp(backend, "cuda") || strncmp(arch, "sm_", 3) || atoi(arch + 3) < 80)
+        return 0;
+    return c->tc_smem;
 }
 
 static uint32_t cap32(uint64_t v, uint32_t max)

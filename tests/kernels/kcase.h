@@ -95,6 +95,8 @@ struct kcase {
     double flops;         /* matrix ops: arithmetic per launch (bench reports TFLOP/s) */
     uint32_t tile;        /* KCASE_GEOM_TILES: items per block along x */
     uint64_t vk_x, vk_y;  /* KCASE_GEOM_TILES: the Vulkan shader's workgroup grid */
+    uint32_t tc_smem;     /* CUDA tensor-core path: dynamic shared memory bytes the
+                           * launch must pass (gemm.cu's GM_SMEM_BYTES); 0 none */
     double bytes_moved;   /* every buffer read or written once, for GB/s */
     double tol;           /* max relative error allowed: 1e-5 f32, 1e-3 f16, 8e-3 bf16 */
     int half;             /* 0 f32; 1 f16; 2 bf16 (how the float buffers are stored) */
@@ -148,6 +150,9 @@ void kcase_grid(const struct kcase *c, unsigned block, int vulkan, uint32_t max_
  * gemm's cp.async loads need K % 8 == 0. */
 const char *kcase_variant(const char *name, const char *backend, const char *arch,
                           const struct kcase_dims *d, char *why, size_t n);
+/* Dynamic shared memory bytes a CUDA/HIP launch of case c must pass on (backend, arch):
+ * c->tc_smem where the kernel takes its tensor-core path (CUDA sm_80 or newer), else 0. */
+uint32_t kcase_dyn_smem(const struct kcase *c, const char *backend, const char *arch);
 /* Max relative error of output buffer `i` (see top); +Inf for NaN/Inf. */
 double kcase_max_rel_err(const struct kcase *c, int i);
 
