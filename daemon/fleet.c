@@ -6,8 +6,9 @@
  * remote object is published into the local cache and answered to every
  * waiter as KJIT_STATUS_REMOTE.  A remote miss takes the fleet lease: the
  * owner compiles (the lease stays in the flight until kj__fleet_compiled
- * publishes or releases it), a waiter is served the object another node
- * publishes, and an unreachable (or read-only) remote means compiling
+ * publishes or releases it; it looks the key up once more first, since
+ * the object may have been published between its lookup and its lease),
+ * a waiter is served the object another node publishes, and an unreachable (or read-only) remote means compiling
  * alone.  A serve-only node (--no-compile), and waiters that asked only to
  * fetch (`kjit warm --remote-only`), are refused a miss with one line
  * naming the key, the target and how to warm it elsewhere.  Without
@@ -159,6 +160,27 @@ static void compile(struct kj__flight *f)
 	kj__pool_submit(pool, &f->job); /* may finish (and free f) at once */
 }
 
+/* After taking the lease: the object may have been published (and the
+ * previous owner's lease deleted) between our lookup and our SET NX; one
+ * more GET closes that window, so a key is compiled once in the fleet. */
+static void on_recheck(void *arg, int code, const struct kj__remote_object *obj)
+{
+	struct kj__flight *f = arg;
+
+	(void)code;
+	if (f->d->stopping || f->d->remote == NULL) {
+		fail_flight(f, KJIT_ESHUTDOWN, "kjitd is shutting down"); /* frees the lease */
+		return;
+	}
+	if (obj) {
+		kj__remote_lease_release(f->lease);
+		f->lease = NULL;
+		serve_remote(f, obj, "published just before our lease");
+		return;
+	}
+	compile(f);
+}
+
 static void on_lease(void *arg, int outcome, struct kj__remote_lease *lease, const struct kj__remote_object *obj)
 {
 	struct kj__flight *f = arg;
@@ -174,7 +196,8 @@ static void on_lease(void *arg, int outcome, struct kj__remote_lease *lease, con
 		return;
 	case KJ_LEASE_OWNED:
 		f->lease = lease;
-		break;
+		kj__remote_lookup(f->d->remote, f->key, on_recheck, f);
+		return;
 	default:
 		break; /* unavailable: compile as if alone */
 	}
