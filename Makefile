@@ -2,7 +2,7 @@
 # `make test` and `make run` first install what a fresh Debian 12 lacks
 # (scripts/deps.sh).  Modules are picked up by directory: a new .c file in
 # common/, cache/, compilers/, daemon/, daemon/detect/ or client/ needs no
-# edit here (one that libkjit needs goes into CLIENT_COMMON_SRC below).
+# edit here (one that libkjit needs goes into CLIENT_COMMON_SRC or LIBKJIT_OBJ below).
 
 BUILD   ?= build
 PREFIX  ?= /usr/local
@@ -36,11 +36,12 @@ LIBKJIT_LIBS := -lcrypto
 CLIENT_LIBS  := -lcrypto -pthread
 
 COMMON_SRC   := $(wildcard common/*.c)
-# What of common/ a client needs: framing, the buffer, errors, paths, target
-# IDs and resolution from the environment, and SHA-256 (sha.c), which
+# What of common/ a client needs: framing, the buffer and its allocator
+# table (alloc.c), errors, paths, target IDs and resolution from the
+# environment, and SHA-256 (sha.c), which
 # fingerprints request bodies for the process memo and the shared hit table
-# (hittab.c, whose reader libkjit uses).
-CLIENT_COMMON_SRC := common/buf.c common/err.c common/hittab.c common/proto.c common/resolve.c \
+# (hittab.c, whose reader libkjit uses; hitctr.c, its per-client counters).
+CLIENT_COMMON_SRC := common/alloc.c common/buf.c common/err.c common/hitctr.c common/hittab.c common/proto.c common/resolve.c \
 	common/sha.c common/targetid.c common/util.c
 DETECT_SRC   := $(wildcard daemon/detect/*.c)
 CACHE_SRC    := $(wildcard cache/*.c)
@@ -85,11 +86,15 @@ $(BUILD)/kjitd: $(call obj,daemon/main.c) $(DAEMON_OBJ) $(DETECT_OBJ) $(COMPILER
 $(BUILD)/kjit: $(CLI_OBJ) $(BUILD)/libkjit.a
 	$(CC) $(LDFLAGS_KJ) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS)
 
-$(BUILD)/libkjit.a: $(CLIENT_OBJ) $(CLIENT_COMMON_OBJ)
+# libkjit runs the include scan itself for -I (client/ccopts.c): it links
+# cache/include.c, which needs only libc and common/util.c.
+LIBKJIT_OBJ  := $(CLIENT_OBJ) $(CLIENT_COMMON_OBJ) $(call obj,cache/include.c)
+
+$(BUILD)/libkjit.a: $(LIBKJIT_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/libkjit.so: $(CLIENT_OBJ) $(CLIENT_COMMON_OBJ)
+$(BUILD)/libkjit.so: $(LIBKJIT_OBJ)
 	$(CC) -shared -Wl,-soname,libkjit.so.0 $(LDFLAGS_KJ) $(LDFLAGS) -o $@ $^ $(LIBKJIT_LIBS)
 
 # The public header carries the same KJIT_TYPES_DEFINED block as the

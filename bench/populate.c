@@ -6,7 +6,7 @@
  *
  * Writes N object files of BYTES bytes (default 256) spread over DIRS
  * object directories <cache>/gfx90a-syn<j>/ (default 16), and their index
- * rows in one sqlite transaction, following the schema of cache/cache.c:
+ * rows in one sqlite transaction, following the schema of cache/index.c:
  * key = 64 hex digits (the SHA-256 of "kjit-bench-<i>", so keys are
  * uniform like real ones), sha256 = the digest of the file's bytes (each
  * object differs in its first 8 bytes), last used a day ago, so that gc

@@ -169,8 +169,10 @@ int kj__cache_recipes(struct kj__cache *c, int64_t since,
 /* The cache key: SHA-256 of a canonical encoding of everything that can
  * change the compiled bytes (docs/cache-key.md): backend, compiler identity
  * and version, canonical target, runtime version, options (in order),
- * entry points (sorted, deduplicated), source, and every header (sorted by
- * name, each name and bytes).  hex gets 64 digits and a NUL. */
+ * entry points (sorted, deduplicated), source, every header (sorted by
+ * name, each name and bytes) and the include names looked for and not found
+ * (missing, sorted by the caller; none leaves the key as before).  hex gets
+ * 64 digits and a NUL. */
 struct kj__key_input {
 	int backend;
 	const char *compiler;           /* identity and version */
@@ -186,30 +188,36 @@ struct kj__key_input {
 	const uint8_t *const *header_data;
 	const size_t *header_len;
 	size_t n_headers;
+	const char *const *missing;     /* include names found nowhere */
+	size_t n_missing;
 };
 int kj__cache_key(const struct kj__key_input *in, char hex[65]);
 
 /* Include resolution: the headers a source may include, found by scanning
- * every #include line of the source and, recursively, of what it includes.
- * A quoted or bracketed name is looked up among the request's headers, then
- * in each allowed directory; names that are absolute, contain "..", or
- * control characters, or a computed #include, are rejected (KJIT_EINCLUDE,
- * with the offending line in err and no file content).  A bracketed name
- * found nowhere is left to the compiler only if it is one of the compiler's
- * built-in headers (builtin_prefixes, e.g. "hip/"); anything else is
- * KJIT_EINCLUDE.  On success *out holds every resolved header, each once,
- * sorted by name; free with kj__includes_free. */
+ * every #include line of the source and, recursively, of what it includes
+ * (a literal "#if 0" group is skipped; every other conditional counts as
+ * possibly taken).  A quoted name is first looked for next to the including
+ * header, then, as a bracketed one, among the request's headers and in each
+ * allowed directory; names that are absolute, contain "..", or control
+ * characters, or a computed #include, are rejected (KJIT_EINCLUDE, with
+ * "SOURCE_NAME:LINE: #include ..." in err and no file content).  A name
+ * found nowhere is left to the compiler (its own headers, the system's) and
+ * listed in missing, for the key.  source_name (NULL: "source") names the
+ * source in errors.  A request header whose name no safe #include could
+ * use (absolute, "..") is KJIT_EINCLUDE too.  On success *out holds every resolved header, each
+ * once, sorted by name, and the missing names, sorted; free with
+ * kj__includes_free. */
 struct kj__includes {
 	size_t n;
 	char **names;
 	uint8_t **data;
 	size_t *len;
+	size_t n_missing;
+	char **missing;
 };
-int kj__includes_resolve(const uint8_t *source, size_t source_len,
+int kj__includes_resolve(const char *source_name, const uint8_t *source, size_t source_len,
 			 const char *const *req_names, const uint8_t *const *req_data, const size_t *req_len,
-			 size_t n_req,
-			 const char *const *allowed_dirs, size_t n_dirs,
-			 const char *const *builtin_prefixes, size_t n_builtin,
+			 size_t n_req, const char *const *allowed_dirs, size_t n_dirs,
 			 struct kj__includes *out, char *err, size_t errlen);
 void kj__includes_free(struct kj__includes *inc);
 

@@ -9,14 +9,22 @@
  * directory, a computed #include) is refused, so no file outside them can
  * change a cache key or leak into a compile log.
  *
- * The scan is deliberately conservative: it does not evaluate #if, so an
- * #include under "#if 0" still has to resolve.  Seeing one include too many
- * costs at worst a refused request or a header too many in the key; missing
- * one could serve a stale object.  A quoted include inside a header that
- * lives in a subdirectory ("sub/a.h") is first tried relative to it
- * ("sub/x.h"), as compilers do.  Files are read with plain libc calls (this
- * is not the object store; cache.h's fsys table is for that).  No state
- * outside the call.
+ * A name found in none of those places is not an error here: it may be the
+ * compiler's own header (<cuda_fp16.h>, "hip/hip_runtime.h" as hipify
+ * writes it), a system header a full compiler reads (<cstdint>), or a
+ * header named in a branch the compiler never takes (#ifndef
+ * __CUDACC_RTC__).  Such names are listed in out->missing so the cache key
+ * covers them: if one appears later, the key changes.  The compiler's and
+ * the system's headers are covered by the compiler's identity instead.
+ *
+ * The scan is deliberately conservative: it evaluates no #if condition
+ * except a literal "#if 0", so both branches of every other conditional are
+ * followed.  Seeing one include too many costs at worst a header too many
+ * in the key; missing one could serve a stale object.  A quoted include
+ * inside a header that lives in a subdirectory ("sub/a.h") is first tried
+ * relative to it ("sub/x.h"), as compilers do.  Files are read with plain
+ * libc calls (this is not the object store; cache.h's fsys table is for
+ * that).  No state outside the call.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -28,7 +36,7 @@
 
 #include "cache.h"
 #include "kj_limits.h"
-#include "kjit.h"
+#include "kj_types.h"
 #include "util.h"
 
 struct resolver {
@@ -38,10 +46,9 @@ struct resolver {
 	size_t n_req;
 	char **dirs;                 /* realpath of each allowed directory (NULL: missing) */
 	size_t n_dirs;
-	const char *const *builtin;
-	size_t n_builtin;
 	struct kj__includes *out;
 	size_t cap;
+	size_t missing_cap;
 	size_t total;                /* bytes of every resolved header */
 	char *err;
 	size_t errlen;
@@ -208,33 +215,51 @@ static int lookup(struct resolver *rv, const char *name, size_t *idx, const char
 	return 0;
 }
 
-static int is_builtin(const struct resolver *rv, const char *name)
+/* Records a name that was looked for and not found, once.  The key covers
+ * these names, so a header that appears under one of them later changes
+ * the key instead of being silently picked up. */
+static int add_missing(struct resolver *rv, const char *name)
 {
-	for (size_t i = 0; i < rv->n_builtin; i++)
-		if (rv->builtin[i] && strncmp(name, rv->builtin[i], strlen(rv->builtin[i])) == 0)
-			return 1;
+	struct kj__includes *out = rv->out;
+
+	for (size_t i = 0; i < out->n_missing; i++)
+		if (strcmp(out->missing[i], name) == 0)
+			return 0;
+	if (out->n_missing >= KJ_HEADERS_MAX_COUNT)
+		return KJIT_ETOOBIG;
+	if (out->n_missing == rv->missing_cap) {
+		size_t cap = rv->missing_cap ? rv->missing_cap * 2 : 8;
+		char **m = realloc(out->missing, cap * sizeof *m);
+		if (m == NULL)
+			return KJIT_ENOMEM;
+		out->missing = m;
+		rv->missing_cap = cap;
+	}
+	if ((out->missing[out->n_missing] = kj__strdup(name)) == NULL)
+		return KJIT_ENOMEM;
+	out->n_missing++;
 	return 0;
 }
 
 static int scan(struct resolver *rv, const char *where, const uint8_t *src, size_t len, int depth);
 
-/* Handles one #include whose operand starts at p (after whitespace). */
-static int directive(struct resolver *rv, const char *where, size_t line, const char *p,
-		     const char *end, int depth)
+/* Reads the operand of an #include starting at p into buf (NUL-terminated)
+ * and *open ('"' or '<').  0, or KJIT_EINCLUDE with err written. */
+static int include_operand(struct resolver *rv, const char *where, size_t line, const char *p,
+			   const char *end, char *open, char buf[KJ_NAME_MAX + 1])
 {
-	char open = *p, close_ch = open == '<' ? '>' : '"';
 	const char *name, *q;
-	char buf[KJ_NAME_MAX + 1], rel[2 * KJ_NAME_MAX + 2];
-	size_t n, idx;
-	int r;
+	size_t n;
 
-	if (p >= end || (open != '"' && open != '<')) {
+	*open = p < end ? *p : '\0';
+	if (*open != '"' && *open != '<') {
 		const char *e = p;
 		while (e < end && *e != '\n')
 			e++;
 		return fail(rv, KJIT_EINCLUDE, where, line, 0, p, (size_t)(e - p),
 			    "computed #include (a macro) is not allowed");
 	}
+	char close_ch = *open == '<' ? '>' : '"';
 	name = p + 1;
 	for (q = name; q < end && *q != close_ch && *q != '\n'; q++)
 		;
@@ -243,35 +268,47 @@ static int directive(struct resolver *rv, const char *where, size_t line, const 
 		return fail(rv, KJIT_EINCLUDE, where, line, 0, p, n + 1, "unterminated name");
 	const char *why = memchr(name, '\0', n) ? "NUL in name" : name_problem(name, n);
 	if (why)
-		return fail(rv, KJIT_EINCLUDE, where, line, open, name, n, "%s", why);
+		return fail(rv, KJIT_EINCLUDE, where, line, *open, name, n, "%s", why);
 	memcpy(buf, name, n);
 	buf[n] = '\0';
+	return 0;
+}
 
+/* Handles one #include whose operand starts at p (after whitespace).  A
+ * quoted name is looked for next to the including file first, then, like a
+ * bracketed one, among the request's headers and the allowed directories.
+ * A name found nowhere is the compiler's business (its own or the system's
+ * headers, or an error of its own): it is recorded in out->missing, not
+ * refused. */
+static int directive(struct resolver *rv, const char *where, size_t line, const char *p,
+		     const char *end, int depth)
+{
+	char open, buf[KJ_NAME_MAX + 1], rel[2 * KJ_NAME_MAX + 2];
+	size_t idx;
+	int r;
+
+	if ((r = include_operand(rv, where, line, p, end, &open, buf)) < 0)
+		return r;
 	r = 0;
-	/* A quoted include is first looked for next to the file that has it. */
 	const char *slash = strrchr(where, '/');
 	if (open == '"' && depth > 0 && slash) {
-		size_t dl = (size_t)(slash - where) + 1;
+		size_t dl = (size_t)(slash - where) + 1, n = strlen(buf);
 		if (dl + n < sizeof rel) {
 			memcpy(rel, where, dl);
 			memcpy(rel + dl, buf, n + 1);
 			r = lookup(rv, rel, &idx, where, line, open);
+			if (r == 0)
+				r = add_missing(rv, rel);
 		}
 	}
 	if (r == 0)
 		r = lookup(rv, buf, &idx, where, line, open);
-	if (r < 0)
-		return r;
-	if (r == 0) {
-		if (open == '<' && is_builtin(rv, buf))
-			return 0; /* the compiler's own header */
-		return fail(rv, KJIT_EINCLUDE, where, line, open, buf, n,
-			    "not among the request's headers nor in the allowed include directories");
-	}
-	if (r == 2)
-		return 0; /* seen before: already followed (this also ends cycles) */
+	if (r == 0)
+		return add_missing(rv, buf);
+	if (r < 0 || r == 2)
+		return r < 0 ? r : 0; /* seen before: already followed (this also ends cycles) */
 	if (depth + 1 > KJ_INCLUDE_DEPTH_MAX)
-		return fail(rv, KJIT_EINCLUDE, where, line, open, buf, n,
+		return fail(rv, KJIT_EINCLUDE, where, line, open, buf, strlen(buf),
 			    "nested more than %d levels deep", KJ_INCLUDE_DEPTH_MAX);
 	/* names[idx] stays valid: out only grows, the strings do not move. */
 	return scan(rv, rv->out->names[idx], rv->out->data[idx], rv->out->len[idx], depth + 1);
@@ -337,87 +374,174 @@ static int digit_separator(const char *s, size_t i)
 	return isdigit((unsigned char)s[j]) || s[j] == '.';
 }
 
-static int scan(struct resolver *rv, const char *where, const uint8_t *src, size_t len, int depth)
-{
-	char *s = NULL;
-	size_t n = 0, line = 1;
-	int bol = 1, r;
+/* One file's text being scanned: position, line and the conditional state. */
+struct scanner {
+	const char *s;
+	size_t n, i, line;
+	int bol;                /* only whitespace and comments since the last newline */
+	int depth_if;           /* #if nesting depth */
+	int dead_from;          /* depth_if of the innermost "#if 0" being skipped, or 0 */
+};
 
-	if ((r = splice(src, len, &s, &n)) < 0)
-		return r;
-	for (size_t i = 0; i < n;) {
-		char ch = s[i];
-		if (ch == '\n') {
-			line++;
-			bol = 1;
+/* Skips a // or block comment at sc->i. */
+static void skip_comment(struct scanner *sc)
+{
+	const char *s = sc->s;
+	size_t i = sc->i, n = sc->n;
+
+	if (s[i + 1] == '/') {
+		while (i < n && s[i] != '\n')
 			i++;
-		} else if (ch == '/' && i + 1 < n && s[i + 1] == '/') {
-			while (i < n && s[i] != '\n')
-				i++;
-		} else if (ch == '/' && i + 1 < n && s[i + 1] == '*') {
-			for (i += 2; i < n && !(s[i] == '*' && i + 1 < n && s[i + 1] == '/'); i++)
-				if (s[i] == '\n')
-					line++; /* a comment spanning lines: still "start of line" after it */
-			i += 2;
-		} else if (ch == '"' && raw_string_start(s, i)) {
-			char delim[20];
-			size_t d = 0, j = i + 1;
-			while (j < n && s[j] != '(' && d < 16)
-				delim[d++] = s[j++];
-			bol = 0;
-			if (j >= n || s[j] != '(') {
-				i = j; /* malformed: let the compiler complain */
-				continue;
-			}
-			delim[d] = '\0';
-			for (i = j + 1; i < n; i++) {
-				if (s[i] == '\n')
-					line++;
-				if (s[i] == ')' && i + 1 + d < n && strncmp(s + i + 1, delim, d) == 0 &&
-				    s[i + 1 + d] == '"') {
-					i += d + 2;
-					break;
-				}
-			}
-		} else if (ch == '"' || (ch == '\'' && !digit_separator(s, i))) {
-			/* ends at the closing quote or, unterminated, at the newline */
-			for (i++; i < n && s[i] != ch && s[i] != '\n'; i++)
-				if (s[i] == '\\' && i + 1 < n && s[i + 1] != '\n')
-					i++;
-			if (i < n && s[i] == ch)
-				i++;
-			bol = 0;
-		} else if (ch == ' ' || ch == '\t' || ch == '\f' || ch == '\v' || ch == '\r') {
-			i++;
-		} else if (ch == '#' && bol) {
-			/* a directive: # [ws] name */
-			size_t j = i + 1;
-			while (j < n && (s[j] == ' ' || s[j] == '\t'))
-				j++;
-			size_t k = j;
-			while (k < n && ident_char(s[k]))
-				k++;
-			size_t w = k - j;
-			bol = 0;
-			i = k;
-			if ((w == 7 && strncmp(s + j, "include", 7) == 0) ||
-			    (w == 12 && strncmp(s + j, "include_next", 12) == 0) ||
-			    (w == 6 && strncmp(s + j, "import", 6) == 0)) {
-				while (k < n && (s[k] == ' ' || s[k] == '\t'))
-					k++;
-				if ((r = directive(rv, where, line, s + k, s + n, depth)) < 0)
-					goto out;
-				while (i < n && s[i] != '\n')
-					i++;
-			}
-		} else {
-			bol = 0;
-			i++;
+	} else {
+		for (i += 2; i < n && !(s[i] == '*' && i + 1 < n && s[i + 1] == '/'); i++)
+			if (s[i] == '\n')
+				sc->line++; /* a comment spanning lines: still "start of line" after it */
+		i += 2;
+	}
+	sc->i = i < n ? i : n;
+}
+
+/* Skips a raw string literal whose quote is at sc->i. */
+static void skip_raw_string(struct scanner *sc)
+{
+	const char *s = sc->s;
+	size_t n = sc->n, d = 0, j = sc->i + 1, i;
+	char delim[20];
+
+	while (j < n && s[j] != '(' && d < 16)
+		delim[d++] = s[j++];
+	sc->bol = 0;
+	if (j >= n || s[j] != '(') {
+		sc->i = j; /* malformed: let the compiler complain */
+		return;
+	}
+	delim[d] = '\0';
+	for (i = j + 1; i < n; i++) {
+		if (s[i] == '\n')
+			sc->line++;
+		if (s[i] == ')' && i + 1 + d < n && strncmp(s + i + 1, delim, d) == 0 && s[i + 1 + d] == '"') {
+			i += d + 2;
+			break;
 		}
 	}
-	r = 0;
-out:
-	free(s);
+	sc->i = i < n ? i : n;
+}
+
+/* Skips a string or character literal: it ends at the closing quote or,
+ * unterminated, at the newline. */
+static void skip_quoted(struct scanner *sc)
+{
+	const char *s = sc->s;
+	char ch = s[sc->i];
+	size_t i, n = sc->n;
+
+	for (i = sc->i + 1; i < n && s[i] != ch && s[i] != '\n'; i++)
+		if (s[i] == '\\' && i + 1 < n && s[i + 1] != '\n')
+			i++;
+	if (i < n && s[i] == ch)
+		i++;
+	sc->i = i;
+	sc->bol = 0;
+}
+
+/* Is the rest of the line from p a literal "0" (an "#if 0")?  Comments
+ * after it are not looked at: anything else keeps the group live. */
+static int is_if_zero(const char *p, const char *end)
+{
+	while (p < end && (*p == ' ' || *p == '\t'))
+		p++;
+	if (p >= end || *p != '0')
+		return 0;
+	p++;
+	while (p < end && (*p == ' ' || *p == '\t' || *p == '\r'))
+		p++;
+	return p >= end || *p == '\n' || (*p == '/' && p + 1 < end && (p[1] == '/' || p[1] == '*'));
+}
+
+static int word_is(const char *w, size_t n, const char *lit)
+{
+	return strlen(lit) == n && strncmp(w, lit, n) == 0;
+}
+
+/* Tracks #if nesting: only a group opened by a literal "#if 0" is dead (its
+ * #else or #elif branch is live again); every other condition is treated as
+ * possibly true, so both of its branches are scanned.  Returns 1 while the
+ * current line is in a dead group. */
+static int conditional(struct scanner *sc, const char *w, size_t wn, const char *rest)
+{
+	if (word_is(w, wn, "if") || word_is(w, wn, "ifdef") || word_is(w, wn, "ifndef")) {
+		sc->depth_if++;
+		if (sc->dead_from == 0 && word_is(w, wn, "if") && is_if_zero(rest, sc->s + sc->n))
+			sc->dead_from = sc->depth_if;
+	} else if (word_is(w, wn, "else") || word_is(w, wn, "elif") || word_is(w, wn, "elifdef") ||
+		   word_is(w, wn, "elifndef")) {
+		if (sc->dead_from == sc->depth_if)
+			sc->dead_from = 0;
+	} else if (word_is(w, wn, "endif") && sc->depth_if > 0) {
+		if (sc->dead_from == sc->depth_if)
+			sc->dead_from = 0;
+		sc->depth_if--;
+	}
+	return sc->dead_from != 0;
+}
+
+/* Handles the directive whose '#' is at sc->i and moves past its line. */
+static int hash_line(struct resolver *rv, struct scanner *sc, const char *where, int depth)
+{
+	const char *s = sc->s;
+	size_t n = sc->n, j = sc->i + 1;
+
+	while (j < n && (s[j] == ' ' || s[j] == '\t'))
+		j++;
+	size_t k = j;
+	while (k < n && ident_char(s[k]))
+		k++;
+	sc->bol = 0;
+	sc->i = k;
+	int dead = conditional(sc, s + j, k - j, s + k);
+	if (dead || !(word_is(s + j, k - j, "include") || word_is(s + j, k - j, "include_next") ||
+		      word_is(s + j, k - j, "import")))
+		return 0; /* the rest of the line is scanned as usual */
+	while (k < n && (s[k] == ' ' || s[k] == '\t'))
+		k++;
+	int r = directive(rv, where, sc->line, s + k, s + n, depth);
+	while (sc->i < n && s[sc->i] != '\n')
+		sc->i++;
+	return r;
+}
+
+/* Scans one file's text for #include lines (and follows them). */
+static int scan(struct resolver *rv, const char *where, const uint8_t *src, size_t len, int depth)
+{
+	struct scanner sc = { .line = 1, .bol = 1 };
+	char *text = NULL;
+	int r;
+
+	if ((r = splice(src, len, &text, &sc.n)) < 0)
+		return r;
+	sc.s = text;
+	while (r == 0 && sc.i < sc.n) {
+		char ch = sc.s[sc.i];
+		if (ch == '\n') {
+			sc.line++;
+			sc.bol = 1;
+			sc.i++;
+		} else if (ch == '/' && sc.i + 1 < sc.n && (sc.s[sc.i + 1] == '/' || sc.s[sc.i + 1] == '*')) {
+			skip_comment(&sc);
+		} else if (ch == '"' && raw_string_start(sc.s, sc.i)) {
+			skip_raw_string(&sc);
+		} else if (ch == '"' || (ch == '\'' && !digit_separator(sc.s, sc.i))) {
+			skip_quoted(&sc);
+		} else if (ch == ' ' || ch == '\t' || ch == '\f' || ch == '\v' || ch == '\r') {
+			sc.i++;
+		} else if (ch == '#' && sc.bol) {
+			r = hash_line(rv, &sc, where, depth);
+		} else {
+			sc.bol = 0;
+			sc.i++;
+		}
+	}
+	free(text);
 	return r;
 }
 
@@ -453,17 +577,19 @@ static int sort_out(struct kj__includes *out)
 	return 0;
 }
 
-int kj__includes_resolve(const uint8_t *source, size_t source_len,
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int kj__includes_resolve(const char *source_name, const uint8_t *source, size_t source_len,
 			 const char *const *req_names, const uint8_t *const *req_data, const size_t *req_len,
-			 size_t n_req,
-			 const char *const *allowed_dirs, size_t n_dirs,
-			 const char *const *builtin_prefixes, size_t n_builtin,
+			 size_t n_req, const char *const *allowed_dirs, size_t n_dirs,
 			 struct kj__includes *out, char *err, size_t errlen)
 {
 	struct resolver rv = {
 		.req_names = req_names, .req_data = req_data, .req_len = req_len, .n_req = n_req,
-		.n_dirs = n_dirs, .builtin = builtin_prefixes, .n_builtin = n_builtin, .out = out,
-		.err = err, .errlen = errlen,
+		.n_dirs = n_dirs, .out = out, .err = err, .errlen = errlen,
 	};
 	int r;
 
@@ -471,11 +597,22 @@ int kj__includes_resolve(const uint8_t *source, size_t source_len,
 	if (err && errlen)
 		err[0] = '\0';
 	if ((source_len && source == NULL) || (n_req && (!req_names || !req_data || !req_len)) ||
-	    (n_dirs && allowed_dirs == NULL) || (n_builtin && builtin_prefixes == NULL))
+	    (n_dirs && allowed_dirs == NULL))
 		return KJIT_EINVAL;
 	for (size_t i = 0; i < n_req; i++)
 		if (req_names[i] == NULL || (req_len[i] && req_data[i] == NULL))
 			return KJIT_EINVAL;
+	/* A request header no safe #include could name ("/etc/passwd") is a
+	 * malformed request, whether or not anything includes it. */
+	for (size_t i = 0; i < n_req; i++) {
+		const char *why = name_problem(req_names[i], strlen(req_names[i]));
+		if (why) {
+			if (err && errlen)
+				snprintf(err, errlen, "request header %zu: %s (a header is named as an #include "
+					 "names it: a relative path without \"..\")", i + 1, why);
+			return KJIT_EINCLUDE;
+		}
+	}
 	if (n_dirs) {
 		rv.dirs = calloc(n_dirs, sizeof *rv.dirs);
 		if (rv.dirs == NULL)
@@ -483,9 +620,11 @@ int kj__includes_resolve(const uint8_t *source, size_t source_len,
 		for (size_t i = 0; i < n_dirs; i++) /* a missing directory holds nothing */
 			rv.dirs[i] = allowed_dirs[i] ? realpath(allowed_dirs[i], NULL) : NULL;
 	}
-	r = scan(&rv, "source", source, source_len, 0);
+	r = scan(&rv, source_name ? source_name : "source", source, source_len, 0);
 	if (r == 0)
 		r = sort_out(out);
+	if (r == 0 && out->n_missing > 1)
+		qsort(out->missing, out->n_missing, sizeof *out->missing, cmp_str);
 	if (r < 0) {
 		if (err && errlen && err[0] == '\0')
 			snprintf(err, errlen, "resolving includes: %s", kjit_strerror(r));
@@ -505,6 +644,9 @@ void kj__includes_free(struct kj__includes *inc)
 		free(inc->names[i]);
 		free(inc->data[i]);
 	}
+	for (size_t i = 0; i < inc->n_missing; i++)
+		free(inc->missing[i]);
+	free(inc->missing);
 	free(inc->names);
 	free(inc->data);
 	free(inc->len);

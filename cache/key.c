@@ -14,6 +14,8 @@
  *   6 entry point, sorted by strcmp, duplicates dropped
  *   7 source bytes
  *   8 header name, 9 header bytes: a pair per header, sorted by name
+ *  10 include name looked for and found nowhere, in the caller's (sorted)
+ *     order; absent when there are none, so older keys are unchanged
  *
  * Every field is length-prefixed and tagged, so no two different inputs
  * encode to the same bytes.  Nothing here allocates except the sorted index
@@ -39,6 +41,7 @@ enum key_tag {
 	TAG_SOURCE = 7,
 	TAG_HEADER_NAME = 8,
 	TAG_HEADER_DATA = 9,
+	TAG_MISSING = 10,
 };
 
 static int put_field(struct kj__sha *s, uint8_t tag, const void *p, size_t n)
@@ -110,6 +113,11 @@ static int check_input(const struct kj__key_input *in)
 	for (size_t i = 0; i < in->n_headers; i++)
 		if (in->header_names[i] == NULL || (in->header_len[i] && in->header_data[i] == NULL))
 			return KJIT_EINVAL;
+	if (in->n_missing && in->missing == NULL)
+		return KJIT_EINVAL;
+	for (size_t i = 0; i < in->n_missing; i++)
+		if (in->missing[i] == NULL)
+			return KJIT_EINVAL;
 	return 0;
 }
 
@@ -160,6 +168,8 @@ int kj__cache_key(const struct kj__key_input *in, char hex[65])
 		if (r == 0)
 			r = put_field(s, TAG_HEADER_DATA, in->header_data[h], in->header_len[h]);
 	}
+	for (size_t i = 0; r == 0 && i < in->n_missing; i++)
+		r = put_str(s, TAG_MISSING, in->missing[i]);
 	if (r == 0)
 		r = kj__sha_final(s, d);
 	if (r < 0)

@@ -82,7 +82,7 @@ static const char *hint(int code)
 	case KJIT_EWORKER: return "retry; if it happens again, see kjitd's log";
 	case KJIT_ETIMEDOUT: return "retry, or check that kjitd is not overloaded";
 	case KJIT_ETOOBIG: return "make the input smaller";
-	case KJIT_EINCLUDE: return "pass the header with --include-header";
+	case KJIT_EINCLUDE: return "pass its directory with -I DIR or the header with --include-header";
 	case KJIT_ENOENT: return "list the entries with `kjit ls`";
 	case KJIT_ECORRUPT: return "run `kjit verify`";
 	case KJIT_EBUSY: return "stop the other kjitd or use another cache directory";
@@ -174,6 +174,8 @@ int kj__cli_push(const struct cmd *cmd, const char **v, size_t *n, const char *s
 
 static const struct cmd cmds[] = {
 	{ "get", kj__cmd_get, "get (--source FILE | --kernel NAME) --backend B [--target T] [--entry E]... "
+			  "[-I DIR]... [-D NAME[=V]]... [-U NAME]... [-O[N]] [-std=STD] [--compiler C] "
+			  "[--name-expression EXPR]... "
 			  "[--opt OPT]... [--include-header [NAME=]FILE]... [-o FILE] [--json]" },
 	{ "warm", kj__cmd_warm, "warm [--backend B]... [--target T]... [--kernel NAME]... [-j N] [--replay] [--remote-only] [--json]" },
 	{ "targets", kj__cmd_targets, "targets [--json]" },

@@ -1,7 +1,9 @@
 /* cmd-get.c: `kjit get`, one GET by source file or bundled kernel name,
- * with its headers read from files; writes the object to -o FILE (whole or
- * not at all) or stdout, or prints the result as JSON.  A compile error
- * prints the compiler's log, then the one-line error.
+ * with its headers read from files (--include-header, or found through -I
+ * by libkjit) and the compiler-style options client/ccopts.c takes; writes
+ * the object to -o FILE (whole or not at all) or stdout, or prints the
+ * result as JSON.  A compile error prints the compiler's log, then the
+ * one-line error.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +15,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "ccopts.h"
 #include "cli-int.h"
 #include "kjit.h"
 #include "kj_limits.h"
@@ -158,10 +161,20 @@ int kj__cmd_get(const struct cmd *cmd, int argc, char **argv)
 	size_t src_len = 0;
 	kjit_result res = { 0 };
 	kjit_client *c = NULL;
+	struct kj__ccopts cc; /* -I, -D, -U, -O, -std=, glslc's spellings (client/ccopts.c) */
+	const char *all_opts[KJ_CCOPTS_MAX + MAX_REPEAT];
+	char ccerr[256] = "";
 
 	memset(&a, 0, sizeof a);
 	memset(h, 0, sizeof h);
-	int ex = get_parse(cmd, argc, argv, &a);
+	int ex = kj__ccopts_take(&cc, &argc, argv, ccerr, sizeof ccerr) < 0 ?
+		 kj__cli_usage_error(cmd, ccerr, NULL) : 0;
+	if (ex == 0)
+		ex = get_parse(cmd, argc, argv, &a);
+	if (ex == 0 && kj__ccopts_finish(&cc, a.backend, &a.target, ccerr, sizeof ccerr) < 0)
+		ex = kj__cli_usage_error(cmd, ccerr, NULL);
+	for (size_t i = 0; ex == 0 && i < cc.n_opts + a.n_opts; i++)
+		all_opts[i] = i < cc.n_opts ? cc.opts[i] : a.opts[i - cc.n_opts];
 	if (ex == 0 && a.source)
 		ex = read_input(a.source, KJ_SOURCE_MAX, &src, &src_len);
 	if (ex == 0 && a.source && (src_name = source_name_of(a.source)) == NULL)
@@ -177,8 +190,10 @@ int kj__cmd_get(const struct cmd *cmd, int argc, char **argv)
 		.source = src, .source_size = src_len,
 		.source_name = src_name,
 		.entries = a.entries, .n_entries = a.n_entries,
-		.options = a.opts, .n_options = a.n_opts,
+		.options = all_opts, .n_options = cc.n_opts + a.n_opts,
 		.headers = h, .n_headers = a.n_headers,
+		.include_dirs = cc.dirs, .n_include_dirs = cc.n_dirs, .compiler = cc.compiler,
+		.name_expressions = cc.exprs, .n_name_expressions = cc.n_exprs,
 	};
 	int r = kjit_get(c, &req, &res);
 	if (r == KJIT_ECOMPILE) {
@@ -198,6 +213,9 @@ int kj__cmd_get(const struct cmd *cmd, int argc, char **argv)
 	}
 	fprintf(a.json ? stderr : stdout, "%s %s %s %zu bytes\n", kjit_status_name(res.status),
 		res.key, res.target ? res.target : "-", res.size);
+	for (size_t i = 0; i < res.n_lowered_names; i++) /* --name-expression */
+		fprintf(a.json ? stderr : stdout, "lowered %s %s\n", cc.exprs[i],
+			res.lowered_names[i] ? res.lowered_names[i] : "-");
 	if (a.kernel) /* which variant of the op this is, and why (a failure only loses the line) */
 		(void)kj__variant_note(c, a.kernel, a.backend, res.target, stderr);
 	if (a.json)
@@ -211,5 +229,6 @@ out:
 		free((char *)h[i].name);
 		free(bufs[i]);
 	}
+	kj__ccopts_free(&cc);
 	return ex;
 }

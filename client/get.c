@@ -14,12 +14,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ccopts.h"
 #include "client_int.h"
 #include "procmemo.h"
 #include "resolve.h"
 #include "util.h"
 
 #define KEY_HEX_LEN 64
+/* How a name expression travels (compilers/compint.h's KJ_NAME_EXPR_OPT). */
+#define KJ_NAME_EXPR_OPTION "--name-expression="
 
 /* 1 if s is 1..max bytes without control characters. */
 static int printable(const char *s, size_t max)
@@ -64,6 +67,8 @@ static int request_check(kjit_client *c, const kjit_request *req)
 	if (req->source_name && !kj__name_ok(req->source_name))
 		return kj__client_fail(c, KJIT_EINVAL, "invalid source name; a file name of "
 				       "[A-Za-z0-9._+-], at most %d bytes", KJ_NAME_MAX);
+	if (req->compiler && !kj__name_ok(req->compiler))
+		return kj__client_fail(c, KJIT_EINVAL, "invalid compiler name; a family such as nvcc or hipcc");
 	if (req->target && !kj__token_ok(req->target, KJ_TARGET_MAX))
 		return kj__client_fail(c, KJIT_EINVAL, "invalid target \"%s\"", req->target);
 	if (req->runtime_version && !kj__token_ok(req->runtime_version, KJ_VERSION_STR_MAX))
@@ -75,6 +80,10 @@ static int request_check(kjit_client *c, const kjit_request *req)
 	if (req->n_options > KJ_OPTIONS_MAX_COUNT || !strs_ok(req->options, req->n_options, KJ_OPTION_MAX))
 		return kj__client_fail(c, KJIT_EINVAL, "invalid options: at most %d options of 1 to %d "
 				       "printable bytes", KJ_OPTIONS_MAX_COUNT, KJ_OPTION_MAX);
+	if (req->n_name_expressions > KJ_ENTRIES_MAX_COUNT ||
+	    !strs_ok(req->name_expressions, req->n_name_expressions, KJ_NAME_MAX))
+		return kj__client_fail(c, KJIT_EINVAL, "invalid name expressions: at most %d of 1 to %d "
+				       "printable bytes", KJ_ENTRIES_MAX_COUNT, KJ_NAME_MAX);
 	if (req->n_headers > KJ_HEADERS_MAX_COUNT || (req->n_headers && req->headers == NULL))
 		return kj__client_fail(c, KJIT_EINVAL, "invalid headers: at most %d",
 				       KJ_HEADERS_MAX_COUNT);
@@ -141,6 +150,8 @@ static int encode(struct kj__buf *b, const kjit_request *req, const struct resol
 		r = kj__msg_put_u32(b, KJ_F_BACKEND, (uint32_t)req->backend);
 	if (r == 0 && (flags & KJ_GET_NO_COMPILE))
 		r = kj__msg_put_u32(b, KJ_F_NO_COMPILE, 1);
+	if (r == 0 && req->compiler)
+		r = kj__msg_put_str(b, KJ_F_COMPILER, req->compiler);
 	if (r == 0 && rv->target[0])
 		r = kj__msg_put_str(b, KJ_F_TARGET, rv->target);
 	if (r == 0 && rv->target[0] && rv->target_from)
@@ -157,6 +168,11 @@ static int encode(struct kj__buf *b, const kjit_request *req, const struct resol
 		r = put_strs(b, KJ_F_ENTRY, req->entries, req->n_entries);
 	if (r == 0)
 		r = put_strs(b, KJ_F_OPTION, req->options, req->n_options);
+	for (size_t i = 0; r == 0 && i < req->n_name_expressions; i++) {
+		char o[KJ_NAME_MAX + sizeof KJ_NAME_EXPR_OPTION];
+		snprintf(o, sizeof o, "%s%s", KJ_NAME_EXPR_OPTION, req->name_expressions[i]);
+		r = kj__msg_put_str(b, KJ_F_OPTION, o);
+	}
 	for (size_t i = 0; r == 0 && i < req->n_headers; i++) {
 		r = kj__msg_put_str(b, KJ_F_HEADER_NAME, req->headers[i].name);
 		if (r == 0)
@@ -207,6 +223,37 @@ static int decode_ok(const struct kj__msg *m, kjit_result *res)
 	return r;
 }
 
+/* Fills res->lowered_names from the "kjit: lowered name: EXPR = LOWERED"
+ * lines of res->log (the last line for an expression wins).  0 or
+ * KJIT_ENOMEM. */
+static int take_lowered(const kjit_request *req, kjit_result *res)
+{
+	static const char prefix[] = "kjit: lowered name: ";
+
+	if (req->n_name_expressions == 0)
+		return 0;
+	if ((res->lowered_names = calloc(req->n_name_expressions, sizeof *res->lowered_names)) == NULL)
+		return KJIT_ENOMEM;
+	res->n_lowered_names = req->n_name_expressions;
+	for (const char *p = res->log; p && *p;) {
+		size_t n = strcspn(p, "\n"), pl = sizeof prefix - 1;
+		const char *sep = NULL;
+		for (const char *q = p; q + 3 <= p + n; q++) /* the last " = " */
+			if (memcmp(q, " = ", 3) == 0)
+				sep = q;
+		for (size_t i = 0; sep && n > pl && strncmp(p, prefix, pl) == 0 && i < req->n_name_expressions; i++) {
+			const char *e = req->name_expressions[i];
+			if (strlen(e) != (size_t)(sep - p - pl) || memcmp(p + pl, e, strlen(e)) != 0)
+				continue;
+			free(res->lowered_names[i]);
+			if ((res->lowered_names[i] = kj__strndup(sep + 3, (size_t)(p + n - sep - 3))) == NULL)
+				return KJIT_ENOMEM;
+		}
+		p += n + (p[n] == '\n');
+	}
+	return 0;
+}
+
 int kjit_get(kjit_client *c, const kjit_request *req, kjit_result *res)
 {
 	return kj__get_flags(c, req, 0, res);
@@ -227,6 +274,24 @@ int kj__get_flags(kjit_client *c, const kjit_request *req, unsigned flags, kjit_
 		return KJIT_EINVAL;
 	c->err[0] = '\0';
 	int r = request_check(c, req);
+	/* -I: the headers found in the include directories join the request's. */
+	kjit_request with_dirs;
+	kjit_header *found = NULL;
+	size_t n_found = 0;
+	if (r == 0 && req->n_include_dirs) {
+		char why[512];
+		if (req->include_dirs == NULL || req->n_include_dirs > KJ_CCOPTS_MAX)
+			r = kj__client_fail(c, KJIT_EINVAL, "invalid include_dirs: at most %d", KJ_CCOPTS_MAX);
+		else if ((r = kj__headers_from_dirs(req, req->include_dirs, req->n_include_dirs, &found, &n_found,
+						    why, sizeof why)) < 0)
+			kj__client_fail(c, r, "%s", why[0] ? why : kjit_strerror(r));
+		with_dirs = *req;
+		with_dirs.headers = found;
+		with_dirs.n_headers = n_found;
+		req = &with_dirs;
+		if (r == 0)
+			r = request_check(c, req);
+	}
 	if (r == 0)
 		r = resolve(c, req, &rv);
 	if (r == 0 && (r = encode(&b, req, &rv, flags)) < 0)
@@ -238,6 +303,7 @@ int kj__get_flags(kjit_client *c, const kjit_request *req, unsigned flags, kjit_
 		memo = kj__sha256(b.p + KJ_FRAME_HDR_SIZE, b.len - KJ_FRAME_HDR_SIZE, fp) == 0;
 	if (memo && kj__procmemo_get(c->memo, fp, 0, res) > 0) {
 		kj__buf_free(&b);
+		kj__headers_free(found, n_found);
 		return 0; /* (out of memory there: the socket answers instead) */
 	}
 	if (r == 0)
@@ -247,7 +313,7 @@ int kj__get_flags(kjit_client *c, const kjit_request *req, unsigned flags, kjit_
 		/* The compiler's log of a failed compile; a bad one is dropped. */
 		if (kj__field_strdup(kj__msg_get(&m, KJ_F_LOG), KJ_LOG_WIRE_MAX, &res->log) < 0)
 			res->log = NULL;
-	} else if (r == 0 && (r = decode_ok(&m, res)) < 0) {
+	} else if (r == 0 && ((r = decode_ok(&m, res)) < 0 || (r = take_lowered(req, res)) < 0)) {
 		kjit_result_free(res);
 		kj__client_fail(c, r == KJIT_ENOMEM ? r : KJIT_EPROTO, "kjitd sent a malformed answer "
 				"to a get (%s); client and daemon versions may differ: restart kjitd",
@@ -263,6 +329,7 @@ int kj__get_flags(kjit_client *c, const kjit_request *req, unsigned flags, kjit_
 	kj__msg_free(&m);
 	free(body);
 	kj__buf_free(&b);
+	kj__headers_free(found, n_found);
 	return r;
 }
 
@@ -270,6 +337,9 @@ void kjit_result_free(kjit_result *res)
 {
 	if (res == NULL)
 		return;
+	for (size_t i = 0; i < res->n_lowered_names; i++)
+		free(res->lowered_names[i]);
+	free(res->lowered_names);
 	free(res->data);
 	free(res->target);
 	free(res->runtime_version);

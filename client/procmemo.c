@@ -6,10 +6,12 @@
  * The fingerprint is the SHA-256 of the GET body (the bytes after the
  * frame header, which alone holds the request id): the same value the
  * daemon's shared hit table is indexed by, so one hash serves both.  Only
- * successful answers are kept (hit, compiled, joined), each with the
- * generation of the shared table when one is mapped (0 otherwise): an
- * entry of another generation is dropped, so an invalidation by the daemon
- * (an include file or a compiler changed) reaches the memo too.  Bounded by
+ * successful answers are kept (hit, compiled, joined), with their lowered
+ * names (--name-expression: the same body asks for the same names), each
+ * with the generation of the shared table when one is mapped (0
+ * otherwise): an entry of another generation is dropped, so an
+ * invalidation by the daemon (an include file or a compiler changed)
+ * reaches the memo too.  Bounded by
  * KJ_PROCESS_MEMO_BYTES, least recently used out first; one object takes at
  * most 1/KJ_PROCESS_MEMO_SHARE of it.  KJIT_PROCESS_MEMO=0 turns it off.
  * Owned by one kjit_client and used by one thread at a time, like it.
@@ -30,6 +32,8 @@ struct pm_ent {
 	size_t size;
 	char key[65];
 	char *target, *version;
+	char **lowered; /* the result's lowered_names (--name-expression), kept with it */
+	size_t n_lowered;
 	size_t cost;
 	struct pm_ent *chain, *prev, *next;
 };
@@ -88,8 +92,33 @@ static void push_front(struct kj__procmemo *m, struct pm_ent *e)
 		m->tail = e;
 }
 
+/* Copies n lowered names (entries may be NULL) into *out.  0 or KJIT_ENOMEM
+ * with *out NULL. */
+static int copy_lowered(char *const *in, size_t n, char ***out)
+{
+	*out = NULL;
+	if (n == 0)
+		return 0;
+	char **v = calloc(n, sizeof *v);
+	if (v == NULL)
+		return KJIT_ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if (in[i] != NULL && (v[i] = kj__strdup(in[i])) == NULL) {
+			while (i > 0)
+				free(v[--i]);
+			free(v);
+			return KJIT_ENOMEM;
+		}
+	}
+	*out = v;
+	return 0;
+}
+
 static void ent_free(struct pm_ent *e)
 {
+	for (size_t i = 0; e->lowered && i < e->n_lowered; i++)
+		free(e->lowered[i]);
+	free(e->lowered);
 	free(e->data);
 	free(e->target);
 	free(e->version);
@@ -138,10 +167,12 @@ int kj__procmemo_get(struct kj__procmemo *m, const uint8_t fp[KJ_SHA256_LEN], ui
 	}
 	memset(res, 0, sizeof *res);
 	if ((res->data = malloc(e->size)) == NULL || (res->target = kj__strdup(e->target)) == NULL ||
-	    (res->runtime_version = kj__strdup(e->version)) == NULL) {
+	    (res->runtime_version = kj__strdup(e->version)) == NULL ||
+	    copy_lowered(e->lowered, e->n_lowered, &res->lowered_names) < 0) {
 		kjit_result_free(res);
 		return KJIT_ENOMEM;
 	}
+	res->n_lowered_names = e->n_lowered;
 	memcpy(res->data, e->data, e->size);
 	res->size = e->size;
 	memcpy(res->key, e->key, sizeof res->key);
@@ -158,16 +189,20 @@ int kj__procmemo_put(struct kj__procmemo *m, const uint8_t fp[KJ_SHA256_LEN], ui
 		return 0;
 	size_t cost = sizeof(struct pm_ent) + res->size + (res->target ? strlen(res->target) : 0) +
 		      (res->runtime_version ? strlen(res->runtime_version) : 0) + 2;
+	for (size_t i = 0; i < res->n_lowered_names; i++)
+		cost += sizeof(char *) + (res->lowered_names[i] ? strlen(res->lowered_names[i]) + 1 : 0);
 	if (cost > m->max_bytes / KJ_PROCESS_MEMO_SHARE)
 		return 0; /* too large to keep: the socket or the table serves it */
 	struct pm_ent *e = calloc(1, sizeof *e);
 	if (e == NULL || (e->data = malloc(res->size)) == NULL ||
 	    (e->target = kj__strdup(res->target ? res->target : "")) == NULL ||
-	    (e->version = kj__strdup(res->runtime_version ? res->runtime_version : "")) == NULL) {
+	    (e->version = kj__strdup(res->runtime_version ? res->runtime_version : "")) == NULL ||
+	    copy_lowered(res->lowered_names, res->n_lowered_names, &e->lowered) < 0) {
 		if (e)
 			ent_free(e);
 		return KJIT_ENOMEM;
 	}
+	e->n_lowered = res->n_lowered_names;
 	memcpy(e->fp, fp, KJ_SHA256_LEN);
 	e->gen = gen;
 	memcpy(e->data, res->data, res->size);

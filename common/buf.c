@@ -1,6 +1,7 @@
 /* buf.c: the growable byte buffer (see buf.h).  Capacity doubles from 256
  * bytes; a failed growth leaves the buffer as it was, so the caller can
- * still free it.  No state. */
+ * still free it.  Every allocation goes through the buffer's own table
+ * (b->alloc, alloc.h), so tests can fail any one of them.  No state. */
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -19,7 +20,7 @@ int kj__buf_reserve(struct kj__buf *b, size_t n)
 	size_t cap = b->cap ? b->cap : 256;
 	while (cap - b->len < n)
 		cap *= 2;
-	uint8_t *p = realloc(b->p, cap);
+	uint8_t *p = kj__alloc_or_libc(b->alloc)->realloc(b->p, cap);
 	if (p == NULL)
 		return KJIT_ENOMEM;
 	b->p = p;
@@ -42,7 +43,7 @@ void kj__buf_free(struct kj__buf *b)
 {
 	if (b == NULL)
 		return;
-	free(b->p);
+	kj__alloc_or_libc(b->alloc)->free(b->p);
 	b->p = NULL;
 	b->len = b->cap = 0;
 }

@@ -20,6 +20,7 @@
 #define KJ_ENTRIES_MAX_COUNT 256
 #define KJ_HEADERS_MAX_COUNT 512
 #define KJ_INCLUDE_DEPTH_MAX 32            /* nested #include levels we follow */
+#define KJ_TREE_FILES_MAX (1u << 18)       /* entries of a system include tree we fingerprint */
 
 /* Daemon. */
 #define KJ_COMPILE_TIMEOUT_MS 60000        /* a compile past this kills its worker */
@@ -32,6 +33,8 @@
 #define KJ_WORKER_FSIZE_MAX (1ull << 30)   /* RLIMIT_FSIZE of a worker */
 #define KJ_HOT_BYTES_MAX (256u << 20)      /* verified objects kept in memory */
 #define KJ_MEMO_BYTES_MAX (64u << 20)      /* request bodies remembered with their cache key */
+#define KJ_NEGCACHE_MAX 64                 /* failed compiles remembered (daemon/negcache.c) */
+#define KJ_FAILED_TTL_MS 5000              /* --failed-ttl default: a startup storm, not an edit cycle */
 
 /* Shared read-only hit table (common/hittab.c, docs/hitpath.md). */
 #define KJ_HITTAB_BYTES_MAX (256u << 20)   /* hard cap of the memfd: as much as the hot set */

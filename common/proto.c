@@ -1,6 +1,8 @@
 /* proto.c: encoding and decoding of kjit frames (see proto.h and
  * docs/protocol.md).  Every length read from the wire is checked against
- * what remains before any byte is touched; nothing here trusts its input. */
+ * what remains before any byte is touched; nothing here trusts its input.
+ * Allocations go through a struct kj__alloc (the buffer's, the message's,
+ * or a parameter), never straight to malloc, so tests can fail any one. */
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -151,10 +153,16 @@ static int count_fields(const uint8_t *body, size_t len, size_t *count)
 
 int kj__msg_decode(const uint8_t *body, size_t len, struct kj__msg *m)
 {
+	return kj__msg_decode_with(body, len, NULL, m);
+}
+
+int kj__msg_decode_with(const uint8_t *body, size_t len, const struct kj__alloc *a, struct kj__msg *m)
+{
 	size_t n = 0, off = 0;
 
 	m->n = 0;
 	m->f = NULL;
+	m->alloc = a;
 	if (len > KJ_FRAME_MAX)
 		return KJIT_ETOOBIG;
 	int r = count_fields(body, len, &n);
@@ -162,7 +170,7 @@ int kj__msg_decode(const uint8_t *body, size_t len, struct kj__msg *m)
 		return r;
 	if (n == 0)
 		return 0;
-	m->f = calloc(n, sizeof *m->f);
+	m->f = kj__alloc_or_libc(a)->calloc(n, sizeof *m->f);
 	if (m->f == NULL)
 		return KJIT_ENOMEM;
 	for (size_t i = 0; i < n; i++) {
@@ -179,7 +187,7 @@ void kj__msg_free(struct kj__msg *m)
 {
 	if (m == NULL)
 		return;
-	free(m->f);
+	kj__alloc_or_libc(m->alloc)->free(m->f);
 	m->f = NULL;
 	m->n = 0;
 }
@@ -204,13 +212,23 @@ const struct kj__field *kj__msg_get(const struct kj__msg *m, uint16_t tag)
 
 int kj__field_strdup(const struct kj__field *f, size_t max, char **out)
 {
+	return kj__field_strdup_with(f, max, NULL, out);
+}
+
+int kj__field_strdup_with(const struct kj__field *f, size_t max, const struct kj__alloc *a, char **out)
+{
 	*out = NULL;
 	if (f == NULL)
 		return 0;
 	if (f->len > max || memchr(f->p, '\0', f->len) != NULL)
 		return KJIT_EPROTO;
-	*out = kj__strndup((const char *)f->p, f->len);
-	return *out ? 0 : KJIT_ENOMEM;
+	char *s = kj__alloc_or_libc(a)->malloc((size_t)f->len + 1);
+	if (s == NULL)
+		return KJIT_ENOMEM;
+	memcpy(s, f->p, f->len);
+	s[f->len] = '\0';
+	*out = s;
+	return 0;
 }
 
 int kj__field_u32(const struct kj__field *f, uint32_t *v)
@@ -280,6 +298,13 @@ static int read_timed(int fd, uint8_t *p, size_t n, int timeout_ms)
 
 int kj__frame_read_fd(int fd, int timeout_ms, struct kj__frame_hdr *h, uint8_t **body)
 {
+	return kj__frame_read_fd_with(fd, timeout_ms, NULL, h, body);
+}
+
+int kj__frame_read_fd_with(int fd, int timeout_ms, const struct kj__alloc *a, struct kj__frame_hdr *h,
+			   uint8_t **body)
+{
+	const struct kj__alloc *al = kj__alloc_or_libc(a);
 	uint8_t hdr[KJ_FRAME_HDR_SIZE];
 	uint8_t *p = NULL;
 
@@ -291,12 +316,12 @@ int kj__frame_read_fd(int fd, int timeout_ms, struct kj__frame_hdr *h, uint8_t *
 	if (r < 0)
 		return r;
 	if (h->len > 0) {
-		p = malloc(h->len);
+		p = al->malloc(h->len);
 		if (p == NULL)
 			return KJIT_ENOMEM;
 		r = read_timed(fd, p, h->len, timeout_ms);
 		if (r < 0) {
-			free(p);
+			al->free(p);
 			return r;
 		}
 	}

@@ -6,6 +6,11 @@
  * fields {u16 tag, u32 length, bytes}.  Lengths are checked against
  * KJ_FRAME_MAX before anything is read or copied; strings are not
  * NUL-terminated on the wire and may not contain NUL.
+ *
+ * Everything here that allocates does so through a struct kj__alloc
+ * (alloc.h): the buffer's own for building, the message's for decoding,
+ * a parameter for the *_with calls; NULL means the C library's.  Tests
+ * fail the n-th allocation of each (tests/test-proto.c).
  */
 #ifndef KJ_PROTO_H
 #define KJ_PROTO_H
@@ -51,7 +56,7 @@ enum kj__field_tag {
 	KJ_F_ARG = 18,             /* str */
 	KJ_F_TEXT = 19,            /* str: human-readable answer */
 	KJ_F_JSON = 20,            /* str: one JSON object */
-	KJ_F_COMPILER = 21,        /* str: compiler identity, e.g. "hiprtc" */
+	KJ_F_COMPILER = 21,        /* str: compiler family, e.g. "hiprtc" (HELLO; in GET: the request's choice) */
 	KJ_F_COMPILER_VERSION = 22,/* str: e.g. "hiprtc 9.0; comgr 2.4; device-libs 5.2.3" */
 	KJ_F_COMPILE_US = 23,      /* u64: microseconds spent compiling */
 	KJ_F_TARGET_SOURCE = 24,   /* str: where the client's target came from (env var name) */
@@ -94,14 +99,18 @@ struct kj__field {
 
 struct kj__msg {
 	size_t n;
-	struct kj__field *f; /* malloc'd; the field bytes are not copied */
+	struct kj__field *f; /* from alloc; the field bytes are not copied */
+	const struct kj__alloc *alloc; /* what f came from; NULL: the C library */
 };
 
 /* Splits a frame body into fields, checking every length.  On success m
  * owns an array (free with kj__msg_free) that points into body, which must
  * outlive m.  KJIT_EPROTO for a malformed body, KJIT_ETOOBIG for too many
- * fields, KJIT_ENOMEM. */
+ * fields, KJIT_ENOMEM.  m need not be initialized; on any return it is a
+ * valid message (empty on failure) that kj__msg_free accepts.
+ * kj__msg_decode_with allocates through a (NULL: the C library's). */
 int kj__msg_decode(const uint8_t *body, size_t len, struct kj__msg *m);
+int kj__msg_decode_with(const uint8_t *body, size_t len, const struct kj__alloc *a, struct kj__msg *m);
 void kj__msg_free(struct kj__msg *m);
 
 /* The first field with tag at or after index *pos (0 to start), or NULL;
@@ -111,8 +120,11 @@ const struct kj__field *kj__msg_next(const struct kj__msg *m, uint16_t tag, size
 const struct kj__field *kj__msg_get(const struct kj__msg *m, uint16_t tag);
 
 /* Copies a string field into a new NUL-terminated string.  KJIT_EPROTO if it
- * holds a NUL or is longer than max; KJIT_ENOMEM.  f NULL: *out = NULL, 0. */
+ * holds a NUL or is longer than max; KJIT_ENOMEM.  f NULL: *out = NULL, 0.
+ * The string is the caller's to free(3); with kj__field_strdup_with, to
+ * free through a (NULL: the C library's). */
 int kj__field_strdup(const struct kj__field *f, size_t max, char **out);
+int kj__field_strdup_with(const struct kj__field *f, size_t max, const struct kj__alloc *a, char **out);
 /* Reads a u32 / i32 / u64 field (exact length).  KJIT_EPROTO otherwise. */
 int kj__field_u32(const struct kj__field *f, uint32_t *v);
 int kj__field_i32(const struct kj__field *f, int32_t *v);
@@ -121,8 +133,12 @@ int kj__field_u64(const struct kj__field *f, uint64_t *v);
 /* Blocking I/O on a stream fd (client, worker).  Writes all of b.  Reads one
  * whole frame, waiting at most timeout_ms (<0: forever) for each part; *body
  * is malloc'd (NULL when empty).  Return 0, KJIT_EIO (errno kept),
- * KJIT_ECONNECT (peer closed), KJIT_ETIMEDOUT, KJIT_EPROTO, KJIT_ETOOBIG. */
+ * KJIT_ECONNECT (peer closed), KJIT_ETIMEDOUT, KJIT_EPROTO, KJIT_ETOOBIG,
+ * KJIT_ENOMEM.  kj__frame_read_fd_with allocates *body through a (NULL: the
+ * C library's), and the caller frees it through a. */
 int kj__frame_write_fd(int fd, const struct kj__buf *b);
 int kj__frame_read_fd(int fd, int timeout_ms, struct kj__frame_hdr *h, uint8_t **body);
+int kj__frame_read_fd_with(int fd, int timeout_ms, const struct kj__alloc *a, struct kj__frame_hdr *h,
+			   uint8_t **body);
 
 #endif /* KJ_PROTO_H */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "compint.h"
 #include "kj_types.h"
 #include "kj_limits.h"
@@ -18,7 +19,7 @@
 #include "util.h"
 
 static const struct kj__compiler_ops *const families[] = {
-	&kj__compiler_hiprtc, &kj__compiler_hipcc, &kj__compiler_nvrtc,
+	&kj__compiler_hiprtc, &kj__compiler_hipcc, &kj__compiler_nvrtc, &kj__compiler_nvcc,
 	&kj__compiler_shaderc, &kj__compiler_test,
 };
 
@@ -102,13 +103,40 @@ static int rule_match(const struct kj__opt_rule *r, const char *opt)
 	case KJ_OPT_CHOICE:
 		return strncmp(opt, r->text, tl) == 0 && choice_ok(r->arg, opt + tl);
 	case KJ_OPT_UINT: {
+		if (strncmp(opt, r->text, tl) != 0) /* first: opt may be shorter than the prefix */
+			return 0;
 		const char *d = opt + tl;
 		size_t dl = strlen(d);
-		if (strncmp(opt, r->text, tl) != 0 || dl == 0 || dl > 6)
+		if (dl == 0 || dl > 6)
 			return 0;
 		return strspn(d, "0123456789") == dl;
 	}
+	case KJ_OPT_TEXT: {
+		if (strncmp(opt, r->text, tl) != 0)
+			return 0;
+		const char *t = opt + tl;
+		size_t l = strlen(t);
+		if (l == 0 || l > KJ_NAME_MAX)
+			return 0;
+		for (const char *c = t; *c; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				return 0;
+		return 1;
 	}
+	}
+	return 0;
+}
+
+int kj__lowered_add(struct kj__compile_out *out, const char *expr, const char *lowered)
+{
+	char *line = kj__asprintf("%s%s = %s\n", KJ_LOWERED_PREFIX, expr, lowered);
+	char *log = line ? kj__asprintf("%s%s", out->log ? out->log : "", line) : NULL;
+
+	free(line);
+	if (log == NULL)
+		return KJIT_ENOMEM;
+	free(out->log);
+	out->log = log;
 	return 0;
 }
 
@@ -242,6 +270,65 @@ char *kj__log_dup_of(const char *p, size_t n, size_t total)
 	return s;
 }
 
+char *kj__log_scrub(const char *log, const char *marker, const char *blind, const char *name)
+{
+	struct kj__buf b = { 0 };
+	const char *p = log, *m;
+	size_t ml = strlen(marker), bl = strlen(blind);
+	int r = 0;
+
+	if (log == NULL)
+		return NULL;
+	while (r == 0 && (m = strstr(p, marker)) != NULL) {
+		const char *t = m; /* back to the start of the path token */
+		while (t > p && t[-1] != ' ' && t[-1] != '\n' && t[-1] != '\t' && t[-1] != '"' && t[-1] != '\'')
+			t--;
+		r = kj__buf_append(&b, p, (size_t)(t - p));
+		/* past "DIR-XXXX/" and the one directory under it ("input/") */
+		p = m + ml;
+		for (int k = 0; k < 2; k++) {
+			size_t n = strcspn(p, "/ \n\t\"':");
+			if (p[n] == '/')
+				p += n + 1;
+		}
+		if (r == 0 && strncmp(p, blind, bl) == 0) {
+			r = kj__buf_append(&b, name, strlen(name));
+			p += bl;
+		}
+	}
+	if (r == 0)
+		r = kj__buf_append(&b, p, strlen(p) + 1);
+	if (r < 0) {
+		kj__buf_free(&b);
+		return NULL;
+	}
+	return (char *)b.p;
+}
+
+void kj__log_reason(const char *log, const char *fallback, char *out, size_t outlen)
+{
+	const char *p = log;
+
+	while (p && *p) {
+		size_t n = strcspn(p, "\n");
+		const char *e = memmem(p, n, "error", 5);
+		if (e == NULL)
+			e = memmem(p, n, "Error", 5);
+		/* "1 error detected in the compilation of" is a summary, not the reason */
+		if (e && !(n > 0 && p[0] >= '0' && p[0] <= '9' && memmem(p, n, "detected", 8))) {
+			while (n > 0 && (p[n - 1] == '\r' || p[n - 1] == ' '))
+				n--;
+			snprintf(out, outlen, "%.*s", (int)(n < 200 ? n : 200), p);
+			for (char *q = out; *q; q++)
+				if ((unsigned char)*q < 0x20)
+					*q = ' ';
+			return;
+		}
+		p += n + (p[n] == '\n');
+	}
+	snprintf(out, outlen, "%s", fallback);
+}
+
 char *kj__log_dup(const char *p, size_t n)
 {
 	return kj__log_dup_of(p, n, n);
@@ -321,7 +408,7 @@ int kj__rtc_args_build(const struct kj__compile_job *job, struct kj__rtc_args *a
 	memset(a, 0, sizeof *a);
 	a->hdrs = calloc(nh + 1, sizeof *a->hdrs);
 	a->names = calloc(nh + 1, sizeof *a->names);
-	a->opts = calloc(job->n_options + 1, sizeof *a->opts);
+	a->opts = calloc(job->n_options + 1 + KJ_RTC_EXTRA_OPTS, sizeof *a->opts);
 	if (a->hdrs == NULL || a->names == NULL || a->opts == NULL)
 		return kj__out_error(out, KJIT_ENOMEM, "out of memory");
 	if ((r = kj__cstr_dup(job->source, job->source_len, &a->src)) < 0)
@@ -338,6 +425,15 @@ int kj__rtc_args_build(const struct kj__compile_job *job, struct kj__rtc_args *a
 	for (size_t i = 0; i < job->n_options; i++)
 		a->opts[i + 1] = job->options[i];
 	a->n_opts = (int)job->n_options + 1;
+	return 0;
+}
+
+int kj__rtc_args_push(struct kj__rtc_args *a, const char *opt, struct kj__compile_out *out)
+{
+	if (a->n_extra >= KJ_RTC_EXTRA_OPTS)
+		return kj__out_error(out, KJIT_EINTERNAL, "too many compiler-added options");
+	a->opts[a->n_opts++] = opt;
+	a->n_extra++;
 	return 0;
 }
 

@@ -39,7 +39,7 @@ struct kj__compile_out {
 };
 
 struct kj__compiler_ops {
-	const char *name;      /* "hiprtc", "hipcc", "nvrtc", "shaderc" */
+	const char *name;      /* "hiprtc", "hipcc", "nvrtc", "nvcc", "shaderc" */
 	int backend;           /* enum kjit_backend */
 	const char *ext;       /* default object extension: "hsaco", "cubin", "spv" */
 	/* Loads the compiler (dlopen and the like) and warms it so the first
@@ -61,6 +61,7 @@ struct kj__compiler_ops {
 extern const struct kj__compiler_ops kj__compiler_hiprtc;
 extern const struct kj__compiler_ops kj__compiler_hipcc;
 extern const struct kj__compiler_ops kj__compiler_nvrtc;
+extern const struct kj__compiler_ops kj__compiler_nvcc;
 extern const struct kj__compiler_ops kj__compiler_shaderc;
 
 /* The family named name ("hiprtc", ...), or NULL. */

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "buf.h"
 #include "compiler.h"
 #include "kj_limits.h"
 
@@ -23,6 +24,7 @@ enum kj__opt_kind {
 	KJ_OPT_MACRO,   /* text is "-D" or "-U": text then IDENT, "-D" also IDENT=VALUE */
 	KJ_OPT_CHOICE,  /* text is a prefix ("-std="), the rest one of arg ("c++14|c++17") */
 	KJ_OPT_UINT,    /* text is a prefix, the rest 1..6 decimal digits */
+	KJ_OPT_TEXT,    /* text is a prefix, the rest 1..KJ_NAME_MAX printable bytes */
 };
 
 struct kj__opt_rule {
@@ -43,6 +45,29 @@ int kj__options_check(const char *family, const struct kj__opt_rule *rules, size
  * never reads a file the job did not bring, except the toolkit's own. */
 int kj__includes_check(const struct kj__compile_job *job, char *err, size_t errlen);
 
+/* A malloc'd copy of log in which every path token holding marker
+ * ("/comgr-": a compiler's private directory, .../comgr-XXXXXX/input/x.h)
+ * loses everything up to the directory under it ("x.h"), and a file called
+ * blind there ("CompileSource") is called name (the user's file name)
+ * instead.  NULL for a NULL log or on ENOMEM. */
+char *kj__log_scrub(const char *log, const char *marker, const char *blind, const char *name);
+
+/* C++ name expressions (`--name-expression=scale<float>`, NVRTC's and
+ * hiprtc's nvrtcAddNameExpression / hiprtcAddNameExpression) come back as
+ * lines "kjit: lowered name: EXPR = LOWERED" appended to the log: the log
+ * travels to every waiter and into the cache index, and `kjit show`
+ * prints it; libkjit parses these lines into kjit_result.lowered_names. */
+#define KJ_NAME_EXPR_OPT "--name-expression="
+#define KJ_LOWERED_PREFIX "kjit: lowered name: "
+/* Appends expr's line to out->log.  0 or KJIT_ENOMEM. */
+int kj__lowered_add(struct kj__compile_out *out, const char *expr, const char *lowered);
+
+/* The reason a compile failed, for its one-line error: the first line of
+ * log that reports an error (cut to 200 bytes), else fallback.  The caller
+ * (kjitd) already says which compiler rejected which file for which
+ * target, so neither is repeated here. */
+void kj__log_reason(const char *log, const char *fallback, char *out, size_t outlen);
+
 /* A malloc'd NUL-terminated copy of p[0..n), cut to at most KJ_LOG_MAX bytes
  * with a "[log truncated ...]" line appended when cut.  NULL for n == 0 or
  * on ENOMEM. */
@@ -62,14 +87,19 @@ struct kj__rtc_args {
 	char **hdrs;
 	const char **names;
 	const char **opts;
-	int n_headers, n_opts;
+	int n_headers, n_opts, n_extra;
 	char arch[KJ_TARGET_MAX + 32];
 };
+/* Room kj__rtc_args_build leaves for options the family adds itself. */
+#define KJ_RTC_EXTRA_OPTS 4
 /* Builds a from job.  0, or a negative code with out->error set (a NUL
  * inside the source or a header, or no memory).  Free with kj__rtc_args_free
  * in both cases. */
 int kj__rtc_args_build(const struct kj__compile_job *job, struct kj__rtc_args *a, struct kj__compile_out *out);
 void kj__rtc_args_free(struct kj__rtc_args *a);
+/* Appends opt (not copied: it must outlive a) after the job's options.  0,
+ * or KJIT_EINTERNAL with out->error past KJ_RTC_EXTRA_OPTS. */
+int kj__rtc_args_push(struct kj__rtc_args *a, const char *opt, struct kj__compile_out *out);
 
 /* Sets out->error to a malloc'd copy of msg (best effort) and returns code. */
 int kj__out_error(struct kj__compile_out *out, int code, const char *msg);
@@ -89,6 +119,50 @@ int kj__elf_is(const uint8_t *p, size_t n, unsigned machine, uint32_t *flags);
  * KJIT_ENOENT (no entry for target). */
 int kj__bundle_find(const uint8_t *p, size_t n, const char *target, const uint8_t **obj,
 		    size_t *objlen);
+
+/* The identity of the tree under dir (treeid.c): 16 hex digits of SHA-256
+ * over every entry's relative path, type, size and mtime (links by their
+ * text), so any change of a file under it changes them.  A missing dir
+ * gives the digest of nothing.  0 or a negative code. */
+int kj__tree_id(const char *dir, char *out, size_t outlen);
+/* The same over several trees, each line prefixed with its root. */
+int kj__trees_id(const char *const *dirs, size_t n, char *out, size_t outlen);
+/* The identity of the system include trees a full compiler (hipcc, nvcc)
+ * reads read-only: /usr/include, /usr/local/include, /usr/lib/gcc, clang's
+ * resource directories, ROCm's include directory, and extra (a toolkit's
+ * include directory; may be NULL).  Computed once per worker start. */
+int kj__system_headers_id(const char *extra, char *out, size_t outlen);
+
+/* Checks that each of entries[0..n) is an entry point of obj (symbols.c:
+ * an ELF's defined function symbols, PTX's .entry names, SPIR-V's
+ * OpEntryPoint names).  0 (also when obj's symbols cannot be listed), or
+ * KJIT_ECOMPILE with "no entry point 'X' in the object; it has: A, B" in
+ * err. */
+int kj__entries_check(const uint8_t *obj, size_t len, const char *const *entries, size_t n, char *err,
+		      size_t errlen);
+
+/* Full compilers as child processes (spawn.c). */
+struct kj__proc_out {
+	struct kj__buf log;  /* first KJ_LOG_MAX bytes of stdout+stderr */
+	size_t total;        /* bytes the child wrote */
+	int status;          /* waitpid status */
+	int timed_out;
+};
+/* Runs argv (argv[0] an absolute path) in dir with a clean environment,
+ * capturing stdout+stderr into po (free po->log with kj__buf_free).  0
+ * when the child ran (look at po->status, po->timed_out), or a negative
+ * code. */
+int kj__run_capture(const char *const *argv, const char *dir, int timeout_ms, struct kj__proc_out *po);
+/* Makes a fresh private directory ROOT/kjit-FAMILY-XXXXXX into dir.  0,
+ * KJIT_EINVAL (too long) or KJIT_EIO. */
+int kj__make_job_dir(const char *root, const char *family, char *dir, size_t dirlen);
+/* Writes data to dir/name, creating the subdirectories name has (name was
+ * checked: relative, no "..").  0, KJIT_EINVAL or KJIT_EIO. */
+int kj__put_file(const char *dir, const char *name, const uint8_t *data, size_t len);
+/* Removes a job's directory; a failure is said on stderr (kjitd's log). */
+void kj__rm_job_dir(const char *dir);
+/* The captured log with every "DIR/" removed, capped; NULL if empty. */
+char *kj__clean_log(const struct kj__proc_out *po, const char *dir);
 
 /* The HIP option whitelist (hiprtc.c), shared by hipcc: same clang underneath. */
 const struct kj__opt_rule *kj__hip_option_rules(size_t *n);

@@ -16,9 +16,14 @@
  * here (compint.h: kj__bundle_find), so both HIP families hand back a plain
  * AMDGPU ELF.  A plain ELF (other hipcc builds) is taken as is.
  *
- * Identity: "hipcc HIPVERSION; clang VERSION; device-libs HASH" from
- * `hipcc --version` run once in init; runtime version: MAJOR.MINOR of the
- * HIP version.  A target is admitted when kj__amd_target_parse accepts it
+ * hipcc, unlike hiprtc, reads the system's headers (<cstdint>, <iostream>):
+ * the sandbox lets it read the system trees, and their identity is part of
+ * the compiler's.
+ *
+ * Identity: "hipcc HIPVERSION; clang VERSION; device-libs HASH; system
+ * headers HASH" from `hipcc --version` run once in init and treeid.c's
+ * kj__system_headers_id; runtime version: MAJOR.MINOR of the HIP
+ * version.  A target is admitted when kj__amd_target_parse accepts it
  * and the device libs carry oclc_isa_version_NNN.bc for its processor.
  */
 #include <errno.h>
@@ -51,163 +56,6 @@ struct hipcc_state {
 	char identity[KJ_VERSION_STR_MAX * 2];
 	char runtime[KJ_VERSION_STR_MAX];
 };
-
-struct proc_out {
-	struct kj__buf log;  /* first KJ_LOG_MAX bytes */
-	size_t total;        /* bytes the child wrote */
-	int status;          /* waitpid status */
-	int timed_out;
-};
-
-/* Runs argv in dir with a clean environment, capturing stdout+stderr.
- * 0 when the child ran (look at po->status), or a negative code. */
-static int run_capture(const char *const *argv, const char *dir, int timeout_ms, struct proc_out *po)
-{
-	int r = KJIT_EIO, fds[2] = { -1, -1 };
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t at;
-	sigset_t none, all;
-	pid_t pid = -1;
-	char home[PATH_MAX + 8], tmpd[PATH_MAX + 8];
-	char *envp[] = { "PATH=/usr/bin:/bin", home, tmpd, "LC_ALL=C", "LANG=C", "HIP_PLATFORM=amd",
-			 NULL };
-	uint64_t deadline = kj__now_us() + (uint64_t)timeout_ms * 1000;
-
-	memset(po, 0, sizeof *po);
-	snprintf(home, sizeof home, "HOME=%s", dir);
-	snprintf(tmpd, sizeof tmpd, "TMPDIR=%s", dir);
-	if (pipe2(fds, O_CLOEXEC) < 0)
-		return KJIT_EIO;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawnattr_init(&at);
-	sigemptyset(&none);
-	sigfillset(&all);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-	posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
-	posix_spawn_file_actions_addchdir_np(&fa, dir);
-	posix_spawnattr_setpgroup(&at, 0);
-	posix_spawnattr_setsigmask(&at, &none);
-	posix_spawnattr_setsigdefault(&at, &all);
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-					      POSIX_SPAWN_SETSIGDEF);
-	int e = posix_spawn(&pid, argv[0], &fa, &at, (char *const *)argv, envp);
-	close(fds[1]);
-	fds[1] = -1;
-	if (e != 0) {
-		errno = e;
-		goto out;
-	}
-	for (;;) {
-		char buf[8192];
-		uint64_t now = kj__now_us();
-		if (now >= deadline) {
-			po->timed_out = 1;
-			kill(-pid, SIGKILL);
-			break;
-		}
-		struct pollfd pf = { .fd = fds[0], .events = POLLIN };
-		int pr = poll(&pf, 1, (int)((deadline - now) / 1000) + 1);
-		if (pr < 0 && errno == EINTR)
-			continue;
-		if (pr <= 0)
-			continue;
-		ssize_t n = read(fds[0], buf, sizeof buf);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		po->total += (size_t)n;
-		if (po->log.len < KJ_LOG_MAX) {
-			size_t k = (size_t)n < KJ_LOG_MAX - po->log.len ? (size_t)n : KJ_LOG_MAX - po->log.len;
-			if (kj__buf_append(&po->log, buf, k) < 0) {
-				r = KJIT_ENOMEM;
-				kill(-pid, SIGKILL);
-				goto reap;
-			}
-		}
-	}
-	r = 0;
-reap:
-	while (waitpid(pid, &po->status, 0) < 0 && errno == EINTR)
-		;
-	kill(-pid, SIGKILL); /* stragglers of the group, if any */
-out:
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&at);
-	if (fds[0] >= 0)
-		close(fds[0]);
-	if (fds[1] >= 0)
-		close(fds[1]);
-	return r;
-}
-
-/* Removes a job's directory; a failure is said (the log reaches kjitd's). */
-static void rm_tree(const char *dir)
-{
-	int r = kj__rm_rf(dir);
-	if (r < 0)
-		fprintf(stderr, "kjit hipcc: cannot remove %s: %s\n", dir, strerror(-r));
-}
-
-/* Makes a fresh private directory under st->tmp_root into dir. */
-static int make_dir(const struct hipcc_state *st, char *dir, size_t dirlen)
-{
-	if ((size_t)snprintf(dir, dirlen, "%s/kjit-hipcc-XXXXXX", st->tmp_root) >= dirlen)
-		return KJIT_EINVAL;
-	return mkdtemp(dir) ? 0 : KJIT_EIO;
-}
-
-/* Writes data to dir/name, creating the subdirectories name has (name was
- * checked: relative, no ".."). */
-static int put_file(const char *dir, const char *name, const uint8_t *data, size_t len)
-{
-	char path[PATH_MAX];
-	int r = KJIT_EIO, fd = -1;
-
-	if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path)
-		return KJIT_EINVAL;
-	for (char *s = path + strlen(dir) + 1; (s = strchr(s, '/')) != NULL; s++) {
-		*s = '\0';
-		if (mkdir(path, 0700) < 0 && errno != EEXIST)
-			return KJIT_EIO;
-		*s = '/';
-	}
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		goto out;
-	if (kj__write_all(fd, data, len) < 0)
-		goto out;
-	r = 0;
-out:
-	if (fd >= 0)
-		close(fd);
-	return r;
-}
-
-/* The captured log with every "DIR/" removed, capped; NULL if empty. */
-static char *clean_log(const struct proc_out *po, const char *dir)
-{
-	char pre[PATH_MAX + 2];
-	size_t pl = (size_t)snprintf(pre, sizeof pre, "%s/", dir), w = 0;
-	char *s = malloc(po->log.len + 1);
-
-	if (s == NULL || po->log.len == 0) {
-		free(s);
-		return NULL;
-	}
-	for (size_t i = 0; i < po->log.len;) {
-		if (po->log.len - i >= pl && memcmp(po->log.p + i, pre, pl) == 0) {
-			i += pl;
-			continue;
-		}
-		s[w++] = (char)po->log.p[i++];
-	}
-	/* The removed prefixes shrink the log; the omitted count stays exact. */
-	char *l = kj__log_dup_of(s, w, w + (po->total - po->log.len));
-	free(s);
-	return l;
-}
 
 static int hipcc_check_target(void *state, const char *target, char *err, size_t errlen)
 {
@@ -245,17 +93,17 @@ static int probe_version(struct hipcc_state *st, char *err, size_t errlen)
 {
 	int r = KJIT_EBACKEND;
 	char dir[PATH_MAX], hipv[KJ_VERSION_STR_MAX] = "", clangv[KJ_VERSION_STR_MAX] = "";
-	char dl[KJ_VERSION_STR_MAX];
+	char dl[KJ_VERSION_STR_MAX], sys[32];
 	const char *argv[] = { st->hipcc, "--version", NULL };
-	struct proc_out po;
+	struct kj__proc_out po;
 	int maj = 0, min = 0;
 
 	memset(&po, 0, sizeof po);
-	if (make_dir(st, dir, sizeof dir) < 0) {
+	if (kj__make_job_dir(st->tmp_root, "hipcc", dir, sizeof dir) < 0) {
 		snprintf(err, errlen, "cannot make a directory under %s", st->tmp_root);
 		return KJIT_EIO;
 	}
-	if (run_capture(argv, dir, KJ_COMPILE_TIMEOUT_MS, &po) < 0 || !WIFEXITED(po.status) ||
+	if (kj__run_capture(argv, dir, KJ_COMPILE_TIMEOUT_MS, &po) < 0 || !WIFEXITED(po.status) ||
 	    WEXITSTATUS(po.status) != 0 || kj__buf_append(&po.log, "", 1) < 0) {
 		snprintf(err, errlen, "'%s --version' failed", st->hipcc);
 		goto out;
@@ -271,8 +119,12 @@ static int probe_version(struct hipcc_state *st, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot fingerprint the device libraries");
 		goto out;
 	}
-	if ((size_t)snprintf(st->identity, sizeof st->identity, "hipcc %s; clang %s; %s", hipv,
-			     clangv[0] ? clangv : "unknown", dl) >= sizeof st->identity) {
+	if ((r = kj__system_headers_id(NULL, sys, sizeof sys)) < 0) {
+		snprintf(err, errlen, "cannot fingerprint the system include trees (%s)", kjit_strerror(r));
+		goto out;
+	}
+	if ((size_t)snprintf(st->identity, sizeof st->identity, "hipcc %s; clang %s; %s; system headers %s", hipv,
+			     clangv[0] ? clangv : "unknown", dl, sys) >= sizeof st->identity) {
 		snprintf(err, errlen, "hipcc's identity is too long");
 		r = KJIT_EBACKEND;
 		goto out;
@@ -281,7 +133,7 @@ static int probe_version(struct hipcc_state *st, char *err, size_t errlen)
 	r = 0;
 out:
 	kj__buf_free(&po.log);
-	rm_tree(dir);
+	kj__rm_job_dir(dir);
 	return r;
 }
 
@@ -376,44 +228,36 @@ out:
 	return r;
 }
 
-static int hipcc_compile(void *state, const struct kj__compile_job *job, struct kj__compile_out *out)
+/* Writes the job's headers, then its source as src, into dir.  0 or a
+ * negative code with out->error. */
+static int write_job(const char *dir, const struct kj__compile_job *job, const char *src,
+		     struct kj__compile_out *out)
 {
-	struct hipcc_state *st = state;
-	int r;
-	char err[256], dir[PATH_MAX] = "", arch[KJ_TARGET_MAX + 32], inc[PATH_MAX + 4];
-	char src[KJ_NAME_MAX + 16], srcpath[PATH_MAX + KJ_NAME_MAX], outpath[PATH_MAX + 32];
-	const char **argv = NULL;
-	size_t n_rules, a = 0;
-	const struct kj__opt_rule *rules = kj__hip_option_rules(&n_rules);
-	struct proc_out po;
-
-	memset(out, 0, sizeof *out);
-	memset(&po, 0, sizeof po);
-	if ((r = hipcc_check_target(st, job->target, err, sizeof err)) < 0 ||
-	    (r = kj__options_check("hipcc", rules, n_rules, job, err, sizeof err)) < 0 ||
-	    (r = kj__includes_check(job, err, sizeof err)) < 0) {
-		r = kj__out_error(out, r, err);
-		goto out;
-	}
-	if ((r = make_dir(st, dir, sizeof dir)) < 0) {
-		dir[0] = '\0';
-		r = kj__out_error(out, KJIT_EIO, "cannot make a temporary directory for hipcc");
-		goto out;
-	}
-	source_file(job->source_name, src, sizeof src);
 	for (size_t i = 0; i < job->n_headers; i++) {
 		if (strcmp(job->headers[i].name, src) == 0 || strcmp(job->headers[i].name, HIPCC_OUT) == 0)
 			continue; /* the source itself wins */
-		if ((r = put_file(dir, job->headers[i].name, job->headers[i].data, job->headers[i].len)) < 0) {
-			r = kj__out_error(out, KJIT_EIO, "cannot write a header into the temporary directory");
-			goto out;
-		}
+		if (kj__put_file(dir, job->headers[i].name, job->headers[i].data, job->headers[i].len) < 0)
+			return kj__out_error(out, KJIT_EIO, "cannot write a header into the temporary directory");
 	}
-	if ((r = put_file(dir, src, job->source, job->source_len)) < 0) {
-		r = kj__out_error(out, KJIT_EIO, "cannot write the source into the temporary directory");
-		goto out;
-	}
-	r = KJIT_ENOMEM;
+	if (kj__put_file(dir, src, job->source, job->source_len) < 0)
+		return kj__out_error(out, KJIT_EIO, "cannot write the source into the temporary directory");
+	return 0;
+}
+
+/* Runs `hipcc --genco` on dir/src into dir/HIPCC_OUT, with the log (its
+ * private paths removed) in out->log.  0, or a negative code with
+ * out->error (KJIT_ECOMPILE: hipcc rejected the source). */
+static int run_hipcc(struct hipcc_state *st, const struct kj__compile_job *job, const char *dir, const char *src,
+		     struct kj__compile_out *out)
+{
+	char err[256], arch[KJ_TARGET_MAX + 32], inc[PATH_MAX + 4];
+	char srcpath[PATH_MAX + KJ_NAME_MAX], outpath[PATH_MAX + 32];
+	const char **argv = NULL;
+	size_t a = 0;
+	struct kj__proc_out po;
+	int r = KJIT_ENOMEM;
+
+	memset(&po, 0, sizeof po);
 	if ((argv = calloc(job->n_options + 10, sizeof *argv)) == NULL)
 		goto out;
 	if ((size_t)snprintf(arch, sizeof arch, "--offload-arch=%s", job->target) >= sizeof arch ||
@@ -433,28 +277,49 @@ static int hipcc_compile(void *state, const struct kj__compile_job *job, struct 
 	argv[a++] = outpath;
 	argv[a++] = srcpath;
 	argv[a] = NULL;
-	if ((r = run_capture(argv, dir, KJ_COMPILE_TIMEOUT_MS, &po)) < 0) {
+	if ((r = kj__run_capture(argv, dir, KJ_COMPILE_TIMEOUT_MS, &po)) < 0) {
 		r = kj__out_error(out, r, "cannot run hipcc");
 		goto out;
 	}
-	out->log = clean_log(&po, dir);
+	out->log = kj__clean_log(&po, dir);
 	if (po.timed_out) {
 		r = kj__out_error(out, KJIT_ETIMEDOUT, "hipcc ran past the compile timeout and was killed");
 		goto out;
 	}
 	if (!WIFEXITED(po.status) || WEXITSTATUS(po.status) != 0) {
-		snprintf(err, sizeof err, "%s: hipcc failed (%s %d)", job->source_name,
-			 WIFEXITED(po.status) ? "exit status" : "signal",
+		char status[64];
+		snprintf(status, sizeof status, "hipcc failed (%s %d)", WIFEXITED(po.status) ? "exit status" : "signal",
 			 WIFEXITED(po.status) ? WEXITSTATUS(po.status) : WTERMSIG(po.status));
+		kj__log_reason(out->log, status, err, sizeof err);
 		r = kj__out_error(out, KJIT_ECOMPILE, err);
 		goto out;
 	}
-	r = take_object(dir, job->target, out);
+	r = 0;
 out:
-	if (dir[0])
-		rm_tree(dir);
 	kj__buf_free(&po.log);
 	free(argv);
+	return r;
+}
+
+static int hipcc_compile(void *state, const struct kj__compile_job *job, struct kj__compile_out *out)
+{
+	struct hipcc_state *st = state;
+	char err[256], dir[PATH_MAX] = "", src[KJ_NAME_MAX + 16];
+	size_t n_rules;
+	const struct kj__opt_rule *rules = kj__hip_option_rules(&n_rules);
+	int r;
+
+	memset(out, 0, sizeof *out);
+	if ((r = hipcc_check_target(st, job->target, err, sizeof err)) < 0 ||
+	    (r = kj__options_check("hipcc", rules, n_rules, job, err, sizeof err)) < 0 ||
+	    (r = kj__includes_check(job, err, sizeof err)) < 0)
+		return kj__out_error(out, r, err);
+	if (kj__make_job_dir(st->tmp_root, "hipcc", dir, sizeof dir) < 0)
+		return kj__out_error(out, KJIT_EIO, "cannot make a temporary directory for hipcc");
+	source_file(job->source_name, src, sizeof src);
+	if ((r = write_job(dir, job, src, out)) == 0 && (r = run_hipcc(st, job, dir, src, out)) == 0)
+		r = take_object(dir, job->target, out);
+	kj__rm_job_dir(dir);
 	return r;
 }
 

@@ -41,6 +41,8 @@ struct hiprtc_api {
 	hiprtc_res (*code_size)(hiprtc_prog, size_t *);
 	hiprtc_res (*code)(hiprtc_prog, char *);
 	hiprtc_res (*destroy)(hiprtc_prog *);
+	hiprtc_res (*add_name)(hiprtc_prog, const char *);                /* may be NULL */
+	hiprtc_res (*lowered)(hiprtc_prog, const char *, const char **);   /* may be NULL */
 };
 
 struct hiprtc_state {
@@ -106,6 +108,8 @@ static int load_api(struct hiprtc_state *st, char *err, size_t errlen)
 	*(void **)&st->api.code_size = sym(st->lib, "hiprtcGetCodeSize", &missing);
 	*(void **)&st->api.code = sym(st->lib, "hiprtcGetCode", &missing);
 	*(void **)&st->api.destroy = sym(st->lib, "hiprtcDestroyProgram", &missing);
+	*(void **)&st->api.add_name = dlsym(st->lib, "hiprtcAddNameExpression");
+	*(void **)&st->api.lowered = dlsym(st->lib, "hiprtcGetLoweredName");
 	if (missing) {
 		snprintf(err, errlen, "hiprtc library lacks a hiprtc* symbol: %s", dlerror());
 		return KJIT_EBACKEND;
@@ -196,8 +200,8 @@ static int hiprtc_check_target(void *state, const char *target, char *err, size_
 /* Compiles src (NUL-terminated) with hiprtc; the shared core of compile and
  * the warm-up of init. */
 static int run_hiprtc(struct hiprtc_state *st, const char *name, const char *src, int n_hdr,
-		      const char **hdrs, const char **hdr_names, int n_opts, const char **opts,
-		      struct kj__compile_out *out)
+		      const char **hdrs, const char **hdr_names, int n_opts, const char **opts, int n_exprs,
+		      const char *const *exprs, struct kj__compile_out *out)
 {
 	int r = KJIT_EINTERNAL;
 	hiprtc_prog p = NULL;
@@ -213,6 +217,12 @@ static int run_hiprtc(struct hiprtc_state *st, const char *name, const char *src
 		p = NULL;
 		goto out;
 	}
+	for (int i = 0; i < n_exprs; i++) {
+		if (st->api.add_name == NULL || st->api.lowered == NULL || st->api.add_name(p, exprs[i]) != 0) {
+			r = kj__out_error(out, KJIT_EINVAL, "this hiprtc cannot take name expressions");
+			goto out;
+		}
+	}
 	hiprtc_res ce = st->api.compile(p, n_opts, opts);
 	if (st->api.log_size(p, &log_len) == 0 && log_len > 1 && log_len < KJ_FRAME_MAX) {
 		if ((log = malloc(log_len + 1)) == NULL) {
@@ -220,12 +230,17 @@ static int run_hiprtc(struct hiprtc_state *st, const char *name, const char *src
 			goto out;
 		}
 		if (st->api.log(p, log) == 0) {
+			/* comgr names the source "CompileSource" under its private
+			 * .../comgr-XXXXXX/input/ directory, headers under include/:
+			 * the user's names, no private path */
 			log[log_len] = '\0';
-			out->log = kj__log_dup(log, strlen(log));
+			char *clean = kj__log_scrub(log, "/comgr-", "CompileSource", name);
+			out->log = kj__log_dup(clean ? clean : log, strlen(clean ? clean : log));
+			free(clean);
 		}
 	}
 	if (ce != 0) {
-		snprintf(msg, sizeof msg, "%s: hiprtc: %s", name, st->api.errstr(ce));
+		kj__log_reason(out->log, st->api.errstr(ce), msg, sizeof msg);
 		r = kj__out_error(out, KJIT_ECOMPILE, msg);
 		goto out;
 	}
@@ -241,6 +256,15 @@ static int run_hiprtc(struct hiprtc_state *st, const char *name, const char *src
 	if (st->api.code(p, (char *)code) != 0 || !kj__elf_is(code, len, KJ_EM_AMDGPU, NULL)) {
 		r = kj__out_error(out, KJIT_EINTERNAL, "hiprtc returned something other than an AMDGPU ELF");
 		goto out;
+	}
+	for (int i = 0; i < n_exprs; i++) {
+		const char *low = NULL;
+		if (st->api.lowered(p, exprs[i], &low) != 0 || low == NULL) {
+			r = kj__out_error(out, KJIT_ECOMPILE, "hiprtc has no lowered name for a --name-expression");
+			goto out;
+		}
+		if ((r = kj__lowered_add(out, exprs[i], low)) < 0)
+			goto out;
 	}
 	/* success */
 	out->data = code;
@@ -307,7 +331,7 @@ static int hiprtc_init(void **state, char *err, size_t errlen)
 			if (strcmp(st->isas[i], "gfx90a") == 0)
 				snprintf(arch, sizeof arch, "--gpu-architecture=gfx90a");
 		r = run_hiprtc(st, "kjit_warmup.hip", "extern \"C\" __global__ void kjit_warmup() {}\n",
-			       0, NULL, NULL, 1, opt, &o);
+			       0, NULL, NULL, 1, opt, 0, NULL, &o);
 		kj__compile_out_free(&o);
 		if (r < 0) {
 			snprintf(err, errlen, "hiprtc cannot compile a trivial kernel (%s)", kjit_strerror(r));
@@ -343,14 +367,30 @@ static int hiprtc_compile(void *state, const struct kj__compile_job *job, struct
 	int r;
 
 	memset(out, 0, sizeof *out);
+	/* Name expressions (hiprtc only, not hipcc) go to hiprtcAddNameExpression;
+	 * the other options to the whitelist shared with hipcc and to hiprtc. */
+	const char *opts[KJ_OPTIONS_MAX_COUNT], *exprs[KJ_OPTIONS_MAX_COUNT];
+	size_t n_opts = 0;
+	int n_exprs = 0;
+	for (size_t i = 0; i < job->n_options && i < KJ_OPTIONS_MAX_COUNT; i++) {
+		const char *o = job->options[i];
+		size_t el = strlen(KJ_NAME_EXPR_OPT);
+		if (strncmp(o, KJ_NAME_EXPR_OPT, el) == 0 && o[el] && strlen(o + el) <= KJ_NAME_MAX)
+			exprs[n_exprs++] = o + el;
+		else
+			opts[n_opts++] = o;
+	}
+	struct kj__compile_job j = *job;
+	j.options = opts;
+	j.n_options = job->n_options > KJ_OPTIONS_MAX_COUNT ? job->n_options : n_opts;
 	if ((r = hiprtc_check_target(st, job->target, err, sizeof err)) < 0 ||
-	    (r = kj__options_check("hiprtc", rules, n_rules, job, err, sizeof err)) < 0 ||
+	    (r = kj__options_check("hiprtc", rules, n_rules, &j, err, sizeof err)) < 0 ||
 	    (r = kj__includes_check(job, err, sizeof err)) < 0)
 		return kj__out_error(out, r, err);
-	r = kj__rtc_args_build(job, &a, out);
+	r = kj__rtc_args_build(&j, &a, out);
 	if (r == 0)
 		r = run_hiprtc(st, job->source_name, a.src, a.n_headers, (const char **)a.hdrs, a.names, a.n_opts,
-			       a.opts, out);
+			       a.opts, n_exprs, exprs, out);
 	kj__rtc_args_free(&a);
 	return r;
 }

@@ -8,12 +8,25 @@
  * cuModuleLoadData wants it.  Entries are not used by NVRTC (kernels are
  * expected to be extern "C"; they are the client's to look up).
  *
- * Identity: "nvrtc MAJ.MIN" from nvrtcVersion.  Runtime version: the same
- * "MAJ.MIN": the CUDA version the objects are built against, since a cubin
- * or PTX from NVRTC N loads with any driver that supports CUDA N.
+ * The toolkit's own headers (<cuda_fp16.h>, <cooperative_groups.h>,
+ * <cuda/std/...>) come from the include directory of the toolkit NVRTC was
+ * loaded from: "include" beside (or one level above) the library's
+ * directory, and its "cccl" subdirectory where CUDA 13 keeps libcu++.  They
+ * are passed as --include-path after the request's options, so the job's
+ * headers come first.  -O, -O0..-O3 are accepted (they are in the key) and
+ * not passed on: NVRTC always optimises device code.
+ *
+ * Identity: "nvrtc MAJ.MIN" from nvrtcVersion, then "; headers ID" with the
+ * tree identity (treeid.c) of that include directory, or "; headers none".
+ * Runtime version: "MAJ.MIN": the CUDA version the objects are built
+ * against, since a cubin or PTX from NVRTC N loads with any driver that
+ * supports CUDA N.
  */
 #include <dlfcn.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +54,8 @@ struct nvrtc_api {
 	nvrtc_res (*cubin_size)(nvrtc_prog, size_t *);
 	nvrtc_res (*cubin)(nvrtc_prog, char *);
 	nvrtc_res (*destroy)(nvrtc_prog *);
+	nvrtc_res (*add_name)(nvrtc_prog, const char *);                  /* may be NULL */
+	nvrtc_res (*lowered)(nvrtc_prog, const char *, const char **);     /* may be NULL */
 };
 
 #define NVRTC_ARCHS_MAX 128
@@ -51,6 +66,8 @@ struct nvrtc_state {
 	int archs[NVRTC_ARCHS_MAX];
 	int n_archs;
 	int major, minor;
+	char inc_opt[2][PATH_MAX + 16];  /* "--include-path=DIR" and its cccl/, or "" */
+	char tree[32];                   /* tree identity of the include directory, or "none" */
 };
 
 static const char *const nvrtc_libs[] = {
@@ -77,7 +94,55 @@ static const struct kj__opt_rule cuda_rules[] = {
 	{ KJ_OPT_EXACT, "--extra-device-vectorization", NULL },
 	{ KJ_OPT_EXACT, "-w", NULL },
 	{ KJ_OPT_EXACT, "--disable-warnings", NULL },
+	{ KJ_OPT_EXACT, "-default-device", NULL },
+	{ KJ_OPT_EXACT, "--device-as-default-execution-space", NULL },
+	{ KJ_OPT_EXACT, "-O", NULL },
+	{ KJ_OPT_CHOICE, "-O", "0|1|2|3" },
+	{ KJ_OPT_TEXT, KJ_NAME_EXPR_OPT, NULL },
 };
+
+/* Is a directory with cuda_fp16.h in it at d (a malloc'd or stack path)? */
+static int toolkit_include_at(const char *d)
+{
+	char p[PATH_MAX];
+	struct stat st;
+
+	return (size_t)snprintf(p, sizeof p, "%s/cuda_fp16.h", d) < sizeof p && stat(p, &st) == 0 &&
+	       S_ISREG(st.st_mode);
+}
+
+/* Finds the include directory of the toolkit the library came from, sets
+ * the --include-path options and the tree identity.  A toolkit without one
+ * (NVRTC alone) leaves them empty: <cuda_fp16.h> then fails in NVRTC's own
+ * words.  0 or a negative code. */
+static int find_toolkit_include(struct nvrtc_state *st)
+{
+	static const char *const rel[] = { "../include", "../../include", "../targets/x86_64-linux/include" };
+	char lib[PATH_MAX], dir[PATH_MAX], real[PATH_MAX];
+	Dl_info info;
+
+	snprintf(st->tree, sizeof st->tree, "none");
+	if (dladdr(*(void **)&st->api.version, &info) == 0 || info.dli_fname == NULL ||
+	    realpath(info.dli_fname, lib) == NULL)
+		return 0;
+	char *slash = strrchr(lib, '/');
+	if (slash == NULL)
+		return 0;
+	*slash = '\0';
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(rel); i++) {
+		if ((size_t)snprintf(dir, sizeof dir, "%s/%s", lib, rel[i]) >= sizeof dir ||
+		    realpath(dir, real) == NULL || !toolkit_include_at(real))
+			continue;
+		int r = kj__tree_id(real, st->tree, sizeof st->tree);
+		if (r < 0)
+			return r;
+		snprintf(st->inc_opt[0], sizeof st->inc_opt[0], "--include-path=%s", real);
+		if ((size_t)snprintf(dir, sizeof dir, "%s/cccl", real) < sizeof dir && access(dir, R_OK) == 0)
+			snprintf(st->inc_opt[1], sizeof st->inc_opt[1], "--include-path=%s", dir);
+		return 0;
+	}
+	return 0;
+}
 
 static int load_api(struct nvrtc_state *st, char *err, size_t errlen)
 {
@@ -108,6 +173,8 @@ static int load_api(struct nvrtc_state *st, char *err, size_t errlen)
 	NV_SYM(cubin, "nvrtcGetCUBIN");
 	NV_SYM(destroy, "nvrtcDestroyProgram");
 #undef NV_SYM
+	*(void **)&st->api.add_name = dlsym(st->lib, "nvrtcAddNameExpression");
+	*(void **)&st->api.lowered = dlsym(st->lib, "nvrtcGetLoweredName");
 	if (missing) {
 		snprintf(err, errlen, "libnvrtc lacks an nvrtc* symbol (NVRTC 11.2 or later is needed)");
 		return KJIT_EBACKEND;
@@ -159,7 +226,7 @@ bad:
 /* Compiles src with opts[0..n) and takes PTX (ptx) or cubin into out. */
 static int run_nvrtc(struct nvrtc_state *st, const char *name, const char *src, int nh,
 		     const char *const *hdrs, const char *const *names, int n, const char *const *opts,
-		     int ptx, struct kj__compile_out *out)
+		     int n_exprs, const char *const *exprs, int ptx, struct kj__compile_out *out)
 {
 	int r = KJIT_EINTERNAL;
 	nvrtc_prog p = NULL;
@@ -174,6 +241,12 @@ static int run_nvrtc(struct nvrtc_state *st, const char *name, const char *src, 
 		r = kj__out_error(out, KJIT_EINTERNAL, msg);
 		goto out;
 	}
+	for (int i = 0; i < n_exprs; i++) {
+		if (st->api.add_name == NULL || st->api.lowered == NULL || st->api.add_name(p, exprs[i]) != 0) {
+			r = kj__out_error(out, KJIT_EINVAL, "this NVRTC cannot take name expressions");
+			goto out;
+		}
+	}
 	nvrtc_res ce = st->api.compile(p, n, opts);
 	if (st->api.log_size(p, &log_len) == 0 && log_len > 1 && log_len < KJ_FRAME_MAX) {
 		if ((log = malloc(log_len + 1)) == NULL) {
@@ -186,7 +259,7 @@ static int run_nvrtc(struct nvrtc_state *st, const char *name, const char *src, 
 		}
 	}
 	if (ce != 0) {
-		snprintf(msg, sizeof msg, "%s: nvrtc: %s", name, st->api.errstr(ce));
+		kj__log_reason(out->log, st->api.errstr(ce), msg, sizeof msg);
 		r = kj__out_error(out, KJIT_ECOMPILE, msg);
 		goto out;
 	}
@@ -205,6 +278,15 @@ static int run_nvrtc(struct nvrtc_state *st, const char *name, const char *src, 
 		r = kj__out_error(out, KJIT_EINTERNAL, "nvrtc returned a malformed object");
 		goto out;
 	}
+	for (int i = 0; i < n_exprs; i++) {
+		const char *low = NULL;
+		if (st->api.lowered(p, exprs[i], &low) != 0 || low == NULL) {
+			r = kj__out_error(out, KJIT_ECOMPILE, "nvrtc has no lowered name for a --name-expression");
+			goto out;
+		}
+		if ((r = kj__lowered_add(out, exprs[i], low)) < 0)
+			goto out;
+	}
 	/* success */
 	out->data = code;
 	out->len = len;
@@ -216,6 +298,52 @@ out:
 	free(code);
 	free(log);
 	return r;
+}
+
+/* NVRTC matches an in-memory header by its exact name and does not look
+ * beside the including header: "host_only.cuh" included from
+ * "rw/common.cuh" is not "rw/host_only.cuh" to it.  So a header in a
+ * directory is also given under each tail of its path ("b/c.h" and "c.h"
+ * for "a/b/c.h"), unless a header of that name exists or two headers share
+ * the tail.  The bytes are the job's, all in the key.  *names and *hdrs
+ * (malloc'd, the strings borrowed from a) get the headers and aliases, *n
+ * their count. */
+static int is_tail(const char *name, const char *t)
+{
+	size_t n = strlen(name), l = strlen(t);
+	return n > l && name[n - l - 1] == '/' && strcmp(name + n - l, t) == 0;
+}
+
+static int with_aliases(const struct kj__rtc_args *a, const char ***names, const char ***hdrs, int *n)
+{
+	int nh = a->n_headers, k = nh;
+	size_t cap = (size_t)nh * 2 + 1;
+
+	for (int i = 0; i < nh; i++)
+		for (const char *p = a->names[i]; (p = strchr(p, '/')) != NULL; p++)
+			cap++;
+	*names = calloc(cap, sizeof **names);
+	*hdrs = calloc(cap, sizeof **hdrs);
+	if (*names == NULL || *hdrs == NULL)
+		return KJIT_ENOMEM;
+	for (int i = 0; i < nh; i++) {
+		(*names)[i] = a->names[i];
+		(*hdrs)[i] = a->hdrs[i];
+	}
+	for (int i = 0; i < nh; i++) {
+		for (const char *t = strchr(a->names[i], '/'); t != NULL; t = strchr(t, '/')) {
+			t++;
+			int clash = 0;
+			for (int j = 0; j < nh && !clash; j++)
+				clash = strcmp(a->names[j], t) == 0 || (j != i && is_tail(a->names[j], t));
+			if (!clash && *t) {
+				(*names)[k] = t;
+				(*hdrs)[k++] = a->hdrs[i];
+			}
+		}
+	}
+	*n = k;
+	return 0;
 }
 
 static void nvrtc_fini(void *state)
@@ -239,6 +367,10 @@ static int nvrtc_init(void **state, char *err, size_t errlen)
 		goto out;
 	}
 	st->n_archs = n;
+	if ((r = find_toolkit_include(st)) < 0) {
+		snprintf(err, errlen, "cannot fingerprint the CUDA toolkit's include directory (%s)", kjit_strerror(r));
+		goto out;
+	}
 	/* Warm-up: the first compile loads the builtins library. */
 	{
 		struct kj__compile_out o = { 0 };
@@ -246,7 +378,7 @@ static int nvrtc_init(void **state, char *err, size_t errlen)
 		const char *opt[1] = { arch };
 		snprintf(arch, sizeof arch, "--gpu-architecture=compute_%d", st->archs[n - 1]);
 		r = run_nvrtc(st, "kjit_warmup.cu", "extern \"C\" __global__ void kjit_warmup() {}\n", 0,
-			      NULL, NULL, 1, opt, 1, &o);
+			      NULL, NULL, 1, opt, 0, NULL, 1, &o);
 		kj__compile_out_free(&o);
 		if (r < 0) {
 			snprintf(err, errlen, "NVRTC cannot compile a trivial kernel (%s)", kjit_strerror(r));
@@ -266,7 +398,7 @@ static int nvrtc_identity(void *state, char *id, size_t idlen, char *rv, size_t 
 {
 	struct nvrtc_state *st = state;
 
-	if ((size_t)snprintf(id, idlen, "nvrtc %d.%d", st->major, st->minor) >= idlen ||
+	if ((size_t)snprintf(id, idlen, "nvrtc %d.%d; headers %s", st->major, st->minor, st->tree) >= idlen ||
 	    (size_t)snprintf(rv, rvlen, "%d.%d", st->major, st->minor) >= rvlen)
 		return KJIT_ETOOBIG;
 	return 0;
@@ -286,9 +418,30 @@ static int nvrtc_compile(void *state, const struct kj__compile_job *job, struct 
 		return kj__out_error(out, r, err);
 	target_arch(job->target, &arch, &ptx);
 	r = kj__rtc_args_build(job, &a, out);
+	/* -O*: NVRTC always optimises.  Name expressions go to nvrtcAddNameExpression. */
+	const char *exprs[KJ_OPTIONS_MAX_COUNT];
+	int n_exprs = 0;
+	for (int i = 0; r == 0 && i < a.n_opts; i++) {
+		int expr = strncmp(a.opts[i], KJ_NAME_EXPR_OPT, strlen(KJ_NAME_EXPR_OPT)) == 0;
+		if (expr)
+			exprs[n_exprs++] = a.opts[i] + strlen(KJ_NAME_EXPR_OPT);
+		if (expr || strncmp(a.opts[i], "-O", 2) == 0) {
+			memmove(&a.opts[i], &a.opts[i + 1], (size_t)(a.n_opts - i - 1) * sizeof *a.opts);
+			a.n_opts--;
+			i--;
+		}
+	}
+	for (size_t i = 0; r == 0 && i < KJ_ARRAY_SIZE(st->inc_opt); i++)
+		if (st->inc_opt[i][0])
+			r = kj__rtc_args_push(&a, st->inc_opt[i], out);
+	const char **names = NULL, **hdrs = NULL;
+	int nh = 0;
+	if (r == 0 && (r = with_aliases(&a, &names, &hdrs, &nh)) < 0)
+		kj__out_error(out, r, "out of memory");
 	if (r == 0)
-		r = run_nvrtc(st, job->source_name, a.src, a.n_headers, (const char *const *)a.hdrs, a.names,
-			      a.n_opts, a.opts, ptx, out);
+		r = run_nvrtc(st, job->source_name, a.src, nh, hdrs, names, a.n_opts, a.opts, n_exprs, exprs, ptx, out);
+	free(names);
+	free(hdrs);
 	kj__rtc_args_free(&a);
 	return r;
 }

@@ -56,6 +56,7 @@ static const struct kj__opt_rule shader_rules[] = {
 	{ KJ_OPT_CHOICE, "-x ", "glsl|hlsl" },
 	{ KJ_OPT_CHOICE, "-x", "glsl|hlsl" },
 	{ KJ_OPT_EXACT, "-fhlsl-16bit-types", NULL },
+	{ KJ_OPT_CHOICE, "-std=", "430|440|450|460|430core|440core|450core|460core|310es|320es" },
 };
 
 static void shaderc_fini(void *state)
@@ -230,6 +231,10 @@ static void apply_options(shaderc_compile_options_t o, const struct kj__compile_
 			shaderc_compile_options_set_warnings_as_errors(o);
 		} else if (strcmp(s, "-fhlsl-16bit-types") == 0) {
 			shaderc_compile_options_set_hlsl_16bit_types(o, 1);
+		} else if (strncmp(s, "-std=", 5) == 0) { /* glslc's -std=450[core|es] */
+			int es = strstr(s, "es") != NULL;
+			shaderc_compile_options_set_forced_version_profile(o, atoi(s + 5),
+									   es ? shaderc_profile_es : shaderc_profile_core);
 		}
 	}
 }
@@ -297,8 +302,10 @@ static int shaderc_compile(void *state, const struct kj__compile_job *job, struc
 		out->log = kj__log_dup(msg, strlen(msg));
 	r = status_code(shaderc_result_get_compilation_status(res));
 	if (r < 0) {
-		snprintf(err, sizeof err, "%s: shaderc: %s", job->source_name,
-			 r == KJIT_ECOMPILE ? "compilation failed (see the log)" : "internal error");
+		if (r == KJIT_ECOMPILE)
+			kj__log_reason(out->log, "compilation failed", err, sizeof err);
+		else
+			snprintf(err, sizeof err, "%s: shaderc: internal error", job->source_name);
 		r = kj__out_error(out, r, err);
 		goto out;
 	}

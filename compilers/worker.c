@@ -362,6 +362,13 @@ static int run_job(const struct kj__compiler_ops *ops, void *state, const struct
 		r = kj__out_error(out, out->len > KJ_OBJECT_MAX ? KJIT_ETOOBIG : KJIT_EINTERNAL,
 				  "the compiler returned no object or one over the size cap");
 	}
+	if (r == 0 && job->n_entries && (r = kj__entries_check(out->data, out->len, job->entries, job->n_entries,
+								err, sizeof err)) < 0) {
+		free(out->data);
+		out->data = NULL;
+		out->len = 0;
+		kj__out_error(out, r, err);
+	}
 	if (r < 0 && out->error == NULL) {
 		snprintf(err, sizeof err, "%s: %s (%s)", job->source_name, kjit_strerror(r), ops->name);
 		kj__out_error(out, r, err);

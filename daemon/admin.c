@@ -253,17 +253,18 @@ static int do_stats(struct kj__daemon *d, const char *arg, struct answer *a)
 	r |= kj__buf_printf(&a->text, "\n");
 	r |= kj__buf_printf(&a->json, "},\"workers\":{");
 	int first = 1;
-	for (int b = 1; b < 4; b++) {
+	for (int b = 1; b < 8; b++) { /* each backend's pool, then the other families requests chose */
 		struct kj__pool_stats ps;
-		if (d->pools[b] == NULL)
+		struct kj__pool *pool = b < 4 ? d->pools[b] : d->alt_pools[b - 4];
+		if (pool == NULL)
 			continue;
-		kj__pool_stats(d->pools[b], &ps);
+		kj__pool_stats(pool, &ps);
 		r |= kj__buf_printf(&a->json, "%s\"%s\":{\"alive\":%u,\"busy\":%u,\"started\":%llu,\"crashed\":%llu,\"timeouts\":%llu}",
-				    first ? "" : ",", kj__pool_family(d->pools[b]), ps.alive, ps.busy,
+				    first ? "" : ",", kj__pool_family(pool), ps.alive, ps.busy,
 				    (unsigned long long)ps.started, (unsigned long long)ps.crashed,
 				    (unsigned long long)ps.timeouts);
 		r |= kj__buf_printf(&a->text, "workers %-8s alive %u busy %u started %llu crashed %llu timeouts %llu\n",
-				    kj__pool_family(d->pools[b]), ps.alive, ps.busy, (unsigned long long)ps.started,
+				    kj__pool_family(pool), ps.alive, ps.busy, (unsigned long long)ps.started,
 				    (unsigned long long)ps.crashed, (unsigned long long)ps.timeouts);
 		first = 0;
 	}

@@ -3,7 +3,8 @@
  * server (server.c: listening, accepting, dispatching to the handlers),
  * the GET request (request.c parses, get.c answers), single-flight
  * (flight.c: one compile per key), the worker pool (pool.c: compile
- * processes), the memo, the bundled-kernel manifest and the administrative
+ * processes), the memo, the recent failures (negcache.c), the
+ * bundled-kernel manifest and the administrative
  * commands.  Arrows point one way: server.c calls the handlers, handlers
  * call conn.c, and conn.c calls back only through the dispatch function
  * it was given.
@@ -42,9 +43,12 @@ struct kj__config {
 	char *self_exe;             /* our own binary, re-executed for roles */
 	char *arch[4];              /* per backend: --hip-arch, --cuda-arch, --vulkan-env */
 	char *hip_compiler;         /* "hiprtc" (default) or "hipcc" */
+	char *cuda_compiler;        /* "nvrtc" (default) or "nvcc" */
 	uint64_t max_size;
 	uint64_t hot_size;          /* verified objects kept in memory */
 	uint64_t memo_size;         /* request bytes remembered with their key */
+	unsigned failed_ttl_ms;     /* --failed-ttl: a failed compile is served this long */
+	int failed_ttl_given;
 	unsigned jobs;              /* workers per compiler family */
 	unsigned compile_timeout_ms;
 	int foreground;
@@ -152,6 +156,16 @@ int kj__memo_find(struct kj__memo *m, const uint8_t *body, size_t len, struct kj
 int kj__memo_put(struct kj__memo *m, const uint8_t *body, size_t len, const struct kj__memo_hit *hit,
 		 const char *const *paths, const struct stat *stats, size_t n_paths);
 
+/* negcache.c: failed compiles remembered for ttl_ms (docs in negcache.c).
+ * ttl_ms 0 remembers nothing.  _get returns 1 with the code, error line and
+ * log (NULL if none; borrowed until the next _put) of key's recent failure,
+ * else 0. */
+struct kj__negcache;
+int kj__negcache_new(struct kj__negcache **out, unsigned ttl_ms);
+void kj__negcache_free(struct kj__negcache *n);
+void kj__negcache_put(struct kj__negcache *n, const char *key, int code, const char *line, const char *log);
+int kj__negcache_get(struct kj__negcache *n, const char *key, int *code, const char **line, const char **log);
+
 /* Counters since start; added to the persistent ones on flush. */
 enum kj__stat {
 	KJ_STAT_REQUESTS, KJ_STAT_HITS, KJ_STAT_MISSES, KJ_STAT_COMPILES, KJ_STAT_JOINED,
@@ -175,8 +189,10 @@ struct kj__daemon {
 	uv_timer_t flush_timer;
 	struct kj__cache *cache;
 	struct kj__pool *pools[4];   /* by backend */
+	struct kj__pool *alt_pools[4]; /* by backend: the other family a request chose (--compiler) */
 	struct kj__manifest manifest;
 	struct kj__memo *memo;       /* request bytes -> key, for the hit path */
+	struct kj__negcache *negcache; /* recently failed compiles (negcache.c) */
 	struct kj__flights *flights; /* compiles in progress, by key (flight.c) */
 	struct kj__remote *remote;   /* the fleet tier (fleet.c); NULL without --remote */
 	struct kj__conn *conns;      /* all live connections */
@@ -252,6 +268,7 @@ struct kj__get_req {
 	char *target_from;           /* where the client's target came from; NULL: named explicitly */
 	int no_compile;              /* KJ_F_NO_COMPILE: fetch only (`kjit warm --remote-only`) */
 	char *kernel;                /* a bundled kernel's name, or NULL */
+	char *family;                /* the compiler the request chose (COMPILER), or NULL */
 	char *source_name;
 	char *kernel_path;           /* the bundled kernel's source file (load_kernel) */
 	uint8_t *source;             /* NUL-terminated after source_len bytes */
@@ -297,6 +314,7 @@ struct kj__flight {
 	char *source_name, *options, *compiler;
 	struct kj__buf recipe;       /* the request without target and version */
 	uint64_t t0;
+	struct kj__pool *pool;       /* the compiler family it runs on */
 	struct kj__remote_lease *lease; /* fleet lease while compiling (fleet.c); released on free */
 };
 struct kj__flights;

@@ -152,7 +152,7 @@ static int refuse_fetch_only(struct kj__flight *f)
 static void compile(struct kj__flight *f)
 {
 	struct kj__daemon *d = f->d;
-	struct kj__pool *pool = d->pools[f->e.backend];
+	struct kj__pool *pool = f->pool;
 
 	kj__log(d, "compile %s: %s for %s (%s), uid %u pid %d%s", f->key, f->source_name, f->e.target,
 		kj__pool_family(pool), (unsigned)kj__conn_uid(f->w[0].c), (int)kj__conn_pid(f->w[0].c),

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "compiler.h"
 #include "daemon.h"
 #include "kj_types.h"
 #include "sha.h"
@@ -34,6 +35,7 @@ struct get_req {
 	uint8_t *raw;                /* the request's bytes, for the memo */
 	size_t raw_len;
 	struct kj__get_req q;
+	struct kj__pool *pool;       /* the pool that compiles it (pool_for) */
 };
 
 static void get_req_free(struct get_req *g)
@@ -114,28 +116,67 @@ static void record_latency(struct kj__daemon *d, uint64_t t0)
 	d->lat_hist[i]++;
 }
 
+/* 1 if q asks for C++ name expressions: their lowered names come back as
+ * "kjit: lowered name: ..." lines of the log (compilers/compint.h), which
+ * the index keeps and a hit must send too. */
+static int wants_lowered(const struct kj__get_req *q)
+{
+	for (size_t i = 0; i < q->n_options; i++)
+		if (strncmp(q->options[i], "--name-expression=", 18) == 0)
+			return 1;
+	return 0;
+}
+
+/* The lowered-name lines of key's stored log (malloc'd), or NULL. */
+static char *lowered_log(struct kj__daemon *d, const char *key)
+{
+	static const char prefix[] = "kjit: lowered name: ";
+	struct kj__cache_entry e;
+	struct kj__buf b = { 0 };
+
+	if (kj__cache_get(d->cache, key, &e) < 0)
+		return NULL;
+	for (const char *p = e.log; p && *p;) {
+		size_t n = strcspn(p, "\n");
+		if (strncmp(p, prefix, sizeof prefix - 1) == 0 && kj__buf_append(&b, p, n) == 0)
+			kj__buf_append(&b, "\n", 1);
+		p += n + (p[n] == '\n');
+	}
+	kj__cache_entry_free(&e);
+	if (b.len == 0 || kj__buf_append(&b, "", 1) < 0) {
+		kj__buf_free(&b);
+		return NULL;
+	}
+	return (char *)b.p;
+}
+
 /* Answers a hit for key if its object is cached: from the hot set without
- * a copy, else read and verified from its file.  1 if answered (or the
- * client is gone), 0 if not cached (nothing sent). */
+ * a copy, else read and verified from its file; with lowered, the lowered
+ * names the index keeps go with it (--name-expression).  1 if answered (or
+ * the client is gone), 0 if not cached (nothing sent). */
 static int answer_hit(struct kj__daemon *d, struct kj__conn *c, uint32_t id, uint64_t t0, const char *key,
-		      const char *target, const char *version)
+		      const char *target, const char *version, int lowered)
 {
 	const uint8_t *hot;
 	uint8_t *data = NULL;
 	size_t len = 0;
 	uint32_t saved = 0;
 	struct kj__cache_entry e;
+	char *log = NULL;
 
 	if (kj__cache_peek(d->cache, key, &hot, &len, &saved) == 0) {
 		d->stats[KJ_STAT_SAVED_MS] += saved;
-		send_object(d, c, id, KJIT_STATUS_HIT, key, target, version, hot, len, NULL);
+		log = lowered ? lowered_log(d, key) : NULL;
+		send_object(d, c, id, KJIT_STATUS_HIT, key, target, version, hot, len, log);
 	} else if (kj__cache_lookup(d->cache, key, &data, &len, &e) == 0) {
 		d->stats[KJ_STAT_SAVED_MS] += e.compile_ms;
-		send_object(d, c, id, KJIT_STATUS_HIT, key, target, version, data, len, NULL);
+		log = lowered ? lowered_log(d, key) : NULL;
+		send_object(d, c, id, KJIT_STATUS_HIT, key, target, version, data, len, log);
 		free(data);
 	} else {
 		return 0;
 	}
+	free(log);
 	d->stats[KJ_STAT_HITS]++;
 	record_latency(d, t0);
 	return 1;
@@ -151,6 +192,8 @@ static int build_recipe(struct kj__flight *f, const struct kj__get_req *g)
 	int r = kj__msg_begin(b, KJ_MSG_GET, 0);
 
 	r = r ? r : kj__msg_put_u32(b, KJ_F_BACKEND, (uint32_t)g->backend);
+	if (g->family) /* the compiler the request chose */
+		r = r ? r : kj__msg_put_str(b, KJ_F_COMPILER, g->family);
 	if (g->kernel) {
 		r = r ? r : kj__msg_put_str(b, KJ_F_KERNEL, g->kernel);
 		return r ? r : kj__msg_end(b);
@@ -217,7 +260,7 @@ static void on_job_done(struct kj__job *job, int code, const struct kj__msg *res
 		char line[1200];
 		const char *why = err ? err : error ? error : kjit_strerror(wcode);
 		if (wcode == KJIT_ECOMPILE)
-			snprintf(line, sizeof line, "%s rejected %s for %s: %s", kj__pool_family(d->pools[f->e.backend]),
+			snprintf(line, sizeof line, "%s rejected %s for %s: %s", kj__pool_family(f->pool),
 				 f->source_name ? f->source_name : "the source", f->e.target, why);
 		else
 			snprintf(line, sizeof line, "%s", why);
@@ -225,6 +268,8 @@ static void on_job_done(struct kj__job *job, int code, const struct kj__msg *res
 			count_error(d, counted_as);
 			send_compile_error(f->w[i].c, f->w[i].id, wcode, line, log);
 		}
+		if (wcode == KJIT_ECOMPILE) /* the source's fault: answer its repeats from memory */
+			kj__negcache_put(d->negcache, f->key, wcode, line, log);
 		kj__log(d, "compile %s failed: %s", f->key, line);
 		kj__fleet_compiled(f, NULL, 0, NULL);
 		goto out;
@@ -335,17 +380,40 @@ static int file_holds(const char *path, const uint8_t *p, size_t n)
 	return same;
 }
 
+/* The deepest existing directory of incdir/name's path (incdir itself at
+ * worst), stat'ed into st: its mtime changes when name, or a directory on
+ * the way to it, is created.  malloc'd, or NULL (no memory, or no
+ * directory at all). */
+static char *missing_watch(const char *incdir, const char *name, struct stat *st)
+{
+	char *p = kj__asprintf("%s/%s", incdir, name);
+	size_t root = strlen(incdir);
+
+	while (p != NULL) {
+		char *slash = strrchr(p, '/');
+		if (slash == NULL || (size_t)(slash - p) < root) {
+			free(p);
+			return NULL;
+		}
+		*slash = '\0';
+		if (stat(p, st) == 0 && S_ISDIR(st->st_mode))
+			return p;
+	}
+	return NULL;
+}
+
 /* Remembers what g's bytes resolved to, with the files that went into the
  * key.  Each file is stat'ed, then read again and compared with the bytes
  * that were hashed, so the identity kept matches those bytes; a file that
- * changed meanwhile means nothing is remembered. */
+ * changed meanwhile means nothing is remembered.  For an include name found
+ * nowhere, the directory where it would appear is watched instead. */
 static void memo_remember(struct get_req *g, const struct kj__includes *inc, const char *incdir,
 			  const char *key, const char *target, const char *version)
 {
 	struct kj__memo_hit hit = { .backend = g->q.backend };
-	const char *paths[KJ_HEADERS_MAX_COUNT + 1];
-	char *owned[KJ_HEADERS_MAX_COUNT + 1];
-	struct stat st[KJ_HEADERS_MAX_COUNT + 1];
+	const char *paths[2 * KJ_HEADERS_MAX_COUNT + 1];
+	char *owned[2 * KJ_HEADERS_MAX_COUNT + 1];
+	struct stat st[2 * KJ_HEADERS_MAX_COUNT + 1];
 	size_t n = 0, n_owned = 0;
 	int ok = g->raw != NULL;
 
@@ -367,6 +435,13 @@ static void memo_remember(struct get_req *g, const struct kj__includes *inc, con
 		paths[n] = owned[n_owned++];
 		ok = stat(paths[n], &st[n]) == 0 && file_holds(paths[n], inc->data[i], inc->len[i]);
 		n++;
+	}
+	for (size_t i = 0; ok && i < inc->n_missing && n < KJ_ARRAY_SIZE(paths); i++) {
+		if ((owned[n_owned] = missing_watch(incdir, inc->missing[i], &st[n])) == NULL) {
+			ok = 0;
+			break;
+		}
+		paths[n++] = owned[n_owned++];
 	}
 	if (ok) {
 		snprintf(hit.key, sizeof hit.key, "%s", key);
@@ -449,20 +524,16 @@ static int resolve_target(struct get_req *g, char canon[KJ_TARGET_MAX], char *er
 	return r;
 }
 
-static const char *const hip_builtin[] = { "hip/" };
-static const char *const cuda_builtin[] = { "cuda_", "cuda/", "vector_", "crt/" };
-
 /* Resolves g to its key: target, runtime version, includes (the request's
- * headers, else <kernels>/include), then the hash of them all; remembers
- * the resolution in the memo.  0, or a code with the reason in err (rs->inc
- * is freed by the caller either way). */
+ * headers, else <kernels>/include; names found nowhere are in the key too),
+ * then the hash of them all; remembers the resolution in the memo unless
+ * the request wants lowered names (a memo hit would not carry them).  0,
+ * or a code with the reason in err (rs->inc is freed by the caller either
+ * way). */
 static int resolve_key(struct get_req *g, struct resolved *rs, char *err, size_t errlen)
 {
 	const struct kj__get_req *q = &g->q;
-	struct kj__pool *pool = g->d->pools[q->backend];
-	int hip = q->backend == KJIT_BACKEND_HIP, cuda = q->backend == KJIT_BACKEND_CUDA;
-	const char *const *builtin = hip ? hip_builtin : cuda ? cuda_builtin : NULL;
-	size_t n_builtin = hip ? KJ_ARRAY_SIZE(hip_builtin) : cuda ? KJ_ARRAY_SIZE(cuda_builtin) : 0;
+	struct kj__pool *pool = g->pool;
 	char *incdir = NULL;
 	const char *dir;
 	int r = resolve_target(g, rs->target, err, errlen);
@@ -473,9 +544,9 @@ static int resolve_key(struct get_req *g, struct resolved *rs, char *err, size_t
 	if ((incdir = kj__asprintf("%s/include", g->d->cfg.kernels_dir)) == NULL)
 		return KJIT_ENOMEM;
 	dir = incdir;
-	r = kj__includes_resolve(q->source, q->source_len, (const char *const *)q->hnames,
-				 (const uint8_t *const *)q->hdata, q->hlen, q->n_headers, &dir, 1, builtin, n_builtin,
-				 &rs->inc, err, errlen);
+	r = kj__includes_resolve(q->source_name, q->source, q->source_len, (const char *const *)q->hnames,
+				 (const uint8_t *const *)q->hdata, q->hlen, q->n_headers, &dir, 1, &rs->inc, err,
+				 errlen);
 	if (r < 0)
 		goto out;
 	rs->ki = (struct kj__key_input){
@@ -493,9 +564,11 @@ static int resolve_key(struct get_req *g, struct resolved *rs, char *err, size_t
 		.header_data = (const uint8_t *const *)rs->inc.data,
 		.header_len = rs->inc.len,
 		.n_headers = rs->inc.n,
+		.missing = (const char *const *)rs->inc.missing,
+		.n_missing = rs->inc.n_missing,
 	};
 	r = kj__cache_key(&rs->ki, rs->key);
-	if (r == 0)
+	if (r == 0 && !wants_lowered(q))
 		memo_remember(g, &rs->inc, incdir, rs->key, rs->target, rs->version);
 out:
 	free(incdir);
@@ -512,7 +585,7 @@ static int join_or_open_flight(struct get_req *g, const struct resolved *rs, cha
 {
 	struct kj__daemon *d = g->d;
 	const struct kj__get_req *q = &g->q;
-	struct kj__pool *pool = d->pools[q->backend];
+	struct kj__pool *pool = g->pool;
 	struct kj__flight *f = kj__flights_find(d->flights, rs->key);
 	int r = KJIT_ENOMEM;
 
@@ -528,6 +601,7 @@ static int join_or_open_flight(struct get_req *g, const struct resolved *rs, cha
 	f->job.data = f;
 	f->job.done = on_job_done;
 	f->job.id = g->id;
+	f->pool = pool;
 	memcpy(f->e.key, rs->key, sizeof rs->key);
 	f->e.backend = q->backend;
 	snprintf(f->e.target, sizeof f->e.target, "%s", rs->target);
@@ -584,7 +658,8 @@ static void get_resolved(void *arg, int code, const char *error)
 	r = resolve_key(g, &rs, err, sizeof err);
 	if (r < 0)
 		goto fail;
-	if (answer_hit(d, g->c, g->id, g->t0, rs.key, rs.target, rs.version))
+	int lowered = wants_lowered(&g->q);
+	if (answer_hit(d, g->c, g->id, g->t0, rs.key, rs.target, rs.version, lowered))
 		goto out;
 	/* An explicit target asks for exactly that build; a target that came
 	 * from the process's environment, kjitd's configuration or detection
@@ -592,8 +667,16 @@ static void get_resolved(void *arg, int code, const char *error)
 	 * (features left unspecified) serves. */
 	int explicit_target = g->q.target != NULL && g->q.target_from == NULL;
 	if (!explicit_target && compatible_object(d, &rs.ki, ckey, ctarget) &&
-	    answer_hit(d, g->c, g->id, g->t0, ckey, ctarget, rs.version))
+	    answer_hit(d, g->c, g->id, g->t0, ckey, ctarget, rs.version, lowered))
 		goto out;
+	/* A compile of these exact bytes failed moments ago (negcache.c). */
+	int ncode;
+	const char *nline, *nlog;
+	if (kj__negcache_get(d->negcache, rs.key, &ncode, &nline, &nlog)) {
+		count_error(d, ncode);
+		send_compile_error(g->c, g->id, ncode, nline, nlog);
+		goto out;
+	}
 	d->stats[KJ_STAT_MISSES]++;
 	r = join_or_open_flight(g, &rs, err, sizeof err);
 	if (r == 0)
@@ -609,9 +692,33 @@ static const char *family_for(struct kj__daemon *d, int backend)
 {
 	switch (backend) {
 	case KJIT_BACKEND_HIP: return d->cfg.hip_compiler ? d->cfg.hip_compiler : "hiprtc";
-	case KJIT_BACKEND_CUDA: return "nvrtc";
+	case KJIT_BACKEND_CUDA: return d->cfg.cuda_compiler ? d->cfg.cuda_compiler : "nvrtc";
 	default: return "shaderc";
 	}
+}
+
+/* The pool of g's compiler: the backend's configured family, or the one
+ * the request chose (--compiler), each started on first use.  A backend has
+ * one other family (hiprtc/hipcc, nvrtc/nvcc), so one alternative pool
+ * each; a third (a test configuration) is refused.  0 or a negative code,
+ * reason in err. */
+static int pool_for(struct kj__daemon *d, struct get_req *g, char *err, size_t errlen)
+{
+	const char *def = family_for(d, g->q.backend);
+	const char *want = g->q.family ? g->q.family : def;
+	int alt = strcmp(want, def) != 0;
+	struct kj__pool **slot = alt ? &d->alt_pools[g->q.backend] : &d->pools[g->q.backend];
+	int r = 0;
+
+	if (*slot == NULL)
+		r = kj__pool_new(d, want, slot);
+	else if (strcmp(kj__pool_family(*slot), want) != 0) {
+		snprintf(err, errlen, "compiler '%s' is not available: this kjitd runs %s and %s for %s", want, def,
+			 kj__pool_family(*slot), kjit_backend_name(g->q.backend));
+		return KJIT_EBACKEND;
+	}
+	g->pool = *slot;
+	return r;
 }
 
 /* The hit path: these exact bytes were resolved before, and the object is
@@ -623,7 +730,7 @@ static int answer_from_memo(struct kj__daemon *d, struct kj__conn *c, uint32_t i
 
 	if (!kj__memo_find(d->memo, body, len, &mh))
 		return 0;
-	return answer_hit(d, c, id, t0, mh.key, mh.target, mh.version);
+	return answer_hit(d, c, id, t0, mh.key, mh.target, mh.version, 0); /* never kept with lowered names */
 }
 
 int kj__handle_get(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const uint8_t *body, size_t len)
@@ -658,13 +765,13 @@ int kj__handle_get(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const 
 	kj__msg_free(&m);
 	if (r == 0 && g->q.kernel)
 		r = kj__get_req_load_kernel(&g->q, &d->manifest, d->cfg.kernels_dir, err, sizeof err);
-	if (r == 0 && d->pools[g->q.backend] == NULL)
-		r = kj__pool_new(d, family_for(d, g->q.backend), &d->pools[g->q.backend]);
+	if (r == 0)
+		r = pool_for(d, g, err, sizeof err);
 	if (r < 0) {
 		refuse(d, c, id, r, err);
 		get_req_free(g);
 		return 0;
 	}
-	kj__pool_when_ready(d->pools[g->q.backend], get_resolved, g);
+	kj__pool_when_ready(g->pool, get_resolved, g);
 	return 0;
 }

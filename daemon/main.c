@@ -37,8 +37,10 @@ extern char **environ;
 static const char usage_text[] =
 	"usage: kjitd [--socket PATH] [--cache-dir DIR] [--max-size SIZE] [--jobs N] [--foreground]\n"
 	"             [--hip-arch T] [--cuda-arch T] [--vulkan-env T] [--hip-compiler hiprtc|hipcc]\n"
+	"             [--cuda-compiler nvrtc|nvcc]\n"
 	"             [--compile-timeout SECONDS] [--kernels-dir DIR] [--log FILE] [--system]\n"
 	"             [--allow-uid UID]... [--allow-gid GID]... [--hot-size SIZE] [--memo-size SIZE]\n"
+	"             [--failed-ttl SECONDS]\n"
 	"             [--remote URL] [--remote-prefix P] [--remote-ttl DURATION] [--remote-mode ro|rw]\n"
 	"             [--remote-timeout MS] [--remote-max-object SIZE] [--no-compile]\n";
 
@@ -46,6 +48,7 @@ enum {
 	OPT_HIP_ARCH = 256, OPT_CUDA_ARCH, OPT_VULKAN_ENV, OPT_HIP_COMPILER, OPT_TIMEOUT, OPT_KERNELS,
 	OPT_LOG, OPT_SYSTEM, OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_SYSFS, OPT_HOT, OPT_MEMO,
 	OPT_REMOTE, OPT_REMOTE_PREFIX, OPT_REMOTE_TTL, OPT_REMOTE_MODE, OPT_REMOTE_TIMEOUT, OPT_REMOTE_MAX, OPT_NO_COMPILE,
+	OPT_FAILED_TTL, OPT_CUDA_COMPILER,
 };
 
 static const struct option long_opts[] = {
@@ -58,6 +61,7 @@ static const struct option long_opts[] = {
 	{ "cuda-arch", required_argument, NULL, OPT_CUDA_ARCH },
 	{ "vulkan-env", required_argument, NULL, OPT_VULKAN_ENV },
 	{ "hip-compiler", required_argument, NULL, OPT_HIP_COMPILER },
+	{ "cuda-compiler", required_argument, NULL, OPT_CUDA_COMPILER },
 	{ "compile-timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "kernels-dir", required_argument, NULL, OPT_KERNELS },
 	{ "log", required_argument, NULL, OPT_LOG },
@@ -67,6 +71,7 @@ static const struct option long_opts[] = {
 	{ "sysfs-root", required_argument, NULL, OPT_SYSFS },
 	{ "hot-size", required_argument, NULL, OPT_HOT },
 	{ "memo-size", required_argument, NULL, OPT_MEMO },
+	{ "failed-ttl", required_argument, NULL, OPT_FAILED_TTL },
 	{ "remote", required_argument, NULL, OPT_REMOTE },
 	{ "remote-prefix", required_argument, NULL, OPT_REMOTE_PREFIX },
 	{ "remote-ttl", required_argument, NULL, OPT_REMOTE_TTL },
@@ -236,6 +241,12 @@ static int parse_args(int argc, char **argv, struct kj__config *cfg)
 			free(cfg->hip_compiler);
 			cfg->hip_compiler = kj__strdup(optarg);
 			break;
+		case OPT_CUDA_COMPILER:
+			if (strcmp(optarg, "nvrtc") != 0 && strcmp(optarg, "nvcc") != 0)
+				return usage_error("--cuda-compiler '%s': expected nvrtc or nvcc", optarg);
+			free(cfg->cuda_compiler);
+			cfg->cuda_compiler = kj__strdup(optarg);
+			break;
 		case OPT_TIMEOUT:
 			if (parse_uint(optarg, 86400, &v) < 0 || v == 0)
 				return usage_error("--compile-timeout '%s': expected seconds, 1 to 86400", optarg);
@@ -260,6 +271,12 @@ static int parse_args(int argc, char **argv, struct kj__config *cfg)
 			if (kj__parse_size(optarg, &size) < 0 || size == 0)
 				return usage_error("--hot-size/--memo-size '%s': expected a size like 64M", optarg);
 			*(c == OPT_HOT ? &cfg->hot_size : &cfg->memo_size) = size;
+			break;
+		case OPT_FAILED_TTL:
+			if (parse_uint(optarg, 3600, &v) < 0)
+				return usage_error("--failed-ttl '%s': expected seconds, 0 to 3600", optarg);
+			cfg->failed_ttl_ms = (unsigned)v * 1000u;
+			cfg->failed_ttl_given = 1;
 			break;
 		case 'h': fputs(usage_text, stdout); return 0;
 		default: fputs(usage_text, stderr); return 2;
@@ -292,6 +309,8 @@ static int fill_defaults(struct kj__config *cfg)
 		cfg->hot_size = KJ_HOT_BYTES_MAX;
 	if (cfg->memo_size == 0)
 		cfg->memo_size = KJ_MEMO_BYTES_MAX;
+	if (!cfg->failed_ttl_given)
+		cfg->failed_ttl_ms = KJ_FAILED_TTL_MS;
 	if (cfg->remote_url == NULL && getenv("KJITD_REMOTE") && *getenv("KJITD_REMOTE")) {
 		struct kj__remote_url u;
 		char err[512];
@@ -316,6 +335,7 @@ static void config_free(struct kj__config *cfg)
 	free(cfg->log_path);
 	free(cfg->self_exe);
 	free(cfg->hip_compiler);
+	free(cfg->cuda_compiler);
 	free(cfg->remote_url);
 	free(cfg->remote_prefix);
 	for (size_t i = 0; i < KJ_ARRAY_SIZE(cfg->arch); i++)
@@ -435,7 +455,8 @@ static int serve(struct kj__daemon *d)
 	}
 	if (reset_tmp(d) < 0)
 		return 1;
-	if (kj__memo_new(&d->memo, d->cfg.memo_size) < 0 || kj__flights_new(&d->flights) < 0) {
+	if (kj__memo_new(&d->memo, d->cfg.memo_size) < 0 || kj__flights_new(&d->flights) < 0 ||
+	    kj__negcache_new(&d->negcache, d->cfg.failed_ttl_ms) < 0) {
 		fprintf(d->log, "kjitd: out of memory\n");
 		return 1;
 	}
@@ -503,12 +524,15 @@ out:
 	if (d.loop) {
 		uv_run(d.loop, UV_RUN_NOWAIT);
 		kj__flights_free(d.flights);
-		for (size_t i = 0; i < KJ_ARRAY_SIZE(d.pools); i++)
+		for (size_t i = 0; i < KJ_ARRAY_SIZE(d.pools); i++) {
 			kj__pool_free(d.pools[i]);
+			kj__pool_free(d.alt_pools[i]);
+		}
 		if (uv_loop_close(d.loop) != 0)
 			kj__log(&d, "exiting with handles still open");
 	}
 	kj__memo_free(d.memo);
+	kj__negcache_free(d.negcache);
 	kj__cache_close(d.cache);
 	kj__manifest_free(&d.manifest);
 	if (d.log && d.log != stderr)

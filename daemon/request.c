@@ -4,13 +4,16 @@
  * frame is only valid while it is dispatched) and checks each against the
  * limits of kj_limits.h; a bad request gets one line that says what is
  * wrong.  kj__get_req_load_kernel fills in a bundled kernel's source,
- * entries and options from the manifest.  Nothing here touches the cache,
- * the pools or a connection, so the fuzz target (tests/fuzz/fuzz-get.c)
- * exercises exactly this file through kj__get_check.
+ * entries and options from the manifest.  A COMPILER field must name a
+ * family of the compiler table (compilers/compiler.c) that builds for the
+ * request's backend.  Nothing here touches the cache, the pools or a
+ * connection, so the fuzz target (tests/fuzz/fuzz-get.c) exercises exactly
+ * this file through kj__get_check.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "compiler.h"
 #include "daemon.h"
 #include "kj_types.h"
 #include "util.h"
@@ -29,6 +32,7 @@ void kj__get_req_clear(struct kj__get_req *g)
 	free(g->target);
 	free(g->version);
 	free(g->kernel);
+	free(g->family);
 	free(g->source_name);
 	free(g->target_from);
 	free(g->kernel_path);
@@ -41,6 +45,28 @@ void kj__get_req_clear(struct kj__get_req *g)
 	free(g->hdata);
 	free(g->hlen);
 	memset(g, 0, sizeof *g);
+}
+
+/* The request's compiler choice (COMPILER, a family name such as "nvcc"),
+ * which must build for its backend.  0, or KJIT_EINVAL / KJIT_EBACKEND
+ * with err. */
+static int parse_family(struct kj__get_req *g, const struct kj__msg *m, char *err, size_t errlen)
+{
+	const struct kj__compiler_ops *ops;
+
+	if (kj__field_strdup(kj__msg_get(m, KJ_F_COMPILER), KJ_NAME_MAX, &g->family) < 0) {
+		snprintf(err, errlen, "the compiler name is malformed (a family such as nvcc: letters and digits)");
+		return KJIT_EINVAL;
+	}
+	if (g->family == NULL)
+		return 0;
+	ops = kj__name_ok(g->family) && strcmp(g->family, "test") != 0 ? kj__compiler_find(g->family) : NULL;
+	if (ops == NULL || ops->backend != g->backend) {
+		snprintf(err, errlen, "compiler '%.32s' does not build for %s (hip: hiprtc or hipcc; cuda: nvrtc or nvcc; "
+			 "vulkan: shaderc)", kj__name_ok(g->family) ? g->family : "?", kjit_backend_name(g->backend));
+		return KJIT_EBACKEND;
+	}
+	return 0;
 }
 
 static int dup_strs(const struct kj__msg *m, uint16_t tag, size_t max_count, size_t max_len, char ***out,
@@ -143,6 +169,8 @@ int kj__get_req_parse(struct kj__get_req *g, const struct kj__msg *m, char *err,
 		return KJIT_EPROTO;
 	}
 	g->no_compile = (int)no_compile;
+	if ((r = parse_family(g, m, err, errlen)) < 0)
+		return r;
 	if (kj__field_strdup(kj__msg_get(m, KJ_F_KERNEL), KJ_NAME_MAX, &g->kernel) < 0 ||
 	    (g->kernel && !kj__name_ok(g->kernel))) {
 		snprintf(err, errlen, "the kernel name is malformed (letters, digits, '._+-' only)");

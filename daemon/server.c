@@ -250,9 +250,12 @@ void kj__server_stop(struct kj__daemon *d)
 			unlink(d->cfg.socket_path);
 	}
 	kj__fleet_stop(d); /* before the pools: compiles failing now must not touch the remote */
-	for (size_t i = 0; i < KJ_ARRAY_SIZE(d->pools); i++)
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(d->pools); i++) {
 		if (d->pools[i])
 			kj__pool_shutdown(d->pools[i]);
+		if (d->alt_pools[i])
+			kj__pool_shutdown(d->alt_pools[i]);
+	}
 	kj__conn_close_all(d);
 	uv_timer_stop(&d->flush_timer);
 	uv_close((uv_handle_t *)&d->flush_timer, NULL);

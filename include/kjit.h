@@ -129,6 +129,20 @@ typedef struct kjit_request {
 	const kjit_header *headers;  /* headers the source may include */
 	size_t n_headers;
 	int no_env;                  /* 1: ignore the environment's overrides */
+	/* Directories (-I) searched, in order after headers, for what the
+	 * source includes; what is found is read by this process and sent
+	 * with the request as headers.  May be NULL. */
+	const char *const *include_dirs;
+	size_t n_include_dirs;
+	/* The compiler family, where kjitd has it: "hiprtc" or "hipcc" for hip,
+	 * "nvrtc" or "nvcc" for cuda.  NULL: kjitd's choice. */
+	const char *compiler;
+	/* C++ names to instantiate and look up, as NVRTC's and hiprtc's
+	 * AddNameExpression take them ("scale<float>"); their lowered
+	 * (mangled) names come back in kjit_result.lowered_names.  Sent as
+	 * the options "--name-expression=EXPR", so they are in the key. */
+	const char *const *name_expressions;
+	size_t n_name_expressions;
 } kjit_request;
 
 /* The answer to a get.  Everything in it is owned by it: release it with
@@ -143,6 +157,8 @@ typedef struct kjit_result {
 	char *log;               /* the compiler's log (may be NULL) */
 	char *error;             /* one line saying what failed, on failure */
 	int sys_errno;           /* errno behind KJIT_EIO / KJIT_ECONNECT */
+	char **lowered_names;    /* [i]: the lowered name of name_expressions[i] (NULL if none) */
+	size_t n_lowered_names;
 } kjit_result;
 
 /* Fetches the object for req.  Returns 0 with res filled, or a negative

@@ -889,6 +889,40 @@ static void test_process_memo_bound(void)
 	kj__procmemo_free(NULL);
 }
 
+/* Lowered names (--name-expression) are kept with the object: a memo hit
+ * returns its own copies of them, a missing one (NULL) included. */
+static void test_process_memo_lowered(void)
+{
+	struct kj__procmemo *m = NULL;
+	static uint8_t buf[100];
+	uint8_t fp[KJ_SHA256_LEN];
+	char *names[2] = { "_Z5scaleIfEvPT_S0_", NULL };
+	kjit_result in, out;
+
+	CHECK_EQ_INT(kj__procmemo_new(&m, 100000), 0);
+	memset(fp, 3, sizeof fp);
+	memo_res(&in, buf, sizeof buf, 3);
+	in.lowered_names = names;
+	in.n_lowered_names = 2;
+	CHECK_EQ_INT(kj__procmemo_put(m, fp, 0, &in), 0);
+	CHECK_EQ_INT(kj__procmemo_get(m, fp, 0, &out), 1);
+	CHECK(out.n_lowered_names == 2 && out.lowered_names != NULL);
+	if (out.lowered_names) {
+		CHECK(out.lowered_names[0] != names[0]);
+		CHECK_EQ_STR(out.lowered_names[0], "_Z5scaleIfEvPT_S0_");
+		CHECK(out.lowered_names[1] == NULL);
+	}
+	kjit_result_free(&out);
+	/* Without lowered names: none come back. */
+	memset(fp, 4, sizeof fp);
+	memo_res(&in, buf, sizeof buf, 4);
+	CHECK_EQ_INT(kj__procmemo_put(m, fp, 0, &in), 0);
+	CHECK_EQ_INT(kj__procmemo_get(m, fp, 0, &out), 1);
+	CHECK(out.n_lowered_names == 0 && out.lowered_names == NULL);
+	kjit_result_free(&out);
+	kj__procmemo_free(m);
+}
+
 static void test_strings(void)
 {
 	for (int code = KJIT_ERROR_MIN; code <= 0; code++)
@@ -925,5 +959,6 @@ TEST_LIST(
 	TEST(process_memo)
 	TEST(process_memo_off)
 	TEST(process_memo_bound)
+	TEST(process_memo_lowered)
 	TEST(strings)
 )

@@ -330,8 +330,25 @@ static void test_nvrtc(void)
 	struct kj__compile_out o = { 0 };
 	struct kj__compile_job j = job_of("sm_90", "scale.cu", cuda_src);
 	CHECK_EQ_INT(ops->identity(st, id, sizeof id, rv, sizeof rv), 0);
-	CHECK(strncmp(id, "nvrtc ", 6) == 0 && strcmp(id + 6, rv) == 0);
+	CHECK(strncmp(id, "nvrtc ", 6) == 0 && strncmp(id + 6, rv, strlen(rv)) == 0);
+	/* the toolkit's include tree is part of the identity */
+	CHECK(strstr(id, "; headers ") != NULL && strstr(id, "; headers none") == NULL);
 
+	CHECK_EQ_INT(ops->compile(st, &j, &o), 0);
+	kj__compile_out_free(&o);
+	/* the toolkit's own headers are found (they were "no directories in search list") */
+	static const char fp16_src[] = "#include <cuda_fp16.h>\n#include <cooperative_groups.h>\n"
+				       "#include <cuda/std/cstdint>\n"
+				       "extern \"C\" __global__ void h(__half *x) { x[0] = __float2half(1.f); }\n";
+	const char *o3[] = { "-O3", "-default-device" };
+	j = job_of("sm_90", "fp16.cu", fp16_src);
+	j.options = o3;
+	j.n_options = 2;
+	if (ops->compile(st, &j, &o) != 0)
+		fprintf(stderr, "%s\n%s\n", o.error ? o.error : "", o.log ? o.log : "");
+	CHECK(o.data != NULL);
+	kj__compile_out_free(&o);
+	j = job_of("sm_90", "scale.cu", cuda_src);
 	CHECK_EQ_INT(ops->compile(st, &j, &o), 0);
 	CHECK(kj__elf_is(o.data, o.len, KJ_EM_CUDA, NULL));
 	kj__compile_out_free(&o);
@@ -660,7 +677,93 @@ static void test_worker_unknown_family(void)
 	worker_dir_remove();
 }
 
-TEST_LIST(TEST(find) TEST(options_whitelist) TEST(include_check) TEST(log_cap)
+/* --entry is checked against the object's own entry points: PTX .entry
+ * names and SPIR-V OpEntryPoint names (ELF symbols: tests/e2e/realworld.sh
+ * with real compilers). */
+static void test_entries_check(void)
+{
+	static const char ptx[] = ".version 8.0\n.target sm_90\n.visible .entry scale(\n.param .u64 p)\n{ ret; }\n"
+				  ".entry   other (\n)\n";
+	const char *ok[] = { "scale", "other" }, *bad[] = { "scal" };
+	char err[256];
+
+	CHECK_EQ_INT(kj__entries_check((const uint8_t *)ptx, sizeof ptx, ok, 2, err, sizeof err), 0);
+	CHECK_EQ_INT(kj__entries_check((const uint8_t *)ptx, sizeof ptx, bad, 1, err, sizeof err), KJIT_ECOMPILE);
+	CHECK(strstr(err, "'scal'") != NULL && strstr(err, "it has: scale, other") != NULL);
+	/* SPIR-V: header, then OpEntryPoint GLCompute %1 "main" */
+	uint32_t spv[] = { KJ_SPIRV_MAGIC, 0x10000, 0, 2, 0, (5u << 16) | 15, 5, 1, 0, 0 };
+	memcpy(&spv[8], "main", 4);
+	const char *m[] = { "main" }, *mm[] = { "mian" };
+	CHECK_EQ_INT(kj__entries_check((const uint8_t *)spv, sizeof spv, m, 1, err, sizeof err), 0);
+	CHECK_EQ_INT(kj__entries_check((const uint8_t *)spv, sizeof spv, mm, 1, err, sizeof err), KJIT_ECOMPILE);
+	CHECK(strstr(err, "it has: main") != NULL);
+	/* something unlistable is not judged */
+	CHECK_EQ_INT(kj__entries_check((const uint8_t *)"\x01\x02", 2, mm, 1, err, sizeof err), 0);
+}
+
+/* nvcc: a full .cu file (host code, <stdint.h>) to cubin and PTX, the
+ * mangled entry checked, the system headers in the identity. */
+static void test_nvcc(void)
+{
+	const struct kj__compiler_ops *ops = kj__compiler_find("nvcc");
+	void *st = init_or_die(ops);
+	char id[256], rv[64];
+	struct kj__compile_out o = { 0 };
+	static const char src[] = "#include <stdint.h>\n#include <cstdio>\n"
+				  "__global__ void k(float *x, uint32_t n) { if (threadIdx.x < n) x[threadIdx.x] = 1; }\n"
+				  "int main() { k<<<1, 1>>>(nullptr, 0); printf(\"x\\n\"); return 0; }\n";
+	const char *entry[] = { "_Z1kPfj" }, *wrong[] = { "k" };
+
+	CHECK_EQ_INT(ops->identity(st, id, sizeof id, rv, sizeof rv), 0);
+	CHECK(strncmp(id, "nvcc ", 5) == 0 && strstr(id, "; system headers ") != NULL);
+	struct kj__compile_job j = job_of("sm_90", "full.cu", src);
+	j.entries = entry;
+	j.n_entries = 1;
+	CHECK_EQ_INT(ops->compile(st, &j, &o), 0);
+	CHECK(kj__elf_is(o.data, o.len, KJ_EM_CUDA, NULL));
+	char err[256];
+	CHECK_EQ_INT(kj__entries_check(o.data, o.len, entry, 1, err, sizeof err), 0);
+	CHECK_EQ_INT(kj__entries_check(o.data, o.len, wrong, 1, err, sizeof err), KJIT_ECOMPILE);
+	CHECK(strstr(err, "_Z1kPfj") != NULL);
+	kj__compile_out_free(&o);
+	j = job_of("compute_90", "full.cu", src);
+	CHECK_EQ_INT(ops->compile(st, &j, &o), 0);
+	CHECK(o.len > 0 && o.data[o.len - 1] == '\0' && strstr((const char *)o.data, ".entry") != NULL);
+	kj__compile_out_free(&o);
+	/* a broken source: the compiler's reason, no private path */
+	j = job_of("sm_90", "bad.cu", "__global__ void f() { nope; }\n");
+	CHECK_EQ_INT(ops->compile(st, &j, &o), KJIT_ECOMPILE);
+	CHECK(o.error && strstr(o.error, "bad.cu(1): error") != NULL);
+	CHECK(o.log && strstr(o.log, "kjit-nvcc-") == NULL);
+	kj__compile_out_free(&o);
+	char terr[256];
+	CHECK_EQ_INT(ops->check_target(st, "sm_1", terr, sizeof terr), KJIT_ETARGET);
+	ops->fini(st);
+}
+
+/* Compiler messages: the user's file names, no private paths, and a
+ * one-line reason taken from the log. */
+static void test_log_scrub_and_reason(void)
+{
+	const char *log = "In file included from /tmp/c/tmp/worker-X/comgr-9a944e/input/CompileSource:1:\n"
+			  "/tmp/c/tmp/worker-X/comgr-9a944e/include/sub/x.h:1:9: error: use of 'nope'\n"
+			  "2 errors generated when compiling for gfx90a.\n";
+	char *c = kj__log_scrub(log, "/comgr-", "CompileSource", "k.hip");
+	CHECK(c != NULL);
+	CHECK_EQ_STR(c, "In file included from k.hip:1:\nsub/x.h:1:9: error: use of 'nope'\n"
+			"2 errors generated when compiling for gfx90a.\n");
+	free(c);
+	char why[256];
+	kj__log_reason("k.cu(3): warning: w\nk.cu(4): error: identifier \"q\" is undefined\r\n"
+		       "1 error detected in the compilation of \"k.cu\".\n", "fallback", why, sizeof why);
+	CHECK_EQ_STR(why, "k.cu(4): error: identifier \"q\" is undefined");
+	kj__log_reason("1 error detected in the compilation of \"k.cu\".\n", "fallback", why, sizeof why);
+	CHECK_EQ_STR(why, "fallback");
+	kj__log_reason(NULL, "none", why, sizeof why);
+	CHECK_EQ_STR(why, "none");
+}
+
+TEST_LIST(TEST(nvcc) TEST(log_scrub_and_reason) TEST(entries_check) TEST(find) TEST(options_whitelist) TEST(include_check) TEST(log_cap)
 	  TEST(bundle_parse) TEST(hiprtc_targets) TEST(hiprtc_rejects_targets)
 	  TEST(hiprtc_errors_headers_options) TEST(hipcc) TEST(nvrtc) TEST(shaderc)
 	  TEST(worker_hiprtc) TEST(worker_test_family) TEST(worker_spin_is_killable)

@@ -71,12 +71,11 @@ static void req_add(struct req *q, const char *name, const char *text)
 static int resolve(const char *src, const struct req *q, struct kj__includes *out, char *err, size_t errlen)
 {
 	const char *const dirs[] = { dir };
-	const char *const builtin[] = { "hip/", "cuda_", "stdint.h" };
 	static const struct req none;
 	if (q == NULL)
 		q = &none;
-	return kj__includes_resolve((const uint8_t *)src, strlen(src), q->names, q->data, q->len, q->n,
-				    dirs, 1, builtin, 3, out, err, errlen);
+	return kj__includes_resolve(NULL, (const uint8_t *)src, strlen(src), q->names, q->data, q->len, q->n,
+				    dirs, 1, out, err, errlen);
 }
 
 /* Expects src to be refused with an error that mentions what. */
@@ -107,8 +106,7 @@ static void test_refuses_escapes(void)
 	refused("#include \"a\x01z.h\"\n", "a?z.h");
 	refused("#include MACRO\n", "MACRO");
 	refused("#define H \"a.h\"\n#include H\n", "computed");
-	refused("#include \"nowhere.h\"\n", "nowhere.h");
-	refused("#include <notbuiltin.h>\n", "notbuiltin.h");
+	refused("#ifndef __CUDACC_RTC__\n#include \"/etc/passwd\"\n#endif\n", "/etc/passwd");
 	refused("#include \"unterminated\n", "unterminated");
 	memset(src, 0, sizeof src);
 	strcpy(src, "#include \"");
@@ -134,20 +132,72 @@ static void test_line_number_in_error(void)
 	char err[256];
 
 	setup();
-	CHECK_EQ_INT(resolve("int x;\n\n#include \"nope.h\"\n", NULL, &out, err, sizeof err), KJIT_EINCLUDE);
+	CHECK_EQ_INT(resolve("int x;\n\n#include \"../nope.h\"\n", NULL, &out, err, sizeof err), KJIT_EINCLUDE);
 	CHECK(strstr(err, "source:3:") != NULL);
+	/* the user's file name, when the request gives one */
+	const char *const dirs[] = { dir };
+	const char *src = "\n#include </abs.h>\n";
+	CHECK_EQ_INT(kj__includes_resolve("scale.cu", (const uint8_t *)src, strlen(src), NULL, NULL, NULL, 0,
+					  dirs, 1, &out, err, sizeof err), KJIT_EINCLUDE);
+	CHECK(strncmp(err, "scale.cu:2: ", 12) == 0);
 	cleanup();
 }
 
-static void test_builtin_and_whitespace(void)
+/* Names found nowhere go to the compiler and into out->missing (sorted,
+ * once each): the compiler's headers, quoted system headers as hipify
+ * writes them, and names under conditionals the compiler may not take. */
+static void test_missing_names_listed(void)
 {
 	struct kj__includes out;
 	char err[256];
 
 	setup();
+	put(dir, "a.h", "#include \"hip/hip_runtime.h\"\n");
 	CHECK_EQ_INT(resolve("  #  include <hip/hip_runtime.h>\n#include<stdint.h>\n"
-			     "#\tinclude <cuda_fp16.h>\n", NULL, &out, err, sizeof err), 0);
-	CHECK_EQ_INT(out.n, 0);
+			     "#\tinclude <cuda_fp16.h>\n#include \"a.h\"\n"
+			     "#ifndef __CUDACC_RTC__\n#include <iostream>\n#endif\n"
+			     "#include <stdint.h>\n", NULL, &out, err, sizeof err), 0);
+	CHECK_EQ_INT(out.n, 1);
+	CHECK_EQ_STR(out.names[0], "a.h");
+	CHECK_EQ_INT(out.n_missing, 4);
+	CHECK_EQ_STR(out.missing[0], "cuda_fp16.h");
+	CHECK_EQ_STR(out.missing[1], "hip/hip_runtime.h");
+	CHECK_EQ_STR(out.missing[2], "iostream");
+	CHECK_EQ_STR(out.missing[3], "stdint.h");
+	kj__includes_free(&out);
+	/* a quoted include in sub/ was also looked for as sub/NAME */
+	char sub[512];
+	snprintf(sub, sizeof sub, "%s/sub", dir);
+	CHECK(mkdir(sub, 0755) == 0);
+	put(dir, "sub/c.h", "#include \"gone.h\"\n");
+	CHECK_EQ_INT(resolve("#include \"sub/c.h\"\n", NULL, &out, err, sizeof err), 0);
+	CHECK_EQ_INT(out.n_missing, 2);
+	CHECK_EQ_STR(out.missing[0], "gone.h");
+	CHECK_EQ_STR(out.missing[1], "sub/gone.h");
+	kj__includes_free(&out);
+	cleanup();
+}
+
+/* A literal "#if 0" group is skipped (nested conditionals inside it too),
+ * its #else branch is live; any other condition counts as possibly true. */
+static void test_if_zero_skipped(void)
+{
+	struct kj__includes out;
+	struct req q = { 0 };
+	char err[256];
+
+	setup();
+	req_add(&q, "live.h", "int l;\n");
+	req_add(&q, "dead.h", "int d;\n");
+	const char *src = "#if 0\n#include \"dead.h\"\n#ifdef X\n#include \"/etc/passwd\"\n#endif\n"
+			  "#include \"dead2.h\"\n#else\n#include \"live.h\"\n#endif\n"
+			  "#if 0 // off\n#include \"dead3.h\"\n#endif\n"
+			  "#if 00 + X\n#include \"maybe.h\"\n#endif\n";
+	CHECK_EQ_INT(resolve(src, &q, &out, err, sizeof err), 0);
+	CHECK_EQ_INT(out.n, 1);
+	CHECK_EQ_STR(out.names[0], "live.h");
+	CHECK_EQ_INT(out.n_missing, 1);
+	CHECK_EQ_STR(out.missing[0], "maybe.h");
 	kj__includes_free(&out);
 	cleanup();
 }
@@ -194,6 +244,11 @@ static void test_request_header_shadows_dir(void)
 	CHECK(strstr((const char *)out.data[0], "from_request") != NULL);
 	CHECK_EQ_STR(out.names[1], "b.h");
 	kj__includes_free(&out);
+	/* a request header no safe #include could name is refused, used or not */
+	q.n = 0;
+	req_add(&q, "/etc/passwd", "x");
+	CHECK_EQ_INT(resolve("#include \"x.h\"\n", &q, &out, err, sizeof err), KJIT_EINCLUDE);
+	CHECK(strstr(err, "absolute path") != NULL);
 	/* a request header that includes something refused */
 	q.n = 0;
 	req_add(&q, "x.h", "\n#include \"../y.h\"\n");
@@ -225,9 +280,10 @@ static void test_comments_and_strings_do_not_fool(void)
 	CHECK_EQ_INT(resolve(src, &q, &out, err, sizeof err), 0);
 	CHECK_EQ_INT(out.n, 1);
 	CHECK_EQ_STR(out.names[0], "real.h");
+	CHECK_EQ_INT(out.n_missing, 0);
 	kj__includes_free(&out);
 	/* a directive continued onto the next line is still seen */
-	CHECK_EQ_INT(resolve("#include \\\n\"nope.h\"\n", &q, &out, err, sizeof err), KJIT_EINCLUDE);
+	CHECK_EQ_INT(resolve("#include \\\n\"../nope.h\"\n", &q, &out, err, sizeof err), KJIT_EINCLUDE);
 	cleanup();
 }
 
@@ -274,13 +330,13 @@ static void test_missing_dir_and_no_source(void)
 	char err[64];
 	const char *const dirs[] = { "/nonexistent/kjit" };
 
-	CHECK_EQ_INT(kj__includes_resolve(NULL, 0, NULL, NULL, NULL, 0, dirs, 1, NULL, 0, &out, err, sizeof err), 0);
+	CHECK_EQ_INT(kj__includes_resolve(NULL, NULL, 0, NULL, NULL, NULL, 0, dirs, 1, &out, err, sizeof err), 0);
 	CHECK_EQ_INT(out.n, 0);
 	kj__includes_free(&out);
 	cleanup();
 }
 
-TEST_LIST(TEST(refuses_escapes) TEST(line_number_in_error) TEST(builtin_and_whitespace)
+TEST_LIST(TEST(refuses_escapes) TEST(line_number_in_error) TEST(missing_names_listed) TEST(if_zero_skipped)
 	  TEST(nested_in_allowed_dir) TEST(request_header_shadows_dir)
 	  TEST(comments_and_strings_do_not_fool) TEST(depth_limit) TEST(cycle_terminates)
 	  TEST(missing_dir_and_no_source))

@@ -1,4 +1,4 @@
-"""_lib: finds libkjit and declares its C interface (client/kjit.h) to ctypes.
+"""_lib: finds libkjit and declares its C interface (include/kjit.h) to ctypes.
 
 Nothing here talks to kjitd; kjit.client does.  The library is loaded once,
 on first use, from the first of:
@@ -62,6 +62,11 @@ class Request(Structure):
         ("headers", POINTER(Header)),
         ("n_headers", c_size_t),
         ("no_env", c_int),
+        ("include_dirs", POINTER(c_char_p)),
+        ("n_include_dirs", c_size_t),
+        ("compiler", c_char_p),
+        ("name_expressions", POINTER(c_char_p)),
+        ("n_name_expressions", c_size_t),
     ]
 
 
@@ -77,6 +82,8 @@ class Result(Structure):
         ("log", c_char_p),
         ("error", c_char_p),
         ("sys_errno", c_int),
+        ("lowered_names", POINTER(c_char_p)),
+        ("n_lowered_names", c_size_t),
     ]
 
 

@@ -78,13 +78,15 @@ class Object:
     key: the hex SHA-256 cache key.  target: the canonical target it was
     built for ("gfx90a", "sm_90", "vulkan1.2").  version: the runtime
     version it was built for.  log: the compiler's log ("" if none).
-    backend: the backend asked for.
+    backend: the backend asked for.  lowered_names: {name expression:
+    lowered (mangled) name} for the name_expressions asked for (None where
+    the compiler gave none).
     """
 
-    __slots__ = ("data", "status", "key", "target", "version", "log", "backend")
+    __slots__ = ("data", "status", "key", "target", "version", "log", "backend", "lowered_names")
 
     def __init__(self, data: bytes, status: str, key: str, target: str, version: str, log: str,
-                 backend: str) -> None:
+                 backend: str, lowered_names: Optional[Dict[str, Optional[str]]] = None) -> None:
         self.data = data
         self.status = status
         self.key = key
@@ -92,6 +94,7 @@ class Object:
         self.version = version
         self.log = log
         self.backend = backend
+        self.lowered_names = lowered_names if lowered_names is not None else {}
 
     def __len__(self) -> int:
         return len(self.data)
@@ -199,7 +202,10 @@ class Client:
             options: Optional[Sequence[str]] = None,
             headers: Optional[Mapping[str, Union[str, bytes]]] = None, name: Optional[str] = None,
             *, kernel: Optional[str] = None, entries: Optional[Sequence[str]] = None,
-            runtime_version: Optional[str] = None, no_env: bool = False) -> Object:
+            runtime_version: Optional[str] = None, no_env: bool = False,
+            include_dirs: Optional[Sequence[Union[str, os.PathLike]]] = None,
+            compiler: Optional[str] = None,
+            name_expressions: Optional[Sequence[str]] = None) -> Object:
         """Fetches the code object of source (str or bytes) compiled for
         backend ("hip", "cuda" or "vulkan"; required), or of the bundled
         kernel named kernel.
@@ -212,6 +218,13 @@ class Client:
         source's file name, for logs and `kjit ls` ([A-Za-z0-9._+-]).
         entries: the entry points (kernel names).  runtime_version: as
         target.  no_env: ignore the environment's overrides.
+        include_dirs: directories searched (as -I, after headers) for what
+        the source includes; this process reads what is found and sends
+        it.  compiler: "hiprtc" or "hipcc" for hip, "nvrtc" or "nvcc" for
+        cuda (None: the daemon's choice).  name_expressions: C++ names to
+        instantiate ("scale<float>"), whose lowered names come back in
+        Object.lowered_names.  Macros and the like go in options
+        ("-DN=4", "-std=c++17").
 
         Raises CompileError (with .log), TargetError, DaemonError or
         kjit.Error with the daemon's one-line message.
@@ -247,7 +260,14 @@ class Client:
             req.headers = hv
             req.n_headers = len(headers)
         req.no_env = 1 if no_env else 0
-        return self._get(req, backend)  # type: ignore[arg-type]
+        if include_dirs:
+            dirs = [os.fsencode(d) for d in include_dirs]
+            req.include_dirs, req.n_include_dirs = _strv(dirs, "include_dirs")
+        if compiler is not None:
+            req.compiler = _b(compiler, "compiler")
+        if name_expressions:
+            req.name_expressions, req.n_name_expressions = _strv(name_expressions, "name_expressions")
+        return self._get(req, backend, list(name_expressions or ()))  # type: ignore[arg-type]
 
     def get_kernel(self, kernel: str, backend: Optional[Backend] = None, target: Optional[str] = None,
                    options: Optional[Sequence[str]] = None, *, runtime_version: Optional[str] = None,
@@ -257,7 +277,7 @@ class Client:
         return self.get(None, backend, target, options, kernel=kernel,
                         runtime_version=runtime_version, no_env=no_env)
 
-    def _get(self, req: _lib.Request, backend: Backend) -> Object:
+    def _get(self, req: _lib.Request, backend: Backend, exprs: Sequence[str] = ()) -> Object:
         res = _lib.Result()
         lib = self._lib
         with self._locked():
@@ -274,7 +294,9 @@ class Client:
                               res.target.decode() if res.target else "",
                               res.runtime_version.decode() if res.runtime_version else "",
                               res.log.decode(errors="replace") if res.log else "",
-                              backend)
+                              backend,
+                              {e: (res.lowered_names[i].decode() if res.lowered_names[i] else None)
+                               for i, e in enumerate(exprs) if i < res.n_lowered_names})
             finally:
                 lib.kjit_result_free(byref(res))
 

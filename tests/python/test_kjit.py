@@ -115,6 +115,35 @@ class TestGet(unittest.TestCase):
         self.assertEqual(a.key, c.key)
         self.assertEqual(a.data[:4], b"\x7fELF")
 
+    def test_include_dirs(self):
+        d = os.path.join(TMP, "incdir")
+        os.makedirs(os.path.join(d, "kjt"), exist_ok=True)
+        hp = os.path.join(d, "kjt", "factor.h")
+        with open(hp, "w") as f:
+            f.write("#define KJT_FACTOR 3.0f\n")
+        src = salted('#include "kjt/factor.h"\nextern "C" __global__ void f(float *x) { x[0] = KJT_FACTOR; }\n')
+        a = kjit.get(src, backend="hip", target="gfx90a", include_dirs=[d])
+        b = kjit.Client().get(src, backend="hip", target="gfx90a", include_dirs=[d])
+        with open(hp, "w") as f:
+            f.write("#define KJT_FACTOR 5.0f\n")
+        c = kjit.Client().get(src, backend="hip", target="gfx90a", include_dirs=[d])
+        self.assertEqual((a.status, b.status, c.status), ("compiled", "hit", "compiled"))
+        self.assertEqual(a.key, b.key)
+        self.assertNotEqual(a.key, c.key)
+
+    def test_name_expressions(self):
+        src = salted("template <typename T> __global__ void scale(T *x, T a) { x[threadIdx.x] *= a; }\n")
+        cl = kjit.Client()
+        a = cl.get(src, backend="cuda", target="sm_90", name_expressions=["scale<float>"])
+        b = cl.get(src, backend="cuda", target="sm_90", name_expressions=["scale<float>"])  # process memo
+        c = kjit.Client().get(src, backend="cuda", target="sm_90", name_expressions=["scale<float>"])
+        self.assertEqual((a.status, b.status, c.status), ("compiled", "hit", "hit"))
+        low = a.lowered_names["scale<float>"]
+        self.assertTrue(low and low.startswith("_Z") and "scale" in low, low)
+        self.assertEqual(b.lowered_names, a.lowered_names)
+        self.assertEqual(c.lowered_names, a.lowered_names)
+        self.assertIn(low.encode(), a.data)
+
     def test_bytes_identical_to_kjit_get(self):
         out = os.path.join(TMP, "scale.cli.hsaco")
         p = cli("get", "--source", SCALE_HIP, "--backend", "hip", "--target", "gfx90a", "--json",
@@ -201,9 +230,12 @@ class TestErrors(unittest.TestCase):
             kjit.get_kernel("no_such_kernel_kjit", backend="vulkan")
         self.assertIs(type(cm.exception), kjit.Error)
         self.assertEqual(cm.exception.code_name, "KJIT_ENOKERNEL")
-        with self.assertRaises(kjit.Error) as cm:
-            kjit.get('#include "absent_kjit.h"\n', backend="hip", target="gfx90a")
+        with self.assertRaises(kjit.Error) as cm:  # a name that could leave the roots
+            kjit.get('#include "/etc/passwd"\n', backend="hip", target="gfx90a")
         self.assertEqual(cm.exception.code_name, "KJIT_EINCLUDE")
+        # A header found nowhere is the compiler's to judge (issue 11).
+        with self.assertRaises(kjit.CompileError):
+            kjit.get(salted('#include "absent_kjit.h"\n'), backend="hip", target="gfx90a")
 
     def test_python_side_mistakes(self):
         with self.assertRaises(ValueError):

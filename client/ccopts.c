@@ -1,0 +1,259 @@
+/* ccopts.c: the options users pass to nvcc, hipcc, NVRTC and glslc,
+ * accepted by `kjit get` as they write them, and the headers that -I finds.
+ *
+ * kj__ccopts_take pulls -I DIR / -IDIR / --include-path=DIR, -D NAME[=V],
+ * -U NAME, -O[LEVEL], -std=X, -default-device, --compiler FAMILY,
+ * --name-expression EXPR and
+ * glslc's -fshader-stage= / --target-env= out of a command line before getopt sees it (getopt would
+ * read -std=c++17 as -s -t -d ...); the get command's own options and their
+ * values pass through untouched.  Macros and the rest become compiler
+ * options as the daemon's whitelists spell them ("-DNAME=V"); the include
+ * directories are searched here, in this process, by
+ * kj__headers_from_dirs, which runs the same include scan as the daemon
+ * (cache/include.c) over the source with the directories as its roots and
+ * sends what it finds as request headers: the daemon never reads a
+ * client's files.  No state outside the call.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache.h"
+#include "ccopts.h"
+#include "kj_limits.h"
+#include "util.h"
+
+/* The get command's options that take a separate value ("--source FILE"). */
+static const char *const valued[] = { "--source", "--kernel", "--backend", "--target", "--entry", "--opt",
+				      "--include-header", "--output", "-o" };
+
+static int failf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int failf(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return KJIT_EINVAL;
+}
+
+static int takes_value(const char *a)
+{
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(valued); i++)
+		if (strcmp(a, valued[i]) == 0)
+			return 1;
+	return 0;
+}
+
+static int add_opt(struct kj__ccopts *cc, const char *a, const char *b, char *err, size_t errlen)
+{
+	if (cc->n_opts >= KJ_CCOPTS_MAX)
+		return failf(err, errlen, "more than %d compiler options", KJ_CCOPTS_MAX);
+	if ((cc->opts[cc->n_opts] = kj__asprintf("%s%s", a, b)) == NULL)
+		return KJIT_ENOMEM;
+	cc->n_opts++;
+	return 0;
+}
+
+/* Is a an optimisation level: -O, -O0..-O3, -Os, -Ofast? */
+static int is_olevel(const char *a)
+{
+	return strcmp(a, "-O") == 0 || strcmp(a, "-Os") == 0 || strcmp(a, "-Ofast") == 0 ||
+	       (a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && a[3] == '\0');
+}
+
+/* Handles argv[*i] if it is a compiler-style option: 1 taken (*i moved past
+ * its value), 0 not one, or a negative code. */
+static int take_one(struct kj__ccopts *cc, int argc, char **argv, int *i, char *err, size_t errlen)
+{
+	const char *a = argv[*i];
+	const char *next = *i + 1 < argc ? argv[*i + 1] : NULL;
+	int r;
+
+	if (strcmp(a, "--name-expression") == 0 || strncmp(a, "--name-expression=", 18) == 0) {
+		if (a[17] == '\0' && next == NULL)
+			return failf(err, errlen, "missing argument to %s", a);
+		if (cc->n_exprs >= KJ_CCOPTS_MAX)
+			return failf(err, errlen, "more than %d name expressions", KJ_CCOPTS_MAX);
+		cc->exprs[cc->n_exprs++] = a[17] ? a + 18 : argv[++*i];
+		return 1;
+	}
+	if (strcmp(a, "--compiler") == 0 || strncmp(a, "--compiler=", 11) == 0) {
+		if (a[10] == '\0' && next == NULL)
+			return failf(err, errlen, "missing argument to %s", a);
+		cc->compiler = a[10] ? a + 11 : argv[++*i];
+		return 1;
+	}
+	if (strcmp(a, "-I") == 0 || strcmp(a, "--include-path") == 0 || strcmp(a, "-D") == 0 ||
+	    strcmp(a, "-U") == 0 || strcmp(a, "--define-macro") == 0) {
+		if (next == NULL)
+			return failf(err, errlen, "missing argument to %s", a);
+		(*i)++;
+		if (a[1] == 'I' || a[2] == 'i') {
+			if (cc->n_dirs >= KJ_CCOPTS_MAX)
+				return failf(err, errlen, "more than %d include directories", KJ_CCOPTS_MAX);
+			cc->dirs[cc->n_dirs++] = next;
+			return 1;
+		}
+		r = add_opt(cc, a[1] == 'U' ? "-U" : "-D", next, err, errlen);
+		return r < 0 ? r : 1;
+	}
+	if ((strncmp(a, "-I", 2) == 0 && a[2]) || strncmp(a, "--include-path=", 15) == 0) {
+		if (cc->n_dirs >= KJ_CCOPTS_MAX)
+			return failf(err, errlen, "more than %d include directories", KJ_CCOPTS_MAX);
+		cc->dirs[cc->n_dirs++] = a[1] == 'I' ? a + 2 : a + 15;
+		return 1;
+	}
+	if (strncmp(a, "--define-macro=", 15) == 0)
+		r = add_opt(cc, "-D", a + 15, err, errlen);
+	else if (((a[1] == 'D' || a[1] == 'U') && a[0] == '-' && a[2]) || is_olevel(a) ||
+		 strncmp(a, "-std=", 5) == 0 || strncmp(a, "--std=", 6) == 0 || strcmp(a, "-default-device") == 0)
+		r = add_opt(cc, a, "", err, errlen);
+	else if (strncmp(a, "-fshader-stage=", 15) == 0)
+		cc->stage = a + 15, r = 0;
+	else if (strncmp(a, "--target-env=", 13) == 0)
+		cc->target_env = a + 13, r = 0;
+	else
+		return 0;
+	return r < 0 ? r : 1;
+}
+
+int kj__ccopts_take(struct kj__ccopts *cc, int *argc, char **argv, char *err, size_t errlen)
+{
+	int k = 1, r = 0, i;
+
+	memset(cc, 0, sizeof *cc);
+	for (i = 1; i < *argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "--") == 0)
+			break;
+		if (takes_value(a) && i + 1 < *argc) {
+			argv[k++] = argv[i++];
+			argv[k++] = argv[i];
+			continue;
+		}
+		if ((r = take_one(cc, *argc, argv, &i, err, errlen)) < 0)
+			return r;
+		if (r == 0)
+			argv[k++] = argv[i];
+	}
+	while (i < *argc)
+		argv[k++] = argv[i++];
+	argv[k] = NULL;
+	*argc = k;
+	return 0;
+}
+
+int kj__ccopts_finish(struct kj__ccopts *cc, int backend, const char **target, char *err, size_t errlen)
+{
+	if ((cc->stage || cc->target_env) && backend != KJIT_BACKEND_VULKAN)
+		return failf(err, errlen, "-fshader-stage= and --target-env= are for --backend vulkan");
+	if (cc->stage && strcmp(cc->stage, "compute") != 0 && strcmp(cc->stage, "comp") != 0)
+		return failf(err, errlen, "-fshader-stage=%s: kjit builds compute shaders only", cc->stage);
+	if (cc->target_env) {
+		if (*target && strcmp(*target, cc->target_env) != 0)
+			return failf(err, errlen, "--target-env=%s and --target %s disagree", cc->target_env, *target);
+		*target = cc->target_env;
+	}
+	for (size_t i = 0; i < cc->n_opts && backend == KJIT_BACKEND_VULKAN; i++) {
+		char *o = cc->opts[i];
+		if (o[1] == 'O' && o[2] >= '1' && o[2] <= '3')
+			o[2] = '\0'; /* glslc has one level: -O */
+		if (strcmp(o, "-Ofast") == 0)
+			o[2] = '\0';
+	}
+	return 0;
+}
+
+void kj__ccopts_free(struct kj__ccopts *cc)
+{
+	if (cc == NULL)
+		return;
+	for (size_t i = 0; i < cc->n_opts; i++)
+		free(cc->opts[i]);
+	memset(cc, 0, sizeof *cc);
+}
+
+void kj__headers_free(kjit_header *h, size_t n)
+{
+	for (size_t i = 0; h && i < n; i++) {
+		free((char *)h[i].name);
+		free((void *)h[i].data);
+	}
+	free(h);
+}
+
+/* Appends a copy of (name, data, len) to h[*n]. */
+static int copy_header(kjit_header *h, size_t *n, const char *name, const void *data, size_t len)
+{
+	char *nm = kj__strdup(name);
+	void *d = malloc(len ? len : 1);
+
+	if (nm == NULL || d == NULL) {
+		free(nm);
+		free(d);
+		return KJIT_ENOMEM;
+	}
+	if (len)
+		memcpy(d, data, len);
+	h[*n] = (kjit_header){ .name = nm, .data = d, .size = len };
+	(*n)++;
+	return 0;
+}
+
+int kj__headers_from_dirs(const kjit_request *req, const char *const *dirs, size_t n, kjit_header **out,
+			  size_t *n_out, char *err, size_t errlen)
+{
+	struct kj__includes inc = { 0 };
+	const char **names = NULL;
+	const uint8_t **data = NULL;
+	size_t *lens = NULL, nh = req->n_headers, k = 0;
+	kjit_header *h = NULL;
+	int r = KJIT_ENOMEM;
+
+	*out = NULL;
+	*n_out = 0;
+	if (req->source == NULL)
+		return failf(err, errlen, "include directories need a source (not a bundled kernel)");
+	names = calloc(nh + 1, sizeof *names);
+	data = calloc(nh + 1, sizeof *data);
+	lens = calloc(nh + 1, sizeof *lens);
+	if (names == NULL || data == NULL || lens == NULL)
+		goto out;
+	for (size_t i = 0; i < nh; i++) {
+		names[i] = req->headers[i].name;
+		data[i] = req->headers[i].data;
+		lens[i] = req->headers[i].size;
+	}
+	r = kj__includes_resolve(req->source_name, req->source, req->source_size, names, data, lens, nh, dirs, n,
+				 &inc, err, errlen);
+	if (r < 0)
+		goto out;
+	r = KJIT_ENOMEM;
+	if ((h = calloc(nh + inc.n + 1, sizeof *h)) == NULL)
+		goto out;
+	for (size_t i = 0; i < nh; i++)
+		if ((r = copy_header(h, &k, names[i], data[i], lens[i])) < 0)
+			goto out;
+	for (size_t i = 0; i < inc.n; i++) {
+		int in_req = 0;
+		for (size_t j = 0; j < nh && !in_req; j++)
+			in_req = strcmp(names[j], inc.names[i]) == 0;
+		if (!in_req && (r = copy_header(h, &k, inc.names[i], inc.data[i], inc.len[i])) < 0)
+			goto out;
+	}
+	/* success */
+	*out = h;
+	*n_out = k;
+	h = NULL;
+	r = 0;
+out:
+	kj__headers_free(h, k);
+	kj__includes_free(&inc);
+	free(names);
+	free(data);
+	free(lens);
+	return r;
+}

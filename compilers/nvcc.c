@@ -1,0 +1,317 @@
+/* nvcc.c: the "nvcc" family: the CUDA family's alternative compiler, for
+ * full .cu files (host code beside the kernels, <stdint.h>, <cstdio>) that
+ * NVRTC cannot take.  `kjitd --cuda-compiler nvcc` chooses it.
+ *
+ * nvcc is the one of the toolkit NVRTC comes from (/usr/local/cuda/bin,
+ * then /usr/bin).  Each job runs as hipcc's do (spawn.c): a private
+ * directory with the source and the job's headers, a clean environment, a
+ * process group killed past the timeout, the log with the directory's path
+ * removed.  A target sm_NN gives a cubin (`--cubin -arch=sm_NN`), compute_NN
+ * gives PTX (`--ptx`), kept with a terminating NUL as cuModuleLoadData
+ * wants it; the device code only: host code is compiled and dropped.
+ *
+ * nvcc reads the toolkit's and the system's headers (read-only under the
+ * sandbox): their tree identity (treeid.c) is part of the identity,
+ * "nvcc RELEASE; system headers HASH", computed once per worker start.
+ * Runtime version: MAJ.MIN of the release, as for NVRTC.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "compint.h"
+#include "kj_limits.h"
+#include "kj_types.h"
+#include "targetid.h"
+#include "util.h"
+
+#define NVCC_OUT "kjit-out.obj"
+#define NVCC_ARCHS_MAX 128
+
+static const char *const nvcc_paths[] = { "/usr/local/cuda/bin/nvcc", "/usr/bin/nvcc" };
+
+struct nvcc_state {
+	char nvcc[PATH_MAX];
+	char tmp_root[PATH_MAX];
+	char identity[KJ_VERSION_STR_MAX * 2];
+	char runtime[KJ_VERSION_STR_MAX];
+	int archs[NVCC_ARCHS_MAX];   /* sm_NN numbers of --list-gpu-code */
+	int n_archs;
+};
+
+/* Options a CUDA source may carry through nvcc.  Anything else is refused. */
+static const struct kj__opt_rule nvcc_rules[] = {
+	{ KJ_OPT_MACRO, "-D", NULL },
+	{ KJ_OPT_MACRO, "-U", NULL },
+	{ KJ_OPT_EXACT, "--use_fast_math", NULL },
+	{ KJ_OPT_EXACT, "-use_fast_math", NULL },
+	{ KJ_OPT_CHOICE, "-std=", "c++11|c++14|c++17|c++20" },
+	{ KJ_OPT_CHOICE, "--std=", "c++11|c++14|c++17|c++20" },
+	{ KJ_OPT_CHOICE, "--ftz=", "true|false" },
+	{ KJ_OPT_CHOICE, "--prec-div=", "true|false" },
+	{ KJ_OPT_CHOICE, "--prec-sqrt=", "true|false" },
+	{ KJ_OPT_CHOICE, "--fmad=", "true|false" },
+	{ KJ_OPT_UINT, "--maxrregcount=", NULL },
+	{ KJ_OPT_UINT, "-maxrregcount=", NULL },
+	{ KJ_OPT_EXACT, "-lineinfo", NULL },
+	{ KJ_OPT_EXACT, "--generate-line-info", NULL },
+	{ KJ_OPT_EXACT, "--extra-device-vectorization", NULL },
+	{ KJ_OPT_EXACT, "--expt-relaxed-constexpr", NULL },
+	{ KJ_OPT_EXACT, "--expt-extended-lambda", NULL },
+	{ KJ_OPT_EXACT, "-w", NULL },
+	{ KJ_OPT_EXACT, "--disable-warnings", NULL },
+	{ KJ_OPT_EXACT, "-O", NULL },
+	{ KJ_OPT_CHOICE, "-O", "0|1|2|3" },
+};
+
+/* Runs `nvcc ARG` in a fresh directory; the output in *text (malloc'd). */
+static int nvcc_query(const struct nvcc_state *st, const char *arg, char **text)
+{
+	char dir[PATH_MAX];
+	const char *argv[] = { st->nvcc, arg, NULL };
+	struct kj__proc_out po;
+	int r = KJIT_EBACKEND;
+
+	*text = NULL;
+	memset(&po, 0, sizeof po);
+	if (kj__make_job_dir(st->tmp_root, "nvcc", dir, sizeof dir) < 0)
+		return KJIT_EIO;
+	if (kj__run_capture(argv, dir, KJ_COMPILE_TIMEOUT_MS, &po) == 0 && WIFEXITED(po.status) &&
+	    WEXITSTATUS(po.status) == 0 && kj__buf_append(&po.log, "", 1) == 0) {
+		*text = (char *)po.log.p;
+		po.log.p = NULL;
+		r = 0;
+	}
+	kj__buf_free(&po.log);
+	kj__rm_job_dir(dir);
+	return r;
+}
+
+/* Fills the identity, runtime and architectures from nvcc itself. */
+static int probe(struct nvcc_state *st, char *err, size_t errlen)
+{
+	char *ver = NULL, *codes = NULL, rel[KJ_VERSION_STR_MAX] = "", inc[PATH_MAX + 16], real[PATH_MAX];
+	char sys[32];
+	int maj = 0, min = 0, r;
+
+	if (nvcc_query(st, "--version", &ver) < 0 || nvcc_query(st, "--list-gpu-code", &codes) < 0) {
+		snprintf(err, errlen, "'%s --version' or '--list-gpu-code' failed", st->nvcc);
+		r = KJIT_EBACKEND;
+		goto out;
+	}
+	const char *v = strstr(ver, ", V");
+	if (v == NULL || sscanf(v + 3, "%63[0-9.]", rel) != 1 || sscanf(rel, "%d.%d", &maj, &min) != 2) {
+		snprintf(err, errlen, "'%s --version' names no release", st->nvcc);
+		r = KJIT_EBACKEND;
+		goto out;
+	}
+	for (const char *p = codes; (p = strstr(p, "sm_")) != NULL && st->n_archs < NVCC_ARCHS_MAX; p += 3)
+		st->archs[st->n_archs++] = atoi(p + 3);
+	/* the toolkit's include directory, beside bin/ */
+	snprintf(inc, sizeof inc, "%s", st->nvcc);
+	char *slash = strrchr(inc, '/');
+	if (slash)
+		snprintf(slash, sizeof inc - (size_t)(slash - inc), "/../include");
+	if ((r = kj__system_headers_id(realpath(inc, real) ? real : NULL, sys, sizeof sys)) < 0) {
+		snprintf(err, errlen, "cannot fingerprint the system include trees (%s)", kjit_strerror(r));
+		goto out;
+	}
+	snprintf(st->identity, sizeof st->identity, "nvcc %s; system headers %s", rel, sys);
+	snprintf(st->runtime, sizeof st->runtime, "%d.%d", maj, min);
+	r = 0;
+out:
+	free(ver);
+	free(codes);
+	return r;
+}
+
+static void nvcc_fini(void *state)
+{
+	free(state);
+}
+
+static int nvcc_init(void **state, char *err, size_t errlen)
+{
+	int r = KJIT_ENOMEM;
+	struct nvcc_state *st = calloc(1, sizeof *st);
+	const char *tmp = getenv("TMPDIR");
+
+	if (st == NULL)
+		goto out;
+	r = KJIT_EBACKEND;
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(nvcc_paths) && !st->nvcc[0]; i++)
+		if (access(nvcc_paths[i], X_OK) == 0)
+			snprintf(st->nvcc, sizeof st->nvcc, "%s", nvcc_paths[i]);
+	if (!st->nvcc[0]) {
+		snprintf(err, errlen, "nvcc not found (/usr/local/cuda/bin/nvcc): install the CUDA toolkit");
+		goto out;
+	}
+	snprintf(st->tmp_root, sizeof st->tmp_root, "%s",
+		 tmp && tmp[0] == '/' && strlen(tmp) < PATH_MAX / 2 ? tmp : "/tmp");
+	if ((r = probe(st, err, errlen)) < 0)
+		goto out;
+	/* success */
+	*state = st;
+	st = NULL;
+	r = 0;
+out:
+	nvcc_fini(st);
+	return r;
+}
+
+static int nvcc_identity(void *state, char *id, size_t idlen, char *rv, size_t rvlen)
+{
+	struct nvcc_state *st = state;
+
+	if ((size_t)snprintf(id, idlen, "%s", st->identity) >= idlen ||
+	    (size_t)snprintf(rv, rvlen, "%s", st->runtime) >= rvlen)
+		return KJIT_ETOOBIG;
+	return 0;
+}
+
+static int nvcc_check_target(void *state, const char *target, char *err, size_t errlen)
+{
+	struct nvcc_state *st = state;
+	char why[256];
+	int ptx = 0;
+
+	if (target && kj__token_ok(target, KJ_TARGET_MAX) && kj__cuda_target_parse(target, &ptx, why, sizeof why) == 0) {
+		int arch = atoi(target + (ptx ? 8 : 3));
+		for (int i = 0; i < st->n_archs; i++)
+			if (st->archs[i] == arch)
+				return 0;
+	}
+	snprintf(err, errlen, "target '%.64s' is not supported by this nvcc (see nvcc --list-gpu-code)",
+		 target ? target : "");
+	return KJIT_ETARGET;
+}
+
+/* Runs nvcc on dir/src into dir/NVCC_OUT (log in out->log).  0, or a
+ * negative code with out->error. */
+static int run_nvcc(struct nvcc_state *st, const struct kj__compile_job *job, const char *dir, const char *src,
+		    int ptx, struct kj__compile_out *out)
+{
+	char err[256], arch[KJ_TARGET_MAX + 16], inc[PATH_MAX + 4], srcpath[PATH_MAX + KJ_NAME_MAX],
+		outpath[PATH_MAX + 32];
+	const char **argv = calloc(job->n_options + 12, sizeof *argv);
+	struct kj__proc_out po;
+	size_t a = 0;
+	int r = KJIT_ENOMEM;
+
+	memset(&po, 0, sizeof po);
+	if (argv == NULL)
+		goto out;
+	if ((size_t)snprintf(arch, sizeof arch, "-arch=%s", job->target) >= sizeof arch ||
+	    (size_t)snprintf(inc, sizeof inc, "-I%s", dir) >= sizeof inc ||
+	    (size_t)snprintf(srcpath, sizeof srcpath, "%s/%s", dir, src) >= sizeof srcpath ||
+	    (size_t)snprintf(outpath, sizeof outpath, "%s/%s", dir, NVCC_OUT) >= sizeof outpath) {
+		r = kj__out_error(out, KJIT_EINTERNAL, "temporary path too long");
+		goto out;
+	}
+	argv[a++] = st->nvcc;
+	argv[a++] = ptx ? "--ptx" : "--cubin";
+	argv[a++] = arch;
+	for (size_t i = 0; i < job->n_options; i++)
+		argv[a++] = job->options[i];
+	argv[a++] = inc;
+	argv[a++] = "-o";
+	argv[a++] = outpath;
+	argv[a++] = srcpath;
+	if ((r = kj__run_capture(argv, dir, KJ_COMPILE_TIMEOUT_MS, &po)) < 0) {
+		r = kj__out_error(out, r, "cannot run nvcc");
+		goto out;
+	}
+	out->log = kj__clean_log(&po, dir);
+	if (po.timed_out) {
+		r = kj__out_error(out, KJIT_ETIMEDOUT, "nvcc ran past the compile timeout and was killed");
+		goto out;
+	}
+	if (!WIFEXITED(po.status) || WEXITSTATUS(po.status) != 0) {
+		char status[64];
+		snprintf(status, sizeof status, "nvcc failed (%s %d)", WIFEXITED(po.status) ? "exit status" : "signal",
+			 WIFEXITED(po.status) ? WEXITSTATUS(po.status) : WTERMSIG(po.status));
+		kj__log_reason(out->log, status, err, sizeof err);
+		r = kj__out_error(out, KJIT_ECOMPILE, err);
+		goto out;
+	}
+	r = 0;
+out:
+	kj__buf_free(&po.log);
+	free(argv);
+	return r;
+}
+
+/* Reads dir/NVCC_OUT: a CUDA ELF, or PTX given a terminating NUL. */
+static int take_object(const char *dir, int ptx, struct kj__compile_out *out)
+{
+	char path[PATH_MAX];
+	uint8_t *data = NULL;
+	size_t len = 0;
+
+	if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, NVCC_OUT) >= sizeof path)
+		return kj__out_error(out, KJIT_EINTERNAL, "temporary path too long");
+	int r = kj__read_file(path, KJ_OBJECT_MAX, &data, &len);
+	if (r < 0)
+		return kj__out_error(out, r == -EFBIG ? KJIT_ETOOBIG : KJIT_EINTERNAL,
+				     "nvcc succeeded but wrote no object (or one over the size cap)");
+	if (ptx && (len == 0 || data[len - 1] != '\0'))
+		data[len++] = '\0'; /* kj__read_file leaves room for a NUL */
+	if (!ptx && !kj__elf_is(data, len, KJ_EM_CUDA, NULL)) {
+		free(data);
+		return kj__out_error(out, KJIT_EINTERNAL, "nvcc's object is not a CUDA ELF");
+	}
+	out->data = data;
+	out->len = len;
+	return 0;
+}
+
+/* The file name the source is written under: its own if it is a plain name
+ * ending in .cu, else "source.cu". */
+static void source_file(const char *name, char *out, size_t outlen)
+{
+	size_t l = strlen(name);
+	snprintf(out, outlen, "%s", kj__name_ok(name) && l > 3 && strcmp(name + l - 3, ".cu") == 0 ? name : "source.cu");
+}
+
+static int nvcc_compile(void *state, const struct kj__compile_job *job, struct kj__compile_out *out)
+{
+	struct nvcc_state *st = state;
+	char err[256], dir[PATH_MAX], src[KJ_NAME_MAX + 16];
+	int r;
+
+	memset(out, 0, sizeof *out);
+	if ((r = nvcc_check_target(st, job->target, err, sizeof err)) < 0 ||
+	    (r = kj__options_check("nvcc", nvcc_rules, KJ_ARRAY_SIZE(nvcc_rules), job, err, sizeof err)) < 0 ||
+	    (r = kj__includes_check(job, err, sizeof err)) < 0)
+		return kj__out_error(out, r, err);
+	if (kj__make_job_dir(st->tmp_root, "nvcc", dir, sizeof dir) < 0)
+		return kj__out_error(out, KJIT_EIO, "cannot make a temporary directory for nvcc");
+	int ptx = strncmp(job->target, "compute_", 8) == 0;
+	source_file(job->source_name, src, sizeof src);
+	r = 0;
+	for (size_t i = 0; r == 0 && i < job->n_headers; i++)
+		if (strcmp(job->headers[i].name, src) != 0 && strcmp(job->headers[i].name, NVCC_OUT) != 0 &&
+		    kj__put_file(dir, job->headers[i].name, job->headers[i].data, job->headers[i].len) < 0)
+			r = kj__out_error(out, KJIT_EIO, "cannot write a header into the temporary directory");
+	if (r == 0 && kj__put_file(dir, src, job->source, job->source_len) < 0)
+		r = kj__out_error(out, KJIT_EIO, "cannot write the source into the temporary directory");
+	if (r == 0 && (r = run_nvcc(st, job, dir, src, ptx, out)) == 0)
+		r = take_object(dir, ptx, out);
+	kj__rm_job_dir(dir);
+	return r;
+}
+
+const struct kj__compiler_ops kj__compiler_nvcc = {
+	.name = "nvcc",
+	.backend = KJIT_BACKEND_CUDA,
+	.ext = "cubin",
+	.init = nvcc_init,
+	.fini = nvcc_fini,
+	.identity = nvcc_identity,
+	.check_target = nvcc_check_target,
+	.compile = nvcc_compile,
+};

@@ -1,0 +1,161 @@
+/* symbols.c: the entry points an object really has, so that `--entry NAME`
+ * is checked instead of trusted (a misspelt name used to "compile" and add a
+ * cache entry that could never be launched).
+ *
+ * Three formats: an ELF (AMDGPU code object or CUDA cubin): the defined
+ * global or weak STT_FUNC symbols of its .symtab; PTX text: the names after
+ * ".entry"; SPIR-V: the names of its OpEntryPoint instructions.  Every read
+ * is bounds-checked against the object's length: the object comes from a
+ * compiler, not from us.  An object whose symbols cannot be listed (an ELF
+ * without .symtab) is not judged.  No state outside the call.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "buf.h"
+#include "compint.h"
+#include "kj_types.h"
+#include "util.h"
+
+typedef int (*sym_fn)(const char *name, size_t len, void *arg);
+
+static uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static uint32_t rd32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static uint64_t rd64(const uint8_t *p) { return rd32(p) | (uint64_t)rd32(p + 4) << 32; }
+
+/* Calls fn for each defined function symbol of a 64-bit little-endian ELF.
+ * 1 if it has a symbol table, 0 if not, or fn's non-zero answer. */
+static int elf_symbols(const uint8_t *p, size_t n, sym_fn fn, void *arg)
+{
+	uint64_t shoff = rd64(p + 40);
+	uint16_t shentsize = rd16(p + 58), shnum = rd16(p + 60);
+	int seen = 0;
+
+	if (shentsize < 64 || shoff > n || (uint64_t)shnum * shentsize > n - shoff)
+		return 0;
+	for (uint16_t i = 0; i < shnum; i++) {
+		const uint8_t *sh = p + shoff + (uint64_t)i * shentsize;
+		if (rd32(sh + 4) != 2) /* SHT_SYMTAB */
+			continue;
+		uint64_t off = rd64(sh + 24), size = rd64(sh + 32), entsize = rd64(sh + 56);
+		uint32_t link = rd32(sh + 40);
+		if (link >= shnum || entsize < 24 || off > n || size > n - off)
+			continue;
+		const uint8_t *str = p + shoff + (uint64_t)link * shentsize;
+		uint64_t soff = rd64(str + 24), ssize = rd64(str + 32);
+		if (soff > n || ssize > n - soff)
+			continue;
+		seen = 1;
+		for (uint64_t k = 0; k + entsize <= size; k += entsize) {
+			const uint8_t *s = p + off + k;
+			uint32_t name = rd32(s);
+			uint8_t type = s[4] & 0xf, bind = s[4] >> 4;
+			if (type != 2 || (bind != 1 && bind != 2) || rd16(s + 6) == 0 || name >= ssize)
+				continue;
+			const char *nm = (const char *)p + soff + name;
+			const void *nul = memchr(nm, '\0', ssize - name);
+			if (nul == NULL)
+				continue;
+			int r = fn(nm, (size_t)((const char *)nul - nm), arg);
+			if (r)
+				return r;
+		}
+	}
+	return seen;
+}
+
+/* The same for PTX text: ".entry NAME(". */
+static int ptx_symbols(const uint8_t *p, size_t n, sym_fn fn, void *arg)
+{
+	const char *s = (const char *)p, *end = s + n, *q = s;
+
+	while ((q = memmem(q, (size_t)(end - q), ".entry", 6)) != NULL) {
+		q += 6;
+		if (q >= end || (*q != ' ' && *q != '\t'))
+			continue;
+		while (q < end && (*q == ' ' || *q == '\t'))
+			q++;
+		const char *b = q;
+		while (q < end && *q != '(' && *q != ' ' && *q != '\t' && *q != '\n' && *q != '\0')
+			q++;
+		int r = q > b ? fn(b, (size_t)(q - b), arg) : 0;
+		if (r)
+			return r;
+	}
+	return 1;
+}
+
+/* The same for SPIR-V: OpEntryPoint (opcode 15) ExecutionModel, id, name. */
+static int spirv_symbols(const uint8_t *p, size_t n, sym_fn fn, void *arg)
+{
+	for (size_t off = 20; off + 4 <= n;) {
+		uint32_t w = rd32(p + off);
+		size_t wc = w >> 16;
+		if (wc == 0 || wc * 4 > n - off)
+			break;
+		if ((w & 0xffff) == 15 && wc > 3) {
+			const char *nm = (const char *)p + off + 12;
+			const void *nul = memchr(nm, '\0', (wc - 3) * 4);
+			if (nul) {
+				int r = fn(nm, (size_t)((const char *)nul - nm), arg);
+				if (r)
+					return r;
+			}
+		}
+		off += wc * 4;
+	}
+	return 1;
+}
+
+static int for_each_entry(const uint8_t *p, size_t n, sym_fn fn, void *arg)
+{
+	if (n >= 64 && memcmp(p, "\177ELF", 4) == 0 && p[4] == 2 && p[5] == 1)
+		return elf_symbols(p, n, fn, arg);
+	if (n >= 20 && n % 4 == 0 && rd32(p) == KJ_SPIRV_MAGIC)
+		return spirv_symbols(p, n, fn, arg);
+	if (n > 0 && memchr(p, '\0', n) == p + n - 1 && memmem(p, n, ".version", 8) != NULL)
+		return ptx_symbols(p, n, fn, arg);
+	return 0;
+}
+
+struct find {
+	const char *want;
+	struct kj__buf *list;
+};
+
+static int match(const char *name, size_t len, void *arg)
+{
+	struct find *f = arg;
+
+	if (f->list) {
+		if (f->list->len < 400)
+			kj__buf_printf(f->list, "%s%.*s", f->list->len ? ", " : "", (int)len, name);
+		return 0;
+	}
+	return strlen(f->want) == len && memcmp(f->want, name, len) == 0 ? 2 : 0;
+}
+
+int kj__entries_check(const uint8_t *obj, size_t len, const char *const *entries, size_t n, char *err,
+		      size_t errlen)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct find f = { entries[i], NULL };
+		int r = for_each_entry(obj, len, match, &f);
+		if (r == 0)
+			return 0; /* symbols not listable: not judged */
+		if (r == 2)
+			continue;
+		struct kj__buf list = { 0 };
+		f.list = &list;
+		for_each_entry(obj, len, match, &f);
+		snprintf(err, errlen, "no entry point '%s' in the object; it has: %.*s%s", entries[i],
+			 list.len ? (int)list.len : 4, list.len ? (const char *)list.p : "none",
+			 list.len >= 400 ? ", ..." : "");
+		kj__buf_free(&list);
+		return KJIT_ECOMPILE;
+	}
+	return 0;
+}

@@ -1,0 +1,176 @@
+#!/bin/sh
+# realworld.sh: the kernels of tests/realworld, as users write them, through
+# a real kjitd with the real compilers: NVRTC (CUDA's own headers, a header
+# guarded by #ifndef __CUDACC_RTC__), hiprtc (hipify's quoted
+# "hip/hip_runtime.h"), shaderc (-I and eight -D's in glslc's spellings),
+# nvcc (a full .cu with host code) and hipcc --genco (a HIP program with
+# <cstdint> and <iostream>), as the daemon's compiler and per request.  Each compiles, repeats as a hit, and a change
+# to a header found through -I changes the key.  Then what must stay
+# refused: a missing entry point, names leaving the roots, /etc/passwd, and
+# -I /etc (the client reads and sends; the daemon reads nothing outside its
+# roots).  A compiler not installed here is said and its checks skipped.
+. "$(dirname "$0")/lib.sh"
+
+R="$T/rw"
+cp -r "$TOP/tests/realworld" "$R"
+INC="$R/include"
+
+# get ARGS...: "STATUS KEY" of `kjit get`, or "error" (stderr in $T/err).
+get() {
+	"$KJIT" get "$@" >"$T/out" 2>"$T/err" && cut -d' ' -f1,2 "$T/out" || echo error
+}
+status() { echo "$1" | cut -d' ' -f1; }
+key() { echo "$1" | cut -d' ' -f2; }
+
+# roundtrip NAME HEADER ARGS...: compiles, hits, and a changed HEADER (under
+# $INC) compiles again under another key; restored, it hits the first key.
+roundtrip() {
+	rt=$1 hdr=$2
+	shift 2
+	a=$(get "$@")
+	check "$rt compiles" [ "$(status "$a")" = compiled ]
+	[ "$(status "$a")" = compiled ] || sed 's/^/# /' "$T/err"
+	b=$(get "$@")
+	check "$rt repeats as a hit" [ "$b" = "hit $(key "$a")" ]
+	[ -n "$hdr" ] || return 0
+	cp "$INC/$hdr" "$T/saved"
+	printf '\n// changed\n' >>"$INC/$hdr"
+	c=$(get "$@")
+	check "$rt: a change to $hdr changes the key" \
+		[ "$(status "$c")" = compiled ] && [ "$(key "$c")" != "$(key "$a")" ]
+	cp "$T/saved" "$INC/$hdr"
+	d=$(get "$@")
+	check "$rt: $hdr restored hits the first key" [ "$d" = "hit $(key "$a")" ]
+}
+
+have_nvrtc=0 have_hiprtc=0
+ldconfig -p 2>/dev/null | grep -q 'libnvrtc\.so' && have_nvrtc=1
+ldconfig -p 2>/dev/null | grep -q 'libamdhip64\.so\|libhiprtc\.so' && have_hiprtc=1
+
+start_daemon || { not_ok start "kjitd did not start"; exit 1; }
+
+if [ $have_nvrtc = 1 ]; then
+	roundtrip "nvrtc: cuda_fp16/bf16, cooperative_groups, -I" rw/common.cuh \
+		--source "$R/half_reduce.cu" --backend cuda --target sm_90 -I "$INC" --entry half_row_sum -std=c++17
+	# the guarded header is read (and keyed) though NVRTC skips its body
+	roundtrip "nvrtc: #ifndef __CUDACC_RTC__ header" rw/host_only.cuh \
+		--source "$R/half_reduce.cu" --backend cuda --target sm_90 -I "$INC" --entry half_row_sum -DRW_BLOCK=128
+	# a templated kernel fetched by name expression: the lowered names come
+	# back with the object, on the compile and on a hit
+	t1=$("$KJIT" get --source "$R/templated.cu" --backend cuda --target sm_90 -I "$INC" \
+		--name-expression 'scale<float, 4>' --name-expression 'scale<__half, 2>' 2>&1)
+	check "--name-expression: compiled with its lowered names" sh -c "echo '$t1' | grep -q '^compiled' &&
+		echo '$t1' | grep -q '^lowered scale<float, 4> _Z5scaleIfLi4EEvPT_S0_i\$' &&
+		echo '$t1' | grep -q '^lowered scale<__half, 2> _Z5scaleI6__halfLi2EEvPT_S1_i\$'"
+	t2=$("$KJIT" get --source "$R/templated.cu" --backend cuda --target sm_90 -I "$INC" \
+		--name-expression 'scale<float, 4>' --name-expression 'scale<__half, 2>' --entry _Z5scaleIfLi4EEvPT_S0_i 2>&1)
+	check "--name-expression: the same names on a hit (from the index)" sh -c "echo '$t2' | grep -q '^compiled\|^hit' &&
+		echo '$t2' | grep -q '^lowered scale<float, 4> _Z5scaleIfLi4EEvPT_S0_i\$'"
+	t3=$("$KJIT" get --source "$R/templated.cu" --backend cuda --target sm_90 -I "$INC" \
+		--name-expression 'scale<float, 4>' --name-expression 'scale<__half, 2>' 2>&1)
+	check "--name-expression: a hit" sh -c "echo '$t3' | grep -q '^hit' && echo '$t3' | grep -q '^lowered scale<__half, 2> _Z5scaleI6__halfLi2EEvPT_S1_i\$'"
+	k3=$(echo "$t3" | head -n 1 | cut -d' ' -f2)
+	check "kjit show lists the lowered names" sh -c "'$KJIT' show $k3 | grep -q 'kjit: lowered name: scale<float, 4> = _Z5scaleIfLi4EEvPT_S0_i'"
+	n0=$("$KJIT" ls | grep -c half_reduce)
+	x=$(get --source "$R/half_reduce.cu" --backend cuda --target sm_90 -I "$INC" --entry half_row_summ)
+	check "a missing entry point is an error" [ "$x" = error ]
+	check "that names the entry points there are" grep -q "no entry point 'half_row_summ'.*it has: half_row_sum" "$T/err"
+	n=$("$KJIT" ls | grep -c half_reduce)
+	check "and adds no cache entry" [ "$n" = "$n0" ]
+	# -I /etc: nothing the source includes comes from there: same key as without
+	y0=$(get --source "$R/half_reduce.cu" --backend cuda --target sm_90 -I "$INC" --entry half_row_sum -std=c++17)
+	y=$(get --source "$R/half_reduce.cu" --backend cuda --target sm_90 -I "$INC" -I /etc --entry half_row_sum -std=c++17)
+	check "-I /etc adds nothing unread" [ "$y" = "$y0" ] && [ "$(status "$y")" = hit ]
+	# the daemon alone never finds /etc/passwd: the compiler cannot open it
+	printf '#include "passwd"\nextern "C" __global__ void k() {}\n' >"$T/p.cu"
+	z=$(get --source "$T/p.cu" --backend cuda --target sm_90)
+	check "the daemon does not read /etc/passwd by itself" [ "$z" = error ] && grep -q 'cannot open source file "passwd"' "$T/err"
+	check "nor shows it" sh -c "! grep -q 'root:' '$T/err'"
+else
+	echo "# NVRTC not installed: its realworld checks skipped"
+fi
+
+if [ $have_hiprtc = 1 ]; then
+	roundtrip "hiprtc: hipify's quoted hip/hip_runtime.h" rw/scale.h \
+		--source "$R/hipified.hip" --backend hip --target gfx90a -I "$INC" --entry scale_rows
+else
+	echo "# hiprtc not installed: its realworld checks skipped"
+fi
+
+D8="-DBLOCK_SIZE=128 -DA_TYPE=float -DD_TYPE=float -DUSE_MAX4=1 -DEPS_SCALE=0 -DEPS=1e-6 -DOUT_SCALE=1.0 -DFAST_EXP"
+# shellcheck disable=SC2086
+roundtrip "shaderc: -I and eight -D in glslc's spellings" rw/common.glsl \
+	--source "$R/softmax.comp" --backend vulkan -fshader-stage=compute --target-env=vulkan1.2 -std=450 -O \
+	-I "$INC" $D8 --entry main
+# shellcheck disable=SC2086
+v=$(get --source "$R/softmax.comp" --backend vulkan --target vulkan1.2 -std=450 -O -I "$INC" \
+	$D8 -DBLOCK_SIZE=64 --entry main)
+check "shaderc: another -D value is another key" [ "$(status "$v")" = compiled ]
+
+# The per-request compiler choice (--compiler), beside the daemon's default.
+if [ -x /usr/local/cuda/bin/nvcc ] || [ -x /usr/bin/nvcc ]; then
+	roundtrip "--compiler nvcc on a daemon defaulting to nvrtc" "" \
+		--source "$R/host_axpy.cu" --backend cuda --target sm_90 -I "$INC" --compiler nvcc --entry _Z4axpyfPKfPfj
+	check "both CUDA families have workers" sh -c "'$KJIT' stats | grep -q 'workers nvcc' && '$KJIT' stats | grep -q 'workers nvrtc'"
+fi
+w=$(get --source "$R/half_reduce.cu" --backend cuda --target sm_90 --compiler shaderc)
+check "a compiler of another backend is refused" [ "$w" = error ] && grep -q "compiler 'shaderc' does not build for cuda" "$T/err"
+
+# What stays refused, whatever -I says.
+printf 'int secret;\n' >"$T/outside.h"
+ln -s "$T/outside.h" "$INC/leak.h"
+printf '#include "leak.h"\nvoid main() {}\n' >"$T/l.comp"
+w=$(get --source "$T/l.comp" --backend vulkan --target vulkan1.2 -I "$INC")
+check "a header leaving the -I directory is refused" [ "$w" = error ] && grep -q 'outside the allowed include directories' "$T/err"
+printf '#include "../outside.h"\nvoid main() {}\n' >"$T/u.comp"
+w=$(get --source "$T/u.comp" --backend vulkan --target vulkan1.2 -I "$INC")
+check "a .. escape is refused" [ "$w" = error ] && grep -q '"\.\." in path' "$T/err"
+printf '#version 450\n#include "/etc/passwd"\nvoid main() {}\n' >"$T/e.comp"
+w=$(get --source "$T/e.comp" --backend vulkan --target vulkan1.2 -I /etc)
+check "#include \"/etc/passwd\" is refused" [ "$w" = error ] && grep -q 'e.comp:2: #include "/etc/passwd": absolute path' "$T/err"
+check "without its contents" sh -c "! grep -q 'root:' '$T/err'"
+
+# A broken source: one compile for a burst of requests (negcache.c).
+printf '#version 450\nvoid main() { nope }\n' >"$T/b.comp"
+for i in 1 2 3 4 5; do get --source "$T/b.comp" --backend vulkan --target vulkan1.2 >/dev/null; done
+check "a broken source's error names its file and line" grep -q 'shaderc rejected b.comp for vulkan1.2: b.comp:2: error' "$T/err"
+check "five requests of a broken source: one compile" [ "$(grep -c 'failed: shaderc rejected b.comp' "$T/kjitd.log")" = 1 ]
+stop_daemon
+
+if [ -x /usr/local/cuda/bin/nvcc ] || [ -x /usr/bin/nvcc ]; then
+	start_daemon --cuda-compiler nvcc || { not_ok start "kjitd --cuda-compiler nvcc did not start"; exit 1; }
+	roundtrip "nvcc: a full .cu with host code and <stdint.h>" rw/common.cuh \
+		--source "$R/host_axpy.cu" --backend cuda --target sm_90 -I "$INC" --entry _Z4axpyfPKfPfj -O3
+	p=$(get --source "$R/host_axpy.cu" --backend cuda --target compute_90 -I "$INC")
+	check "nvcc: PTX for compute_90" [ "$(status "$p")" = compiled ]
+	stop_daemon
+else
+	echo "# nvcc not installed: its realworld checks skipped"
+fi
+
+if [ -x /usr/bin/hipcc ] || [ -x /opt/rocm/bin/hipcc ]; then
+	start_daemon --hip-compiler hipcc || { not_ok start "kjitd --hip-compiler hipcc did not start"; exit 1; }
+	roundtrip "hipcc --genco: a HIP program with <cstdint>, <iostream>, main" "" \
+		--source "$R/vecadd_main.hip" --backend hip --target gfx90a --entry _Z6vecaddPKfS0_Pfj
+	roundtrip "hipcc: hipify's quoted include" rw/scale.h \
+		--source "$R/hipified.hip" --backend hip --target gfx90a -I "$INC" --entry scale_rows
+	stop_daemon
+else
+	echo "# hipcc not installed: its realworld checks skipped"
+fi
+
+# A bundled kernel's include found nowhere is in the key: when it appears
+# in the kernels directory, the request compiles again (memo included).
+K="$T/kernels"
+mkdir -p "$K/include"
+echo "k hip k.hip k" >"$K/MANIFEST"
+printf '#if __has_include("opt.h")\n#include "opt.h"\n#endif\nextern "C" __global__ void k(float *x) {}\n' >"$K/k.hip"
+start_daemon --hip-compiler test --kernels-dir "$K" || { not_ok start "kjitd did not start"; exit 1; }
+m1=$(get --kernel k --backend hip --target gfx90a)
+m2=$(get --kernel k --backend hip --target gfx90a)
+check "an include found nowhere: compiled, then a hit" [ "$(status "$m1")" = compiled ] && [ "$m2" = "hit $(key "$m1")" ]
+sleep 0.01
+echo '#define OPT 1' >"$K/include/opt.h"
+m3=$(get --kernel k --backend hip --target gfx90a)
+check "once it appears, the key changes" [ "$(status "$m3")" = compiled ] && [ "$(key "$m3")" != "$(key "$m1")" ]
+finish
