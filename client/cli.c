@@ -161,7 +161,7 @@ static const struct cmd cmds[] = {
 			  "[-I DIR]... [-D NAME[=V]]... [-U NAME]... [-O[N]] [-std=STD] [--compiler C] "
 			  "[--name-expression EXPR]... "
 			  "[--opt OPT]... [--include-header [NAME=]FILE]... [-o FILE] [--json]" },
-	{ "warm", kj__cmd_warm, "warm [--backend B]... [--target T]... [--kernel NAME]... [-j N] [--replay] [--json]" },
+	{ "warm", kj__cmd_warm, "warm [--backend B]... [--target T]... [--kernel NAME]... [-j N] [--replay] [--remote-only] [--json]" },
 	{ "targets", kj__cmd_targets, "targets [--json]" },
 	{ "stats", kj__cmd_stats, "stats [--json] [--zero] [--prometheus FILE]" },
 	{ "ls", kj__cmd_simple_admin, "ls [--target T] [--json]" },

@@ -75,6 +75,11 @@ int kj__client_call(kjit_client *c, struct kj__buf *req, uint8_t **body, struct 
 
 /* Starts a request of type in b (the id is filled by kj__client_call). */
 int kj__client_begin(struct kj__buf *b, uint16_t type);
+/* kjit_get with flags: KJ_GET_NO_COMPILE asks for a fetch only (local
+ * cache, then the fleet tier): a miss is KJIT_ENOENT, never compiled
+ * (`kjit warm --remote-only`). */
+#define KJ_GET_NO_COMPILE 1u
+int kj__get_flags(kjit_client *c, const kjit_request *req, unsigned flags, kjit_result *res);
 
 /* Copies s into a new string with every control character turned into a
  * space, so that a daemon's line prints as one line.  NULL on ENOMEM. */

@@ -423,8 +423,16 @@ int kj__cmd_ping(const struct cmd *cmd, int argc, char **argv)
 	uint64_t us = kj__now_us() - t0;
 	if (r < 0)
 		ex = kj__cli_report(r, kjit_last_error(c));
-	else if (a.json)
-		printf("{\"ok\":true,\"us\":%llu}\n", (unsigned long long)us);
+	else if (a.json) {
+		/* The fleet tier's state: {"remote":{...}} or {"remote":null}
+		 * (an older kjitd without it: left out). */
+		char *json = NULL;
+		const char *rest = "";
+		if (kjit_admin(c, "remote", NULL, NULL, &json) == 0 && json && json[0] == '{' && json[1] != '}')
+			rest = json + 1;
+		printf("{\"ok\":true,\"us\":%llu%s%s\n", (unsigned long long)us, *rest ? "," : "}", rest);
+		free(json);
+	}
 	else
 		printf("kjitd answered in %.3f ms\n", (double)us / 1000.0);
 	kjit_close(c);

@@ -143,11 +143,13 @@ static int put_strs(struct kj__buf *b, uint16_t tag, const char *const *v, size_
 	return r;
 }
 
-static int encode(struct kj__buf *b, const kjit_request *req, const struct resolved *rv)
+static int encode(struct kj__buf *b, const kjit_request *req, const struct resolved *rv, unsigned flags)
 {
 	int r = kj__client_begin(b, KJ_MSG_GET);
 	if (r == 0)
 		r = kj__msg_put_u32(b, KJ_F_BACKEND, (uint32_t)req->backend);
+	if (r == 0 && (flags & KJ_GET_NO_COMPILE))
+		r = kj__msg_put_u32(b, KJ_F_NO_COMPILE, 1);
 	if (r == 0 && req->compiler)
 		r = kj__msg_put_str(b, KJ_F_COMPILER, req->compiler);
 	if (r == 0 && rv->target[0])
@@ -194,7 +196,7 @@ static int decode_ok(const struct kj__msg *m, kjit_result *res)
 	char *key = NULL;
 
 	int r = kj__field_u32(kj__msg_get(m, KJ_F_STATUS), &status);
-	if (r == 0 && (status < KJIT_STATUS_HIT || status > KJIT_STATUS_JOINED))
+	if (r == 0 && (status < KJIT_STATUS_HIT || status > KJIT_STATUS_REMOTE))
 		r = KJIT_EPROTO;
 	if (r == 0 && (data == NULL || data->len == 0 || data->len > KJ_OBJECT_MAX))
 		r = KJIT_EPROTO;
@@ -254,6 +256,11 @@ static int take_lowered(const kjit_request *req, kjit_result *res)
 
 int kjit_get(kjit_client *c, const kjit_request *req, kjit_result *res)
 {
+	return kj__get_flags(c, req, 0, res);
+}
+
+int kj__get_flags(kjit_client *c, const kjit_request *req, unsigned flags, kjit_result *res)
+{
 	struct kj__buf b = { 0 };
 	struct kj__msg m = { 0 };
 	struct resolved rv;
@@ -287,7 +294,7 @@ int kjit_get(kjit_client *c, const kjit_request *req, kjit_result *res)
 	}
 	if (r == 0)
 		r = resolve(c, req, &rv);
-	if (r == 0 && (r = encode(&b, req, &rv)) < 0)
+	if (r == 0 && (r = encode(&b, req, &rv, flags)) < 0)
 		kj__client_fail(c, r, "the request is over the message cap of %u bytes: %s",
 				KJ_FRAME_MAX, kjit_strerror(r));
 	/* The memo, by the fingerprint of the body (the frame header holds

@@ -30,6 +30,8 @@
 struct kj__daemon;
 struct kj__conn;
 struct kj__flight;
+struct kj__remote;
+struct kj__remote_lease;
 
 /* Configuration, from the command line. */
 struct kj__config {
@@ -180,6 +182,8 @@ enum kj__stat {
 	KJ_STAT_ERR_COMPILE, KJ_STAT_ERR_TARGET, KJ_STAT_ERR_WORKER, KJ_STAT_ERR_TIMEOUT,
 	KJ_STAT_ERR_INPUT, KJ_STAT_ERR_OTHER, KJ_STAT_BYTES_SERVED, KJ_STAT_COMPILE_MS,
 	KJ_STAT_SAVED_MS, KJ_STAT_PUBLISH_ERRORS, KJ_STAT_CONNECTIONS,
+	KJ_STAT_REMOTE_HITS,         /* requests answered from the fleet tier */
+	KJ_STAT_REFUSED,             /* misses refused: --no-compile, or a fetch-only request */
 	KJ_STAT_COUNT
 };
 extern const char *const kj__stat_names[KJ_STAT_COUNT];
@@ -200,6 +204,7 @@ struct kj__daemon {
 	struct kj__memo *memo;       /* request bytes -> key, for the hit path */
 	struct kj__negcache *negcache; /* recently failed compiles (negcache.c) */
 	struct kj__flights *flights; /* compiles in progress, by key (flight.c) */
+	struct kj__remote *remote;   /* the fleet tier (fleet.c); NULL without --remote */
 	struct kj__conn *conns;      /* all live connections */
 	struct kj__gpu gpus[16];     /* detected at start */
 	size_t n_gpus;
@@ -315,6 +320,7 @@ struct kj__get_req {
 	int backend;
 	char *target, *version;      /* NULL: not in the request */
 	char *target_from;           /* where the client's target came from; NULL: named explicitly */
+	int no_compile;              /* KJ_F_NO_COMPILE: fetch only (`kjit warm --remote-only`) */
 	char *kernel;                /* a bundled kernel's name, or NULL */
 	char *family;                /* the compiler the request chose (COMPILER), or NULL */
 	char *source_name;
@@ -350,6 +356,7 @@ int kj__get_check(const struct kj__msg *m, char *err, size_t errlen);
 struct kj__waiter {
 	struct kj__conn *c;          /* referenced while in the flight */
 	uint32_t id;
+	int no_compile;              /* fetch only: a miss is refused, not compiled */
 };
 struct kj__flight {
 	char key[65];
@@ -364,6 +371,7 @@ struct kj__flight {
 	uint64_t charged;
 	uint64_t t0;
 	struct kj__pool *pool;       /* the compiler family it runs on */
+	struct kj__remote_lease *lease; /* fleet lease while compiling (fleet.c); released on free */
 };
 struct kj__flights;
 /* The table of open flights: 0 or KJIT_ENOMEM. */
@@ -385,6 +393,30 @@ struct kj__flight *kj__flight_new(struct kj__daemon *d, const char *key);
 int kj__flight_add_waiter(struct kj__flight *f, struct kj__conn *c, uint32_t id);
 /* Drops the waiters' references and frees f and what it owns (NULL ok). */
 void kj__flight_free(struct kj__flight *f);
+/* Calls fn on every open flight (fn must not add or remove flights). */
+void kj__flights_foreach(struct kj__flights *t, void (*fn)(struct kj__flight *f, void *arg), void *arg);
+
+/* get.c, for fleet.c: answers every waiter of f with the object (status
+ * KJIT_STATUS_*); and stores f's replay recipe in the cache. */
+void kj__flight_answer(struct kj__flight *f, int status, const uint8_t *data, size_t len, const char *log);
+void kj__flight_store_recipe(struct kj__flight *f);
+
+/* fleet.c: the fleet tier on the request path (docs/remote.md).  start:
+ * creates d->remote when --remote is set (nothing otherwise): 0 or a code
+ * with the reason in err.  stop: releases the leases of open flights and
+ * closes the remote (idempotent). */
+int kj__fleet_start(struct kj__daemon *d, char *err, size_t errlen);
+void kj__fleet_stop(struct kj__daemon *d);
+/* A local miss: f is in the flight table with its waiters and its job
+ * built.  Looks the key up in the remote (one lookup for all joiners),
+ * then takes the fleet lease and compiles, serves another node's publish,
+ * or refuses (--no-compile, fetch-only waiters).  May answer and free f
+ * before it returns. */
+void kj__fleet_miss(struct kj__flight *f);
+/* After a compile's local publish (off the request path): publishes the
+ * object to the remote and gives f's lease up.  data/len NULL/0: the
+ * compile failed; the lease is released so a waiter elsewhere takes over. */
+void kj__fleet_compiled(struct kj__flight *f, const uint8_t *data, size_t len, const char *log);
 
 /* get.c: answers GET.  body/len are the raw request (valid through the
  * call): the memo is checked with them before anything is decoded; a body

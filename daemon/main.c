@@ -562,9 +562,15 @@ static int serve(struct kj__daemon *d)
 		return 1;
 	}
 	kj__detect_run(d);
+	r = kj__fleet_start(d, err, sizeof err);
+	if (r < 0) {
+		fprintf(d->log, "kjitd: --remote: %s\n", err);
+		return 2;
+	}
 	r = kj__server_start(d);
 	if (r < 0) {
 		fprintf(d->log, "kjitd: cannot serve on %s: %s\n", d->cfg.socket_path, kjit_strerror(r));
+		kj__fleet_stop(d);
 		return r == KJIT_EBUSY ? 4 : 1;
 	}
 	uv_signal_init(d->loop, &d->sigterm);

@@ -348,6 +348,7 @@ void kj__server_stop(struct kj__daemon *d)
 		    st.st_dev == d->sock_dev && st.st_ino == d->sock_ino)
 			unlink(d->cfg.socket_path);
 	}
+	kj__fleet_stop(d); /* before the pools: compiles failing now must not touch the remote */
 	for (size_t i = 0; i < KJ_ARRAY_SIZE(d->pools); i++) {
 		if (d->pools[i])
 			kj__pool_shutdown(d->pools[i]);
