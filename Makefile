@@ -83,7 +83,7 @@ $(BUILD)/obj/%.o: %.c $(DEPS_OK)
 $(BUILD)/kjitd: $(call obj,daemon/main.c) $(DAEMON_OBJ) $(DETECT_OBJ) $(COMPILER_OBJ) $(CACHE_OBJ) $(COMMON_OBJ)
 	$(CC) $(LDFLAGS_KJ) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
-$(BUILD)/kjit: $(CLI_OBJ) $(BUILD)/libkjit.a
+$(BUILD)/kjit: $(CLI_OBJ) $(call obj,common/outfile.c) $(BUILD)/libkjit.a
 	$(CC) $(LDFLAGS_KJ) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS)
 
 # libkjit runs the include scan itself for -I (client/ccopts.c): it links

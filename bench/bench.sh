@@ -98,6 +98,8 @@ rss_mb() { awk '/^VmRSS:/ { printf "%.1f\n", $2 / 1024 }' "/proc/$1/status" 2>/d
 
 cleanup() {
 	stop_daemon
+	stop_fleet
+	stop_redis
 	rm -rf "$T" ${SCALE_ROOT:+"$SCALE_ROOT"}
 }
 trap cleanup EXIT
@@ -522,6 +524,162 @@ scenario_scale() {
 	CACHE_ROOT=""
 }
 
+# ---- scenario 8: the fleet tier (one Redis, several kjitd) -------------------------
+# A private redis-server on a Unix socket in $T (stopped by cleanup).  Remote
+# hit latency: daemon RA compiles N salted keys of the test family (and
+# publishes them), daemon RB (empty cache) then asks for each once: every
+# timed get is a remote hit (Redis GET, SHA-256 check, answer, local
+# publish after the answer).  Floor: redis-benchmark's GET of the same size
+# on the same socket, one client.  Warming: a fresh node filling its cache
+# from the remote (`kjit warm --remote-only`) against a node compiling the
+# library.  Stampede: ten kjitd asked at once for one uncompiled hiprtc
+# kernel, against one solo compile.
+
+REDIS_PID=""
+FLEET_PIDS=""
+start_redis() {
+	RSOCK="$T/redis.sock"
+	redis-server --port 0 --unixsocket "$RSOCK" --unixsocketperm 700 --save "" --appendonly no \
+		--dir "$T" --logfile "$T/redis.log" &
+	REDIS_PID=$!
+	local i=0
+	while [ $i -lt 200 ]; do
+		[ "$(redis-cli -s "$RSOCK" ping 2>/dev/null)" = PONG ] && return 0
+		sleep 0.05
+		i=$((i + 1))
+	done
+	return 1
+}
+stop_redis() { [ -n "$REDIS_PID" ] && kill "$REDIS_PID" 2>/dev/null && wait "$REDIS_PID" 2>/dev/null; REDIS_PID=""; }
+# fleet_node NAME [options]: a kjitd on the Redis, left running (its pid in
+# FLEET_PIDS); KJIT_SOCKET points at it afterwards.
+fleet_node() {
+	local name=$1
+	shift
+	start_daemon "$name" --remote "unix://$RSOCK" "$@" || return 1
+	FLEET_PIDS="$FLEET_PIDS $DPID"
+	DPID=""
+}
+stop_fleet() {
+	local p
+	for p in $FLEET_PIDS; do kill "$p" 2>/dev/null; done
+	for p in $FLEET_PIDS; do
+		local i=0
+		while alive "$p" && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+		alive "$p" && kill -9 "$p" 2>/dev/null
+	done
+	FLEET_PIDS=""
+}
+on_sock() { KJIT_SOCKET="$T/$1.sock" "${@:2}"; }
+wait_dbsize() { # N: until Redis holds N keys (publishes are in the background)
+	local i=0
+	while [ "$(redis-cli -s "$RSOCK" dbsize)" -lt "$1" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done
+}
+
+fleet_hit() {
+	local sz=$1 n=$2 salt=$3 lat b2b floor p50 r kb=$(( $1 / 1024 ))
+	progress "8: remote hit ${kb}KB (x$n)"
+	redis-cli -s "$RSOCK" flushall >/dev/null
+	on_sock RA "$BIN/bench-hitlat" --kernel "blob$sz" --backend hip --target gfx90a --salt "$salt" -n "$n" -w 0 \
+		>/dev/null 2>>"$T/err" || { note "scenario 8: seeding ${kb}KB on RA failed: $(tail -n 1 "$T/err")"; return 1; }
+	wait_dbsize "$n"
+	# Spaced by 20 ms: each sample is one remote hit on an idle daemon (the
+	# local publish that follows each answer, with its fsyncs, not in it).
+	lat=$(on_sock RB "$BIN/bench-hitlat" --kernel "blob$sz" --backend hip --target gfx90a --salt "$salt" -n "$n" \
+		-w 0 --want remote --gap 20 2>>"$T/err") || { note "scenario 8: remote hits ${kb}KB failed: $(tail -n 1 "$T/err")"; return 1; }
+	# Back to back: each sample also waits for the previous hit's local publish.
+	redis-cli -s "$RSOCK" flushall >/dev/null
+	on_sock RA "$BIN/bench-hitlat" --kernel "blob$sz" --backend hip --target gfx90a --salt $((salt + 50000)) -n "$n" \
+		-w 0 >/dev/null 2>>"$T/err"
+	wait_dbsize "$n"
+	b2b=$(on_sock RB "$BIN/bench-hitlat" --kernel "blob$sz" --backend hip --target gfx90a --salt $((salt + 50000)) \
+		-n "$n" -w 0 --want remote 2>>"$T/err") || b2b=""
+	floor=$(redis-benchmark -s "$RSOCK" -c 1 -n "$(n_of 5000 500)" -d "$sz" -t set,get --csv 2>>"$T/err" |
+		awk -F'"' '$2 == "GET" { printf "%.1f\n", $10 * 1000 }')
+	p50=$(echo "$lat" | awk '{ print $1 }')
+	r=$(ratio "$p50" "$floor")
+	row 8 "remote hit ${kb}KB on loopback (Unix socket Redis), kjit_get p50 / p99 us" "$(echo "$lat" | awk '{ print $1 " / " $2 }')" \
+		"$([ "$sz" = 16384 ] && echo "<= 500")" "$([ "$sz" = 16384 ] && verdict "$p50" le 500)"
+	row 8 "remote hits ${kb}KB back to back (each after the previous one's local publish), p50 / p99 us" \
+		"$(echo "$b2b" | awk '{ if (NF) print $1 " / " $2; else print "n/a" }')" "" ""
+	row 8 "floor: redis-benchmark GET ${kb}KB, 1 client, p50 us" "${floor:-n/a}" "" ""
+	row 8 "ratio ${kb}KB: remote hit / bare GET, p50" "${r}x" "<= 1.5x" "$(verdict "$r" le 1.5)"
+}
+
+fleet_warm() {
+	local t0 tc tr c n r
+	progress "8: warming a node: compiling the library vs fetching it from the remote"
+	redis-cli -s "$RSOCK" flushall >/dev/null
+	fleet_node WC --jobs 2 || return 1
+	t0=$(date +%s%N)
+	on_sock WC "$KJIT" warm --target gfx90a --target sm_90 --target vulkan1.2 -j 2 --json >"$T/WC.warm" 2>&1
+	tc=$(awk -v a="$t0" -v b="$(date +%s%N)" 'BEGIN { printf "%.2f\n", (b - a) / 1e9 }')
+	n=$(sed -n 's/.*"compiled":\([0-9]*\).*/\1/p' "$T/WC.warm")
+	wait_dbsize "${n:-0}"
+	fleet_node WR --jobs 2 || return 1
+	t0=$(date +%s%N)
+	on_sock WR "$KJIT" warm --remote-only --target gfx90a --target sm_90 --target vulkan1.2 -j 2 --json >"$T/WR.warm" 2>&1
+	tr=$(awk -v a="$t0" -v b="$(date +%s%N)" 'BEGIN { printf "%.3f\n", (b - a) / 1e9 }')
+	c=$(on_sock WR "$KJIT" stats --json | sed -n 's/.*"compiles":\([0-9]*\).*/\1/p')
+	r=$(awk -v a="$tc" -v b="$tr" 'BEGIN { if (b + 0 == 0) print "n/a"; else printf "%.0f\n", a / b }')
+	row 8 "warm gfx90a+sm_90+vulkan1.2 (-j2): compiling s / from the remote s" "$tc / $tr" "" ""
+	row 8 "fetched from the remote / compiles on the fresh node" \
+		"$(sed -n 's/.*"fetched":\([0-9]*\).*/\1/p' "$T/WR.warm") of ${n:-?} / ${c:-?}" "0 compiles" \
+		"$([ "${c:-1}" = 0 ] && echo met || echo "MISSED: $c compiles")"
+	row 8 "warm speedup: compiling / from the remote" "${r}x" ">= 50x" "$(verdict "$r" ge 50)"
+}
+
+fleet_stampede() {
+	local solo i t0 wall total=0 r salt=$((700000 + RANDOM))
+	progress "8: ten kjitd stampede one uncompiled hiprtc key"
+	redis-cli -s "$RSOCK" flushall >/dev/null
+	for i in 0 1 2 3 4 5 6 7 8 9; do fleet_node "S$i" --jobs 1 || return 1; done
+	# Every node's hiprtc worker up (a remote hit each: nothing compiled twice).
+	on_sock S0 "$BIN/bench-hitlat" --kernel add_f32 --backend hip --target gfx90a --salt "$salt" -n 1 -w 0 \
+		>/dev/null 2>>"$T/err"
+	wait_dbsize 1
+	for i in 1 2 3 4 5 6 7 8 9; do
+		on_sock "S$i" "$BIN/bench-hitlat" --kernel add_f32 --backend hip --target gfx90a --salt "$salt" -n 1 \
+			-w 0 --want any >/dev/null 2>>"$T/err"
+	done
+	solo=$(on_sock S0 "$BIN/bench-hitlat" --kernel add_f32 --backend hip --target gfx90a --salt $((salt + 1)) \
+		-n "$(n_of 3 1)" -w 0 2>>"$T/err" | awk '{ printf "%.1f\n", $1 / 1000 }')
+	for i in 0 1 2 3 4 5 6 7 8 9; do
+		on_sock "S$i" "$KJIT" stats --zero >/dev/null 2>&1
+	done
+	t0=$(date +%s%N)
+	local pids=""
+	for i in 0 1 2 3 4 5 6 7 8 9; do
+		on_sock "S$i" "$BIN/bench-hitlat" --kernel add_f32 --backend hip --target gfx90a --salt $((salt + 100)) \
+			-n 1 -w 0 --want any >/dev/null 2>>"$T/err" &
+		pids="$pids $!"
+	done
+	wait $pids
+	wall=$(awk -v a="$t0" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f\n", (b - a) / 1e6 }')
+	for i in 0 1 2 3 4 5 6 7 8 9; do
+		total=$((total + $(on_sock "S$i" "$KJIT" stats --json | sed -n 's/.*"compiles":\([0-9]*\).*/\1/p')))
+	done
+	r=$(ratio "$wall" "$solo")
+	row 8 "ten kjitd, one uncompiled key at once: compiles in the fleet" "$total" "1" "$(verdict "$total" eq 1)"
+	row 8 "wall ms: ten-daemon stampede / one solo compile" "$wall / $solo" "" ""
+	row 8 "fleet stampede / solo" "${r}x" "<= 1.3x" "$(verdict "$r" le 1.3)"
+}
+
+scenario_fleet() {
+	command -v redis-server >/dev/null 2>&1 && command -v redis-benchmark >/dev/null 2>&1 ||
+		{ note "scenario 8: redis-server/redis-benchmark not installed (scripts/deps.sh): skipped"; return 1; }
+	start_redis || { note "scenario 8: redis-server did not start"; return 1; }
+	fleet_node RA --hip-compiler test --kernels-dir "$T/k" && fleet_node RB --hip-compiler test --kernels-dir "$T/k" &&
+		{ fleet_hit 16384 "$(n_of 300 50)" 800000; fleet_hit 1048576 "$(n_of 100 20)" 900000; }
+	stop_fleet
+	fleet_warm
+	stop_fleet
+	fleet_stampede
+	stop_fleet
+	stop_redis
+	return 0
+}
+
 # ---- run ----------------------------------------------------------------------
 
 run() { # NAME FUNCTION
@@ -545,6 +703,7 @@ if want 2 || want 4; then
 fi
 want 5 && run "scenario 5" scenario_warm
 want 6 && run "scenario 6" scenario_scale
+want 8 && run "scenario 8" scenario_fleet
 ELAPSED=$(( $(date +%s) - T_START ))
 
 # ---- the table and RESULTS.md -------------------------------------------------
@@ -576,6 +735,9 @@ commit=$(cd "$TOP" && git rev-parse --short HEAD 2>/dev/null || echo unknown)
 	echo "benchmark-made kernels dir); the hit path (key, lookup, digest check, reply) is the"
 	echo "real one. Scenarios 2, 4 and 5 compile with the real hiprtc, NVRTC and shaderc."
 	echo "Latencies are p50/p99 of sorted CLOCK_MONOTONIC samples after a warm-up."
+	echo "Scenario 8 (the fleet tier, docs/remote.md) runs its own redis-server on a Unix socket:"
+	echo "remote hits and their floor use the test family, the warm-up and the stampede the real"
+	echo "compilers."
 	echo
 	echo "| # | measure | value | goal | verdict |"
 	echo "|---|---|---|---|---|"

@@ -39,7 +39,7 @@
 
 enum stmt_id {
 	ST_INSERT, ST_DELETE, ST_TOUCH, ST_COUNTER_ADD, ST_COUNTER_GET, ST_GET,
-	ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_DIGEST, ST_COUNT
+	ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_DIGEST, ST_NOTE_USER, ST_HAS_USER, ST_COUNT
 };
 
 /* One distinct (backend, target, version, ext), its strings owned. */
@@ -81,6 +81,9 @@ struct kj__cache {
 	const struct kj__cache_alloc *mem;
 	FILE *log;
 	uint64_t max_size;
+	mode_t dir_mode;     /* what mkdir below the cache uses (options) */
+	mode_t file_mode;    /* what every file the cache creates gets */
+	uid_t dir_uid;       /* the cache directory's owner (the v1 index migration) */
 	int lock_fd;
 	sqlite3 *db;
 	sqlite3_stmt *st[ST_COUNT];
@@ -201,6 +204,16 @@ int kj__obj_subdir(const struct kj__cache *c, const struct tuple *t, char *buf, 
 int kj__obj_path(const struct kj__cache *c, const struct ent *en, char *buf, size_t size);
 /* mkdir -p through c->fs.  0, KJIT_EINVAL or KJIT_EIO (logged). */
 int kj__obj_mkdir_p(struct kj__cache *c, const char *path, mode_t mode);
+/* Is path, a directory below the cache, a real directory (lstat: a
+ * symlink is never followed)?  0; KJIT_ENOENT if missing; KJIT_EDENIED
+ * (logged: a symlink or something else planted there); KJIT_EIO. */
+int kj__obj_dir_check(struct kj__cache *c, const char *path);
+/* Makes path (one level below the cache, mode c->dir_mode) if missing and
+ * checks it with kj__obj_dir_check.  0, KJIT_EDENIED or KJIT_EIO (logged). */
+int kj__obj_mkdir_below(struct kj__cache *c, const char *path);
+/* Unlinks entry en's file, unless its directory is not a real directory
+ * (then nothing is removed elsewhere).  Failures other than ENOENT logged. */
+void kj__obj_unlink(struct kj__cache *c, const struct ent *en);
 /* Writes data to a new file at tmp and makes it durable.  0 or KJIT_EIO
  * with errno kept; *created says whether tmp exists (the caller unlinks
  * it on failure). */

@@ -20,10 +20,12 @@
  *    runs SQLite's quick_check and sweeps temporary files.
  * Ownership: struct kj__cache (cache-int.h) owns the lock descriptor, the
  * SQLite handle, the table and the hot set; kj__cache_close frees them.
- * All file system calls go through c->fs; flock and directory listing are
- * the only direct calls.  All allocations go through c->mem (including
- * the struct itself), except kj__cache_recipe_load's, made by
- * kj__read_file.  One thread.
+ * All file system calls go through c->fs; flock, directory listing and the
+ * chmod that tightens a loose cache directory are the only direct calls.
+ * The cache directory must be ours (or root's) and not writable by group
+ * or others (check_top); nothing below it is followed (store.c).  All
+ * allocations go through c->mem (including the struct itself), except
+ * kj__cache_recipe_load's, made by kj__read_file.  One thread.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -121,7 +123,7 @@ static int take_lock(struct kj__cache *c)
 
 	if (r < 0)
 		return r;
-	c->lock_fd = c->fs->open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	c->lock_fd = c->fs->open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, c->file_mode);
 	if (c->lock_fd < 0) {
 		kj__cache_say(c, "cannot open %s: %s", path, strerror(errno));
 		return KJIT_EIO;
@@ -131,6 +133,46 @@ static int take_lock(struct kj__cache *c)
 			return KJIT_EBUSY;
 		kj__cache_say(c, "cannot lock %s: %s", path, strerror(errno));
 		return KJIT_EIO;
+	}
+	return 0;
+}
+
+/* The cache directory itself may be a symlink (the user's choice of
+ * place), but what it resolves to must be a directory owned by us (or
+ * root) that neither its group nor others may write: as ssh refuses a
+ * loose ~/.ssh.  Group or other bits beyond c->dir_mode are taken away. */
+static int check_top(struct kj__cache *c)
+{
+	struct stat st;
+
+	if (c->fs->stat(c->dir, &st) < 0) {
+		kj__cache_say(c, "cannot stat %s: %s", c->dir, strerror(errno));
+		return KJIT_EIO;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		kj__cache_say(c, "refusing cache directory %s: not a directory", c->dir);
+		return KJIT_EDENIED;
+	}
+	if (st.st_uid != geteuid() && st.st_uid != 0) {
+		kj__cache_say(c, "refusing cache directory %s: owned by uid %u, not by kjitd's uid %u; use a"
+			      " directory of your own", c->dir, (unsigned)st.st_uid, (unsigned)geteuid());
+		return KJIT_EDENIED;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		kj__cache_say(c, "refusing cache directory %s: writable by its group or others (mode %04o);"
+			      " run chmod go-w on it", c->dir, (unsigned)(st.st_mode & 07777));
+		return KJIT_EDENIED;
+	}
+	c->dir_uid = st.st_uid;
+	mode_t extra = st.st_mode & 077 & ~c->dir_mode;
+	if (extra && st.st_uid == geteuid()) {
+		/* the one direct call besides flock and readdir: a mode change */
+		if (chmod(c->dir, (st.st_mode & 07777) & ~extra) < 0)
+			kj__cache_say(c, "cannot tighten %s to mode %04o: %s", c->dir,
+				      (unsigned)((st.st_mode & 07777) & ~extra), strerror(errno));
+		else
+			kj__cache_say(c, "tightened %s from mode %04o to %04o (other users must not read sources)",
+				      c->dir, (unsigned)(st.st_mode & 07777), (unsigned)((st.st_mode & 07777) & ~extra));
 	}
 	return 0;
 }
@@ -154,13 +196,15 @@ int kj__cache_open(struct kj__cache **out, const char *dir, const struct kj__cac
 	c->log = opt && opt->log ? opt->log : stderr;
 	c->max_size = opt && opt->max_size ? opt->max_size : KJ_DEFAULT_MAX_SIZE;
 	c->hot_max = opt && opt->hot_max ? opt->hot_max : KJ_HOT_BYTES_MAX;
+	c->dir_mode = opt && opt->dir_mode ? opt->dir_mode : 0700;
+	c->file_mode = opt && opt->file_mode ? opt->file_mode : 0600;
 	c->dir = kj__cache_strdup(c, dir);
 	if (c->dir == NULL) {
 		r = KJIT_ENOMEM;
 		goto out;
 	}
 	if ((r = kj__cache_pathf(path, sizeof path, "%s/index.sqlite", dir)) < 0 ||
-	    (r = kj__obj_mkdir_p(c, dir, 0755)) < 0 || (r = take_lock(c)) < 0)
+	    (r = kj__obj_mkdir_p(c, dir, c->dir_mode)) < 0 || (r = check_top(c)) < 0 || (r = take_lock(c)) < 0)
 		goto out;
 	/* <dir>/clean exists only between a clean close and the next open. */
 	char marker[PATH_MAX];
@@ -191,7 +235,7 @@ static void mark_clean(struct kj__cache *c)
 
 	if (kj__cache_pathf(marker, sizeof marker, "%s/clean", c->dir) < 0)
 		return;
-	fd = c->fs->open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	fd = c->fs->open(marker, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, c->file_mode);
 	if (fd < 0 || c->fs->close(fd) < 0)
 		kj__cache_say(c, "cannot leave %s (the next start checks the index): %s", marker, strerror(errno));
 }
@@ -290,23 +334,26 @@ int kj__cache_lookup(struct kj__cache *c, const char *key, uint8_t **data, size_
 
 /* ---- listing and totals ---- */
 
-int kj__cache_foreach(struct kj__cache *c, const char *target,
-		      int (*fn)(const struct kj__cache_entry *e, void *arg), void *arg)
+/* foreach, of one user's entries (all == 0) or everyone's. */
+static int foreach_rows(struct kj__cache *c, const char *target, int all, uid_t uid,
+			int (*fn)(const struct kj__cache_entry *e, void *arg), void *arg)
 {
 	sqlite3_stmt *st = NULL;
 	struct kj__cache_entry e;
 	int rc, r;
 
 	kj__cache_flush(c); /* so the order is exact; a failure only costs that */
-	rc = sqlite3_prepare_v2(c->db, target ?
-				"SELECT " ENTRY_COLS " FROM objects WHERE target = ?1"
-				" ORDER BY last_used DESC, used_seq DESC" :
-				"SELECT " ENTRY_COLS " FROM objects ORDER BY last_used DESC, used_seq DESC",
+	rc = sqlite3_prepare_v2(c->db,
+				"SELECT " ENTRY_COLS " FROM objects WHERE (?1 IS NULL OR target = ?1)"
+				" AND (?2 OR key IN (SELECT key FROM object_uids WHERE uid = ?3))"
+				" ORDER BY last_used DESC, used_seq DESC",
 				-1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return kj__db_fail(c, "list");
 	if (target)
 		sqlite3_bind_text(st, 1, target, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 2, all);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)uid);
 	r = 0;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		kj__db_row_entry(st, &e);
@@ -318,6 +365,18 @@ int kj__cache_foreach(struct kj__cache *c, const char *target,
 		r = kj__db_fail(c, "list");
 	sqlite3_finalize(st);
 	return r;
+}
+
+int kj__cache_foreach(struct kj__cache *c, const char *target,
+		      int (*fn)(const struct kj__cache_entry *e, void *arg), void *arg)
+{
+	return foreach_rows(c, target, 1, 0, fn, arg);
+}
+
+int kj__cache_foreach_of(struct kj__cache *c, const char *target, uid_t uid,
+			 int (*fn)(const struct kj__cache_entry *e, void *arg), void *arg)
+{
+	return foreach_rows(c, target, 0, uid, fn, arg);
 }
 
 int kj__cache_totals(struct kj__cache *c, struct kj__cache_totals *t)

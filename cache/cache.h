@@ -31,6 +31,9 @@ struct kj__fsys {
 	int (*mkdir)(const char *path, mode_t mode);
 	int (*fstat)(int fd, struct stat *st);
 	int (*stat)(const char *path, struct stat *st);
+	/* What is below the cache directory is checked with lstat, never
+	 * followed: a symlink there is refused (docs/cache.md). */
+	int (*lstat)(const char *path, struct stat *st);
 };
 /* The real system calls. */
 extern const struct kj__fsys kj__fsys_default;
@@ -58,6 +61,12 @@ struct kj__cache_options {
 	FILE *log;                   /* warnings (corrupt objects, I/O errors); NULL: stderr */
 	uint64_t hot_max;            /* bytes of verified objects kept in memory; 0: KJ_HOT_BYTES_MAX */
 	const struct kj__cache_alloc *alloc; /* NULL: kj__cache_alloc_default */
+	/* Modes of what the cache creates (the umask still applies); 0: the
+	 * per-user defaults, 0700 and 0600.  A system cache passes 0750 and
+	 * 0640 (its group reads, nobody but kjitd writes).  An existing
+	 * directory with more than dir_mode's group/other bits is tightened. */
+	mode_t dir_mode;
+	mode_t file_mode;
 };
 
 /* What the index holds about one object. */
@@ -81,7 +90,9 @@ struct kj__cache_entry {
 
 /* Opens (creating as needed) the cache in dir and takes its lock.  Returns
  * 0, KJIT_EBUSY if another process holds the lock, KJIT_EIO (with a reason
- * logged), KJIT_ENOMEM.  An index that cannot be opened or is corrupt is
+ * logged), KJIT_EDENIED (one line logged) when dir is not a directory, is
+ * owned by a user other than ours and root, or is writable by its group or
+ * others (as ssh refuses a loose ~/.ssh), KJIT_ENOMEM.  An index that cannot be opened or is corrupt is
  * moved aside and rebuilt empty, with a warning. */
 int kj__cache_open(struct kj__cache **out, const char *dir, const struct kj__cache_options *opt);
 /* Flushes pending counters and closes; NULL is a no-op. */
@@ -124,6 +135,16 @@ void kj__cache_entry_free(struct kj__cache_entry *e);
  * first; stops early when fn returns non-zero and returns that. */
 int kj__cache_foreach(struct kj__cache *c, const char *target,
 		      int (*fn)(const struct kj__cache_entry *e, void *arg), void *arg);
+/* The same, limited to the entries uid requested (kj__cache_note_user). */
+int kj__cache_foreach_of(struct kj__cache *c, const char *target, uid_t uid,
+			 int (*fn)(const struct kj__cache_entry *e, void *arg), void *arg);
+
+/* Records that uid requested key's object (its compile, a join, a fetch
+ * or an import), so that listing can show a user only its own entries.
+ * Idempotent.  0, KJIT_EINVAL or KJIT_EIO. */
+int kj__cache_note_user(struct kj__cache *c, const char *key, uid_t uid);
+/* 1 if uid requested key (kj__cache_note_user), 0 if not or on error. */
+int kj__cache_requested_by(struct kj__cache *c, const char *key, uid_t uid);
 
 /* Evicts least-recently-used entries until the total size is <= max_size
  * (0: the configured cap).  *evicted, *freed may be NULL. */

@@ -1,7 +1,7 @@
 /* fsys.c: the real system calls behind struct kj__fsys.
  *
- * cache/ never calls open, read, write, fsync, close, rename, unlink, mkdir
- * or fstat itself: it goes through a kj__fsys table, this one unless the
+ * cache/ never calls open, read, write, fsync, close, rename, unlink, mkdir,
+ * fstat, stat or lstat itself: it goes through a kj__fsys table, this one unless the
  * caller passed another.  Tests pass a table that fails the n-th call
  * (ENOSPC, EIO, EMFILE, short writes), the way SQLite's os_unix.c routes
  * every system call through aSyscall[].  The wrappers here add nothing but
@@ -72,6 +72,11 @@ static int fs_stat(const char *path, struct stat *st)
 	return stat(path, st);
 }
 
+static int fs_lstat(const char *path, struct stat *st)
+{
+	return lstat(path, st);
+}
+
 const struct kj__fsys kj__fsys_default = {
 	.open = fs_open,
 	.read = fs_read,
@@ -83,4 +88,5 @@ const struct kj__fsys kj__fsys_default = {
 	.mkdir = mkdir,
 	.fstat = fs_fstat,
 	.stat = fs_stat,
+	.lstat = fs_lstat,
 };

@@ -34,7 +34,11 @@
 #include "kj_limits.h"
 #include "util.h"
 
-#define SCHEMA_VERSION 1
+/* 2 added object_uids, who requested each object; a version 1 index is
+ * migrated at open by giving its objects to the cache directory's owner. */
+#define SCHEMA_VERSION 2
+#define KJ_STR_(x) #x
+#define KJ_STR(x) KJ_STR_(x)
 #define BUSY_TIMEOUT_MS 5000          /* only kjit tools open the index besides us */
 
 static const char schema_sql[] =
@@ -47,7 +51,11 @@ static const char schema_sql[] =
 	" compiler TEXT, log TEXT);"
 	"CREATE INDEX IF NOT EXISTS objects_lru ON objects(last_used, used_seq);"
 	"CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL);"
-	"CREATE TABLE IF NOT EXISTS recipe_of(key TEXT PRIMARY KEY, recipe TEXT NOT NULL);";
+	"CREATE TABLE IF NOT EXISTS recipe_of(key TEXT PRIMARY KEY, recipe TEXT NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS object_uids(key TEXT NOT NULL, uid INTEGER NOT NULL,"
+	" PRIMARY KEY(key, uid)) WITHOUT ROWID;"
+	"CREATE TRIGGER IF NOT EXISTS object_uids_gone AFTER DELETE ON objects"
+	" BEGIN DELETE FROM object_uids WHERE key = old.key; END;";
 
 static const char *const stmt_sql[ST_COUNT] = {
 	[ST_INSERT] = "INSERT OR REPLACE INTO objects(key, backend, target, version, ext, size,"
@@ -65,6 +73,9 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_COMMIT] = "COMMIT",
 	[ST_ROLLBACK] = "ROLLBACK",
 	[ST_DIGEST] = "SELECT sha256 FROM objects WHERE key = ?1",
+	[ST_NOTE_USER] = "INSERT OR IGNORE INTO object_uids(key, uid) SELECT ?1, ?2"
+			 " WHERE EXISTS (SELECT 1 FROM objects WHERE key = ?1)",
+	[ST_HAS_USER] = "SELECT 1 FROM object_uids WHERE key = ?1 AND uid = ?2",
 };
 
 int kj__db_fail(const struct kj__cache *c, const char *what)
@@ -165,6 +176,24 @@ void kj__db_close(struct kj__cache *c)
 	c->db = NULL;
 }
 
+/* SQLite creates its files with 0644 less the umask and gives the -wal and
+ * -shm the main file's mode: create the index first with ours. */
+static int precreate_index(struct kj__cache *c, const char *path)
+{
+	int fd = c->fs->open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, c->file_mode);
+
+	if (fd < 0) {
+		kj__cache_say(c, "cannot open %s: %s%s", path, strerror(errno),
+			      errno == ELOOP ? " (a symlink: remove it)" : "");
+		return errno == ELOOP ? KJIT_EDENIED : KJIT_EIO;
+	}
+	if (c->fs->close(fd) < 0) {
+		kj__cache_say(c, "close %s: %s", path, strerror(errno));
+		return KJIT_EIO;
+	}
+	return 0;
+}
+
 /* Opens, checks and if need be creates the index.  *corrupt tells the
  * caller that moving the file aside may help. */
 static int open_index(struct kj__cache *c, const char *path, int *corrupt)
@@ -174,9 +203,12 @@ static int open_index(struct kj__cache *c, const char *path, int *corrupt)
 	int rc, r;
 
 	*corrupt = 0;
-	/* One thread uses the handle: no mutex (it costs ~10% of the load). */
+	if ((r = precreate_index(c, path)) < 0)
+		return r;
+	/* One thread uses the handle: no mutex (it costs ~10% of the load).
+	 * NOFOLLOW: an index replaced by a symlink is refused. */
 	rc = sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-			     SQLITE_OPEN_NOMUTEX, NULL);
+			     SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW, NULL);
 	if (rc != SQLITE_OK) {
 		*corrupt = is_corrupt_rc(rc);
 		kj__cache_say(c, "cannot open index %s: %s", path, c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
@@ -209,8 +241,12 @@ static int open_index(struct kj__cache *c, const char *path, int *corrupt)
 	}
 	if ((r = db_exec(c, "BEGIN IMMEDIATE", corrupt)) < 0)
 		return r;
+	char migrate[128];
+	snprintf(migrate, sizeof migrate, "INSERT OR IGNORE INTO object_uids(key, uid) SELECT key, %u FROM objects",
+		 (unsigned)c->dir_uid);
 	if ((r = db_exec(c, schema_sql, corrupt)) < 0 ||
-	    (r = db_exec(c, "PRAGMA user_version=1", corrupt)) < 0 ||
+	    (version < SCHEMA_VERSION && (r = db_exec(c, migrate, corrupt)) < 0) ||
+	    (r = db_exec(c, "PRAGMA user_version=" KJ_STR(SCHEMA_VERSION), corrupt)) < 0 ||
 	    (r = db_exec(c, "COMMIT", corrupt)) < 0) {
 		int ignore;
 		if (!sqlite3_get_autocommit(c->db))
@@ -555,14 +591,17 @@ int kj__cache_recipe_store(struct kj__cache *c, const char *key, const char *rec
 	    (r = kj__cache_pathf(path, sizeof path, "%s/%s.req", dir, recipe)) < 0 ||
 	    (r = kj__cache_pathf(tmp, sizeof tmp, "%s.tmp.%d.%llu", path, (int)getpid(), (unsigned long long)++c->tmp_seq)) < 0)
 		return r;
-	/* Content-addressed: a recipe already stored is the same bytes. */
-	fd = c->fs->open(path, O_RDONLY | O_CLOEXEC, 0);
+	/* Content-addressed: a recipe already stored is the same bytes.  A
+	 * recipes/ that is not a real directory is refused, never followed. */
+	if ((r = kj__obj_dir_check(c, dir)) == KJIT_EDENIED || (r < 0 && r != KJIT_ENOENT))
+		return r;
+	fd = c->fs->open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
 	if (fd >= 0 && c->fs->fstat(fd, &st) == 0 && (size_t)st.st_size == len) {
 		c->fs->close(fd);
 	} else {
 		if (fd >= 0)
 			c->fs->close(fd);
-		if ((r = kj__obj_mkdir_p(c, dir, 0755)) < 0)
+		if ((r = kj__obj_mkdir_below(c, dir)) < 0)
 			return r;
 		r = kj__obj_write_tmp(c, tmp, body, len, &created);
 		if (r == 0 && c->fs->rename(tmp, path) < 0) {
@@ -593,12 +632,49 @@ int kj__cache_recipe_load(struct kj__cache *c, const char *recipe, uint8_t **bod
 
 	if (!kj__hex_ok(recipe))
 		return KJIT_EINVAL;
-	if ((r = kj__cache_pathf(path, sizeof path, "%s/recipes/%s.req", c->dir, recipe)) < 0)
+	char dir[PATH_MAX];
+	struct stat st;
+	if ((r = kj__cache_pathf(dir, sizeof dir, "%s/recipes", c->dir)) < 0 ||
+	    (r = kj__cache_pathf(path, sizeof path, "%s/%s.req", dir, recipe)) < 0)
 		return r;
+	if ((r = kj__obj_dir_check(c, dir)) < 0)
+		return r == KJIT_ENOENT ? r : KJIT_EIO;
+	if (c->fs->lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		kj__cache_say(c, "refusing %s: not a regular file", path);
+		return KJIT_EIO;
+	}
 	r = kj__read_file(path, KJ_FRAME_MAX, body, len);
 	if (r == -ENOENT)
 		return KJIT_ENOENT;
 	return r < 0 ? KJIT_EIO : 0;
+}
+
+int kj__cache_note_user(struct kj__cache *c, const char *key, uid_t uid)
+{
+	sqlite3_stmt *st = c->st[ST_NOTE_USER];
+
+	if (!kj__hex_ok(key))
+		return KJIT_EINVAL;
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)uid);
+	return kj__db_run(c, ST_NOTE_USER, "note user");
+}
+
+int kj__cache_requested_by(struct kj__cache *c, const char *key, uid_t uid)
+{
+	sqlite3_stmt *st = c->st[ST_HAS_USER];
+	int rc;
+
+	if (!kj__hex_ok(key))
+		return 0;
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)uid);
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		kj__db_fail(c, "requested by");
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return rc == SQLITE_ROW;
 }
 
 int kj__cache_recipes(struct kj__cache *c, int64_t since,

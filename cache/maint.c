@@ -31,7 +31,7 @@
  * removed). */
 static int remove_entries(struct kj__cache *c, uint8_t (*keys)[KJ_SHA256_LEN], size_t n)
 {
-	char hex[KJ_SHA256_HEX_LEN + 1], path[PATH_MAX];
+	char hex[KJ_SHA256_HEX_LEN + 1];
 	int r;
 
 	if (n == 0)
@@ -51,9 +51,7 @@ static int remove_entries(struct kj__cache *c, uint8_t (*keys)[KJ_SHA256_LEN], s
 		size_t k = kj__tab_find(c, keys[i]);
 		if (k == NONE)
 			continue;
-		if (kj__obj_path(c, &c->ents[k], path, sizeof path) == 0 && c->fs->unlink(path) < 0 &&
-		    errno != ENOENT)
-			kj__cache_say(c, "cannot remove %s: %s", path, strerror(errno));
+		kj__obj_unlink(c, &c->ents[k]);
 		kj__tab_remove(c, k);
 	}
 	return 0;

@@ -21,7 +21,10 @@
  *    is removed too (or, if an older row names the same key, kept only
  *    when the bytes are the same).
  * Every file system call goes through c->fs; listing directories
- * (opendir/readdir) is the one direct call.  store.c owns no state of its
+ * (opendir/readdir) is the one direct call.  Nothing below the cache
+ * directory is followed: object directories are checked with lstat
+ * (kj__obj_dir_check) before anything in them is created, read, listed or
+ * removed, and files are opened O_NOFOLLOW.  store.c owns no state of its
  * own beyond c->tmp_seq, the counter that makes temporary names unique.
  */
 #include <dirent.h>
@@ -75,6 +78,46 @@ int kj__obj_mkdir_p(struct kj__cache *c, const char *path, mode_t mode)
 		if (ch == '\0')
 			return 0;
 	}
+}
+
+int kj__obj_dir_check(struct kj__cache *c, const char *path)
+{
+	struct stat st;
+
+	if (c->fs->lstat(path, &st) < 0) {
+		if (errno == ENOENT)
+			return KJIT_ENOENT;
+		kj__cache_say(c, "cannot stat %s: %s", path, strerror(errno));
+		return KJIT_EIO;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		kj__cache_say(c, "refusing %s: %s where kjitd keeps a directory of its own; remove it", path,
+			      S_ISLNK(st.st_mode) ? "a symlink" : "not a directory");
+		errno = ENOTDIR;
+		return KJIT_EDENIED;
+	}
+	return 0;
+}
+
+int kj__obj_mkdir_below(struct kj__cache *c, const char *path)
+{
+	if (c->fs->mkdir(path, c->dir_mode) < 0 && errno != EEXIST) {
+		kj__cache_say(c, "cannot create %s: %s", path, strerror(errno));
+		return KJIT_EIO;
+	}
+	int r = kj__obj_dir_check(c, path);
+	return r == KJIT_ENOENT ? KJIT_EIO : r;
+}
+
+void kj__obj_unlink(struct kj__cache *c, const struct ent *en)
+{
+	char sub[PATH_MAX], path[PATH_MAX];
+
+	if (kj__obj_subdir(c, &c->tuples[en->tuple], sub, sizeof sub) < 0 ||
+	    kj__obj_path(c, en, path, sizeof path) < 0 || kj__obj_dir_check(c, sub) < 0)
+		return;
+	if (c->fs->unlink(path) < 0 && errno != ENOENT)
+		kj__cache_say(c, "cannot remove %s: %s", path, strerror(errno));
 }
 
 /* Best effort: makes a rename in dir durable.  Failures are logged. */
@@ -157,8 +200,10 @@ uint64_t kj__obj_sweep(struct kj__cache *c, int orphans)
 	while ((de = readdir(top)) != NULL) {
 		if (de->d_name[0] == '.' || (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN))
 			continue;
-		if (kj__cache_pathf(path, sizeof path, "%s/%s", c->dir, de->d_name) < 0)
-			continue;
+		struct stat st;
+		if (kj__cache_pathf(path, sizeof path, "%s/%s", c->dir, de->d_name) < 0 ||
+		    c->fs->lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+			continue; /* a file, or a symlink: never followed */
 		d = opendir(path);
 		if (d == NULL)
 			continue; /* not a directory (DT_UNKNOWN), or unreadable */
@@ -193,6 +238,15 @@ int kj__obj_read(struct kj__cache *c, const struct ent *en, uint8_t **out, struc
 
 	*out = NULL;
 	if ((r = kj__obj_path(c, en, path, sizeof path)) < 0)
+		return r;
+	char sub[PATH_MAX];
+	if ((r = kj__obj_subdir(c, &c->tuples[en->tuple], sub, sizeof sub)) < 0)
+		return r;
+	if ((r = kj__obj_dir_check(c, sub)) == KJIT_ENOENT || r == KJIT_EDENIED) {
+		snprintf(why, whylen, "%s", r == KJIT_ENOENT ? "missing" : "its directory is not a real directory");
+		return KJIT_ECORRUPT;
+	}
+	if (r < 0)
 		return r;
 	uint8_t want[KJ_SHA256_LEN];
 	if ((r = kj__db_row_digest(c, en->key, want)) == KJIT_ENOENT) {
@@ -262,13 +316,11 @@ out:
  * table, so it is not served again before the next open re-checks it. */
 void kj__obj_drop(struct kj__cache *c, size_t idx)
 {
-	char hex[KJ_SHA256_HEX_LEN + 1], path[PATH_MAX];
+	char hex[KJ_SHA256_HEX_LEN + 1];
 
 	kj__hex(c->ents[idx].key, hex);
 	kj__db_delete_row(c, hex);
-	if (kj__obj_path(c, &c->ents[idx], path, sizeof path) == 0 && c->fs->unlink(path) < 0 &&
-	    errno != ENOENT)
-		kj__cache_say(c, "cannot remove %s: %s", path, strerror(errno));
+	kj__obj_unlink(c, &c->ents[idx]);
 	kj__tab_remove(c, idx);
 }
 
@@ -286,7 +338,7 @@ static int entry_ok(const struct kj__cache_entry *e, const uint8_t *data, size_t
 int kj__obj_write_tmp(struct kj__cache *c, const char *tmp, const uint8_t *data, size_t len,
 		     int *created)
 {
-	int fd = c->fs->open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	int fd = c->fs->open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, c->file_mode);
 	size_t done = 0;
 	const char *what = "write";
 	int cfd;
@@ -372,10 +424,8 @@ static int place_file(struct kj__cache *c, const struct publish_paths *p, const 
 {
 	int r;
 
-	if (c->fs->mkdir(p->sub, 0755) < 0 && errno != EEXIST) {
-		kj__cache_say(c, "cannot create %s: %s", p->sub, strerror(errno));
-		return KJIT_EIO;
-	}
+	if ((r = kj__obj_mkdir_below(c, p->sub)) < 0)
+		return r;
 	if ((r = kj__obj_write_tmp(c, p->tmp, data, len, created)) < 0)
 		return r;
 	if (c->fs->rename(p->tmp, p->final) < 0) {

@@ -61,9 +61,11 @@ int kj__cli_report(int code, const char *msg);
 int kj__cli_open(kjit_client **c, int no_autostart);
 /* Prints s (NULL or "" prints nothing) ending in one newline. */
 void kj__cli_print_text(FILE *f, const char *s);
-/* Writes p to path whole or not at all: temporary file beside it, then
- * rename.  0 or -errno. */
-int kj__cli_write_atomic(const char *path, const void *p, size_t n);
+/* Writes n bytes of p to path as cp would (common/outfile.h: a regular
+ * file replaced whole, a symlink followed, a device or FIFO written in
+ * place), or to standard output for "-".  EX_OK, or EX_FAIL with one line
+ * printed. */
+int kj__cli_write_out(const char *path, const void *p, size_t n);
 /* The backend named s into *out; 0 or a usage error's exit code. */
 int kj__cli_parse_backend(const struct cmd *cmd, const char *s, int *out);
 /* Appends s to v[*n] (at most MAX_REPEAT); 0 or a usage error naming opt. */

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,7 @@
 #include <unistd.h>
 
 #include "cli-int.h"
+#include "outfile.h"
 #include "kjit.h"
 #include "util.h"
 
@@ -121,36 +123,18 @@ void kj__cli_print_text(FILE *f, const char *s)
 		fputc('\n', f);
 }
 
-/* Writes p to path whole or not at all: temporary file beside it, then
- * rename.  0 or -errno. */
-int kj__cli_write_atomic(const char *path, const void *p, size_t n)
+int kj__cli_write_out(const char *path, const void *p, size_t n)
 {
-	char *tmp = kj__asprintf("%s.tmp.XXXXXX", path);
-	int r, fd;
+	char err[PATH_MAX + 160];
 
-	if (tmp == NULL)
-		return -ENOMEM;
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0) {
-		r = -errno;
-		free(tmp);
-		return r;
+	if (strcmp(path, "-") == 0) {
+		if (fwrite(p, 1, n, stdout) != n || fflush(stdout) != 0)
+			return kj__cli_fail(EX_FAIL, "writing to standard output failed: %s", strerror(errno));
+		return EX_OK;
 	}
-	mode_t mask = umask(0);
-	umask(mask);
-	r = kj__write_all(fd, p, n);
-	if (r == 0 && fchmod(fd, 0666 & ~mask) < 0)
-		r = -errno;
-	if (r == 0 && fsync(fd) < 0)
-		r = -errno;
-	if (close(fd) < 0 && r == 0)
-		r = -errno;
-	if (r == 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r < 0)
-		unlink(tmp);
-	free(tmp);
-	return r;
+	if (kj__outfile_write(path, p, n, 0, err, sizeof err) < 0)
+		return kj__cli_fail(EX_FAIL, "%s", err);
+	return EX_OK;
 }
 
 
@@ -177,7 +161,7 @@ static const struct cmd cmds[] = {
 			  "[-I DIR]... [-D NAME[=V]]... [-U NAME]... [-O[N]] [-std=STD] [--compiler C] "
 			  "[--name-expression EXPR]... "
 			  "[--opt OPT]... [--include-header [NAME=]FILE]... [-o FILE] [--json]" },
-	{ "warm", kj__cmd_warm, "warm [--backend B]... [--target T]... [--kernel NAME]... [-j N] [--replay] [--json]" },
+	{ "warm", kj__cmd_warm, "warm [--backend B]... [--target T]... [--kernel NAME]... [-j N] [--replay] [--remote-only] [--json]" },
 	{ "targets", kj__cmd_targets, "targets [--json]" },
 	{ "stats", kj__cmd_stats, "stats [--json] [--zero] [--prometheus FILE]" },
 	{ "ls", kj__cmd_simple_admin, "ls [--target T] [--json]" },

@@ -93,6 +93,11 @@ int kj__client_call(kjit_client *c, struct kj__buf *req, uint8_t **body, struct 
 
 /* Starts a request of type in b (the id is filled by kj__client_call). */
 int kj__client_begin(struct kj__buf *b, uint16_t type);
+/* kjit_get with flags: KJ_GET_NO_COMPILE asks for a fetch only (local
+ * cache, then the fleet tier): a miss is KJIT_ENOENT, never compiled
+ * (`kjit warm --remote-only`). */
+#define KJ_GET_NO_COMPILE 1u
+int kj__get_flags(kjit_client *c, const kjit_request *req, unsigned flags, kjit_result *res);
 
 /* Copies s into a new string with every control character turned into a
  * space, so that a daemon's line prints as one line.  NULL on ENOMEM. */
@@ -110,7 +115,7 @@ struct kj__local_key {
 	uint64_t gen;
 };
 /* Checks, resolves and encodes req into b.  0, or a code with c->err set. */
-int kj__get_prepare(kjit_client *c, const kjit_request *req, struct kj__buf *b);
+int kj__get_prepare(kjit_client *c, const kjit_request *req, unsigned flags, struct kj__buf *b);
 /* Fills lk for req encoded in b. */
 void kj__get_local_key(kjit_client *c, const kjit_request *req, const struct kj__buf *b,
 		       struct kj__local_key *lk);
@@ -121,6 +126,9 @@ int kj__get_local_answer(kjit_client *c, const struct kj__local_key *lk, kjit_re
  * failure).  0 or the failure's code. */
 int kj__get_take_reply(kjit_client *c, const kjit_request *req, const struct kj__msg *m, int code,
 		       const struct kj__local_key *lk, kjit_result *res);
+/* kjit_get_many with flags (KJ_GET_*) on every request. */
+int kj__get_many_flags(kjit_client *c, const kjit_request *reqs, size_t n, unsigned flags, kjit_result *results,
+		       int *codes, kjit_get_many_fn *on_ready, void *arg);
 /* Puts c->err (else the code's words) into res->error. */
 void kj__get_set_error(kjit_client *c, int r, kjit_result *res);
 

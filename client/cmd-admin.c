@@ -171,8 +171,8 @@ int kj__cmd_stats(const struct cmd *cmd, int argc, char **argv)
 	int r = kjit_admin(c, "stats", "prometheus", &text, NULL);
 	if (r < 0)
 		ex = kj__cli_report(r, kjit_last_error(c));
-	else if ((r = kj__cli_write_atomic(a.prometheus, text ? text : "", text ? strlen(text) : 0)) < 0)
-		ex = kj__cli_fail(EX_FAIL, "cannot write %s: %s; check the path", a.prometheus, strerror(-r));
+	else if ((ex = kj__cli_write_out(a.prometheus, text ? text : "", text ? strlen(text) : 0)) != EX_OK)
+		;
 	else if (a.zero && (r = kjit_admin(c, "stats", "zero", NULL, NULL)) < 0)
 		ex = kj__cli_report(r, kjit_last_error(c));
 	free(text);
@@ -187,10 +187,66 @@ int kj__cmd_verify(const struct cmd *cmd, int argc, char **argv)
 	return ex != 0 ? ex : kj__cli_admin_run("verify", NULL, a.json, 0);
 }
 
+/* `kjit export -o -`: kjitd writes the bundle by path, so it goes to a
+ * private directory of ours first (export is for kjitd's own uid and
+ * root, who can write there), then to standard output. */
+static int export_to_stdout(const char *targets, int json)
+{
+	const char *tmpdir = getenv("TMPDIR");
+	char *dir = kj__asprintf("%s/kjit-export.XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+	char *file = NULL, *arg = NULL;
+	uint8_t *data = NULL;
+	size_t len = 0;
+	int ex;
+
+	if (dir == NULL || mkdtemp(dir) == NULL) {
+		ex = kj__cli_fail(EX_FAIL, "cannot make a temporary directory for the bundle: %s; set TMPDIR",
+				  strerror(dir ? errno : ENOMEM));
+		free(dir);
+		return ex;
+	}
+	file = kj__asprintf("%s/bundle", dir);
+	arg = file ? kj__asprintf("%s%s", file, targets) : NULL;
+	if (arg == NULL) {
+		ex = kj__cli_fail(EX_FAIL, "out of memory");
+		goto out;
+	}
+	fflush(stdout);
+	/* the summary goes to stderr: stdout carries the bundle */
+	int saved = dup(STDOUT_FILENO);
+	if (saved < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+		ex = kj__cli_fail(EX_FAIL, "cannot redirect the summary: %s", strerror(errno));
+		if (saved >= 0)
+			close(saved);
+		goto out;
+	}
+	ex = kj__cli_admin_run("export", arg, json, 0);
+	fflush(stdout);
+	if (dup2(saved, STDOUT_FILENO) < 0)
+		ex = kj__cli_fail(EX_FAIL, "cannot restore standard output: %s", strerror(errno));
+	close(saved);
+	if (ex != EX_OK)
+		goto out;
+	int r = kj__read_file(file, (size_t)1 << 40 /* the bundle kjitd just wrote */, &data, &len);
+	if (r < 0)
+		ex = kj__cli_fail(EX_FAIL, "cannot read the exported bundle: %s", strerror(-r));
+	else
+		ex = kj__cli_write_out("-", data, len);
+out:
+	if (file)
+		unlink(file);
+	rmdir(dir);
+	free(data);
+	free(arg);
+	free(file);
+	free(dir);
+	return ex;
+}
+
 int kj__cmd_export(const struct cmd *cmd, int argc, char **argv)
 {
 	struct admin_args a;
-	struct kj__buf b = { 0 };
+	struct kj__buf b = { 0 }, t = { 0 };
 	int ex = admin_parse(cmd, argc, argv, A_OUT | A_MULTI_TARGET, 0, &a);
 
 	if (ex != 0)
@@ -199,17 +255,32 @@ int kj__cmd_export(const struct cmd *cmd, int argc, char **argv)
 		return kj__cli_usage_error(cmd, "-o FILE is required", NULL);
 	if (strchr(a.out, ',') != NULL)
 		return kj__cli_usage_error(cmd, "the export file name must not contain ','", NULL);
-	char *path = absolute(a.out);
-	if (path == NULL)
-		return kj__cli_fail(EX_FAIL, "cannot make %s absolute: %s; give an absolute path", a.out,
-			    strerror(errno));
-	int r = kj__buf_printf(&b, "%s", path);
+	int r = kj__buf_append(&t, "", 0);
 	for (size_t i = 0; r == 0 && i < a.n_targets; i++)
-		r = kj__buf_printf(&b, ",%s", a.targets[i]);
+		r = kj__buf_printf(&t, ",%s", a.targets[i]);
+	if (r == 0)
+		r = kj__buf_append(&t, "", 1);
+	if (r < 0) {
+		kj__buf_free(&t);
+		return kj__cli_fail(EX_FAIL, "out of memory");
+	}
+	if (strcmp(a.out, "-") == 0) {
+		ex = export_to_stdout((char *)t.p, a.json);
+		kj__buf_free(&t);
+		return ex;
+	}
+	char *path = absolute(a.out);
+	if (path == NULL) {
+		kj__buf_free(&t);
+		return kj__cli_fail(EX_FAIL, "cannot make %s absolute: %s; give an absolute path", a.out,
+				    strerror(errno));
+	}
+	r = kj__buf_printf(&b, "%s%s", path, (char *)t.p);
 	if (r == 0)
 		r = kj__buf_append(&b, "", 1);
 	ex = r < 0 ? kj__cli_fail(EX_FAIL, "out of memory") : kj__cli_admin_run("export", (char *)b.p, a.json, 0);
 	kj__buf_free(&b);
+	kj__buf_free(&t);
 	free(path);
 	return ex;
 }
@@ -352,8 +423,16 @@ int kj__cmd_ping(const struct cmd *cmd, int argc, char **argv)
 	uint64_t us = kj__now_us() - t0;
 	if (r < 0)
 		ex = kj__cli_report(r, kjit_last_error(c));
-	else if (a.json)
-		printf("{\"ok\":true,\"us\":%llu}\n", (unsigned long long)us);
+	else if (a.json) {
+		/* The fleet tier's state: {"remote":{...}} or {"remote":null}
+		 * (an older kjitd without it: left out). */
+		char *json = NULL;
+		const char *rest = "";
+		if (kjit_admin(c, "remote", NULL, NULL, &json) == 0 && json && json[0] == '{' && json[1] != '}')
+			rest = json + 1;
+		printf("{\"ok\":true,\"us\":%llu%s%s\n", (unsigned long long)us, *rest ? "," : "}", rest);
+		free(json);
+	}
 	else
 		printf("kjitd answered in %.3f ms\n", (double)us / 1000.0);
 	kjit_close(c);

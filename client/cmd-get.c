@@ -1,11 +1,11 @@
 /* cmd-get.c: `kjit get`, one GET by source file or bundled kernel name,
  * with its headers read from files (--include-header, or found through -I
  * by libkjit) and the compiler-style options client/ccopts.c takes; writes
- * the object to -o FILE (whole or not at all) or stdout, or prints the
- * result as JSON.  A compile error prints the compiler's log, then the
- * one-line error.  Several --kernel options make one batch
- * (kjit_get_many): one line per kernel as its result arrives, each object
- * written to -o DIR/NAME.
+ * the object to -o FILE as cp would (common/outfile.h; "-" is standard
+ * output), and prints the result (a line, or JSON).  A compile error
+ * prints the compiler's log, then the one-line error.  Several --kernel
+ * options make one batch (kjit_get_many): one line per kernel as its
+ * result arrives, each object written to -o DIR/NAME.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -97,6 +97,8 @@ static int get_parse(const struct cmd *cmd, int argc, char **argv, struct get_ar
 		return kj__cli_usage_error(cmd, "--entry and --include-header go with one kernel, not a batch", NULL);
 	if (a->n_kernels > 1 && a->out && strcmp(a->out, "-") == 0)
 		return kj__cli_usage_error(cmd, "a batch writes -o DIR/NAME, not stdout", NULL);
+	if (a->json && a->out && strcmp(a->out, "-") == 0)
+		return kj__cli_usage_error(cmd, "-o - and --json both want standard output; give -o a file", NULL);
 	return 0;
 }
 
@@ -183,10 +185,10 @@ static void batch_ready(void *arg, size_t i, int code, const kjit_result *res)
 	}
 	if (b->a->out) {
 		char *path = kj__asprintf("%s/%s", b->a->out, name);
-		int r = path ? kj__cli_write_atomic(path, res->data, res->size) : -ENOMEM;
-		if (r < 0) {
-			fprintf(stderr, "kjit: cannot write %s/%s: %s; check the directory\n", b->a->out, name,
-				strerror(-r));
+		if (path == NULL) {
+			fprintf(stderr, "kjit: %s: out of memory\n", name);
+			b->ex = EX_FAIL;
+		} else if (kj__cli_write_out(path, res->data, res->size) != EX_OK) { /* as cp would; it says why */
 			b->ex = EX_FAIL;
 		}
 		free(path);
@@ -288,12 +290,11 @@ int kj__cmd_get(const struct cmd *cmd, int argc, char **argv)
 		ex = kj__cli_report(r, res.error);
 		goto out;
 	}
-	if (a.out && (r = kj__cli_write_atomic(a.out, res.data, res.size)) < 0) {
-		ex = kj__cli_fail(EX_FAIL, "cannot write %s: %s; check the path and free space", a.out,
-			  strerror(-r));
+	if (a.out && (ex = kj__cli_write_out(a.out, res.data, res.size)) != EX_OK)
 		goto out;
-	}
-	fprintf(a.json ? stderr : stdout, "%s %s %s %zu bytes\n", kjit_status_name(res.status),
+	/* With -o - the object has standard output to itself. */
+	int to_stdout = a.out && strcmp(a.out, "-") == 0;
+	fprintf(a.json || to_stdout ? stderr : stdout, "%s %s %s %zu bytes\n", kjit_status_name(res.status),
 		res.key, res.target ? res.target : "-", res.size);
 	for (size_t i = 0; i < res.n_lowered_names; i++) /* --name-expression */
 		fprintf(a.json ? stderr : stdout, "lowered %s %s\n", cc.exprs[i],

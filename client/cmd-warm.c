@@ -2,9 +2,11 @@
  * named) for every target given or resolved, all in one kjit_get_many
  * (one round trip; the daemon compiles the misses in parallel on its
  * workers, so -j is accepted and no longer needed); with --replay it asks
- * kjitd to replay the recipes it recorded instead.  A progress bar on a
- * terminal (or a line per result as it arrives), one summary line (or
- * JSON) at the end.
+ * kjitd to replay the recipes it recorded instead; with --remote-only it
+ * only fetches (local cache, then the fleet tier kjitd was started with:
+ * docs/remote.md), never compiling, and reports what neither holds.  A
+ * progress bar on a terminal (or a line per result as it arrives), one
+ * summary line (or JSON) at the end.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -16,6 +18,7 @@
 
 #include "buf.h"
 #include "cli-int.h"
+#include "client_int.h"
 #include "kjit.h"
 #include "kj_limits.h"
 #include "util.h"
@@ -25,7 +28,7 @@
 
 /* ---- kjit warm ---- */
 
-enum { J_PENDING, J_COMPILED, J_CACHED, J_FAILED, J_SKIPPED };
+enum { J_PENDING, J_COMPILED, J_CACHED, J_FAILED, J_SKIPPED, J_FETCHED, J_MISSING };
 
 struct warm_group {
 	int backend;
@@ -44,10 +47,11 @@ struct warm_job {
 struct warm {
 	pthread_mutex_t mu;
 	struct warm_job *jobs;
-	size_t n, next, done, n_compiled, n_cached, n_failed, n_skipped;
+	size_t n, next, done, n_compiled, n_cached, n_failed, n_skipped, n_fetched, n_missing;
 	struct warm_group groups[3 * MAX_REPEAT];
 	size_t n_groups;
 	int tty, json;
+	int remote_only;    /* fetch, never compile (KJ_GET_NO_COMPILE) */
 	uint64_t t0;
 	char *open_err;
 };
@@ -77,7 +81,7 @@ static void warm_progress(struct warm *w, const struct warm_job *j)
 	}
 	if (w->json)
 		return;
-	static const char *const words[] = { "pending", "compiled", "cached", "FAILED", "skipped" };
+	static const char *const words[] = { "pending", "compiled", "cached", "FAILED", "skipped", "fetched", "missing" };
 	printf("[%zu/%zu] %s %s %s %s%s%s\n", w->done, w->n, words[j->state], j->kernel,
 	       kjit_backend_name(j->g->backend), target_label(j->g), j->error ? ": " : "",
 	       j->error ? j->error : "");
@@ -102,11 +106,17 @@ static struct warm_job *warm_take(struct warm *w)
 static void warm_record(struct warm *w, struct warm_job *j, int r, const kjit_result *res)
 {
 	if (r == 0) {
-		j->state = res->status == KJIT_STATUS_HIT ? J_CACHED : J_COMPILED;
+		j->state = res->status == KJIT_STATUS_HIT ? J_CACHED : res->status == KJIT_STATUS_REMOTE ? J_FETCHED : J_COMPILED;
 		if (j->state == J_CACHED)
 			w->n_cached++;
+		else if (j->state == J_FETCHED)
+			w->n_fetched++;
 		else
 			w->n_compiled++;
+	} else if (w->remote_only && r == KJIT_ENOENT) {
+		j->state = J_MISSING;
+		w->n_missing++;
+		j->error = kj__strdup(res->error ? res->error : kjit_strerror(r));
 	} else if (j->g->implicit && (r == KJIT_ENOTARGET || r == KJIT_EBACKEND)) {
 		j->state = J_SKIPPED;
 		w->n_skipped++;
@@ -138,7 +148,7 @@ struct warm_args {
 	const char *targets[MAX_REPEAT], *kernels[MAX_REPEAT];
 	size_t n_targets, n_kernels;
 	long jobs;
-	int replay, json;
+	int replay, json, remote_only;
 };
 
 static int warm_parse(const struct cmd *cmd, int argc, char **argv, struct warm_args *a)
@@ -147,6 +157,7 @@ static int warm_parse(const struct cmd *cmd, int argc, char **argv, struct warm_
 		{ "backend", required_argument, NULL, 'b' }, { "target", required_argument, NULL, 't' },
 		{ "kernel", required_argument, NULL, 'k' }, { "jobs", required_argument, NULL, 'j' },
 		{ "replay", no_argument, NULL, 'R' }, { "json", no_argument, NULL, 'J' },
+		{ "remote-only", no_argument, NULL, 'O' },
 		{ NULL, 0, NULL, 0 }
 	};
 	int ch, b, r = 0;
@@ -172,6 +183,7 @@ static int warm_parse(const struct cmd *cmd, int argc, char **argv, struct warm_
 			break;
 		case 'R': a->replay = 1; break;
 		case 'J': a->json = 1; break;
+		case 'O': a->remote_only = 1; break;
 		default: return kj__cli_option_error(cmd, ch, argv);
 		}
 	}
@@ -303,9 +315,10 @@ static int warm_build_jobs(kjit_client *c, const struct warm_args *a, struct war
 static void warm_summary_json(const struct warm *w)
 {
 	struct kj__buf b = { 0 };
-	int r = kj__buf_printf(&b, "{\"compiled\":%zu,\"cached\":%zu,\"failed\":%zu,\"skipped\":%zu,"
-			       "\"seconds\":%.3f,\"failures\":[", w->n_compiled, w->n_cached, w->n_failed,
-			       w->n_skipped, (double)(kj__now_us() - w->t0) / 1e6);
+	int r = kj__buf_printf(&b, "{\"compiled\":%zu,\"cached\":%zu,\"fetched\":%zu,\"missing\":%zu,"
+			       "\"failed\":%zu,\"skipped\":%zu,\"seconds\":%.3f,\"failures\":[", w->n_compiled,
+			       w->n_cached, w->n_fetched, w->n_missing, w->n_failed, w->n_skipped,
+			       (double)(kj__now_us() - w->t0) / 1e6);
 	int first = 1;
 	for (size_t i = 0; r == 0 && i < w->n; i++) {
 		const struct warm_job *j = &w->jobs[i];
@@ -355,8 +368,11 @@ static void warm_summary(const struct warm *w)
 		warm_summary_json(w);
 		return;
 	}
-	printf("warm: %zu compiled, %zu already cached, %zu failed", w->n_compiled, w->n_cached,
-	       w->n_failed);
+	printf("warm: %zu compiled, %zu already cached, %zu failed", w->n_compiled, w->n_cached, w->n_failed);
+	if (w->n_fetched || w->remote_only)
+		printf(", %zu fetched from the remote", w->n_fetched);
+	if (w->remote_only)
+		printf(", %zu missing (not compiled: --remote-only)", w->n_missing);
 	if (w->n_skipped)
 		printf(", %zu skipped", w->n_skipped);
 	printf(" (%.1f s)\n", (double)(kj__now_us() - w->t0) / 1e6);
@@ -364,6 +380,10 @@ static void warm_summary(const struct warm *w)
 		if (w->groups[g].skip_reason)
 			printf("  skipped %s: %s\n", kjit_backend_name(w->groups[g].backend),
 			       w->groups[g].skip_reason);
+	for (size_t i = 0; i < w->n; i++)
+		if (w->jobs[i].state == J_MISSING)
+			printf("  missing %s %s %s\n", w->jobs[i].kernel, kjit_backend_name(w->jobs[i].g->backend),
+			       target_label(w->jobs[i].g));
 	for (size_t i = 0; i < w->n; i++)
 		if (w->jobs[i].state == J_FAILED)
 			printf("  failed %s %s %s: %s\n", w->jobs[i].kernel,
@@ -400,7 +420,7 @@ static int warm_run(struct warm *w, kjit_client *c)
 			b.jobs[m] = j;
 			reqs[m++] = (kjit_request){ .backend = j->g->backend, .target = j->g->target, .kernel = j->kernel };
 		}
-		kjit_get_many(c, reqs, m, res, NULL, warm_on_ready, &b);
+		kj__get_many_flags(c, reqs, m, w->remote_only ? KJ_GET_NO_COMPILE : 0, res, NULL, warm_on_ready, &b);
 		for (size_t i = 0; i < m; i++)
 			kjit_result_free(&res[i]);
 	}
@@ -432,6 +452,8 @@ int kj__cmd_warm(const struct cmd *cmd, int argc, char **argv)
 		return kj__cli_fail(EX_FAIL, "out of memory");
 	pthread_mutex_init(&w->mu, NULL);
 	ex = warm_parse(cmd, argc, argv, &a);
+	if (ex == 0 && a.replay && a.remote_only)
+		ex = kj__cli_usage_error(cmd, "--replay compiles; it does not go with", "--remote-only");
 	if (ex == 0 && a.replay) {
 		ex = kj__cli_admin_run("replay", NULL, a.json, 0);
 		goto out;
@@ -453,6 +475,7 @@ int kj__cmd_warm(const struct cmd *cmd, int argc, char **argv)
 		goto out;
 	}
 	w->json = a.json;
+	w->remote_only = a.remote_only;
 	w->tty = isatty(STDERR_FILENO);
 	ex = warm_run(w, c);
 out:

@@ -147,11 +147,13 @@ static int put_strs(struct kj__buf *b, uint16_t tag, const char *const *v, size_
 	return r;
 }
 
-static int encode(struct kj__buf *b, const kjit_request *req, const struct resolved *rv)
+static int encode(struct kj__buf *b, const kjit_request *req, const struct resolved *rv, unsigned flags)
 {
 	int r = kj__client_begin(b, KJ_MSG_GET);
 	if (r == 0)
 		r = kj__msg_put_u32(b, KJ_F_BACKEND, (uint32_t)req->backend);
+	if (r == 0 && (flags & KJ_GET_NO_COMPILE))
+		r = kj__msg_put_u32(b, KJ_F_NO_COMPILE, 1);
 	if (r == 0 && req->compiler)
 		r = kj__msg_put_str(b, KJ_F_COMPILER, req->compiler);
 	if (r == 0 && rv->target[0])
@@ -198,7 +200,7 @@ static int decode_ok(const struct kj__msg *m, kjit_result *res)
 	char *key = NULL;
 
 	int r = kj__field_u32(kj__msg_get(m, KJ_F_STATUS), &status);
-	if (r == 0 && (status < KJIT_STATUS_HIT || status > KJIT_STATUS_JOINED))
+	if (r == 0 && (status < KJIT_STATUS_HIT || status > KJIT_STATUS_REMOTE))
 		r = KJIT_EPROTO;
 	if (r == 0 && (data == NULL || data->len == 0 || data->len > KJ_OBJECT_MAX))
 		r = KJIT_EPROTO;
@@ -256,8 +258,9 @@ static int take_lowered(const kjit_request *req, kjit_result *res)
 	return 0;
 }
 
-/* Checks, resolves and encodes req into b.  0, or a code with c->err set. */
-int kj__get_prepare(kjit_client *c, const kjit_request *req, struct kj__buf *b)
+/* Checks, resolves and encodes req (with flags, KJ_GET_*) into b.  0, or a
+ * code with c->err set. */
+int kj__get_prepare(kjit_client *c, const kjit_request *req, unsigned flags, struct kj__buf *b)
 {
 	struct resolved rv;
 	kjit_request with_dirs;
@@ -282,7 +285,7 @@ int kj__get_prepare(kjit_client *c, const kjit_request *req, struct kj__buf *b)
 	}
 	if (r == 0)
 		r = resolve(c, req, &rv);
-	if (r == 0 && (r = encode(b, req, &rv)) < 0)
+	if (r == 0 && (r = encode(b, req, &rv, flags)) < 0)
 		kj__client_fail(c, r, "the request is over the message cap of %u bytes: %s",
 				KJ_FRAME_MAX, kjit_strerror(r));
 	kj__headers_free(found, n_found);
@@ -364,6 +367,11 @@ void kj__get_set_error(kjit_client *c, int r, kjit_result *res)
 
 int kjit_get(kjit_client *c, const kjit_request *req, kjit_result *res)
 {
+	return kj__get_flags(c, req, 0, res);
+}
+
+int kj__get_flags(kjit_client *c, const kjit_request *req, unsigned flags, kjit_result *res)
+{
 	struct kj__buf b = { 0 };
 	struct kj__msg m = { 0 };
 	struct kj__local_key lk = { 0 };
@@ -376,7 +384,7 @@ int kjit_get(kjit_client *c, const kjit_request *req, kjit_result *res)
 	if (c == NULL || req == NULL)
 		return KJIT_EINVAL;
 	c->err[0] = '\0';
-	int r = kj__get_prepare(c, req, &b);
+	int r = kj__get_prepare(c, req, flags, &b);
 	if (r == 0) {
 		kj__get_local_key(c, req, &b, &lk);
 		if (kj__get_local_answer(c, &lk, res)) {

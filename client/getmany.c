@@ -27,6 +27,7 @@
 struct many {
 	kjit_client *c;
 	const kjit_request *reqs;
+	unsigned flags;             /* KJ_GET_* for every request */
 	kjit_result *res;
 	int *codes;                 /* every request's outcome */
 	int *user_codes;            /* the caller's array, or NULL */
@@ -243,7 +244,7 @@ static int add_request(struct many *m, const kjit_request *req, size_t i)
 	int r;
 
 	c->err[0] = '\0';
-	r = kj__get_prepare(c, req, &b);
+	r = kj__get_prepare(c, req, m->flags, &b);
 	if (r < 0) {
 		deliver(m, i, r);
 		kj__buf_free(&b);
@@ -268,7 +269,13 @@ static int add_request(struct many *m, const kjit_request *req, size_t i)
 int kjit_get_many(kjit_client *c, const kjit_request *reqs, size_t n, kjit_result *results, int *codes,
 		  kjit_get_many_fn *on_ready, void *arg)
 {
-	struct many m = { .c = c, .reqs = reqs, .res = results, .user_codes = codes, .on_ready = on_ready, .arg = arg, .n = n };
+	return kj__get_many_flags(c, reqs, n, 0, results, codes, on_ready, arg);
+}
+
+int kj__get_many_flags(kjit_client *c, const kjit_request *reqs, size_t n, unsigned flags, kjit_result *results,
+		       int *codes, kjit_get_many_fn *on_ready, void *arg)
+{
+	struct many m = { .c = c, .reqs = reqs, .flags = flags, .res = results, .user_codes = codes, .on_ready = on_ready, .arg = arg, .n = n };
 	int r = 0;
 
 	if (c == NULL || (n > 0 && (reqs == NULL || results == NULL)) || n > UINT32_MAX / 2)

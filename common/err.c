@@ -57,6 +57,7 @@ const char *kjit_status_name(int status)
 	case KJIT_STATUS_HIT: return "hit";
 	case KJIT_STATUS_COMPILED: return "compiled";
 	case KJIT_STATUS_JOINED: return "joined";
+	case KJIT_STATUS_REMOTE: return "remote hit";
 	default: return "none";
 	}
 }

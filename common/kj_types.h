@@ -69,8 +69,10 @@ enum kjit_status {
 	KJIT_STATUS_HIT = 1,      /* served from the cache */
 	KJIT_STATUS_COMPILED = 2, /* compiled for this request */
 	KJIT_STATUS_JOINED = 3,   /* waited on a compile another request started */
+	KJIT_STATUS_REMOTE = 4,   /* served from the fleet tier (kjitd --remote), now cached locally */
 };
-KJIT_EXPORT const char *kjit_status_name(int status); /* "hit", "compiled", "joined" */
+/* "hit", "compiled", "joined", "remote hit" */
+KJIT_EXPORT const char *kjit_status_name(int status);
 #endif /* KJIT_TYPES_DEFINED */
 
 #endif /* KJ_TYPES_H */

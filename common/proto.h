@@ -61,7 +61,8 @@ enum kj__field_tag {
 	KJ_F_COMPILER_VERSION = 22,/* str: e.g. "hiprtc 9.0; comgr 2.4; device-libs 5.2.3" */
 	KJ_F_COMPILE_US = 23,      /* u64: microseconds spent compiling */
 	KJ_F_TARGET_SOURCE = 24,   /* str: where the client's target came from (env var name) */
-	KJ_F_SLOTS = 25,           /* u32: the hit table's slot count (ATTACH reply) */
+	KJ_F_NO_COMPILE = 25,      /* u32 1: fetch only (local, remote), never compile a miss */
+	KJ_F_SLOTS = 26,           /* u32: the hit table's slot count (ATTACH reply) */
 };
 
 struct kj__frame_hdr {

@@ -1,12 +1,17 @@
 /* admin.c: the administrative requests (ADMIN CMD ARG): stats, targets,
- * kernels, ls, show, gc, verify, clear.  Each answers with a human text and
- * one JSON object, both built here so every client prints the same. */
+ * kernels, ls, show, gc, verify, clear, export, import (replay: replay.c).
+ * Each answers with a human text and one JSON object, both built here so
+ * every client prints the same.  Who may make which request is access.c's
+ * rule (docs/protocol.md, "Roles"): the ones that change or stop the
+ * service only for an administrator; ls and show give a user only the
+ * entries it requested. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "daemon.h"
 #include "kj_types.h"
+#include "remote.h"
 #include "sha.h"
 #include "util.h"
 
@@ -28,6 +33,8 @@ const char *const kj__stat_names[KJ_STAT_COUNT] = {
 	[KJ_STAT_PUBLISH_ERRORS] = "publish_errors",
 	[KJ_STAT_CONNECTIONS] = "connections",
 	[KJ_STAT_FAST_HITS] = "fast_hits",
+	[KJ_STAT_REMOTE_HITS] = "remote_hits",
+	[KJ_STAT_REFUSED] = "refused",
 };
 
 struct answer {
@@ -71,6 +78,78 @@ static int64_t stat_value(struct kj__daemon *d, int i)
 	return v + (int64_t)(d->stats[i] - d->stats_flushed[i]);
 }
 
+/* The fleet tier's counters since start (docs/remote.md), by name. */
+struct remote_counter {
+	const char *name;
+	uint64_t v;
+};
+static size_t remote_counters(struct kj__daemon *d, struct remote_counter *c, int *up)
+{
+	struct kj__remote_stats s;
+	size_t n = 0;
+
+	kj__remote_stats(d->remote, &s);
+	*up = s.up;
+#define RC(field, label) c[n++] = (struct remote_counter){ label, s.field }
+	RC(hits, "hits");
+	RC(misses, "misses");
+	RC(corrupt, "corrupt");
+	RC(publishes, "publishes");
+	RC(publish_dropped, "publish_dropped");
+	RC(errors, "errors");
+	RC(timeouts, "timeouts");
+	RC(outages, "outages");
+	RC(reconnects, "reconnects");
+	RC(bytes_read, "bytes_read");
+	RC(bytes_written, "bytes_written");
+	RC(lease_owned, "lease_owned");
+	RC(lease_waits, "lease_waits");
+	RC(lease_takeovers, "lease_takeovers");
+	RC(lease_woken, "lease_woken");
+	RC(hit_us_total, "hit_us_total");
+	RC(hit_us_max, "hit_us_max");
+#undef RC
+	c[n++] = (struct remote_counter){ "hit_us_mean", s.hits ? s.hit_us_total / s.hits : 0 };
+	return n;
+}
+#define REMOTE_COUNTERS 18
+
+/* "remote":{...} (JSON) or null: the URL without its password, up/down,
+ * the mode and, with counters, the counters. */
+static int remote_json(struct kj__daemon *d, struct kj__buf *b, int counters)
+{
+	struct remote_counter c[REMOTE_COUNTERS];
+	int up = 0, r = 0;
+
+	if (d->remote == NULL)
+		return kj__buf_printf(b, "\"remote\":null");
+	size_t n = remote_counters(d, c, &up);
+	r |= kj__buf_printf(b, "\"remote\":{\"url\":");
+	r |= kj__json_str(b, kj__remote_describe(d->remote));
+	r |= kj__buf_printf(b, ",\"up\":%s,\"mode\":\"%s\",\"no_compile\":%s", up ? "true" : "false",
+			    d->cfg.remote_mode == KJ_REMOTE_RO ? "ro" : "rw", d->cfg.no_compile ? "true" : "false");
+	for (size_t i = 0; counters && i < n; i++)
+		r |= kj__buf_printf(b, ",\"%s\":%llu", c[i].name, (unsigned long long)c[i].v);
+	r |= kj__buf_printf(b, "}");
+	return r;
+}
+
+static int remote_text(struct kj__daemon *d, struct kj__buf *b, int counters)
+{
+	struct remote_counter c[REMOTE_COUNTERS];
+	int up = 0, r = 0;
+
+	if (d->remote == NULL)
+		return kj__buf_printf(b, "remote           none%s\n", d->cfg.no_compile ? " (serve-only: misses refused)" : "");
+	size_t n = remote_counters(d, c, &up);
+	r |= kj__buf_printf(b, "remote           %s %s (%s%s)\n", kj__remote_describe(d->remote), up ? "up" : "DOWN",
+			    d->cfg.remote_mode == KJ_REMOTE_RO ? "read-only" : "read-write",
+			    d->cfg.no_compile ? ", serve-only" : "");
+	for (size_t i = 0; counters && i < n; i++)
+		r |= kj__buf_printf(b, "remote_%-9s %llu\n", c[i].name, (unsigned long long)c[i].v);
+	return r;
+}
+
 /* node_exporter's textfile format: one gauge or counter per line. */
 static int stats_prometheus(struct kj__daemon *d, struct answer *a)
 {
@@ -94,6 +173,18 @@ static int stats_prometheus(struct kj__daemon *d, struct answer *a)
 	}
 	r |= kj__buf_printf(&a->text, "kjit_hit_latency_us_bucket{le=\"+Inf\"} %llu\nkjit_hit_latency_us_count %llu\n",
 			    (unsigned long long)cum, (unsigned long long)cum);
+	if (d->remote) {
+		struct remote_counter c[REMOTE_COUNTERS];
+		int up = 0;
+		size_t n = remote_counters(d, c, &up);
+		r |= kj__buf_printf(&a->text, "# TYPE kjit_remote_up gauge\nkjit_remote_up %d\n", up);
+		for (size_t i = 0; i < n; i++) {
+			int gauge = strncmp(c[i].name, "hit_us_m", 8) == 0;
+			r |= kj__buf_printf(&a->text, "# TYPE kjit_remote_%s%s %s\nkjit_remote_%s%s %llu\n", c[i].name,
+					    gauge ? "" : "_total", gauge ? "gauge" : "counter", c[i].name,
+					    gauge ? "" : "_total", (unsigned long long)c[i].v);
+		}
+	}
 	r |= kj__buf_printf(&a->json, "{}");
 	return r ? KJIT_ENOMEM : 0;
 }
@@ -184,10 +275,13 @@ static int do_stats(struct kj__daemon *d, const char *arg, struct answer *a)
 				    (unsigned long long)ps.crashed, (unsigned long long)ps.timeouts);
 		first = 0;
 	}
+	r |= remote_text(d, &a->text, 1);
+	r |= kj__buf_printf(&a->json, "},");
+	r |= remote_json(d, &a->json, 1);
 	/* Per target last, after the totals, so a reader that takes the first
 	 * "bytes" gets the total. */
 	r |= kj__buf_printf(&a->text, "per target:\n");
-	r |= kj__buf_printf(&a->json, "},\"targets\":[");
+	r |= kj__buf_printf(&a->json, ",\"targets\":[");
 	r |= kj__cache_totals_by_target(d->cache, per_target, a) ? 1 : 0;
 	r |= kj__buf_printf(&a->json, "]}");
 	return r ? KJIT_ENOMEM : 0;
@@ -239,7 +333,21 @@ static int do_targets(struct kj__daemon *d, struct answer *a)
 			r |= kj__buf_printf(&a->text, "%-7s daemon  no target: %s\n", name,
 					    d->detect_note[b][0] ? d->detect_note[b] : "none detected");
 	}
-	r |= kj__buf_printf(&a->json, "]}");
+	r |= kj__buf_printf(&a->json, "],");
+	r |= remote_json(d, &a->json, 0);
+	r |= kj__buf_printf(&a->json, "}");
+	r |= remote_text(d, &a->text, 0);
+	return r ? KJIT_ENOMEM : 0;
+}
+
+/* The fleet tier's state alone, for `kjit ping --json`. */
+static int do_remote(struct kj__daemon *d, struct answer *a)
+{
+	int r = kj__buf_printf(&a->json, "{");
+
+	r |= remote_json(d, &a->json, 0);
+	r |= kj__buf_printf(&a->json, "}");
+	r |= remote_text(d, &a->text, 0);
 	return r ? KJIT_ENOMEM : 0;
 }
 
@@ -292,18 +400,24 @@ static int ls_one(const struct kj__cache_entry *e, void *arg)
 	return x->r ? KJIT_ENOMEM : 0;
 }
 
-static int do_ls(struct kj__daemon *d, const char *arg, struct answer *a)
+/* An administrator sees every entry; a user only those it requested. */
+static int do_ls(struct kj__daemon *d, struct kj__conn *c, const char *arg, struct answer *a)
 {
 	struct ls_ctx x = { a, 1, 0 };
+	const char *target = arg && *arg ? arg : NULL;
+	int all = kj__peer_is_admin(d, c), r;
 
 	kj__cache_flush(d->cache);
 	x.r |= kj__buf_printf(&a->json, "{\"entries\":[");
-	int r = kj__cache_foreach(d->cache, arg && *arg ? arg : NULL, ls_one, &x);
-	x.r |= kj__buf_printf(&a->json, "]}");
+	if (all)
+		r = kj__cache_foreach(d->cache, target, ls_one, &x);
+	else
+		r = kj__cache_foreach_of(d->cache, target, kj__conn_uid(c), ls_one, &x);
+	x.r |= kj__buf_printf(&a->json, "],\"all\":%s}", all ? "true" : "false");
 	return r < 0 ? r : x.r ? KJIT_ENOMEM : 0;
 }
 
-static int do_show(struct kj__daemon *d, const char *arg, struct answer *a)
+static int do_show(struct kj__daemon *d, struct kj__conn *c, const char *arg, struct answer *a)
 {
 	struct kj__cache_entry e;
 	int r;
@@ -314,7 +428,11 @@ static int do_show(struct kj__daemon *d, const char *arg, struct answer *a)
 		return KJIT_EINVAL;
 	}
 	kj__cache_flush(d->cache);
-	r = kj__cache_get(d->cache, arg, &e);
+	/* a user's view holds only its own entries: another's is "no entry" */
+	if (!kj__peer_is_admin(d, c) && !kj__cache_requested_by(d->cache, arg, kj__conn_uid(c)))
+		r = KJIT_ENOENT;
+	else
+		r = kj__cache_get(d->cache, arg, &e);
 	if (r < 0) {
 		snprintf(a->error, sizeof a->error, "no cache entry %s", arg);
 		return r;
@@ -416,7 +534,8 @@ static int do_clear(struct kj__daemon *d, const char *arg, struct answer *a)
 }
 
 /* export and import read and write files by path: only for the daemon's
- * own user (or root), never on behalf of another user. */
+ * own user (or root), never on behalf of another user, not even an
+ * --admin-gid member (access.c). */
 static int path_allowed(struct kj__conn *c, const char *arg, struct answer *a)
 {
 	uid_t uid = kj__conn_uid(c);
@@ -497,6 +616,16 @@ void kj__handle_admin(struct kj__daemon *d, struct kj__conn *c, uint32_t id, con
 		kj__conn_error(c, id, KJIT_EINVAL, "malformed admin request");
 		goto out;
 	}
+	/* Requests that change or stop the service: administrators only. */
+	static const char *const admin_only[] = { "replay", "gc", "verify", "clear", "export", "import" };
+	char what[64];
+	snprintf(what, sizeof what, "%s%s", cmd,
+		 strcmp(cmd, "stats") == 0 && arg && strcmp(arg, "zero") == 0 ? " zero" : "");
+	int restricted = strcmp(what, "stats zero") == 0;
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(admin_only); i++)
+		restricted |= strcmp(cmd, admin_only[i]) == 0;
+	if (restricted && kj__admin_refused(d, c, id, what))
+		goto out;
 	if (strcmp(cmd, "replay") == 0) {
 		kj__handle_replay(d, c, id, arg); /* answers when every recipe has */
 		goto out;
@@ -507,12 +636,14 @@ void kj__handle_admin(struct kj__daemon *d, struct kj__conn *c, uint32_t id, con
 		r = do_stats(d, arg, &a);
 	else if (strcmp(cmd, "targets") == 0)
 		r = do_targets(d, &a);
+	else if (strcmp(cmd, "remote") == 0)
+		r = do_remote(d, &a);
 	else if (strcmp(cmd, "kernels") == 0)
 		r = do_kernels(d, arg, &a);
 	else if (strcmp(cmd, "ls") == 0)
-		r = do_ls(d, arg, &a);
+		r = do_ls(d, c, arg, &a);
 	else if (strcmp(cmd, "show") == 0)
-		r = do_show(d, arg, &a);
+		r = do_show(d, c, arg, &a);
 	else if (strcmp(cmd, "gc") == 0)
 		r = do_gc(d, arg, &a);
 	else if (strcmp(cmd, "verify") == 0)

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "outfile.h"
 #include "kj_types.h"
 #include "sha.h"
 #include "util.h"
@@ -247,9 +248,9 @@ int kj__bundle_export(struct kj__daemon *d, const char *path, const char *const 
 	struct key_list l = { .targets = targets, .n_targets = n_targets };
 	struct kj__buf manifest = { 0 };
 	struct kj__cache_entry *ents = NULL;
-	char *tmp = NULL;
+	struct kj__outfile o = { .fd = -1 };
 	size_t n_ok = 0;
-	int fd = -1, r;
+	int r;
 
 	*exported = *skipped = 0;
 	kj__cache_flush(d->cache);
@@ -263,36 +264,26 @@ int kj__bundle_export(struct kj__daemon *d, const char *path, const char *const 
 	}
 	if ((r = build_manifest(d, &l, ents, &n_ok, &manifest, skipped)) < 0)
 		goto out;
-	tmp = kj__asprintf("%s.tmp.%d", path, (int)getpid());
-	if (tmp == NULL) {
-		r = KJIT_ENOMEM;
-		goto out;
-	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
+	/* As cp would: a regular file replaced whole, a symlink followed; the
+	 * loop must not block, so no device or FIFO (common/outfile.h). */
+	if (kj__outfile_open(&o, path, KJ_OUT_REGULAR_ONLY, err, errlen) < 0) {
 		r = KJIT_EIO;
 		goto out;
 	}
-	if ((r = write_bundle(d, fd, path, &manifest, ents, n_ok, err, errlen)) < 0)
+	if ((r = write_bundle(d, o.fd, path, &manifest, ents, n_ok, err, errlen)) < 0)
 		goto out;
-	r = close(fd);
-	fd = -1;
-	if (r < 0 || rename(tmp, path) < 0) {
-		r = write_failed(path, err, errlen);
+	if (kj__outfile_commit(&o, err, errlen) < 0) {
+		r = KJIT_EIO;
 		goto out;
 	}
 	*exported = n_ok;
 	r = 0;
 out:
-	if (fd >= 0)
-		close(fd);
-	if (r < 0 && tmp)
-		unlink(tmp);
+	if (o.fd >= 0)
+		kj__outfile_abort(&o);
 	for (size_t i = 0; ents && i < n_ok; i++)
 		kj__cache_entry_free(&ents[i]);
 	free(ents);
-	free(tmp);
 	free(l.keys);
 	kj__buf_free(&manifest);
 	return r;

@@ -30,6 +30,8 @@
 struct kj__daemon;
 struct kj__conn;
 struct kj__flight;
+struct kj__remote;
+struct kj__remote_lease;
 
 /* Configuration, from the command line. */
 struct kj__config {
@@ -55,6 +57,8 @@ struct kj__config {
 	size_t n_allow_uid;
 	gid_t allow_gid[16];
 	size_t n_allow_gid;
+	gid_t admin_gid[16];        /* --admin-gid: groups that may administer (access.c) */
+	size_t n_admin_gid;
 	/* Fleet tier (daemon/remote.h, docs/remote.md); remote_url NULL: none. */
 	char *remote_url;           /* --remote URL or $KJITD_REMOTE */
 	char *remote_prefix;        /* --remote-prefix; NULL: KJ_REMOTE_PREFIX */
@@ -180,6 +184,8 @@ enum kj__stat {
 	KJ_STAT_ERR_COMPILE, KJ_STAT_ERR_TARGET, KJ_STAT_ERR_WORKER, KJ_STAT_ERR_TIMEOUT,
 	KJ_STAT_ERR_INPUT, KJ_STAT_ERR_OTHER, KJ_STAT_BYTES_SERVED, KJ_STAT_COMPILE_MS,
 	KJ_STAT_SAVED_MS, KJ_STAT_PUBLISH_ERRORS, KJ_STAT_CONNECTIONS, KJ_STAT_FAST_HITS,
+	KJ_STAT_REMOTE_HITS,         /* requests answered from the fleet tier */
+	KJ_STAT_REFUSED,             /* misses refused: --no-compile, or a fetch-only request */
 	KJ_STAT_COUNT
 };
 extern const char *const kj__stat_names[KJ_STAT_COUNT];
@@ -200,6 +206,7 @@ struct kj__daemon {
 	struct kj__memo *memo;       /* request bytes -> key, for the hit path */
 	struct kj__negcache *negcache; /* recently failed compiles (negcache.c) */
 	struct kj__flights *flights; /* compiles in progress, by key (flight.c) */
+	struct kj__remote *remote;   /* the fleet tier (fleet.c); NULL without --remote */
 	struct kj__conn *conns;      /* all live connections */
 	struct kj__hits *hits;       /* the shared hit table and its watches (hits.c), or NULL */
 	struct kj__gpu gpus[16];     /* detected at start */
@@ -327,6 +334,7 @@ struct kj__get_req {
 	int backend;
 	char *target, *version;      /* NULL: not in the request */
 	char *target_from;           /* where the client's target came from; NULL: named explicitly */
+	int no_compile;              /* KJ_F_NO_COMPILE: fetch only (`kjit warm --remote-only`) */
 	char *kernel;                /* a bundled kernel's name, or NULL */
 	char *family;                /* the compiler the request chose (COMPILER), or NULL */
 	char *source_name;
@@ -362,6 +370,7 @@ int kj__get_check(const struct kj__msg *m, char *err, size_t errlen);
 struct kj__waiter {
 	struct kj__conn *c;          /* referenced while in the flight */
 	uint32_t id;
+	int no_compile;              /* fetch only: a miss is refused, not compiled */
 };
 struct kj__flight {
 	char key[65];
@@ -379,6 +388,7 @@ struct kj__flight {
 	int has_fp;
 	uint64_t hits_gen;           /* the hit table's generation when the flight opened */
 	struct kj__pool *pool;       /* the compiler family it runs on */
+	struct kj__remote_lease *lease; /* fleet lease while compiling (fleet.c); released on free */
 };
 struct kj__flights;
 /* The table of open flights: 0 or KJIT_ENOMEM. */
@@ -400,6 +410,30 @@ struct kj__flight *kj__flight_new(struct kj__daemon *d, const char *key);
 int kj__flight_add_waiter(struct kj__flight *f, struct kj__conn *c, uint32_t id);
 /* Drops the waiters' references and frees f and what it owns (NULL ok). */
 void kj__flight_free(struct kj__flight *f);
+/* Calls fn on every open flight (fn must not add or remove flights). */
+void kj__flights_foreach(struct kj__flights *t, void (*fn)(struct kj__flight *f, void *arg), void *arg);
+
+/* get.c, for fleet.c: answers every waiter of f with the object (status
+ * KJIT_STATUS_*); and stores f's replay recipe in the cache. */
+void kj__flight_answer(struct kj__flight *f, int status, const uint8_t *data, size_t len, const char *log);
+void kj__flight_store_recipe(struct kj__flight *f);
+
+/* fleet.c: the fleet tier on the request path (docs/remote.md).  start:
+ * creates d->remote when --remote is set (nothing otherwise): 0 or a code
+ * with the reason in err.  stop: releases the leases of open flights and
+ * closes the remote (idempotent). */
+int kj__fleet_start(struct kj__daemon *d, char *err, size_t errlen);
+void kj__fleet_stop(struct kj__daemon *d);
+/* A local miss: f is in the flight table with its waiters and its job
+ * built.  Looks the key up in the remote (one lookup for all joiners),
+ * then takes the fleet lease and compiles, serves another node's publish,
+ * or refuses (--no-compile, fetch-only waiters).  May answer and free f
+ * before it returns. */
+void kj__fleet_miss(struct kj__flight *f);
+/* After a compile's local publish (off the request path): publishes the
+ * object to the remote and gives f's lease up.  data/len NULL/0: the
+ * compile failed; the lease is released so a waiter elsewhere takes over. */
+void kj__fleet_compiled(struct kj__flight *f, const uint8_t *data, size_t len, const char *log);
 
 /* get.c: answers GET.  body/len are the raw request (valid through the
  * call): the memo is checked with them before anything is decoded; a body
@@ -432,6 +466,16 @@ void kj__hits_invalidate(struct kj__daemon *d, const char *why);
 void kj__hits_attach(struct kj__daemon *d, struct kj__conn *c, uint32_t id);
 /* Adds what ctr counted since the last harvest to the stats. */
 void kj__hits_harvest(struct kj__daemon *d, struct kj__hitctr *ctr);
+
+/* access.c: roles (docs/protocol.md).  --admin-gid's value into cfg: 0,
+ * or -1 when it is not a gid or there are 16 already. */
+int kj__admin_gid_opt(struct kj__config *cfg, const char *arg);
+/* 1 if c's peer is kjitd's owner, root, or in an --admin-gid group. */
+int kj__peer_is_admin(const struct kj__daemon *d, const struct kj__conn *c);
+/* For an administrative request what: 0 if c's peer may make it; else
+ * answers request id with KJIT_EDENIED and a one-line reason, logs, and
+ * returns 1. */
+int kj__admin_refused(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const char *what);
 
 /* admin.c */
 void kj__handle_admin(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const struct kj__msg *m);

@@ -14,6 +14,7 @@
 
 #include "daemon.h"
 #include "kj_types.h"
+#include "remote.h"
 
 #define FLIGHTS_MIN_CAP 64 /* slots at first use; doubles when half full */
 
@@ -110,6 +111,13 @@ void kj__flights_remove(struct kj__flights *t, struct kj__flight *f)
 	}
 }
 
+void kj__flights_foreach(struct kj__flights *t, void (*fn)(struct kj__flight *f, void *arg), void *arg)
+{
+	for (size_t i = 0; i < t->cap; i++)
+		if (t->slot[i])
+			fn(t->slot[i], arg);
+}
+
 struct kj__flight *kj__flight_new(struct kj__daemon *d, const char *key)
 {
 	struct kj__flight *f = calloc(1, sizeof *f);
@@ -134,6 +142,7 @@ int kj__flight_add_waiter(struct kj__flight *f, struct kj__conn *c, uint32_t id)
 	kj__conn_ref(c);
 	f->w[f->n_w].c = c;
 	f->w[f->n_w].id = id;
+	f->w[f->n_w].no_compile = 0;
 	f->n_w++;
 	return 0;
 }
@@ -143,6 +152,7 @@ void kj__flight_free(struct kj__flight *f)
 	if (f == NULL)
 		return;
 	kj__quota_release(f->d, f->uid, f->charged);
+	kj__remote_lease_release(f->lease); /* a compile that never ended: let the fleet go on */
 	for (size_t i = 0; i < f->n_w; i++)
 		kj__conn_unref(f->w[i].c);
 	free(f->w);

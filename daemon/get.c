@@ -223,8 +223,9 @@ static int build_recipe(struct kj__flight *f, const struct kj__get_req *g)
 	return r ? r : kj__msg_end(b);
 }
 
-static void store_recipe(struct kj__daemon *d, struct kj__flight *f)
+void kj__flight_store_recipe(struct kj__flight *f)
 {
+	struct kj__daemon *d = f->d;
 	uint8_t dg[KJ_SHA256_LEN];
 	char hex[65];
 
@@ -282,6 +283,7 @@ static void on_job_done(struct kj__job *job, int code, const struct kj__msg *res
 		if (wcode == KJIT_ECOMPILE) /* the source's fault: answer its repeats from memory */
 			kj__negcache_put(d->negcache, f->key, wcode, line, log);
 		kj__log(d, "compile %s failed: %s", f->key, line);
+		kj__fleet_compiled(f, NULL, 0, NULL);
 		goto out;
 	}
 	d->stats[KJ_STAT_COMPILES]++;
@@ -306,12 +308,24 @@ static void on_job_done(struct kj__job *job, int code, const struct kj__msg *res
 		d->stats[KJ_STAT_PUBLISH_ERRORS]++;
 		kj__log(d, "could not store %s (%s): served, not cached", f->key, kjit_strerror(r));
 	} else {
-		store_recipe(d, f);
+		kj__flight_store_recipe(f);
+		/* who asked: `kjit ls` shows a user only its own entries */
+		for (size_t i = 0; i < f->n_w; i++)
+			if (kj__cache_note_user(d->cache, f->key, kj__conn_uid(f->w[i].c)) < 0)
+				kj__log(d, "could not record uid %u as a requester of %s", (unsigned)kj__conn_uid(f->w[i].c),
+					f->key);
 	}
+	kj__fleet_compiled(f, data->p, data->len, log);
 out:
 	free(log);
 	free(err);
 	kj__flight_free(f);
+}
+
+void kj__flight_answer(struct kj__flight *f, int status, const uint8_t *data, size_t len, const char *log)
+{
+	for (size_t i = 0; i < f->n_w; i++)
+		send_object(f->d, f->w[i].c, f->w[i].id, status, f->key, f->e.target, f->e.version, data, len, log);
 }
 
 /* The target when the request has none: configuration, then detection. */
@@ -585,7 +599,8 @@ out:
 /* ---- a miss: one compile per key ---- */
 
 /* Joins the open flight for rs->key, or opens one: its index entry, the
- * compile job and the replay recipe, then queues the job.  0 (g's client
+ * compile job and the replay recipe, then hands it to the fleet tier
+ * (fleet.c: remote lookup, lease, then the compile job).  0 (g's client
  * will be answered when the job ends) or a code, reason in err. */
 static int join_or_open_flight(struct get_req *g, const struct resolved *rs, char *err, size_t errlen)
 {
@@ -595,8 +610,12 @@ static int join_or_open_flight(struct get_req *g, const struct resolved *rs, cha
 	struct kj__flight *f = kj__flights_find(d->flights, rs->key);
 	int r = KJIT_ENOMEM;
 
-	if (f)
-		return kj__flight_add_waiter(f, g->c, g->id);
+	if (f) {
+		r = kj__flight_add_waiter(f, g->c, g->id);
+		if (r == 0)
+			f->w[f->n_w - 1].no_compile = q->no_compile;
+		return r;
+	}
 	if ((f = kj__flight_new(d, rs->key)) == NULL)
 		return KJIT_ENOMEM;
 	f->t0 = g->t0;
@@ -621,6 +640,7 @@ static int join_or_open_flight(struct get_req *g, const struct resolved *rs, cha
 	f->e.compiler = f->compiler;
 	if (!f->source_name || !f->options || !f->compiler || kj__flight_add_waiter(f, g->c, g->id) < 0)
 		goto fail;
+	f->w[0].no_compile = q->no_compile;
 	r = build_job(f, q, &rs->inc);
 	if (r < 0) {
 		snprintf(err, errlen, "the request is too large to hand to a compiler");
@@ -639,9 +659,7 @@ static int join_or_open_flight(struct get_req *g, const struct resolved *rs, cha
 	r = kj__flights_insert(d->flights, f);
 	if (r < 0)
 		goto fail;
-	kj__log(d, "compile %s: %s for %s (%s), uid %u pid %d", f->key, f->source_name, f->e.target,
-		kj__pool_family(pool), (unsigned)kj__conn_uid(g->c), (int)kj__conn_pid(g->c));
-	kj__pool_submit(pool, &f->job); /* may finish (and free f) at once */
+	kj__fleet_miss(f); /* remote, lease, compile or refusal: may finish (and free f) at once */
 	return 0;
 fail:
 	kj__flight_free(f);

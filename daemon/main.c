@@ -41,8 +41,8 @@ static const char usage_text[] =
 	"             [--hip-arch T] [--cuda-arch T] [--vulkan-env T] [--hip-compiler hiprtc|hipcc]\n"
 	"             [--cuda-compiler nvrtc|nvcc]\n"
 	"             [--compile-timeout SECONDS] [--kernels-dir DIR] [--log FILE] [--system]\n"
-	"             [--allow-uid UID]... [--allow-gid GID]... [--hot-size SIZE] [--memo-size SIZE]\n"
-	"             [--failed-ttl SECONDS]\n"
+	"             [--allow-uid UID]... [--allow-gid GID]... [--admin-gid GID]...\n"
+	"             [--hot-size SIZE] [--memo-size SIZE] [--failed-ttl SECONDS]\n"
 	"             [--remote URL] [--remote-prefix P] [--remote-ttl DURATION] [--remote-mode ro|rw]\n"
 	"             [--remote-timeout MS] [--remote-max-object SIZE] [--no-compile]\n"
 	"             [--shared-hit-table | --no-shared-hit-table]\n"
@@ -56,6 +56,7 @@ enum {
 	OPT_SHARED_HITS, OPT_NO_SHARED_HITS,
 	OPT_FAILED_TTL, OPT_CUDA_COMPILER,
 	OPT_IDLE_TIMEOUT, OPT_CONNS_PER_UID, OPT_CONN_IDLE, OPT_REQ_BYTES, OPT_REQ_BYTES_UID,
+	OPT_ADMIN_GID,
 };
 
 static const struct option long_opts[] = {
@@ -75,6 +76,7 @@ static const struct option long_opts[] = {
 	{ "system", no_argument, NULL, OPT_SYSTEM },
 	{ "allow-uid", required_argument, NULL, OPT_ALLOW_UID },
 	{ "allow-gid", required_argument, NULL, OPT_ALLOW_GID },
+	{ "admin-gid", required_argument, NULL, OPT_ADMIN_GID },
 	{ "sysfs-root", required_argument, NULL, OPT_SYSFS },
 	{ "hot-size", required_argument, NULL, OPT_HOT },
 	{ "memo-size", required_argument, NULL, OPT_MEMO },
@@ -321,6 +323,10 @@ static int parse_args(int argc, char **argv, struct kj__config *cfg)
 				return usage_error("--allow-gid '%s': expected a numeric gid (16 at most)", optarg);
 			cfg->allow_gid[cfg->n_allow_gid++] = (gid_t)v;
 			break;
+		case OPT_ADMIN_GID:
+			if (kj__admin_gid_opt(cfg, optarg) < 0)
+				return usage_error("--admin-gid '%s': expected a numeric gid (16 at most)", optarg);
+			break;
 		case OPT_SYSFS: free(cfg->sysfs_root); cfg->sysfs_root = kj__strdup(optarg); break;
 		case OPT_HOT:
 		case OPT_MEMO:
@@ -518,7 +524,11 @@ static int reset_tmp(struct kj__daemon *d)
 static int serve(struct kj__daemon *d)
 {
 	char err[512] = "";
-	struct kj__cache_options co = { .max_size = d->cfg.max_size, .log = d->log, .hot_max = d->cfg.hot_size };
+	/* Per-user: 0700/0600, no one else reads the sources; system: the
+	 * group reads (systemd's CacheDirectoryMode=0750), only kjitd writes. */
+	struct kj__cache_options co = { .max_size = d->cfg.max_size, .log = d->log, .hot_max = d->cfg.hot_size,
+					.dir_mode = d->cfg.system_mode ? 0750 : 0700,
+					.file_mode = d->cfg.system_mode ? 0640 : 0600 };
 	int r;
 
 	d->loop = uv_default_loop();
@@ -548,7 +558,8 @@ static int serve(struct kj__daemon *d)
 		return 4;
 	}
 	if (r < 0) {
-		fprintf(d->log, "kjitd: cannot open the cache %s: %s\n", d->cfg.cache_dir, kjit_strerror(r));
+		if (r != KJIT_EDENIED) /* a refusal was said in one line already */
+			fprintf(d->log, "kjitd: cannot open the cache %s: %s\n", d->cfg.cache_dir, kjit_strerror(r));
 		return 1;
 	}
 	if (reset_tmp(d) < 0)
@@ -564,11 +575,17 @@ static int serve(struct kj__daemon *d)
 		return 1;
 	}
 	kj__detect_run(d);
+	r = kj__fleet_start(d, err, sizeof err);
+	if (r < 0) {
+		fprintf(d->log, "kjitd: --remote: %s\n", err);
+		return 2;
+	}
 	kj__hits_start(d);
 	r = kj__server_start(d);
 	if (r < 0) {
 		fprintf(d->log, "kjitd: cannot serve on %s: %s\n", d->cfg.socket_path, kjit_strerror(r));
 		kj__hits_stop(d);
+		kj__fleet_stop(d);
 		return r == KJIT_EBUSY ? 4 : 1;
 	}
 	uv_signal_init(d->loop, &d->sigterm);

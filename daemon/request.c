@@ -162,6 +162,13 @@ int kj__get_req_parse(struct kj__get_req *g, const struct kj__msg *m, char *err,
 		return KJIT_EINVAL;
 	}
 	kj__field_strdup(kj__msg_get(m, KJ_F_TARGET_SOURCE), 64, &g->target_from);
+	uint32_t no_compile = 0;
+	if (kj__msg_get(m, KJ_F_NO_COMPILE) && (kj__field_u32(kj__msg_get(m, KJ_F_NO_COMPILE), &no_compile) < 0 ||
+						no_compile > 1)) {
+		snprintf(err, errlen, "the no-compile flag is malformed");
+		return KJIT_EPROTO;
+	}
+	g->no_compile = (int)no_compile;
 	if ((r = parse_family(g, m, err, errlen)) < 0)
 		return r;
 	if (kj__field_strdup(kj__msg_get(m, KJ_F_KERNEL), KJ_NAME_MAX, &g->kernel) < 0 ||

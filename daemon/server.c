@@ -73,6 +73,8 @@ static void dispatch(struct kj__daemon *d, struct kj__conn *c, const struct kj__
 		kj__handle_admin(d, c, h->id, &m);
 		break;
 	case KJ_MSG_STOP: {
+		if (kj__admin_refused(d, c, h->id, "stop")) /* access.c: owner, root, --admin-gid */
+			break;
 		kj__log(d, "stop requested by uid %u pid %d", (unsigned)kj__conn_uid(c), (int)kj__conn_pid(c));
 		kj__conn_reply_code(c, h->id, 0);
 		/* Let the reply go out before the loop winds down. */
@@ -349,6 +351,7 @@ void kj__server_stop(struct kj__daemon *d)
 		    st.st_dev == d->sock_dev && st.st_ino == d->sock_ino)
 			unlink(d->cfg.socket_path);
 	}
+	kj__fleet_stop(d); /* before the pools: compiles failing now must not touch the remote */
 	for (size_t i = 0; i < KJ_ARRAY_SIZE(d->pools); i++) {
 		if (d->pools[i])
 			kj__pool_shutdown(d->pools[i]);

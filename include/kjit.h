@@ -84,8 +84,10 @@ enum kjit_status {
 	KJIT_STATUS_HIT = 1,      /* served from the cache */
 	KJIT_STATUS_COMPILED = 2, /* compiled for this request */
 	KJIT_STATUS_JOINED = 3,   /* waited on a compile another request started */
+	KJIT_STATUS_REMOTE = 4,   /* served from the fleet tier (kjitd --remote), now cached locally */
 };
-KJIT_EXPORT const char *kjit_status_name(int status); /* "hit", "compiled", "joined" */
+/* "hit", "compiled", "joined", "remote hit" */
+KJIT_EXPORT const char *kjit_status_name(int status);
 #endif /* KJIT_TYPES_DEFINED */
 
 typedef struct kjit_client kjit_client;
@@ -198,7 +200,7 @@ KJIT_EXPORT int kjit_stop(kjit_client *c);
  * malloc'd strings the caller frees, on failure too (verify reports what it
  * dropped with KJIT_ECORRUPT); either pointer may be NULL when not wanted.
  * cmd is one of "stats", "targets", "kernels", "ls", "show", "gc", "verify",
- * "clear", "replay", "export", "import" (docs/cli.md lists each ARG). */
+ * "clear", "replay", "export", "import", "remote" (docs/cli.md lists each ARG). */
 KJIT_EXPORT int kjit_admin(kjit_client *c, const char *cmd, const char *arg,
 	       char **text, char **json);
 

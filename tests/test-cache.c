@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <sqlite3.h>
 
 #include "cache.h"
 #include "kjit.h"
@@ -738,8 +739,13 @@ static int f_stat(const char *p, struct stat *st)
 	return fault(0) ? -1 : kj__fsys_default.stat(p, st);
 }
 
+static int f_lstat(const char *p, struct stat *st)
+{
+	return fault(0) ? -1 : kj__fsys_default.lstat(p, st);
+}
+
 static const struct kj__fsys faulty = {
-	f_open, f_read, f_write, f_fsync, f_close, f_rename, f_unlink, f_mkdir, f_fstat, f_stat,
+	f_open, f_read, f_write, f_fsync, f_close, f_rename, f_unlink, f_mkdir, f_fstat, f_stat, f_lstat,
 };
 
 /* Counts the calls the cache makes, by kind, without failing any. */
@@ -1079,6 +1085,203 @@ static void test_ten_thousand_entries(void)
 	cleanup();
 }
 
+/* ---- issue 16: modes, loose or symlinked directories, who requested what ---- */
+
+static int count_row(const struct kj__cache_entry *e, void *arg)
+{
+	(void)e;
+	(*(int *)arg)++;
+	return 0;
+}
+
+static mode_t mode_of(const char *path)
+{
+	struct stat st;
+	CHECK(lstat(path, &st) == 0);
+	return st.st_mode & 07777;
+}
+
+/* A per-user cache is 0700 and its files 0600 (whatever the umask lets
+ * through beyond that); a system cache's group may read. */
+static void test_modes(void)
+{
+	char path[512], key[65];
+	mode_t old = umask(022);
+
+	setup();
+	struct kj__cache *c = open_cache();
+	CHECK_EQ_INT(publish(c, 1, "gfx90a", 100), 0);
+	make_key(1, key);
+	CHECK_EQ_INT(kj__cache_recipe_store(c, key, key, (const uint8_t *)"recipe", 6), 0);
+	kj__cache_close(c);
+	CHECK_EQ_INT(mode_of(dir), 0700);
+	snprintf(path, sizeof path, "%s/gfx90a-6.0", dir);
+	CHECK_EQ_INT(mode_of(path), 0700);
+	obj_path(1, "gfx90a", path, sizeof path);
+	CHECK_EQ_INT(mode_of(path), 0600);
+	const char *files[] = { "lock", "index.sqlite", "clean", "recipes" };
+	for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+		snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+		CHECK_EQ_INT(mode_of(path), i == 3 ? 0700 : 0600);
+	}
+	snprintf(path, sizeof path, "%s/recipes/%s.req", dir, key);
+	CHECK_EQ_INT(mode_of(path), 0600);
+
+	/* an existing 0755 cache (older kjit) is tightened at open */
+	CHECK(chmod(dir, 0755) == 0);
+	c = open_cache();
+	kj__cache_close(c);
+	CHECK_EQ_INT(mode_of(dir), 0700);
+	CHECK(strstr(logged(), "tightened") != NULL);
+
+	/* the system cache's policy: group reads, nobody else */
+	setup();
+	struct kj__cache_options o = { .log = logfp, .dir_mode = 0750, .file_mode = 0640 };
+	CHECK_EQ_INT(kj__cache_open(&c, dir, &o), 0);
+	CHECK_EQ_INT(publish(c, 2, "gfx90a", 100), 0);
+	kj__cache_close(c);
+	CHECK_EQ_INT(mode_of(dir), 0750);
+	obj_path(2, "gfx90a", path, sizeof path);
+	CHECK_EQ_INT(mode_of(path), 0640);
+	umask(old);
+	cleanup();
+}
+
+/* A cache directory others may write, or owned by another user, is
+ * refused with one line, as ssh refuses a loose ~/.ssh. */
+static void test_loose_dir_refused(void)
+{
+	struct kj__cache_options o = { .log = logfp };
+	struct kj__cache *c = NULL;
+
+	setup();
+	o.log = logfp;
+	CHECK(mkdir(dir, 0777) == 0 && chmod(dir, 0777) == 0);
+	CHECK_EQ_INT(kj__cache_open(&c, dir, &o), KJIT_EDENIED);
+	CHECK(c == NULL);
+	CHECK(strstr(logged(), "writable by its group or others") != NULL);
+	CHECK(chmod(dir, 0770) == 0);
+	CHECK_EQ_INT(kj__cache_open(&c, dir, &o), KJIT_EDENIED);
+	CHECK(chmod(dir, 0700) == 0);
+	if (geteuid() == 0) { /* only root can give a directory away */
+		CHECK(chown(dir, 4242, 4242) == 0);
+		CHECK_EQ_INT(kj__cache_open(&c, dir, &o), KJIT_EDENIED);
+		CHECK(strstr(logged(), "owned by uid 4242") != NULL);
+		CHECK(chown(dir, 0, 0) == 0);
+	}
+	CHECK_EQ_INT(kj__cache_open(&c, dir, &o), 0);
+	kj__cache_close(c);
+	cleanup();
+}
+
+/* An object directory or recipes/ replaced by a symlink is refused: no
+ * byte is written where it points, and nothing there is removed. */
+static void test_symlinked_subdir_refused(void)
+{
+	char path[512], elsewhere[512], key[65];
+
+	setup();
+	struct kj__cache *c = open_cache();
+	snprintf(elsewhere, sizeof elsewhere, "%s/elsewhere", root);
+	CHECK(mkdir(elsewhere, 0700) == 0);
+	snprintf(path, sizeof path, "%s/gfx90a-6.0", dir);
+	CHECK(symlink(elsewhere, path) == 0);
+	CHECK(publish(c, 1, "gfx90a", 100) < 0);
+	CHECK(strstr(logged(), "a symlink where kjitd keeps a directory") != NULL);
+	make_key(1, key);
+	CHECK_EQ_INT(kj__cache_recipe_store(c, key, key, (const uint8_t *)"r", 1) < 0, 0); /* recipes/ is fine */
+	snprintf(path, sizeof path, "%s/recipes", dir);
+	char moved[512];
+	snprintf(moved, sizeof moved, "%s/recipes.real", dir);
+	CHECK(rename(path, moved) == 0);
+	CHECK(symlink(elsewhere, path) == 0);
+	make_key(2, key);
+	CHECK(kj__cache_recipe_store(c, key, key, (const uint8_t *)"r", 1) < 0);
+	uint8_t *body = NULL;
+	size_t len = 0;
+	CHECK(kj__cache_recipe_load(c, key, &body, &len) < 0);
+	free(body);
+	/* an object published before its directory was swapped: the lookup
+	 * is a miss and the file where the link points stays */
+	CHECK_EQ_INT(publish(c, 3, "gfx1100", 100), 0);
+	snprintf(path, sizeof path, "%s/gfx1100-6.0", dir);
+	snprintf(moved, sizeof moved, "%s/gfx1100.real", dir);
+	CHECK(rename(path, moved) == 0);
+	char planted[600];
+	make_key(3, key);
+	snprintf(planted, sizeof planted, "%s/%s.hsaco", elsewhere, key);
+	int fd = open(planted, O_WRONLY | O_CREAT, 0600);
+	CHECK(fd >= 0 && close(fd) == 0);
+	CHECK(symlink(elsewhere, path) == 0);
+	CHECK_EQ_INT(kj__cache_verify(c, NULL, NULL, NULL, NULL), 0);
+	CHECK(exists(planted));
+	kj__cache_close(c);
+	DIR *d = opendir(elsewhere);
+	int n = 0;
+	for (struct dirent *de; d && (de = readdir(d)) != NULL;)
+		n += de->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	CHECK_EQ_INT(n, 1); /* only what the test planted */
+	cleanup();
+}
+
+/* Who requested each object (schema 2), and the migration of a version 1
+ * index: its objects go to the cache directory's owner. */
+static void test_requesters_and_migration(void)
+{
+	char key[65], path[512];
+	int n;
+
+	setup();
+	struct kj__cache *c = open_cache();
+	CHECK_EQ_INT(publish(c, 1, "gfx90a", 100), 0);
+	CHECK_EQ_INT(publish(c, 2, "gfx90a", 100), 0);
+	make_key(1, key);
+	CHECK_EQ_INT(kj__cache_note_user(c, key, 1001), 0);
+	CHECK_EQ_INT(kj__cache_note_user(c, key, 1001), 0); /* idempotent */
+	CHECK_EQ_INT(kj__cache_requested_by(c, key, 1001), 1);
+	CHECK_EQ_INT(kj__cache_requested_by(c, key, 1002), 0);
+	n = 0;
+	CHECK_EQ_INT(kj__cache_foreach_of(c, NULL, 1001, count_row, &n), 0);
+	CHECK_EQ_INT(n, 1);
+	n = 0;
+	CHECK_EQ_INT(kj__cache_foreach(c, NULL, count_row, &n), 0);
+	CHECK_EQ_INT(n, 2);
+	/* an entry gone takes its requesters with it */
+	CHECK_EQ_INT(kj__cache_clear(c, NULL, NULL), 0);
+	CHECK_EQ_INT(kj__cache_requested_by(c, key, 1001), 0);
+	CHECK_EQ_INT(kj__cache_note_user(c, key, 1001), 0); /* no object: nothing noted */
+	CHECK_EQ_INT(kj__cache_requested_by(c, key, 1001), 0);
+	CHECK_EQ_INT(publish(c, 1, "gfx90a", 100), 0);
+	CHECK_EQ_INT(publish(c, 2, "gfx90a", 100), 0);
+	kj__cache_close(c);
+
+	/* back to schema 1, as an older kjit left it */
+	sqlite3 *db;
+	snprintf(path, sizeof path, "%s/index.sqlite", dir);
+	CHECK_EQ_INT(sqlite3_open(path, &db), SQLITE_OK);
+	CHECK_EQ_INT(sqlite3_exec(db, "DROP TRIGGER object_uids_gone; DROP TABLE object_uids;"
+				  " PRAGMA user_version=1;", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	c = open_cache();
+	n = 0;
+	CHECK_EQ_INT(kj__cache_foreach_of(c, NULL, geteuid(), count_row, &n), 0);
+	CHECK_EQ_INT(n, 2);
+	n = 0;
+	CHECK_EQ_INT(kj__cache_foreach_of(c, NULL, 1001, count_row, &n), 0);
+	CHECK_EQ_INT(n, 0);
+	kj__cache_close(c);
+	CHECK_EQ_INT(sqlite3_open(path, &db), SQLITE_OK);
+	sqlite3_stmt *st;
+	CHECK_EQ_INT(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
+	CHECK_EQ_INT(sqlite3_step(st), SQLITE_ROW);
+	CHECK_EQ_INT(sqlite3_column_int(st, 0), 2);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	cleanup();
+}
+
 TEST_LIST(TEST(publish_lookup) TEST(publish_rejects_bad_entries) TEST(restart_still_hits)
 	  TEST(integrity_check_after_unclean_close) TEST(hot_set)
 	  TEST(lock_same_process) TEST(lock_other_process) TEST(corrupt_byte_is_a_miss)
@@ -1086,4 +1289,5 @@ TEST_LIST(TEST(publish_lookup) TEST(publish_rejects_bad_entries) TEST(restart_st
 	  TEST(gc_keeps_most_recently_used) TEST(foreach_order_and_filter)
 	  TEST(verify_finds_corruption) TEST(clear_by_target) TEST(counters_persist)
 	  TEST(stale_tmp_removed_at_open) TEST(faults_during_publish) TEST(faults_during_lookup)
-	  TEST(faults_during_open) TEST(out_of_memory) TEST(ten_thousand_entries))
+	  TEST(faults_during_open) TEST(out_of_memory) TEST(ten_thousand_entries)
+	  TEST(modes) TEST(loose_dir_refused) TEST(symlinked_subdir_refused) TEST(requesters_and_migration))

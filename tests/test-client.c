@@ -928,6 +928,7 @@ static void test_strings(void)
 	for (int code = KJIT_ERROR_MIN; code <= 0; code++)
 		CHECK(kjit_strerror(code) != NULL && kjit_strerror(code)[0] != '\0');
 	CHECK_EQ_STR(kjit_status_name(KJIT_STATUS_JOINED), "joined");
+	CHECK_EQ_STR(kjit_status_name(KJIT_STATUS_REMOTE), "remote hit");
 	CHECK_EQ_INT(kjit_backend_from_name("vulkan"), KJIT_BACKEND_VULKAN);
 	CHECK_EQ_STR(kjit_last_error(NULL), "");
 	CHECK_EQ_INT(kjit_ping(NULL), KJIT_EINVAL);

@@ -659,7 +659,7 @@ static void test_lease_stampede(void)
 	struct kj__remote *r[N];
 	struct got g[N];
 	struct object obj;
-	char key[65], id[N][16];
+	char key[65], id[N][24];
 	uv_loop_t *loop = uv_default_loop();
 
 	redis_init(&rs, 0, NULL);

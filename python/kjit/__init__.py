@@ -2,7 +2,7 @@
 
     import kjit
     obj = kjit.get(source, backend="cuda")          # compiled once per machine
-    obj.status, obj.key, obj.target, len(obj.data)  # "hit" | "compiled" | "joined"
+    obj.status, obj.key, obj.target, len(obj.data)  # "hit" | "compiled" | "joined" | "remote hit"
     rms = kjit.get_kernel("rms_norm_f32", backend="cuda")   # a bundled kernel
     kjit.stats()["hits"]; kjit.targets()
 

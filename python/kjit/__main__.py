@@ -18,9 +18,11 @@ libkjit (the kjit command prints it).
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import re
+import stat
 import sys
 import tempfile
 import time
@@ -86,10 +88,43 @@ def source_name_of(path: str) -> str:
     return re.sub(r"[^A-Za-z0-9._+-]", "_", os.path.basename(path)) or "source"
 
 
-def write_atomic(path: str, data: bytes) -> None:
-    """A temporary file beside path, fsync, rename; mode 0666 less the umask."""
-    d = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".kjit-", dir=d)
+def _resolve_output(path: str) -> str:
+    """What path names once its symlinks are followed (it may not exist:
+    a dangling link names the file to create)."""
+    cur = path
+    for _ in range(40):
+        if not os.path.islink(cur):
+            return cur
+        link = os.readlink(cur)
+        cur = link if os.path.isabs(link) else os.path.join(os.path.dirname(cur), link)
+    raise OSError(errno.ELOOP, os.strerror(errno.ELOOP))
+
+
+def write_output(path: str, data: bytes) -> None:
+    """Writes data to path as cp does (docs/cli.md, common/outfile.c): "-"
+    is stdout; a symlink is followed and kept; a character device or FIFO
+    is written in place, never replaced; a socket, block device or
+    directory is refused; a regular file is replaced atomically (temporary
+    beside it, fsync, rename), keeping its mode (new: 0666 less the umask)."""
+    if path == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
+    final = _resolve_output(path)
+    try:
+        st = os.stat(final)
+    except FileNotFoundError:
+        st = None
+    if st is not None and (stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
+        with open(final, "wb", buffering=0) as f:
+            f.write(data)
+        return
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        kind = "a directory" if stat.S_ISDIR(st.st_mode) else \
+            "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file"
+        raise OSError(errno.EINVAL, f"{path} is {kind}; give a file name (or - for standard output)")
+    d = os.path.dirname(os.path.abspath(final))
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(final) + ".tmp.", dir=d)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -97,8 +132,8 @@ def write_atomic(path: str, data: bytes) -> None:
             os.fsync(f.fileno())
         mask = os.umask(0)
         os.umask(mask)
-        os.chmod(tmp, 0o666 & ~mask)
-        os.replace(tmp, path)
+        os.chmod(tmp, stat.S_IMODE(st.st_mode) & 0o777 if st is not None else 0o666 & ~mask)
+        os.replace(tmp, final)
     except BaseException:
         try:
             os.unlink(tmp)
@@ -138,6 +173,8 @@ def cmd_get(argv: List[str]) -> int:
         p.error("--backend is required")
     if a.backend not in ("hip", "cuda", "vulkan"):
         p.error(f"unknown backend {a.backend} (expected hip, cuda or vulkan)")
+    if a.json and a.output == "-":
+        p.error("-o - and --json both want standard output; give -o a file")
     headers = {}
     for spec in a.include_header:
         name, eq, file = spec.partition("=")
@@ -160,11 +197,13 @@ def cmd_get(argv: List[str]) -> int:
         return report(e)
     if a.output:
         try:
-            write_atomic(a.output, obj.data)
+            write_output(a.output, obj.data)
         except OSError as e:
+            if e.strerror and e.strerror.startswith(a.output):
+                return fail(e.strerror)
             return fail(f"cannot write {a.output}: {e.strerror}; check the path and free space")
     print(f"{obj.status} {obj.key} {obj.target or '-'} {len(obj.data)} bytes",
-          file=sys.stderr if a.json else sys.stdout)
+          file=sys.stderr if a.json or a.output == "-" else sys.stdout)
     if a.json:
         print(json.dumps(obj.as_json(), separators=(",", ":")))
     return EX_OK

@@ -32,7 +32,7 @@ __all__ = ["Client", "Object", "Backend", "Source", "BACKENDS", "STATUSES"]
 #: Backend names and their enum kjit_backend values.
 BACKENDS = {"hip": 1, "cuda": 2, "vulkan": 3}
 #: enum kjit_status values and their names.
-STATUSES = {1: "hit", 2: "compiled", 3: "joined"}
+STATUSES = {1: "hit", 2: "compiled", 3: "joined", 4: "remote hit"}
 
 Source = Union[str, bytes, bytearray, memoryview]
 #: "hip", "cuda" or "vulkan".

@@ -2,8 +2,8 @@
 # The fleet tier's kjitd options (docs/remote.md): each bad value is refused
 # with one line and exit status 2 before anything starts; good values start
 # a daemon that serves.  The remote itself is exercised by
-# build/tests/test-remote against a real redis-server; the request path
-# does not use it yet, so this file checks only the options.
+# build/tests/test-remote and, on the request path, tests/e2e/fleet.sh,
+# both against a real redis-server; this file checks only the options.
 . "$(dirname "$0")/lib.sh"
 
 refused() { # name, expected words, kjitd options...
@@ -30,7 +30,7 @@ refused remote-bad-timeout "1 to 60000" --remote-timeout 0
 refused remote-bad-max "expected a size" --remote-max-object lots
 KJITD_REMOTE=unix://relative.sock refused remote-bad-env "KJITD_REMOTE" --remote-mode ro
 
-# Good values: the daemon starts and answers (the remote is not used yet).
+# Good values: the daemon starts and answers (with no Redis there: it serves locally).
 if start_daemon --hip-compiler test --remote "unix://$T/no-redis.sock" --remote-prefix t:v1: \
 	--remote-ttl 30d --remote-mode ro --remote-timeout 150 --remote-max-object 8M --no-compile; then
 	pings() { "$KJIT" ping >/dev/null; }

@@ -13,6 +13,7 @@ import ctypes
 import hashlib
 import json
 import os
+import stat as stat_mod
 import subprocess
 import sys
 import threading
@@ -464,6 +465,36 @@ class TestCommandLine(unittest.TestCase):
         c = cli("get", "--kernel", "add_f32", "--backend", "vulkan")
         self.assertEqual(c.stdout.split()[1:], pymod("get", "--kernel", "add_f32", "--backend",
                                                      "vulkan").stdout.split()[1:])
+
+    def test_output_like_cp(self):
+        # issue 16: a symlink is followed and kept, a FIFO written in place,
+        # /dev/null stays a device, "-" is stdout, a directory is refused.
+        want = kjit.get_kernel("add_f32", backend="vulkan").data
+        args = ("get", "--kernel", "add_f32", "--backend", "vulkan", "-o")
+        real, link = os.path.join(TMP, "o-real.spv"), os.path.join(TMP, "o-link.spv")
+        os.symlink("o-real.spv", link)
+        self.assertEqual(pymod(*args, link).returncode, 0)
+        self.assertTrue(os.path.islink(link))
+        with open(real, "rb") as f:
+            self.assertEqual(f.read(), want)
+        fifo = os.path.join(TMP, "o-fifo")
+        os.mkfifo(fifo)
+        got = []
+        reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()))
+        reader.start()
+        self.assertEqual(pymod(*args, fifo).returncode, 0)
+        reader.join(30)
+        self.assertEqual(got, [want])
+        self.assertTrue(stat_mod.S_ISFIFO(os.stat(fifo).st_mode))
+        self.assertTrue(stat_mod.S_ISCHR(os.stat("/dev/null").st_mode),
+                        "/dev/null was replaced before this test, by another program")
+        self.assertEqual(pymod(*args, "/dev/null").returncode, 0)
+        self.assertTrue(stat_mod.S_ISCHR(os.stat("/dev/null").st_mode))
+        p = pymod(*args, "-")
+        self.assertEqual((p.returncode, p.stdout), (0, want))
+        p = pymod(*args, TMP)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("is a directory", p.stderr.decode())
 
     def test_get_source_matches_kjit(self):
         out_py, out_c = os.path.join(TMP, "p.hsaco"), os.path.join(TMP, "c.hsaco")
