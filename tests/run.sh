@@ -22,7 +22,7 @@ run_one() { # name, command...
 	rc=$?
 	p=$(grep -c '^ok ' "$log/out")
 	f=$(grep -c '^not ok ' "$log/out")
-	grep -E '^(ok|not ok) ' "$log/out" | sed "s|^|[$name] |"
+	grep -E '^(ok|not ok|# skip) ' "$log/out" | sed "s|^|[$name] |"
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
 		echo "[$name] not ok $name: exited $rc with no failed test named"
 		f=1

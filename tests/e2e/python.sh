@@ -13,6 +13,14 @@ fi
 [ -f "$TOP/$BUILD/libkjit.so" ] || { not_ok "libkjit.so" "$TOP/$BUILD/libkjit.so missing; run make"; exit 1; }
 start_daemon || { not_ok start "kjitd did not start"; exit 1; }
 
+# Under make test-asan libkjit.so carries the sanitizers, whose runtime must
+# come first in a process that loads it: preload it into python3 (leak
+# checking off: the interpreter keeps its memory to the end by design).
+if [ -n "$(san_flags)" ]; then
+	asan=$(${CC:-cc} -print-file-name=libasan.so)
+	ubsan=$(${CC:-cc} -print-file-name=libubsan.so)
+	export LD_PRELOAD="$asan $ubsan" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+fi
 export PYTHONPATH="$TOP/python" PYTHONDONTWRITEBYTECODE=1
 export KJIT_LIBRARY="$TOP/$BUILD/libkjit.so" KJIT_BIN="$KJIT" KJIT_TEST_TMP="$T"
 cd "$TOP" || exit 1
