@@ -99,6 +99,8 @@ static int race(int argc, char **argv)
 	kjit_result *refs = calloc((size_t)n, sizeof *refs);
 	int failed = 0;
 
+	if (refs == NULL)
+		return 2;
 	setenv("KJIT_PROCESS_MEMO", "0", 1);
 	kjit_client *c = open_client(0);
 	for (int i = 0; i < n; i++) {
@@ -130,6 +132,9 @@ static int race(int argc, char **argv)
 			failed++;
 	}
 	printf("%d of %d processes saw a difference or failed\n", failed, np);
+	for (int i = 0; i < n; i++)
+		kjit_result_free(&refs[i]);
+	free(refs);
 	return failed ? 1 : 0;
 }
 
