@@ -499,4 +499,18 @@ void kj__handle_replay(struct kj__daemon *d, struct kj__conn *c, uint32_t id, co
 int kj__detect_main(const char *sysfs_root);
 int kj__detect_run(struct kj__daemon *d);
 
+/* options.c: the daemon's command line.  kj__options_parse fills cfg from
+ * argv: -1 to go on, else an exit status (0 after --help, 2 after a usage
+ * error, printed).  kj__options_defaults fills what was not given and reads
+ * KJITD_REMOTE: 0, or KJIT_EINVAL (said on stderr) / KJIT_ENOMEM.
+ * kj__options_free frees what both allocated.  kj__option_takes_value says
+ * whether the option a takes the next argument as its value (role
+ * selection skips values); kj__usage_error prints "kjitd: " fmt (with arg)
+ * and the usage, and returns 2. */
+int kj__options_parse(int argc, char **argv, struct kj__config *cfg);
+int kj__options_defaults(struct kj__config *cfg);
+void kj__options_free(struct kj__config *cfg);
+int kj__option_takes_value(const char *a);
+int kj__usage_error(const char *fmt, const char *arg);
+
 #endif /* KJ_DAEMON_H */

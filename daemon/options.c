@@ -1,0 +1,435 @@
+/* options.c: kjitd's command line and its defaults.
+ *
+ * Parses the daemon's argv into struct kj__config (the long-option table,
+ * the fleet tier's and the limits' options, KJITD_REMOTE), fills in the
+ * defaults a run needs (paths, sizes, limits, each from common/kj_limits.h)
+ * and frees what parsing allocated.  It owns the usage text, so every usage
+ * error, including main.c's role-flag errors, prints the same lines.  It
+ * starts nothing and touches no file: main.c does, with the result.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <systemd/sd-daemon.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "compiler.h"
+#include "daemon.h"
+#include "kj_types.h"
+#include "remote.h"
+#include "targetid.h"
+#include "util.h"
+
+extern char **environ;
+
+static const char usage_text[] =
+	"usage: kjitd [--socket PATH] [--cache-dir DIR] [--max-size SIZE] [--jobs N] [--foreground]\n"
+	"             [--hip-arch T] [--cuda-arch T] [--vulkan-env T] [--hip-compiler hiprtc|hipcc]\n"
+	"             [--cuda-compiler nvrtc|nvcc]\n"
+	"             [--compile-timeout SECONDS] [--kernels-dir DIR] [--log FILE] [--system]\n"
+	"             [--allow-uid UID]... [--allow-gid GID]... [--admin-gid GID]...\n"
+	"             [--hot-size SIZE] [--memo-size SIZE] [--failed-ttl SECONDS]\n"
+	"             [--remote URL] [--remote-prefix P] [--remote-ttl DURATION] [--remote-mode ro|rw]\n"
+	"             [--remote-timeout MS] [--remote-max-object SIZE] [--no-compile]\n"
+	"             [--shared-hit-table | --no-shared-hit-table]\n"
+	"             [--idle-timeout SECONDS] [--max-conns-per-uid N] [--conn-idle-timeout SECONDS]\n"
+	"             [--max-request-bytes SIZE] [--max-request-bytes-per-uid SIZE]\n";
+
+enum {
+	OPT_HIP_ARCH = 256, OPT_CUDA_ARCH, OPT_VULKAN_ENV, OPT_HIP_COMPILER, OPT_TIMEOUT, OPT_KERNELS,
+	OPT_LOG, OPT_SYSTEM, OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_SYSFS, OPT_HOT, OPT_MEMO,
+	OPT_REMOTE, OPT_REMOTE_PREFIX, OPT_REMOTE_TTL, OPT_REMOTE_MODE, OPT_REMOTE_TIMEOUT, OPT_REMOTE_MAX, OPT_NO_COMPILE,
+	OPT_SHARED_HITS, OPT_NO_SHARED_HITS,
+	OPT_FAILED_TTL, OPT_CUDA_COMPILER,
+	OPT_IDLE_TIMEOUT, OPT_CONNS_PER_UID, OPT_CONN_IDLE, OPT_REQ_BYTES, OPT_REQ_BYTES_UID,
+	OPT_ADMIN_GID,
+};
+
+static const struct option long_opts[] = {
+	{ "socket", required_argument, NULL, 's' },
+	{ "cache-dir", required_argument, NULL, 'c' },
+	{ "max-size", required_argument, NULL, 'm' },
+	{ "jobs", required_argument, NULL, 'j' },
+	{ "foreground", no_argument, NULL, 'f' },
+	{ "hip-arch", required_argument, NULL, OPT_HIP_ARCH },
+	{ "cuda-arch", required_argument, NULL, OPT_CUDA_ARCH },
+	{ "vulkan-env", required_argument, NULL, OPT_VULKAN_ENV },
+	{ "hip-compiler", required_argument, NULL, OPT_HIP_COMPILER },
+	{ "cuda-compiler", required_argument, NULL, OPT_CUDA_COMPILER },
+	{ "compile-timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "kernels-dir", required_argument, NULL, OPT_KERNELS },
+	{ "log", required_argument, NULL, OPT_LOG },
+	{ "system", no_argument, NULL, OPT_SYSTEM },
+	{ "allow-uid", required_argument, NULL, OPT_ALLOW_UID },
+	{ "allow-gid", required_argument, NULL, OPT_ALLOW_GID },
+	{ "admin-gid", required_argument, NULL, OPT_ADMIN_GID },
+	{ "sysfs-root", required_argument, NULL, OPT_SYSFS },
+	{ "hot-size", required_argument, NULL, OPT_HOT },
+	{ "memo-size", required_argument, NULL, OPT_MEMO },
+	{ "failed-ttl", required_argument, NULL, OPT_FAILED_TTL },
+	{ "remote", required_argument, NULL, OPT_REMOTE },
+	{ "remote-prefix", required_argument, NULL, OPT_REMOTE_PREFIX },
+	{ "remote-ttl", required_argument, NULL, OPT_REMOTE_TTL },
+	{ "remote-mode", required_argument, NULL, OPT_REMOTE_MODE },
+	{ "remote-timeout", required_argument, NULL, OPT_REMOTE_TIMEOUT },
+	{ "remote-max-object", required_argument, NULL, OPT_REMOTE_MAX },
+	{ "no-compile", no_argument, NULL, OPT_NO_COMPILE },
+	{ "shared-hit-table", no_argument, NULL, OPT_SHARED_HITS },
+	{ "no-shared-hit-table", no_argument, NULL, OPT_NO_SHARED_HITS },
+	{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
+	{ "max-conns-per-uid", required_argument, NULL, OPT_CONNS_PER_UID },
+	{ "conn-idle-timeout", required_argument, NULL, OPT_CONN_IDLE },
+	{ "max-request-bytes", required_argument, NULL, OPT_REQ_BYTES },
+	{ "max-request-bytes-per-uid", required_argument, NULL, OPT_REQ_BYTES_UID },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+int kj__usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "kjitd: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\n%s", usage_text);
+	return 2;
+}
+
+static int parse_uint(const char *s, unsigned long max, unsigned long *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 10);
+	if (errno || *s == '\0' || *end != '\0' || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static char *default_kernels_dir(void)
+{
+	char *p = kj__asprintf("%s/kernels_src/MANIFEST", KJIT_SRCDIR);
+	if (p && access(p, R_OK) == 0) {
+		free(p);
+		return kj__asprintf("%s/kernels_src", KJIT_SRCDIR);
+	}
+	free(p);
+	return kj__asprintf("%s/share/kjit/kernels_src", KJIT_PREFIX);
+}
+
+static int set_arch(struct kj__config *cfg, int backend, const char *s)
+{
+	char canon[KJ_TARGET_MAX], err[256];
+
+	if (kj__target_canon(backend, s, canon, sizeof canon, err, sizeof err) < 0) {
+		fprintf(stderr, "kjitd: --%s %s: %s\n",
+			backend == KJIT_BACKEND_HIP ? "hip-arch" : backend == KJIT_BACKEND_CUDA ? "cuda-arch" : "vulkan-env",
+			s, err);
+		return 2;
+	}
+	free(cfg->arch[backend]);
+	cfg->arch[backend] = kj__strdup(canon);
+	return 0;
+}
+
+/* "0" (none), "90" (seconds) or a number with s, m, h or d: milliseconds. */
+static int parse_duration_ms(const char *s, uint64_t *out)
+{
+	static const struct { char unit; uint64_t ms; } units[] = {
+		{ 's', 1000 }, { 'm', 60000 }, { 'h', 3600000 }, { 'd', 86400000 },
+	};
+	char *end;
+	uint64_t mul = 1000;
+
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s || *s == '-' || v > 3650ull * 86400)
+		return -1;
+	if (*end != '\0') {
+		mul = 0;
+		for (size_t i = 0; i < KJ_ARRAY_SIZE(units); i++)
+			if (end[0] == units[i].unit && end[1] == '\0')
+				mul = units[i].ms;
+		if (mul == 0)
+			return -1;
+	}
+	*out = (uint64_t)v * mul;
+	return 0;
+}
+
+/* The fleet tier's options (daemon/remote.h); -1 when c is not one of
+ * them, else 0 or an exit status. */
+static int parse_remote_opt(int c, const char *arg, struct kj__config *cfg)
+{
+	struct kj__remote_url u;
+	char err[512];
+	unsigned long v;
+	uint64_t size;
+
+	switch (c) {
+	case OPT_REMOTE:
+		if (kj__remote_url_parse(arg, &u, err, sizeof err) < 0) {
+			fprintf(stderr, "kjitd: --remote: %s\n", err);
+			return 2;
+		}
+		kj__remote_url_free(&u);
+		free(cfg->remote_url);
+		cfg->remote_url = kj__strdup(arg);
+		return 0;
+	case OPT_REMOTE_PREFIX:
+		if (*arg == '\0' || strlen(arg) > KJ_NAME_MAX || strpbrk(arg, " \t\r\n"))
+			return kj__usage_error("--remote-prefix '%s': expected a short name without spaces, like kjit:v1:", arg);
+		free(cfg->remote_prefix);
+		cfg->remote_prefix = kj__strdup(arg);
+		return 0;
+	case OPT_REMOTE_TTL:
+		if (parse_duration_ms(arg, &cfg->remote_ttl_ms) < 0)
+			return kj__usage_error("--remote-ttl '%s': expected a duration like 3600, 90m, 12h or 30d (0: none)", arg);
+		return 0;
+	case OPT_REMOTE_MODE:
+		if (strcmp(arg, "ro") != 0 && strcmp(arg, "rw") != 0)
+			return kj__usage_error("--remote-mode '%s': expected ro or rw", arg);
+		cfg->remote_mode = arg[1] == 'o' ? KJ_REMOTE_RO : KJ_REMOTE_RW;
+		return 0;
+	case OPT_REMOTE_TIMEOUT:
+		if (parse_uint(arg, 60000, &v) < 0 || v == 0)
+			return kj__usage_error("--remote-timeout '%s': expected milliseconds, 1 to 60000", arg);
+		cfg->remote_timeout_ms = (unsigned)v;
+		return 0;
+	case OPT_REMOTE_MAX:
+		if (kj__parse_size(arg, &size) < 0 || size == 0)
+			return kj__usage_error("--remote-max-object '%s': expected a size like 64M", arg);
+		cfg->remote_max_object = size;
+		return 0;
+	case OPT_SHARED_HITS:
+		cfg->shared_hit_table = 1;
+		cfg->no_hit_table = 0;
+		return 0;
+	case OPT_NO_SHARED_HITS:
+		cfg->no_hit_table = 1;
+		cfg->shared_hit_table = 0;
+		return 0;
+	case OPT_NO_COMPILE:
+		cfg->no_compile = 1;
+		return 0;
+	}
+	return -1;
+}
+
+/* The limits' options (daemon/quota.c, docs/reliability.md); -1 when c is
+ * not one of them, else 0 or an exit status. */
+static int parse_limit_opt(int c, const char *arg, struct kj__config *cfg)
+{
+	unsigned long v;
+	uint64_t size;
+
+	switch (c) {
+	case OPT_IDLE_TIMEOUT:
+	case OPT_CONN_IDLE:
+		if (parse_uint(arg, 30ul * 86400, &v) < 0)
+			return kj__usage_error("--idle-timeout/--conn-idle-timeout '%s': expected seconds (0: never)", arg);
+		if (c == OPT_IDLE_TIMEOUT) {
+			cfg->idle_timeout_ms = (uint64_t)v * 1000;
+			cfg->idle_timeout_set = 1;
+		} else {
+			cfg->conn_idle_ms = v ? (uint64_t)v * 1000 : UINT64_MAX; /* UINT64_MAX: never, set below */
+		}
+		return 0;
+	case OPT_CONNS_PER_UID:
+		if (parse_uint(arg, 1000000, &v) < 0)
+			return kj__usage_error("--max-conns-per-uid '%s': expected a number (0: no cap)", arg);
+		cfg->conn_max_per_uid = v ? (unsigned)v : UINT_MAX;
+		return 0;
+	case OPT_REQ_BYTES:
+	case OPT_REQ_BYTES_UID:
+		if (kj__parse_size(arg, &size) < 0 || size < (1u << 20))
+			return kj__usage_error("--max-request-bytes[-per-uid] '%s': expected a size of 1M or more, like 512M", arg);
+		*(c == OPT_REQ_BYTES ? &cfg->buf_max_total : &cfg->buf_max_per_uid) = size;
+		return 0;
+	}
+	return -1;
+}
+
+/* Parses the daemon's argv into cfg; returns -1 to go on, else an exit
+ * status. */
+int kj__options_parse(int argc, char **argv, struct kj__config *cfg)
+{
+	unsigned long v;
+	uint64_t size;
+	int c, rc;
+
+	while ((c = getopt_long(argc, argv, "s:c:m:j:fh", long_opts, NULL)) != -1) {
+		if ((rc = parse_remote_opt(c, optarg, cfg)) >= 0 || (rc = parse_limit_opt(c, optarg, cfg)) >= 0) {
+			if (rc)
+				return rc;
+			continue;
+		}
+		switch (c) {
+		case 's': free(cfg->socket_path); cfg->socket_path = kj__strdup(optarg); break;
+		case 'c': free(cfg->cache_dir); cfg->cache_dir = kj__strdup(optarg); break;
+		case 'm':
+			if (kj__parse_size(optarg, &size) < 0 || size == 0)
+				return kj__usage_error("--max-size '%s': expected a size like 512M or 5G", optarg);
+			cfg->max_size = size;
+			break;
+		case 'j':
+			if (parse_uint(optarg, 256, &v) < 0 || v == 0)
+				return kj__usage_error("--jobs '%s': expected a number from 1 to 256", optarg);
+			cfg->jobs = (unsigned)v;
+			break;
+		case 'f': cfg->foreground = 1; break;
+		case OPT_HIP_ARCH: if ((rc = set_arch(cfg, KJIT_BACKEND_HIP, optarg))) return rc; break;
+		case OPT_CUDA_ARCH: if ((rc = set_arch(cfg, KJIT_BACKEND_CUDA, optarg))) return rc; break;
+		case OPT_VULKAN_ENV: if ((rc = set_arch(cfg, KJIT_BACKEND_VULKAN, optarg))) return rc; break;
+		case OPT_HIP_COMPILER:
+			if (strcmp(optarg, "hiprtc") != 0 && strcmp(optarg, "hipcc") != 0 && strcmp(optarg, "test") != 0)
+				return kj__usage_error("--hip-compiler '%s': expected hiprtc or hipcc", optarg);
+			free(cfg->hip_compiler);
+			cfg->hip_compiler = kj__strdup(optarg);
+			break;
+		case OPT_CUDA_COMPILER:
+			if (strcmp(optarg, "nvrtc") != 0 && strcmp(optarg, "nvcc") != 0)
+				return kj__usage_error("--cuda-compiler '%s': expected nvrtc or nvcc", optarg);
+			free(cfg->cuda_compiler);
+			cfg->cuda_compiler = kj__strdup(optarg);
+			break;
+		case OPT_TIMEOUT:
+			if (parse_uint(optarg, 86400, &v) < 0 || v == 0)
+				return kj__usage_error("--compile-timeout '%s': expected seconds, 1 to 86400", optarg);
+			cfg->compile_timeout_ms = (unsigned)v * 1000;
+			break;
+		case OPT_KERNELS: free(cfg->kernels_dir); cfg->kernels_dir = kj__strdup(optarg); break;
+		case OPT_LOG: free(cfg->log_path); cfg->log_path = kj__strdup(optarg); break;
+		case OPT_SYSTEM: cfg->system_mode = 1; break;
+		case OPT_ALLOW_UID:
+			if (parse_uint(optarg, UINT_MAX, &v) < 0 || cfg->n_allow_uid == KJ_ARRAY_SIZE(cfg->allow_uid))
+				return kj__usage_error("--allow-uid '%s': expected a numeric uid (16 at most)", optarg);
+			cfg->allow_uid[cfg->n_allow_uid++] = (uid_t)v;
+			break;
+		case OPT_ALLOW_GID:
+			if (parse_uint(optarg, UINT_MAX, &v) < 0 || cfg->n_allow_gid == KJ_ARRAY_SIZE(cfg->allow_gid))
+				return kj__usage_error("--allow-gid '%s': expected a numeric gid (16 at most)", optarg);
+			cfg->allow_gid[cfg->n_allow_gid++] = (gid_t)v;
+			break;
+		case OPT_ADMIN_GID:
+			if (kj__admin_gid_opt(cfg, optarg) < 0)
+				return kj__usage_error("--admin-gid '%s': expected a numeric gid (16 at most)", optarg);
+			break;
+		case OPT_SYSFS: free(cfg->sysfs_root); cfg->sysfs_root = kj__strdup(optarg); break;
+		case OPT_HOT:
+		case OPT_MEMO:
+			if (kj__parse_size(optarg, &size) < 0 || size == 0)
+				return kj__usage_error("--hot-size/--memo-size '%s': expected a size like 64M", optarg);
+			*(c == OPT_HOT ? &cfg->hot_size : &cfg->memo_size) = size;
+			break;
+		case OPT_FAILED_TTL:
+			if (parse_uint(optarg, 3600, &v) < 0)
+				return kj__usage_error("--failed-ttl '%s': expected seconds, 0 to 3600", optarg);
+			cfg->failed_ttl_ms = (unsigned)v * 1000u;
+			cfg->failed_ttl_given = 1;
+			break;
+		case 'h': fputs(usage_text, stdout); return 0;
+		default: fputs(usage_text, stderr); return 2;
+		}
+	}
+	if (optind < argc)
+		return kj__usage_error("unexpected argument '%s'", argv[optind]);
+	return -1;
+}
+
+int kj__options_defaults(struct kj__config *cfg)
+{
+	if (cfg->socket_path == NULL)
+		cfg->socket_path = kj__default_socket_path();
+	if (cfg->cache_dir == NULL)
+		cfg->cache_dir = kj__default_cache_dir();
+	if (cfg->kernels_dir == NULL)
+		cfg->kernels_dir = default_kernels_dir();
+	if (cfg->sysfs_root == NULL && getenv("KJIT_SYSFS_ROOT"))
+		cfg->sysfs_root = kj__strdup(getenv("KJIT_SYSFS_ROOT"));
+	if (cfg->jobs == 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		cfg->jobs = n > 0 ? (unsigned)n : 1;
+	}
+	if (cfg->compile_timeout_ms == 0)
+		cfg->compile_timeout_ms = KJ_COMPILE_TIMEOUT_MS;
+	if (cfg->max_size == 0)
+		cfg->max_size = KJ_DEFAULT_MAX_SIZE;
+	if (cfg->hot_size == 0)
+		cfg->hot_size = KJ_HOT_BYTES_MAX;
+	if (cfg->memo_size == 0)
+		cfg->memo_size = KJ_MEMO_BYTES_MAX;
+	if (!cfg->failed_ttl_given)
+		cfg->failed_ttl_ms = KJ_FAILED_TTL_MS;
+	if (cfg->conn_max_per_uid == 0)
+		cfg->conn_max_per_uid = KJ_CONN_PER_UID_MAX;
+	else if (cfg->conn_max_per_uid == UINT_MAX)
+		cfg->conn_max_per_uid = 0;
+	if (cfg->conn_idle_ms == 0)
+		cfg->conn_idle_ms = KJ_CONN_IDLE_MS;
+	else if (cfg->conn_idle_ms == UINT64_MAX)
+		cfg->conn_idle_ms = 0;
+	if (cfg->buf_max_total == 0)
+		cfg->buf_max_total = KJ_REQ_BYTES_MAX;
+	if (cfg->buf_max_per_uid == 0)
+		cfg->buf_max_per_uid = KJ_REQ_BYTES_PER_UID_MAX;
+	if (cfg->buf_max_per_uid > cfg->buf_max_total)
+		cfg->buf_max_per_uid = cfg->buf_max_total;
+	/* The daemon's own exit on idle is for a per-user daemon a client
+	 * started (it passes --idle-timeout); systemd starts and stops the
+	 * system one. */
+	if (cfg->system_mode && cfg->idle_timeout_set && cfg->idle_timeout_ms) {
+		fprintf(stderr, "kjitd: --idle-timeout is ignored with --system (systemd starts and stops it)\n");
+		cfg->idle_timeout_ms = 0;
+	}
+	if (cfg->remote_url == NULL && getenv("KJITD_REMOTE") && *getenv("KJITD_REMOTE")) {
+		struct kj__remote_url u;
+		char err[512];
+		if (kj__remote_url_parse(getenv("KJITD_REMOTE"), &u, err, sizeof err) < 0) {
+			fprintf(stderr, "kjitd: KJITD_REMOTE: %s\n", err);
+			return KJIT_EINVAL;
+		}
+		kj__remote_url_free(&u);
+		if ((cfg->remote_url = kj__strdup(getenv("KJITD_REMOTE"))) == NULL)
+			return KJIT_ENOMEM;
+	}
+	cfg->self_exe = realpath("/proc/self/exe", NULL);
+	return cfg->socket_path && cfg->cache_dir && cfg->kernels_dir && cfg->self_exe ? 0 : KJIT_ENOMEM;
+}
+
+void kj__options_free(struct kj__config *cfg)
+{
+	free(cfg->socket_path);
+	free(cfg->cache_dir);
+	free(cfg->kernels_dir);
+	free(cfg->sysfs_root);
+	free(cfg->log_path);
+	free(cfg->self_exe);
+	free(cfg->hip_compiler);
+	free(cfg->cuda_compiler);
+	free(cfg->remote_url);
+	free(cfg->remote_prefix);
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(cfg->arch); i++)
+		free(cfg->arch[i]);
+}
+
+/* Does argv[i] (an option) take the next argument as its value? */
+int kj__option_takes_value(const char *a)
+{
+	if (a[1] != '-') /* short options, possibly bundled: "-fs PATH" */
+		return a[1] && strchr("scmj", a[strlen(a) - 1]) != NULL;
+	if (strchr(a, '=') != NULL)
+		return 0;
+	for (const struct option *o = long_opts; o->name; o++)
+		if (strcmp(a + 2, o->name) == 0)
+			return o->has_arg == required_argument;
+	return 0;
+}
