@@ -167,6 +167,15 @@ int kj__memo_find(struct kj__memo *m, const uint8_t *body, size_t len, struct kj
  * stats) it depended on.  0, or KJIT_ENOMEM (nothing remembered). */
 int kj__memo_put(struct kj__memo *m, const uint8_t *body, size_t len, const struct kj__memo_hit *hit,
 		 const char *const *paths, const struct stat *stats, size_t n_paths);
+/* Remembers what the request bytes raw (decoded into q) resolved to, with
+ * the files that went into the key: each is stat'ed, then read again and
+ * compared with the bytes that were hashed, so a file that changed meanwhile
+ * means nothing is remembered.  For an include name found nowhere, the
+ * directory where it would appear (under incdir) is watched instead. */
+struct kj__get_req;
+void kj__memo_remember(struct kj__daemon *d, const uint8_t *raw, size_t raw_len, const struct kj__get_req *q,
+		       const struct kj__includes *inc, const char *incdir, const char *key, const char *target,
+		       const char *version);
 
 /* negcache.c: failed compiles remembered for ttl_ms (docs in negcache.c).
  * ttl_ms 0 remembers nothing.  _get returns 1 with the code, error line and

@@ -390,90 +390,6 @@ static int build_job(struct kj__flight *f, const struct kj__get_req *g, const st
 	return r ? r : kj__msg_end(b);
 }
 
-/* 1 if path holds exactly the n bytes at p (read again now). */
-static int file_holds(const char *path, const uint8_t *p, size_t n)
-{
-	uint8_t *now = NULL;
-	size_t len = 0;
-	int same = kj__read_file(path, KJ_SOURCE_MAX + KJ_HEADERS_MAX_TOTAL, &now, &len) == 0 && len == n &&
-		   memcmp(now, p, n) == 0;
-	free(now);
-	return same;
-}
-
-/* The deepest existing directory of incdir/name's path (incdir itself at
- * worst), stat'ed into st: its mtime changes when name, or a directory on
- * the way to it, is created.  malloc'd, or NULL (no memory, or no
- * directory at all). */
-static char *missing_watch(const char *incdir, const char *name, struct stat *st)
-{
-	char *p = kj__asprintf("%s/%s", incdir, name);
-	size_t root = strlen(incdir);
-
-	while (p != NULL) {
-		char *slash = strrchr(p, '/');
-		if (slash == NULL || (size_t)(slash - p) < root) {
-			free(p);
-			return NULL;
-		}
-		*slash = '\0';
-		if (stat(p, st) == 0 && S_ISDIR(st->st_mode))
-			return p;
-	}
-	return NULL;
-}
-
-/* Remembers what g's bytes resolved to, with the files that went into the
- * key.  Each file is stat'ed, then read again and compared with the bytes
- * that were hashed, so the identity kept matches those bytes; a file that
- * changed meanwhile means nothing is remembered.  For an include name found
- * nowhere, the directory where it would appear is watched instead. */
-static void memo_remember(struct get_req *g, const struct kj__includes *inc, const char *incdir,
-			  const char *key, const char *target, const char *version)
-{
-	struct kj__memo_hit hit = { .backend = g->q.backend };
-	const char *paths[2 * KJ_HEADERS_MAX_COUNT + 1];
-	char *owned[2 * KJ_HEADERS_MAX_COUNT + 1];
-	struct stat st[2 * KJ_HEADERS_MAX_COUNT + 1];
-	size_t n = 0, n_owned = 0;
-	int ok = g->raw != NULL;
-
-	if (g->q.kernel_path && ok) {
-		paths[n] = g->q.kernel_path;
-		ok = stat(paths[n], &st[n]) == 0 && file_holds(paths[n], g->q.source, g->q.source_len);
-		n++;
-	}
-	for (size_t i = 0; ok && i < inc->n && n < KJ_ARRAY_SIZE(paths); i++) {
-		int from_request = 0;
-		for (size_t j = 0; j < g->q.n_headers && !from_request; j++)
-			from_request = strcmp(g->q.hnames[j], inc->names[i]) == 0;
-		if (from_request)
-			continue; /* its bytes are in the request */
-		if ((owned[n_owned] = kj__asprintf("%s/%s", incdir, inc->names[i])) == NULL) {
-			ok = 0;
-			break;
-		}
-		paths[n] = owned[n_owned++];
-		ok = stat(paths[n], &st[n]) == 0 && file_holds(paths[n], inc->data[i], inc->len[i]);
-		n++;
-	}
-	for (size_t i = 0; ok && i < inc->n_missing && n < KJ_ARRAY_SIZE(paths); i++) {
-		if ((owned[n_owned] = missing_watch(incdir, inc->missing[i], &st[n])) == NULL) {
-			ok = 0;
-			break;
-		}
-		paths[n++] = owned[n_owned++];
-	}
-	if (ok) {
-		snprintf(hit.key, sizeof hit.key, "%s", key);
-		snprintf(hit.target, sizeof hit.target, "%s", target);
-		snprintf(hit.version, sizeof hit.version, "%s", version);
-		kj__memo_put(g->d->memo, g->raw, g->raw_len, &hit, paths, st, n);
-	}
-	for (size_t i = 0; i < n_owned; i++)
-		free(owned[i]);
-}
-
 /* A miss for an AMD target with features set (gfx90a:xnack+) that describes
  * the process's mode (not an explicit request for that build) may be served
  * by an object built for a compatible target with fewer features set
@@ -590,7 +506,7 @@ static int resolve_key(struct get_req *g, struct resolved *rs, char *err, size_t
 	};
 	r = kj__cache_key(&rs->ki, rs->key);
 	if (r == 0 && !wants_lowered(q))
-		memo_remember(g, &rs->inc, incdir, rs->key, rs->target, rs->version);
+		kj__memo_remember(g->d, g->raw, g->raw_len, &g->q, &rs->inc, incdir, rs->key, rs->target, rs->version);
 out:
 	free(incdir);
 	return r;

@@ -10,7 +10,9 @@
  * time) and checked with stat on every use; any change drops the entry.
  * The rest (the daemon's configuration and detected targets, each
  * compiler's identity) is fixed for the daemon's life.  Bounded by
- * KJ_MEMO_BYTES_MAX, least recently used out first.
+ * KJ_MEMO_BYTES_MAX, least recently used out first.  kj__memo_remember
+ * (at the end) gathers those files for get.c once a key is resolved, and
+ * re-reads each so the identity kept matches the bytes that were hashed.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -229,4 +231,89 @@ nomem:
 	if (e)
 		ent_free(e);
 	return KJIT_ENOMEM;
+}
+
+/* 1 if path holds exactly the n bytes at p (read again now). */
+static int file_holds(const char *path, const uint8_t *p, size_t n)
+{
+	uint8_t *now = NULL;
+	size_t len = 0;
+	int same = kj__read_file(path, KJ_SOURCE_MAX + KJ_HEADERS_MAX_TOTAL, &now, &len) == 0 && len == n &&
+		   memcmp(now, p, n) == 0;
+	free(now);
+	return same;
+}
+
+/* The deepest existing directory of incdir/name's path (incdir itself at
+ * worst), stat'ed into st: its mtime changes when name, or a directory on
+ * the way to it, is created.  malloc'd, or NULL (no memory, or no
+ * directory at all). */
+static char *missing_watch(const char *incdir, const char *name, struct stat *st)
+{
+	char *p = kj__asprintf("%s/%s", incdir, name);
+	size_t root = strlen(incdir);
+
+	while (p != NULL) {
+		char *slash = strrchr(p, '/');
+		if (slash == NULL || (size_t)(slash - p) < root) {
+			free(p);
+			return NULL;
+		}
+		*slash = '\0';
+		if (stat(p, st) == 0 && S_ISDIR(st->st_mode))
+			return p;
+	}
+	return NULL;
+}
+
+/* Remembers what a request's bytes resolved to, with the files that went into the
+ * key.  Each file is stat'ed, then read again and compared with the bytes
+ * that were hashed, so the identity kept matches those bytes; a file that
+ * changed meanwhile means nothing is remembered.  For an include name found
+ * nowhere, the directory where it would appear is watched instead. */
+void kj__memo_remember(struct kj__daemon *d, const uint8_t *raw, size_t raw_len, const struct kj__get_req *q,
+		       const struct kj__includes *inc, const char *incdir, const char *key, const char *target,
+		       const char *version)
+{
+	struct kj__memo_hit hit = { .backend = q->backend };
+	const char *paths[2 * KJ_HEADERS_MAX_COUNT + 1];
+	char *owned[2 * KJ_HEADERS_MAX_COUNT + 1];
+	struct stat st[2 * KJ_HEADERS_MAX_COUNT + 1];
+	size_t n = 0, n_owned = 0;
+	int ok = raw != NULL;
+
+	if (q->kernel_path && ok) {
+		paths[n] = q->kernel_path;
+		ok = stat(paths[n], &st[n]) == 0 && file_holds(paths[n], q->source, q->source_len);
+		n++;
+	}
+	for (size_t i = 0; ok && i < inc->n && n < KJ_ARRAY_SIZE(paths); i++) {
+		int from_request = 0;
+		for (size_t j = 0; j < q->n_headers && !from_request; j++)
+			from_request = strcmp(q->hnames[j], inc->names[i]) == 0;
+		if (from_request)
+			continue; /* its bytes are in the request */
+		if ((owned[n_owned] = kj__asprintf("%s/%s", incdir, inc->names[i])) == NULL) {
+			ok = 0;
+			break;
+		}
+		paths[n] = owned[n_owned++];
+		ok = stat(paths[n], &st[n]) == 0 && file_holds(paths[n], inc->data[i], inc->len[i]);
+		n++;
+	}
+	for (size_t i = 0; ok && i < inc->n_missing && n < KJ_ARRAY_SIZE(paths); i++) {
+		if ((owned[n_owned] = missing_watch(incdir, inc->missing[i], &st[n])) == NULL) {
+			ok = 0;
+			break;
+		}
+		paths[n++] = owned[n_owned++];
+	}
+	if (ok) {
+		snprintf(hit.key, sizeof hit.key, "%s", key);
+		snprintf(hit.target, sizeof hit.target, "%s", target);
+		snprintf(hit.version, sizeof hit.version, "%s", version);
+		kj__memo_put(d->memo, raw, raw_len, &hit, paths, st, n);
+	}
+	for (size_t i = 0; i < n_owned; i++)
+		free(owned[i]);
 }
