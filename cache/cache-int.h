@@ -118,7 +118,7 @@ struct kj__cache {
 void kj__cache_say(const struct kj__cache *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Formats into buf; KJIT_EINVAL if it does not fit. */
 int kj__cache_pathf(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* 1 if ext is one of the object extensions ("hsaco", "cubin", "ptx", "spv"). */
+/* 1 if ext is one of the object extensions ("hsaco", "cubin", "ptx", "fatbin", "spv"). */
 int kj__cache_ext_ok(const char *ext);
 /* s must have passed kj__hex_ok (lowercase): 64 digits into 32 bytes. */
 void kj__cache_unhex(const char *s, uint8_t out[KJ_SHA256_LEN]);

@@ -44,7 +44,7 @@
 #include "kj_limits.h"
 #include "util.h"
 
-static const char *const exts[] = { "hsaco", "cubin", "ptx", "spv" };
+static const char *const exts[] = { "hsaco", "cubin", "ptx", "fatbin", "spv" };
 
 /* ---- helpers shared by cache/ ---- */
 

@@ -75,7 +75,7 @@ struct kj__cache_entry {
 	int backend;                 /* enum kjit_backend */
 	char target[128];            /* canonical target */
 	char version[64];            /* runtime version */
-	char ext[8];                 /* "hsaco", "cubin", "ptx", "spv" */
+	char ext[8];                 /* "hsaco", "cubin", "ptx", "fatbin", "spv" */
 	uint64_t size;
 	char sha256[65];             /* hex digest of the object's bytes */
 	int64_t created;             /* unix seconds */

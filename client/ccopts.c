@@ -2,7 +2,7 @@
  * accepted by `kjit get` as they write them, and the headers that -I finds.
  *
  * kj__ccopts_take pulls -I DIR / -IDIR / --include-path=DIR, -D NAME[=V],
- * -U NAME, -O[LEVEL], -std=X, -default-device, --compiler FAMILY,
+ * -U NAME, -O[LEVEL], -std=X, -default-device, nvcc's --fatbin, --compiler FAMILY,
  * --name-expression EXPR and
  * glslc's -fshader-stage= / --target-env= out of a command line before getopt sees it (getopt would
  * read -std=c++17 as -s -t -d ...); the get command's own options and their
@@ -22,6 +22,7 @@
 #include "cache.h"
 #include "ccopts.h"
 #include "kj_limits.h"
+#include "targetid.h"
 #include "util.h"
 
 /* The get command's options that take a separate value ("--source FILE"). */
@@ -109,7 +110,8 @@ static int take_one(struct kj__ccopts *cc, int argc, char **argv, int *i, char *
 	if (strncmp(a, "--define-macro=", 15) == 0)
 		r = add_opt(cc, "-D", a + 15, err, errlen);
 	else if (((a[1] == 'D' || a[1] == 'U') && a[0] == '-' && a[2]) || is_olevel(a) ||
-		 strncmp(a, "-std=", 5) == 0 || strncmp(a, "--std=", 6) == 0 || strcmp(a, "-default-device") == 0)
+		 strncmp(a, "-std=", 5) == 0 || strncmp(a, "--std=", 6) == 0 || strcmp(a, "-default-device") == 0 ||
+		 kj__cuda_fatbin_opt(a))
 		r = add_opt(cc, a, "", err, errlen);
 	else if (strncmp(a, "-fshader-stage=", 15) == 0)
 		cc->stage = a + 15, r = 0;

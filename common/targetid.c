@@ -373,6 +373,11 @@ int kj__cuda_target_parse(const char *s, int *ptx, char *err, size_t errlen)
 	return 0;
 }
 
+int kj__cuda_fatbin_opt(const char *opt)
+{
+	return opt && (strcmp(opt, "--fatbin") == 0 || strcmp(opt, "-fatbin") == 0);
+}
+
 int kj__vulkan_target_parse(const char *s, char *err, size_t errlen)
 {
 	char q[QUOTE_MAX + 4];

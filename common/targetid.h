@@ -5,7 +5,8 @@
  * (gfx90a) then features in the order the table there gives, each "+" or "-"
  * (gfx90a:sramecc+:xnack-).  The canonical form has the processor in lower
  * case and the features sorted by name; an absent feature means "any".
- * CUDA targets are sm_XX (cubin) or compute_XX (PTX); Vulkan targets are
+ * CUDA targets are sm_XX (cubin) or compute_XX (PTX), or a fatbin of either
+ * with nvcc's own option --fatbin (kj__cuda_fatbin_opt); Vulkan targets are
  * vulkan1.1, vulkan1.2, vulkan1.3.
  */
 #ifndef KJ_TARGETID_H
@@ -48,6 +49,12 @@ int kj__hsa_override_to_processor(const char *s, char *out, size_t outlen, char 
 /* Checks a CUDA target "sm_90", "sm_90a", "compute_90"; *ptx = 1 for
  * compute_.  0 or KJIT_ETARGET with a reason. */
 int kj__cuda_target_parse(const char *s, int *ptx, char *err, size_t errlen);
+/* 1 if opt asks nvcc for a fatbin ("--fatbin" or "-fatbin", as nvcc spells
+ * it): the object is then a CUDA fat binary (magic 0xBA55ED50) holding SASS
+ * for sm_NN and PTX for compute_NN (target sm_NN), or PTX alone (target
+ * compute_NN), under the extension "fatbin".  The option is in the key like
+ * any other, so cubin, PTX and fatbin of one source never share a key. */
+int kj__cuda_fatbin_opt(const char *opt);
 /* Checks a Vulkan target env "vulkan1.1" | "vulkan1.2" | "vulkan1.3". */
 int kj__vulkan_target_parse(const char *s, char *err, size_t errlen);
 

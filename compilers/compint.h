@@ -17,6 +17,7 @@
 #define KJ_EM_AMDGPU 224
 #define KJ_EM_CUDA 190
 #define KJ_SPIRV_MAGIC 0x07230203u
+#define KJ_FATBIN_MAGIC 0xba55ed50u /* a CUDA fat binary (nvcc --fatbin), little-endian at 0 */
 
 /* One accepted option form of a family's whitelist. */
 enum kj__opt_kind {
@@ -104,14 +105,18 @@ int kj__rtc_args_push(struct kj__rtc_args *a, const char *opt, struct kj__compil
 /* Sets out->error to a malloc'd copy of msg (best effort) and returns code. */
 int kj__out_error(struct kj__compile_out *out, int code, const char *msg);
 
-/* 1 if p[0..n) is a little-endian 64-bit ELF with e_machine machine; then
- * *flags (may be NULL) gets e_flags. */
 /* Applies the worker's Landlock walls (compilers/sandbox.c): read and
  * execute the system trees, write rw_dir only.  0 (note says what was
  * applied, or that Landlock is unavailable) or KJIT_EINTERNAL. */
 int kj__sandbox_landlock(const char *rw_dir, char *note, size_t notelen);
 
+/* 1 if p[0..n) is a little-endian 64-bit ELF with e_machine machine; then
+ * *flags (may be NULL) gets e_flags. */
 int kj__elf_is(const uint8_t *p, size_t n, unsigned machine, uint32_t *flags);
+
+/* 1 if p[0..n) is a whole CUDA fatbin (symbols.c): magic KJ_FATBIN_MAGIC,
+ * version 1, every entry within its bounds, at least one PTX or ELF entry. */
+int kj__fatbin_is(const uint8_t *p, size_t n);
 
 /* Finds the entry whose triple is "hipv4-amdgcn-amd-amdhsa--TARGET" (or
  * "hip-amdgcn-amd-amdhsa-TARGET") in a clang offload bundle and points
@@ -163,6 +168,17 @@ int kj__put_file(const char *dir, const char *name, const uint8_t *data, size_t 
 void kj__rm_job_dir(const char *dir);
 /* The captured log with every "DIR/" removed, capped; NULL if empty. */
 char *kj__clean_log(const struct kj__proc_out *po, const char *dir);
+
+/* The directory of the NVRTC library the nvrtc family loads (nvrtc.c: the
+ * same names in the same order, opened here and closed again), symlinks
+ * resolved ("/usr/local/cuda-13.0/lib").  0, KJIT_ENOENT (no NVRTC) or
+ * KJIT_ETOOBIG. */
+int kj__nvrtc_lib_dir(char *dir, size_t dirlen);
+/* The nvcc of the toolkit whose library directory is libdir: the first
+ * executable of libdir/../bin/nvcc, ../../bin/nvcc (Debian's
+ * /usr/lib/x86_64-linux-gnu) and ../../../bin/nvcc (a toolkit's
+ * targets/x86_64-linux/lib), resolved into out.  0 or KJIT_ENOENT. */
+int kj__nvcc_beside(const char *libdir, char *out, size_t outlen);
 
 /* The HIP option whitelist (hiprtc.c), shared by hipcc: same clang underneath. */
 const struct kj__opt_rule *kj__hip_option_rules(size_t *n);

@@ -2,13 +2,20 @@
  * full .cu files (host code beside the kernels, <stdint.h>, <cstdio>) that
  * NVRTC cannot take.  `kjitd --cuda-compiler nvcc` chooses it.
  *
- * nvcc is the one of the toolkit NVRTC comes from (/usr/local/cuda/bin,
- * then /usr/bin).  Each job runs as hipcc's do (spawn.c): a private
- * directory with the source and the job's headers, a clean environment, a
- * process group killed past the timeout, the log with the directory's path
- * removed.  A target sm_NN gives a cubin (`--cubin -arch=sm_NN`), compute_NN
- * gives PTX (`--ptx`), kept with a terminating NUL as cuModuleLoadData
- * wants it; the device code only: host code is compiled and dropped.
+ * nvcc is the one of the toolkit NVRTC comes from: bin/nvcc beside the
+ * directory of the library the nvrtc family loads (kj__nvrtc_lib_dir,
+ * kj__nvcc_beside), else /usr/local/cuda/bin/nvcc, else /usr/bin/nvcc.
+ * Each job runs as hipcc's do (spawn.c): a private directory with the
+ * source and the job's headers, a clean environment, a process group
+ * killed past the timeout, the log with the directory's path removed.  A
+ * target sm_NN gives a cubin (`--cubin -arch=sm_NN`), compute_NN gives PTX
+ * (`--ptx`), kept with a terminating NUL as cuModuleLoadData wants it; with
+ * nvcc's own option --fatbin (kj__cuda_fatbin_opt) either gives a fatbin
+ * (`--fatbin -arch=TARGET`: for sm_NN, SASS for sm_NN plus PTX for
+ * compute_NN, which the driver JIT-compiles on a newer GPU; for
+ * compute_NN, the PTX alone), checked by its magic and layout
+ * (kj__fatbin_is).  The device code only: host code is compiled and
+ * dropped.
  *
  * nvcc reads the toolkit's and the system's headers (read-only under the
  * sandbox): their tree identity (treeid.c) is part of the identity,
@@ -32,7 +39,12 @@
 #define NVCC_OUT "kjit-out.obj"
 #define NVCC_ARCHS_MAX 128
 
+/* Where nvcc is looked for when no toolkit is found beside NVRTC. */
 static const char *const nvcc_paths[] = { "/usr/local/cuda/bin/nvcc", "/usr/bin/nvcc" };
+
+/* What a job asks nvcc for: its target and --fatbin decide. */
+enum nvcc_output { OUT_CUBIN, OUT_PTX, OUT_FATBIN };
+static const char *const output_flag[] = { "--cubin", "--ptx", "--fatbin" };
 
 struct nvcc_state {
 	char nvcc[PATH_MAX];
@@ -66,7 +78,36 @@ static const struct kj__opt_rule nvcc_rules[] = {
 	{ KJ_OPT_EXACT, "--disable-warnings", NULL },
 	{ KJ_OPT_EXACT, "-O", NULL },
 	{ KJ_OPT_CHOICE, "-O", "0|1|2|3" },
+	{ KJ_OPT_EXACT, "--fatbin", NULL },
+	{ KJ_OPT_EXACT, "-fatbin", NULL },
 };
+
+int kj__nvcc_beside(const char *libdir, char *out, size_t outlen)
+{
+	static const char *const rel[] = { "../bin", "../../bin", "../../../bin" };
+	char p[PATH_MAX], real[PATH_MAX];
+
+	for (size_t i = 0; libdir && i < KJ_ARRAY_SIZE(rel); i++)
+		if ((size_t)snprintf(p, sizeof p, "%s/%s/nvcc", libdir, rel[i]) < sizeof p && access(p, X_OK) == 0 &&
+		    realpath(p, real) != NULL && (size_t)snprintf(out, outlen, "%s", real) < outlen)
+			return 0;
+	return KJIT_ENOENT;
+}
+
+/* Sets st->nvcc: beside NVRTC, else the fixed places.  0 or KJIT_EBACKEND. */
+static int find_nvcc(struct nvcc_state *st)
+{
+	char lib[PATH_MAX];
+
+	if (kj__nvrtc_lib_dir(lib, sizeof lib) == 0 && kj__nvcc_beside(lib, st->nvcc, sizeof st->nvcc) == 0)
+		return 0;
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(nvcc_paths); i++)
+		if (access(nvcc_paths[i], X_OK) == 0) {
+			snprintf(st->nvcc, sizeof st->nvcc, "%s", nvcc_paths[i]);
+			return 0;
+		}
+	return KJIT_EBACKEND;
+}
 
 /* Runs `nvcc ARG` in a fresh directory; the output in *text (malloc'd). */
 static int nvcc_query(const struct nvcc_state *st, const char *arg, char **text)
@@ -142,12 +183,9 @@ static int nvcc_init(void **state, char *err, size_t errlen)
 
 	if (st == NULL)
 		goto out;
-	r = KJIT_EBACKEND;
-	for (size_t i = 0; i < KJ_ARRAY_SIZE(nvcc_paths) && !st->nvcc[0]; i++)
-		if (access(nvcc_paths[i], X_OK) == 0)
-			snprintf(st->nvcc, sizeof st->nvcc, "%s", nvcc_paths[i]);
-	if (!st->nvcc[0]) {
-		snprintf(err, errlen, "nvcc not found (/usr/local/cuda/bin/nvcc): install the CUDA toolkit");
+	if ((r = find_nvcc(st)) < 0) {
+		snprintf(err, errlen, "nvcc not found (beside NVRTC, /usr/local/cuda/bin or /usr/bin): install the "
+			 "CUDA toolkit");
 		goto out;
 	}
 	snprintf(st->tmp_root, sizeof st->tmp_root, "%s",
@@ -193,7 +231,7 @@ static int nvcc_check_target(void *state, const char *target, char *err, size_t 
 /* Runs nvcc on dir/src into dir/NVCC_OUT (log in out->log).  0, or a
  * negative code with out->error. */
 static int run_nvcc(struct nvcc_state *st, const struct kj__compile_job *job, const char *dir, const char *src,
-		    int ptx, struct kj__compile_out *out)
+		    enum nvcc_output kind, struct kj__compile_out *out)
 {
 	char err[256], arch[KJ_TARGET_MAX + 16], inc[PATH_MAX + 4], srcpath[PATH_MAX + KJ_NAME_MAX],
 		outpath[PATH_MAX + 32];
@@ -213,10 +251,11 @@ static int run_nvcc(struct nvcc_state *st, const struct kj__compile_job *job, co
 		goto out;
 	}
 	argv[a++] = st->nvcc;
-	argv[a++] = ptx ? "--ptx" : "--cubin";
+	argv[a++] = output_flag[kind];
 	argv[a++] = arch;
 	for (size_t i = 0; i < job->n_options; i++)
-		argv[a++] = job->options[i];
+		if (!kj__cuda_fatbin_opt(job->options[i])) /* given once, above */
+			argv[a++] = job->options[i];
 	argv[a++] = inc;
 	argv[a++] = "-o";
 	argv[a++] = outpath;
@@ -245,8 +284,8 @@ out:
 	return r;
 }
 
-/* Reads dir/NVCC_OUT: a CUDA ELF, or PTX given a terminating NUL. */
-static int take_object(const char *dir, int ptx, struct kj__compile_out *out)
+/* Reads dir/NVCC_OUT: a CUDA ELF, PTX given a terminating NUL, or a fatbin. */
+static int take_object(const char *dir, enum nvcc_output kind, struct kj__compile_out *out)
 {
 	char path[PATH_MAX];
 	uint8_t *data = NULL;
@@ -258,11 +297,13 @@ static int take_object(const char *dir, int ptx, struct kj__compile_out *out)
 	if (r < 0)
 		return kj__out_error(out, r == -EFBIG ? KJIT_ETOOBIG : KJIT_EINTERNAL,
 				     "nvcc succeeded but wrote no object (or one over the size cap)");
-	if (ptx && (len == 0 || data[len - 1] != '\0'))
+	if (kind == OUT_PTX && (len == 0 || data[len - 1] != '\0'))
 		data[len++] = '\0'; /* kj__read_file leaves room for a NUL */
-	if (!ptx && !kj__elf_is(data, len, KJ_EM_CUDA, NULL)) {
+	if ((kind == OUT_CUBIN && !kj__elf_is(data, len, KJ_EM_CUDA, NULL)) ||
+	    (kind == OUT_FATBIN && !kj__fatbin_is(data, len))) {
 		free(data);
-		return kj__out_error(out, KJIT_EINTERNAL, "nvcc's object is not a CUDA ELF");
+		return kj__out_error(out, KJIT_EINTERNAL, kind == OUT_CUBIN ? "nvcc's object is not a CUDA ELF"
+									     : "nvcc's object is not a CUDA fatbin");
 	}
 	out->data = data;
 	out->len = len;
@@ -290,7 +331,10 @@ static int nvcc_compile(void *state, const struct kj__compile_job *job, struct k
 		return kj__out_error(out, r, err);
 	if (kj__make_job_dir(st->tmp_root, "nvcc", dir, sizeof dir) < 0)
 		return kj__out_error(out, KJIT_EIO, "cannot make a temporary directory for nvcc");
-	int ptx = strncmp(job->target, "compute_", 8) == 0;
+	enum nvcc_output kind = strncmp(job->target, "compute_", 8) == 0 ? OUT_PTX : OUT_CUBIN;
+	for (size_t i = 0; i < job->n_options; i++)
+		if (kj__cuda_fatbin_opt(job->options[i]))
+			kind = OUT_FATBIN;
 	source_file(job->source_name, src, sizeof src);
 	r = 0;
 	for (size_t i = 0; r == 0 && i < job->n_headers; i++)
@@ -299,8 +343,8 @@ static int nvcc_compile(void *state, const struct kj__compile_job *job, struct k
 			r = kj__out_error(out, KJIT_EIO, "cannot write a header into the temporary directory");
 	if (r == 0 && kj__put_file(dir, src, job->source, job->source_len) < 0)
 		r = kj__out_error(out, KJIT_EIO, "cannot write the source into the temporary directory");
-	if (r == 0 && (r = run_nvcc(st, job, dir, src, ptx, out)) == 0)
-		r = take_object(dir, ptx, out);
+	if (r == 0 && (r = run_nvcc(st, job, dir, src, kind, out)) == 0)
+		r = take_object(dir, kind, out);
 	kj__rm_job_dir(dir);
 	return r;
 }

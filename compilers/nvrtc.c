@@ -144,6 +144,28 @@ static int find_toolkit_include(struct nvrtc_state *st)
 	return 0;
 }
 
+int kj__nvrtc_lib_dir(char *dir, size_t dirlen)
+{
+	void *lib = NULL, *sym;
+	char path[PATH_MAX];
+	Dl_info info;
+	int r = KJIT_ENOENT;
+
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(nvrtc_libs) && lib == NULL; i++)
+		lib = dlopen(nvrtc_libs[i], RTLD_LAZY | RTLD_LOCAL);
+	if (lib == NULL)
+		return KJIT_ENOENT;
+	if ((sym = dlsym(lib, "nvrtcVersion")) != NULL && dladdr(sym, &info) != 0 && info.dli_fname &&
+	    realpath(info.dli_fname, path) != NULL) {
+		char *slash = strrchr(path, '/');
+		if (slash && slash != path)
+			*slash = '\0';
+		r = (size_t)snprintf(dir, dirlen, "%s", path) < dirlen ? 0 : KJIT_ETOOBIG;
+	}
+	dlclose(lib);
+	return r;
+}
+
 static int load_api(struct nvrtc_state *st, char *err, size_t errlen)
 {
 	int missing = 0;
@@ -412,6 +434,10 @@ static int nvrtc_compile(void *state, const struct kj__compile_job *job, struct 
 	int r, arch = 0, ptx = 0;
 
 	memset(out, 0, sizeof *out);
+	for (size_t i = 0; i < job->n_options; i++)
+		if (kj__cuda_fatbin_opt(job->options[i]))
+			return kj__out_error(out, KJIT_EINVAL, "NVRTC makes a cubin or PTX, not a fatbin: --fatbin "
+				"needs nvcc (--compiler nvcc)");
 	if ((r = nvrtc_check_target(st, job->target, err, sizeof err)) < 0 ||
 	    (r = kj__options_check("nvrtc", cuda_rules, KJ_ARRAY_SIZE(cuda_rules), job, err, sizeof err)) < 0 ||
 	    (r = kj__includes_check(job, err, sizeof err)) < 0)

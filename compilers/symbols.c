@@ -2,13 +2,24 @@
  * is checked instead of trusted (a misspelt name used to "compile" and add a
  * cache entry that could never be launched).
  *
- * Three formats: an ELF (AMDGPU code object or CUDA cubin): the defined
+ * Four formats: an ELF (AMDGPU code object or CUDA cubin): the defined
  * global or weak STT_FUNC symbols of its .symtab; PTX text: the names after
- * ".entry"; SPIR-V: the names of its OpEntryPoint instructions.  Every read
- * is bounds-checked against the object's length: the object comes from a
- * compiler, not from us.  An object whose symbols cannot be listed (an ELF
- * without .symtab) is not judged.  No state outside the call.
+ * ".entry"; SPIR-V: the names of its OpEntryPoint instructions; a CUDA
+ * fatbin (nvcc --fatbin): those of its first uncompressed ELF entry, else
+ * of its first uncompressed PTX entry.  Every read is bounds-checked
+ * against the object's length: the object comes from a compiler, not from
+ * us.  An object whose symbols cannot be listed (an ELF without .symtab, a
+ * fatbin whose entries are all compressed) is not judged.  No state outside
+ * the call.
+ *
+ * The fatbin layout (as CUDA's fatbinary tool writes it; little-endian): a
+ * 16-byte header {u32 magic 0xBA55ED50, u16 version 1, u16 header size,
+ * u64 size of what follows}, then entries, each a header {u16 kind (1 PTX,
+ * 2 ELF), u16 version, u32 header size, u64 payload size, u32 compressed
+ * size (0: not compressed), ..., u64 flags at 40 (0x2000 LZ4, 0x8000 zstd
+ * compression)} and its payload.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -110,8 +121,101 @@ static int spirv_symbols(const uint8_t *p, size_t n, sym_fn fn, void *arg)
 	return 1;
 }
 
+#define FATBIN_HDR 16
+#define FATBIN_ENTRY_HDR 48        /* the fields read below: up to the flags */
+#define FATBIN_KIND_PTX 1
+#define FATBIN_KIND_ELF 2
+#define FATBIN_COMPRESSED 0xa000u  /* LZ4 (0x2000) or zstd (0x8000) */
+
+/* One entry of a fatbin. */
+struct fat_entry {
+	unsigned kind;
+	int compressed;
+	const uint8_t *payload;
+	size_t len;
+};
+
+/* Walks a fatbin: calls fn for each entry until it returns non-zero.  The
+ * number of entries (or fn's answer), or -1 if p[0..n) is not a whole,
+ * well-formed fatbin. */
+static int fatbin_walk(const uint8_t *p, size_t n, int (*fn)(const struct fat_entry *e, void *arg), void *arg)
+{
+	if (n < FATBIN_HDR || rd32(p) != KJ_FATBIN_MAGIC || rd16(p + 4) != 1 || rd16(p + 6) < FATBIN_HDR)
+		return -1;
+	uint64_t off = rd16(p + 6), size = rd64(p + 8);
+	if (off > n || size > n - off)
+		return -1;
+	uint64_t end = off + size;
+	int count = 0;
+	while (off < end) {
+		const uint8_t *h = p + off;
+		if (end - off < FATBIN_ENTRY_HDR)
+			return -1;
+		uint64_t hs = rd32(h + 4), len = rd64(h + 8);
+		if (hs < FATBIN_ENTRY_HDR || hs > end - off || len > end - off - hs || count == INT_MAX - 1)
+			return -1;
+		struct fat_entry e = { rd16(h), rd32(h + 16) != 0 || (rd64(h + 40) & FATBIN_COMPRESSED) != 0,
+				       h + hs, (size_t)len };
+		count++;
+		int r = fn ? fn(&e, arg) : 0;
+		if (r)
+			return r;
+		off += hs + len;
+	}
+	return count;
+}
+
+static int count_code(const struct fat_entry *e, void *arg)
+{
+	*(int *)arg += e->kind == FATBIN_KIND_PTX || e->kind == FATBIN_KIND_ELF;
+	return 0;
+}
+
+int kj__fatbin_is(const uint8_t *p, size_t n)
+{
+	int code = 0;
+
+	return p != NULL && fatbin_walk(p, n, count_code, &code) > 0 && code > 0;
+}
+
+/* The first uncompressed entry of the kind wanted. */
+struct fat_pick {
+	unsigned kind;
+	const uint8_t *p;
+	size_t n;
+};
+
+static int pick(const struct fat_entry *e, void *arg)
+{
+	struct fat_pick *k = arg;
+
+	if (e->kind != k->kind || e->compressed)
+		return 0;
+	if (e->kind == FATBIN_KIND_ELF && (e->len < 64 || memcmp(e->payload, "\177ELF", 4) != 0))
+		return 0;
+	k->p = e->payload;
+	k->n = e->len;
+	return 1;
+}
+
+static int ptx_symbols(const uint8_t *p, size_t n, sym_fn fn, void *arg);
+
+static int fatbin_symbols(const uint8_t *p, size_t n, sym_fn fn, void *arg)
+{
+	struct fat_pick k = { FATBIN_KIND_ELF, NULL, 0 };
+
+	if (fatbin_walk(p, n, pick, &k) == 1)
+		return elf_symbols(k.p, k.n, fn, arg);
+	k.kind = FATBIN_KIND_PTX;
+	if (fatbin_walk(p, n, pick, &k) == 1)
+		return ptx_symbols(k.p, k.n, fn, arg);
+	return 0;
+}
+
 static int for_each_entry(const uint8_t *p, size_t n, sym_fn fn, void *arg)
 {
+	if (kj__fatbin_is(p, n))
+		return fatbin_symbols(p, n, fn, arg);
 	if (n >= 64 && memcmp(p, "\177ELF", 4) == 0 && p[4] == 2 && p[5] == 1)
 		return elf_symbols(p, n, fn, arg);
 	if (n >= 20 && n % 4 == 0 && rd32(p) == KJ_SPIRV_MAGIC)

@@ -1,5 +1,6 @@
 /* admin.c: the administrative requests (ADMIN CMD ARG): stats, targets,
- * kernels, ls, show, gc, verify, clear, export, import (replay: replay.c).
+ * kernels, gc, verify, clear, export, import (ls and show: entries.c;
+ * replay: replay.c).
  * Each answers with a human text and one JSON object, both built here so
  * every client prints the same.  Who may make which request is access.c's
  * rule (docs/protocol.md, "Roles"): the ones that change or stop the
@@ -374,96 +375,6 @@ static int do_kernels(struct kj__daemon *d, const char *arg, struct answer *a)
 	return r ? KJIT_ENOMEM : 0;
 }
 
-struct ls_ctx {
-	struct answer *a;
-	int first;
-	int r;
-};
-
-static int ls_one(const struct kj__cache_entry *e, void *arg)
-{
-	struct ls_ctx *x = arg;
-	struct answer *a = x->a;
-
-	x->r |= kj__buf_printf(&a->text, "%s %-6s %-24s %-8s %8llu %s\n", e->key, kjit_backend_name(e->backend),
-			       e->target, e->version, (unsigned long long)e->size, e->source_name ? e->source_name : "");
-	x->r |= kj__buf_printf(&a->json, "%s{\"key\":\"%s\",\"backend\":\"%s\",\"target\":", x->first ? "" : ",",
-			       e->key, kjit_backend_name(e->backend));
-	x->r |= kj__json_str(&a->json, e->target);
-	x->r |= kj__buf_printf(&a->json, ",\"version\":");
-	x->r |= kj__json_str(&a->json, e->version);
-	x->r |= kj__buf_printf(&a->json, ",\"size\":%llu,\"hits\":%llu,\"last_used\":%lld,\"source_name\":",
-			       (unsigned long long)e->size, (unsigned long long)e->hits, (long long)e->last_used);
-	x->r |= kj__json_str(&a->json, e->source_name ? e->source_name : "");
-	x->r |= kj__buf_printf(&a->json, "}");
-	x->first = 0;
-	return x->r ? KJIT_ENOMEM : 0;
-}
-
-/* An administrator sees every entry; a user only those it requested. */
-static int do_ls(struct kj__daemon *d, struct kj__conn *c, const char *arg, struct answer *a)
-{
-	struct ls_ctx x = { a, 1, 0 };
-	const char *target = arg && *arg ? arg : NULL;
-	int all = kj__peer_is_admin(d, c), r;
-
-	kj__cache_flush(d->cache);
-	x.r |= kj__buf_printf(&a->json, "{\"entries\":[");
-	if (all)
-		r = kj__cache_foreach(d->cache, target, ls_one, &x);
-	else
-		r = kj__cache_foreach_of(d->cache, target, kj__conn_uid(c), ls_one, &x);
-	x.r |= kj__buf_printf(&a->json, "],\"all\":%s}", all ? "true" : "false");
-	return r < 0 ? r : x.r ? KJIT_ENOMEM : 0;
-}
-
-static int do_show(struct kj__daemon *d, struct kj__conn *c, const char *arg, struct answer *a)
-{
-	struct kj__cache_entry e;
-	int r;
-
-	if (arg == NULL || !kj__hex_ok(arg)) {
-		snprintf(a->error, sizeof a->error, "'%s' is not a cache key (64 hex digits; `kjit ls` lists them)",
-			 arg ? arg : "");
-		return KJIT_EINVAL;
-	}
-	kj__cache_flush(d->cache);
-	/* a user's view holds only its own entries: another's is "no entry" */
-	if (!kj__peer_is_admin(d, c) && !kj__cache_requested_by(d->cache, arg, kj__conn_uid(c)))
-		r = KJIT_ENOENT;
-	else
-		r = kj__cache_get(d->cache, arg, &e);
-	if (r < 0) {
-		snprintf(a->error, sizeof a->error, "no cache entry %s", arg);
-		return r;
-	}
-	r = kj__buf_printf(&a->text,
-			   "key        %s\nbackend    %s\ntarget     %s\nversion    %s\nsize       %llu\nsha256     %s\n"
-			   "created    %lld\nlast used  %lld\nhits       %llu\ncompile ms %llu\nsource     %s\noptions    %s\n"
-			   "compiler   %s\nlog:\n%s\n",
-			   e.key, kjit_backend_name(e.backend), e.target, e.version, (unsigned long long)e.size, e.sha256,
-			   (long long)e.created, (long long)e.last_used, (unsigned long long)e.hits,
-			   (unsigned long long)e.compile_ms, e.source_name ? e.source_name : "",
-			   e.options ? e.options : "", e.compiler ? e.compiler : "", e.log ? e.log : "");
-	r |= kj__buf_printf(&a->json, "{\"key\":\"%s\",\"backend\":\"%s\",\"target\":", e.key, kjit_backend_name(e.backend));
-	r |= kj__json_str(&a->json, e.target);
-	r |= kj__buf_printf(&a->json, ",\"version\":");
-	r |= kj__json_str(&a->json, e.version);
-	r |= kj__buf_printf(&a->json, ",\"size\":%llu,\"sha256\":\"%s\",\"created\":%lld,\"last_used\":%lld,\"hits\":%llu,\"compile_ms\":%llu,\"source_name\":",
-			    (unsigned long long)e.size, e.sha256, (long long)e.created, (long long)e.last_used,
-			    (unsigned long long)e.hits, (unsigned long long)e.compile_ms);
-	r |= kj__json_str(&a->json, e.source_name ? e.source_name : "");
-	r |= kj__buf_printf(&a->json, ",\"options\":");
-	r |= kj__json_str(&a->json, e.options ? e.options : "");
-	r |= kj__buf_printf(&a->json, ",\"compiler\":");
-	r |= kj__json_str(&a->json, e.compiler ? e.compiler : "");
-	r |= kj__buf_printf(&a->json, ",\"log\":");
-	r |= kj__json_str(&a->json, e.log ? e.log : "");
-	r |= kj__buf_printf(&a->json, "}");
-	kj__cache_entry_free(&e);
-	return r ? KJIT_ENOMEM : 0;
-}
-
 static int do_gc(struct kj__daemon *d, const char *arg, struct answer *a)
 {
 	uint64_t cap = 0, evicted = 0, freed = 0;
@@ -641,9 +552,9 @@ void kj__handle_admin(struct kj__daemon *d, struct kj__conn *c, uint32_t id, con
 	else if (strcmp(cmd, "kernels") == 0)
 		r = do_kernels(d, arg, &a);
 	else if (strcmp(cmd, "ls") == 0)
-		r = do_ls(d, c, arg, &a);
+		r = kj__admin_ls(d, c, arg, &a.text, &a.json);
 	else if (strcmp(cmd, "show") == 0)
-		r = do_show(d, c, arg, &a);
+		r = kj__admin_show(d, c, arg, &a.text, &a.json, a.error, sizeof a.error);
 	else if (strcmp(cmd, "gc") == 0)
 		r = do_gc(d, arg, &a);
 	else if (strcmp(cmd, "verify") == 0)

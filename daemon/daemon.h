@@ -491,6 +491,14 @@ void kj__handle_admin(struct kj__daemon *d, struct kj__conn *c, uint32_t id, con
 /* Adds counters not yet persisted to the cache's counters. */
 void kj__stats_flush(struct kj__daemon *d);
 
+/* entries.c: `ls [TARGET]` and `show KEY` for c's peer (every entry for an
+ * administrator, else those it requested), into text and json.  0 or a
+ * negative code (show: with the reason in err). */
+int kj__admin_ls(struct kj__daemon *d, struct kj__conn *c, const char *arg, struct kj__buf *text,
+		 struct kj__buf *json);
+int kj__admin_show(struct kj__daemon *d, struct kj__conn *c, const char *arg, struct kj__buf *text,
+		   struct kj__buf *json, char *err, size_t errlen);
+
 /* bundle.c: export (entries of the given targets, or all) to path, and
  * import from path.  Import checks everything before it publishes
  * anything.  0 or a negative code with a one-line reason in err. */

@@ -346,11 +346,17 @@ static int default_target(struct kj__daemon *d, int backend, const char **out, c
 	return KJIT_ENOTARGET;
 }
 
-static const char *object_ext(int backend, const char *target)
+/* The object's extension: a CUDA target gives a cubin (sm_NN) or PTX
+ * (compute_NN), or a fatbin when nvcc's --fatbin is among the options. */
+static const char *object_ext(const struct kj__get_req *q, const char *target)
 {
-	switch (backend) {
+	switch (q->backend) {
 	case KJIT_BACKEND_HIP: return "hsaco";
-	case KJIT_BACKEND_CUDA: return strncmp(target, "compute_", 8) == 0 ? "ptx" : "cubin";
+	case KJIT_BACKEND_CUDA:
+		for (size_t i = 0; i < q->n_options; i++)
+			if (kj__cuda_fatbin_opt(q->options[i]))
+				return "fatbin";
+		return strncmp(target, "compute_", 8) == 0 ? "ptx" : "cubin";
 	default: return "spv";
 	}
 }
@@ -547,7 +553,7 @@ static int join_or_open_flight(struct get_req *g, const struct resolved *rs, cha
 	f->e.backend = q->backend;
 	snprintf(f->e.target, sizeof f->e.target, "%s", rs->target);
 	snprintf(f->e.version, sizeof f->e.version, "%s", rs->version);
-	snprintf(f->e.ext, sizeof f->e.ext, "%s", object_ext(q->backend, rs->target));
+	snprintf(f->e.ext, sizeof f->e.ext, "%s", object_ext(q, rs->target));
 	f->source_name = kj__strdup(q->source_name ? q->source_name : "source");
 	f->options = join_options(q->options, q->n_options);
 	f->compiler = kj__strdup(kj__pool_identity(pool));

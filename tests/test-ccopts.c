@@ -26,20 +26,21 @@ static void test_takes_compiler_options(void)
 	int argc;
 	char *argv[] = { "get", "--source", "-Dnot.cu", "-I", "inc", "-Iinc2", "--include-path=inc3", "-DA=1",
 			 "-D", "B", "-UC", "-O3", "-std=c++17", "--opt", "-DKEPT", "--backend", "cuda",
-			 "-default-device", "-o", "-Ox", "--json", "--compiler", "nvcc", NULL };
+			 "-default-device", "-o", "-Ox", "--json", "--compiler", "nvcc", "--fatbin", NULL };
 
 	CHECK_EQ_INT(take(&cc, argv, &argc, err), 0);
 	CHECK_EQ_INT(cc.n_dirs, 3);
 	CHECK_EQ_STR(cc.dirs[0], "inc");
 	CHECK_EQ_STR(cc.dirs[1], "inc2");
 	CHECK_EQ_STR(cc.dirs[2], "inc3");
-	CHECK_EQ_INT(cc.n_opts, 6);
+	CHECK_EQ_INT(cc.n_opts, 7);
 	CHECK_EQ_STR(cc.opts[0], "-DA=1");
 	CHECK_EQ_STR(cc.opts[1], "-DB");
 	CHECK_EQ_STR(cc.opts[2], "-UC");
 	CHECK_EQ_STR(cc.opts[3], "-O3");
 	CHECK_EQ_STR(cc.opts[4], "-std=c++17");
 	CHECK_EQ_STR(cc.opts[5], "-default-device");
+	CHECK_EQ_STR(cc.opts[6], "--fatbin");
 	CHECK_EQ_STR(cc.compiler, "nvcc");
 	/* what is left, in order: the values of valued options untouched */
 	const char *left[] = { "get", "--source", "-Dnot.cu", "--opt", "-DKEPT", "--backend", "cuda", "-o", "-Ox",

@@ -17,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -741,6 +743,93 @@ static void test_nvcc(void)
 	ops->fini(st);
 }
 
+/* nvcc --fatbin: SASS for sm_90 and PTX for compute_90 in one CUDA fat
+ * binary, checked by its magic and layout; its entries are those of its
+ * ELF.  A cubin, a cut fatbin and an entry running past the end are not
+ * fatbins. */
+static void test_nvcc_fatbin(void)
+{
+	const struct kj__compiler_ops *ops = kj__compiler_find("nvcc");
+	void *st = init_or_die(ops);
+	struct kj__compile_out o = { 0 }, c = { 0 };
+	static const char src[] = "__global__ void k(float *x) { x[threadIdx.x] = 1; }\nint main() { return 0; }\n";
+	const char *fat[] = { "--fatbin" }, *entry[] = { "_Z1kPf" }, *wrong[] = { "k" };
+	char err[256];
+
+	struct kj__compile_job j = job_of("sm_90", "fat.cu", src);
+	j.options = fat;
+	j.n_options = 1;
+	CHECK_EQ_INT(ops->compile(st, &j, &o), 0);
+	CHECK(o.len > 16 && o.data[0] == 0x50 && o.data[1] == 0xed && o.data[2] == 0x55 && o.data[3] == 0xba);
+	CHECK(kj__fatbin_is(o.data, o.len));
+	CHECK(!kj__elf_is(o.data, o.len, KJ_EM_CUDA, NULL));
+	CHECK(memmem(o.data, o.len, "\177ELF", 4) != NULL); /* the SASS */
+	CHECK_EQ_INT(kj__entries_check(o.data, o.len, entry, 1, err, sizeof err), 0);
+	CHECK_EQ_INT(kj__entries_check(o.data, o.len, wrong, 1, err, sizeof err), KJIT_ECOMPILE);
+	CHECK(strstr(err, "it has: _Z1kPf") != NULL);
+	CHECK(!kj__fatbin_is(o.data, o.len - 1));
+	CHECK(!kj__fatbin_is(o.data, 16));
+	o.data[16 + 8 + 4] = 1; /* the first entry's payload size, now past the end */
+	CHECK(!kj__fatbin_is(o.data, o.len));
+	kj__compile_out_free(&o);
+	j = job_of("sm_90", "fat.cu", src);
+	CHECK_EQ_INT(ops->compile(st, &j, &c), 0);
+	CHECK(!kj__fatbin_is(c.data, c.len)); /* a cubin */
+	kj__compile_out_free(&c);
+	j = job_of("compute_90", "fat.cu", src);
+	j.options = fat;
+	j.n_options = 1;
+	CHECK_EQ_INT(ops->compile(st, &j, &o), 0);
+	CHECK(kj__fatbin_is(o.data, o.len) && memmem(o.data, o.len, "\177ELF", 4) == NULL); /* PTX alone */
+	kj__compile_out_free(&o);
+	ops->fini(st);
+	/* NVRTC makes no fatbin, and says who does */
+	ops = kj__compiler_find("nvrtc");
+	st = init_or_die(ops);
+	j = job_of("sm_90", "fat.cu", cuda_src);
+	j.options = fat;
+	j.n_options = 1;
+	CHECK_EQ_INT(ops->compile(st, &j, &o), KJIT_EINVAL);
+	CHECK(o.error && strstr(o.error, "--compiler nvcc") != NULL);
+	kj__compile_out_free(&o);
+	ops->fini(st);
+}
+
+/* nvcc is found in the toolkit NVRTC comes from: bin/ beside its lib/. */
+static void test_nvcc_beside_nvrtc(void)
+{
+	char tk[] = "/tmp/kjit-tk-XXXXXX", p[PATH_MAX], lib[PATH_MAX], want[PATH_MAX], got[PATH_MAX];
+
+	CHECK(mkdtemp(tk) != NULL);
+	snprintf(p, sizeof p, "%s/lib", tk);
+	CHECK_EQ_INT(mkdir(p, 0700), 0);
+	CHECK_EQ_INT(kj__nvcc_beside(p, got, sizeof got), KJIT_ENOENT); /* no bin/nvcc yet */
+	snprintf(p, sizeof p, "%s/bin", tk);
+	CHECK_EQ_INT(mkdir(p, 0700), 0);
+	snprintf(p, sizeof p, "%s/bin/nvcc", tk);
+	int fd = open(p, O_WRONLY | O_CREAT, 0600);
+	CHECK(fd >= 0 && close(fd) == 0);
+	snprintf(lib, sizeof lib, "%s/lib", tk);
+	CHECK_EQ_INT(kj__nvcc_beside(lib, got, sizeof got), KJIT_ENOENT); /* not executable */
+	CHECK_EQ_INT(chmod(p, 0700), 0);
+	CHECK_EQ_INT(kj__nvcc_beside(lib, got, sizeof got), 0);
+	CHECK(realpath(p, want) != NULL);
+	CHECK_EQ_STR(got, want);
+	unlink(p);
+	snprintf(p, sizeof p, "%s/bin", tk);
+	rmdir(p);
+	rmdir(lib);
+	rmdir(tk);
+	/* the real toolkit: the library NVRTC is loaded from, and its nvcc */
+	if (kj__nvrtc_lib_dir(lib, sizeof lib) == 0 && kj__nvcc_beside(lib, got, sizeof got) == 0) {
+		struct stat a, b;
+		CHECK((size_t)snprintf(p, sizeof p, "%s/../bin/nvcc", lib) < sizeof p);
+		CHECK(stat(p, &a) == 0 && stat(got, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev);
+	} else {
+		printf("# no NVRTC with an nvcc beside it: the real toolkit not checked\n");
+	}
+}
+
 /* Compiler messages: the user's file names, no private paths, and a
  * one-line reason taken from the log. */
 static void test_log_scrub_and_reason(void)
@@ -763,7 +852,7 @@ static void test_log_scrub_and_reason(void)
 	CHECK_EQ_STR(why, "none");
 }
 
-TEST_LIST(TEST(nvcc) TEST(log_scrub_and_reason) TEST(entries_check) TEST(find) TEST(options_whitelist) TEST(include_check) TEST(log_cap)
+TEST_LIST(TEST(nvcc) TEST(nvcc_fatbin) TEST(nvcc_beside_nvrtc) TEST(log_scrub_and_reason) TEST(entries_check) TEST(find) TEST(options_whitelist) TEST(include_check) TEST(log_cap)
 	  TEST(bundle_parse) TEST(hiprtc_targets) TEST(hiprtc_rejects_targets)
 	  TEST(hiprtc_errors_headers_options) TEST(hipcc) TEST(nvrtc) TEST(shaderc)
 	  TEST(worker_hiprtc) TEST(worker_test_family) TEST(worker_spin_is_killable)

@@ -71,6 +71,8 @@ if [ $have_nvrtc = 1 ]; then
 	check "--name-expression: a hit" sh -c "echo '$t3' | grep -q '^hit' && echo '$t3' | grep -q '^lowered scale<__half, 2> _Z5scaleI6__halfLi2EEvPT_S1_i\$'"
 	k3=$(echo "$t3" | head -n 1 | cut -d' ' -f2)
 	check "kjit show lists the lowered names" sh -c "'$KJIT' show $k3 | grep -q 'kjit: lowered name: scale<float, 4> = _Z5scaleIfLi4EEvPT_S0_i'"
+	x=$(get --source "$R/half_reduce.cu" --backend cuda --target sm_90 -I "$INC" --fatbin)
+	check "NVRTC makes no fatbin and says who does" [ "$x" = error ] && grep -q 'fatbin needs nvcc (--compiler nvcc)' "$T/err"
 	n0=$("$KJIT" ls | grep -c half_reduce)
 	x=$(get --source "$R/half_reduce.cu" --backend cuda --target sm_90 -I "$INC" --entry half_row_summ)
 	check "a missing entry point is an error" [ "$x" = error ]
@@ -143,6 +145,28 @@ if [ -x /usr/local/cuda/bin/nvcc ] || [ -x /usr/bin/nvcc ]; then
 		--source "$R/host_axpy.cu" --backend cuda --target sm_90 -I "$INC" --entry _Z4axpyfPKfPfj -O3
 	p=$(get --source "$R/host_axpy.cu" --backend cuda --target compute_90 -I "$INC")
 	check "nvcc: PTX for compute_90" [ "$(status "$p")" = compiled ]
+	# a fatbin, as nvcc --fatbin makes it: SASS for sm_90 and PTX for
+	# compute_90 (the driver's forward compatibility) in one file
+	c=$(get --source "$R/host_axpy.cu" --backend cuda --target sm_90 -I "$INC" --entry _Z4axpyfPKfPfj -O3)
+	set -- --source "$R/host_axpy.cu" --backend cuda --target sm_90 -I "$INC" --entry _Z4axpyfPKfPfj -O3 --fatbin
+	f=$(get "$@" -o "$T/axpy.fatbin")
+	check "nvcc --fatbin: compiled" [ "$(status "$f")" = compiled ]
+	check "nvcc --fatbin: a CUDA fatbin (magic 0xBA55ED50)" [ "$(elf_u32 "$T/axpy.fatbin" 0)" = ba55ed50 ]
+	check "nvcc --fatbin: holding the sm_90 SASS" sh -c "LC_ALL=C grep -q 'ELF' '$T/axpy.fatbin'"
+	check "nvcc --fatbin: its own key, not the cubin's" [ "$(status "$c")" = hit ] && [ "$(key "$f")" != "$(key "$c")" ]
+	check "nvcc --fatbin: stored as KEY.fatbin" [ -n "$(find "$KJIT_CACHE_DIR" -name "$(key "$f").fatbin")" ]
+	f2=$(get "$@")
+	check "nvcc --fatbin: repeats as a hit" [ "$f2" = "hit $(key "$f")" ]
+	"$KJIT" show "$(key "$f")" >"$T/show" 2>&1
+	check "kjit show: a fatbin with SASS and PTX" grep -q '^object *fatbin: CUDA fatbin: SASS for sm_90, PTX for compute_90$' "$T/show"
+	"$KJIT" show "$(key "$c")" >"$T/show" 2>&1
+	check "kjit show: a cubin" grep -q '^object *cubin: CUDA ELF (SASS)$' "$T/show"
+	g=$(get --source "$R/host_axpy.cu" --backend cuda --target compute_90 -I "$INC" --fatbin)
+	check "nvcc --fatbin for compute_90: another key than its PTX" [ "$(status "$g")" = compiled ] &&
+		[ "$(key "$g")" != "$(key "$p")" ]
+	"$KJIT" show "$(key "$g")" >"$T/show" 2>&1
+	check "kjit show: a fatbin of PTX alone" grep -q '^object *fatbin: CUDA fatbin: PTX for compute_90$' "$T/show"
+	set --
 	stop_daemon
 else
 	echo "# nvcc not installed: its realworld checks skipped"
