@@ -3,11 +3,19 @@ subcommands through the Python package, with the same options, output and
 exit status (docs/cli.md):
 
     python3 -m kjit get (--source FILE | --kernel NAME) --backend B [--target T]
-                        [--entry E]... [--opt OPT]... [--include-header [NAME=]FILE]...
-                        [-o FILE] [--json]
+                        [--entry E]... [-I DIR]... [-D NAME[=VALUE]]... [-U NAME]...
+                        [-O[LEVEL]] [-std=STD] [--compiler FAMILY]
+                        [--name-expression EXPR]... [--opt OPT]...
+                        [--include-header [NAME=]FILE]... [-o FILE] [--json]
     python3 -m kjit stats [--json] [--zero]
     python3 -m kjit targets [--json]
     python3 -m kjit ping [--json]
+
+The compiler-style options (-I, -D, -U, -O, -std=, glslc's -fshader-stage=
+and --target-env=, NVRTC's -default-device, nvcc's --fatbin, --compiler,
+--name-expression) are taken as client/ccopts.c takes them for `kjit get`:
+before the rest is parsed, never from the value of another option, and
+sent before the --opt values.
 
 Exit status: 0 success, 1 the request failed, 2 usage error, 3 kjitd
 unreachable.  Every failure prints one line `kjit: <what>; <what to do>` on
@@ -34,7 +42,8 @@ EX_OK, EX_FAIL, EX_USAGE, EX_DOWN = 0, 1, 2, 3
 
 USAGE = {
     "get": "get (--source FILE | --kernel NAME) --backend B [--target T] [--entry E]... "
-           "[--opt OPT]... [--include-header [NAME=]FILE]... [-o FILE] [--json]",
+           "[-I DIR]... [-D NAME[=VALUE]]... [-U NAME]... [-O[LEVEL]] [-std=STD] [--compiler FAMILY] "
+           "[--name-expression EXPR]... [--opt OPT]... [--include-header [NAME=]FILE]... [-o FILE] [--json]",
     "stats": "stats [--json] [--zero]",
     "targets": "targets [--json]",
     "ping": "ping [--json]",
@@ -155,8 +164,107 @@ def fail(msg: str, status: int = EX_FAIL) -> int:
     return status
 
 
+# get's own options that take a separate value: their values are never
+# mistaken for compiler-style options ("--opt -DX", "--source -Dx.cu").
+VALUED = ("--source", "--kernel", "--backend", "--target", "--entry", "--opt", "--include-header",
+          "--output", "-o")
+CCOPTS_MAX = 256  # KJ_CCOPTS_MAX
+
+
+class CcOpts:
+    """The compiler-style options of a command line (client/ccopts.c)."""
+
+    def __init__(self) -> None:
+        self.dirs: List[str] = []        # -I DIR, in order
+        self.opts: List[str] = []        # "-DNAME=V", "-UNAME", "-O3", "-std=c++17", ...
+        self.exprs: List[str] = []       # --name-expression EXPR
+        self.compiler: Optional[str] = None
+        self.target_env: Optional[str] = None
+        self.stage: Optional[str] = None
+
+    def _add(self, kind: List[str], v: str, what: str) -> None:
+        if len(kind) >= CCOPTS_MAX:
+            raise ValueError(f"more than {CCOPTS_MAX} {what}")
+        kind.append(v)
+
+    def take(self, argv: List[str]) -> List[str]:
+        """Takes the compiler-style options out of argv; returns the rest,
+        in order.  Raises ValueError (a usage error) for a missing
+        argument or too many."""
+        rest: List[str] = []
+        i = 0
+        while i < len(argv):
+            a = argv[i]
+            nxt = argv[i + 1] if i + 1 < len(argv) else None
+            if a == "--":
+                rest.extend(argv[i:])
+                break
+            if a in VALUED and nxt is not None:  # joined: argparse takes "-DX" as a value then
+                rest.append(f"{'--output' if a == '-o' else a}={nxt}")
+                i += 2
+                continue
+            i += self._one(a, nxt, rest)
+        return rest
+
+    def _one(self, a: str, nxt: Optional[str], rest: List[str]) -> int:
+        """Handles a (with its value nxt); returns how many words it took."""
+        for flag, kind, what in (("--name-expression", self.exprs, "name expressions"),
+                                 ("--compiler", None, "")):
+            if a == flag or a.startswith(flag + "="):
+                v = a[len(flag) + 1:] if a != flag else nxt
+                if v is None:
+                    raise ValueError(f"missing argument to {a}")
+                if kind is None:
+                    self.compiler = v
+                else:
+                    self._add(kind, v, what)
+                return 1 if a != flag else 2
+        if a in ("-I", "--include-path", "-D", "-U", "--define-macro"):
+            if nxt is None:
+                raise ValueError(f"missing argument to {a}")
+            if a in ("-I", "--include-path"):
+                self._add(self.dirs, nxt, "include directories")
+            else:
+                self._add(self.opts, ("-U" if a == "-U" else "-D") + nxt, "compiler options")
+            return 2
+        if (a.startswith("-I") and len(a) > 2) or a.startswith("--include-path="):
+            self._add(self.dirs, a[2:] if a[1] == "I" else a[15:], "include directories")
+        elif a.startswith("--define-macro="):
+            self._add(self.opts, "-D" + a[15:], "compiler options")
+        elif (a[:2] in ("-D", "-U") and len(a) > 2) or re.fullmatch(r"-O[0-3]?|-Os|-Ofast", a) or \
+                a.startswith(("-std=", "--std=")) or a in ("-default-device", "--fatbin", "-fatbin"):
+            self._add(self.opts, a, "compiler options")
+        elif a.startswith("-fshader-stage="):
+            self.stage = a[15:]
+        elif a.startswith("--target-env="):
+            self.target_env = a[13:]
+        else:
+            rest.append(a)
+        return 1
+
+    def finish(self, backend: str, target: Optional[str]) -> Optional[str]:
+        """Checks the options against backend and turns glslc's spellings
+        into kjit's; returns the target.  Raises ValueError."""
+        if (self.stage or self.target_env) and backend != "vulkan":
+            raise ValueError("-fshader-stage= and --target-env= are for --backend vulkan")
+        if self.stage is not None and self.stage not in ("compute", "comp"):
+            raise ValueError(f"-fshader-stage={self.stage}: kjit builds compute shaders only")
+        if self.target_env is not None:
+            if target is not None and target != self.target_env:
+                raise ValueError(f"--target-env={self.target_env} and --target {target} disagree")
+            target = self.target_env
+        if backend == "vulkan":  # glslc has one level: -O
+            self.opts = ["-O" if re.fullmatch(r"-O[1-3]|-Ofast", o) else o for o in self.opts]
+        return target
+
+
 def cmd_get(argv: List[str]) -> int:
     p = Parser("get")
+    cc = CcOpts()
+    try:
+        argv = cc.take(argv)
+    except ValueError as e:
+        p.error(str(e))
     p.add_argument("--source")
     p.add_argument("--kernel")
     p.add_argument("--backend")
@@ -175,6 +283,10 @@ def cmd_get(argv: List[str]) -> int:
         p.error(f"unknown backend {a.backend} (expected hip, cuda or vulkan)")
     if a.json and a.output == "-":
         p.error("-o - and --json both want standard output; give -o a file")
+    try:
+        target = cc.finish(a.backend, a.target)
+    except ValueError as e:
+        p.error(str(e))
     headers = {}
     for spec in a.include_header:
         name, eq, file = spec.partition("=")
@@ -183,12 +295,13 @@ def cmd_get(argv: List[str]) -> int:
         headers[name] = read_input(file)
     try:
         with Client() as c:
+            more = dict(entries=a.entry, include_dirs=cc.dirs, compiler=cc.compiler,
+                        name_expressions=cc.exprs)
             if a.source is not None:
-                obj = c.get(read_input(a.source), a.backend, a.target, a.opt, headers,
-                            source_name_of(a.source), entries=a.entry)
+                obj = c.get(read_input(a.source), a.backend, target, cc.opts + a.opt, headers,
+                            source_name_of(a.source), **more)
             else:
-                obj = c.get(None, a.backend, a.target, a.opt, headers, kernel=a.kernel,
-                            entries=a.entry)
+                obj = c.get(None, a.backend, target, cc.opts + a.opt, headers, kernel=a.kernel, **more)
     except CompileError as e:
         if e.log:
             sys.stderr.write(e.log if e.log.endswith("\n") else e.log + "\n")
@@ -202,8 +315,10 @@ def cmd_get(argv: List[str]) -> int:
             if e.strerror and e.strerror.startswith(a.output):
                 return fail(e.strerror)
             return fail(f"cannot write {a.output}: {e.strerror}; check the path and free space")
-    print(f"{obj.status} {obj.key} {obj.target or '-'} {len(obj.data)} bytes",
-          file=sys.stderr if a.json or a.output == "-" else sys.stdout)
+    out = sys.stderr if a.json or a.output == "-" else sys.stdout
+    print(f"{obj.status} {obj.key} {obj.target or '-'} {len(obj.data)} bytes", file=out)
+    for e in cc.exprs:  # --name-expression
+        print(f"lowered {e} {obj.lowered_names.get(e) or '-'}", file=out)
     if a.json:
         print(json.dumps(obj.as_json(), separators=(",", ":")))
     return EX_OK

@@ -506,6 +506,81 @@ class TestCommandLine(unittest.TestCase):
         with open(out_py, "rb") as a, open(out_c, "rb") as b:
             self.assertEqual(a.read(), b.read())
 
+    def test_compiler_style_options_as_kjit_get(self):
+        # -I/-D/-U/-O/-std= as `kjit get` takes them (client/ccopts.c): the
+        # same request, so the same key; a header found through -I is read
+        # by this process and keyed.
+        d = os.path.join(TMP, "pyinc")
+        os.makedirs(os.path.join(d, "kjt"), exist_ok=True)
+        hp = os.path.join(d, "kjt", "f.h")
+        with open(hp, "w") as f:
+            f.write("#define KJT_F 3.0f\n")
+        src = os.path.join(TMP, "ccopts.hip")
+        with open(src, "w") as f:
+            f.write(salted('#include "kjt/f.h"\n#ifdef GONE\n#error GONE is defined\n#endif\n'
+                           'extern "C" __global__ void f(float *x) { x[0] = KJT_F * FACTOR; }\n'))
+        base = ("get", "--source", src, "--backend", "hip", "--target", "gfx90a")
+        cc = ("-I", d, "-DFACTOR=2.0f", "-U", "GONE", "-O3", "-std=c++17")
+        p = pymod(*base, *cc)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        a = p.stdout.split()
+        self.assertEqual(a[0], b"compiled")
+        c = cli(*base, *cc).stdout.split()
+        self.assertEqual(c[:2], [b"hit", a[1]])  # the C client's request is the same
+        p = pymod(*base, "-I" + d, "-D", "FACTOR=2.0f", "-UGONE", "-O2", "-std=c++17")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotEqual(p.stdout.split()[1], a[1])  # -O2: another key
+        self.assertEqual(p.stdout.split()[1], cli(*base, "-I" + d, "-D", "FACTOR=2.0f", "-UGONE", "-O2",
+                                                   "-std=c++17").stdout.split()[1])
+        # the value of --opt is never taken: the same options, the same key
+        p = pymod(*base, "--include-path=" + d, "--opt", "-DFACTOR=2.0f", "-UGONE", "-O3", "-std=c++17")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotEqual(p.stdout.split()[1], a[1])  # -U GONE now after -DFACTOR: another order
+        p = pymod(*base, "-I", d, "-DGONE", "-DFACTOR=2.0f")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("GONE is defined", p.stderr.decode())
+        with open(hp, "w") as f:
+            f.write("#define KJT_F 5.0f\n")
+        p = pymod(*base, *cc)
+        self.assertEqual(p.stdout.split()[0], b"compiled")
+        self.assertNotEqual(p.stdout.split()[1], a[1])
+
+    def test_compiler_style_usage_errors_and_vulkan(self):
+        for args, why in ((("-I",), "missing argument to -I"),
+                          (("--target-env=vulkan1.2",), "are for --backend vulkan")):
+            p = pymod("get", "--source", SCALE_HIP, "--backend", "hip", "--target", "gfx90a", *args)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertRegex(p.stderr.decode(), r"^kjit: .*" + why + r".*; usage: kjit get .*\n$")
+        p = pymod("get", "--source", SCALE_HIP, "--backend", "vulkan", "--target-env=vulkan1.2",
+                  "--target", "vulkan1.3")
+        self.assertEqual(p.returncode, 2)
+        src = os.path.join(TMP, "opt.comp")
+        with open(src, "w") as f:
+            f.write(salted("#version 450\nlayout(local_size_x = 64) in;\n"
+                           "layout(std430, binding = 0) buffer B { float x[]; };\n"
+                           "void main() { x[gl_GlobalInvocationID.x] *= SCALE; }\n"))
+        args = ("get", "--source", src, "--backend", "vulkan", "-fshader-stage=compute",
+                "--target-env=vulkan1.2", "-std=450", "-O3", "-D", "SCALE=2.0")
+        p = pymod(*args)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        py = p.stdout.split()
+        self.assertEqual((py[0], py[2]), (b"compiled", b"vulkan1.2"))
+        self.assertEqual(cli(*args).stdout.split()[:2], [b"hit", py[1]])  # -O3 became glslc's -O there too
+
+    def test_name_expression_lines(self):
+        src = os.path.join(TMP, "tmpl.cu")
+        with open(src, "w") as f:
+            f.write(salted("template <typename T> __global__ void scale(T *x, T a) { x[threadIdx.x] *= a; }\n"))
+        args = ("get", "--source", src, "--backend", "cuda", "--target", "sm_90",
+                "--name-expression", "scale<float>", "--name-expression=scale<double>")
+        p = pymod(*args)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = p.stdout.decode().splitlines()
+        self.assertEqual(len(lines), 3)
+        self.assertRegex(lines[1], r"^lowered scale<float> _Z5scaleIfEvPT_S0_$")
+        self.assertRegex(lines[2], r"^lowered scale<double> _Z5scaleIdEvPT_S0_$")
+        self.assertEqual(cli(*args).stdout.decode().splitlines()[1:], lines[1:])
+
     def test_exit_status_and_one_line_errors(self):
         p = pymod("get", "--kernel", "add_f32")
         self.assertEqual(p.returncode, 2)
