@@ -9,8 +9,10 @@
  *   table.c   c->ents, c->slots, c->tuples, c->dirty: the entry table that
  *             mirrors the index's valid rows, and the interned strings
  *   hot.c     c->hot_*: verified objects kept in memory
- *   index.c   c->db and c->st[]: schema, load, flush, counters, metadata,
- *             recipes
+ *   index.c   c->db and c->st[]: open, load, rows, flush, counters,
+ *             metadata, requesters
+ *   schema.c  the index's schema and the upgrades of older ones
+ *   recipe.c  recipes (<dir>/recipes and recipe_of), for replay
  *   store.c   the object files: directories, read-and-verify, temporary
  *             write, publish, drop, sweep
  *   maint.c   gc, verify, clear
@@ -35,7 +37,7 @@
 
 /* The columns of a struct kj__cache_entry, in kj__db_row_entry's order. */
 #define ENTRY_COLS "key, backend, target, version, ext, size, sha256, created, last_used," \
-	" hits, compile_ms, source_name, options, compiler, log"
+	" hits, compile_ms, source_name, options, compiler, log, lowered"
 
 enum stmt_id {
 	ST_INSERT, ST_DELETE, ST_TOUCH, ST_COUNTER_ADD, ST_COUNTER_GET, ST_GET,
@@ -173,6 +175,22 @@ int kj__db_begin(struct kj__cache *c);
 /* Commits; a failed commit is rolled back.  0 or KJIT_EIO. */
 int kj__db_commit(struct kj__cache *c);
 void kj__db_rollback(struct kj__cache *c);
+/* Runs sql (no rows wanted).  Sets *corrupt when SQLite says the file is
+ * damaged.  0 or KJIT_EIO (logged). */
+int kj__db_exec(struct kj__cache *c, const char *sql, int *corrupt);
+/* 1 if SQLite's code rc says the file is damaged (or not a database). */
+int kj__db_corrupt_rc(int rc);
+
+/* ---- schema.c: the schema and its upgrades ---- */
+
+/* The schema this kjit writes (PRAGMA user_version). */
+#define KJ_SCHEMA_VERSION 3
+/* Creates the tables the index lacks and upgrades an index of schema
+ * version (older, or 0 for a new file) to KJ_SCHEMA_VERSION, in one
+ * transaction: all of it or nothing.  0 or KJIT_EIO (logged; *corrupt set
+ * when SQLite says the file is damaged). */
+int kj__db_schema(struct kj__cache *c, int64_t version, int *corrupt);
+
 /* Opens the index at path (<dir>/index.sqlite), moving a damaged one
  * aside and starting empty, and prepares the statements.  0, KJIT_EINVAL
  * or KJIT_EIO (logged). */

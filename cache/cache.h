@@ -86,6 +86,8 @@ struct kj__cache_entry {
 	const char *options;         /* options joined by spaces; may be NULL */
 	const char *compiler;        /* compiler identity; may be NULL */
 	const char *log;             /* compile log; may be NULL */
+	const char *lowered;         /* lowered names of --name-expression, "EXPR\tLOWERED\n"
+				      * each (common/lowered.h); may be NULL */
 };
 
 /* Opens (creating as needed) the cache in dir and takes its lock.  Returns

@@ -1,7 +1,8 @@
-/* index.c: the SQLite index of a cache, <dir>/index.sqlite (WAL): the
- * schema, opening (and rebuilding a damaged index), loading the table,
- * rows, hit counters and their flush, named counters, metadata and
- * recipes.
+/* index.c: the SQLite index of a cache, <dir>/index.sqlite (WAL):
+ * opening (and rebuilding a damaged index; the schema and its upgrades are
+ * schema.c's), loading the table, rows, hit counters and their flush,
+ * named counters, metadata and who requested each object (recipes:
+ * recipe.c).
  *
  * Invariants:
  *  - The index is the durable truth; the table (table.c) is loaded from it
@@ -34,34 +35,13 @@
 #include "kj_limits.h"
 #include "util.h"
 
-/* 2 added object_uids, who requested each object; a version 1 index is
- * migrated at open by giving its objects to the cache directory's owner. */
-#define SCHEMA_VERSION 2
-#define KJ_STR_(x) #x
-#define KJ_STR(x) KJ_STR_(x)
 #define BUSY_TIMEOUT_MS 5000          /* only kjit tools open the index besides us */
-
-static const char schema_sql[] =
-	"CREATE TABLE IF NOT EXISTS objects("
-	" key TEXT PRIMARY KEY, backend INTEGER NOT NULL, target TEXT NOT NULL,"
-	" version TEXT NOT NULL, ext TEXT NOT NULL, size INTEGER NOT NULL,"
-	" sha256 TEXT NOT NULL, created INTEGER NOT NULL, last_used INTEGER NOT NULL,"
-	" used_seq INTEGER NOT NULL DEFAULT 0, hits INTEGER NOT NULL DEFAULT 0,"
-	" compile_ms INTEGER NOT NULL DEFAULT 0, source_name TEXT, options TEXT,"
-	" compiler TEXT, log TEXT);"
-	"CREATE INDEX IF NOT EXISTS objects_lru ON objects(last_used, used_seq);"
-	"CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL);"
-	"CREATE TABLE IF NOT EXISTS recipe_of(key TEXT PRIMARY KEY, recipe TEXT NOT NULL);"
-	"CREATE TABLE IF NOT EXISTS object_uids(key TEXT NOT NULL, uid INTEGER NOT NULL,"
-	" PRIMARY KEY(key, uid)) WITHOUT ROWID;"
-	"CREATE TRIGGER IF NOT EXISTS object_uids_gone AFTER DELETE ON objects"
-	" BEGIN DELETE FROM object_uids WHERE key = old.key; END;";
 
 static const char *const stmt_sql[ST_COUNT] = {
 	[ST_INSERT] = "INSERT OR REPLACE INTO objects(key, backend, target, version, ext, size,"
 		      " sha256, created, last_used, used_seq, hits, compile_ms, source_name,"
-		      " options, compiler, log)"
-		      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 0, ?11, ?12, ?13, ?14, ?15)",
+		      " options, compiler, log, lowered)"
+		      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 0, ?11, ?12, ?13, ?14, ?15, ?16)",
 	[ST_DELETE] = "DELETE FROM objects WHERE key = ?1",
 	[ST_TOUCH] = "UPDATE objects SET hits = hits + ?1, last_used = max(last_used, ?2),"
 		     " used_seq = ?3 WHERE key = ?4",
@@ -117,22 +97,20 @@ void kj__db_rollback(struct kj__cache *c)
 
 /* ---- opening and loading ---- */
 
-static int is_corrupt_rc(int rc)
+int kj__db_corrupt_rc(int rc)
 {
 	rc &= 0xff;
 	return rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB;
 }
 
-/* Runs sql (no rows wanted).  Sets *corrupt when sqlite says the file is
- * damaged.  0 or KJIT_EIO (logged). */
-static int db_exec(struct kj__cache *c, const char *sql, int *corrupt)
+int kj__db_exec(struct kj__cache *c, const char *sql, int *corrupt)
 {
 	char *msg = NULL;
 	int rc = sqlite3_exec(c->db, sql, NULL, NULL, &msg);
 
 	if (rc == SQLITE_OK)
 		return 0;
-	*corrupt = is_corrupt_rc(rc);
+	*corrupt = kj__db_corrupt_rc(rc);
 	kj__cache_say(c, "index %s/index.sqlite: %s: %s", c->dir, sql, msg ? msg : sqlite3_errstr(rc));
 	sqlite3_free(msg);
 	return KJIT_EIO;
@@ -158,7 +136,7 @@ static int db_value(struct kj__cache *c, const char *sql, int64_t *out, char *bu
 		}
 	}
 	if (rc != SQLITE_OK) {
-		*corrupt = is_corrupt_rc(rc);
+		*corrupt = kj__db_corrupt_rc(rc);
 		kj__cache_say(c, "index %s/index.sqlite: %s: %s", c->dir, sql, sqlite3_errmsg(c->db));
 	}
 	sqlite3_finalize(st);
@@ -210,7 +188,7 @@ static int open_index(struct kj__cache *c, const char *path, int *corrupt)
 	rc = sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
 			     SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW, NULL);
 	if (rc != SQLITE_OK) {
-		*corrupt = is_corrupt_rc(rc);
+		*corrupt = kj__db_corrupt_rc(rc);
 		kj__cache_say(c, "cannot open index %s: %s", path, c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
 		return KJIT_EIO;
 	}
@@ -221,7 +199,7 @@ static int open_index(struct kj__cache *c, const char *path, int *corrupt)
 		kj__cache_say(c, "index %s: cannot use WAL mode (got %s)", path, mode);
 		return KJIT_EIO;
 	}
-	if ((r = db_exec(c, "PRAGMA synchronous=NORMAL", corrupt)) < 0)
+	if ((r = kj__db_exec(c, "PRAGMA synchronous=NORMAL", corrupt)) < 0)
 		return r;
 	/* quick_check reads the whole index (about a second at a million
 	 * entries): only after a close that was not clean. */
@@ -234,29 +212,17 @@ static int open_index(struct kj__cache *c, const char *path, int *corrupt)
 	}
 	if ((r = db_value(c, "PRAGMA user_version", &version, NULL, 0, corrupt)) < 0)
 		return r;
-	if (version > SCHEMA_VERSION) {
+	if (version > KJ_SCHEMA_VERSION) {
 		kj__cache_say(c, "index %s has schema %lld, newer than this kjit's %d: use a newer kjit"
-			      " or another KJIT_CACHE_DIR", path, (long long)version, SCHEMA_VERSION);
+			      " or another KJIT_CACHE_DIR", path, (long long)version, KJ_SCHEMA_VERSION);
 		return KJIT_EIO;
 	}
-	if ((r = db_exec(c, "BEGIN IMMEDIATE", corrupt)) < 0)
+	if ((r = kj__db_schema(c, version, corrupt)) < 0)
 		return r;
-	char migrate[128];
-	snprintf(migrate, sizeof migrate, "INSERT OR IGNORE INTO object_uids(key, uid) SELECT key, %u FROM objects",
-		 (unsigned)c->dir_uid);
-	if ((r = db_exec(c, schema_sql, corrupt)) < 0 ||
-	    (version < SCHEMA_VERSION && (r = db_exec(c, migrate, corrupt)) < 0) ||
-	    (r = db_exec(c, "PRAGMA user_version=" KJ_STR(SCHEMA_VERSION), corrupt)) < 0 ||
-	    (r = db_exec(c, "COMMIT", corrupt)) < 0) {
-		int ignore;
-		if (!sqlite3_get_autocommit(c->db))
-			db_exec(c, "ROLLBACK", &ignore);
-		return r;
-	}
 	for (int i = 0; i < ST_COUNT; i++) {
 		rc = sqlite3_prepare_v2(c->db, stmt_sql[i], -1, &c->st[i], NULL);
 		if (rc != SQLITE_OK) {
-			*corrupt = is_corrupt_rc(rc);
+			*corrupt = kj__db_corrupt_rc(rc);
 			return kj__db_fail(c, "prepare");
 		}
 	}
@@ -413,6 +379,7 @@ int kj__db_insert_row(struct kj__cache *c, const struct kj__cache_entry *e, uint
 	sqlite3_bind_text(st, 13, e->options, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 14, e->compiler, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 15, e->log, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 16, e->lowered, -1, SQLITE_STATIC);
 	return kj__db_run(c, ST_INSERT, "insert");
 }
 
@@ -512,6 +479,7 @@ void kj__db_row_entry(sqlite3_stmt *st, struct kj__cache_entry *e)
 	e->options = kj__db_col_text(st, 12);
 	e->compiler = kj__db_col_text(st, 13);
 	e->log = kj__db_col_text(st, 14);
+	e->lowered = kj__db_col_text(st, 15);
 }
 
 void kj__db_merge_pending(const struct kj__cache *c, struct kj__cache_entry *e)
@@ -537,7 +505,8 @@ void kj__cache_entry_free(struct kj__cache_entry *e)
 	free((char *)e->options);
 	free((char *)e->compiler);
 	free((char *)e->log);
-	e->source_name = e->options = e->compiler = e->log = NULL;
+	free((char *)e->lowered);
+	e->source_name = e->options = e->compiler = e->log = e->lowered = NULL;
 }
 
 int kj__cache_get(struct kj__cache *c, const char *key, struct kj__cache_entry *e)
@@ -559,8 +528,9 @@ int kj__cache_get(struct kj__cache *c, const char *key, struct kj__cache_entry *
 		e->options = kj__cache_strdup(c, row.options);
 		e->compiler = kj__cache_strdup(c, row.compiler);
 		e->log = kj__cache_strdup(c, row.log);
+		e->lowered = kj__cache_strdup(c, row.lowered);
 		if ((row.source_name && !e->source_name) || (row.options && !e->options) ||
-		    (row.compiler && !e->compiler) || (row.log && !e->log)) {
+		    (row.compiler && !e->compiler) || (row.log && !e->log) || (row.lowered && !e->lowered)) {
 			kj__cache_entry_free(e);
 			r = KJIT_ENOMEM;
 		} else {
@@ -576,78 +546,7 @@ int kj__cache_get(struct kj__cache *c, const char *key, struct kj__cache_entry *
 	return r;
 }
 
-/* ---- recipes: what to compile again after an upgrade ---- */
-
-int kj__cache_recipe_store(struct kj__cache *c, const char *key, const char *recipe, const uint8_t *body,
-			   size_t len)
-{
-	char dir[PATH_MAX], path[PATH_MAX], tmp[PATH_MAX];
-	struct stat st;
-	int created = 0, fd, r;
-
-	if (!kj__hex_ok(key) || !kj__hex_ok(recipe))
-		return KJIT_EINVAL;
-	if ((r = kj__cache_pathf(dir, sizeof dir, "%s/recipes", c->dir)) < 0 ||
-	    (r = kj__cache_pathf(path, sizeof path, "%s/%s.req", dir, recipe)) < 0 ||
-	    (r = kj__cache_pathf(tmp, sizeof tmp, "%s.tmp.%d.%llu", path, (int)getpid(), (unsigned long long)++c->tmp_seq)) < 0)
-		return r;
-	/* Content-addressed: a recipe already stored is the same bytes.  A
-	 * recipes/ that is not a real directory is refused, never followed. */
-	if ((r = kj__obj_dir_check(c, dir)) == KJIT_EDENIED || (r < 0 && r != KJIT_ENOENT))
-		return r;
-	fd = c->fs->open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
-	if (fd >= 0 && c->fs->fstat(fd, &st) == 0 && (size_t)st.st_size == len) {
-		c->fs->close(fd);
-	} else {
-		if (fd >= 0)
-			c->fs->close(fd);
-		if ((r = kj__obj_mkdir_below(c, dir)) < 0)
-			return r;
-		r = kj__obj_write_tmp(c, tmp, body, len, &created);
-		if (r == 0 && c->fs->rename(tmp, path) < 0) {
-			kj__cache_say(c, "rename %s: %s", tmp, strerror(errno));
-			r = KJIT_EIO;
-		}
-		if (r < 0) {
-			if (created)
-				c->fs->unlink(tmp);
-			return r;
-		}
-	}
-	sqlite3_stmt *st2 = NULL;
-	if (sqlite3_prepare_v2(c->db, "INSERT OR REPLACE INTO recipe_of(key, recipe) VALUES(?1, ?2)", -1, &st2,
-			       NULL) != SQLITE_OK)
-		return kj__db_fail(c, "recipe");
-	sqlite3_bind_text(st2, 1, key, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st2, 2, recipe, -1, SQLITE_STATIC);
-	r = sqlite3_step(st2) == SQLITE_DONE ? 0 : kj__db_fail(c, "recipe");
-	sqlite3_finalize(st2);
-	return r;
-}
-
-int kj__cache_recipe_load(struct kj__cache *c, const char *recipe, uint8_t **body, size_t *len)
-{
-	char path[PATH_MAX];
-	int r;
-
-	if (!kj__hex_ok(recipe))
-		return KJIT_EINVAL;
-	char dir[PATH_MAX];
-	struct stat st;
-	if ((r = kj__cache_pathf(dir, sizeof dir, "%s/recipes", c->dir)) < 0 ||
-	    (r = kj__cache_pathf(path, sizeof path, "%s/%s.req", dir, recipe)) < 0)
-		return r;
-	if ((r = kj__obj_dir_check(c, dir)) < 0)
-		return r == KJIT_ENOENT ? r : KJIT_EIO;
-	if (c->fs->lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-		kj__cache_say(c, "refusing %s: not a regular file", path);
-		return KJIT_EIO;
-	}
-	r = kj__read_file(path, KJ_FRAME_MAX, body, len);
-	if (r == -ENOENT)
-		return KJIT_ENOENT;
-	return r < 0 ? KJIT_EIO : 0;
-}
+/* ---- who requested an object ---- */
 
 int kj__cache_note_user(struct kj__cache *c, const char *key, uid_t uid)
 {
@@ -675,31 +574,4 @@ int kj__cache_requested_by(struct kj__cache *c, const char *key, uid_t uid)
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
 	return rc == SQLITE_ROW;
-}
-
-int kj__cache_recipes(struct kj__cache *c, int64_t since,
-		      int (*fn)(const char *recipe, int backend, const char *target, void *arg), void *arg)
-{
-	sqlite3_stmt *st = NULL;
-	int rc, r = 0;
-
-	if ((r = kj__cache_flush(c)) < 0)
-		return r;
-	if (sqlite3_prepare_v2(c->db,
-			       "SELECT DISTINCT r.recipe, o.backend, o.target FROM recipe_of r"
-			       " JOIN objects o ON o.key = r.key WHERE o.last_used >= ?1 ORDER BY r.recipe, o.target",
-			       -1, &st, NULL) != SQLITE_OK)
-		return kj__db_fail(c, "recipes");
-	sqlite3_bind_int64(st, 1, since);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *recipe = kj__db_col_text(st, 0), *target = kj__db_col_text(st, 2);
-		if (recipe == NULL || target == NULL)
-			continue;
-		if ((r = fn(recipe, sqlite3_column_int(st, 1), target, arg)) != 0)
-			break;
-	}
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		r = kj__db_fail(c, "recipes");
-	sqlite3_finalize(st);
-	return r;
 }

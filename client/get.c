@@ -20,6 +20,7 @@
 #include "ccopts.h"
 #include "client_int.h"
 #include "hittab.h"
+#include "lowered.h"
 #include "procmemo.h"
 #include "resolve.h"
 #include "util.h"
@@ -227,35 +228,29 @@ static int decode_ok(const struct kj__msg *m, kjit_result *res)
 	return r;
 }
 
-/* Fills res->lowered_names from the "kjit: lowered name: EXPR = LOWERED"
- * lines of res->log (the last line for an expression wins).  0 or
- * KJIT_ENOMEM. */
-static int take_lowered(const kjit_request *req, kjit_result *res)
+/* Fills res->lowered_names, parallel to req's name expressions, from the
+ * reply's LOWERED field (common/lowered.h), or, from a daemon older than
+ * that field, from the "kjit: lowered name:" lines of its log.  0,
+ * KJIT_EPROTO (a malformed field) or KJIT_ENOMEM. */
+static int take_lowered(const kjit_request *req, const struct kj__msg *m, kjit_result *res)
 {
-	static const char prefix[] = "kjit: lowered name: ";
+	const struct kj__field *f = kj__msg_get(m, KJ_F_LOWERED);
+	char *list = NULL, *rest = NULL;
+	int r;
 
 	if (req->n_name_expressions == 0)
 		return 0;
-	if ((res->lowered_names = calloc(req->n_name_expressions, sizeof *res->lowered_names)) == NULL)
-		return KJIT_ENOMEM;
-	res->n_lowered_names = req->n_name_expressions;
-	for (const char *p = res->log; p && *p;) {
-		size_t n = strcspn(p, "\n"), pl = sizeof prefix - 1;
-		const char *sep = NULL;
-		for (const char *q = p; q + 3 <= p + n; q++) /* the last " = " */
-			if (memcmp(q, " = ", 3) == 0)
-				sep = q;
-		for (size_t i = 0; sep && n > pl && strncmp(p, prefix, pl) == 0 && i < req->n_name_expressions; i++) {
-			const char *e = req->name_expressions[i];
-			if (strlen(e) != (size_t)(sep - p - pl) || memcmp(p + pl, e, strlen(e)) != 0)
-				continue;
-			free(res->lowered_names[i]);
-			if ((res->lowered_names[i] = kj__strndup(sep + 3, (size_t)(p + n - sep - 3))) == NULL)
-				return KJIT_ENOMEM;
-		}
-		p += n + (p[n] == '\n');
-	}
-	return 0;
+	r = f ? kj__field_strdup(f, KJ_FRAME_MAX, &list) : kj__lowered_split_log(res->log, &rest, &list);
+	free(rest);
+	if (r == 0 && (res->lowered_names = calloc(req->n_name_expressions, sizeof *res->lowered_names)) == NULL)
+		r = KJIT_ENOMEM;
+	if (r == 0)
+		res->n_lowered_names = req->n_name_expressions;
+	for (size_t i = 0; r == 0 && i < req->n_name_expressions; i++)
+		if (kj__lowered_find(list, req->name_expressions[i], &res->lowered_names[i]) < 0)
+			r = KJIT_ENOMEM;
+	free(list);
+	return r;
 }
 
 /* Checks, resolves and encodes req (with flags, KJ_GET_*) into b.  0, or a
@@ -346,7 +341,7 @@ int kj__get_take_reply(kjit_client *c, const kjit_request *req, const struct kj_
 		/* The compiler's log of a failed compile; a bad one is dropped. */
 		if (kj__field_strdup(kj__msg_get(m, KJ_F_LOG), KJ_LOG_WIRE_MAX, &res->log) < 0)
 			res->log = NULL;
-	} else if ((r = decode_ok(m, res)) < 0 || (r = take_lowered(req, res)) < 0) {
+	} else if ((r = decode_ok(m, res)) < 0 || (r = take_lowered(req, m, res)) < 0) {
 		kjit_result_free(res);
 		kj__client_fail(c, r == KJIT_ENOMEM ? r : KJIT_EPROTO, "kjitd sent a malformed answer "
 				"to a get (%s); client and daemon versions may differ: restart kjitd",

@@ -15,6 +15,7 @@
 #include "compint.h"
 #include "kj_types.h"
 #include "kj_limits.h"
+#include "lowered.h"
 #include "testcomp.h"
 #include "util.h"
 
@@ -40,6 +41,7 @@ void kj__compile_out_free(struct kj__compile_out *out)
 	free(out->data);
 	free(out->log);
 	free(out->error);
+	free(out->lowered);
 	memset(out, 0, sizeof *out);
 }
 
@@ -129,15 +131,11 @@ static int rule_match(const struct kj__opt_rule *r, const char *opt)
 
 int kj__lowered_add(struct kj__compile_out *out, const char *expr, const char *lowered)
 {
-	char *line = kj__asprintf("%s%s = %s\n", KJ_LOWERED_PREFIX, expr, lowered);
-	char *log = line ? kj__asprintf("%s%s", out->log ? out->log : "", line) : NULL;
+	int r = kj__lowered_append(&out->lowered, expr, lowered);
 
-	free(line);
-	if (log == NULL)
-		return KJIT_ENOMEM;
-	free(out->log);
-	out->log = log;
-	return 0;
+	if (r < 0)
+		kj__out_error(out, r, r == KJIT_ENOMEM ? "out of memory" : "a lowered name holds a tab or newline");
+	return r;
 }
 
 int kj__options_check(const char *family, const struct kj__opt_rule *rules, size_t n,

@@ -36,6 +36,9 @@ struct kj__compile_out {
 	size_t len;
 	char *log;       /* malloc'd compiler log, or NULL */
 	char *error;     /* malloc'd one-line reason on failure, or NULL */
+	char *lowered;   /* malloc'd lowered names of the job's --name-expression=
+			  * options, "EXPR\tLOWERED\n" each (common/lowered.h),
+			  * or NULL; only with data (kj__lowered_add) */
 };
 
 struct kj__compiler_ops {
@@ -53,8 +56,9 @@ struct kj__compiler_ops {
 	/* 0 if the compiler can build for target, else KJIT_ETARGET with a
 	 * reason naming the target.  Called before every compile. */
 	int (*check_target)(void *state, const char *target, char *err, size_t errlen);
-	/* Compiles job.  0 with out->data set; KJIT_ECOMPILE with out->log;
-	 * or another negative code with out->error.  Frees nothing of job. */
+	/* Compiles job.  0 with out->data set (and out->lowered when the job
+	 * names C++ expressions); KJIT_ECOMPILE with out->log; or another
+	 * negative code with out->error.  Frees nothing of job. */
 	int (*compile)(void *state, const struct kj__compile_job *job, struct kj__compile_out *out);
 };
 

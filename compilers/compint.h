@@ -54,13 +54,16 @@ int kj__includes_check(const struct kj__compile_job *job, char *err, size_t errl
 char *kj__log_scrub(const char *log, const char *marker, const char *blind, const char *name);
 
 /* C++ name expressions (`--name-expression=scale<float>`, NVRTC's and
- * hiprtc's nvrtcAddNameExpression / hiprtcAddNameExpression) come back as
- * lines "kjit: lowered name: EXPR = LOWERED" appended to the log: the log
- * travels to every waiter and into the cache index, and `kjit show`
- * prints it; libkjit parses these lines into kjit_result.lowered_names. */
+ * hiprtc's nvrtcAddNameExpression / hiprtcAddNameExpression): each lowered
+ * name the compiler gives goes into out->lowered ("EXPR\tLOWERED\n",
+ * common/lowered.h), apart from the log.  The worker sends it as the
+ * RESULT's LOWERED field; kjitd stores it in the index's own column,
+ * sends it with every answer for the key, hit or compile, and `kjit show`
+ * lists it; libkjit turns it into kjit_result.lowered_names.  Families
+ * that take no expressions (hipcc, nvcc, shaderc) refuse the option. */
 #define KJ_NAME_EXPR_OPT "--name-expression="
-#define KJ_LOWERED_PREFIX "kjit: lowered name: "
-/* Appends expr's line to out->log.  0 or KJIT_ENOMEM. */
+/* Appends expr's lowered name to out->lowered.  0, KJIT_EINVAL (a tab or
+ * newline in either) or KJIT_ENOMEM, with out->error set. */
 int kj__lowered_add(struct kj__compile_out *out, const char *expr, const char *lowered);
 
 /* The reason a compile failed, for its one-line error: the first line of

@@ -333,6 +333,8 @@ static int send_result(int fd, uint32_t id, int code, const struct kj__compile_o
 		r = kj__msg_put(&b, KJ_F_DATA, out->data, out->len);
 	if (r == 0 && out->log)
 		r = kj__msg_put_str(&b, KJ_F_LOG, out->log);
+	if (r == 0 && code == 0 && out->lowered)
+		r = kj__msg_put_str(&b, KJ_F_LOWERED, out->lowered);
 	if (r == 0 && out->error)
 		r = kj__msg_put_str(&b, KJ_F_ERROR, out->error);
 	if (r == 0)

@@ -23,6 +23,7 @@
 #include "daemon.h"
 #include "outfile.h"
 #include "kj_types.h"
+#include "lowered.h"
 #include "sha.h"
 #include "util.h"
 
@@ -39,6 +40,7 @@
 enum bundle_tag {
 	B_KEY = 1, B_BACKEND, B_TARGET, B_VERSION, B_EXT, B_SIZE, B_SHA256, B_SOURCE_NAME,
 	B_OPTIONS, B_COMPILER, B_COMPILE_MS, B_LOG,
+	B_LOWERED, /* optional: a bundle of older kjit has its lowered names in B_LOG */
 };
 
 static void put32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> 8 * i); }
@@ -137,6 +139,7 @@ static int record_of(const struct kj__cache_entry *e, struct kj__buf *rec)
 	r |= put_str(rec, B_COMPILER, e->compiler);
 	r |= put_u64(rec, B_COMPILE_MS, e->compile_ms);
 	r |= put_str(rec, B_LOG, e->log);
+	r |= put_str(rec, B_LOWERED, e->lowered);
 	return r ? KJIT_ENOMEM : 0;
 }
 
@@ -293,7 +296,7 @@ out:
 
 struct bentry {
 	struct kj__cache_entry e;
-	char *strs[4];       /* source_name, options, compiler, log: owned */
+	char *strs[5];       /* source_name, options, compiler, log, lowered: owned */
 	uint64_t offset;     /* of the object in the file */
 };
 
@@ -311,6 +314,21 @@ static int fixed_str(const struct kj__msg *m, uint16_t tag, char *dst, size_t si
 		snprintf(dst, size, "%s", s);
 	free(s);
 	return r;
+}
+
+/* be's lowered names: the record's own field, else (a bundle of older
+ * kjit) the lowered-name lines of its log, taken out of it. */
+static int lowered_of_record(const struct kj__msg *m, struct bentry *be)
+{
+	char *rest = NULL;
+
+	if (kj__msg_get(m, B_LOWERED))
+		return field_str(m, B_LOWERED, BUNDLE_RECORD_MAX, &be->strs[4]);
+	if (kj__lowered_split_log(be->strs[3], &rest, &be->strs[4]) < 0)
+		return KJIT_ENOMEM;
+	free(be->strs[3]);
+	be->strs[3] = rest;
+	return 0;
 }
 
 /* Checks and decodes one manifest record into be. */
@@ -336,6 +354,7 @@ static int parse_record(const uint8_t *p, size_t n, struct bentry *be, char *err
 	r = r ? r : field_str(&m, B_OPTIONS, 1u << 20, &be->strs[1]);
 	r = r ? r : field_str(&m, B_COMPILER, 4096, &be->strs[2]);
 	r = r ? r : field_str(&m, B_LOG, KJ_LOG_MAX + 64, &be->strs[3]);
+	r = r ? r : lowered_of_record(&m, be);
 	kj__msg_free(&m);
 	if (r < 0 || !kj__hex_ok(be->e.key) || !kj__hex_ok(be->e.sha256) || !kjit_backend_name((int)backend) ||
 	    !kj__token_ok(be->e.target, KJ_TARGET_MAX) || !kj__token_ok(be->e.version, KJ_VERSION_STR_MAX) ||
@@ -348,6 +367,7 @@ static int parse_record(const uint8_t *p, size_t n, struct bentry *be, char *err
 	be->e.options = be->strs[1];
 	be->e.compiler = be->strs[2];
 	be->e.log = be->strs[3];
+	be->e.lowered = be->strs[4] && *be->strs[4] ? be->strs[4] : NULL;
 	return 0;
 }
 
@@ -390,7 +410,7 @@ bad:
 static void bentries_free(struct bentry *be, uint32_t count)
 {
 	for (uint32_t i = 0; be && i < count; i++)
-		for (int k = 0; k < 4; k++)
+		for (int k = 0; k < 5; k++)
 			free(be[i].strs[k]);
 	free(be);
 }

@@ -371,6 +371,10 @@ int kj__get_req_load_kernel(struct kj__get_req *g, const struct kj__manifest *m,
 			    size_t errlen);
 /* Frees what g holds and zeroes it (NULL: nothing). */
 void kj__get_req_clear(struct kj__get_req *g);
+/* 1 if g names C++ expressions (--name-expression=): their lowered names
+ * go with every answer, so g is kept out of the memo and the hit table,
+ * which hold none. */
+int kj__get_req_wants_lowered(const struct kj__get_req *g);
 /* Decodes and checks a GET body as kj__handle_get does, without serving it
  * (for fuzzing).  0 or the code the client would get, reason in err. */
 int kj__get_check(const struct kj__msg *m, char *err, size_t errlen);
@@ -422,9 +426,37 @@ void kj__flight_free(struct kj__flight *f);
 /* Calls fn on every open flight (fn must not add or remove flights). */
 void kj__flights_foreach(struct kj__flights *t, void (*fn)(struct kj__flight *f, void *arg), void *arg);
 
-/* get.c, for fleet.c: answers every waiter of f with the object (status
- * KJIT_STATUS_*); and stores f's replay recipe in the cache. */
-void kj__flight_answer(struct kj__flight *f, int status, const uint8_t *data, size_t len, const char *log);
+/* reply.c: the replies to GET (get.c, fleet.c).  What an object reply
+ * says besides the object's bytes. */
+struct kj__obj_reply {
+	const char *key, *target, *version;
+	const char *log;             /* the compile log; may be NULL */
+	const char *lowered;         /* lowered names, "EXPR\tLOWERED\n" each
+				      * (common/lowered.h); may be NULL */
+};
+/* Sends an object (hit, compiled, joined, remote hit): o's fields, then the
+ * bytes, which go out without a copy when the socket takes them at once;
+ * counts them served.  The one place an object reply is written; nothing
+ * when c is gone. */
+void kj__send_object(struct kj__daemon *d, struct kj__conn *c, uint32_t id, int status,
+		     const struct kj__obj_reply *o, const uint8_t *data, size_t len);
+/* A failure: its code, one line, and the compiler's log (may be NULL). */
+void kj__send_failure(struct kj__conn *c, uint32_t id, int code, const char *error, const char *log);
+/* Counts a failed or refused GET under its code's counter. */
+void kj__count_error(struct kj__daemon *d, int code);
+/* Adds the time since t0 (a hit's) to the latency histogram. */
+void kj__record_latency(struct kj__daemon *d, uint64_t t0);
+/* The lowered names the index keeps for key (malloc'd), or NULL. */
+char *kj__lowered_of(struct kj__daemon *d, const char *key);
+/* Answers every waiter of f with the object (status KJIT_STATUS_*). */
+void kj__flight_answer(struct kj__flight *f, int status, const uint8_t *data, size_t len, const char *log,
+		       const char *lowered);
+
+/* replay.c, for get.c and fleet.c: f's recipe (what replay needs to make
+ * g again) into f->recipe: 0 or a negative code (then replay misses it);
+ * and its storing in the cache once f's object is published (a failure is
+ * logged). */
+int kj__flight_build_recipe(struct kj__flight *f, const struct kj__get_req *g);
 void kj__flight_store_recipe(struct kj__flight *f);
 
 /* fleet.c: the fleet tier on the request path (docs/remote.md).  start:
@@ -442,7 +474,8 @@ void kj__fleet_miss(struct kj__flight *f);
 /* After a compile's local publish (off the request path): publishes the
  * object to the remote and gives f's lease up.  data/len NULL/0: the
  * compile failed; the lease is released so a waiter elsewhere takes over. */
-void kj__fleet_compiled(struct kj__flight *f, const uint8_t *data, size_t len, const char *log);
+void kj__fleet_compiled(struct kj__flight *f, const uint8_t *data, size_t len, const char *log,
+			const char *lowered);
 
 /* get.c: answers GET.  body/len are the raw request (valid through the
  * call): the memo is checked with them before anything is decoded; a body

@@ -90,6 +90,27 @@ static int show_num(struct kj__buf *text, struct kj__buf *json, const char *labe
 	return r | kj__buf_printf(json, ",\"%s\":%lld", name, v);
 }
 
+/* The lowered names of C++ name expressions ("EXPR\tLOWERED\n" lines,
+ * common/lowered.h): a line "lowered    EXPR = LOWERED" each, and the JSON
+ * member "lowered":{"EXPR":"LOWERED",...}. */
+static int show_lowered(struct kj__buf *text, struct kj__buf *json, const char *list)
+{
+	int r = kj__buf_printf(json, ",\"lowered\":{");
+
+	for (const char *p = list; p && *p && r == 0;) {
+		size_t n = strcspn(p, "\n"), t = strcspn(p, "\t");
+		char *expr = kj__strndup(p, t < n ? t : n), *name = t < n ? kj__strndup(p + t + 1, n - t - 1) : NULL;
+		r = expr == NULL || (t < n && name == NULL) ? KJIT_ENOMEM : 0;
+		r |= r ? 0 : kj__buf_printf(text, "%-10s %s = %s\n", "lowered", expr, name ? name : "");
+		r |= r ? 0 : kj__buf_printf(json, "%s", p == list ? "" : ",") | kj__json_str(json, expr) |
+			     kj__buf_printf(json, ":") | kj__json_str(json, name ? name : "");
+		free(expr);
+		free(name);
+		p += n + (p[n] == '\n');
+	}
+	return r | kj__buf_printf(json, "}");
+}
+
 /* The fields of one entry, in `kjit show`'s order. */
 static int show_entry(const struct kj__cache_entry *e, struct kj__buf *text, struct kj__buf *json)
 {
@@ -112,6 +133,7 @@ static int show_entry(const struct kj__cache_entry *e, struct kj__buf *text, str
 	r |= show_str(text, json, "source", "source_name", e->source_name);
 	r |= show_str(text, json, "options", "options", e->options);
 	r |= show_str(text, json, "compiler", "compiler", e->compiler);
+	r |= show_lowered(text, json, e->lowered);
 	r |= kj__buf_printf(text, "log:\n%s\n", e->log ? e->log : "");
 	r |= show_str(text, json, NULL, "log", e->log);
 	return r | kj__buf_printf(json, "}");

@@ -14,12 +14,19 @@
  * naming the key, the target and how to warm it elsewhere.  Without
  * --remote none of this allocates or connects anything: a miss goes
  * straight to the compile (or the refusal).
+ *
+ * The remote's value (format 1, docs/remote.md) has a log and no other
+ * place for the lowered names of C++ name expressions: they are written
+ * into its log as the lines older kjit used ("kjit: lowered name: EXPR =
+ * LOWERED", common/lowered.h) and taken out of it again on a remote hit,
+ * so nodes of either age read each other's objects with their names.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "daemon.h"
 #include "kj_types.h"
+#include "lowered.h"
 #include "remote.h"
 #include "sha.h"
 #include "util.h"
@@ -85,30 +92,38 @@ static void fail_flight(struct kj__flight *f, int code, const char *line)
 	kj__flight_free(f);
 }
 
-/* A verified remote object: cached locally (with its log and this
- * request's recipe, so `kjit show` and `kjit warm --replay` work), then
- * answered to every waiter. */
+/* A verified remote object: answered to every waiter, then cached locally
+ * (with its log, lowered names and this request's recipe, so `kjit show`
+ * and `kjit warm --replay` work). */
 static void serve_remote(struct kj__flight *f, const struct kj__remote_object *o, const char *how)
 {
 	struct kj__daemon *d = f->d;
-	char *log = o->log_len ? kj__strndup(o->log, o->log_len) : NULL;
+	char *all = o->log_len ? kj__strndup(o->log, o->log_len) : NULL, *log = NULL, *lowered = NULL;
+	int split = kj__lowered_split_log(all, &log, &lowered) == 0;
 
+	if (!split) { /* no memory: the whole log goes (libkjit reads the names there), nothing is cached */
+		log = all;
+		all = NULL;
+	}
+	free(all);
 	kj__flights_remove(d->flights, f);
 	d->stats[KJ_STAT_REMOTE_HITS] += f->n_w;
-	kj__flight_answer(f, KJIT_STATUS_REMOTE, o->data, o->size, log);
+	kj__flight_answer(f, KJIT_STATUS_REMOTE, o->data, o->size, log, lowered);
 	kj__log(d, "remote hit %s: %s for %s (%zu bytes, %s, %zu request%s)", f->key, f->source_name, f->e.target,
 		o->size, how, f->n_w, f->n_w == 1 ? "" : "s");
 	f->e.log = log;
+	f->e.lowered = lowered;
 	f->e.compile_ms = 0;
-	int r = kj__cache_publish(d->cache, &f->e, o->data, o->size);
+	int r = split ? kj__cache_publish(d->cache, &f->e, o->data, o->size) : KJIT_ENOMEM;
 	if (r < 0) {
 		d->stats[KJ_STAT_PUBLISH_ERRORS]++;
 		kj__log(d, "could not store %s (%s): served, not cached", f->key, kjit_strerror(r));
 	} else {
 		kj__flight_store_recipe(f);
 	}
-	f->e.log = NULL;
+	f->e.log = f->e.lowered = NULL;
 	free(log);
+	free(lowered);
 	kj__flight_free(f);
 }
 
@@ -236,7 +251,8 @@ void kj__fleet_miss(struct kj__flight *f)
 	compile(f);
 }
 
-void kj__fleet_compiled(struct kj__flight *f, const uint8_t *data, size_t len, const char *log)
+void kj__fleet_compiled(struct kj__flight *f, const uint8_t *data, size_t len, const char *log,
+			const char *lowered)
 {
 	struct kj__daemon *d = f->d;
 	struct kj__remote_lease *lease = f->lease;
@@ -257,6 +273,13 @@ void kj__fleet_compiled(struct kj__flight *f, const uint8_t *data, size_t len, c
 		return;
 	}
 	const uint8_t *recipe = f->recipe.len > KJ_FRAME_HDR_SIZE ? f->recipe.p : NULL;
-	kj__remote_publish(d->remote, f->key, data, len, digest, log, log ? strlen(log) : 0, recipe,
+	int oom = 0;
+	char *all = kj__lowered_join_log(log, lowered, &oom);
+	if (oom && lowered) { /* its names could not go with it: not published */
+		kj__remote_lease_release(lease);
+		return;
+	}
+	kj__remote_publish(d->remote, f->key, data, len, digest, all, all ? strlen(all) : 0, recipe,
 			   recipe ? f->recipe.len : 0, lease); /* consumes the lease; failures are counted there */
+	free(all);
 }

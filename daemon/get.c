@@ -6,13 +6,13 @@
  * kernel (if named) read, and once its compiler's pool knows its identity
  * the request is resolved to a key (resolve_key: target from the request,
  * else the daemon's --*-arch, else detection; includes; hash).  A cached
- * object is answered at once (answer_hit, the hot set first; the one place
- * a hit is written is send_object).  A miss joins the flight for its key
- * if one is open (single-flight, flight.c: one compile per key, the others
- * answered "joined" with the same bytes), or opens one and queues a
- * compile job.  When the job ends every waiter is answered, then the
- * object is published, so a publish failure (a full disk) costs the
- * clients nothing but a later recompile.
+ * object is answered at once (answer_hit, the hot set first; every reply
+ * is written by reply.c).  A miss joins the flight for its key if one is
+ * open (single-flight, flight.c: one compile per key, the others answered
+ * "joined" with the same bytes), or opens one and queues a compile job.
+ * When the job ends every waiter is answered, then the object is published
+ * (with its log, lowered names and recipe: replay.c), so a publish failure
+ * (a full disk) costs the clients nothing but a later recompile.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -52,107 +52,6 @@ static void get_req_free(struct get_req *g)
 	free(g);
 }
 
-static void count_error(struct kj__daemon *d, int code)
-{
-	switch (code) {
-	case KJIT_ECOMPILE: d->stats[KJ_STAT_ERR_COMPILE]++; break;
-	case KJIT_ETARGET:
-	case KJIT_ENOTARGET: d->stats[KJ_STAT_ERR_TARGET]++; break;
-	case KJIT_EWORKER: d->stats[KJ_STAT_ERR_WORKER]++; break;
-	case KJIT_ETIMEDOUT: d->stats[KJ_STAT_ERR_TIMEOUT]++; break;
-	case KJIT_EINVAL:
-	case KJIT_EINCLUDE:
-	case KJIT_ETOOBIG:
-	case KJIT_ENOKERNEL:
-	case KJIT_EPROTO: d->stats[KJ_STAT_ERR_INPUT]++; break;
-	default: d->stats[KJ_STAT_ERR_OTHER]++; break;
-	}
-}
-
-/* ---- replies ---- */
-
-/* Sends an object (hit, compiled or joined): the fields, then the object's
- * bytes, which go out without a copy when the socket takes them at once.
- * The one place an object reply is written. */
-static void send_object(struct kj__daemon *d, struct kj__conn *c, uint32_t id, int status, const char *key,
-			const char *target, const char *version, const uint8_t *data, size_t len, const char *log)
-{
-	struct kj__buf b = { 0 };
-
-	if (!kj__conn_alive(c))
-		return;
-	if (kj__msg_begin(&b, KJ_MSG_REPLY, id) < 0 || kj__msg_put_i32(&b, KJ_F_CODE, 0) < 0 ||
-	    kj__msg_put_u32(&b, KJ_F_STATUS, (uint32_t)status) < 0 || kj__msg_put_str(&b, KJ_F_KEY, key) < 0 ||
-	    kj__msg_put_str(&b, KJ_F_TARGET, target) < 0 || kj__msg_put_str(&b, KJ_F_VERSION, version) < 0 ||
-	    (log && *log && kj__msg_put_str(&b, KJ_F_LOG, log) < 0) || kj__msg_put_ext(&b, KJ_F_DATA, len) < 0 ||
-	    kj__msg_end_ext(&b, len) < 0) {
-		kj__buf_free(&b);
-		kj__conn_error(c, id, KJIT_ENOMEM, "kjitd is out of memory; retry later");
-		return;
-	}
-	d->stats[KJ_STAT_BYTES_SERVED] += len;
-	kj__conn_send_ext(c, &b, data, len);
-}
-
-static void send_compile_error(struct kj__conn *c, uint32_t id, int code, const char *error, const char *log)
-{
-	struct kj__buf b = { 0 };
-
-	if (!kj__conn_alive(c))
-		return;
-	if (kj__msg_begin(&b, KJ_MSG_REPLY, id) < 0 || kj__msg_put_i32(&b, KJ_F_CODE, code) < 0 ||
-	    kj__msg_put_str(&b, KJ_F_ERROR, error) < 0 || (log && kj__msg_put_str(&b, KJ_F_LOG, log) < 0)) {
-		kj__buf_free(&b);
-		kj__conn_error(c, id, code, "%s", error);
-		return;
-	}
-	kj__conn_send(c, &b);
-}
-
-static void record_latency(struct kj__daemon *d, uint64_t t0)
-{
-	uint64_t us = kj__now_us() - t0;
-	unsigned i = 0;
-
-	while (i + 1 < KJ_LAT_BUCKETS && us >= (1ull << i))
-		i++;
-	d->lat_hist[i]++;
-}
-
-/* 1 if q asks for C++ name expressions: their lowered names come back as
- * "kjit: lowered name: ..." lines of the log (compilers/compint.h), which
- * the index keeps and a hit must send too. */
-static int wants_lowered(const struct kj__get_req *q)
-{
-	for (size_t i = 0; i < q->n_options; i++)
-		if (strncmp(q->options[i], "--name-expression=", 18) == 0)
-			return 1;
-	return 0;
-}
-
-/* The lowered-name lines of key's stored log (malloc'd), or NULL. */
-static char *lowered_log(struct kj__daemon *d, const char *key)
-{
-	static const char prefix[] = "kjit: lowered name: ";
-	struct kj__cache_entry e;
-	struct kj__buf b = { 0 };
-
-	if (kj__cache_get(d->cache, key, &e) < 0)
-		return NULL;
-	for (const char *p = e.log; p && *p;) {
-		size_t n = strcspn(p, "\n");
-		if (strncmp(p, prefix, sizeof prefix - 1) == 0 && kj__buf_append(&b, p, n) == 0)
-			kj__buf_append(&b, "\n", 1);
-		p += n + (p[n] == '\n');
-	}
-	kj__cache_entry_free(&e);
-	if (b.len == 0 || kj__buf_append(&b, "", 1) < 0) {
-		kj__buf_free(&b);
-		return NULL;
-	}
-	return (char *)b.p;
-}
-
 /* Answers a hit for key if its object is cached: from the hot set without
  * a copy, else read and verified from its file; with lowered, the lowered
  * names the index keeps go with it (--name-expression).  1 if answered (or
@@ -160,13 +59,13 @@ static char *lowered_log(struct kj__daemon *d, const char *key)
 static int answer_hit(struct kj__daemon *d, struct kj__conn *c, uint32_t id, uint64_t t0, const char *key,
 		      const char *target, const char *version, const uint8_t *body, size_t body_len, int lowered)
 {
+	struct kj__obj_reply o = { key, target, version, NULL, NULL };
 	const uint8_t *hot;
 	uint8_t *data = NULL;
 	size_t len = 0;
 	uint32_t saved = 0;
 	struct kj__cache_entry e;
 	int r;
-	char *log = NULL;
 
 	/* body: the GET's bytes, published in the shared hit table with the
 	 * object; never with lowered names, which the table does not hold. */
@@ -174,13 +73,13 @@ static int answer_hit(struct kj__daemon *d, struct kj__conn *c, uint32_t id, uin
 		body = NULL;
 	if (kj__cache_peek(d->cache, key, &hot, &len, &saved) == 0) {
 		d->stats[KJ_STAT_SAVED_MS] += saved;
-		log = lowered ? lowered_log(d, key) : NULL;
-		send_object(d, c, id, KJIT_STATUS_HIT, key, target, version, hot, len, log);
+		o.lowered = lowered ? kj__lowered_of(d, key) : NULL;
+		kj__send_object(d, c, id, KJIT_STATUS_HIT, &o, hot, len);
 		kj__hits_put(d, body, body_len, key, target, version, hot, len);
 	} else if ((r = kj__cache_lookup(d->cache, key, &data, &len, &e)) == 0) {
 		d->stats[KJ_STAT_SAVED_MS] += e.compile_ms;
-		log = lowered ? lowered_log(d, key) : NULL;
-		send_object(d, c, id, KJIT_STATUS_HIT, key, target, version, data, len, log);
+		o.lowered = lowered ? kj__lowered_of(d, key) : NULL;
+		kj__send_object(d, c, id, KJIT_STATUS_HIT, &o, data, len);
 		kj__hits_put(d, body, body_len, key, target, version, data, len);
 		free(data);
 	} else {
@@ -188,122 +87,97 @@ static int answer_hit(struct kj__daemon *d, struct kj__conn *c, uint32_t id, uin
 			kj__hits_remove_key(d, key);
 		return 0;
 	}
-	free(log);
+	free((char *)o.lowered);
 	d->stats[KJ_STAT_HITS]++;
-	record_latency(d, t0);
+	kj__record_latency(d, t0);
 	return 1;
-}
-
-/* ---- recipes, for replay ---- */
-
-/* What replay needs to make this request again: the bundled kernel's name,
- * or the source, its headers, entries and options. */
-static int build_recipe(struct kj__flight *f, const struct kj__get_req *g)
-{
-	struct kj__buf *b = &f->recipe;
-	int r = kj__msg_begin(b, KJ_MSG_GET, 0);
-
-	r = r ? r : kj__msg_put_u32(b, KJ_F_BACKEND, (uint32_t)g->backend);
-	if (g->family) /* the compiler the request chose */
-		r = r ? r : kj__msg_put_str(b, KJ_F_COMPILER, g->family);
-	if (g->kernel) {
-		r = r ? r : kj__msg_put_str(b, KJ_F_KERNEL, g->kernel);
-		return r ? r : kj__msg_end(b);
-	}
-	r = r ? r : kj__msg_put_str(b, KJ_F_SOURCE_NAME, f->source_name);
-	r = r ? r : kj__msg_put(b, KJ_F_SOURCE, g->source, g->source_len);
-	for (size_t i = 0; r == 0 && i < g->n_entries; i++)
-		r = kj__msg_put_str(b, KJ_F_ENTRY, g->entries[i]);
-	for (size_t i = 0; r == 0 && i < g->n_options; i++)
-		r = kj__msg_put_str(b, KJ_F_OPTION, g->options[i]);
-	for (size_t i = 0; r == 0 && i < g->n_headers; i++) {
-		r = kj__msg_put_str(b, KJ_F_HEADER_NAME, g->hnames[i]);
-		r = r ? r : kj__msg_put(b, KJ_F_HEADER_DATA, g->hdata[i], g->hlen[i]);
-	}
-	return r ? r : kj__msg_end(b);
-}
-
-void kj__flight_store_recipe(struct kj__flight *f)
-{
-	struct kj__daemon *d = f->d;
-	uint8_t dg[KJ_SHA256_LEN];
-	char hex[65];
-
-	if (f->recipe.len <= KJ_FRAME_HDR_SIZE ||
-	    kj__sha256(f->recipe.p + KJ_FRAME_HDR_SIZE, f->recipe.len - KJ_FRAME_HDR_SIZE, dg) < 0)
-		return;
-	kj__hex(dg, hex);
-	if (kj__cache_recipe_store(d->cache, f->key, hex, f->recipe.p, f->recipe.len) < 0)
-		kj__log(d, "could not store the recipe of %s: `kjit warm --replay` will not rebuild it", f->key);
 }
 
 /* ---- compile completion ---- */
 
-static void on_job_done(struct kj__job *job, int code, const struct kj__msg *res, const char *error)
-{
-	struct kj__flight *f = job->data;
-	struct kj__daemon *d = f->d;
-	char *log = NULL, *err = NULL;
-	const struct kj__field *data = NULL;
-	uint64_t us = 0;
-	int32_t wcode = code;
+/* What a worker answered for a job. */
+struct job_result {
+	int32_t code;                /* for the client */
+	int counted_as;              /* for the counters: a timeout stays a timeout */
+	char *log, *err, *lowered;   /* malloc'd, or NULL */
+	const struct kj__field *data;
+	uint64_t us;
+};
 
-	kj__flights_remove(d->flights, f);
+static void job_result_decode(int code, const struct kj__msg *res, struct job_result *jr)
+{
+	jr->code = code;
 	if (code == 0 && res) {
-		if (kj__field_i32(kj__msg_get(res, KJ_F_CODE), &wcode) < 0)
-			wcode = KJIT_EWORKER;
-		kj__field_strdup(kj__msg_get(res, KJ_F_LOG), KJ_LOG_MAX + 64, &log);
-		kj__field_strdup(kj__msg_get(res, KJ_F_ERROR), 1024, &err);
-		kj__field_u64(kj__msg_get(res, KJ_F_COMPILE_US), &us);
-		data = kj__msg_get(res, KJ_F_DATA);
-		if (wcode == 0 && (data == NULL || data->len == 0 || data->len > KJ_OBJECT_MAX)) {
-			wcode = data && data->len > KJ_OBJECT_MAX ? KJIT_ETOOBIG : KJIT_EWORKER;
-			free(err);
-			err = kj__strdup(wcode == KJIT_ETOOBIG ? "the compiled object is over the size limit"
-							     : "the compiler returned no object");
+		if (kj__field_i32(kj__msg_get(res, KJ_F_CODE), &jr->code) < 0)
+			jr->code = KJIT_EWORKER;
+		kj__field_strdup(kj__msg_get(res, KJ_F_LOG), KJ_LOG_MAX + 64, &jr->log);
+		kj__field_strdup(kj__msg_get(res, KJ_F_ERROR), 1024, &jr->err);
+		kj__field_strdup(kj__msg_get(res, KJ_F_LOWERED), KJ_FRAME_MAX, &jr->lowered);
+		kj__field_u64(kj__msg_get(res, KJ_F_COMPILE_US), &jr->us);
+		jr->data = kj__msg_get(res, KJ_F_DATA);
+		if (jr->code == 0 && (jr->data == NULL || jr->data->len == 0 || jr->data->len > KJ_OBJECT_MAX)) {
+			jr->code = jr->data && jr->data->len > KJ_OBJECT_MAX ? KJIT_ETOOBIG : KJIT_EWORKER;
+			free(jr->err);
+			jr->err = kj__strdup(jr->code == KJIT_ETOOBIG ? "the compiled object is over the size limit"
+								       : "the compiler returned no object");
 		}
 	}
 	/* To a client, KJIT_ETIMEDOUT means the daemon did not answer; a
 	 * compile that ran out of time is its worker's failure. */
-	int counted_as = wcode;
-	if (wcode == KJIT_ETIMEDOUT)
-		wcode = KJIT_EWORKER;
-	if (wcode < 0) {
-		char line[1200];
-		const char *why = err ? err : error ? error : kjit_strerror(wcode);
-		if (wcode == KJIT_ECOMPILE)
-			snprintf(line, sizeof line, "%s rejected %s for %s: %s", kj__pool_family(f->pool),
-				 f->source_name ? f->source_name : "the source", f->e.target, why);
-		else
-			snprintf(line, sizeof line, "%s", why);
-		for (size_t i = 0; i < f->n_w; i++) {
-			count_error(d, counted_as);
-			send_compile_error(f->w[i].c, f->w[i].id, wcode, line, log);
-		}
-		if (wcode == KJIT_ECOMPILE) /* the source's fault: answer its repeats from memory */
-			kj__negcache_put(d->negcache, f->key, wcode, line, log);
-		kj__log(d, "compile %s failed: %s", f->key, line);
-		kj__fleet_compiled(f, NULL, 0, NULL);
-		goto out;
-	}
-	d->stats[KJ_STAT_COMPILES]++;
-	d->stats[KJ_STAT_COMPILE_MS] += us / 1000;
+	jr->counted_as = jr->code;
+	if (jr->code == KJIT_ETIMEDOUT)
+		jr->code = KJIT_EWORKER;
+}
+
+/* Every waiter gets the failure; a source's own fault is remembered. */
+static void job_failed(struct kj__flight *f, const struct job_result *jr, const char *error)
+{
+	struct kj__daemon *d = f->d;
+	const char *why = jr->err ? jr->err : error ? error : kjit_strerror(jr->code);
+	char line[1200];
+
+	if (jr->code == KJIT_ECOMPILE)
+		snprintf(line, sizeof line, "%s rejected %s for %s: %s", kj__pool_family(f->pool),
+			 f->source_name ? f->source_name : "the source", f->e.target, why);
+	else
+		snprintf(line, sizeof line, "%s", why);
 	for (size_t i = 0; i < f->n_w; i++) {
-		int status = i == 0 ? KJIT_STATUS_COMPILED : KJIT_STATUS_JOINED;
+		kj__count_error(d, jr->counted_as);
+		kj__send_failure(f->w[i].c, f->w[i].id, jr->code, line, jr->log);
+	}
+	if (jr->code == KJIT_ECOMPILE) /* the source's fault: answer its repeats from memory */
+		kj__negcache_put(d->negcache, f->key, jr->code, line, jr->log);
+	kj__log(d, "compile %s failed: %s", f->key, line);
+	kj__fleet_compiled(f, NULL, 0, NULL, NULL);
+}
+
+/* Every waiter gets the object (the first "compiled", the others
+ * "joined"), then it is published: hit table, cache, recipe, requesters,
+ * fleet. */
+static void job_compiled(struct kj__flight *f, const struct job_result *jr)
+{
+	struct kj__daemon *d = f->d;
+	const uint8_t *data = jr->data->p;
+	size_t len = jr->data->len;
+	struct kj__obj_reply o = { f->key, f->e.target, f->e.version, jr->log, jr->lowered };
+
+	d->stats[KJ_STAT_COMPILES]++;
+	d->stats[KJ_STAT_COMPILE_MS] += jr->us / 1000;
+	for (size_t i = 0; i < f->n_w; i++) {
 		if (i > 0) {
 			d->stats[KJ_STAT_JOINED]++;
-			d->stats[KJ_STAT_SAVED_MS] += us / 1000;
+			d->stats[KJ_STAT_SAVED_MS] += jr->us / 1000;
 		}
-		send_object(d, f->w[i].c, f->w[i].id, status, f->key, f->e.target, f->e.version, data->p, data->len,
-			    log);
+		kj__send_object(d, f->w[i].c, f->w[i].id, i ? KJIT_STATUS_JOINED : KJIT_STATUS_COMPILED, &o, data, len);
 	}
 	/* Fresh from the compiler: what every waiter was just sent.  Not if
 	 * the table was invalidated while it compiled (a header changed). */
 	if (f->has_fp)
-		kj__hits_put_fp(d, f->fp, f->hits_gen, f->key, f->e.target, f->e.version, data->p, data->len);
-	f->e.compile_ms = us / 1000;
-	f->e.log = log;
-	int r = kj__cache_publish(d->cache, &f->e, data->p, data->len);
+		kj__hits_put_fp(d, f->fp, f->hits_gen, f->key, f->e.target, f->e.version, data, len);
+	f->e.compile_ms = jr->us / 1000;
+	f->e.log = jr->log;
+	f->e.lowered = jr->lowered;
+	int r = kj__cache_publish(d->cache, &f->e, data, len);
 	if (r < 0) {
 		d->stats[KJ_STAT_PUBLISH_ERRORS]++;
 		kj__log(d, "could not store %s (%s): served, not cached", f->key, kjit_strerror(r));
@@ -315,17 +189,25 @@ static void on_job_done(struct kj__job *job, int code, const struct kj__msg *res
 				kj__log(d, "could not record uid %u as a requester of %s", (unsigned)kj__conn_uid(f->w[i].c),
 					f->key);
 	}
-	kj__fleet_compiled(f, data->p, data->len, log);
-out:
-	free(log);
-	free(err);
-	kj__flight_free(f);
+	f->e.log = f->e.lowered = NULL;
+	kj__fleet_compiled(f, data, len, jr->log, jr->lowered);
 }
 
-void kj__flight_answer(struct kj__flight *f, int status, const uint8_t *data, size_t len, const char *log)
+static void on_job_done(struct kj__job *job, int code, const struct kj__msg *res, const char *error)
 {
-	for (size_t i = 0; i < f->n_w; i++)
-		send_object(f->d, f->w[i].c, f->w[i].id, status, f->key, f->e.target, f->e.version, data, len, log);
+	struct kj__flight *f = job->data;
+	struct job_result jr = { 0 };
+
+	kj__flights_remove(f->d->flights, f);
+	job_result_decode(code, res, &jr);
+	if (jr.code < 0)
+		job_failed(f, &jr, error);
+	else
+		job_compiled(f, &jr);
+	free(jr.log);
+	free(jr.err);
+	free(jr.lowered);
+	kj__flight_free(f);
 }
 
 /* The target when the request has none: configuration, then detection. */
@@ -511,7 +393,7 @@ static int resolve_key(struct get_req *g, struct resolved *rs, char *err, size_t
 		.n_missing = rs->inc.n_missing,
 	};
 	r = kj__cache_key(&rs->ki, rs->key);
-	if (r == 0 && !wants_lowered(q))
+	if (r == 0 && !kj__get_req_wants_lowered(q))
 		kj__memo_remember(g->d, g->raw, g->raw_len, &g->q, &rs->inc, incdir, rs->key, rs->target, rs->version);
 out:
 	free(incdir);
@@ -543,7 +425,7 @@ static int join_or_open_flight(struct get_req *g, const struct resolved *rs, cha
 	f->t0 = g->t0;
 	/* The hit table gets the object by these bytes, unless lowered names
 	 * must go with it (the table holds none). */
-	f->has_fp = g->raw && !wants_lowered(q) && kj__sha256(g->raw, g->raw_len, f->fp) == 0;
+	f->has_fp = g->raw && !kj__get_req_wants_lowered(q) && kj__sha256(g->raw, g->raw_len, f->fp) == 0;
 	f->hits_gen = kj__hits_gen(d);
 	f->job.data = f;
 	f->job.done = on_job_done;
@@ -568,7 +450,7 @@ static int join_or_open_flight(struct get_req *g, const struct resolved *rs, cha
 		snprintf(err, errlen, "the request is too large to hand to a compiler");
 		goto fail;
 	}
-	if (build_recipe(f, q) != 0)
+	if (kj__flight_build_recipe(f, q) != 0)
 		kj__buf_free(&f->recipe); /* replay will miss it; the compile goes on */
 	/* A queued compile holds its job frame and recipe until it ends, even
 	 * if its client leaves: charged to the uid that opened it. */
@@ -592,7 +474,7 @@ static void refuse(struct kj__daemon *d, struct kj__conn *c, uint32_t id, int co
 {
 	const char *why = err[0] ? err : kjit_strerror(code);
 
-	count_error(d, code);
+	kj__count_error(d, code);
 	kj__log(d, "refused a get from uid %u pid %d: %s", (unsigned)kj__conn_uid(c), (int)kj__conn_pid(c), why);
 	kj__conn_error(c, id, code, "%s", why);
 }
@@ -613,7 +495,7 @@ static void get_resolved(void *arg, int code, const char *error)
 	r = resolve_key(g, &rs, err, sizeof err);
 	if (r < 0)
 		goto fail;
-	int lowered = wants_lowered(&g->q);
+	int lowered = kj__get_req_wants_lowered(&g->q);
 	if (answer_hit(d, g->c, g->id, g->t0, rs.key, rs.target, rs.version, g->raw, g->raw_len, lowered))
 		goto out;
 	/* An explicit target asks for exactly that build; a target that came
@@ -628,8 +510,8 @@ static void get_resolved(void *arg, int code, const char *error)
 	int ncode;
 	const char *nline, *nlog;
 	if (kj__negcache_get(d->negcache, rs.key, &ncode, &nline, &nlog)) {
-		count_error(d, ncode);
-		send_compile_error(g->c, g->id, ncode, nline, nlog);
+		kj__count_error(d, ncode);
+		kj__send_failure(g->c, g->id, ncode, nline, nlog);
 		goto out;
 	}
 	d->stats[KJ_STAT_MISSES]++;
@@ -703,7 +585,7 @@ int kj__handle_get(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const 
 	 * the memo, the parsed fields): charged to the peer's uid. */
 	r = kj__quota_charge(d, kj__conn_uid(c), (uint64_t)len * KJ_REQ_COPIES, err, sizeof err);
 	if (r < 0) {
-		count_error(d, r);
+		kj__count_error(d, r);
 		kj__conn_error(c, id, r, "%s", err);
 		return 0;
 	}

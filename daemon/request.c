@@ -47,6 +47,14 @@ void kj__get_req_clear(struct kj__get_req *g)
 	memset(g, 0, sizeof *g);
 }
 
+int kj__get_req_wants_lowered(const struct kj__get_req *g)
+{
+	for (size_t i = 0; i < g->n_options; i++)
+		if (strncmp(g->options[i], "--name-expression=", 18) == 0)
+			return 1;
+	return 0;
+}
+
 /* The request's compiler choice (COMPILER, a family name such as "nvcc"),
  * which must build for its backend.  0, or KJIT_EINVAL / KJIT_EBACKEND
  * with err. */

@@ -1276,9 +1276,83 @@ static void test_requesters_and_migration(void)
 	sqlite3_stmt *st;
 	CHECK_EQ_INT(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
 	CHECK_EQ_INT(sqlite3_step(st), SQLITE_ROW);
-	CHECK_EQ_INT(sqlite3_column_int(st, 0), 2);
+	CHECK_EQ_INT(sqlite3_column_int(st, 0), 3); /* and on to the current schema */
 	sqlite3_finalize(st);
 	sqlite3_close(db);
+	cleanup();
+}
+
+/* The lowered names have a column of their own (schema 3), through the
+ * cache API; an index of schema 2 (lowered names as lines of the log)
+ * opens, keeps its entries and moves those lines into the column. */
+static void test_lowered_column_and_schema2(void)
+{
+	char key[65], path[512];
+	struct kj__cache_entry e;
+	sqlite3 *db;
+	sqlite3_stmt *st;
+
+	setup();
+	struct kj__cache *c = open_cache();
+	CHECK_EQ_INT(publish(c, 1, "gfx90a", 100), 0);
+	CHECK_EQ_INT(publish(c, 2, "gfx90a", 100), 0);
+	struct kj__cache_entry w = { .backend = KJIT_BACKEND_CUDA, .target = "sm_90", .version = "13.0", .ext = "cubin",
+				     .log = "warning: w\n", .lowered = "scale<float, 4>\t_Z5scaleIfLi4EEvPT_S0_i\n" };
+	uint8_t obj[64];
+	make_obj(3, obj, sizeof obj);
+	make_key(3, w.key);
+	CHECK_EQ_INT(kj__cache_publish(c, &w, obj, sizeof obj), 0);
+	CHECK_EQ_INT(kj__cache_get(c, w.key, &e), 0);
+	CHECK(e.lowered && strcmp(e.lowered, w.lowered) == 0);
+	CHECK(e.log && strcmp(e.log, "warning: w\n") == 0);
+	kj__cache_entry_free(&e);
+	make_key(1, key);
+	CHECK_EQ_INT(kj__cache_get(c, key, &e), 0);
+	CHECK(e.lowered == NULL);
+	kj__cache_entry_free(&e);
+	kj__cache_close(c);
+
+	/* back to schema 2, as kjit before the column left it: lowered
+	 * names as lines of entry 1's log */
+	snprintf(path, sizeof path, "%s/index.sqlite", dir);
+	CHECK_EQ_INT(sqlite3_open(path, &db), SQLITE_OK);
+	char sql[512];
+	snprintf(sql, sizeof sql, "UPDATE objects SET log = 'k.cu(3): warning: w' || char(10) ||"
+		 " 'kjit: lowered name: scale<float, 4> = _Z5scaleIfLi4EEvPT_S0_i' || char(10) ||"
+		 " 'kjit: lowered name: f<a = b> = _Z1fv' || char(10) WHERE key = '%s';"
+		 " ALTER TABLE objects DROP COLUMN lowered; PRAGMA user_version=2;", key);
+	CHECK_EQ_INT(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	c = open_cache();
+	CHECK_EQ_INT(lookup(c, 1, 100), 0);
+	CHECK_EQ_INT(lookup(c, 2, 100), 0);
+	CHECK_EQ_INT(kj__cache_get(c, key, &e), 0);
+	CHECK(e.log && strcmp(e.log, "k.cu(3): warning: w\n") == 0);
+	CHECK(e.lowered && strcmp(e.lowered, "scale<float, 4>\t_Z5scaleIfLi4EEvPT_S0_i\nf<a = b>\t_Z1fv\n") == 0);
+	CHECK_EQ_STR(e.source_name, "k.cu");
+	kj__cache_entry_free(&e);
+	make_key(2, key);
+	CHECK_EQ_INT(kj__cache_get(c, key, &e), 0);
+	CHECK(e.lowered == NULL && e.log && strcmp(e.log, "fine") == 0);
+	kj__cache_entry_free(&e);
+	CHECK_EQ_INT(kj__cache_get(c, w.key, &e), 0); /* the column's were lost with it: a plain entry */
+	CHECK(e.lowered == NULL);
+	kj__cache_entry_free(&e);
+	kj__cache_close(c);
+	CHECK_EQ_INT(sqlite3_open(path, &db), SQLITE_OK);
+	CHECK_EQ_INT(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
+	CHECK_EQ_INT(sqlite3_step(st), SQLITE_ROW);
+	CHECK_EQ_INT(sqlite3_column_int(st, 0), 3);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	/* a newer index than this kjit's is refused, not rebuilt */
+	CHECK_EQ_INT(sqlite3_open(path, &db), SQLITE_OK);
+	CHECK_EQ_INT(sqlite3_exec(db, "PRAGMA user_version=4", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	struct kj__cache_options o = { .log = logfp };
+	c = NULL;
+	CHECK_EQ_INT(kj__cache_open(&c, dir, &o), KJIT_EIO);
+	CHECK(c == NULL);
 	cleanup();
 }
 
@@ -1290,4 +1364,5 @@ TEST_LIST(TEST(publish_lookup) TEST(publish_rejects_bad_entries) TEST(restart_st
 	  TEST(verify_finds_corruption) TEST(clear_by_target) TEST(counters_persist)
 	  TEST(stale_tmp_removed_at_open) TEST(faults_during_publish) TEST(faults_during_lookup)
 	  TEST(faults_during_open) TEST(out_of_memory) TEST(ten_thousand_entries)
-	  TEST(modes) TEST(loose_dir_refused) TEST(symlinked_subdir_refused) TEST(requesters_and_migration))
+	  TEST(modes) TEST(loose_dir_refused) TEST(symlinked_subdir_refused) TEST(requesters_and_migration)
+	  TEST(lowered_column_and_schema2))

@@ -125,6 +125,23 @@ check "B: no compile" [ "$(nstat 2 compiles)" = 0 ]
 check "B: remote_hits 1 in stats" [ "$(nstat 2 remote_hits)" = 1 ]
 check "B: kjit show works for the remote object" sh -c "KJIT_SOCKET=$T/n/2.sock $KJIT show $k | grep -q 'source *ab.src'"
 check "B: the log says remote hit" grep -q "remote hit $k" "$T/log.2"
+# The lowered names of C++ name expressions go with the object: into the
+# value's log in the old form, out of it again on B (NVRTC, when here).
+if ldconfig -p 2>/dev/null | grep -q 'libnvrtc\.so'; then
+	printf 'template <typename T> __global__ void scale(T *x, T a) { x[threadIdx.x] *= a; }\n' >"$T/t.cu"
+	kj 1 get --source "$T/t.cu" --backend cuda --target sm_90 --name-expression 'scale<float>' >"$T/t1" 2>&1
+	check "A: compiled with its lowered name" grep -q '^lowered scale<float> _Z5scaleIfEvPT_S0_$' "$T/t1"
+	kt=$(head -n 1 "$T/t1" | key_of /dev/stdin)
+	wait_key "$kt"
+	check "A publishes it, its name in the value's log" sh -c "redis-cli -s '$RS' --raw get 'kjit:v1:$kt' |
+		grep -aq 'kjit: lowered name: scale<float> = _Z5scaleIfEvPT_S0_'"
+	kj 2 get --source "$T/t.cu" --backend cuda --target sm_90 --name-expression 'scale<float>' >"$T/t2" 2>&1
+	check "B: a remote hit with its lowered name" sh -c "grep -q '^remote hit ' '$T/t2' &&
+		grep -q '^lowered scale<float> _Z5scaleIfEvPT_S0_\$' '$T/t2'"
+	kj 2 show "$kt" >"$T/t2.show" 2>&1
+	check "B: the name in its index's column, not in the log" sh -c "grep -q '^lowered *scale<float> = _Z5scaleIfEvPT_S0_\$' '$T/t2.show' &&
+		! grep -q 'kjit: lowered name' '$T/t2.show'"
+fi
 unnode 2
 node 2
 get 2 "$s" "$T/b2.o"

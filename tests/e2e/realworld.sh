@@ -70,7 +70,46 @@ if [ $have_nvrtc = 1 ]; then
 		--name-expression 'scale<float, 4>' --name-expression 'scale<__half, 2>' 2>&1)
 	check "--name-expression: a hit" sh -c "echo '$t3' | grep -q '^hit' && echo '$t3' | grep -q '^lowered scale<__half, 2> _Z5scaleI6__halfLi2EEvPT_S1_i\$'"
 	k3=$(echo "$t3" | head -n 1 | cut -d' ' -f2)
-	check "kjit show lists the lowered names" sh -c "'$KJIT' show $k3 | grep -q 'kjit: lowered name: scale<float, 4> = _Z5scaleIfLi4EEvPT_S0_i'"
+	"$KJIT" show "$k3" >"$T/show" 2>&1
+	check "kjit show lists the lowered names" grep -q '^lowered *scale<float, 4> = _Z5scaleIfLi4EEvPT_S0_i$' "$T/show"
+	check "in their own place, not in the log" sh -c "! grep -q 'kjit: lowered name' '$T/show'"
+	"$KJIT" show --json "$k3" >"$T/show.json" 2>&1
+	check "kjit show --json: a lowered object" grep -q '"lowered":{"scale<float, 4>":"_Z5scaleIfLi4EEvPT_S0_i","scale<__half, 2>":"_Z5scaleI6__halfLi2EEvPT_S1_i"}' "$T/show.json"
+	# an index of schema 2 (lowered names as lines of the log) still serves
+	# them: kjitd moves them into their column when it opens it
+	if command -v sqlite3 >/dev/null 2>&1; then
+		stop_daemon
+		sqlite3 "$KJIT_CACHE_DIR/index.sqlite" "UPDATE objects SET log = coalesce(log, '') ||
+			'kjit: lowered name: ' || replace(replace(rtrim(lowered, char(10)), char(9), ' = '), char(10),
+			char(10) || 'kjit: lowered name: ') || char(10) WHERE lowered IS NOT NULL;
+			ALTER TABLE objects DROP COLUMN lowered; PRAGMA user_version=2;" >"$T/sq" 2>&1
+		check "(an index put back to schema 2)" [ "$(sqlite3 "$KJIT_CACHE_DIR/index.sqlite" 'PRAGMA user_version')" = 2 ]
+		start_daemon || { not_ok start "kjitd did not start on a schema 2 index"; exit 1; }
+		t4=$("$KJIT" get --source "$R/templated.cu" --backend cuda --target sm_90 -I "$INC" \
+			--name-expression 'scale<float, 4>' --name-expression 'scale<__half, 2>' 2>&1)
+		check "schema 2 index: the entry kept, a hit with its lowered names" sh -c "echo '$t4' | grep -q '^hit $k3' &&
+			echo '$t4' | grep -q '^lowered scale<__half, 2> _Z5scaleI6__halfLi2EEvPT_S1_i\$'"
+		check "schema 2 index: now schema 3" [ "$(sqlite3 "$KJIT_CACHE_DIR/index.sqlite" 'PRAGMA user_version')" = 3 ]
+		"$KJIT" show "$k3" >"$T/show" 2>&1
+		check "schema 2 index: the names moved out of the log" sh -c "grep -q '^lowered *scale<float, 4> = ' '$T/show' &&
+			! grep -q 'kjit: lowered name' '$T/show'"
+	fi
+	# and through a bundle, into another cache
+	"$KJIT" export -o "$T/rw.kjb" >/dev/null 2>&1
+	stop_daemon
+	saved_cache=$KJIT_CACHE_DIR
+	export KJIT_CACHE_DIR="$T/cache2"
+	start_daemon || { not_ok start "kjitd did not start on a second cache"; exit 1; }
+	"$KJIT" import "$T/rw.kjb" >/dev/null 2>&1
+	"$KJIT" show "$k3" >"$T/show" 2>&1
+	check "a bundle carries the lowered names" grep -q '^lowered *scale<__half, 2> = _Z5scaleI6__halfLi2EEvPT_S1_i$' "$T/show"
+	t5=$("$KJIT" get --source "$R/templated.cu" --backend cuda --target sm_90 -I "$INC" \
+		--name-expression 'scale<float, 4>' --name-expression 'scale<__half, 2>' 2>&1)
+	check "an imported entry: a hit with its lowered names" sh -c "echo '$t5' | grep -q '^hit $k3' &&
+		echo '$t5' | grep -q '^lowered scale<float, 4> _Z5scaleIfLi4EEvPT_S0_i\$'"
+	stop_daemon
+	export KJIT_CACHE_DIR="$saved_cache"
+	start_daemon || { not_ok start "kjitd did not start again"; exit 1; }
 	x=$(get --source "$R/half_reduce.cu" --backend cuda --target sm_90 -I "$INC" --fatbin)
 	check "NVRTC makes no fatbin and says who does" [ "$x" = error ] && grep -q 'fatbin needs nvcc (--compiler nvcc)' "$T/err"
 	n0=$("$KJIT" ls | grep -c half_reduce)

@@ -1,0 +1,131 @@
+/* recipe.c: recipes, the requests behind objects, so that `kjit warm
+ * --replay` can compile again, for the current compiler and runtime, what
+ * was used recently (daemon/replay.c).
+ *
+ * Invariants:
+ *  - A recipe is stored content-addressed: <dir>/recipes/<hex digest>.req
+ *    holds the GET frame whose digest names it; a file already there with
+ *    the same length is those bytes and is not written again.  It is
+ *    written to a temporary file, made durable and renamed, like an object
+ *    (store.c), so a reader never sees part of one.
+ *  - The index's recipe_of(key, recipe) links an object to its recipe; the
+ *    row is written after the file, so a row never names a missing file
+ *    (a crash leaves at most a file no row names).  recipe_of rows outlive
+ *    their objects: a listing joins on objects, so an evicted object's
+ *    recipe is not replayed.
+ *  - recipes/ must be a real directory (kj__obj_dir_check): one replaced
+ *    by a symlink is refused, never followed, for reads and writes alike;
+ *    a recipe that is not a regular file is refused.
+ * The files and rows belong to the cache; callers get copies.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache-int.h"
+#include "kj_limits.h"
+#include "kj_types.h"
+#include "util.h"
+
+int kj__cache_recipe_store(struct kj__cache *c, const char *key, const char *recipe, const uint8_t *body,
+			   size_t len)
+{
+	char dir[PATH_MAX], path[PATH_MAX], tmp[PATH_MAX];
+	struct stat st;
+	int created = 0, fd, r;
+
+	if (!kj__hex_ok(key) || !kj__hex_ok(recipe))
+		return KJIT_EINVAL;
+	if ((r = kj__cache_pathf(dir, sizeof dir, "%s/recipes", c->dir)) < 0 ||
+	    (r = kj__cache_pathf(path, sizeof path, "%s/%s.req", dir, recipe)) < 0 ||
+	    (r = kj__cache_pathf(tmp, sizeof tmp, "%s.tmp.%d.%llu", path, (int)getpid(), (unsigned long long)++c->tmp_seq)) < 0)
+		return r;
+	/* Content-addressed: a recipe already stored is the same bytes.  A
+	 * recipes/ that is not a real directory is refused, never followed. */
+	if ((r = kj__obj_dir_check(c, dir)) == KJIT_EDENIED || (r < 0 && r != KJIT_ENOENT))
+		return r;
+	fd = c->fs->open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
+	if (fd >= 0 && c->fs->fstat(fd, &st) == 0 && (size_t)st.st_size == len) {
+		c->fs->close(fd);
+	} else {
+		if (fd >= 0)
+			c->fs->close(fd);
+		if ((r = kj__obj_mkdir_below(c, dir)) < 0)
+			return r;
+		r = kj__obj_write_tmp(c, tmp, body, len, &created);
+		if (r == 0 && c->fs->rename(tmp, path) < 0) {
+			kj__cache_say(c, "rename %s: %s", tmp, strerror(errno));
+			r = KJIT_EIO;
+		}
+		if (r < 0) {
+			if (created)
+				c->fs->unlink(tmp);
+			return r;
+		}
+	}
+	sqlite3_stmt *st2 = NULL;
+	if (sqlite3_prepare_v2(c->db, "INSERT OR REPLACE INTO recipe_of(key, recipe) VALUES(?1, ?2)", -1, &st2,
+			       NULL) != SQLITE_OK)
+		return kj__db_fail(c, "recipe");
+	sqlite3_bind_text(st2, 1, key, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st2, 2, recipe, -1, SQLITE_STATIC);
+	r = sqlite3_step(st2) == SQLITE_DONE ? 0 : kj__db_fail(c, "recipe");
+	sqlite3_finalize(st2);
+	return r;
+}
+
+int kj__cache_recipe_load(struct kj__cache *c, const char *recipe, uint8_t **body, size_t *len)
+{
+	char path[PATH_MAX];
+	int r;
+
+	if (!kj__hex_ok(recipe))
+		return KJIT_EINVAL;
+	char dir[PATH_MAX];
+	struct stat st;
+	if ((r = kj__cache_pathf(dir, sizeof dir, "%s/recipes", c->dir)) < 0 ||
+	    (r = kj__cache_pathf(path, sizeof path, "%s/%s.req", dir, recipe)) < 0)
+		return r;
+	if ((r = kj__obj_dir_check(c, dir)) < 0)
+		return r == KJIT_ENOENT ? r : KJIT_EIO;
+	if (c->fs->lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		kj__cache_say(c, "refusing %s: not a regular file", path);
+		return KJIT_EIO;
+	}
+	r = kj__read_file(path, KJ_FRAME_MAX, body, len);
+	if (r == -ENOENT)
+		return KJIT_ENOENT;
+	return r < 0 ? KJIT_EIO : 0;
+}
+
+int kj__cache_recipes(struct kj__cache *c, int64_t since,
+		      int (*fn)(const char *recipe, int backend, const char *target, void *arg), void *arg)
+{
+	sqlite3_stmt *st = NULL;
+	int rc, r = 0;
+
+	if ((r = kj__cache_flush(c)) < 0)
+		return r;
+	if (sqlite3_prepare_v2(c->db,
+			       "SELECT DISTINCT r.recipe, o.backend, o.target FROM recipe_of r"
+			       " JOIN objects o ON o.key = r.key WHERE o.last_used >= ?1 ORDER BY r.recipe, o.target",
+			       -1, &st, NULL) != SQLITE_OK)
+		return kj__db_fail(c, "recipes");
+	sqlite3_bind_int64(st, 1, since);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *recipe = kj__db_col_text(st, 0), *target = kj__db_col_text(st, 2);
+		if (recipe == NULL || target == NULL)
+			continue;
+		if ((r = fn(recipe, sqlite3_column_int(st, 1), target, arg)) != 0)
+			break;
+	}
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		r = kj__db_fail(c, "recipes");
+	sqlite3_finalize(st);
+	return r;
+}

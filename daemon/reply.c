@@ -1,0 +1,100 @@
+/* reply.c: the replies to GET, for get.c (hits, compiles, refusals) and
+ * fleet.c (remote hits): an object with what goes with it (key, target,
+ * version, the compile log, the lowered names of C++ name expressions),
+ * or a failure with its one line and log; and the counters replies move.
+ *
+ * The lowered names (common/lowered.h) travel in their own field,
+ * KJ_F_LOWERED, whatever answered: a compile carries the worker's, a hit
+ * the index's column (kj__lowered_of), a remote hit those of the fleet
+ * value.  Only requests that named expressions get them (get.c asks).
+ * No state of its own.
+ */
+#include <stdlib.h>
+
+#include "daemon.h"
+#include "kj_types.h"
+#include "util.h"
+
+void kj__count_error(struct kj__daemon *d, int code)
+{
+	switch (code) {
+	case KJIT_ECOMPILE: d->stats[KJ_STAT_ERR_COMPILE]++; break;
+	case KJIT_ETARGET:
+	case KJIT_ENOTARGET: d->stats[KJ_STAT_ERR_TARGET]++; break;
+	case KJIT_EWORKER: d->stats[KJ_STAT_ERR_WORKER]++; break;
+	case KJIT_ETIMEDOUT: d->stats[KJ_STAT_ERR_TIMEOUT]++; break;
+	case KJIT_EINVAL:
+	case KJIT_EINCLUDE:
+	case KJIT_ETOOBIG:
+	case KJIT_ENOKERNEL:
+	case KJIT_EPROTO: d->stats[KJ_STAT_ERR_INPUT]++; break;
+	default: d->stats[KJ_STAT_ERR_OTHER]++; break;
+	}
+}
+
+void kj__send_object(struct kj__daemon *d, struct kj__conn *c, uint32_t id, int status,
+		     const struct kj__obj_reply *o, const uint8_t *data, size_t len)
+{
+	struct kj__buf b = { 0 };
+
+	if (!kj__conn_alive(c))
+		return;
+	if (kj__msg_begin(&b, KJ_MSG_REPLY, id) < 0 || kj__msg_put_i32(&b, KJ_F_CODE, 0) < 0 ||
+	    kj__msg_put_u32(&b, KJ_F_STATUS, (uint32_t)status) < 0 || kj__msg_put_str(&b, KJ_F_KEY, o->key) < 0 ||
+	    kj__msg_put_str(&b, KJ_F_TARGET, o->target) < 0 || kj__msg_put_str(&b, KJ_F_VERSION, o->version) < 0 ||
+	    (o->log && *o->log && kj__msg_put_str(&b, KJ_F_LOG, o->log) < 0) ||
+	    (o->lowered && *o->lowered && kj__msg_put_str(&b, KJ_F_LOWERED, o->lowered) < 0) ||
+	    kj__msg_put_ext(&b, KJ_F_DATA, len) < 0 || kj__msg_end_ext(&b, len) < 0) {
+		kj__buf_free(&b);
+		kj__conn_error(c, id, KJIT_ENOMEM, "kjitd is out of memory; retry later");
+		return;
+	}
+	d->stats[KJ_STAT_BYTES_SERVED] += len;
+	kj__conn_send_ext(c, &b, data, len);
+}
+
+void kj__send_failure(struct kj__conn *c, uint32_t id, int code, const char *error, const char *log)
+{
+	struct kj__buf b = { 0 };
+
+	if (!kj__conn_alive(c))
+		return;
+	if (kj__msg_begin(&b, KJ_MSG_REPLY, id) < 0 || kj__msg_put_i32(&b, KJ_F_CODE, code) < 0 ||
+	    kj__msg_put_str(&b, KJ_F_ERROR, error) < 0 || (log && kj__msg_put_str(&b, KJ_F_LOG, log) < 0)) {
+		kj__buf_free(&b);
+		kj__conn_error(c, id, code, "%s", error);
+		return;
+	}
+	kj__conn_send(c, &b);
+}
+
+void kj__record_latency(struct kj__daemon *d, uint64_t t0)
+{
+	uint64_t us = kj__now_us() - t0;
+	unsigned i = 0;
+
+	while (i + 1 < KJ_LAT_BUCKETS && us >= (1ull << i))
+		i++;
+	d->lat_hist[i]++;
+}
+
+char *kj__lowered_of(struct kj__daemon *d, const char *key)
+{
+	struct kj__cache_entry e;
+	char *v;
+
+	if (kj__cache_get(d->cache, key, &e) < 0)
+		return NULL;
+	v = e.lowered && *e.lowered ? kj__strdup(e.lowered) : NULL;
+	kj__cache_entry_free(&e);
+	return v;
+}
+
+void kj__flight_answer(struct kj__flight *f, int status, const uint8_t *data, size_t len, const char *log,
+		       const char *lowered)
+{
+	struct kj__obj_reply o = { f->key, f->e.target, f->e.version, log, lowered };
+
+	for (size_t i = 0; i < f->n_w; i++)
+		kj__send_object(f->d, f->w[i].c, f->w[i].id, status, &o, data, len);
+}
