@@ -367,6 +367,19 @@ static void test_nvrtc(void)
 	j = job_of("sm_90", "bad.cu", "extern \"C\" __global__ void f(float *x) { x[0] = ; }\n");
 	CHECK_EQ_INT(ops->compile(st, &j, &o), KJIT_ECOMPILE);
 	CHECK(o.log && strstr(o.log, "error"));
+	CHECK(o.lowered == NULL);
+	kj__compile_out_free(&o);
+
+	/* name expressions: their lowered names in out->lowered, not in the log */
+	const char *exprs[] = { "--name-expression=scale<float, 4>", "--name-expression=scale<int, 1>" };
+	j = job_of("sm_90", "t.cu", "template <typename T, int N> __global__ void scale(T *x, int n) { x[n] *= N; }\n");
+	j.options = exprs;
+	j.n_options = 2;
+	CHECK_EQ_INT(ops->compile(st, &j, &o), 0);
+	CHECK(o.lowered != NULL);
+	if (o.lowered)
+		CHECK_EQ_STR(o.lowered, "scale<float, 4>\t_Z5scaleIfLi4EEvPT_i\nscale<int, 1>\t_Z5scaleIiLi1EEvPT_i\n");
+	CHECK(o.log == NULL || strstr(o.log, "lowered") == NULL);
 	kj__compile_out_free(&o);
 
 	CHECK_EQ_INT(ops->check_target(st, "sm_1", err, sizeof err), KJIT_ETARGET);
