@@ -21,7 +21,6 @@
  * kj__remote_publish or kj__remote_lease_release.  An op that refers to a
  * lease holds a reference (l->refs); the lease is freed at zero.
  */
-#include <ctype.h>
 #include <errno.h>
 #include <hiredis/adapters/libuv.h>
 #include <hiredis/async.h>
@@ -36,84 +35,12 @@
 #include "kj_limits.h"
 #include "kj_types.h"
 #include "proto.h"
-#include "remote.h"
+#include "remote-int.h"
 #include "sha.h"
 #include "util.h"
 
 #define VAL_MAGIC "KJO1"
 #define VAL_HDR (4 + 8 + 4 + 4 + KJ_SHA256_LEN)
-
-enum { C_CMD, C_PUT, C_SUB, C_COUNT };
-enum { S_DOWN, S_RESOLVING, S_CONNECTING, S_UP };
-enum { OP_LOOKUP, OP_MISC, OP_PUBLISH, OP_HELLO, OP_LEASE_SET, OP_LEASE_CHECK, OP_RENEW };
-enum { L_ACQUIRING, L_OWNED, L_WAITING, L_CHECKING, L_DONE };
-
-struct op;
-
-struct conn {
-	struct kj__remote *r;
-	int role;
-	int state;
-	redisAsyncContext *ac;
-	struct op *head, *tail;
-	uint64_t since_us;          /* last progress: connect start, a reply, bytes read */
-	size_t reader_seen;         /* bytes buffered by the reader at the last tick */
-	uint64_t retry_at_us;       /* when S_DOWN: next connect attempt */
-	unsigned backoff_ms;
-	int drop_code;              /* why pending ops fail while we drop */
-	uv_getaddrinfo_t gai;
-	int gai_busy;
-	char why[128];              /* an error reply during the handshake (AUTH refused) */
-};
-
-struct op {
-	struct op *next;
-	struct conn *c;
-	int kind;
-	uint64_t start_us;
-	uint64_t allow_us;          /* this op's time once it is the head */
-	size_t bytes;
-	kj__remote_lookup_cb cb;
-	void *arg;
-	struct kj__remote_lease *lease;
-};
-
-struct kj__remote_lease {
-	struct kj__remote *r;
-	struct kj__remote_lease *prev, *next;
-	char key[KJ_SHA256_HEX_LEN + 1];
-	int state;
-	int refs;                   /* 1 for the list, 1 per op in flight */
-	kj__remote_lease_cb cb;
-	void *arg;
-	uint64_t started_us, next_us; /* owned: next renewal; waiting: next poll */
-	int renewing;
-	int woken;                 /* a publish message came while checking */
-};
-
-struct kj__remote {
-	uv_loop_t *loop;
-	uv_timer_t tick;
-	struct kj__remote_url url;
-	char *describe;
-	char *prefix;
-	char *id;
-	char *channel;
-	int mode;
-	uint64_t timeout_us, ttl_ms, max_object;
-	unsigned lease_ms, poll_ms, wait_max_ms;
-	void (*log)(void *, const char *);
-	void *log_arg;
-	struct conn conns[C_COUNT];
-	struct kj__remote_lease *leases;
-	uint64_t put_bytes;         /* publishes not yet acknowledged */
-	int warned;                 /* an outage was reported and has not ended */
-	int said_error;             /* an error reply was logged since the last outage */
-	uint64_t down_since_us;
-	int closing;
-	int tick_open;              /* the timer handle is not closed yet */
-	struct kj__remote_stats st;
-};
 
 static const char release_lua[] =
 	"if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end "
@@ -177,180 +104,10 @@ static char *full_key(const struct kj__remote *r, const char *what, const char *
 
 static void tick_ensure(struct kj__remote *r);
 
-/* ---- URL ---- */
-
-static int seterr(char *err, size_t errlen, const char *msg)
+int kj__remote_seterr(char *err, size_t errlen, const char *msg)
 {
 	snprintf(err, errlen, "%s", msg);
 	return KJIT_EINVAL;
-}
-
-/* Percent-decodes [s, s+n) into a new string; NULL on a bad escape or
- * no memory. */
-static char *pct_decode(const char *s, size_t n)
-{
-	char *o = malloc(n + 1), *w = o;
-
-	for (size_t i = 0; o && i < n; i++) {
-		unsigned v;
-		if (s[i] != '%') {
-			*w++ = s[i];
-			continue;
-		}
-		if (n - i < 3 || !isxdigit((unsigned char)s[i + 1]) || !isxdigit((unsigned char)s[i + 2]) ||
-		    sscanf(s + i + 1, "%2x", &v) != 1 || v == 0) {
-			free(o);
-			return NULL;
-		}
-		*w++ = (char)v;
-		i += 2;
-	}
-	if (o)
-		*w = '\0';
-	return o;
-}
-
-static int parse_num(const char *s, size_t n, long max, int *out)
-{
-	long v = 0;
-	if (n == 0 || n > 9)
-		return -1;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		v = v * 10 + (s[i] - '0');
-	}
-	if (v > max)
-		return -1;
-	*out = (int)v;
-	return 0;
-}
-
-/* [user:]password (an empty user is none: redis://:pw@host). */
-static int parse_userinfo(const char *s, size_t n, struct kj__remote_url *u)
-{
-	const char *colon = memchr(s, ':', n);
-
-	if (colon) {
-		size_t un = (size_t)(colon - s);
-		if (un && (u->user = pct_decode(s, un)) == NULL)
-			return -1;
-		n -= un + 1;
-		s = colon + 1;
-	}
-	return (u->password = pct_decode(s, n)) == NULL ? -1 : 0;
-}
-
-int kj__remote_url_parse(const char *s, struct kj__remote_url *u, char *err, size_t errlen)
-{
-	const char *p, *at, *end;
-	int r = KJIT_EINVAL;
-
-	memset(u, 0, sizeof *u);
-	u->port = 6379;
-	if (s == NULL || *s == '\0')
-		return seterr(err, errlen, "empty remote URL");
-	if (strlen(s) > KJ_REMOTE_URL_MAX)
-		return seterr(err, errlen, "remote URL too long");
-	if (strncmp(s, "rediss://", 9) == 0)
-		return seterr(err, errlen, "TLS is not supported: Debian 12's hiredis 0.14 has no TLS "
-			      "(use a Unix socket, a private network, or a stunnel/spiped tunnel)");
-	int is_unix = strncmp(s, "unix://", 7) == 0;
-	if (!is_unix && strncmp(s, "redis://", 8) != 0)
-		return seterr(err, errlen, "expected redis://[[user:]password@]host[:port][/db] or unix:///path");
-	p = s + (is_unix ? 7 : 8);
-	end = p + strlen(p);
-	/* Messages never repeat the URL: it may hold a password.
-	 * userinfo: up to the last '@' before the first '/' (a '/' or '@' in a
-	 * password is percent-encoded); a socket path may hold '@' */
-	const char *slash = strchr(p, '/');
-	const char *limit = slash ? slash : end;
-	at = NULL;
-	for (const char *q = p; q < limit; q++)
-		if (*q == '@')
-			at = q;
-	if (at) {
-		if (parse_userinfo(p, (size_t)(at - p), u) < 0) {
-			seterr(err, errlen, "bad percent-escape in user or password");
-			goto out;
-		}
-		p = at + 1;
-	}
-	if (is_unix) {
-		const char *q = strchr(p, '?');
-		size_t n = q ? (size_t)(q - p) : strlen(p);
-		if (n < 2 || p[0] != '/') {
-			seterr(err, errlen, "expected an absolute socket path: unix:///path/redis.sock");
-			goto out;
-		}
-		if ((u->path = kj__strndup(p, n)) == NULL) {
-			r = KJIT_ENOMEM;
-			goto out;
-		}
-		if (q && (strncmp(q, "?db=", 4) != 0 || parse_num(q + 4, strlen(q + 4), 1 << 20, &u->db) < 0)) {
-			seterr(err, errlen, "expected ?db=N after the socket path");
-			goto out;
-		}
-		return 0;
-	}
-	const char *hend = slash ? slash : end, *portp = NULL, *h = p;
-	size_t hn;
-	if (*p == '[') {
-		const char *rb = memchr(p, ']', (size_t)(hend - p));
-		if (rb == NULL) {
-			seterr(err, errlen, "unterminated [IPv6 address]");
-			goto out;
-		}
-		h = p + 1;
-		hn = (size_t)(rb - h);
-		if (rb + 1 < hend) {
-			if (rb[1] != ':') {
-				seterr(err, errlen, "expected :port after ]");
-				goto out;
-			}
-			portp = rb + 2;
-		}
-	} else {
-		const char *colon = memchr(p, ':', (size_t)(hend - p));
-		hn = (size_t)((colon ? colon : hend) - p);
-		portp = colon ? colon + 1 : NULL;
-	}
-	if (hn == 0) {
-		seterr(err, errlen, "no host");
-		goto out;
-	}
-	if (portp && (parse_num(portp, (size_t)(hend - portp), 65535, &u->port) < 0 || u->port == 0)) {
-		seterr(err, errlen, "port must be a number from 1 to 65535");
-		goto out;
-	}
-	if (slash && slash[1] != '\0' && parse_num(slash + 1, strlen(slash + 1), 1 << 20, &u->db) < 0) {
-		seterr(err, errlen, "database must be a number after the /");
-		goto out;
-	}
-	for (size_t i = 0; i < hn; i++)
-		if (h[i] == '@' || h[i] == '/' || h[i] == '?' || (unsigned char)h[i] <= ' ') {
-			seterr(err, errlen, "bad character in host");
-			goto out;
-		}
-	if ((u->host = kj__strndup(h, hn)) == NULL) {
-		r = KJIT_ENOMEM;
-		goto out;
-	}
-	return 0;
-out:
-	kj__remote_url_free(u);
-	return r;
-}
-
-void kj__remote_url_free(struct kj__remote_url *u)
-{
-	if (u == NULL)
-		return;
-	free(u->host);
-	free(u->path);
-	free(u->user);
-	free(u->password);
-	memset(u, 0, sizeof *u);
 }
 
 /* ---- operations on a connection ---- */
@@ -846,13 +603,6 @@ static char *make_id(void)
 			    rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
 }
 
-static char *make_describe(const struct kj__remote_url *u)
-{
-	if (u->path)
-		return kj__asprintf("unix://%s?db=%d", u->path, u->db);
-	return kj__asprintf(strchr(u->host, ':') ? "redis://[%s]:%d/%d" : "redis://%s:%d/%d", u->host, u->port, u->db);
-}
-
 static void remote_free(struct kj__remote *r)
 {
 	if (r->tick_open || r->conns[C_CMD].gai_busy || r->conns[C_PUT].gai_busy || r->conns[C_SUB].gai_busy)
@@ -880,9 +630,9 @@ int kj__remote_new(uv_loop_t *loop, const struct kj__remote_options *opt, struct
 
 	*out = NULL;
 	if (loop == NULL || opt == NULL || opt->url == NULL)
-		return seterr(err, errlen, "no remote URL");
+		return kj__remote_seterr(err, errlen, "no remote URL");
 	if (opt->mode != KJ_REMOTE_RW && opt->mode != KJ_REMOTE_RO)
-		return seterr(err, errlen, "remote mode must be ro or rw");
+		return kj__remote_seterr(err, errlen, "remote mode must be ro or rw");
 	if ((r = calloc(1, sizeof *r)) == NULL)
 		return KJIT_ENOMEM;
 	if ((rc = kj__remote_url_parse(opt->url, &r->url, err, errlen)) < 0) {
@@ -901,7 +651,7 @@ int kj__remote_new(uv_loop_t *loop, const struct kj__remote_options *opt, struct
 	r->log_arg = opt->log_arg;
 	r->prefix = kj__strdup(opt->prefix ? opt->prefix : KJ_REMOTE_PREFIX);
 	r->id = opt->daemon_id ? kj__strdup(opt->daemon_id) : make_id();
-	r->describe = make_describe(&r->url);
+	r->describe = kj__remote_url_describe(&r->url);
 	r->channel = r->prefix ? kj__asprintf("%spublished", r->prefix) : NULL;
 	uv_timer_init(loop, &r->tick);
 	r->tick.data = r;
