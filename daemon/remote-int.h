@@ -30,10 +30,14 @@
  * <prefix>published, whose messages name the key just published. */
 enum { C_CMD, C_PUT, C_SUB, C_COUNT };
 enum { S_DOWN, S_RESOLVING, S_CONNECTING, S_UP };
-enum { OP_LOOKUP, OP_MISC, OP_PUBLISH, OP_HELLO, OP_LEASE_SET, OP_LEASE_CHECK, OP_RENEW };
 enum { L_ACQUIRING, L_OWNED, L_WAITING, L_CHECKING, L_DONE };
 
 struct op;
+
+/* What handles an op's reply: rep is NULL when the connection failed or was
+ * dropped (c->drop_code then says why, 0: failed by itself).  Called once,
+ * on the loop; the op is freed after it returns. */
+typedef void kj__remote_done_fn(struct op *o, redisAsyncContext *ac, const redisReply *rep);
 
 struct conn {
 	struct kj__remote *r;
@@ -54,7 +58,7 @@ struct conn {
 struct op {
 	struct op *next;
 	struct conn *c;
-	int kind;
+	kj__remote_done_fn *done;
 	uint64_t start_us;
 	uint64_t allow_us;          /* this op's time once it is the head */
 	size_t bytes;

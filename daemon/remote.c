@@ -52,6 +52,8 @@ static const char renew_lua[] =
 static void conn_connect(struct conn *c);
 static void remote_free(struct kj__remote *r);
 static void lease_poll(struct kj__remote_lease *l);
+static kj__remote_done_fn lookup_done, publish_done, hello_done, misc_done, lease_set_done, lease_check_done,
+	renew_done;
 
 /* ---- logging and small helpers ---- */
 
@@ -112,13 +114,13 @@ int kj__remote_seterr(char *err, size_t errlen, const char *msg)
 
 /* ---- operations on a connection ---- */
 
-static struct op *op_new(struct conn *c, int kind)
+static struct op *op_new(struct conn *c, kj__remote_done_fn *done)
 {
 	struct op *o = calloc(1, sizeof *o);
 	if (o == NULL)
 		return NULL;
 	o->c = c;
-	o->kind = kind;
+	o->done = done;
 	o->start_us = kj__now_us();
 	o->allow_us = c->r->timeout_us;
 	return o;
@@ -176,9 +178,9 @@ static int op_send(struct op *o, int argc, const char **argv, const size_t *lens
 	return 0;
 }
 
-static int send_argv(struct conn *c, int kind, int argc, const char **argv, const size_t *lens)
+static int send_argv(struct conn *c, kj__remote_done_fn *done, int argc, const char **argv, const size_t *lens)
 {
-	struct op *o = op_new(c, kind);
+	struct op *o = op_new(c, done);
 	return o ? op_send(o, argc, argv, lens, NULL, 0) : KJIT_ENOMEM;
 }
 
@@ -284,12 +286,12 @@ static void conn_hello(struct conn *c)
 
 	if (r->url.password) {
 		const char *av[3] = { "AUTH", r->url.user ? r->url.user : r->url.password, r->url.password };
-		rc = send_argv(c, OP_MISC, r->url.user ? 3 : 2, av, NULL);
+		rc = send_argv(c, misc_done, r->url.user ? 3 : 2, av, NULL);
 	}
 	if (rc == 0 && r->url.db) {
 		snprintf(db, sizeof db, "%d", r->url.db);
 		const char *av[2] = { "SELECT", db };
-		rc = send_argv(c, OP_MISC, 2, av, NULL);
+		rc = send_argv(c, misc_done, 2, av, NULL);
 	}
 	if (rc == 0 && c->role == C_SUB) {
 		/* the subscribe callback marks SUB up on its confirmation */
@@ -297,7 +299,7 @@ static void conn_hello(struct conn *c)
 			rc = KJIT_ECONNECT;
 	} else if (rc == 0) {
 		const char *av[1] = { "PING" };
-		rc = send_argv(c, OP_HELLO, 1, av, NULL);
+		rc = send_argv(c, hello_done, 1, av, NULL);
 	}
 	if (rc < 0)
 		c->state = S_CONNECTING; /* the tick's connect deadline drops it */
@@ -484,79 +486,106 @@ static int get_result(struct kj__remote *r, struct conn *c, const redisReply *re
 	return 1;
 }
 
+static void lookup_done(struct op *o, redisAsyncContext *ac, const redisReply *rep)
+{
+	struct kj__remote *r = o->c->r;
+	struct kj__remote_object obj;
+	int code = get_result(r, o->c, rep, &obj);
+
+	if (code == 1) {
+		uint64_t us = kj__now_us() - o->start_us;
+		r->st.hits++;
+		r->st.hit_us_total += us;
+		if (us > r->st.hit_us_max)
+			r->st.hit_us_max = us;
+		o->cb(o->arg, 0, &obj);
+	} else {
+		if (code == 0)
+			r->st.misses++;
+		o->cb(o->arg, code, NULL);
+	}
+}
+
+static void publish_done(struct op *o, redisAsyncContext *ac, const redisReply *rep)
+{
+	struct kj__remote *r = o->c->r;
+
+	r->put_bytes -= o->bytes;
+	if (rep && rep->type == REDIS_REPLY_STATUS) {
+		r->st.publishes++;
+		r->st.bytes_written += o->bytes;
+	} else {
+		if (rep)
+			r->st.errors++;
+		r->st.publish_dropped++;
+	}
+}
+
+/* The PING that ends the handshake of CMD and PUT. */
+static void hello_done(struct op *o, redisAsyncContext *ac, const redisReply *rep)
+{
+	struct conn *c = o->c;
+
+	if (rep && rep->type != REDIS_REPLY_ERROR && c->ac == ac)
+		conn_up(c);
+	else if (rep && c->why[0] == '\0')
+		snprintf(c->why, sizeof c->why, "%.*s", (int)rep->len, rep->str);
+}
+
+/* AUTH, SELECT, PEXPIRE, release scripts: only an error reply matters. */
+static void misc_done(struct op *o, redisAsyncContext *ac, const redisReply *rep)
+{
+	struct conn *c = o->c;
+	struct kj__remote *r = c->r;
+
+	if (rep && rep->type == REDIS_REPLY_ERROR) {
+		r->st.errors++;
+		if (c->state == S_CONNECTING) {
+			if (c->why[0] == '\0')
+				snprintf(c->why, sizeof c->why, "%.*s", (int)rep->len, rep->str);
+		} else if (!r->said_error) {
+			r->said_error = 1;   /* once until the next outage: not per request */
+			say(r, "remote %s answered an error: %.*s", r->describe, (int)rep->len, rep->str);
+		}
+	}
+}
+
+static void lease_set_done(struct op *o, redisAsyncContext *ac, const redisReply *rep)
+{
+	struct conn *c = o->c;
+
+	lease_on_set(o->lease, rep ? 0 : (c->drop_code ? c->drop_code : KJIT_ECONNECT), rep);
+	lease_unref(o->lease);
+}
+
+static void lease_check_done(struct op *o, redisAsyncContext *ac, const redisReply *rep)
+{
+	struct kj__remote_object obj;
+	int code = get_result(o->c->r, o->c, rep, &obj);
+
+	lease_on_check(o->lease, code, code == 1 ? &obj : NULL);
+	lease_unref(o->lease);
+}
+
+static void renew_done(struct op *o, redisAsyncContext *ac, const redisReply *rep)
+{
+	o->lease->renewing = 0;
+	if (rep && rep->type == REDIS_REPLY_INTEGER && rep->integer == 0 && o->lease->state == L_OWNED)
+		say(o->c->r, "lease on %.16s... lost while compiling (expired or taken over)", o->lease->key);
+	lease_unref(o->lease);
+}
+
+/* Every reply (NULL: the connection failed or was dropped) comes here
+ * once, in the order sent; the op's done function handles it. */
 static void redis_reply_cb(redisAsyncContext *ac, void *reply, void *priv)
 {
 	struct op *o = priv;
 	struct conn *c = o->c;
-	struct kj__remote *r = c->r;
-	redisReply *rep = reply;
-	struct kj__remote_object obj;
-	int code;
 
 	op_unlink(o);
-	if (rep == NULL && !r->closing && c->drop_code == 0)
-		r->st.errors++;
-	switch (o->kind) {
-	case OP_LOOKUP:
-		code = get_result(r, c, rep, &obj);
-		if (code == 1) {
-			uint64_t us = kj__now_us() - o->start_us;
-			r->st.hits++;
-			r->st.hit_us_total += us;
-			if (us > r->st.hit_us_max)
-				r->st.hit_us_max = us;
-			o->cb(o->arg, 0, &obj);
-		} else {
-			if (code == 0)
-				r->st.misses++;
-			o->cb(o->arg, code, NULL);
-		}
-		break;
-	case OP_PUBLISH:
-		r->put_bytes -= o->bytes;
-		if (rep && rep->type == REDIS_REPLY_STATUS) {
-			r->st.publishes++;
-			r->st.bytes_written += o->bytes;
-		} else {
-			if (rep)
-				r->st.errors++;
-			r->st.publish_dropped++;
-		}
-		break;
-	case OP_HELLO:
-		if (rep && rep->type != REDIS_REPLY_ERROR && c->ac == ac)
-			conn_up(c);
-		else if (rep && c->why[0] == '\0')
-			snprintf(c->why, sizeof c->why, "%.*s", (int)rep->len, rep->str);
-		break;
-	case OP_LEASE_SET:
-		lease_on_set(o->lease, rep ? 0 : (c->drop_code ? c->drop_code : KJIT_ECONNECT), rep);
-		lease_unref(o->lease);
-		break;
-	case OP_LEASE_CHECK:
-		code = get_result(r, c, rep, &obj);
-		lease_on_check(o->lease, code, code == 1 ? &obj : NULL);
-		lease_unref(o->lease);
-		break;
-	case OP_RENEW:
-		o->lease->renewing = 0;
-		if (rep && rep->type == REDIS_REPLY_INTEGER && rep->integer == 0 && o->lease->state == L_OWNED)
-			say(r, "lease on %.16s... lost while compiling (expired or taken over)", o->lease->key);
-		lease_unref(o->lease);
-		break;
-	default: /* OP_MISC: AUTH, SELECT, PEXPIRE, release scripts */
-		if (rep && rep->type == REDIS_REPLY_ERROR) {
-			r->st.errors++;
-			if (c->state == S_CONNECTING) {
-				if (c->why[0] == '\0')
-					snprintf(c->why, sizeof c->why, "%.*s", (int)rep->len, rep->str);
-			} else if (!r->said_error) {
-				r->said_error = 1;   /* once until the next outage: not per request */
-				say(r, "remote %s answered an error: %.*s", r->describe, (int)rep->len, rep->str);
-			}
-		}
-		break;
-	}
+	if (reply == NULL && !c->r->closing && c->drop_code == 0)
+		c->r->st.errors++;
+	o->done(o, ac, reply);
 	free(o);
 }
 
@@ -713,12 +742,12 @@ void kj__remote_stats(const struct kj__remote *r, struct kj__remote_stats *s)
 
 /* ---- public: lookup and publish ---- */
 
-static void lookup_send(struct kj__remote *r, const char *key, int kind, kj__remote_lookup_cb cb, void *arg,
+static void lookup_send(struct kj__remote *r, const char *key, kj__remote_done_fn *done, kj__remote_lookup_cb cb, void *arg,
 			struct kj__remote_lease *l, int *rc)
 {
 	struct conn *c = &r->conns[C_CMD];
 	char *k = full_key(r, "", key);
-	struct op *o = k ? op_new(c, kind) : NULL;
+	struct op *o = k ? op_new(c, done) : NULL;
 
 	*rc = KJIT_ENOMEM;
 	if (o == NULL)
@@ -733,7 +762,7 @@ static void lookup_send(struct kj__remote *r, const char *key, int kind, kj__rem
 		char ttl[24];
 		snprintf(ttl, sizeof ttl, "%llu", (unsigned long long)r->ttl_ms);
 		const char *pv[3] = { "PEXPIRE", k, ttl };
-		send_argv(c, OP_MISC, 3, pv, NULL);
+		send_argv(c, misc_done, 3, pv, NULL);
 	}
 out:
 	free(k);
@@ -748,7 +777,7 @@ void kj__remote_lookup(struct kj__remote *r, const char *key, kj__remote_lookup_
 	rc = KJIT_ECONNECT;
 	if (r->conns[C_CMD].state != S_UP)
 		goto fail;
-	lookup_send(r, key, OP_LOOKUP, cb, arg, NULL, &rc);
+	lookup_send(r, key, lookup_done, cb, arg, NULL, &rc);
 	if (rc == 0)
 		return;
 fail:
@@ -789,7 +818,7 @@ static void send_release(struct kj__remote *r, struct conn *c, const char *key, 
 	if (lk == NULL)
 		return;
 	const char *av[7] = { "EVAL", release_lua, "1", lk, owner, r->channel, key };
-	send_argv(c, OP_MISC, 7, av, NULL);
+	send_argv(c, misc_done, 7, av, NULL);
 	free(lk);
 }
 
@@ -825,7 +854,7 @@ int kj__remote_publish(struct kj__remote *r, const char *key, const uint8_t *obj
 	if ((k = full_key(r, "", key)) == NULL ||
 	    build_set(r, k, obj, size, dg, log, log_len, recipe, recipe_len, &b) < 0)
 		goto out;
-	struct op *o = op_new(c, OP_PUBLISH);
+	struct op *o = op_new(c, publish_done);
 	if (o == NULL)
 		goto out;
 	o->bytes = b.len;
@@ -901,7 +930,7 @@ static int lease_send_set(struct kj__remote_lease *l)
 	struct kj__remote *r = l->r;
 	char ms[16];
 	char *lk = full_key(r, "lease:", l->key);
-	struct op *o = lk ? op_new(&r->conns[C_CMD], OP_LEASE_SET) : NULL;
+	struct op *o = lk ? op_new(&r->conns[C_CMD], lease_set_done) : NULL;
 	int rc = KJIT_ENOMEM;
 
 	if (o) {
@@ -960,7 +989,7 @@ static void lease_poll(struct kj__remote_lease *l)
 	}
 	l->state = L_CHECKING;
 	l->refs++;
-	lookup_send(r, l->key, OP_LEASE_CHECK, NULL, NULL, l, &rc);
+	lookup_send(r, l->key, lease_check_done, NULL, NULL, l, &rc);
 	if (rc < 0) {
 		l->refs--;
 		lease_finish(l, KJ_LEASE_UNAVAILABLE, NULL);
@@ -1028,7 +1057,7 @@ static void lease_renew(struct kj__remote_lease *l)
 	struct kj__remote *r = l->r;
 	char ms[16];
 	char *lk = full_key(r, "lease:", l->key);
-	struct op *o = lk ? op_new(&r->conns[C_CMD], OP_RENEW) : NULL;
+	struct op *o = lk ? op_new(&r->conns[C_CMD], renew_done) : NULL;
 
 	if (o) {
 		snprintf(ms, sizeof ms, "%u", r->lease_ms);
