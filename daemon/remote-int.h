@@ -7,6 +7,12 @@
  *   remote.c         the handle: options, lifetime, the one timer that
  *                    drives connections and leases, stats, logging
  *   remote-url.c     the --remote URL and its password-free description
+ *   remote-conn.c    struct conn and struct op: a connection, the FIFO of
+ *                    operations on it, the handshake, outages, reconnect
+ *                    with backoff, the per-operation deadline
+ *   remote-object.c  the value layout, lookup, publish
+ *   remote-lease.c   struct kj__remote_lease and r->leases: single-flight
+ *                    across machines (acquire, renew, wait, take over)
  *
  * Everything runs on the daemon's libuv loop, on one thread.  The handle
  * owns its connections, ops and leases; a lease is handed to the caller
@@ -18,6 +24,7 @@
 #define KJ_REMOTE_INT_H
 
 #include <hiredis/async.h>
+#include <hiredis/hiredis.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
@@ -105,12 +112,79 @@ struct kj__remote {
 };
 
 /* remote.c */
+/* One warning line through the log function given at creation (stderr
+ * without one). */
+void kj__remote_say(struct kj__remote *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Writes msg into err; returns KJIT_EINVAL. */
 int kj__remote_seterr(char *err, size_t errlen, const char *msg);
+/* <prefix><what><key>, allocated; NULL: no memory. */
+char *kj__remote_key(const struct kj__remote *r, const char *what, const char *key);
+/* Starts the timer unless it runs or the handle is closing: call after
+ * queuing an op, losing a connection or adding a lease. */
+void kj__remote_tick_ensure(struct kj__remote *r);
+/* Frees r once closed and nothing of it is pending (the timer closed, no
+ * name resolution in flight); else does nothing and is called again by
+ * the last of them. */
+void kj__remote_free(struct kj__remote *r);
 
 /* remote-url.c */
 /* "redis://host:port/db" or "unix:///path?db=N", never the userinfo.
  * Allocated; NULL: no memory. */
 char *kj__remote_url_describe(const struct kj__remote_url *u);
+
+/* remote-conn.c */
+/* A new op on c whose reply goes to done (its time starts now); NULL: no
+ * memory.  Fill cb, arg, lease, bytes, allow_us, then kj__remote_op_send. */
+struct op *kj__remote_op_new(struct conn *c, kj__remote_done_fn *done);
+/* Queues o's command (argv, or resp: a preformatted RESP buffer) on its
+ * connection; o is consumed either way.  0, or KJIT_ECONNECT (o freed,
+ * done not called). */
+int kj__remote_op_send(struct op *o, int argc, const char **argv, const size_t *lens, const char *resp,
+		       size_t resp_len);
+/* Fire and forget (PEXPIRE, a release script): only an error reply
+ * counts, and is logged once per outage.  0, KJIT_ENOMEM, KJIT_ECONNECT. */
+int kj__remote_send(struct conn *c, int argc, const char **argv);
+/* Why an op on c got no reply: the code it was dropped with, else
+ * KJIT_ECONNECT. */
+int kj__remote_conn_failure(const struct conn *c);
+/* Resolves (redis://) and connects c in the background; a failure is an
+ * outage and schedules a retry. */
+void kj__remote_conn_connect(struct conn *c);
+/* Drops c (from the tick or close only, never inside a hiredis callback):
+ * its pending ops fail with code; unless closing, it is an outage and c
+ * is retried. */
+void kj__remote_conn_drop(struct conn *c, int code, const char *why);
+/* The watchdog's look at c: reconnects when its backoff is over, drops it
+ * when its head (or its connect) made no progress in time. */
+void kj__remote_conn_tick(struct conn *c, uint64_t now);
+/* 1 while c needs the timer: ops pending, or not up. */
+int kj__remote_conn_busy(const struct conn *c);
+
+/* remote-object.c */
+/* GET <prefix><key> on CMD (and the TTL refresh) as an op for done, with
+ * cb, arg and l stored in it.  *rc: 0 or why nothing was queued. */
+void kj__remote_get(struct kj__remote *r, const char *key, kj__remote_done_fn *done, kj__remote_lookup_cb cb,
+		    void *arg, struct kj__remote_lease *l, int *rc);
+/* Classifies a GET reply: 1 hit (obj filled, valid while rep is), 0
+ * absent, or an error (KJIT_ECORRUPT, KJIT_EPROTO, why c failed); counts. */
+int kj__remote_get_result(struct kj__remote *r, struct conn *c, const redisReply *rep,
+			  struct kj__remote_object *obj);
+
+/* remote-lease.c */
+/* Takes l off r->leases (no-op if it is not on it). */
+void kj__remote_lease_unlink(struct kj__remote_lease *l);
+/* Drops a reference; frees l at zero. */
+void kj__remote_lease_unref(struct kj__remote_lease *l);
+/* On c: deletes the lease on key if owner holds it, and publishes key on
+ * the channel so the fleet's waiters look (owner "": only the publish). */
+void kj__remote_send_release(struct kj__remote *r, struct conn *c, const char *key, const char *owner);
+/* The timer's work on leases: renewals due, waiters' polls, waiters that
+ * waited too long. */
+void kj__remote_lease_tick(struct kj__remote *r, uint64_t now);
+/* A publish message for key came on SUB: its waiters look now. */
+void kj__remote_lease_wake(struct kj__remote *r, const char *key);
+/* At close: waiters hear UNAVAILABLE; owned leases die with the handle
+ * (not deleted in Redis: they expire, as a dead daemon's would). */
+void kj__remote_lease_close_all(struct kj__remote *r);
 
 #endif /* KJ_REMOTE_INT_H */

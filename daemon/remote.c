@@ -1,15 +1,7 @@
 /* remote.c: the fleet tier: kjit objects in a shared Redis, on the loop.
  *
- * Three hiredis async connections per daemon, each with its own FIFO of
- * pending operations: CMD (lookups, leases: the request path), PUT
- * (publishes: big SETs never delay a lookup) and SUB (one SUBSCRIBE on
- * <prefix>published, whose messages name the key just published).  Replies
- * on a connection come in order, so only the head of a FIFO can be late:
- * one watchdog timer (running only while something is pending) drops a
- * connection whose head has made no progress for timeout_ms; hiredis then
- * fails every pending op, and the connection comes back with backoff.
- * Host names are resolved with uv_getaddrinfo, so hiredis only ever
- * connects to an address and nothing blocks the loop.
+ * The connections (CMD, PUT, SUB), the ops queued on them and the
+ * watchdog are in remote-conn.c.
  *
  * Value layout (one string per key, so a verified read is one GET):
  *   "KJO1" | u64 size | u32 log_len | u32 recipe_len | sha256[32] | object | log | recipe
@@ -21,9 +13,6 @@
  * kj__remote_publish or kj__remote_lease_release.  An op that refers to a
  * lease holds a reference (l->refs); the lease is freed at zero.
  */
-#include <errno.h>
-#include <hiredis/adapters/libuv.h>
-#include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -49,28 +38,9 @@ static const char renew_lua[] =
 	"if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end "
 	"return 0";
 
-static void conn_connect(struct conn *c);
-static void remote_free(struct kj__remote *r);
 static void lease_poll(struct kj__remote_lease *l);
-static kj__remote_done_fn lookup_done, publish_done, hello_done, misc_done, lease_set_done, lease_check_done,
-	renew_done;
 
-/* ---- logging and small helpers ---- */
-
-static void say(struct kj__remote *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(struct kj__remote *r, const char *fmt, ...)
-{
-	char line[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof line, fmt, ap);
-	va_end(ap);
-	if (r->log)
-		r->log(r->log_arg, line);
-	else
-		fprintf(stderr, "kjitd: %s\n", line);
-}
+/* ---- values, lookup and publish ---- */
 
 static void put_le(uint8_t *p, uint64_t v, int n)
 {
@@ -99,346 +69,6 @@ static int hex_to_raw(const char *hex, uint8_t out[KJ_SHA256_LEN])
 	return 0;
 }
 
-static char *full_key(const struct kj__remote *r, const char *what, const char *key)
-{
-	return kj__asprintf("%s%s%s", r->prefix, what, key);
-}
-
-static void tick_ensure(struct kj__remote *r);
-
-int kj__remote_seterr(char *err, size_t errlen, const char *msg)
-{
-	snprintf(err, errlen, "%s", msg);
-	return KJIT_EINVAL;
-}
-
-/* ---- operations on a connection ---- */
-
-static struct op *op_new(struct conn *c, kj__remote_done_fn *done)
-{
-	struct op *o = calloc(1, sizeof *o);
-	if (o == NULL)
-		return NULL;
-	o->c = c;
-	o->done = done;
-	o->start_us = kj__now_us();
-	o->allow_us = c->r->timeout_us;
-	return o;
-}
-
-static void op_unlink(struct op *o)
-{
-	struct conn *c = o->c;
-	struct op **pp = &c->head, *prev = NULL;
-
-	while (*pp && *pp != o) {
-		prev = *pp;
-		pp = &(*pp)->next;
-	}
-	if (*pp == NULL)
-		return;
-	*pp = o->next;
-	if (c->tail == o)
-		c->tail = prev;
-	if (c->head == NULL || c->head == o->next)
-		c->since_us = kj__now_us();
-}
-
-static void redis_reply_cb(redisAsyncContext *ac, void *reply, void *priv);
-
-/* Queues a command (argv or a preformatted RESP buffer) on c; o is
- * consumed either way.  0 or KJIT_ECONNECT (o freed, not called). */
-static int op_send(struct op *o, int argc, const char **argv, const size_t *lens, const char *resp, size_t resp_len)
-{
-	struct conn *c = o->c;
-	int rc;
-
-	if (c->ac == NULL) {
-		free(o);
-		return KJIT_ECONNECT;
-	}
-	if (c->head == NULL)
-		c->since_us = kj__now_us();
-	o->next = NULL;
-	if (c->tail)
-		c->tail->next = o;
-	else
-		c->head = o;
-	c->tail = o;
-	if (resp)
-		rc = redisAsyncFormattedCommand(c->ac, redis_reply_cb, o, resp, resp_len);
-	else
-		rc = redisAsyncCommandArgv(c->ac, redis_reply_cb, o, argc, argv, lens);
-	if (rc != REDIS_OK) {
-		op_unlink(o);
-		free(o);
-		return KJIT_ECONNECT;
-	}
-	tick_ensure(c->r);
-	return 0;
-}
-
-static int send_argv(struct conn *c, kj__remote_done_fn *done, int argc, const char **argv, const size_t *lens)
-{
-	struct op *o = op_new(c, done);
-	return o ? op_send(o, argc, argv, lens, NULL, 0) : KJIT_ENOMEM;
-}
-
-/* ---- connection life ---- */
-
-static void outage_begin(struct kj__remote *r, const char *why)
-{
-	r->st.errors++;
-	if (r->warned)
-		return;
-	r->warned = 1;
-	r->said_error = 0;
-	r->st.outages++;
-	r->down_since_us = kj__now_us();
-	say(r, "remote %s unreachable (%s); serving from the local cache, retrying in the background",
-	    r->describe, why);
-}
-
-static void conn_schedule_retry(struct conn *c)
-{
-	c->state = S_DOWN;
-	c->ac = NULL;
-	c->backoff_ms = c->backoff_ms == 0 ? KJ_REMOTE_RETRY_MIN_MS
-					   : c->backoff_ms * 2 > KJ_REMOTE_RETRY_MAX_MS ? KJ_REMOTE_RETRY_MAX_MS
-					   : c->backoff_ms * 2;
-	c->retry_at_us = kj__now_us() + (uint64_t)c->backoff_ms * 1000;
-	tick_ensure(c->r);
-}
-
-static void conn_up(struct conn *c)
-{
-	struct kj__remote *r = c->r;
-
-	c->state = S_UP;
-	c->backoff_ms = 0;
-	if (c->role == C_CMD)
-		r->st.up = 1;
-	for (int i = 0; i < C_COUNT; i++)
-		if (r->conns[i].state != S_UP)
-			return;
-	if (r->warned) {
-		r->warned = 0;
-		r->st.reconnects++;
-		say(r, "remote %s reachable again after %.1f s", r->describe,
-		    (double)(kj__now_us() - r->down_since_us) / 1e6);
-	}
-}
-
-static void conn_lost(struct conn *c, const char *why)
-{
-	if (c->role == C_CMD)
-		c->r->st.up = 0;
-	if (!c->r->closing)
-		outage_begin(c->r, why);
-	conn_schedule_retry(c);
-}
-
-static void on_connect(const redisAsyncContext *ac, int status)
-{
-	struct conn *c = ac->data;
-	if (c == NULL || status == REDIS_OK)
-		return;
-	/* hiredis frees ac after this; pending ops already got NULL replies */
-	c->ac = NULL;
-	conn_lost(c, ac->errstr[0] ? ac->errstr : "connect failed");
-}
-
-static void on_disconnect(const redisAsyncContext *ac, int status)
-{
-	struct conn *c = ac->data;
-	if (c == NULL || c->ac == NULL)
-		return; /* we dropped it ourselves and already know */
-	c->ac = NULL;
-	conn_lost(c, status == REDIS_OK ? "connection closed" : ac->errstr[0] ? ac->errstr : "I/O error");
-}
-
-/* Drops c (from the tick only, never inside a hiredis callback): pending
- * ops fail with code. */
-static void conn_drop(struct conn *c, int code, const char *why)
-{
-	redisAsyncContext *ac = c->ac;
-
-	if (ac == NULL)
-		return;
-	c->drop_code = code;
-	c->ac = NULL;
-	c->state = S_DOWN;
-	if (c->role == C_CMD)
-		c->r->st.up = 0;
-	redisAsyncFree(ac);   /* calls the pending callbacks with NULL, then on_disconnect */
-	c->drop_code = 0;
-	if (!c->r->closing)
-		conn_lost(c, why);
-}
-
-static void on_sub_message(redisAsyncContext *ac, void *reply, void *priv);
-
-static void conn_hello(struct conn *c)
-{
-	struct kj__remote *r = c->r;
-	char db[16];
-	int rc = 0;
-
-	if (r->url.password) {
-		const char *av[3] = { "AUTH", r->url.user ? r->url.user : r->url.password, r->url.password };
-		rc = send_argv(c, misc_done, r->url.user ? 3 : 2, av, NULL);
-	}
-	if (rc == 0 && r->url.db) {
-		snprintf(db, sizeof db, "%d", r->url.db);
-		const char *av[2] = { "SELECT", db };
-		rc = send_argv(c, misc_done, 2, av, NULL);
-	}
-	if (rc == 0 && c->role == C_SUB) {
-		/* the subscribe callback marks SUB up on its confirmation */
-		if (redisAsyncCommand(c->ac, on_sub_message, r, "SUBSCRIBE %s", r->channel) != REDIS_OK)
-			rc = KJIT_ECONNECT;
-	} else if (rc == 0) {
-		const char *av[1] = { "PING" };
-		rc = send_argv(c, hello_done, 1, av, NULL);
-	}
-	if (rc < 0)
-		c->state = S_CONNECTING; /* the tick's connect deadline drops it */
-}
-
-static void conn_start_at(struct conn *c, const char *ip)
-{
-	struct kj__remote *r = c->r;
-	redisAsyncContext *ac = ip ? redisAsyncConnect(ip, r->url.port) : redisAsyncConnectUnix(r->url.path);
-
-	if (ac == NULL || ac->err) {
-		const char *why = ac && ac->errstr[0] ? ac->errstr : "out of memory";
-		char msg[256];
-		snprintf(msg, sizeof msg, "%s", why);
-		if (ac)
-			redisAsyncFree(ac);
-		conn_lost(c, msg);
-		return;
-	}
-	ac->data = c;
-	if (redisLibuvAttach(ac, r->loop) != REDIS_OK) {
-		redisAsyncFree(ac);
-		conn_lost(c, "cannot attach to the loop");
-		return;
-	}
-	redisAsyncSetConnectCallback(ac, on_connect);
-	redisAsyncSetDisconnectCallback(ac, on_disconnect);
-	c->ac = ac;
-	c->state = S_CONNECTING;
-	c->since_us = kj__now_us();
-	c->why[0] = '\0';
-	conn_hello(c);
-	tick_ensure(r);
-}
-
-static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
-{
-	struct conn *c = req->data;
-	char ip[64] = "";
-
-	c->gai_busy = 0;
-	if (status == 0 && res)
-		uv_ip_name(res->ai_addr, ip, sizeof ip);
-	uv_freeaddrinfo(res);
-	if (c->r->closing) {
-		c->state = S_DOWN;
-		remote_free(c->r);
-		return;
-	}
-	if (ip[0] == '\0') {
-		conn_lost(c, status == 0 ? "no address" : uv_strerror(status));
-		return;
-	}
-	conn_start_at(c, ip);
-}
-
-static void conn_connect(struct conn *c)
-{
-	struct kj__remote *r = c->r;
-	struct addrinfo hints;
-
-	if (r->url.path) {
-		conn_start_at(c, NULL);
-		return;
-	}
-	memset(&hints, 0, sizeof hints);
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	c->gai.data = c;
-	c->state = S_RESOLVING;
-	c->since_us = kj__now_us();
-	int rc = uv_getaddrinfo(r->loop, &c->gai, on_resolved, r->url.host, NULL, &hints);
-	if (rc < 0) {
-		conn_lost(c, uv_strerror(rc));
-		return;
-	}
-	c->gai_busy = 1;
-}
-
-/* ---- the watchdog ---- */
-
-static void lease_tick(struct kj__remote *r, uint64_t now);
-
-static int conn_busy(const struct conn *c)
-{
-	return c->head || c->state == S_CONNECTING || c->state == S_RESOLVING || c->state == S_DOWN;
-}
-
-static void conn_tick(struct conn *c, uint64_t now)
-{
-	if (c->state == S_DOWN) {
-		if (now >= c->retry_at_us && !c->r->closing)
-			conn_connect(c);
-		return;
-	}
-	if (c->ac && c->ac->c.reader) {
-		size_t buffered = c->ac->c.reader->len - c->ac->c.reader->pos;
-		if (buffered != c->reader_seen) {
-			c->reader_seen = buffered;
-			c->since_us = now;   /* a long reply is arriving: progress */
-		}
-	}
-	uint64_t allow = c->head ? c->head->allow_us : c->r->timeout_us;
-	if ((c->head || c->state == S_CONNECTING) && now - c->since_us > allow) {
-		char why[160];
-		snprintf(why, sizeof why, "%s", c->why[0] ? c->why
-				: c->state == S_CONNECTING ? "connect timed out" : "operation timed out");
-		if (c->why[0] == '\0')
-			c->r->st.timeouts++;
-		conn_drop(c, KJIT_ETIMEDOUT, why);
-	}
-}
-
-static void on_tick(uv_timer_t *t)
-{
-	struct kj__remote *r = t->data;
-	uint64_t now = kj__now_us();
-	int busy = 0;
-
-	for (int i = 0; i < C_COUNT; i++) {
-		conn_tick(&r->conns[i], now);
-		busy |= conn_busy(&r->conns[i]);
-	}
-	lease_tick(r, now);
-	if (!busy && r->leases == NULL)
-		uv_timer_stop(&r->tick);
-}
-
-static void tick_ensure(struct kj__remote *r)
-{
-	if (!r->closing && !uv_is_active((uv_handle_t *)&r->tick)) {
-		uint64_t ms = r->timeout_us / 4000;
-		ms = ms < 5 ? 5 : ms > KJ_REMOTE_TICK_MS ? KJ_REMOTE_TICK_MS : ms;
-		uv_timer_start(&r->tick, on_tick, ms, ms);
-	}
-}
-
-/* ---- values ---- */
-
 /* Decodes and verifies a stored value.  0, or KJIT_ECORRUPT. */
 static int value_decode(const uint8_t *v, size_t n, struct kj__remote_object *o)
 {
@@ -461,17 +91,11 @@ static int value_decode(const uint8_t *v, size_t n, struct kj__remote_object *o)
 	return 0;
 }
 
-/* ---- replies ---- */
-
-static void lease_unref(struct kj__remote_lease *l);
-static void lease_on_set(struct kj__remote_lease *l, int code, const redisReply *rep);
-static void lease_on_check(struct kj__remote_lease *l, int code, const struct kj__remote_object *obj);
-
-/* Classifies a GET reply: 1 hit (obj filled), 0 absent, or an error. */
-static int get_result(struct kj__remote *r, struct conn *c, const redisReply *rep, struct kj__remote_object *obj)
+int kj__remote_get_result(struct kj__remote *r, struct conn *c, const redisReply *rep,
+			  struct kj__remote_object *obj)
 {
 	if (rep == NULL)
-		return c->drop_code ? c->drop_code : KJIT_ECONNECT;
+		return kj__remote_conn_failure(c);
 	if (rep->type == REDIS_REPLY_NIL)
 		return 0;
 	if (rep->type != REDIS_REPLY_STRING) {
@@ -490,7 +114,7 @@ static void lookup_done(struct op *o, redisAsyncContext *ac, const redisReply *r
 {
 	struct kj__remote *r = o->c->r;
 	struct kj__remote_object obj;
-	int code = get_result(r, o->c, rep, &obj);
+	int code = kj__remote_get_result(r, o->c, rep, &obj);
 
 	if (code == 1) {
 		uint64_t us = kj__now_us() - o->start_us;
@@ -504,6 +128,50 @@ static void lookup_done(struct op *o, redisAsyncContext *ac, const redisReply *r
 			r->st.misses++;
 		o->cb(o->arg, code, NULL);
 	}
+}
+
+void kj__remote_get(struct kj__remote *r, const char *key, kj__remote_done_fn *done, kj__remote_lookup_cb cb,
+		    void *arg, struct kj__remote_lease *l, int *rc)
+{
+	struct conn *c = &r->conns[C_CMD];
+	char *k = kj__remote_key(r, "", key);
+	struct op *o = k ? kj__remote_op_new(c, done) : NULL;
+
+	*rc = KJIT_ENOMEM;
+	if (o == NULL)
+		goto out;
+	o->cb = cb;
+	o->arg = arg;
+	o->lease = l;
+	const char *av[2] = { "GET", k };
+	if ((*rc = kj__remote_op_send(o, 2, av, NULL, NULL, 0)) < 0)
+		goto out;
+	if (r->ttl_ms && r->mode == KJ_REMOTE_RW) {
+		char ttl[24];
+		snprintf(ttl, sizeof ttl, "%llu", (unsigned long long)r->ttl_ms);
+		const char *pv[3] = { "PEXPIRE", k, ttl };
+		kj__remote_send(c, 3, pv);
+	}
+out:
+	free(k);
+}
+
+void kj__remote_lookup(struct kj__remote *r, const char *key, kj__remote_lookup_cb cb, void *arg)
+{
+	int rc = KJIT_EINVAL;
+
+	if (r == NULL || key == NULL || !kj__hex_ok(key))
+		goto fail;
+	rc = KJIT_ECONNECT;
+	if (r->conns[C_CMD].state != S_UP)
+		goto fail;
+	kj__remote_get(r, key, lookup_done, cb, arg, NULL, &rc);
+	if (rc == 0)
+		return;
+fail:
+	if (r)
+		r->st.errors++;
+	cb(arg, rc, NULL);
 }
 
 static void publish_done(struct op *o, redisAsyncContext *ac, const redisReply *rep)
@@ -521,32 +189,169 @@ static void publish_done(struct op *o, redisAsyncContext *ac, const redisReply *
 	}
 }
 
-/* The PING that ends the handshake of CMD and PUT. */
-static void hello_done(struct op *o, redisAsyncContext *ac, const redisReply *rep)
+/* Builds SET key value [PX ttl] as RESP in one buffer. */
+static int build_set(struct kj__remote *r, const char *k, const uint8_t *obj, size_t size, const uint8_t dg[32],
+		     const char *log, size_t log_len, const uint8_t *recipe, size_t recipe_len, struct kj__buf *b)
 {
-	struct conn *c = o->c;
+	char ttl[24];
+	size_t vlen = VAL_HDR + size + log_len + recipe_len;
+	uint8_t hdr[VAL_HDR];
 
-	if (rep && rep->type != REDIS_REPLY_ERROR && c->ac == ac)
-		conn_up(c);
-	else if (rep && c->why[0] == '\0')
-		snprintf(c->why, sizeof c->why, "%.*s", (int)rep->len, rep->str);
+	snprintf(ttl, sizeof ttl, "%llu", (unsigned long long)r->ttl_ms);
+	memcpy(hdr, VAL_MAGIC, 4);
+	put_le(hdr + 4, size, 8);
+	put_le(hdr + 12, log_len, 4);
+	put_le(hdr + 16, recipe_len, 4);
+	memcpy(hdr + 20, dg, KJ_SHA256_LEN);
+	if (kj__buf_printf(b, "*%d\r\n$3\r\nSET\r\n$%zu\r\n%s\r\n$%zu\r\n", r->ttl_ms ? 5 : 3, strlen(k), k, vlen) < 0 ||
+	    kj__buf_append(b, hdr, sizeof hdr) < 0 || kj__buf_append(b, obj, size) < 0 || kj__buf_append(b, log, log_len) < 0 ||
+	    kj__buf_append(b, recipe, recipe_len) < 0 ||
+	    kj__buf_printf(b, "\r\n") < 0 ||
+	    (r->ttl_ms && kj__buf_printf(b, "$2\r\nPX\r\n$%zu\r\n%s\r\n", strlen(ttl), ttl) < 0))
+		return KJIT_ENOMEM;
+	return 0;
 }
 
-/* AUTH, SELECT, PEXPIRE, release scripts: only an error reply matters. */
-static void misc_done(struct op *o, redisAsyncContext *ac, const redisReply *rep)
+int kj__remote_publish(struct kj__remote *r, const char *key, const uint8_t *obj, size_t size,
+		       const char digest[KJ_SHA256_HEX_LEN + 1], const char *log, size_t log_len,
+		       const uint8_t *recipe, size_t recipe_len, struct kj__remote_lease *lease)
 {
-	struct conn *c = o->c;
-	struct kj__remote *r = c->r;
+	struct conn *c;
+	struct kj__buf b = { 0 };
+	uint8_t dg[KJ_SHA256_LEN];
+	char *k = NULL;
+	int rc = KJIT_EINVAL;
 
-	if (rep && rep->type == REDIS_REPLY_ERROR) {
-		r->st.errors++;
-		if (c->state == S_CONNECTING) {
-			if (c->why[0] == '\0')
-				snprintf(c->why, sizeof c->why, "%.*s", (int)rep->len, rep->str);
-		} else if (!r->said_error) {
-			r->said_error = 1;   /* once until the next outage: not per request */
-			say(r, "remote %s answered an error: %.*s", r->describe, (int)rep->len, rep->str);
-		}
+	if (lease)
+		kj__remote_lease_unlink(lease);
+	if (r == NULL || key == NULL || !kj__hex_ok(key) || (obj == NULL && size) || hex_to_raw(digest, dg) < 0 ||
+	    log_len > UINT32_MAX || recipe_len > UINT32_MAX)
+		goto out;
+	c = &r->conns[C_PUT];
+	rc = KJIT_EDENIED;
+	if (r->mode == KJ_REMOTE_RO)
+		goto out;
+	rc = KJIT_ETOOBIG;
+	if (size > r->max_object)
+		goto out;
+	rc = KJIT_ECONNECT;
+	if (c->state != S_UP)
+		goto out;
+	rc = KJIT_EBUSY;
+	if (r->put_bytes + size > KJ_REMOTE_PUBLISH_QUEUE_BYTES)
+		goto out;
+	rc = KJIT_ENOMEM;
+	if ((k = kj__remote_key(r, "", key)) == NULL ||
+	    build_set(r, k, obj, size, dg, log, log_len, recipe, recipe_len, &b) < 0)
+		goto out;
+	struct op *o = kj__remote_op_new(c, publish_done);
+	if (o == NULL)
+		goto out;
+	o->bytes = b.len;
+	o->allow_us += (uint64_t)b.len * 1000000 / KJ_REMOTE_SLOW_LINK_BPS;
+	if ((rc = kj__remote_op_send(o, 0, NULL, NULL, (const char *)b.p, b.len)) < 0)
+		goto out;
+	r->put_bytes += b.len;
+	kj__remote_send_release(r, c, key, lease ? r->id : "");
+	rc = 0;
+out:
+	if (rc < 0 && r)
+		r->st.publish_dropped++;
+	if (lease && lease->state == L_OWNED && rc < 0 && r && r->mode == KJ_REMOTE_RW &&
+	    r->conns[C_CMD].state == S_UP)
+		kj__remote_send_release(r, &r->conns[C_CMD], lease->key, r->id);
+	if (lease) {
+		lease->state = L_DONE;
+		kj__remote_lease_unref(lease);
+	}
+	kj__buf_free(&b);
+	free(k);
+	return rc;
+}
+
+/* ---- leases ---- */
+
+void kj__remote_lease_unlink(struct kj__remote_lease *l)
+{
+	struct kj__remote *r = l->r;
+	if (r == NULL || (l->prev == NULL && r->leases != l))
+		return;
+	if (l->prev)
+		l->prev->next = l->next;
+	else
+		r->leases = l->next;
+	if (l->next)
+		l->next->prev = l->prev;
+	l->prev = l->next = NULL;
+}
+
+void kj__remote_lease_unref(struct kj__remote_lease *l)
+{
+	if (--l->refs == 0)
+		free(l);
+}
+
+void kj__remote_send_release(struct kj__remote *r, struct conn *c, const char *key, const char *owner)
+{
+	char *lk = kj__remote_key(r, "lease:", key);
+	if (lk == NULL)
+		return;
+	const char *av[7] = { "EVAL", release_lua, "1", lk, owner, r->channel, key };
+	kj__remote_send(c, 7, av);
+	free(lk);
+}
+
+/* Ends a waiting lease with outcome, giving up the list's reference. */
+static void lease_finish(struct kj__remote_lease *l, int outcome, const struct kj__remote_object *obj)
+{
+	kj__remote_lease_unlink(l);
+	l->state = L_DONE;
+	if (outcome == KJ_LEASE_OWNED) {
+		l->state = L_OWNED;
+		/* back in the list for renewals; the caller holds it now */
+		l->next = l->r->leases;
+		if (l->next)
+			l->next->prev = l;
+		l->r->leases = l;
+		l->next_us = kj__now_us() + (uint64_t)l->r->lease_ms * 1000 / 3;
+		l->r->st.lease_owned++;
+		kj__remote_tick_ensure(l->r);
+		l->cb(l->arg, outcome, l, NULL);
+		return;
+	}
+	if (outcome == KJ_LEASE_PUBLISHED)
+		l->r->st.lease_woken++;
+	l->cb(l->arg, outcome, NULL, obj);
+	kj__remote_lease_unref(l);
+}
+
+static void lease_on_set(struct kj__remote_lease *l, int code, const redisReply *rep)
+{
+	struct kj__remote *r = l->r;
+	if (r == NULL || l->state == L_DONE)
+		return;
+	if (code < 0 || rep->type == REDIS_REPLY_ERROR) {
+		lease_finish(l, KJ_LEASE_UNAVAILABLE, NULL);
+		return;
+	}
+	if (rep->type == REDIS_REPLY_STATUS) {
+		if (l->state == L_CHECKING)
+			r->st.lease_takeovers++;
+		lease_finish(l, KJ_LEASE_OWNED, NULL);
+		return;
+	}
+	/* held by another node: wait for its publish */
+	if (l->state == L_ACQUIRING) {
+		r->st.lease_waits++;
+		l->state = L_WAITING;
+		lease_poll(l);   /* it may have published between our GET and SET */
+		return;
+	}
+	l->state = L_WAITING;
+	l->next_us = kj__now_us() + (uint64_t)r->poll_ms * 1000;
+	if (l->woken) {
+		l->woken = 0;
+		lease_poll(l);
 	}
 }
 
@@ -554,61 +359,167 @@ static void lease_set_done(struct op *o, redisAsyncContext *ac, const redisReply
 {
 	struct conn *c = o->c;
 
-	lease_on_set(o->lease, rep ? 0 : (c->drop_code ? c->drop_code : KJIT_ECONNECT), rep);
-	lease_unref(o->lease);
+	lease_on_set(o->lease, rep ? 0 : kj__remote_conn_failure(c), rep);
+	kj__remote_lease_unref(o->lease);
+}
+
+static int lease_send_set(struct kj__remote_lease *l)
+{
+	struct kj__remote *r = l->r;
+	char ms[16];
+	char *lk = kj__remote_key(r, "lease:", l->key);
+	struct op *o = lk ? kj__remote_op_new(&r->conns[C_CMD], lease_set_done) : NULL;
+	int rc = KJIT_ENOMEM;
+
+	if (o) {
+		snprintf(ms, sizeof ms, "%u", r->lease_ms);
+		const char *av[6] = { "SET", lk, r->id, "NX", "PX", ms };
+		o->lease = l;
+		l->refs++;
+		if ((rc = kj__remote_op_send(o, 6, av, NULL, NULL, 0)) < 0)
+			l->refs--;
+	}
+	free(lk);
+	return rc;
+}
+
+static void lease_on_check(struct kj__remote_lease *l, int code, const struct kj__remote_object *obj)
+{
+	if (l->r == NULL || l->state != L_CHECKING)
+		return;
+	if (code == 1) {
+		lease_finish(l, KJ_LEASE_PUBLISHED, obj);
+		return;
+	}
+	if (code < 0 && code != KJIT_ECORRUPT) {
+		lease_finish(l, KJ_LEASE_UNAVAILABLE, NULL);
+		return;
+	}
+	/* absent or corrupt: take the lease if its owner is gone */
+	if (lease_send_set(l) < 0)
+		lease_finish(l, KJ_LEASE_UNAVAILABLE, NULL);
 }
 
 static void lease_check_done(struct op *o, redisAsyncContext *ac, const redisReply *rep)
 {
 	struct kj__remote_object obj;
-	int code = get_result(o->c->r, o->c, rep, &obj);
+	int code = kj__remote_get_result(o->c->r, o->c, rep, &obj);
 
 	lease_on_check(o->lease, code, code == 1 ? &obj : NULL);
-	lease_unref(o->lease);
+	kj__remote_lease_unref(o->lease);
+}
+
+/* A waiter looks again: GET the object; absent -> try the lease. */
+static void lease_poll(struct kj__remote_lease *l)
+{
+	struct kj__remote *r = l->r;
+	int rc;
+
+	if (l->state != L_WAITING)
+		return;
+	if (r->conns[C_CMD].state != S_UP) {
+		lease_finish(l, KJ_LEASE_UNAVAILABLE, NULL);
+		return;
+	}
+	l->state = L_CHECKING;
+	l->refs++;
+	kj__remote_get(r, l->key, lease_check_done, NULL, NULL, l, &rc);
+	if (rc < 0) {
+		l->refs--;
+		lease_finish(l, KJ_LEASE_UNAVAILABLE, NULL);
+	}
+}
+
+void kj__remote_lease(struct kj__remote *r, const char *key, kj__remote_lease_cb cb, void *arg)
+{
+	struct kj__remote_lease *l;
+
+	if (r == NULL || key == NULL || !kj__hex_ok(key) || r->mode == KJ_REMOTE_RO ||
+	    r->conns[C_CMD].state != S_UP || (l = calloc(1, sizeof *l)) == NULL) {
+		cb(arg, KJ_LEASE_UNAVAILABLE, NULL, NULL);
+		return;
+	}
+	l->r = r;
+	memcpy(l->key, key, KJ_SHA256_HEX_LEN + 1);
+	l->cb = cb;
+	l->arg = arg;
+	l->refs = 1;
+	l->state = L_ACQUIRING;
+	l->started_us = kj__now_us();
+	l->next = r->leases;
+	if (l->next)
+		l->next->prev = l;
+	r->leases = l;
+	kj__remote_tick_ensure(r);
+	if (lease_send_set(l) < 0)
+		lease_finish(l, KJ_LEASE_UNAVAILABLE, NULL);
+}
+
+void kj__remote_lease_release(struct kj__remote_lease *l)
+{
+	struct kj__remote *r;
+
+	if (l == NULL)
+		return;
+	r = l->r;
+	kj__remote_lease_unlink(l);
+	if (r && l->state == L_OWNED && r->conns[C_CMD].state == S_UP)
+		kj__remote_send_release(r, &r->conns[C_CMD], l->key, r->id);
+	l->state = L_DONE;
+	kj__remote_lease_unref(l);
 }
 
 static void renew_done(struct op *o, redisAsyncContext *ac, const redisReply *rep)
 {
 	o->lease->renewing = 0;
 	if (rep && rep->type == REDIS_REPLY_INTEGER && rep->integer == 0 && o->lease->state == L_OWNED)
-		say(o->c->r, "lease on %.16s... lost while compiling (expired or taken over)", o->lease->key);
-	lease_unref(o->lease);
+		kj__remote_say(o->c->r, "lease on %.16s... lost while compiling (expired or taken over)",
+			       o->lease->key);
+	kj__remote_lease_unref(o->lease);
 }
 
-/* Every reply (NULL: the connection failed or was dropped) comes here
- * once, in the order sent; the op's done function handles it. */
-static void redis_reply_cb(redisAsyncContext *ac, void *reply, void *priv)
+static void lease_renew(struct kj__remote_lease *l)
 {
-	struct op *o = priv;
-	struct conn *c = o->c;
+	struct kj__remote *r = l->r;
+	char ms[16];
+	char *lk = kj__remote_key(r, "lease:", l->key);
+	struct op *o = lk ? kj__remote_op_new(&r->conns[C_CMD], renew_done) : NULL;
 
-	op_unlink(o);
-	if (reply == NULL && !c->r->closing && c->drop_code == 0)
-		c->r->st.errors++;
-	o->done(o, ac, reply);
-	free(o);
-}
-
-static void on_sub_message(redisAsyncContext *ac, void *reply, void *priv)
-{
-	struct kj__remote *r = priv;
-	struct conn *c = &r->conns[C_SUB];
-	redisReply *rep = reply;
-
-	if (rep == NULL || rep->type != REDIS_REPLY_ARRAY || rep->elements < 3)
-		return;
-	const redisReply *kind = rep->element[0], *msg = rep->element[2];
-	if (kind->type != REDIS_REPLY_STRING)
-		return;
-	if (strcmp(kind->str, "subscribe") == 0 && c->ac == ac) {
-		conn_up(c);
-		return;
+	if (o) {
+		snprintf(ms, sizeof ms, "%u", r->lease_ms);
+		const char *av[6] = { "EVAL", renew_lua, "1", lk, r->id, ms };
+		o->lease = l;
+		l->refs++;
+		l->renewing = 1;
+		if (kj__remote_op_send(o, 6, av, NULL, NULL, 0) < 0) {
+			l->refs--;
+			l->renewing = 0;
+		}
 	}
-	if (strcmp(kind->str, "message") != 0 || msg->type != REDIS_REPLY_STRING || msg->len != KJ_SHA256_HEX_LEN)
-		return;
+	free(lk);
+}
+
+void kj__remote_lease_tick(struct kj__remote *r, uint64_t now)
+{
 	for (struct kj__remote_lease *l = r->leases, *next; l; l = next) {
 		next = l->next;
-		if (memcmp(l->key, msg->str, KJ_SHA256_HEX_LEN) != 0)
+		if (l->state == L_OWNED && now >= l->next_us && !l->renewing) {
+			l->next_us = now + (uint64_t)r->lease_ms * 1000 / 3;
+			if (r->conns[C_CMD].state == S_UP)
+				lease_renew(l);
+		} else if (l->state == L_WAITING && now - l->started_us > (uint64_t)r->wait_max_ms * 1000) {
+			lease_finish(l, KJ_LEASE_UNAVAILABLE, NULL);
+		} else if (l->state == L_WAITING && now >= l->next_us) {
+			lease_poll(l);
+		}
+	}
+}
+
+void kj__remote_lease_wake(struct kj__remote *r, const char *key)
+{
+	for (struct kj__remote_lease *l = r->leases, *next; l; l = next) {
+		next = l->next;
+		if (memcmp(l->key, key, KJ_SHA256_HEX_LEN) != 0)
 			continue;
 		if (l->state == L_WAITING)
 			lease_poll(l);
@@ -617,7 +528,47 @@ static void on_sub_message(redisAsyncContext *ac, void *reply, void *priv)
 	}
 }
 
-/* ---- public: lifetime ---- */
+void kj__remote_lease_close_all(struct kj__remote *r)
+{
+	while (r->leases) {
+		struct kj__remote_lease *l = r->leases;
+		int was = l->state;
+		l->state = L_DONE;
+		r->leases = l->next;
+		l->prev = l->next = NULL;
+		l->r = NULL;
+		if (was != L_OWNED && was != L_DONE)
+			l->cb(l->arg, KJ_LEASE_UNAVAILABLE, NULL, NULL);
+		free(l);
+	}
+}
+
+/* ---- the handle ---- */
+
+void kj__remote_say(struct kj__remote *r, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	if (r->log)
+		r->log(r->log_arg, line);
+	else
+		fprintf(stderr, "kjitd: %s\n", line);
+}
+
+char *kj__remote_key(const struct kj__remote *r, const char *what, const char *key)
+{
+	return kj__asprintf("%s%s%s", r->prefix, what, key);
+}
+
+int kj__remote_seterr(char *err, size_t errlen, const char *msg)
+{
+	snprintf(err, errlen, "%s", msg);
+	return KJIT_EINVAL;
+}
 
 static char *make_id(void)
 {
@@ -632,7 +583,7 @@ static char *make_id(void)
 			    rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
 }
 
-static void remote_free(struct kj__remote *r)
+void kj__remote_free(struct kj__remote *r)
 {
 	if (r->tick_open || r->conns[C_CMD].gai_busy || r->conns[C_PUT].gai_busy || r->conns[C_SUB].gai_busy)
 		return;
@@ -648,7 +599,7 @@ static void on_tick_closed(uv_handle_t *h)
 {
 	struct kj__remote *r = h->data;
 	r->tick_open = 0;
-	remote_free(r);
+	kj__remote_free(r);
 }
 
 int kj__remote_new(uv_loop_t *loop, const struct kj__remote_options *opt, struct kj__remote **out, char *err,
@@ -692,7 +643,7 @@ int kj__remote_new(uv_loop_t *loop, const struct kj__remote_options *opt, struct
 	for (int i = 0; i < C_COUNT; i++) {
 		r->conns[i].r = r;
 		r->conns[i].role = i;
-		conn_connect(&r->conns[i]);
+		kj__remote_conn_connect(&r->conns[i]);
 	}
 	*out = r;
 	return 0;
@@ -708,20 +659,9 @@ void kj__remote_close(struct kj__remote *r)
 		struct conn *c = &r->conns[i];
 		if (c->gai_busy)
 			uv_cancel((uv_req_t *)&c->gai);
-		conn_drop(c, KJIT_ESHUTDOWN, "closing");
+		kj__remote_conn_drop(c, KJIT_ESHUTDOWN, "closing");
 	}
-	/* waiters hear UNAVAILABLE; owned leases die with the handle */
-	while (r->leases) {
-		struct kj__remote_lease *l = r->leases;
-		int was = l->state;
-		l->state = L_DONE;
-		r->leases = l->next;
-		l->prev = l->next = NULL;
-		l->r = NULL;
-		if (was != L_OWNED && was != L_DONE)
-			l->cb(l->arg, KJ_LEASE_UNAVAILABLE, NULL, NULL);
-		free(l);
-	}
+	kj__remote_lease_close_all(r);
 	uv_close((uv_handle_t *)&r->tick, on_tick_closed);
 }
 
@@ -740,351 +680,26 @@ void kj__remote_stats(const struct kj__remote *r, struct kj__remote_stats *s)
 	*s = r->st;
 }
 
-/* ---- public: lookup and publish ---- */
-
-static void lookup_send(struct kj__remote *r, const char *key, kj__remote_done_fn *done, kj__remote_lookup_cb cb, void *arg,
-			struct kj__remote_lease *l, int *rc)
+static void on_tick(uv_timer_t *t)
 {
-	struct conn *c = &r->conns[C_CMD];
-	char *k = full_key(r, "", key);
-	struct op *o = k ? op_new(c, done) : NULL;
+	struct kj__remote *r = t->data;
+	uint64_t now = kj__now_us();
+	int busy = 0;
 
-	*rc = KJIT_ENOMEM;
-	if (o == NULL)
-		goto out;
-	o->cb = cb;
-	o->arg = arg;
-	o->lease = l;
-	const char *av[2] = { "GET", k };
-	if ((*rc = op_send(o, 2, av, NULL, NULL, 0)) < 0)
-		goto out;
-	if (r->ttl_ms && r->mode == KJ_REMOTE_RW) {
-		char ttl[24];
-		snprintf(ttl, sizeof ttl, "%llu", (unsigned long long)r->ttl_ms);
-		const char *pv[3] = { "PEXPIRE", k, ttl };
-		send_argv(c, misc_done, 3, pv, NULL);
+	for (int i = 0; i < C_COUNT; i++) {
+		kj__remote_conn_tick(&r->conns[i], now);
+		busy |= kj__remote_conn_busy(&r->conns[i]);
 	}
-out:
-	free(k);
+	kj__remote_lease_tick(r, now);
+	if (!busy && r->leases == NULL)
+		uv_timer_stop(&r->tick);
 }
 
-void kj__remote_lookup(struct kj__remote *r, const char *key, kj__remote_lookup_cb cb, void *arg)
+void kj__remote_tick_ensure(struct kj__remote *r)
 {
-	int rc = KJIT_EINVAL;
-
-	if (r == NULL || key == NULL || !kj__hex_ok(key))
-		goto fail;
-	rc = KJIT_ECONNECT;
-	if (r->conns[C_CMD].state != S_UP)
-		goto fail;
-	lookup_send(r, key, lookup_done, cb, arg, NULL, &rc);
-	if (rc == 0)
-		return;
-fail:
-	if (r)
-		r->st.errors++;
-	cb(arg, rc, NULL);
-}
-
-static void lease_unlink(struct kj__remote_lease *l);
-
-/* Builds SET key value [PX ttl] as RESP in one buffer. */
-static int build_set(struct kj__remote *r, const char *k, const uint8_t *obj, size_t size, const uint8_t dg[32],
-		     const char *log, size_t log_len, const uint8_t *recipe, size_t recipe_len, struct kj__buf *b)
-{
-	char ttl[24];
-	size_t vlen = VAL_HDR + size + log_len + recipe_len;
-	uint8_t hdr[VAL_HDR];
-
-	snprintf(ttl, sizeof ttl, "%llu", (unsigned long long)r->ttl_ms);
-	memcpy(hdr, VAL_MAGIC, 4);
-	put_le(hdr + 4, size, 8);
-	put_le(hdr + 12, log_len, 4);
-	put_le(hdr + 16, recipe_len, 4);
-	memcpy(hdr + 20, dg, KJ_SHA256_LEN);
-	if (kj__buf_printf(b, "*%d\r\n$3\r\nSET\r\n$%zu\r\n%s\r\n$%zu\r\n", r->ttl_ms ? 5 : 3, strlen(k), k, vlen) < 0 ||
-	    kj__buf_append(b, hdr, sizeof hdr) < 0 || kj__buf_append(b, obj, size) < 0 || kj__buf_append(b, log, log_len) < 0 ||
-	    kj__buf_append(b, recipe, recipe_len) < 0 ||
-	    kj__buf_printf(b, "\r\n") < 0 ||
-	    (r->ttl_ms && kj__buf_printf(b, "$2\r\nPX\r\n$%zu\r\n%s\r\n", strlen(ttl), ttl) < 0))
-		return KJIT_ENOMEM;
-	return 0;
-}
-
-/* Deletes l in Redis if we own it and tells the waiters on key. */
-static void send_release(struct kj__remote *r, struct conn *c, const char *key, const char *owner)
-{
-	char *lk = full_key(r, "lease:", key);
-	if (lk == NULL)
-		return;
-	const char *av[7] = { "EVAL", release_lua, "1", lk, owner, r->channel, key };
-	send_argv(c, misc_done, 7, av, NULL);
-	free(lk);
-}
-
-int kj__remote_publish(struct kj__remote *r, const char *key, const uint8_t *obj, size_t size,
-		       const char digest[KJ_SHA256_HEX_LEN + 1], const char *log, size_t log_len,
-		       const uint8_t *recipe, size_t recipe_len, struct kj__remote_lease *lease)
-{
-	struct conn *c;
-	struct kj__buf b = { 0 };
-	uint8_t dg[KJ_SHA256_LEN];
-	char *k = NULL;
-	int rc = KJIT_EINVAL;
-
-	if (lease)
-		lease_unlink(lease);
-	if (r == NULL || key == NULL || !kj__hex_ok(key) || (obj == NULL && size) || hex_to_raw(digest, dg) < 0 ||
-	    log_len > UINT32_MAX || recipe_len > UINT32_MAX)
-		goto out;
-	c = &r->conns[C_PUT];
-	rc = KJIT_EDENIED;
-	if (r->mode == KJ_REMOTE_RO)
-		goto out;
-	rc = KJIT_ETOOBIG;
-	if (size > r->max_object)
-		goto out;
-	rc = KJIT_ECONNECT;
-	if (c->state != S_UP)
-		goto out;
-	rc = KJIT_EBUSY;
-	if (r->put_bytes + size > KJ_REMOTE_PUBLISH_QUEUE_BYTES)
-		goto out;
-	rc = KJIT_ENOMEM;
-	if ((k = full_key(r, "", key)) == NULL ||
-	    build_set(r, k, obj, size, dg, log, log_len, recipe, recipe_len, &b) < 0)
-		goto out;
-	struct op *o = op_new(c, publish_done);
-	if (o == NULL)
-		goto out;
-	o->bytes = b.len;
-	o->allow_us += (uint64_t)b.len * 1000000 / KJ_REMOTE_SLOW_LINK_BPS;
-	if ((rc = op_send(o, 0, NULL, NULL, (const char *)b.p, b.len)) < 0)
-		goto out;
-	r->put_bytes += b.len;
-	send_release(r, c, key, lease ? r->id : "");
-	rc = 0;
-out:
-	if (rc < 0 && r)
-		r->st.publish_dropped++;
-	if (lease && lease->state == L_OWNED && rc < 0 && r && r->mode == KJ_REMOTE_RW &&
-	    r->conns[C_CMD].state == S_UP)
-		send_release(r, &r->conns[C_CMD], lease->key, r->id);
-	if (lease) {
-		lease->state = L_DONE;
-		lease_unref(lease);
-	}
-	kj__buf_free(&b);
-	free(k);
-	return rc;
-}
-
-/* ---- leases ---- */
-
-static void lease_unlink(struct kj__remote_lease *l)
-{
-	struct kj__remote *r = l->r;
-	if (r == NULL || (l->prev == NULL && r->leases != l))
-		return;
-	if (l->prev)
-		l->prev->next = l->next;
-	else
-		r->leases = l->next;
-	if (l->next)
-		l->next->prev = l->prev;
-	l->prev = l->next = NULL;
-}
-
-static void lease_unref(struct kj__remote_lease *l)
-{
-	if (--l->refs == 0)
-		free(l);
-}
-
-/* Ends a waiting lease with outcome, giving up the list's reference. */
-static void lease_finish(struct kj__remote_lease *l, int outcome, const struct kj__remote_object *obj)
-{
-	lease_unlink(l);
-	l->state = L_DONE;
-	if (outcome == KJ_LEASE_OWNED) {
-		l->state = L_OWNED;
-		/* back in the list for renewals; the caller holds it now */
-		l->next = l->r->leases;
-		if (l->next)
-			l->next->prev = l;
-		l->r->leases = l;
-		l->next_us = kj__now_us() + (uint64_t)l->r->lease_ms * 1000 / 3;
-		l->r->st.lease_owned++;
-		tick_ensure(l->r);
-		l->cb(l->arg, outcome, l, NULL);
-		return;
-	}
-	if (outcome == KJ_LEASE_PUBLISHED)
-		l->r->st.lease_woken++;
-	l->cb(l->arg, outcome, NULL, obj);
-	lease_unref(l);
-}
-
-static int lease_send_set(struct kj__remote_lease *l)
-{
-	struct kj__remote *r = l->r;
-	char ms[16];
-	char *lk = full_key(r, "lease:", l->key);
-	struct op *o = lk ? op_new(&r->conns[C_CMD], lease_set_done) : NULL;
-	int rc = KJIT_ENOMEM;
-
-	if (o) {
-		snprintf(ms, sizeof ms, "%u", r->lease_ms);
-		const char *av[6] = { "SET", lk, r->id, "NX", "PX", ms };
-		o->lease = l;
-		l->refs++;
-		if ((rc = op_send(o, 6, av, NULL, NULL, 0)) < 0)
-			l->refs--;
-	}
-	free(lk);
-	return rc;
-}
-
-static void lease_on_set(struct kj__remote_lease *l, int code, const redisReply *rep)
-{
-	struct kj__remote *r = l->r;
-	if (r == NULL || l->state == L_DONE)
-		return;
-	if (code < 0 || rep->type == REDIS_REPLY_ERROR) {
-		lease_finish(l, KJ_LEASE_UNAVAILABLE, NULL);
-		return;
-	}
-	if (rep->type == REDIS_REPLY_STATUS) {
-		if (l->state == L_CHECKING)
-			r->st.lease_takeovers++;
-		lease_finish(l, KJ_LEASE_OWNED, NULL);
-		return;
-	}
-	/* held by another node: wait for its publish */
-	if (l->state == L_ACQUIRING) {
-		r->st.lease_waits++;
-		l->state = L_WAITING;
-		lease_poll(l);   /* it may have published between our GET and SET */
-		return;
-	}
-	l->state = L_WAITING;
-	l->next_us = kj__now_us() + (uint64_t)r->poll_ms * 1000;
-	if (l->woken) {
-		l->woken = 0;
-		lease_poll(l);
-	}
-}
-
-/* A waiter looks again: GET the object; absent -> try the lease. */
-static void lease_poll(struct kj__remote_lease *l)
-{
-	struct kj__remote *r = l->r;
-	int rc;
-
-	if (l->state != L_WAITING)
-		return;
-	if (r->conns[C_CMD].state != S_UP) {
-		lease_finish(l, KJ_LEASE_UNAVAILABLE, NULL);
-		return;
-	}
-	l->state = L_CHECKING;
-	l->refs++;
-	lookup_send(r, l->key, lease_check_done, NULL, NULL, l, &rc);
-	if (rc < 0) {
-		l->refs--;
-		lease_finish(l, KJ_LEASE_UNAVAILABLE, NULL);
-	}
-}
-
-static void lease_on_check(struct kj__remote_lease *l, int code, const struct kj__remote_object *obj)
-{
-	if (l->r == NULL || l->state != L_CHECKING)
-		return;
-	if (code == 1) {
-		lease_finish(l, KJ_LEASE_PUBLISHED, obj);
-		return;
-	}
-	if (code < 0 && code != KJIT_ECORRUPT) {
-		lease_finish(l, KJ_LEASE_UNAVAILABLE, NULL);
-		return;
-	}
-	/* absent or corrupt: take the lease if its owner is gone */
-	if (lease_send_set(l) < 0)
-		lease_finish(l, KJ_LEASE_UNAVAILABLE, NULL);
-}
-
-void kj__remote_lease(struct kj__remote *r, const char *key, kj__remote_lease_cb cb, void *arg)
-{
-	struct kj__remote_lease *l;
-
-	if (r == NULL || key == NULL || !kj__hex_ok(key) || r->mode == KJ_REMOTE_RO ||
-	    r->conns[C_CMD].state != S_UP || (l = calloc(1, sizeof *l)) == NULL) {
-		cb(arg, KJ_LEASE_UNAVAILABLE, NULL, NULL);
-		return;
-	}
-	l->r = r;
-	memcpy(l->key, key, KJ_SHA256_HEX_LEN + 1);
-	l->cb = cb;
-	l->arg = arg;
-	l->refs = 1;
-	l->state = L_ACQUIRING;
-	l->started_us = kj__now_us();
-	l->next = r->leases;
-	if (l->next)
-		l->next->prev = l;
-	r->leases = l;
-	tick_ensure(r);
-	if (lease_send_set(l) < 0)
-		lease_finish(l, KJ_LEASE_UNAVAILABLE, NULL);
-}
-
-void kj__remote_lease_release(struct kj__remote_lease *l)
-{
-	struct kj__remote *r;
-
-	if (l == NULL)
-		return;
-	r = l->r;
-	lease_unlink(l);
-	if (r && l->state == L_OWNED && r->conns[C_CMD].state == S_UP)
-		send_release(r, &r->conns[C_CMD], l->key, r->id);
-	l->state = L_DONE;
-	lease_unref(l);
-}
-
-static void lease_renew(struct kj__remote_lease *l)
-{
-	struct kj__remote *r = l->r;
-	char ms[16];
-	char *lk = full_key(r, "lease:", l->key);
-	struct op *o = lk ? op_new(&r->conns[C_CMD], renew_done) : NULL;
-
-	if (o) {
-		snprintf(ms, sizeof ms, "%u", r->lease_ms);
-		const char *av[6] = { "EVAL", renew_lua, "1", lk, r->id, ms };
-		o->lease = l;
-		l->refs++;
-		l->renewing = 1;
-		if (op_send(o, 6, av, NULL, NULL, 0) < 0) {
-			l->refs--;
-			l->renewing = 0;
-		}
-	}
-	free(lk);
-}
-
-static void lease_tick(struct kj__remote *r, uint64_t now)
-{
-	for (struct kj__remote_lease *l = r->leases, *next; l; l = next) {
-		next = l->next;
-		if (l->state == L_OWNED && now >= l->next_us && !l->renewing) {
-			l->next_us = now + (uint64_t)r->lease_ms * 1000 / 3;
-			if (r->conns[C_CMD].state == S_UP)
-				lease_renew(l);
-		} else if (l->state == L_WAITING && now - l->started_us > (uint64_t)r->wait_max_ms * 1000) {
-			lease_finish(l, KJ_LEASE_UNAVAILABLE, NULL);
-		} else if (l->state == L_WAITING && now >= l->next_us) {
-			lease_poll(l);
-		}
+	if (!r->closing && !uv_is_active((uv_handle_t *)&r->tick)) {
+		uint64_t ms = r->timeout_us / 4000;
+		ms = ms < 5 ? 5 : ms > KJ_REMOTE_TICK_MS ? KJ_REMOTE_TICK_MS : ms;
+		uv_timer_start(&r->tick, on_tick, ms, ms);
 	}
 }
