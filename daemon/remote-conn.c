@@ -247,6 +247,8 @@ int kj__remote_send(struct conn *c, int argc, const char **argv)
 	return send_argv(c, misc_done, argc, argv, NULL);
 }
 
+/* SUB's one callback: the SUBSCRIBE confirmation marks SUB up; each
+ * message names a key just published somewhere in the fleet. */
 static void on_sub_message(redisAsyncContext *ac, void *reply, void *priv)
 {
 	struct kj__remote *r = priv;
