@@ -227,19 +227,18 @@ uint64_t kj__obj_sweep(struct kj__cache *c, int orphans)
 
 /* ---- reading and dropping ---- */
 
-int kj__obj_read(struct kj__cache *c, const struct ent *en, uint8_t **out, struct stat *out_st,
-		       char *why, size_t whylen)
+/* Where en's file is (path) and what it must hash to (want), once its
+ * directory has been checked.  0; KJIT_ECORRUPT with why (the directory is
+ * missing or not a real one, the index row has no valid digest); or an
+ * error. */
+static int obj_locate(struct kj__cache *c, const struct ent *en, char *path, size_t pathlen,
+		      uint8_t want[KJ_SHA256_LEN], char *why, size_t whylen)
 {
-	char path[PATH_MAX];
-	uint8_t *buf = NULL, d[KJ_SHA256_LEN];
-	struct stat st;
-	size_t got = 0;
-	int r, fd = -1;
-
-	*out = NULL;
-	if ((r = kj__obj_path(c, en, path, sizeof path)) < 0)
-		return r;
 	char sub[PATH_MAX];
+	int r;
+
+	if ((r = kj__obj_path(c, en, path, pathlen)) < 0)
+		return r;
 	if ((r = kj__obj_subdir(c, &c->tuples[en->tuple], sub, sizeof sub)) < 0)
 		return r;
 	if ((r = kj__obj_dir_check(c, sub)) == KJIT_ENOENT || r == KJIT_EDENIED) {
@@ -248,12 +247,45 @@ int kj__obj_read(struct kj__cache *c, const struct ent *en, uint8_t **out, struc
 	}
 	if (r < 0)
 		return r;
-	uint8_t want[KJ_SHA256_LEN];
 	if ((r = kj__db_row_digest(c, en->key, want)) == KJIT_ENOENT) {
 		snprintf(why, whylen, "its index row has no valid digest");
 		return KJIT_ECORRUPT;
 	}
-	if (r < 0)
+	return r;
+}
+
+/* Reads exactly n bytes of fd (the file at path) into buf.  0;
+ * KJIT_ECORRUPT with why when the file ends first; KJIT_EIO (logged). */
+static int read_exact(struct kj__cache *c, int fd, const char *path, uint8_t *buf, size_t n, char *why,
+		      size_t whylen)
+{
+	size_t got = 0;
+
+	while (got < n) {
+		ssize_t k = c->fs->read(fd, buf + got, n - got);
+		if (k < 0) {
+			kj__cache_say(c, "read %s: %s", path, strerror(errno));
+			return KJIT_EIO;
+		}
+		if (k == 0) {
+			snprintf(why, whylen, "truncated while reading");
+			return KJIT_ECORRUPT;
+		}
+		got += (size_t)k;
+	}
+	return 0;
+}
+
+int kj__obj_read(struct kj__cache *c, const struct ent *en, uint8_t **out, struct stat *out_st,
+		       char *why, size_t whylen)
+{
+	char path[PATH_MAX];
+	uint8_t *buf = NULL, d[KJ_SHA256_LEN], want[KJ_SHA256_LEN];
+	struct stat st;
+	int r, fd = -1;
+
+	*out = NULL;
+	if ((r = obj_locate(c, en, path, sizeof path, want, why, whylen)) < 0)
 		return r;
 	fd = c->fs->open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
 	if (fd < 0) {
@@ -280,21 +312,7 @@ int kj__obj_read(struct kj__cache *c, const struct ent *en, uint8_t **out, struc
 		r = KJIT_ENOMEM;
 		goto out;
 	}
-	while (got < en->size) {
-		ssize_t k = c->fs->read(fd, buf + got, en->size - got);
-		if (k < 0) {
-			kj__cache_say(c, "read %s: %s", path, strerror(errno));
-			r = KJIT_EIO;
-			goto out;
-		}
-		if (k == 0) {
-			snprintf(why, whylen, "truncated while reading");
-			r = KJIT_ECORRUPT;
-			goto out;
-		}
-		got += (size_t)k;
-	}
-	if ((r = kj__sha256(buf, got, d)) < 0)
+	if ((r = read_exact(c, fd, path, buf, en->size, why, whylen)) < 0 || (r = kj__sha256(buf, en->size, d)) < 0)
 		goto out;
 	if (memcmp(d, want, sizeof d) != 0) {
 		snprintf(why, whylen, "digest mismatch");

@@ -231,6 +231,42 @@ static int get_batch(const struct get_args *a, const struct kj__ccopts *cc, cons
 	return b.ex;
 }
 
+/* `kjit get` of one source or kernel: req sent, its object written to -o,
+ * its line (and JSON) printed; a compile error prints the log first. */
+static int get_one(const struct get_args *a, const struct kj__ccopts *cc, const kjit_request *req, kjit_client *c)
+{
+	kjit_result res = { 0 };
+	int ex = EX_OK;
+	int r = kjit_get(c, req, &res);
+
+	if (r == KJIT_ECOMPILE) {
+		kj__cli_print_text(stderr, res.log);
+		ex = kj__cli_fail(EX_FAIL, "compile failed: %s; fix the source and retry",
+			  res.error ? res.error : kjit_strerror(r));
+		goto out;
+	}
+	if (r < 0) {
+		ex = kj__cli_report(r, res.error);
+		goto out;
+	}
+	if (a->out && (ex = kj__cli_write_out(a->out, res.data, res.size)) != EX_OK)
+		goto out;
+	/* With -o - the object has standard output to itself. */
+	int to_stdout = a->out && strcmp(a->out, "-") == 0;
+	fprintf(a->json || to_stdout ? stderr : stdout, "%s %s %s %zu bytes\n", kjit_status_name(res.status),
+		res.key, res.target ? res.target : "-", res.size);
+	for (size_t i = 0; i < res.n_lowered_names; i++) /* --name-expression */
+		fprintf(a->json ? stderr : stdout, "lowered %s %s\n", cc->exprs[i],
+			res.lowered_names[i] ? res.lowered_names[i] : "-");
+	if (a->kernel) /* which variant of the op this is, and why (a failure only loses the line) */
+		(void)kj__variant_note(c, a->kernel, a->backend, res.target, stderr);
+	if (a->json)
+		ex = get_print_json(&res);
+out:
+	kjit_result_free(&res);
+	return ex;
+}
+
 int kj__cmd_get(const struct cmd *cmd, int argc, char **argv)
 {
 	struct get_args a;
@@ -239,7 +275,6 @@ int kj__cmd_get(const struct cmd *cmd, int argc, char **argv)
 	uint8_t *src = NULL;
 	char *src_name = NULL;
 	size_t src_len = 0;
-	kjit_result res = { 0 };
 	kjit_client *c = NULL;
 	struct kj__ccopts cc; /* -I, -D, -U, -O, -std=, glslc's spellings (client/ccopts.c) */
 	const char *all_opts[KJ_CCOPTS_MAX + MAX_REPEAT];
@@ -279,32 +314,8 @@ int kj__cmd_get(const struct cmd *cmd, int argc, char **argv)
 		.include_dirs = cc.dirs, .n_include_dirs = cc.n_dirs, .compiler = cc.compiler,
 		.name_expressions = cc.exprs, .n_name_expressions = cc.n_exprs,
 	};
-	int r = kjit_get(c, &req, &res);
-	if (r == KJIT_ECOMPILE) {
-		kj__cli_print_text(stderr, res.log);
-		ex = kj__cli_fail(EX_FAIL, "compile failed: %s; fix the source and retry",
-			  res.error ? res.error : kjit_strerror(r));
-		goto out;
-	}
-	if (r < 0) {
-		ex = kj__cli_report(r, res.error);
-		goto out;
-	}
-	if (a.out && (ex = kj__cli_write_out(a.out, res.data, res.size)) != EX_OK)
-		goto out;
-	/* With -o - the object has standard output to itself. */
-	int to_stdout = a.out && strcmp(a.out, "-") == 0;
-	fprintf(a.json || to_stdout ? stderr : stdout, "%s %s %s %zu bytes\n", kjit_status_name(res.status),
-		res.key, res.target ? res.target : "-", res.size);
-	for (size_t i = 0; i < res.n_lowered_names; i++) /* --name-expression */
-		fprintf(a.json ? stderr : stdout, "lowered %s %s\n", cc.exprs[i],
-			res.lowered_names[i] ? res.lowered_names[i] : "-");
-	if (a.kernel) /* which variant of the op this is, and why (a failure only loses the line) */
-		(void)kj__variant_note(c, a.kernel, a.backend, res.target, stderr);
-	if (a.json)
-		ex = get_print_json(&res);
+	ex = get_one(&a, &cc, &req, c);
 out:
-	kjit_result_free(&res);
 	kjit_close(c);
 	free(src);
 	free(src_name);

@@ -10,7 +10,9 @@
  *    <= 256 (32 lanes a key); without it, head_dim <= 128 (16 lanes a key);
  *  - gemm_* and attn_prefill_*: one entry whose path is chosen when kjitd
  *    compiles it, from the target: CUDA sm_80 or newer takes the tensor-core
- *    path (mma.sync m16n8k16), older CUDA, HIP and Vulkan the plain one.
+ *    path (mma.sync m16n8k16), older CUDA, HIP and Vulkan the plain one; and
+ *    gemm_sm90_*, CUDA only, the wgmma + TMA path for target sm_90a (plain dot
+ *    products for any other), which launchers use on sm_90 devices.
  * The family's members are the names of the daemon's manifest (admin
  * "kernels" for the backend) equal to NAME once the infix is removed; the
  * examples' kcase_variant (tests/kernels/kcase.c) makes the same choice from
@@ -48,9 +50,18 @@ static int strip_infix(const char *name, const char *infix, char *out, size_t n)
 }
 
 /* The path gemm_* / attn_prefill_* take for target on backend. */
-static const char *compile_path(int backend, const char *target)
+static const char *compile_path(const char *kernel, int backend, const char *target)
 {
-	if (backend == KJIT_BACKEND_CUDA && target && strncmp(target, "sm_", 3) == 0)
+	const int cuda_sm = backend == KJIT_BACKEND_CUDA && target && strncmp(target, "sm_", 3) == 0;
+	if (strncmp(kernel, "gemm_sm90_", 10) == 0)
+		return cuda_sm && strcmp(target, "sm_90a") == 0
+			       ? "wgmma + TMA path, 128 x 256 tiles (CUDA sm_90a; launchers pick it over "
+				 "gemm_f16 / gemm_bf16 on sm_90 devices when K % 8 == 0)"
+			       : "plain dot products (the wgmma path needs target sm_90a)";
+	if (cuda_sm && strncmp(kernel, "gemm_", 5) == 0 && atoi(target + 3) == 90)
+		return "tensor-core path, mma.sync m16n8k16 (CUDA sm_80 or newer; on sm_90 devices "
+		       "launchers use gemm_sm90_* when K % 8 == 0)";
+	if (cuda_sm)
 		return atoi(target + 3) >= 80 ? "tensor-core path, mma.sync m16n8k16 (CUDA sm_80 or newer)"
 					      : "plain path, f32 multiply-adds (CUDA older than sm_80)";
 	return backend == KJIT_BACKEND_VULKAN ? "plain path (no tensor cores through Vulkan)"
@@ -65,7 +76,7 @@ int kj__variant_note(kjit_client *c, const char *kernel, int backend, const char
 
 	if (strncmp(kernel, "gemm_", 5) == 0 || strncmp(kernel, "attn_prefill_", 13) == 0) {
 		fprintf(out, "variant: %s for %s: %s\n", kernel, target ? target : "-",
-			compile_path(backend, target));
+			compile_path(kernel, backend, target));
 		return 0;
 	}
 	/* the family's base name: NAME without its variant infix, if any */

@@ -130,7 +130,10 @@ static int reset_tmp(struct kj__daemon *d)
 	return r;
 }
 
-static int serve(struct kj__daemon *d)
+/* Makes the cache ours: no other daemon on our socket, and the cache's
+ * lock taken (waiting a while for a holder on its way out).  0, or an exit
+ * status: 4 when another daemon has the socket or the cache, else 1. */
+static int claim_cache(struct kj__daemon *d)
 {
 	char err[512] = "";
 	/* Per-user: 0700/0600, no one else reads the sources; system: the
@@ -140,14 +143,6 @@ static int serve(struct kj__daemon *d)
 					.file_mode = d->cfg.system_mode ? 0640 : 0600 };
 	int r;
 
-	d->loop = uv_default_loop();
-	d->started = kj__wall_s();
-	d->last_active_us = kj__now_us();
-	kj__quota_init(d);
-	/* What our children leave behind (a compiler's children, rocminfo's
-	 * shell) comes to us, not to an init that may never reap it. */
-	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
-		kj__log(d, "cannot become a subreaper (%s): orphans of compilers go to init", strerror(errno));
 	/* A daemon on our socket is named first, with its cache: "already
 	 * serves this cache" would be wrong when it serves another. */
 	if (getenv("LISTEN_FDS") == NULL && kj__server_probe(d, err, sizeof err) < 0) {
@@ -171,6 +166,40 @@ static int serve(struct kj__daemon *d)
 			fprintf(d->log, "kjitd: cannot open the cache %s: %s\n", d->cfg.cache_dir, kjit_strerror(r));
 		return 1;
 	}
+	return 0;
+}
+
+/* SIGTERM and SIGINT stop the loop; the index is flushed every
+ * KJ_INDEX_FLUSH_MS; a peer that goes away is an error on its write, not
+ * a signal. */
+static void start_loop_handles(struct kj__daemon *d)
+{
+	uv_signal_init(d->loop, &d->sigterm);
+	uv_signal_init(d->loop, &d->sigint);
+	d->sigterm.data = d->sigint.data = d;
+	uv_signal_start(&d->sigterm, on_signal, SIGTERM);
+	uv_signal_start(&d->sigint, on_signal, SIGINT);
+	uv_timer_init(d->loop, &d->flush_timer);
+	d->flush_timer.data = d;
+	uv_timer_start(&d->flush_timer, on_flush, KJ_INDEX_FLUSH_MS, KJ_INDEX_FLUSH_MS);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static int serve(struct kj__daemon *d)
+{
+	char err[512] = "";
+	int r;
+
+	d->loop = uv_default_loop();
+	d->started = kj__wall_s();
+	d->last_active_us = kj__now_us();
+	kj__quota_init(d);
+	/* What our children leave behind (a compiler's children, rocminfo's
+	 * shell) comes to us, not to an init that may never reap it. */
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+		kj__log(d, "cannot become a subreaper (%s): orphans of compilers go to init", strerror(errno));
+	if ((r = claim_cache(d)) != 0)
+		return r;
 	if (reset_tmp(d) < 0)
 		return 1;
 	if (kj__memo_new(&d->memo, d->cfg.memo_size) < 0 || kj__flights_new(&d->flights) < 0 ||
@@ -197,15 +226,7 @@ static int serve(struct kj__daemon *d)
 		kj__fleet_stop(d);
 		return r == KJIT_EBUSY ? 4 : 1;
 	}
-	uv_signal_init(d->loop, &d->sigterm);
-	uv_signal_init(d->loop, &d->sigint);
-	d->sigterm.data = d->sigint.data = d;
-	uv_signal_start(&d->sigterm, on_signal, SIGTERM);
-	uv_signal_start(&d->sigint, on_signal, SIGINT);
-	uv_timer_init(d->loop, &d->flush_timer);
-	d->flush_timer.data = d;
-	uv_timer_start(&d->flush_timer, on_flush, KJ_INDEX_FLUSH_MS, KJ_INDEX_FLUSH_MS);
-	signal(SIGPIPE, SIG_IGN);
+	start_loop_handles(d);
 	kj__log(d, "serving %s on %s (%zu bundled kernels, %u workers per compiler, max size %llu)",
 		d->cfg.cache_dir, d->cfg.socket_path, d->manifest.n, d->cfg.jobs,
 		(unsigned long long)d->cfg.max_size);

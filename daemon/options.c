@@ -258,6 +258,75 @@ static int parse_limit_opt(int c, const char *arg, struct kj__config *cfg)
 	return -1;
 }
 
+/* The compilers' options: targets, which compiler, how long a compile
+ * may take and how long its failure is remembered; -1 when c is not one of
+ * them, else 0 or an exit status. */
+static int parse_compile_opt(int c, const char *arg, struct kj__config *cfg)
+{
+	unsigned long v;
+
+	switch (c) {
+	case OPT_HIP_ARCH:
+		return set_arch(cfg, KJIT_BACKEND_HIP, arg);
+	case OPT_CUDA_ARCH:
+		return set_arch(cfg, KJIT_BACKEND_CUDA, arg);
+	case OPT_VULKAN_ENV:
+		return set_arch(cfg, KJIT_BACKEND_VULKAN, arg);
+	case OPT_HIP_COMPILER:
+		if (strcmp(arg, "hiprtc") != 0 && strcmp(arg, "hipcc") != 0 && strcmp(arg, "test") != 0)
+			return kj__usage_error("--hip-compiler '%s': expected hiprtc or hipcc", arg);
+		free(cfg->hip_compiler);
+		cfg->hip_compiler = kj__strdup(arg);
+		return 0;
+	case OPT_CUDA_COMPILER:
+		if (strcmp(arg, "nvrtc") != 0 && strcmp(arg, "nvcc") != 0)
+			return kj__usage_error("--cuda-compiler '%s': expected nvrtc or nvcc", arg);
+		free(cfg->cuda_compiler);
+		cfg->cuda_compiler = kj__strdup(arg);
+		return 0;
+	case OPT_TIMEOUT:
+		if (parse_uint(arg, 86400, &v) < 0 || v == 0)
+			return kj__usage_error("--compile-timeout '%s': expected seconds, 1 to 86400", arg);
+		cfg->compile_timeout_ms = (unsigned)v * 1000;
+		return 0;
+	case OPT_FAILED_TTL:
+		if (parse_uint(arg, 3600, &v) < 0)
+			return kj__usage_error("--failed-ttl '%s': expected seconds, 0 to 3600", arg);
+		cfg->failed_ttl_ms = (unsigned)v * 1000u;
+		cfg->failed_ttl_given = 1;
+		return 0;
+	}
+	return -1;
+}
+
+/* Who may connect and administer (daemon/access.c); -1 when c is not one
+ * of them, else 0 or an exit status. */
+static int parse_access_opt(int c, const char *arg, struct kj__config *cfg)
+{
+	unsigned long v;
+
+	switch (c) {
+	case OPT_SYSTEM:
+		cfg->system_mode = 1;
+		return 0;
+	case OPT_ALLOW_UID:
+		if (parse_uint(arg, UINT_MAX, &v) < 0 || cfg->n_allow_uid == KJ_ARRAY_SIZE(cfg->allow_uid))
+			return kj__usage_error("--allow-uid '%s': expected a numeric uid (16 at most)", arg);
+		cfg->allow_uid[cfg->n_allow_uid++] = (uid_t)v;
+		return 0;
+	case OPT_ALLOW_GID:
+		if (parse_uint(arg, UINT_MAX, &v) < 0 || cfg->n_allow_gid == KJ_ARRAY_SIZE(cfg->allow_gid))
+			return kj__usage_error("--allow-gid '%s': expected a numeric gid (16 at most)", arg);
+		cfg->allow_gid[cfg->n_allow_gid++] = (gid_t)v;
+		return 0;
+	case OPT_ADMIN_GID:
+		if (kj__admin_gid_opt(cfg, arg) < 0)
+			return kj__usage_error("--admin-gid '%s': expected a numeric gid (16 at most)", arg);
+		return 0;
+	}
+	return -1;
+}
+
 /* Parses the daemon's argv into cfg; returns -1 to go on, else an exit
  * status. */
 int kj__options_parse(int argc, char **argv, struct kj__config *cfg)
@@ -267,7 +336,8 @@ int kj__options_parse(int argc, char **argv, struct kj__config *cfg)
 	int c, rc;
 
 	while ((c = getopt_long(argc, argv, "s:c:m:j:fh", long_opts, NULL)) != -1) {
-		if ((rc = parse_remote_opt(c, optarg, cfg)) >= 0 || (rc = parse_limit_opt(c, optarg, cfg)) >= 0) {
+		if ((rc = parse_remote_opt(c, optarg, cfg)) >= 0 || (rc = parse_limit_opt(c, optarg, cfg)) >= 0 ||
+		    (rc = parse_compile_opt(c, optarg, cfg)) >= 0 || (rc = parse_access_opt(c, optarg, cfg)) >= 0) {
 			if (rc)
 				return rc;
 			continue;
@@ -286,55 +356,14 @@ int kj__options_parse(int argc, char **argv, struct kj__config *cfg)
 			cfg->jobs = (unsigned)v;
 			break;
 		case 'f': cfg->foreground = 1; break;
-		case OPT_HIP_ARCH: if ((rc = set_arch(cfg, KJIT_BACKEND_HIP, optarg))) return rc; break;
-		case OPT_CUDA_ARCH: if ((rc = set_arch(cfg, KJIT_BACKEND_CUDA, optarg))) return rc; break;
-		case OPT_VULKAN_ENV: if ((rc = set_arch(cfg, KJIT_BACKEND_VULKAN, optarg))) return rc; break;
-		case OPT_HIP_COMPILER:
-			if (strcmp(optarg, "hiprtc") != 0 && strcmp(optarg, "hipcc") != 0 && strcmp(optarg, "test") != 0)
-				return kj__usage_error("--hip-compiler '%s': expected hiprtc or hipcc", optarg);
-			free(cfg->hip_compiler);
-			cfg->hip_compiler = kj__strdup(optarg);
-			break;
-		case OPT_CUDA_COMPILER:
-			if (strcmp(optarg, "nvrtc") != 0 && strcmp(optarg, "nvcc") != 0)
-				return kj__usage_error("--cuda-compiler '%s': expected nvrtc or nvcc", optarg);
-			free(cfg->cuda_compiler);
-			cfg->cuda_compiler = kj__strdup(optarg);
-			break;
-		case OPT_TIMEOUT:
-			if (parse_uint(optarg, 86400, &v) < 0 || v == 0)
-				return kj__usage_error("--compile-timeout '%s': expected seconds, 1 to 86400", optarg);
-			cfg->compile_timeout_ms = (unsigned)v * 1000;
-			break;
 		case OPT_KERNELS: free(cfg->kernels_dir); cfg->kernels_dir = kj__strdup(optarg); break;
 		case OPT_LOG: free(cfg->log_path); cfg->log_path = kj__strdup(optarg); break;
-		case OPT_SYSTEM: cfg->system_mode = 1; break;
-		case OPT_ALLOW_UID:
-			if (parse_uint(optarg, UINT_MAX, &v) < 0 || cfg->n_allow_uid == KJ_ARRAY_SIZE(cfg->allow_uid))
-				return kj__usage_error("--allow-uid '%s': expected a numeric uid (16 at most)", optarg);
-			cfg->allow_uid[cfg->n_allow_uid++] = (uid_t)v;
-			break;
-		case OPT_ALLOW_GID:
-			if (parse_uint(optarg, UINT_MAX, &v) < 0 || cfg->n_allow_gid == KJ_ARRAY_SIZE(cfg->allow_gid))
-				return kj__usage_error("--allow-gid '%s': expected a numeric gid (16 at most)", optarg);
-			cfg->allow_gid[cfg->n_allow_gid++] = (gid_t)v;
-			break;
-		case OPT_ADMIN_GID:
-			if (kj__admin_gid_opt(cfg, optarg) < 0)
-				return kj__usage_error("--admin-gid '%s': expected a numeric gid (16 at most)", optarg);
-			break;
 		case OPT_SYSFS: free(cfg->sysfs_root); cfg->sysfs_root = kj__strdup(optarg); break;
 		case OPT_HOT:
 		case OPT_MEMO:
 			if (kj__parse_size(optarg, &size) < 0 || size == 0)
 				return kj__usage_error("--hot-size/--memo-size '%s': expected a size like 64M", optarg);
 			*(c == OPT_HOT ? &cfg->hot_size : &cfg->memo_size) = size;
-			break;
-		case OPT_FAILED_TTL:
-			if (parse_uint(optarg, 3600, &v) < 0)
-				return kj__usage_error("--failed-ttl '%s': expected seconds, 0 to 3600", optarg);
-			cfg->failed_ttl_ms = (unsigned)v * 1000u;
-			cfg->failed_ttl_given = 1;
 			break;
 		case 'h': fputs(usage_text, stdout); return 0;
 		default: fputs(usage_text, stderr); return 2;

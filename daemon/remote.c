@@ -1,31 +1,23 @@
-/* remote.c: the fleet tier: kjit objects in a shared Redis, on the loop.
+/* remote.c: the fleet tier's handle (docs/remote.md): the options and their
+ * defaults, lifetime, the one timer that drives connections and leases,
+ * the counters, and the log line.  The work is done by remote-conn.c (the
+ * connections), remote-object.c (values, lookup, publish), remote-lease.c
+ * (single-flight across machines) and remote-url.c; remote-int.h says who
+ * owns what.
  *
- * Three hiredis async connections per daemon, each with its own FIFO of
- * pending operations: CMD (lookups, leases: the request path), PUT
- * (publishes: big SETs never delay a lookup) and SUB (one SUBSCRIBE on
- * <prefix>published, whose messages name the key just published).  Replies
- * on a connection come in order, so only the head of a FIFO can be late:
- * one watchdog timer (running only while something is pending) drops a
- * connection whose head has made no progress for timeout_ms; hiredis then
- * fails every pending op, and the connection comes back with backoff.
- * Host names are resolved with uv_getaddrinfo, so hiredis only ever
- * connects to an address and nothing blocks the loop.
- *
- * Value layout (one string per key, so a verified read is one GET):
- *   "KJO1" | u64 size | u32 log_len | u32 recipe_len | sha256[32] | object | log | recipe
- * (little-endian).  A value whose length is not exactly the sum, or whose
- * object does not hash to the digest, is corrupt: a miss, counted.
- *
- * Ownership: the handle owns its connections, ops and leases; a lease is
- * handed to the caller with KJ_LEASE_OWNED and comes back through
- * kj__remote_publish or kj__remote_lease_release.  An op that refers to a
- * lease holds a reference (l->refs); the lease is freed at zero.
+ * Invariants:
+ *  - A handle exists only with --remote: a daemon without it runs nothing
+ *    of the fleet tier.
+ *  - The timer runs only while something is pending (an op, a connection
+ *    that is not up, a lease) and stops itself when nothing is; its period
+ *    is a quarter of the operation timeout, 5 ms to KJ_REMOTE_TICK_MS.
+ *  - close fails pending lookups with KJIT_ESHUTDOWN and answers waiting
+ *    leases UNAVAILABLE at once; the memory goes only once the timer is
+ *    closed and no name resolution is in flight (kj__remote_free).
+ *  - r->st is counted by the file that sees each event; kj__remote_stats
+ *    copies it.
+ *  - The lease owner id is host:pid:64 random bits unless one is given.
  */
-#include <ctype.h>
-#include <errno.h>
-#include <hiredis/adapters/libuv.h>
-#include <hiredis/async.h>
-#include <hiredis/hiredis.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,101 +27,10 @@
 
 #include "kj_limits.h"
 #include "kj_types.h"
-#include "proto.h"
-#include "remote.h"
-#include "sha.h"
+#include "remote-int.h"
 #include "util.h"
 
-#define VAL_MAGIC "KJO1"
-#define VAL_HDR (4 + 8 + 4 + 4 + KJ_SHA256_LEN)
-
-enum { C_CMD, C_PUT, C_SUB, C_COUNT };
-enum { S_DOWN, S_RESOLVING, S_CONNECTING, S_UP };
-enum { OP_LOOKUP, OP_MISC, OP_PUBLISH, OP_HELLO, OP_LEASE_SET, OP_LEASE_CHECK, OP_RENEW };
-enum { L_ACQUIRING, L_OWNED, L_WAITING, L_CHECKING, L_DONE };
-
-struct op;
-
-struct conn {
-	struct kj__remote *r;
-	int role;
-	int state;
-	redisAsyncContext *ac;
-	struct op *head, *tail;
-	uint64_t since_us;          /* last progress: connect start, a reply, bytes read */
-	size_t reader_seen;         /* bytes buffered by the reader at the last tick */
-	uint64_t retry_at_us;       /* when S_DOWN: next connect attempt */
-	unsigned backoff_ms;
-	int drop_code;              /* why pending ops fail while we drop */
-	uv_getaddrinfo_t gai;
-	int gai_busy;
-	char why[128];              /* an error reply during the handshake (AUTH refused) */
-};
-
-struct op {
-	struct op *next;
-	struct conn *c;
-	int kind;
-	uint64_t start_us;
-	uint64_t allow_us;          /* this op's time once it is the head */
-	size_t bytes;
-	kj__remote_lookup_cb cb;
-	void *arg;
-	struct kj__remote_lease *lease;
-};
-
-struct kj__remote_lease {
-	struct kj__remote *r;
-	struct kj__remote_lease *prev, *next;
-	char key[KJ_SHA256_HEX_LEN + 1];
-	int state;
-	int refs;                   /* 1 for the list, 1 per op in flight */
-	kj__remote_lease_cb cb;
-	void *arg;
-	uint64_t started_us, next_us; /* owned: next renewal; waiting: next poll */
-	int renewing;
-	int woken;                 /* a publish message came while checking */
-};
-
-struct kj__remote {
-	uv_loop_t *loop;
-	uv_timer_t tick;
-	struct kj__remote_url url;
-	char *describe;
-	char *prefix;
-	char *id;
-	char *channel;
-	int mode;
-	uint64_t timeout_us, ttl_ms, max_object;
-	unsigned lease_ms, poll_ms, wait_max_ms;
-	void (*log)(void *, const char *);
-	void *log_arg;
-	struct conn conns[C_COUNT];
-	struct kj__remote_lease *leases;
-	uint64_t put_bytes;         /* publishes not yet acknowledged */
-	int warned;                 /* an outage was reported and has not ended */
-	int said_error;             /* an error reply was logged since the last outage */
-	uint64_t down_since_us;
-	int closing;
-	int tick_open;              /* the timer handle is not closed yet */
-	struct kj__remote_stats st;
-};
-
-static const char release_lua[] =
-	"if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end "
-	"return redis.call('PUBLISH', ARGV[2], ARGV[3])";
-static const char renew_lua[] =
-	"if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end "
-	"return 0";
-
-static void conn_connect(struct conn *c);
-static void remote_free(struct kj__remote *r);
-static void lease_poll(struct kj__remote_lease *l);
-
-/* ---- logging and small helpers ---- */
-
-static void say(struct kj__remote *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(struct kj__remote *r, const char *fmt, ...)
+void kj__remote_say(struct kj__remote *r, const char *fmt, ...)
 {
 	char line[512];
 	va_list ap;
@@ -143,695 +44,16 @@ static void say(struct kj__remote *r, const char *fmt, ...)
 		fprintf(stderr, "kjitd: %s\n", line);
 }
 
-static void put_le(uint8_t *p, uint64_t v, int n)
-{
-	for (int i = 0; i < n; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le(const uint8_t *p, int n)
-{
-	uint64_t v = 0;
-	for (int i = n - 1; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
-static int hex_to_raw(const char *hex, uint8_t out[KJ_SHA256_LEN])
-{
-	if (hex == NULL || !kj__hex_ok(hex))
-		return KJIT_EINVAL;
-	for (int i = 0; i < KJ_SHA256_LEN; i++) {
-		unsigned v;
-		if (sscanf(hex + 2 * i, "%2x", &v) != 1)
-			return KJIT_EINVAL;
-		out[i] = (uint8_t)v;
-	}
-	return 0;
-}
-
-static char *full_key(const struct kj__remote *r, const char *what, const char *key)
+char *kj__remote_key(const struct kj__remote *r, const char *what, const char *key)
 {
 	return kj__asprintf("%s%s%s", r->prefix, what, key);
 }
 
-static void tick_ensure(struct kj__remote *r);
-
-/* ---- URL ---- */
-
-static int seterr(char *err, size_t errlen, const char *msg)
+int kj__remote_seterr(char *err, size_t errlen, const char *msg)
 {
 	snprintf(err, errlen, "%s", msg);
 	return KJIT_EINVAL;
 }
-
-/* Percent-decodes [s, s+n) into a new string; NULL on a bad escape or
- * no memory. */
-static char *pct_decode(const char *s, size_t n)
-{
-	char *o = malloc(n + 1), *w = o;
-
-	for (size_t i = 0; o && i < n; i++) {
-		unsigned v;
-		if (s[i] != '%') {
-			*w++ = s[i];
-			continue;
-		}
-		if (n - i < 3 || !isxdigit((unsigned char)s[i + 1]) || !isxdigit((unsigned char)s[i + 2]) ||
-		    sscanf(s + i + 1, "%2x", &v) != 1 || v == 0) {
-			free(o);
-			return NULL;
-		}
-		*w++ = (char)v;
-		i += 2;
-	}
-	if (o)
-		*w = '\0';
-	return o;
-}
-
-static int parse_num(const char *s, size_t n, long max, int *out)
-{
-	long v = 0;
-	if (n == 0 || n > 9)
-		return -1;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		v = v * 10 + (s[i] - '0');
-	}
-	if (v > max)
-		return -1;
-	*out = (int)v;
-	return 0;
-}
-
-/* [user:]password (an empty user is none: redis://:pw@host). */
-static int parse_userinfo(const char *s, size_t n, struct kj__remote_url *u)
-{
-	const char *colon = memchr(s, ':', n);
-
-	if (colon) {
-		size_t un = (size_t)(colon - s);
-		if (un && (u->user = pct_decode(s, un)) == NULL)
-			return -1;
-		n -= un + 1;
-		s = colon + 1;
-	}
-	return (u->password = pct_decode(s, n)) == NULL ? -1 : 0;
-}
-
-int kj__remote_url_parse(const char *s, struct kj__remote_url *u, char *err, size_t errlen)
-{
-	const char *p, *at, *end;
-	int r = KJIT_EINVAL;
-
-	memset(u, 0, sizeof *u);
-	u->port = 6379;
-	if (s == NULL || *s == '\0')
-		return seterr(err, errlen, "empty remote URL");
-	if (strlen(s) > KJ_REMOTE_URL_MAX)
-		return seterr(err, errlen, "remote URL too long");
-	if (strncmp(s, "rediss://", 9) == 0)
-		return seterr(err, errlen, "TLS is not supported: Debian 12's hiredis 0.14 has no TLS "
-			      "(use a Unix socket, a private network, or a stunnel/spiped tunnel)");
-	int is_unix = strncmp(s, "unix://", 7) == 0;
-	if (!is_unix && strncmp(s, "redis://", 8) != 0)
-		return seterr(err, errlen, "expected redis://[[user:]password@]host[:port][/db] or unix:///path");
-	p = s + (is_unix ? 7 : 8);
-	end = p + strlen(p);
-	/* Messages never repeat the URL: it may hold a password.
-	 * userinfo: up to the last '@' before the first '/' (a '/' or '@' in a
-	 * password is percent-encoded); a socket path may hold '@' */
-	const char *slash = strchr(p, '/');
-	const char *limit = slash ? slash : end;
-	at = NULL;
-	for (const char *q = p; q < limit; q++)
-		if (*q == '@')
-			at = q;
-	if (at) {
-		if (parse_userinfo(p, (size_t)(at - p), u) < 0) {
-			seterr(err, errlen, "bad percent-escape in user or password");
-			goto out;
-		}
-		p = at + 1;
-	}
-	if (is_unix) {
-		const char *q = strchr(p, '?');
-		size_t n = q ? (size_t)(q - p) : strlen(p);
-		if (n < 2 || p[0] != '/') {
-			seterr(err, errlen, "expected an absolute socket path: unix:///path/redis.sock");
-			goto out;
-		}
-		if ((u->path = kj__strndup(p, n)) == NULL) {
-			r = KJIT_ENOMEM;
-			goto out;
-		}
-		if (q && (strncmp(q, "?db=", 4) != 0 || parse_num(q + 4, strlen(q + 4), 1 << 20, &u->db) < 0)) {
-			seterr(err, errlen, "expected ?db=N after the socket path");
-			goto out;
-		}
-		return 0;
-	}
-	const char *hend = slash ? slash : end, *portp = NULL, *h = p;
-	size_t hn;
-	if (*p == '[') {
-		const char *rb = memchr(p, ']', (size_t)(hend - p));
-		if (rb == NULL) {
-			seterr(err, errlen, "unterminated [IPv6 address]");
-			goto out;
-		}
-		h = p + 1;
-		hn = (size_t)(rb - h);
-		if (rb + 1 < hend) {
-			if (rb[1] != ':') {
-				seterr(err, errlen, "expected :port after ]");
-				goto out;
-			}
-			portp = rb + 2;
-		}
-	} else {
-		const char *colon = memchr(p, ':', (size_t)(hend - p));
-		hn = (size_t)((colon ? colon : hend) - p);
-		portp = colon ? colon + 1 : NULL;
-	}
-	if (hn == 0) {
-		seterr(err, errlen, "no host");
-		goto out;
-	}
-	if (portp && (parse_num(portp, (size_t)(hend - portp), 65535, &u->port) < 0 || u->port == 0)) {
-		seterr(err, errlen, "port must be a number from 1 to 65535");
-		goto out;
-	}
-	if (slash && slash[1] != '\0' && parse_num(slash + 1, strlen(slash + 1), 1 << 20, &u->db) < 0) {
-		seterr(err, errlen, "database must be a number after the /");
-		goto out;
-	}
-	for (size_t i = 0; i < hn; i++)
-		if (h[i] == '@' || h[i] == '/' || h[i] == '?' || (unsigned char)h[i] <= ' ') {
-			seterr(err, errlen, "bad character in host");
-			goto out;
-		}
-	if ((u->host = kj__strndup(h, hn)) == NULL) {
-		r = KJIT_ENOMEM;
-		goto out;
-	}
-	return 0;
-out:
-	kj__remote_url_free(u);
-	return r;
-}
-
-void kj__remote_url_free(struct kj__remote_url *u)
-{
-	if (u == NULL)
-		return;
-	free(u->host);
-	free(u->path);
-	free(u->user);
-	free(u->password);
-	memset(u, 0, sizeof *u);
-}
-
-/* ---- operations on a connection ---- */
-
-static struct op *op_new(struct conn *c, int kind)
-{
-	struct op *o = calloc(1, sizeof *o);
-	if (o == NULL)
-		return NULL;
-	o->c = c;
-	o->kind = kind;
-	o->start_us = kj__now_us();
-	o->allow_us = c->r->timeout_us;
-	return o;
-}
-
-static void op_unlink(struct op *o)
-{
-	struct conn *c = o->c;
-	struct op **pp = &c->head, *prev = NULL;
-
-	while (*pp && *pp != o) {
-		prev = *pp;
-		pp = &(*pp)->next;
-	}
-	if (*pp == NULL)
-		return;
-	*pp = o->next;
-	if (c->tail == o)
-		c->tail = prev;
-	if (c->head == NULL || c->head == o->next)
-		c->since_us = kj__now_us();
-}
-
-static void redis_reply_cb(redisAsyncContext *ac, void *reply, void *priv);
-
-/* Queues a command (argv or a preformatted RESP buffer) on c; o is
- * consumed either way.  0 or KJIT_ECONNECT (o freed, not called). */
-static int op_send(struct op *o, int argc, const char **argv, const size_t *lens, const char *resp, size_t resp_len)
-{
-	struct conn *c = o->c;
-	int rc;
-
-	if (c->ac == NULL) {
-		free(o);
-		return KJIT_ECONNECT;
-	}
-	if (c->head == NULL)
-		c->since_us = kj__now_us();
-	o->next = NULL;
-	if (c->tail)
-		c->tail->next = o;
-	else
-		c->head = o;
-	c->tail = o;
-	if (resp)
-		rc = redisAsyncFormattedCommand(c->ac, redis_reply_cb, o, resp, resp_len);
-	else
-		rc = redisAsyncCommandArgv(c->ac, redis_reply_cb, o, argc, argv, lens);
-	if (rc != REDIS_OK) {
-		op_unlink(o);
-		free(o);
-		return KJIT_ECONNECT;
-	}
-	tick_ensure(c->r);
-	return 0;
-}
-
-static int send_argv(struct conn *c, int kind, int argc, const char **argv, const size_t *lens)
-{
-	struct op *o = op_new(c, kind);
-	return o ? op_send(o, argc, argv, lens, NULL, 0) : KJIT_ENOMEM;
-}
-
-/* ---- connection life ---- */
-
-static void outage_begin(struct kj__remote *r, const char *why)
-{
-	r->st.errors++;
-	if (r->warned)
-		return;
-	r->warned = 1;
-	r->said_error = 0;
-	r->st.outages++;
-	r->down_since_us = kj__now_us();
-	say(r, "remote %s unreachable (%s); serving from the local cache, retrying in the background",
-	    r->describe, why);
-}
-
-static void conn_schedule_retry(struct conn *c)
-{
-	c->state = S_DOWN;
-	c->ac = NULL;
-	c->backoff_ms = c->backoff_ms == 0 ? KJ_REMOTE_RETRY_MIN_MS
-					   : c->backoff_ms * 2 > KJ_REMOTE_RETRY_MAX_MS ? KJ_REMOTE_RETRY_MAX_MS
-					   : c->backoff_ms * 2;
-	c->retry_at_us = kj__now_us() + (uint64_t)c->backoff_ms * 1000;
-	tick_ensure(c->r);
-}
-
-static void conn_up(struct conn *c)
-{
-	struct kj__remote *r = c->r;
-
-	c->state = S_UP;
-	c->backoff_ms = 0;
-	if (c->role == C_CMD)
-		r->st.up = 1;
-	for (int i = 0; i < C_COUNT; i++)
-		if (r->conns[i].state != S_UP)
-			return;
-	if (r->warned) {
-		r->warned = 0;
-		r->st.reconnects++;
-		say(r, "remote %s reachable again after %.1f s", r->describe,
-		    (double)(kj__now_us() - r->down_since_us) / 1e6);
-	}
-}
-
-static void conn_lost(struct conn *c, const char *why)
-{
-	if (c->role == C_CMD)
-		c->r->st.up = 0;
-	if (!c->r->closing)
-		outage_begin(c->r, why);
-	conn_schedule_retry(c);
-}
-
-static void on_connect(const redisAsyncContext *ac, int status)
-{
-	struct conn *c = ac->data;
-	if (c == NULL || status == REDIS_OK)
-		return;
-	/* hiredis frees ac after this; pending ops already got NULL replies */
-	c->ac = NULL;
-	conn_lost(c, ac->errstr[0] ? ac->errstr : "connect failed");
-}
-
-static void on_disconnect(const redisAsyncContext *ac, int status)
-{
-	struct conn *c = ac->data;
-	if (c == NULL || c->ac == NULL)
-		return; /* we dropped it ourselves and already know */
-	c->ac = NULL;
-	conn_lost(c, status == REDIS_OK ? "connection closed" : ac->errstr[0] ? ac->errstr : "I/O error");
-}
-
-/* Drops c (from the tick only, never inside a hiredis callback): pending
- * ops fail with code. */
-static void conn_drop(struct conn *c, int code, const char *why)
-{
-	redisAsyncContext *ac = c->ac;
-
-	if (ac == NULL)
-		return;
-	c->drop_code = code;
-	c->ac = NULL;
-	c->state = S_DOWN;
-	if (c->role == C_CMD)
-		c->r->st.up = 0;
-	redisAsyncFree(ac);   /* calls the pending callbacks with NULL, then on_disconnect */
-	c->drop_code = 0;
-	if (!c->r->closing)
-		conn_lost(c, why);
-}
-
-static void on_sub_message(redisAsyncContext *ac, void *reply, void *priv);
-
-static void conn_hello(struct conn *c)
-{
-	struct kj__remote *r = c->r;
-	char db[16];
-	int rc = 0;
-
-	if (r->url.password) {
-		const char *av[3] = { "AUTH", r->url.user ? r->url.user : r->url.password, r->url.password };
-		rc = send_argv(c, OP_MISC, r->url.user ? 3 : 2, av, NULL);
-	}
-	if (rc == 0 && r->url.db) {
-		snprintf(db, sizeof db, "%d", r->url.db);
-		const char *av[2] = { "SELECT", db };
-		rc = send_argv(c, OP_MISC, 2, av, NULL);
-	}
-	if (rc == 0 && c->role == C_SUB) {
-		/* the subscribe callback marks SUB up on its confirmation */
-		if (redisAsyncCommand(c->ac, on_sub_message, r, "SUBSCRIBE %s", r->channel) != REDIS_OK)
-			rc = KJIT_ECONNECT;
-	} else if (rc == 0) {
-		const char *av[1] = { "PING" };
-		rc = send_argv(c, OP_HELLO, 1, av, NULL);
-	}
-	if (rc < 0)
-		c->state = S_CONNECTING; /* the tick's connect deadline drops it */
-}
-
-static void conn_start_at(struct conn *c, const char *ip)
-{
-	struct kj__remote *r = c->r;
-	redisAsyncContext *ac = ip ? redisAsyncConnect(ip, r->url.port) : redisAsyncConnectUnix(r->url.path);
-
-	if (ac == NULL || ac->err) {
-		const char *why = ac && ac->errstr[0] ? ac->errstr : "out of memory";
-		char msg[256];
-		snprintf(msg, sizeof msg, "%s", why);
-		if (ac)
-			redisAsyncFree(ac);
-		conn_lost(c, msg);
-		return;
-	}
-	ac->data = c;
-	if (redisLibuvAttach(ac, r->loop) != REDIS_OK) {
-		redisAsyncFree(ac);
-		conn_lost(c, "cannot attach to the loop");
-		return;
-	}
-	redisAsyncSetConnectCallback(ac, on_connect);
-	redisAsyncSetDisconnectCallback(ac, on_disconnect);
-	c->ac = ac;
-	c->state = S_CONNECTING;
-	c->since_us = kj__now_us();
-	c->why[0] = '\0';
-	conn_hello(c);
-	tick_ensure(r);
-}
-
-static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
-{
-	struct conn *c = req->data;
-	char ip[64] = "";
-
-	c->gai_busy = 0;
-	if (status == 0 && res)
-		uv_ip_name(res->ai_addr, ip, sizeof ip);
-	uv_freeaddrinfo(res);
-	if (c->r->closing) {
-		c->state = S_DOWN;
-		remote_free(c->r);
-		return;
-	}
-	if (ip[0] == '\0') {
-		conn_lost(c, status == 0 ? "no address" : uv_strerror(status));
-		return;
-	}
-	conn_start_at(c, ip);
-}
-
-static void conn_connect(struct conn *c)
-{
-	struct kj__remote *r = c->r;
-	struct addrinfo hints;
-
-	if (r->url.path) {
-		conn_start_at(c, NULL);
-		return;
-	}
-	memset(&hints, 0, sizeof hints);
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	c->gai.data = c;
-	c->state = S_RESOLVING;
-	c->since_us = kj__now_us();
-	int rc = uv_getaddrinfo(r->loop, &c->gai, on_resolved, r->url.host, NULL, &hints);
-	if (rc < 0) {
-		conn_lost(c, uv_strerror(rc));
-		return;
-	}
-	c->gai_busy = 1;
-}
-
-/* ---- the watchdog ---- */
-
-static void lease_tick(struct kj__remote *r, uint64_t now);
-
-static int conn_busy(const struct conn *c)
-{
-	return c->head || c->state == S_CONNECTING || c->state == S_RESOLVING || c->state == S_DOWN;
-}
-
-static void conn_tick(struct conn *c, uint64_t now)
-{
-	if (c->state == S_DOWN) {
-		if (now >= c->retry_at_us && !c->r->closing)
-			conn_connect(c);
-		return;
-	}
-	if (c->ac && c->ac->c.reader) {
-		size_t buffered = c->ac->c.reader->len - c->ac->c.reader->pos;
-		if (buffered != c->reader_seen) {
-			c->reader_seen = buffered;
-			c->since_us = now;   /* a long reply is arriving: progress */
-		}
-	}
-	uint64_t allow = c->head ? c->head->allow_us : c->r->timeout_us;
-	if ((c->head || c->state == S_CONNECTING) && now - c->since_us > allow) {
-		char why[160];
-		snprintf(why, sizeof why, "%s", c->why[0] ? c->why
-				: c->state == S_CONNECTING ? "connect timed out" : "operation timed out");
-		if (c->why[0] == '\0')
-			c->r->st.timeouts++;
-		conn_drop(c, KJIT_ETIMEDOUT, why);
-	}
-}
-
-static void on_tick(uv_timer_t *t)
-{
-	struct kj__remote *r = t->data;
-	uint64_t now = kj__now_us();
-	int busy = 0;
-
-	for (int i = 0; i < C_COUNT; i++) {
-		conn_tick(&r->conns[i], now);
-		busy |= conn_busy(&r->conns[i]);
-	}
-	lease_tick(r, now);
-	if (!busy && r->leases == NULL)
-		uv_timer_stop(&r->tick);
-}
-
-static void tick_ensure(struct kj__remote *r)
-{
-	if (!r->closing && !uv_is_active((uv_handle_t *)&r->tick)) {
-		uint64_t ms = r->timeout_us / 4000;
-		ms = ms < 5 ? 5 : ms > KJ_REMOTE_TICK_MS ? KJ_REMOTE_TICK_MS : ms;
-		uv_timer_start(&r->tick, on_tick, ms, ms);
-	}
-}
-
-/* ---- values ---- */
-
-/* Decodes and verifies a stored value.  0, or KJIT_ECORRUPT. */
-static int value_decode(const uint8_t *v, size_t n, struct kj__remote_object *o)
-{
-	uint8_t dg[KJ_SHA256_LEN];
-
-	if (n < VAL_HDR || memcmp(v, VAL_MAGIC, 4) != 0)
-		return KJIT_ECORRUPT;
-	uint64_t size = get_le(v + 4, 8), log_len = get_le(v + 12, 4), rec_len = get_le(v + 16, 4);
-	if (size > n || log_len > n || rec_len > n || VAL_HDR + size + log_len + rec_len != n)
-		return KJIT_ECORRUPT;
-	o->data = v + VAL_HDR;
-	o->size = (size_t)size;
-	o->log = (const char *)v + VAL_HDR + size;
-	o->log_len = (size_t)log_len;
-	o->recipe = v + VAL_HDR + size + log_len;
-	o->recipe_len = (size_t)rec_len;
-	if (kj__sha256(o->data, o->size, dg) < 0 || memcmp(dg, v + 20, KJ_SHA256_LEN) != 0)
-		return KJIT_ECORRUPT;
-	kj__hex(dg, o->digest);
-	return 0;
-}
-
-/* ---- replies ---- */
-
-static void lease_unref(struct kj__remote_lease *l);
-static void lease_on_set(struct kj__remote_lease *l, int code, const redisReply *rep);
-static void lease_on_check(struct kj__remote_lease *l, int code, const struct kj__remote_object *obj);
-
-/* Classifies a GET reply: 1 hit (obj filled), 0 absent, or an error. */
-static int get_result(struct kj__remote *r, struct conn *c, const redisReply *rep, struct kj__remote_object *obj)
-{
-	if (rep == NULL)
-		return c->drop_code ? c->drop_code : KJIT_ECONNECT;
-	if (rep->type == REDIS_REPLY_NIL)
-		return 0;
-	if (rep->type != REDIS_REPLY_STRING) {
-		r->st.errors++;
-		return KJIT_EPROTO;
-	}
-	r->st.bytes_read += rep->len;
-	if (value_decode((const uint8_t *)rep->str, rep->len, obj) < 0) {
-		r->st.corrupt++;
-		return KJIT_ECORRUPT;
-	}
-	return 1;
-}
-
-static void redis_reply_cb(redisAsyncContext *ac, void *reply, void *priv)
-{
-	struct op *o = priv;
-	struct conn *c = o->c;
-	struct kj__remote *r = c->r;
-	redisReply *rep = reply;
-	struct kj__remote_object obj;
-	int code;
-
-	op_unlink(o);
-	if (rep == NULL && !r->closing && c->drop_code == 0)
-		r->st.errors++;
-	switch (o->kind) {
-	case OP_LOOKUP:
-		code = get_result(r, c, rep, &obj);
-		if (code == 1) {
-			uint64_t us = kj__now_us() - o->start_us;
-			r->st.hits++;
-			r->st.hit_us_total += us;
-			if (us > r->st.hit_us_max)
-				r->st.hit_us_max = us;
-			o->cb(o->arg, 0, &obj);
-		} else {
-			if (code == 0)
-				r->st.misses++;
-			o->cb(o->arg, code, NULL);
-		}
-		break;
-	case OP_PUBLISH:
-		r->put_bytes -= o->bytes;
-		if (rep && rep->type == REDIS_REPLY_STATUS) {
-			r->st.publishes++;
-			r->st.bytes_written += o->bytes;
-		} else {
-			if (rep)
-				r->st.errors++;
-			r->st.publish_dropped++;
-		}
-		break;
-	case OP_HELLO:
-		if (rep && rep->type != REDIS_REPLY_ERROR && c->ac == ac)
-			conn_up(c);
-		else if (rep && c->why[0] == '\0')
-			snprintf(c->why, sizeof c->why, "%.*s", (int)rep->len, rep->str);
-		break;
-	case OP_LEASE_SET:
-		lease_on_set(o->lease, rep ? 0 : (c->drop_code ? c->drop_code : KJIT_ECONNECT), rep);
-		lease_unref(o->lease);
-		break;
-	case OP_LEASE_CHECK:
-		code = get_result(r, c, rep, &obj);
-		lease_on_check(o->lease, code, code == 1 ? &obj : NULL);
-		lease_unref(o->lease);
-		break;
-	case OP_RENEW:
-		o->lease->renewing = 0;
-		if (rep && rep->type == REDIS_REPLY_INTEGER && rep->integer == 0 && o->lease->state == L_OWNED)
-			say(r, "lease on %.16s... lost while compiling (expired or taken over)", o->lease->key);
-		lease_unref(o->lease);
-		break;
-	default: /* OP_MISC: AUTH, SELECT, PEXPIRE, release scripts */
-		if (rep && rep->type == REDIS_REPLY_ERROR) {
-			r->st.errors++;
-			if (c->state == S_CONNECTING) {
-				if (c->why[0] == '\0')
-					snprintf(c->why, sizeof c->why, "%.*s", (int)rep->len, rep->str);
-			} else if (!r->said_error) {
-				r->said_error = 1;   /* once until the next outage: not per request */
-				say(r, "remote %s answered an error: %.*s", r->describe, (int)rep->len, rep->str);
-			}
-		}
-		break;
-	}
-	free(o);
-}
-
-static void on_sub_message(redisAsyncContext *ac, void *reply, void *priv)
-{
-	struct kj__remote *r = priv;
-	struct conn *c = &r->conns[C_SUB];
-	redisReply *rep = reply;
-
-	if (rep == NULL || rep->type != REDIS_REPLY_ARRAY || rep->elements < 3)
-		return;
-	const redisReply *kind = rep->element[0], *msg = rep->element[2];
-	if (kind->type != REDIS_REPLY_STRING)
-		return;
-	if (strcmp(kind->str, "subscribe") == 0 && c->ac == ac) {
-		conn_up(c);
-		return;
-	}
-	if (strcmp(kind->str, "message") != 0 || msg->type != REDIS_REPLY_STRING || msg->len != KJ_SHA256_HEX_LEN)
-		return;
-	for (struct kj__remote_lease *l = r->leases, *next; l; l = next) {
-		next = l->next;
-		if (memcmp(l->key, msg->str, KJ_SHA256_HEX_LEN) != 0)
-			continue;
-		if (l->state == L_WAITING)
-			lease_poll(l);
-		else if (l->state == L_CHECKING)
-			l->woken = 1;
-	}
-}
-
-/* ---- public: lifetime ---- */
 
 static char *make_id(void)
 {
@@ -846,14 +68,7 @@ static char *make_id(void)
 			    rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
 }
 
-static char *make_describe(const struct kj__remote_url *u)
-{
-	if (u->path)
-		return kj__asprintf("unix://%s?db=%d", u->path, u->db);
-	return kj__asprintf(strchr(u->host, ':') ? "redis://[%s]:%d/%d" : "redis://%s:%d/%d", u->host, u->port, u->db);
-}
-
-static void remote_free(struct kj__remote *r)
+void kj__remote_free(struct kj__remote *r)
 {
 	if (r->tick_open || r->conns[C_CMD].gai_busy || r->conns[C_PUT].gai_busy || r->conns[C_SUB].gai_busy)
 		return;
@@ -869,7 +84,7 @@ static void on_tick_closed(uv_handle_t *h)
 {
 	struct kj__remote *r = h->data;
 	r->tick_open = 0;
-	remote_free(r);
+	kj__remote_free(r);
 }
 
 int kj__remote_new(uv_loop_t *loop, const struct kj__remote_options *opt, struct kj__remote **out, char *err,
@@ -880,9 +95,9 @@ int kj__remote_new(uv_loop_t *loop, const struct kj__remote_options *opt, struct
 
 	*out = NULL;
 	if (loop == NULL || opt == NULL || opt->url == NULL)
-		return seterr(err, errlen, "no remote URL");
+		return kj__remote_seterr(err, errlen, "no remote URL");
 	if (opt->mode != KJ_REMOTE_RW && opt->mode != KJ_REMOTE_RO)
-		return seterr(err, errlen, "remote mode must be ro or rw");
+		return kj__remote_seterr(err, errlen, "remote mode must be ro or rw");
 	if ((r = calloc(1, sizeof *r)) == NULL)
 		return KJIT_ENOMEM;
 	if ((rc = kj__remote_url_parse(opt->url, &r->url, err, errlen)) < 0) {
@@ -901,7 +116,7 @@ int kj__remote_new(uv_loop_t *loop, const struct kj__remote_options *opt, struct
 	r->log_arg = opt->log_arg;
 	r->prefix = kj__strdup(opt->prefix ? opt->prefix : KJ_REMOTE_PREFIX);
 	r->id = opt->daemon_id ? kj__strdup(opt->daemon_id) : make_id();
-	r->describe = make_describe(&r->url);
+	r->describe = kj__remote_url_describe(&r->url);
 	r->channel = r->prefix ? kj__asprintf("%spublished", r->prefix) : NULL;
 	uv_timer_init(loop, &r->tick);
 	r->tick.data = r;
@@ -913,7 +128,7 @@ int kj__remote_new(uv_loop_t *loop, const struct kj__remote_options *opt, struct
 	for (int i = 0; i < C_COUNT; i++) {
 		r->conns[i].r = r;
 		r->conns[i].role = i;
-		conn_connect(&r->conns[i]);
+		kj__remote_conn_connect(&r->conns[i]);
 	}
 	*out = r;
 	return 0;
@@ -929,20 +144,9 @@ void kj__remote_close(struct kj__remote *r)
 		struct conn *c = &r->conns[i];
 		if (c->gai_busy)
 			uv_cancel((uv_req_t *)&c->gai);
-		conn_drop(c, KJIT_ESHUTDOWN, "closing");
+		kj__remote_conn_drop(c, KJIT_ESHUTDOWN, "closing");
 	}
-	/* waiters hear UNAVAILABLE; owned leases die with the handle */
-	while (r->leases) {
-		struct kj__remote_lease *l = r->leases;
-		int was = l->state;
-		l->state = L_DONE;
-		r->leases = l->next;
-		l->prev = l->next = NULL;
-		l->r = NULL;
-		if (was != L_OWNED && was != L_DONE)
-			l->cb(l->arg, KJ_LEASE_UNAVAILABLE, NULL, NULL);
-		free(l);
-	}
+	kj__remote_lease_close_all(r);
 	uv_close((uv_handle_t *)&r->tick, on_tick_closed);
 }
 
@@ -961,351 +165,26 @@ void kj__remote_stats(const struct kj__remote *r, struct kj__remote_stats *s)
 	*s = r->st;
 }
 
-/* ---- public: lookup and publish ---- */
-
-static void lookup_send(struct kj__remote *r, const char *key, int kind, kj__remote_lookup_cb cb, void *arg,
-			struct kj__remote_lease *l, int *rc)
+static void on_tick(uv_timer_t *t)
 {
-	struct conn *c = &r->conns[C_CMD];
-	char *k = full_key(r, "", key);
-	struct op *o = k ? op_new(c, kind) : NULL;
+	struct kj__remote *r = t->data;
+	uint64_t now = kj__now_us();
+	int busy = 0;
 
-	*rc = KJIT_ENOMEM;
-	if (o == NULL)
-		goto out;
-	o->cb = cb;
-	o->arg = arg;
-	o->lease = l;
-	const char *av[2] = { "GET", k };
-	if ((*rc = op_send(o, 2, av, NULL, NULL, 0)) < 0)
-		goto out;
-	if (r->ttl_ms && r->mode == KJ_REMOTE_RW) {
-		char ttl[24];
-		snprintf(ttl, sizeof ttl, "%llu", (unsigned long long)r->ttl_ms);
-		const char *pv[3] = { "PEXPIRE", k, ttl };
-		send_argv(c, OP_MISC, 3, pv, NULL);
+	for (int i = 0; i < C_COUNT; i++) {
+		kj__remote_conn_tick(&r->conns[i], now);
+		busy |= kj__remote_conn_busy(&r->conns[i]);
 	}
-out:
-	free(k);
+	kj__remote_lease_tick(r, now);
+	if (!busy && r->leases == NULL)
+		uv_timer_stop(&r->tick);
 }
 
-void kj__remote_lookup(struct kj__remote *r, const char *key, kj__remote_lookup_cb cb, void *arg)
+void kj__remote_tick_ensure(struct kj__remote *r)
 {
-	int rc = KJIT_EINVAL;
-
-	if (r == NULL || key == NULL || !kj__hex_ok(key))
-		goto fail;
-	rc = KJIT_ECONNECT;
-	if (r->conns[C_CMD].state != S_UP)
-		goto fail;
-	lookup_send(r, key, OP_LOOKUP, cb, arg, NULL, &rc);
-	if (rc == 0)
-		return;
-fail:
-	if (r)
-		r->st.errors++;
-	cb(arg, rc, NULL);
-}
-
-static void lease_unlink(struct kj__remote_lease *l);
-
-/* Builds SET key value [PX ttl] as RESP in one buffer. */
-static int build_set(struct kj__remote *r, const char *k, const uint8_t *obj, size_t size, const uint8_t dg[32],
-		     const char *log, size_t log_len, const uint8_t *recipe, size_t recipe_len, struct kj__buf *b)
-{
-	char ttl[24];
-	size_t vlen = VAL_HDR + size + log_len + recipe_len;
-	uint8_t hdr[VAL_HDR];
-
-	snprintf(ttl, sizeof ttl, "%llu", (unsigned long long)r->ttl_ms);
-	memcpy(hdr, VAL_MAGIC, 4);
-	put_le(hdr + 4, size, 8);
-	put_le(hdr + 12, log_len, 4);
-	put_le(hdr + 16, recipe_len, 4);
-	memcpy(hdr + 20, dg, KJ_SHA256_LEN);
-	if (kj__buf_printf(b, "*%d\r\n$3\r\nSET\r\n$%zu\r\n%s\r\n$%zu\r\n", r->ttl_ms ? 5 : 3, strlen(k), k, vlen) < 0 ||
-	    kj__buf_append(b, hdr, sizeof hdr) < 0 || kj__buf_append(b, obj, size) < 0 || kj__buf_append(b, log, log_len) < 0 ||
-	    kj__buf_append(b, recipe, recipe_len) < 0 ||
-	    kj__buf_printf(b, "\r\n") < 0 ||
-	    (r->ttl_ms && kj__buf_printf(b, "$2\r\nPX\r\n$%zu\r\n%s\r\n", strlen(ttl), ttl) < 0))
-		return KJIT_ENOMEM;
-	return 0;
-}
-
-/* Deletes l in Redis if we own it and tells the waiters on key. */
-static void send_release(struct kj__remote *r, struct conn *c, const char *key, const char *owner)
-{
-	char *lk = full_key(r, "lease:", key);
-	if (lk == NULL)
-		return;
-	const char *av[7] = { "EVAL", release_lua, "1", lk, owner, r->channel, key };
-	send_argv(c, OP_MISC, 7, av, NULL);
-	free(lk);
-}
-
-int kj__remote_publish(struct kj__remote *r, const char *key, const uint8_t *obj, size_t size,
-		       const char digest[KJ_SHA256_HEX_LEN + 1], const char *log, size_t log_len,
-		       const uint8_t *recipe, size_t recipe_len, struct kj__remote_lease *lease)
-{
-	struct conn *c;
-	struct kj__buf b = { 0 };
-	uint8_t dg[KJ_SHA256_LEN];
-	char *k = NULL;
-	int rc = KJIT_EINVAL;
-
-	if (lease)
-		lease_unlink(lease);
-	if (r == NULL || key == NULL || !kj__hex_ok(key) || (obj == NULL && size) || hex_to_raw(digest, dg) < 0 ||
-	    log_len > UINT32_MAX || recipe_len > UINT32_MAX)
-		goto out;
-	c = &r->conns[C_PUT];
-	rc = KJIT_EDENIED;
-	if (r->mode == KJ_REMOTE_RO)
-		goto out;
-	rc = KJIT_ETOOBIG;
-	if (size > r->max_object)
-		goto out;
-	rc = KJIT_ECONNECT;
-	if (c->state != S_UP)
-		goto out;
-	rc = KJIT_EBUSY;
-	if (r->put_bytes + size > KJ_REMOTE_PUBLISH_QUEUE_BYTES)
-		goto out;
-	rc = KJIT_ENOMEM;
-	if ((k = full_key(r, "", key)) == NULL ||
-	    build_set(r, k, obj, size, dg, log, log_len, recipe, recipe_len, &b) < 0)
-		goto out;
-	struct op *o = op_new(c, OP_PUBLISH);
-	if (o == NULL)
-		goto out;
-	o->bytes = b.len;
-	o->allow_us += (uint64_t)b.len * 1000000 / KJ_REMOTE_SLOW_LINK_BPS;
-	if ((rc = op_send(o, 0, NULL, NULL, (const char *)b.p, b.len)) < 0)
-		goto out;
-	r->put_bytes += b.len;
-	send_release(r, c, key, lease ? r->id : "");
-	rc = 0;
-out:
-	if (rc < 0 && r)
-		r->st.publish_dropped++;
-	if (lease && lease->state == L_OWNED && rc < 0 && r && r->mode == KJ_REMOTE_RW &&
-	    r->conns[C_CMD].state == S_UP)
-		send_release(r, &r->conns[C_CMD], lease->key, r->id);
-	if (lease) {
-		lease->state = L_DONE;
-		lease_unref(lease);
-	}
-	kj__buf_free(&b);
-	free(k);
-	return rc;
-}
-
-/* ---- leases ---- */
-
-static void lease_unlink(struct kj__remote_lease *l)
-{
-	struct kj__remote *r = l->r;
-	if (r == NULL || (l->prev == NULL && r->leases != l))
-		return;
-	if (l->prev)
-		l->prev->next = l->next;
-	else
-		r->leases = l->next;
-	if (l->next)
-		l->next->prev = l->prev;
-	l->prev = l->next = NULL;
-}
-
-static void lease_unref(struct kj__remote_lease *l)
-{
-	if (--l->refs == 0)
-		free(l);
-}
-
-/* Ends a waiting lease with outcome, giving up the list's reference. */
-static void lease_finish(struct kj__remote_lease *l, int outcome, const struct kj__remote_object *obj)
-{
-	lease_unlink(l);
-	l->state = L_DONE;
-	if (outcome == KJ_LEASE_OWNED) {
-		l->state = L_OWNED;
-		/* back in the list for renewals; the caller holds it now */
-		l->next = l->r->leases;
-		if (l->next)
-			l->next->prev = l;
-		l->r->leases = l;
-		l->next_us = kj__now_us() + (uint64_t)l->r->lease_ms * 1000 / 3;
-		l->r->st.lease_owned++;
-		tick_ensure(l->r);
-		l->cb(l->arg, outcome, l, NULL);
-		return;
-	}
-	if (outcome == KJ_LEASE_PUBLISHED)
-		l->r->st.lease_woken++;
-	l->cb(l->arg, outcome, NULL, obj);
-	lease_unref(l);
-}
-
-static int lease_send_set(struct kj__remote_lease *l)
-{
-	struct kj__remote *r = l->r;
-	char ms[16];
-	char *lk = full_key(r, "lease:", l->key);
-	struct op *o = lk ? op_new(&r->conns[C_CMD], OP_LEASE_SET) : NULL;
-	int rc = KJIT_ENOMEM;
-
-	if (o) {
-		snprintf(ms, sizeof ms, "%u", r->lease_ms);
-		const char *av[6] = { "SET", lk, r->id, "NX", "PX", ms };
-		o->lease = l;
-		l->refs++;
-		if ((rc = op_send(o, 6, av, NULL, NULL, 0)) < 0)
-			l->refs--;
-	}
-	free(lk);
-	return rc;
-}
-
-static void lease_on_set(struct kj__remote_lease *l, int code, const redisReply *rep)
-{
-	struct kj__remote *r = l->r;
-	if (r == NULL || l->state == L_DONE)
-		return;
-	if (code < 0 || rep->type == REDIS_REPLY_ERROR) {
-		lease_finish(l, KJ_LEASE_UNAVAILABLE, NULL);
-		return;
-	}
-	if (rep->type == REDIS_REPLY_STATUS) {
-		if (l->state == L_CHECKING)
-			r->st.lease_takeovers++;
-		lease_finish(l, KJ_LEASE_OWNED, NULL);
-		return;
-	}
-	/* held by another node: wait for its publish */
-	if (l->state == L_ACQUIRING) {
-		r->st.lease_waits++;
-		l->state = L_WAITING;
-		lease_poll(l);   /* it may have published between our GET and SET */
-		return;
-	}
-	l->state = L_WAITING;
-	l->next_us = kj__now_us() + (uint64_t)r->poll_ms * 1000;
-	if (l->woken) {
-		l->woken = 0;
-		lease_poll(l);
-	}
-}
-
-/* A waiter looks again: GET the object; absent -> try the lease. */
-static void lease_poll(struct kj__remote_lease *l)
-{
-	struct kj__remote *r = l->r;
-	int rc;
-
-	if (l->state != L_WAITING)
-		return;
-	if (r->conns[C_CMD].state != S_UP) {
-		lease_finish(l, KJ_LEASE_UNAVAILABLE, NULL);
-		return;
-	}
-	l->state = L_CHECKING;
-	l->refs++;
-	lookup_send(r, l->key, OP_LEASE_CHECK, NULL, NULL, l, &rc);
-	if (rc < 0) {
-		l->refs--;
-		lease_finish(l, KJ_LEASE_UNAVAILABLE, NULL);
-	}
-}
-
-static void lease_on_check(struct kj__remote_lease *l, int code, const struct kj__remote_object *obj)
-{
-	if (l->r == NULL || l->state != L_CHECKING)
-		return;
-	if (code == 1) {
-		lease_finish(l, KJ_LEASE_PUBLISHED, obj);
-		return;
-	}
-	if (code < 0 && code != KJIT_ECORRUPT) {
-		lease_finish(l, KJ_LEASE_UNAVAILABLE, NULL);
-		return;
-	}
-	/* absent or corrupt: take the lease if its owner is gone */
-	if (lease_send_set(l) < 0)
-		lease_finish(l, KJ_LEASE_UNAVAILABLE, NULL);
-}
-
-void kj__remote_lease(struct kj__remote *r, const char *key, kj__remote_lease_cb cb, void *arg)
-{
-	struct kj__remote_lease *l;
-
-	if (r == NULL || key == NULL || !kj__hex_ok(key) || r->mode == KJ_REMOTE_RO ||
-	    r->conns[C_CMD].state != S_UP || (l = calloc(1, sizeof *l)) == NULL) {
-		cb(arg, KJ_LEASE_UNAVAILABLE, NULL, NULL);
-		return;
-	}
-	l->r = r;
-	memcpy(l->key, key, KJ_SHA256_HEX_LEN + 1);
-	l->cb = cb;
-	l->arg = arg;
-	l->refs = 1;
-	l->state = L_ACQUIRING;
-	l->started_us = kj__now_us();
-	l->next = r->leases;
-	if (l->next)
-		l->next->prev = l;
-	r->leases = l;
-	tick_ensure(r);
-	if (lease_send_set(l) < 0)
-		lease_finish(l, KJ_LEASE_UNAVAILABLE, NULL);
-}
-
-void kj__remote_lease_release(struct kj__remote_lease *l)
-{
-	struct kj__remote *r;
-
-	if (l == NULL)
-		return;
-	r = l->r;
-	lease_unlink(l);
-	if (r && l->state == L_OWNED && r->conns[C_CMD].state == S_UP)
-		send_release(r, &r->conns[C_CMD], l->key, r->id);
-	l->state = L_DONE;
-	lease_unref(l);
-}
-
-static void lease_renew(struct kj__remote_lease *l)
-{
-	struct kj__remote *r = l->r;
-	char ms[16];
-	char *lk = full_key(r, "lease:", l->key);
-	struct op *o = lk ? op_new(&r->conns[C_CMD], OP_RENEW) : NULL;
-
-	if (o) {
-		snprintf(ms, sizeof ms, "%u", r->lease_ms);
-		const char *av[6] = { "EVAL", renew_lua, "1", lk, r->id, ms };
-		o->lease = l;
-		l->refs++;
-		l->renewing = 1;
-		if (op_send(o, 6, av, NULL, NULL, 0) < 0) {
-			l->refs--;
-			l->renewing = 0;
-		}
-	}
-	free(lk);
-}
-
-static void lease_tick(struct kj__remote *r, uint64_t now)
-{
-	for (struct kj__remote_lease *l = r->leases, *next; l; l = next) {
-		next = l->next;
-		if (l->state == L_OWNED && now >= l->next_us && !l->renewing) {
-			l->next_us = now + (uint64_t)r->lease_ms * 1000 / 3;
-			if (r->conns[C_CMD].state == S_UP)
-				lease_renew(l);
-		} else if (l->state == L_WAITING && now - l->started_us > (uint64_t)r->wait_max_ms * 1000) {
-			lease_finish(l, KJ_LEASE_UNAVAILABLE, NULL);
-		} else if (l->state == L_WAITING && now >= l->next_us) {
-			lease_poll(l);
-		}
+	if (!r->closing && !uv_is_active((uv_handle_t *)&r->tick)) {
+		uint64_t ms = r->timeout_us / 4000;
+		ms = ms < 5 ? 5 : ms > KJ_REMOTE_TICK_MS ? KJ_REMOTE_TICK_MS : ms;
+		uv_timer_start(&r->tick, on_tick, ms, ms);
 	}
 }

@@ -65,7 +65,19 @@ struct cuda {
     CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent);
     CUresult (*cuGetErrorString)(CUresult, const char **);
     CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
+    /* optional (CUDA 12+ drivers): the tensor maps of gemm_sm90_*; NULL if absent */
+    CUresult (*cuTensorMapEncodeTiled)(void *, int, unsigned, void *, const unsigned long long *,
+                                       const unsigned long long *, const unsigned *,
+                                       const unsigned *, int, int, int, int);
 };
+
+/* CUtensorMap enums (cuda.h) */
+#define CU_TENSOR_MAP_DATA_TYPE_FLOAT16 6
+#define CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 9
+#define CU_TENSOR_MAP_INTERLEAVE_NONE 0
+#define CU_TENSOR_MAP_SWIZZLE_128B 3
+#define CU_TENSOR_MAP_L2_PROMOTION_L2_256B 3
+#define CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE 0 /* zeros past the edges */
 
 /* Resolve every entry point; versioned names are the ones the driver exports. */
 static int cuda_load(struct cuda *c)
@@ -102,6 +114,9 @@ static int cuda_load(struct cuda *c)
         }
         memcpy((char *)c + tab[i].off, &p, sizeof p); /* object-to-function pointer, POSIX */
     }
+    void *p = dlsym(c->lib, "cuTensorMapEncodeTiled");
+    if (p)
+        memcpy(&c->cuTensorMapEncodeTiled, &p, sizeof p);
     return 0;
 }
 
@@ -158,6 +173,21 @@ static int cu_launch(void *ctx, void *fn, const uint32_t g[2], unsigned block, u
     }
     return c->cuLaunchKernel(fn, g[0], g[1], 1, block, 1, 1, smem, NULL, params, NULL);
 }
+static int cu_tmap2d(void *ctx, void *map, uint64_t dptr, int half, uint64_t inner,
+                     uint64_t outer, uint32_t box_inner, uint32_t box_outer)
+{
+    struct cuda *c = ctx;
+    const unsigned long long dim[2] = {inner, outer}, stride[1] = {inner * 2};
+    const unsigned box[2] = {box_inner, box_outer}, estride[2] = {1, 1};
+    if (!c->cuTensorMapEncodeTiled)
+        return 801; /* CUDA_ERROR_NOT_SUPPORTED: the driver has no tensor maps */
+    return c->cuTensorMapEncodeTiled(map, half == 2 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                    : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+                                     2, (void *)(uintptr_t)dptr, dim, stride, box, estride,
+                                     CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                     CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+}
 static int cu_sync(void *ctx) { return ((struct cuda *)ctx)->cuCtxSynchronize(); }
 static int cu_timer_start(void *ctx)
 {
@@ -192,7 +222,7 @@ int main(int argc, char **argv)
         .name = "CUDA", .obj_ext = "cubin", .ctx = &cu, .load = cu_load_module,
         .unload = cu_unload, .function = cu_function, .alloc = cu_alloc, .release = cu_release,
         .htod = cu_htod, .dtoh = cu_dtoh, .dtod = cu_dtod, .fill32 = cu_fill32,
-        .launch = cu_launch, .sync = cu_sync, .timer_start = cu_timer_start,
+        .launch = cu_launch, .tmap2d = cu_tmap2d, .sync = cu_sync, .timer_start = cu_timer_start,
         .timer_stop = cu_timer_stop, .errstr = cu_errstr};
     CUdevice dev;
     int r = 1, n = 0, major = 0, minor = 0;

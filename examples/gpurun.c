@@ -166,7 +166,8 @@ static int run_case(struct gpu_api *api, void *fn, struct kcase *c, unsigned blo
                     unsigned smem, int iters, int runs, double *err, double *ms)
 {
     uint64_t dev[KCASE_MAX_BUFS] = {0};
-    void *params[KCASE_MAX_BUFS + KCASE_MAX_SCALARS];
+    void *params[KCASE_MAX_BUFS + KCASE_MAX_SCALARS + KCASE_MAX_TMAPS];
+    _Alignas(64) unsigned char maps[KCASE_MAX_TMAPS][128]; /* CUtensorMap, by value */
     uint32_t grid[2];
     int r = -1, np = 0;
 
@@ -181,6 +182,16 @@ static int run_case(struct gpu_api *api, void *fn, struct kcase *c, unsigned blo
     }
     for (int i = 0; i < c->nscalars; i++)
         params[np++] = &c->scalars[i];
+    for (int i = 0; i < c->ntmaps; i++) { /* after the scalars (gemm_sm90_*) */
+        const struct kcase_tmap *t = &c->tmaps[i];
+        if (!api->tmap2d) {
+            fprintf(stderr, "%s: this launcher cannot build tensor maps\n", api->name);
+            goto out;
+        }
+        API(api->tmap2d(api->ctx, maps[i], dev[t->buf], c->half, t->inner, t->outer, t->box_inner,
+                        t->box_outer));
+        params[np++] = maps[i];
+    }
     kcase_grid(c, block, 0, GPURUN_MAX_GRID_X, GPURUN_MAX_GRID_Y, grid);
     API(api->launch(api->ctx, fn, grid, block, smem, params));
     API(api->sync(api->ctx));
@@ -247,11 +258,11 @@ static uint64_t now_ns(void)
 /* The code object of a bundled kernel, for this device's target, from kjitd
  * through libkjit (starting a per-user daemon if none runs): the way an
  * application gets it.  NULL with a message on failure. */
-static void *fetch_object(struct gpu_api *api, const struct gpurun_opts *o, const char *name)
+static void *fetch_object(const struct gpurun_opts *o, const char *name, const char *target)
 {
     kjit_client *c = NULL;
     kjit_result res = { 0 };
-    kjit_request req = { .backend = kjit_backend_from_name(o->backend), .target = api->arch, .kernel = name };
+    kjit_request req = { .backend = kjit_backend_from_name(o->backend), .target = target, .kernel = name };
     void *img = NULL;
     int r = kjit_open(&c, NULL);
 
@@ -264,8 +275,8 @@ static void *fetch_object(struct gpu_api *api, const struct gpurun_opts *o, cons
     if (r < 0) {
         fprintf(stderr, "%s: kjit: %s\n%s", name, res.error ? res.error : kjit_strerror(r), res.log ? res.log : "");
     } else {
-        printf("# %s: %s from kjitd in %.3f ms (%zu bytes)\n", name, kjit_status_name(res.status),
-               (now_ns() - t0) / 1e6, res.size);
+        printf("# %s: %s from kjitd for %s in %.3f ms (%zu bytes)\n", name,
+               kjit_status_name(res.status), target, (now_ns() - t0) / 1e6, res.size);
         img = res.data;
         res.data = NULL;
     }
@@ -274,8 +285,10 @@ static void *fetch_object(struct gpu_api *api, const struct gpurun_opts *o, cons
     return img;
 }
 
+/* The code object of entry `name` compiled for `target` (kcase_target: the device's, or
+ * sm_90a for the Hopper variants), from kjitd or a file. */
 static void *load_object(struct gpu_api *api, const struct gpurun_opts *o, const char *name,
-                         int is_dir)
+                         const char *target, int is_dir)
 {
     char path[1024];
     size_t len = 0;
@@ -283,7 +296,7 @@ static void *load_object(struct gpu_api *api, const struct gpurun_opts *o, const
     int st;
 
     if (!o->path) {
-        if (!(img = fetch_object(api, o, name)))
+        if (!(img = fetch_object(o, name, target)))
             return NULL;
         if ((st = api->load(api->ctx, img, &module)) != 0) {
             fprintf(stderr, "%s: loading the object from kjitd failed: %s\n", name, api->errstr(api->ctx, st));
@@ -293,7 +306,7 @@ static void *load_object(struct gpu_api *api, const struct gpurun_opts *o, const
         return module;
     }
     if (is_dir)
-        snprintf(path, sizeof path, "%s/%s.%s.%s", o->path, name, api->arch, api->obj_ext);
+        snprintf(path, sizeof path, "%s/%s.%s.%s", o->path, name, target, api->obj_ext);
     else
         snprintf(path, sizeof path, "%s", o->path);
     if (!(img = read_file(path, &len))) {
@@ -318,18 +331,55 @@ static void report(struct tally *t, int ok, const char *name, const char *shape,
         t->failed++;
 }
 
+/* One manifest entry's kernel, loaded on first use (failed: tried, and it did not load). */
+struct opfn {
+    const struct kmanifest_entry *e;
+    void *module, *fn;
+    int failed;
+};
+
+static void *opfn_get(struct gpu_api *api, const struct gpurun_opts *o, struct opfn *f, int is_dir)
+{
+    char entry[KCASE_NAME_MAX], target[32];
+    int st;
+
+    if (f->fn || f->failed)
+        return f->fn;
+    f->failed = 1;
+    snprintf(entry, sizeof entry, "%.*s", (int)strcspn(f->e->entries, ","), f->e->entries);
+    if (kcase_target(f->e->name, o->backend, api->arch, target, sizeof target) != 0 ||
+        !(f->module = load_object(api, o, f->e->name, target, is_dir)))
+        return NULL;
+    if ((st = api->function(api->ctx, f->module, entry, &f->fn)) != 0) {
+        fprintf(stderr, "%s: no entry %s: %s\n", f->e->name, entry, api->errstr(api->ctx, st));
+        f->fn = NULL;
+        return NULL;
+    }
+    f->failed = 0;
+    return f->fn;
+}
+
+static void opfn_drop(struct gpu_api *api, struct opfn *f)
+{
+    if (f->module)
+        api->unload(api->ctx, f->module);
+    memset(f, 0, sizeof *f);
+}
+
+/* Op e at each of its shapes; a shape a device-specific variant serves
+ * (kcase_launch_variant: gemm_f16 -> gemm_sm90_f16 on sm_90) runs that entry of m. */
 static void run_op(struct gpu_api *api, const struct gpurun_opts *o,
-                   const struct kmanifest_entry *e, int is_dir, double copy_gbs, struct tally *t)
+                   const struct kmanifest_entry *m, int count, const struct kmanifest_entry *e,
+                   int is_dir, double copy_gbs, struct tally *t)
 {
     struct kcase_dims dims[KCASE_MAX_SHAPES];
-    void *module = load_object(api, o, e->name, is_dir), *fn = NULL;
-    char entry[KCASE_NAME_MAX];
-    int n, st;
+    struct opfn own = {e, NULL, NULL, 0}, alt = {NULL, NULL, NULL, 0};
+    char target[32];
+    int n;
 
-    snprintf(entry, sizeof entry, "%.*s", (int)strcspn(e->entries, ","), e->entries);
-    if (!module || (st = api->function(api->ctx, module, entry, &fn)) != 0) {
-        report(t, 0, e->name, "(no kernel)", NAN, "could not load the kernel");
-        goto out;
+    if (kcase_target(e->name, o->backend, api->arch, target, sizeof target) != 0) {
+        printf("# %s: skipped, not for a %s device\n", e->name, api->arch);
+        return;
     }
     if (o->bench) {
         n = kcase_bench_shapes(e->name, o->rows, o->cols, dims, KCASE_MAX_SHAPES);
@@ -339,15 +389,26 @@ static void run_op(struct gpu_api *api, const struct gpurun_opts *o,
     for (int s = 0; s < n; s++) {
         struct kcase c;
         double err = NAN, ms[GPURUN_MAX_RUNS];
-        char extra[160] = "";
-        if (kcase_build(&c, e->name, &dims[s], GPURUN_SEED + (uint64_t)s) != 0) {
+        char extra[160] = "", why[256];
+        const char *vname = kcase_launch_variant(e->name, o->backend, api->arch, &dims[s]);
+        const struct kmanifest_entry *ve = vname ? kmanifest_find(m, count, vname, o->backend) : NULL;
+        struct opfn *use = ve ? &alt : &own;
+        if (ve && alt.e != ve) {
+            opfn_drop(api, &alt);
+            alt.e = ve;
+        }
+        void *fn = opfn_get(api, o, use, is_dir);
+        if (!fn) {
+            report(t, 0, e->name, use->e->name, NAN, "could not load the kernel");
+            continue;
+        }
+        if (kcase_build(&c, use->e->name, &dims[s], GPURUN_SEED + (uint64_t)s) != 0) {
             report(t, 0, e->name, "", NAN, "no test case for this op (or out of memory)");
             continue;
         }
-        char why[256];
         if (kcase_variant(e->name, o->backend, api->arch, &dims[s], why, sizeof why))
             printf("# variant for %s: %s\n", c.shape, why); /* which path runs, and why */
-        if (run_case(api, fn, &c, e->block, kcase_dyn_smem(&c, o->backend, api->arch), o->bench ? o->iters : 0, o->runs, &err, ms) != 0) {
+        if (run_case(api, fn, &c, use->e->block, kcase_dyn_smem(&c, o->backend, api->arch), o->bench ? o->iters : 0, o->runs, &err, ms) != 0) {
             report(t, 0, e->name, c.shape, NAN, "launch failed");
         } else {
             if (o->bench && c.flops > 0) { /* matrix ops: arithmetic rate, fastest..slowest */
@@ -366,9 +427,8 @@ static void run_op(struct gpu_api *api, const struct gpurun_opts *o,
         }
         kcase_free(&c);
     }
-out:
-    if (module)
-        api->unload(api->ctx, module);
+    opfn_drop(api, &own);
+    opfn_drop(api, &alt);
 }
 
 /* Whether `name` is one of the comma-separated names in list. */
@@ -426,7 +486,7 @@ int gpurun_main(struct gpu_api *api, const struct gpurun_opts *o)
             continue;
         if (is_dir && o->op && !in_list(o->op, m[i].name))
             continue;
-        run_op(api, o, &m[i], is_dir, copy_gbs[1], &t);
+        run_op(api, o, m, count, &m[i], is_dir, copy_gbs[1], &t);
         ran++;
     }
     if (!ran) {

@@ -37,6 +37,12 @@ struct gpu_api {
      * function's limit first) */
     int (*launch)(void *ctx, void *fn, const uint32_t grid[2], unsigned block, unsigned smem,
                   void **params);
+    /* CUDA only (NULL elsewhere): encode into map (a CUtensorMap, 128 bytes) a 2-D tiled
+     * tensor map over 16-bit elements at dptr (half 1: f16, 2: bf16), inner x outer of
+     * them, row stride inner * 2 bytes, box box_inner x box_outer, 128-byte swizzle,
+     * zeros read past the edges (tests/kernels/kcase.h, struct kcase_tmap) */
+    int (*tmap2d)(void *ctx, void *map, uint64_t dptr, int half, uint64_t inner, uint64_t outer,
+                  uint32_t box_inner, uint32_t box_outer);
     int (*sync)(void *ctx);
     int (*timer_start)(void *ctx);             /* record the start event */
     int (*timer_stop)(void *ctx, float *ms);   /* record the stop event, wait, elapsed */

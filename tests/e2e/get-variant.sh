@@ -29,8 +29,14 @@ get add_f32 vulkan vulkan1.1
 check "add_f32 (no variants): no variant line" sh -c "! grep -q variant '$T/err'"
 if get gemm_f16 cuda sm_90 2>/dev/null; then
 	check "gemm_f16 for sm_90: tensor-core path" grep -q '^variant: gemm_f16 for sm_90: tensor-core path' "$T/err"
+	check "gemm_f16 for sm_90: names the sm_90 variant" grep -q 'launchers use gemm_sm90_\*' "$T/err"
 	get gemm_f16 cuda sm_75
 	check "gemm_f16 for sm_75: plain path" grep -q '^variant: gemm_f16 for sm_75: plain path' "$T/err"
+	get gemm_sm90_bf16 cuda sm_90a
+	check "gemm_sm90_bf16 for sm_90a: fetched" [ $? -eq 0 ]
+	check "gemm_sm90_bf16 for sm_90a: wgmma path" grep -q '^variant: gemm_sm90_bf16 for sm_90a: wgmma + TMA path' "$T/err"
+	get gemm_sm90_f16 cuda sm_90
+	check "gemm_sm90_f16 for sm_90 (no 'a'): plain path" grep -q '^variant: gemm_sm90_f16 for sm_90: plain dot products' "$T/err"
 else
 	echo "# gemm_f16 for CUDA not compiled here (no NVRTC?): $(head -c 200 "$T/err")"
 fi

@@ -494,7 +494,12 @@ static int build_attn(struct kcase *c, const struct kcase_dims *d, uint64_t *s)
  * many multiply-adds are checked on a sample only (kcase.h: NaN in ref = unchecked). */
 #define KCASE_ORACLE_BUDGET 1500000000.0
 
-static int build_gemm(struct kcase *c, const struct kcase_dims *d, uint64_t *s)
+/* gemm_sm90.cu: GM9_SMEM_BYTES (4 stages of a 128 x 64 and a 256 x 64 tile of halves,
+ * 1 KB to align them, the barriers) */
+#define KCASE_GEMM9_SMEM (4 * (128 + 256) * 64 * 2 + 1024 + 256)
+
+/* sm90: the gemm_sm90_* variant (128 x 256 tiles, tensor maps over A and B) */
+static int build_gemm(struct kcase *c, const struct kcase_dims *d, uint64_t *s, int sm90)
 {
     const int M = d->rows, N = d->cols, K = d->inner;
     if (M < 1 || N < 1 || K < 1)
@@ -527,6 +532,15 @@ static int build_gemm(struct kcase *c, const struct kcase_dims *d, uint64_t *s)
     c->vk_x = ((uint64_t)M * N + 2 * 64 - 1) / (2 * 64), c->vk_y = 1; /* 2 elements/invocation */
     c->flops = 2.0 * M * N * K;
     c->tc_smem = 3 * 2 * 128 * 64 * 2; /* gemm.cu: GM_STAGES x {A, B} x GM_BM x GM_BK halves */
+    if (sm90) {
+        if (K % 8) { /* the tensor maps' row stride must be a multiple of 16 bytes */
+            r = -1;
+            goto out;
+        }
+        c->tile = 256, c->tc_smem = KCASE_GEMM9_SMEM, c->ntmaps = 2;
+        c->tmaps[0] = (struct kcase_tmap){0, (uint64_t)K, (uint64_t)M, 64, 128};
+        c->tmaps[1] = (struct kcase_tmap){1, (uint64_t)K, (uint64_t)N, 64, 256};
+    }
     r = 0;
 out:
     free(aa);
@@ -595,8 +609,11 @@ int kcase_build(struct kcase *c, const char *name, const struct kcase_dims *d, u
     memset(c, 0, sizeof *c);
     if (nl >= sizeof op - 2 || d->rows < 1 || d->cols < 1)
         return -1;
+    const int sm90 = !strncmp(name, "gemm_sm90_", 10);
     if (sg) /* rms_norm_sg_f32 -> rms_norm_f32 */
         snprintf(op, sizeof op, "%.*s%s", (int)(sg - name), name, sg + 3);
+    else if (sm90) /* gemm_sm90_f16 -> gemm_f16 */
+        snprintf(op, sizeof op, "gemm_%s", name + 10);
     else
         strcpy(op, name);
     if (nl > 4 && !strcmp(op + strlen(op) - 4, "_f16"))
@@ -633,7 +650,7 @@ int kcase_build(struct kcase *c, const char *name, const struct kcase_dims *d, u
         snprintf(c->shape, sizeof c->shape, "H=%d Hkv=%d D=%d L=%d", d->heads, d->kv_heads,
                  d->head_dim, d->kv_len);
     } else if (!strcmp(op, "gemm_f32")) {
-        r = build_gemm(c, d, &s);
+        r = build_gemm(c, d, &s, sm90);
         snprintf(c->shape, sizeof c->shape, "M=%d N=%d K=%d", d->rows, d->cols, d->inner);
     } else if (!strcmp(op, "attn_prefill_f32")) {
         r = build_prefill(c, d, &s);
@@ -699,6 +716,9 @@ int kcase_test_shapes(const char *name, struct kcase_dims *d, int max)
     static const struct kcase_dims gemmsh[] = { /* M, N, K: ragged, exact, odd N, K % 8 */
         {37, 45, 0, 0, 0, 0, 0, 29}, {128, 128, 0, 0, 0, 0, 0, 64}, {200, 130, 0, 0, 0, 0, 0, 72},
         {64, 257, 0, 0, 0, 0, 0, 520}, {1, 33, 0, 0, 0, 0, 0, 8}, {300, 260, 0, 0, 0, 0, 0, 1000}};
+    static const struct kcase_dims gemm9sh[] = { /* K % 8 == 0; whole 128 x 256 tiles too */
+        {128, 128, 0, 0, 0, 0, 0, 64}, {200, 130, 0, 0, 0, 0, 0, 72}, {64, 257, 0, 0, 0, 0, 0, 520},
+        {1, 33, 0, 0, 0, 0, 0, 8}, {300, 260, 0, 0, 0, 0, 0, 1000}, {256, 512, 0, 0, 0, 0, 0, 776}};
     static const struct kcase_dims pfsh[] = { /* T, H, Hkv, D */
         {37, 1, 0, 4, 2, 64, 0, 0}, {130, 1, 0, 8, 2, 128, 0, 0}, {1, 1, 0, 2, 1, 64, 0, 0},
         {200, 1, 0, 3, 1, 128, 0, 0}, {64, 1, 0, 4, 4, 64, 0, 0}};
@@ -722,6 +742,8 @@ int kcase_test_shapes(const char *name, struct kcase_dims *d, int max)
         src = mvsh, n = (int)(sizeof mvsh / sizeof mvsh[0]);
     else if (!strncmp(name, "attn_decode", 11))
         src = attsh, n = (int)(sizeof attsh / sizeof attsh[0]);
+    else if (!strncmp(name, "gemm_sm90_", 10))
+        src = gemm9sh, n = (int)(sizeof gemm9sh / sizeof gemm9sh[0]);
     else if (!strncmp(name, "gemm_", 5))
         src = gemmsh, n = (int)(sizeof gemmsh / sizeof gemmsh[0]);
     else if (!strncmp(name, "attn_prefill", 12))
@@ -796,6 +818,21 @@ const char *kcase_variant(const char *name, const char *backend, const char *arc
         return NULL;
     if (!strcmp(backend, "cuda") && !strncmp(arch, "sm_", 3))
         sm = atoi(arch + 3);
+    if (!strncmp(name, "gemm_", 5) && (sm == 90 || !strncmp(name, "gemm_sm90_", 10))) {
+        const char *pick = kcase_launch_variant(name, backend, arch, d);
+        pick = pick ? pick : name;
+        if (!strncmp(pick, "gemm_sm90_", 10)) {
+            snprintf(why, n, "%s: wgmma m64n256k16 from TMA-loaded 128-byte-swizzled tiles, "
+                     "128 x 256 a block (%s)", pick, sm != 90 ? "needs sm_90a: plain dot products here"
+                     : "device sm_90, compiled for sm_90a; K % 8 == 0: 16-byte tensor-map rows");
+            return pick;
+        }
+        if (sm == 90) {
+            snprintf(why, n, "%s: tensor-core path, mma.sync m16n8k16 (device sm_90, but K %% 8 "
+                     "!= 0: the sm_90a variant's tensor maps need 16-byte rows); plain tile loads", name);
+            return name;
+        }
+    }
     tc = sm >= 80;
     snprintf(why, n, "%s: %s (%s)%s", name,
              tc ? "tensor-core path, mma.sync m16n8k16" : "plain path, f32 multiply-adds",
@@ -807,9 +844,35 @@ const char *kcase_variant(const char *name, const char *backend, const char *arc
     return name;
 }
 
+const char *kcase_launch_variant(const char *name, const char *backend, const char *arch,
+                                 const struct kcase_dims *d)
+{
+    if (strcmp(backend, "cuda") || strncmp(arch, "sm_90", 5) || d->inner % 8 != 0)
+        return NULL;
+    if (!strcmp(name, "gemm_f16"))
+        return "gemm_sm90_f16";
+    if (!strcmp(name, "gemm_bf16"))
+        return "gemm_sm90_bf16";
+    return NULL;
+}
+
+int kcase_target(const char *name, const char *backend, const char *arch, char *out, size_t n)
+{
+    if (!strncmp(name, "gemm_sm90_", 10) && !strcmp(backend, "cuda")) {
+        if (strcmp(arch, "sm_90") && strcmp(arch, "sm_90a"))
+            return -1;
+        snprintf(out, n, "sm_90a");
+        return 0;
+    }
+    snprintf(out, n, "%s", arch);
+    return 0;
+}
+
 uint32_t kcase_dyn_smem(const struct kcase *c, const char *backend, const char *arch)
 {
     if (strcmp(backend, "cuda") || strncmp(arch, "sm_", 3) || atoi(arch + 3) < 80)
+        return 0;
+    if (c->ntmaps && atoi(arch + 3) != 90) /* gemm_sm90_*: plain path off sm_90a */
         return 0;
     return c->tc_smem;
 }

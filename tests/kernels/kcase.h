@@ -34,6 +34,7 @@
 
 #define KCASE_MAX_BUFS 6
 #define KCASE_MAX_SCALARS 8
+#define KCASE_MAX_TMAPS 2
 #define KCASE_MAX_OPTS 8
 #define KCASE_NAME_MAX 64
 #define KCASE_PATH_MAX 256
@@ -82,6 +83,16 @@ struct kcase_buf {
     size_t row_len;  /* outputs: elements per row for the error floor */
 };
 
+/* A CUDA tensor map (CUtensorMap, 128 bytes, passed by value after the scalars) the
+ * launcher builds over buffer `buf` of 16-bit elements: 2-D, inner x outer elements, row
+ * stride inner * 2 bytes, box box_inner x box_outer, 128-byte swizzle, zeros read past
+ * the edges (gemm_sm90_*). */
+struct kcase_tmap {
+    int buf;
+    uint64_t inner, outer;
+    uint32_t box_inner, box_outer;
+};
+
 struct kcase {
     char op[KCASE_NAME_MAX];
     char shape[96]; /* human-readable sizes, for messages */
@@ -97,6 +108,8 @@ struct kcase {
     uint64_t vk_x, vk_y;  /* KCASE_GEOM_TILES: the Vulkan shader's workgroup grid */
     uint32_t tc_smem;     /* CUDA tensor-core path: dynamic shared memory bytes the
                            * launch must pass (gemm.cu's GM_SMEM_BYTES); 0 none */
+    int ntmaps;           /* tensor maps after the scalars (CUDA sm_90a variants) */
+    struct kcase_tmap tmaps[KCASE_MAX_TMAPS];
     double bytes_moved;   /* every buffer read or written once, for GB/s */
     double tol;           /* max relative error allowed: 1e-5 f32, 1e-3 f16, 8e-3 bf16 */
     int half;             /* 0 f32; 1 f16; 2 bf16 (how the float buffers are stored) */
@@ -147,11 +160,23 @@ void kcase_grid(const struct kcase *c, unsigned block, int vulkan, uint32_t max_
  * name to use, or NULL when `name` has no variants.  attn_decode*: the D <= 128 entry
  * when head_dim <= 128, else the D <= 256 one; gemm_* and attn_prefill_*: the same
  * entry, but the CUDA tensor-core path needs sm_80 or newer (plain path otherwise) and
- * gemm's cp.async loads need K % 8 == 0. */
+ * gemm's cp.async loads need K % 8 == 0; gemm_f16 / gemm_bf16 on a CUDA device sm_90
+ * with K % 8 == 0: gemm_sm90_f16 / gemm_sm90_bf16 (wgmma, TMA; compiled for sm_90a). */
 const char *kcase_variant(const char *name, const char *backend, const char *arch,
                           const struct kcase_dims *d, char *why, size_t n);
+/* The manifest entry a launcher runs in place of `name` for shape d on the device
+ * (backend, arch): the device-specific variant kcase_variant names when that is another
+ * entry the launcher must switch to (gemm_f16 -> gemm_sm90_f16 on sm_90 when K % 8 == 0),
+ * else NULL (run `name`; attn_decode's pair are separate ops, each run as asked). */
+const char *kcase_launch_variant(const char *name, const char *backend, const char *arch,
+                                 const struct kcase_dims *d);
+/* The target to compile entry `name` for on a device of target `arch` into out (size
+ * n): arch itself, or sm_90a for the gemm_sm90_* entries on an sm_90 device.  Returns 0,
+ * or -1 when the entry cannot run on that device (gemm_sm90_* anywhere but sm_90). */
+int kcase_target(const char *name, const char *backend, const char *arch, char *out, size_t n);
 /* Dynamic shared memory bytes a CUDA/HIP launch of case c must pass on (backend, arch):
- * c->tc_smem where the kernel takes its tensor-core path (CUDA sm_80 or newer), else 0. */
+ * c->tc_smem where the kernel takes its tensor-core path (CUDA sm_80 or newer; the
+ * gemm_sm90_* cases only on sm_90 / sm_90a), else 0. */
 uint32_t kcase_dyn_smem(const struct kcase *c, const char *backend, const char *arch);
 /* Max relative error of output buffer `i` (see top); +Inf for NaN/Inf. */
 double kcase_max_rel_err(const struct kcase *c, int i);

@@ -1,0 +1,401 @@
+/* remote-conn.c: one connection to Redis (hiredis async, on the loop) and
+ * the operations queued on it: sending, replies, the handshake, outages,
+ * reconnecting with backoff, and the per-operation deadline.
+ *
+ * Invariants:
+ *  - Replies on a connection come in the order sent, so each keeps its
+ *    pending ops in a FIFO (c->head .. c->tail) and only the head can be
+ *    late.  c->since_us is its last progress (connect start, a reply, or
+ *    bytes of a long reply arriving); the tick drops a connection whose
+ *    head, or whose connect, made none for that op's allowance (timeout_ms,
+ *    plus its size at KJ_REMOTE_SLOW_LINK_BPS for a publish): hiredis 0.14
+ *    has no timeouts of its own.
+ *  - Every op's done function is called exactly once, with the reply, or
+ *    with NULL when the connection fails or is dropped (then
+ *    kj__remote_conn_failure says why), and the op is freed here after it.
+ *  - A connection is dropped only from the tick or from close, never from
+ *    inside a hiredis callback.  A lost one is S_DOWN and connects again
+ *    after a backoff doubling from KJ_REMOTE_RETRY_MIN_MS to
+ *    KJ_REMOTE_RETRY_MAX_MS, reset once it is up.
+ *  - Up means the handshake was answered: AUTH and SELECT when the URL asks
+ *    for them, then PING (CMD, PUT) or the SUBSCRIBE confirmation (SUB).
+ *    An error reply during the handshake (AUTH refused) is kept in c->why
+ *    and is the reason logged when the connect deadline drops it.
+ *  - Host names are resolved with uv_getaddrinfo first, so hiredis only
+ *    ever connects to an address and nothing blocks the loop.
+ *  - An outage is one log line when it starts and one when all three
+ *    connections are up again; an error reply is logged once per outage,
+ *    never once per request.
+ */
+#include <hiredis/adapters/libuv.h>
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kj_limits.h"
+#include "kj_types.h"
+#include "remote-int.h"
+#include "util.h"
+
+struct op *kj__remote_op_new(struct conn *c, kj__remote_done_fn *done)
+{
+	struct op *o = calloc(1, sizeof *o);
+	if (o == NULL)
+		return NULL;
+	o->c = c;
+	o->done = done;
+	o->start_us = kj__now_us();
+	o->allow_us = c->r->timeout_us;
+	return o;
+}
+
+static void op_unlink(struct op *o)
+{
+	struct conn *c = o->c;
+	struct op **pp = &c->head, *prev = NULL;
+
+	while (*pp && *pp != o) {
+		prev = *pp;
+		pp = &(*pp)->next;
+	}
+	if (*pp == NULL)
+		return;
+	*pp = o->next;
+	if (c->tail == o)
+		c->tail = prev;
+	if (c->head == NULL || c->head == o->next)
+		c->since_us = kj__now_us();
+}
+
+/* Every reply (NULL: the connection failed or was dropped) comes here
+ * once, in the order sent; the op's done function handles it. */
+static void redis_reply_cb(redisAsyncContext *ac, void *reply, void *priv)
+{
+	struct op *o = priv;
+	struct conn *c = o->c;
+
+	op_unlink(o);
+	if (reply == NULL && !c->r->closing && c->drop_code == 0)
+		c->r->st.errors++;
+	o->done(o, ac, reply);
+	free(o);
+}
+
+int kj__remote_op_send(struct op *o, int argc, const char **argv, const size_t *lens, const char *resp,
+		       size_t resp_len)
+{
+	struct conn *c = o->c;
+	int rc;
+
+	if (c->ac == NULL) {
+		free(o);
+		return KJIT_ECONNECT;
+	}
+	if (c->head == NULL)
+		c->since_us = kj__now_us();
+	o->next = NULL;
+	if (c->tail)
+		c->tail->next = o;
+	else
+		c->head = o;
+	c->tail = o;
+	if (resp)
+		rc = redisAsyncFormattedCommand(c->ac, redis_reply_cb, o, resp, resp_len);
+	else
+		rc = redisAsyncCommandArgv(c->ac, redis_reply_cb, o, argc, argv, lens);
+	if (rc != REDIS_OK) {
+		op_unlink(o);
+		free(o);
+		return KJIT_ECONNECT;
+	}
+	kj__remote_tick_ensure(c->r);
+	return 0;
+}
+
+static int send_argv(struct conn *c, kj__remote_done_fn *done, int argc, const char **argv, const size_t *lens)
+{
+	struct op *o = kj__remote_op_new(c, done);
+	return o ? kj__remote_op_send(o, argc, argv, lens, NULL, 0) : KJIT_ENOMEM;
+}
+
+int kj__remote_conn_failure(const struct conn *c)
+{
+	return c->drop_code ? c->drop_code : KJIT_ECONNECT;
+}
+
+static void outage_begin(struct kj__remote *r, const char *why)
+{
+	r->st.errors++;
+	if (r->warned)
+		return;
+	r->warned = 1;
+	r->said_error = 0;
+	r->st.outages++;
+	r->down_since_us = kj__now_us();
+	kj__remote_say(r, "remote %s unreachable (%s); serving from the local cache, retrying in the background",
+		       r->describe, why);
+}
+
+static void conn_schedule_retry(struct conn *c)
+{
+	c->state = S_DOWN;
+	c->ac = NULL;
+	c->backoff_ms = c->backoff_ms == 0 ? KJ_REMOTE_RETRY_MIN_MS
+					   : c->backoff_ms * 2 > KJ_REMOTE_RETRY_MAX_MS ? KJ_REMOTE_RETRY_MAX_MS
+					   : c->backoff_ms * 2;
+	c->retry_at_us = kj__now_us() + (uint64_t)c->backoff_ms * 1000;
+	kj__remote_tick_ensure(c->r);
+}
+
+static void conn_up(struct conn *c)
+{
+	struct kj__remote *r = c->r;
+
+	c->state = S_UP;
+	c->backoff_ms = 0;
+	if (c->role == C_CMD)
+		r->st.up = 1;
+	for (int i = 0; i < C_COUNT; i++)
+		if (r->conns[i].state != S_UP)
+			return;
+	if (r->warned) {
+		r->warned = 0;
+		r->st.reconnects++;
+		kj__remote_say(r, "remote %s reachable again after %.1f s", r->describe,
+			       (double)(kj__now_us() - r->down_since_us) / 1e6);
+	}
+}
+
+static void conn_lost(struct conn *c, const char *why)
+{
+	if (c->role == C_CMD)
+		c->r->st.up = 0;
+	if (!c->r->closing)
+		outage_begin(c->r, why);
+	conn_schedule_retry(c);
+}
+
+static void on_connect(const redisAsyncContext *ac, int status)
+{
+	struct conn *c = ac->data;
+	if (c == NULL || status == REDIS_OK)
+		return;
+	/* hiredis frees ac after this; pending ops already got NULL replies */
+	c->ac = NULL;
+	conn_lost(c, ac->errstr[0] ? ac->errstr : "connect failed");
+}
+
+static void on_disconnect(const redisAsyncContext *ac, int status)
+{
+	struct conn *c = ac->data;
+	if (c == NULL || c->ac == NULL)
+		return; /* we dropped it ourselves and already know */
+	c->ac = NULL;
+	conn_lost(c, status == REDIS_OK ? "connection closed" : ac->errstr[0] ? ac->errstr : "I/O error");
+}
+
+void kj__remote_conn_drop(struct conn *c, int code, const char *why)
+{
+	redisAsyncContext *ac = c->ac;
+
+	if (ac == NULL)
+		return;
+	c->drop_code = code;
+	c->ac = NULL;
+	c->state = S_DOWN;
+	if (c->role == C_CMD)
+		c->r->st.up = 0;
+	redisAsyncFree(ac);   /* calls the pending callbacks with NULL, then on_disconnect */
+	c->drop_code = 0;
+	if (!c->r->closing)
+		conn_lost(c, why);
+}
+
+/* The PING that ends the handshake of CMD and PUT. */
+static void hello_done(struct op *o, redisAsyncContext *ac, const redisReply *rep)
+{
+	struct conn *c = o->c;
+
+	if (rep && rep->type != REDIS_REPLY_ERROR && c->ac == ac)
+		conn_up(c);
+	else if (rep && c->why[0] == '\0')
+		snprintf(c->why, sizeof c->why, "%.*s", (int)rep->len, rep->str);
+}
+
+/* AUTH, SELECT, PEXPIRE, release scripts: only an error reply matters. */
+static void misc_done(struct op *o, redisAsyncContext *ac, const redisReply *rep)
+{
+	struct conn *c = o->c;
+	struct kj__remote *r = c->r;
+
+	if (rep && rep->type == REDIS_REPLY_ERROR) {
+		r->st.errors++;
+		if (c->state == S_CONNECTING) {
+			if (c->why[0] == '\0')
+				snprintf(c->why, sizeof c->why, "%.*s", (int)rep->len, rep->str);
+		} else if (!r->said_error) {
+			r->said_error = 1;   /* once until the next outage: not per request */
+			kj__remote_say(r, "remote %s answered an error: %.*s", r->describe, (int)rep->len, rep->str);
+		}
+	}
+}
+
+int kj__remote_send(struct conn *c, int argc, const char **argv)
+{
+	return send_argv(c, misc_done, argc, argv, NULL);
+}
+
+/* SUB's one callback: the SUBSCRIBE confirmation marks SUB up; each
+ * message names a key just published somewhere in the fleet. */
+static void on_sub_message(redisAsyncContext *ac, void *reply, void *priv)
+{
+	struct kj__remote *r = priv;
+	struct conn *c = &r->conns[C_SUB];
+	redisReply *rep = reply;
+
+	if (rep == NULL || rep->type != REDIS_REPLY_ARRAY || rep->elements < 3)
+		return;
+	const redisReply *kind = rep->element[0], *msg = rep->element[2];
+	if (kind->type != REDIS_REPLY_STRING)
+		return;
+	if (strcmp(kind->str, "subscribe") == 0 && c->ac == ac) {
+		conn_up(c);
+		return;
+	}
+	if (strcmp(kind->str, "message") != 0 || msg->type != REDIS_REPLY_STRING || msg->len != KJ_SHA256_HEX_LEN)
+		return;
+	kj__remote_lease_wake(r, msg->str);
+}
+
+static void conn_hello(struct conn *c)
+{
+	struct kj__remote *r = c->r;
+	char db[16];
+	int rc = 0;
+
+	if (r->url.password) {
+		const char *av[3] = { "AUTH", r->url.user ? r->url.user : r->url.password, r->url.password };
+		rc = send_argv(c, misc_done, r->url.user ? 3 : 2, av, NULL);
+	}
+	if (rc == 0 && r->url.db) {
+		snprintf(db, sizeof db, "%d", r->url.db);
+		const char *av[2] = { "SELECT", db };
+		rc = send_argv(c, misc_done, 2, av, NULL);
+	}
+	if (rc == 0 && c->role == C_SUB) {
+		/* the subscribe callback marks SUB up on its confirmation */
+		if (redisAsyncCommand(c->ac, on_sub_message, r, "SUBSCRIBE %s", r->channel) != REDIS_OK)
+			rc = KJIT_ECONNECT;
+	} else if (rc == 0) {
+		const char *av[1] = { "PING" };
+		rc = send_argv(c, hello_done, 1, av, NULL);
+	}
+	if (rc < 0)
+		c->state = S_CONNECTING; /* the tick's connect deadline drops it */
+}
+
+static void conn_start_at(struct conn *c, const char *ip)
+{
+	struct kj__remote *r = c->r;
+	redisAsyncContext *ac = ip ? redisAsyncConnect(ip, r->url.port) : redisAsyncConnectUnix(r->url.path);
+
+	if (ac == NULL || ac->err) {
+		const char *why = ac && ac->errstr[0] ? ac->errstr : "out of memory";
+		char msg[256];
+		snprintf(msg, sizeof msg, "%s", why);
+		if (ac)
+			redisAsyncFree(ac);
+		conn_lost(c, msg);
+		return;
+	}
+	ac->data = c;
+	if (redisLibuvAttach(ac, r->loop) != REDIS_OK) {
+		redisAsyncFree(ac);
+		conn_lost(c, "cannot attach to the loop");
+		return;
+	}
+	redisAsyncSetConnectCallback(ac, on_connect);
+	redisAsyncSetDisconnectCallback(ac, on_disconnect);
+	c->ac = ac;
+	c->state = S_CONNECTING;
+	c->since_us = kj__now_us();
+	c->why[0] = '\0';
+	conn_hello(c);
+	kj__remote_tick_ensure(r);
+}
+
+static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
+{
+	struct conn *c = req->data;
+	char ip[64] = "";
+
+	c->gai_busy = 0;
+	if (status == 0 && res)
+		uv_ip_name(res->ai_addr, ip, sizeof ip);
+	uv_freeaddrinfo(res);
+	if (c->r->closing) {
+		c->state = S_DOWN;
+		kj__remote_free(c->r);
+		return;
+	}
+	if (ip[0] == '\0') {
+		conn_lost(c, status == 0 ? "no address" : uv_strerror(status));
+		return;
+	}
+	conn_start_at(c, ip);
+}
+
+void kj__remote_conn_connect(struct conn *c)
+{
+	struct kj__remote *r = c->r;
+	struct addrinfo hints;
+
+	if (r->url.path) {
+		conn_start_at(c, NULL);
+		return;
+	}
+	memset(&hints, 0, sizeof hints);
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	c->gai.data = c;
+	c->state = S_RESOLVING;
+	c->since_us = kj__now_us();
+	int rc = uv_getaddrinfo(r->loop, &c->gai, on_resolved, r->url.host, NULL, &hints);
+	if (rc < 0) {
+		conn_lost(c, uv_strerror(rc));
+		return;
+	}
+	c->gai_busy = 1;
+}
+
+int kj__remote_conn_busy(const struct conn *c)
+{
+	return c->head || c->state == S_CONNECTING || c->state == S_RESOLVING || c->state == S_DOWN;
+}
+
+void kj__remote_conn_tick(struct conn *c, uint64_t now)
+{
+	if (c->state == S_DOWN) {
+		if (now >= c->retry_at_us && !c->r->closing)
+			kj__remote_conn_connect(c);
+		return;
+	}
+	if (c->ac && c->ac->c.reader) {
+		size_t buffered = c->ac->c.reader->len - c->ac->c.reader->pos;
+		if (buffered != c->reader_seen) {
+			c->reader_seen = buffered;
+			c->since_us = now;   /* a long reply is arriving: progress */
+		}
+	}
+	uint64_t allow = c->head ? c->head->allow_us : c->r->timeout_us;
+	if ((c->head || c->state == S_CONNECTING) && now - c->since_us > allow) {
+		char why[160];
+		snprintf(why, sizeof why, "%s", c->why[0] ? c->why
+				: c->state == S_CONNECTING ? "connect timed out" : "operation timed out");
+		if (c->why[0] == '\0')
+			c->r->st.timeouts++;
+		kj__remote_conn_drop(c, KJIT_ETIMEDOUT, why);
+	}
+}

@@ -1,0 +1,76 @@
+/*
+ * kcase-check: the launcher's choices that kcase makes without a GPU, checked on the CPU
+ * (the device run checks the kernels themselves).  Prints "ok WHAT" / "not ok WHAT" lines
+ * (tests/run.sh counts them); exits 1 on a failure.
+ *  - gemm_f16 / gemm_bf16 on a CUDA sm_90 device switch to gemm_sm90_* when K % 8 == 0
+ *    (kcase_launch_variant), and the variant line says so; not on sm_80, HIP, or K % 8;
+ *  - gemm_sm90_* are fetched for sm_90a on sm_90 and refused elsewhere (kcase_target);
+ *  - their cases carry the 128 x 256 tiling, two tensor maps over A and B, and the
+ *    dynamic shared memory gemm_sm90.cu's launch needs, only where that path runs.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "kcase.h"
+
+static int failed;
+
+static void check(int ok, const char *what)
+{
+    printf("%s %s\n", ok ? "ok" : "not ok", what);
+    if (!ok)
+        failed = 1;
+}
+
+static int streq(const char *a, const char *b) { return a && b && !strcmp(a, b); }
+
+int main(void)
+{
+    struct kcase_dims d = {300, 260, 0, 0, 0, 0, 0, 1000}, odd = {37, 45, 0, 0, 0, 0, 0, 29};
+    struct kcase c;
+    char t[32], why[256];
+
+    check(streq(kcase_launch_variant("gemm_f16", "cuda", "sm_90", &d), "gemm_sm90_f16"),
+          "gemm_f16 on sm_90, K % 8 == 0: gemm_sm90_f16");
+    check(streq(kcase_launch_variant("gemm_bf16", "cuda", "sm_90", &d), "gemm_sm90_bf16"),
+          "gemm_bf16 on sm_90, K % 8 == 0: gemm_sm90_bf16");
+    check(!kcase_launch_variant("gemm_f16", "cuda", "sm_90", &odd), "K = 29: gemm_f16 itself");
+    check(!kcase_launch_variant("gemm_f16", "cuda", "sm_80", &d), "sm_80: gemm_f16 itself");
+    check(!kcase_launch_variant("gemm_f16", "hip", "gfx90a", &d), "HIP: gemm_f16 itself");
+    check(!kcase_launch_variant("rms_norm_f32", "cuda", "sm_90", &d), "other ops: no switch");
+    check(streq(kcase_variant("gemm_f16", "cuda", "sm_90", &d, why, sizeof why), "gemm_sm90_f16") &&
+              strstr(why, "wgmma"), "the variant line names the wgmma entry");
+    check(streq(kcase_variant("gemm_f16", "cuda", "sm_90", &odd, why, sizeof why), "gemm_f16") &&
+              strstr(why, "mma.sync"), "K = 29 on sm_90: the line says mma.sync and why");
+
+    check(kcase_target("gemm_sm90_f16", "cuda", "sm_90", t, sizeof t) == 0 && streq(t, "sm_90a"),
+          "gemm_sm90_f16 on sm_90: target sm_90a");
+    check(kcase_target("gemm_sm90_f16", "cuda", "sm_80", t, sizeof t) < 0,
+          "gemm_sm90_f16 on sm_80: not for this device");
+    check(kcase_target("gemm_f16", "cuda", "sm_90", t, sizeof t) == 0 && streq(t, "sm_90"),
+          "gemm_f16 on sm_90: the device's own target");
+
+    check(kcase_build(&c, "gemm_sm90_bf16", &d, 1) == 0 && c.half == 2 && c.tile == 256 &&
+              c.rows == 3 && c.ntmaps == 2 && c.tmaps[0].buf == 0 && c.tmaps[0].inner == 1000 &&
+              c.tmaps[0].outer == 300 && c.tmaps[0].box_outer == 128 && c.tmaps[1].buf == 1 &&
+              c.tmaps[1].outer == 260 && c.tmaps[1].box_outer == 256 && c.tmaps[1].box_inner == 64,
+          "gemm_sm90_bf16 case: bf16, 128 x 256 tiles, maps over A {K, M} and B {K, N}");
+    check(kcase_dyn_smem(&c, "cuda", "sm_90") == 4 * (128 + 256) * 64 * 2 + 1280 &&
+              kcase_dyn_smem(&c, "cuda", "sm_80") == 0,
+          "gemm_sm90 shared memory on sm_90 only (GM9_SMEM_BYTES)");
+    kcase_free(&c);
+    check(kcase_build(&c, "gemm_sm90_f16", &odd, 1) == -1, "gemm_sm90_f16 refuses K % 8 != 0");
+    check(kcase_build(&c, "gemm_f16", &d, 1) == 0 && c.ntmaps == 0 && c.tile == 128,
+          "gemm_f16 case: no tensor maps, 128-wide tiles");
+    kcase_free(&c);
+
+    struct kcase_dims sh[KCASE_MAX_SHAPES];
+    int n = kcase_test_shapes("gemm_sm90_f16", sh, KCASE_MAX_SHAPES), all = n > 0, whole = 0;
+    for (int i = 0; i < n; i++) {
+        all = all && sh[i].inner % 8 == 0;
+        whole = whole || (sh[i].rows % 128 == 0 && sh[i].cols % 256 == 0 && sh[i].inner % 64);
+    }
+    check(all, "gemm_sm90 test shapes all have K % 8 == 0");
+    check(whole, "and one of whole 128 x 256 tiles with a ragged K (the unmasked stores)");
+    return failed;
+}
