@@ -255,8 +255,8 @@ static int get_one(const struct get_args *a, const struct kj__ccopts *cc, const 
 	int to_stdout = a->out && strcmp(a->out, "-") == 0;
 	fprintf(a->json || to_stdout ? stderr : stdout, "%s %s %s %zu bytes\n", kjit_status_name(res.status),
 		res.key, res.target ? res.target : "-", res.size);
-	for (size_t i = 0; i < res.n_lowered_names; i++) /* --name-expression */
-		fprintf(a->json ? stderr : stdout, "lowered %s %s\n", cc->exprs[i],
+	for (size_t i = 0; i < res.n_lowered_names; i++) /* --name-expression, beside the status line */
+		fprintf(a->json || to_stdout ? stderr : stdout, "lowered %s %s\n", cc->exprs[i],
 			res.lowered_names[i] ? res.lowered_names[i] : "-");
 	if (a->kernel) /* which variant of the op this is, and why (a failure only loses the line) */
 		(void)kj__variant_note(c, a->kernel, a->backend, res.target, stderr);

@@ -70,6 +70,14 @@ if [ $have_nvrtc = 1 ]; then
 		--name-expression 'scale<float, 4>' --name-expression 'scale<__half, 2>' 2>&1)
 	check "--name-expression: a hit" sh -c "echo '$t3' | grep -q '^hit' && echo '$t3' | grep -q '^lowered scale<__half, 2> _Z5scaleI6__halfLi2EEvPT_S1_i\$'"
 	k3=$(echo "$t3" | head -n 1 | cut -d' ' -f2)
+	# with -o - standard output is the object's alone: the lowered lines
+	# go to stderr with the status line
+	"$KJIT" get --source "$R/templated.cu" --backend cuda --target sm_90 -I "$INC" \
+		--name-expression 'scale<float, 4>' -o "$T/t.cubin" >/dev/null 2>&1
+	"$KJIT" get --source "$R/templated.cu" --backend cuda --target sm_90 -I "$INC" \
+		--name-expression 'scale<float, 4>' -o - >"$T/t.out" 2>"$T/t.err"
+	check "-o - with --name-expression: the object alone on stdout" cmp -s "$T/t.cubin" "$T/t.out"
+	check "and the lowered line on stderr" grep -q '^lowered scale<float, 4> _Z5scaleIfLi4EEvPT_S0_i$' "$T/t.err"
 	"$KJIT" show "$k3" >"$T/show" 2>&1
 	check "kjit show lists the lowered names" grep -q '^lowered *scale<float, 4> = _Z5scaleIfLi4EEvPT_S0_i$' "$T/show"
 	check "in their own place, not in the log" sh -c "! grep -q 'kjit: lowered name' '$T/show'"
