@@ -13,20 +13,36 @@
  * KJ_ATT_G = 4 per pass; larger groups take more passes over the same keys, which then
  * come from L2) over keys [s*ceil(L/S), (s+1)*ceil(L/S)), so each K/V row is read from
  * memory once, not once per query head.  Inside the block, lanes form groups of
- * KJ_ATT_LPK = KJ_ATT_MAX_D / 8 lanes (16 or 32); a group takes every ngroups-th key,
- * two at a time, each lane reading 8 dimensions of the K and V rows with two 16-byte
- * loads each (when D % 4 == 0 and the buffers are 16-byte aligned; scalar loads
- * otherwise), so a group reads a whole row in coalesced 16-byte pieces.  Every group
- * runs the same number of steps (the shuffles need the whole warp).  q.k is reduced
- * with shuffles inside the group; each group keeps a running max and sum per head
- * (online softmax, base 2: q is pre-scaled by scale * log2 e); groups merge through
- * shared memory at the end.
+ * KJ_ATT_LPK = KJ_ATT_MAX_D / 8 lanes (16 or 32), each lane holding 8 dimensions of a
+ * K or V row, so a group reads a whole row in 16-byte pieces.  q.k is reduced with
+ * shuffles inside the group; each group keeps a running max and sum per head (online
+ * softmax, base 2: q is pre-scaled by scale * log2 e); groups merge through shared
+ * memory at the end.  Every group runs the same number of steps (the shuffles need the
+ * whole warp; a key past the end gets weight zero).
+ *
+ * Two ways to bring the keys in:
+ *  - CUDA sm_80+ (KJ_ATT_ASYNC), when D % 4 == 0 and k, v are 16-byte aligned: the
+ *    block streams its keys through shared memory in tiles of KJ_ATT_TK = 16 keys
+ *    (K and V), cp.async'd ns - 1 tiles ahead of the one being used (ns stages, as many
+ *    as the dynamic shared memory holds, up to 6): the loads in flight no longer
+ *    depend on registers, and the block computes while they land.  The first version,
+ *    two keys a group straight into 32 registers a lane (121 registers, 2 blocks an SM),
+ *    ran 80% of copy at L = 65536 on the H200.  Group g takes keys g, g + NG, ... of a
+ *    tile (1 key a tile with 16-lane groups, 2 with 32-lane ones).
+ *  - otherwise (HIP, older CUDA, D % 4 != 0): each group takes every NG-th key, two at
+ *    a time, straight from global memory into registers (two 16-byte loads per lane
+ *    per row when D % 4 == 0, scalar loads otherwise).
  *
  * Launch: block KJ_BLOCK; grid.x = Hkv, grid.y = S splits (1 <= S; a good S gives each
- * block a few hundred keys and the grid a few blocks per SM).  With S == 1 the block
- * writes o.  With S > 1 it writes its partials (max, sum, acc[D]) to ws[h][s] for each
- * of its heads, and the last block of KV head kvh to finish (counted in counters[kvh])
- * merges the S partials into o and resets counters[kvh] to 0: the split merge is fused.
+ * block a few hundred keys and the grid a few blocks per SM).  CUDA sm_80+: dynamic
+ * shared memory of at least KJ_ATT_SMEM_MIN = 4 * (G * MAX_D + NG * G * (MAX_D + 2))
+ * bytes (34.8 KB for D <= 128, 37.1 KB for D <= 256), and for the streamed path
+ * 4 * G * MAX_D + ns * 128 * D bytes with ns >= 2 (kcase.c passes 4 stages' worth for
+ * D <= 128 and 3 above); a launch with less returns without writing o.  Other targets
+ * take no dynamic shared memory.  With S == 1 the block writes o.  With S > 1 it writes
+ * its partials (max, sum, acc[D]) to ws[h][s] for each of its heads, and the last block
+ * of KV head kvh to finish (counted in counters[kvh]) merges the S partials into o and
+ * resets counters[kvh] to 0: the split merge is fused.
  *   ws: H * S * (D + 2) floats of scratch; counters: >= Hkv uint32, zero before the
  *   first launch (each launch leaves them zero again).
  */
@@ -41,7 +57,23 @@
 #define KJ_ATT_LPK (KJ_ATT_MAX_D / 8)         /* lanes per key; each holds 8 dims */
 #define KJ_ATT_NG (KJ_BLOCK / KJ_ATT_LPK)     /* lane groups per block (KJ_BLOCK threads) */
 #define KJ_ATT_G 4                            /* query heads per pass */
+#define KJ_ATT_TK 16                          /* keys a shared-memory tile */
+#define KJ_ATT_NK (KJ_ATT_TK / KJ_ATT_NG)     /* keys a group takes from a tile */
+#define KJ_ATT_NS_MAX 6                       /* shared-memory stages at most */
+#define KJ_ATT_QF (KJ_ATT_G * KJ_ATT_MAX_D)   /* floats of the scaled q */
+#define KJ_ATT_MF (KJ_ATT_NG * KJ_ATT_G * (KJ_ATT_MAX_D + 2)) /* floats of the group merge */
 #define KJ_LOG2E 1.4426950408889634f
+#if KJ_ATT_TK % KJ_ATT_NG != 0
+#error "KJ_BLOCK / (KJ_ATT_MAX_D / 8) lane groups must divide a 16-key tile"
+#endif
+#ifndef KJ_MINB /* blocks an SM the register budget is cut for (launch bounds) */
+#define KJ_MINB 2
+#endif
+#if defined(KJ_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define KJ_ATT_ASYNC 1
+#else
+#define KJ_ATT_ASYNC 0
+#endif
 
 /* Dims 4*(j*LPK + sub) .. +3 for j = 0, 1 of row `row` into r[8]; zeros past D. */
 KJ_DEV void att_load_row(const float *__restrict__ row, int sub, int D, bool vec, float r[8])
@@ -81,14 +113,108 @@ KJ_DEV float att_ldcg(const float *p)
 #endif
 }
 
-extern "C" __global__ void __launch_bounds__(KJ_BLOCK, 2)
+/* One online-softmax step of a lane group over NK keys (rows kr, vr; ok: the key is
+ * valid) for the KJ_ATT_G heads of this pass; sq: the scaled q, [G][MAX_D / 4]. */
+template <int NK>
+KJ_DEV void att_step(const float4 *sq, int sub, const float (&kr)[NK][8], const float (&vr)[NK][8],
+                     const bool (&ok)[NK], float (&acc)[KJ_ATT_G][8], float (&m)[KJ_ATT_G],
+                     float (&l)[KJ_ATT_G])
+{
+#pragma unroll
+    for (int g = 0; g < KJ_ATT_G; g++) {
+        const float4 q0 = sq[g * (KJ_ATT_MAX_D / 4) + sub];
+        const float4 q1 = sq[g * (KJ_ATT_MAX_D / 4) + KJ_ATT_LPK + sub];
+        const float qr[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+        float sc[NK], p[NK];
+        float mn = m[g];
+#pragma unroll
+        for (int n = 0; n < NK; n++) {
+            float t = 0.f;
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+                t += qr[i] * kr[n][i];
+            t = att_group_sum(t); /* every lane, whatever its key */
+            sc[n] = ok[n] ? t : -KJ_INF;
+            mn = fmaxf(mn, sc[n]);
+        }
+        const float mr = mn == -KJ_INF ? 0.f : mn; /* no key yet: keep zeros */
+        const float corr = att_exp2(m[g] - mr);
+        float ps = 0.f;
+#pragma unroll
+        for (int n = 0; n < NK; n++)
+            ps += p[n] = att_exp2(sc[n] - mr);
+        l[g] = l[g] * corr + ps;
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            float a = acc[g][i] * corr;
+#pragma unroll
+            for (int n = 0; n < NK; n++)
+                a += p[n] * vr[n][i];
+            acc[g][i] = a;
+        }
+        m[g] = mn;
+    }
+}
+
+#if KJ_ATT_ASYNC
+KJ_DEV void att_cp16(float *dst, const float *src, bool valid)
+{
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src),
+                 "r"(valid ? 16 : 0)
+                 : "memory");
+}
+KJ_DEV void att_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N> KJ_DEV void att_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+/* wait until at most n of this thread's copy groups are pending (n < NS_MAX - 1) */
+KJ_DEV void att_wait_n(int n)
+{
+    switch (n) {
+    case 4: att_wait<4>(); break;
+    case 3: att_wait<3>(); break;
+    case 2: att_wait<2>(); break;
+    case 1: att_wait<1>(); break;
+    default: att_wait<0>(); break;
+    }
+}
+
+/* Start the copies of the K and V rows of keys kt .. kt + TK - 1 (those < t1; the rest
+ * of the tile is zero-filled) into stage st: [K: TK][D] then [V: TK][D]. */
+KJ_DEV void att_issue(float *st, const float *kb, const float *vb, int kt, int t1, int D)
+{
+    const int nch = KJ_ATT_TK * D / 4, lim = (t1 - kt) * D; /* chunks a tensor; valid floats */
+    const kj_size off = (kj_size)kt * D;
+    for (int c = threadIdx.x; c < 2 * nch; c += KJ_BLOCK) {
+        const int tv = c >= nch, cc = c - tv * nch;
+        const bool ok = 4 * cc < lim;
+        const float *base = tv ? vb : kb;
+        att_cp16(st + tv * KJ_ATT_TK * D + 4 * cc, ok ? base + off + 4 * cc : base, ok);
+    }
+    att_commit();
+}
+#endif
+
+extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB)
     attn_decode_f32(const float *__restrict__ q, const float *__restrict__ k,
                     const float *__restrict__ v, float *o, float *ws, unsigned *counters,
                     int n_heads, int n_kv_heads, int kv_len, int kv_cap, int head_dim, float scale)
 {
-    __shared__ float sm_m[KJ_ATT_NG][KJ_ATT_G], sm_l[KJ_ATT_NG][KJ_ATT_G];
-    __shared__ float sm_acc[KJ_ATT_NG][KJ_ATT_G][KJ_ATT_MAX_D];
-    __shared__ float4 sm_q[KJ_ATT_G][KJ_ATT_MAX_D / 4]; /* scale * log2e * q, zero-padded */
+    /* shared memory: the scaled q [G][MAX_D] (zero-padded), then either the group merge
+     * (m [NG][G], l [NG][G], acc [NG][G][MAX_D]) or, while keys stream, the stages */
+#if KJ_ATT_ASYNC
+    extern __shared__ float4 att_dyn[];
+    float *arena = reinterpret_cast<float *>(att_dyn);
+    unsigned dyn;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
+    if (dyn < 4u * (KJ_ATT_QF + KJ_ATT_MF))
+        return; /* launched without its shared memory */
+#else
+    __shared__ float4 att_static[(KJ_ATT_QF + KJ_ATT_MF) / 4];
+    float *arena = reinterpret_cast<float *>(att_static);
+#endif
+    const float4 *sq = reinterpret_cast<const float4 *>(arena);
+    float *sm_m = arena + KJ_ATT_QF, *sm_l = sm_m + KJ_ATT_NG * KJ_ATT_G;
+    float *sm_acc = sm_l + KJ_ATT_NG * KJ_ATT_G; /* [w][g][d] at (w * G + g) * MAX_D + d */
     __shared__ int sm_last;
     const int kvh = blockIdx.x, s = blockIdx.y, S = gridDim.y, D = head_dim;
     const int gsz = n_heads / n_kv_heads; /* query heads per KV head */
@@ -98,16 +224,23 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, 2)
     const int t1 = t0 + chunk < kv_len ? t0 + chunk : kv_len;
     const float *kb = k + (kj_size)kvh * kv_cap * D, *vb = v + (kj_size)kvh * kv_cap * D;
     const bool vec = (D & 3) == 0;
+#if KJ_ATT_ASYNC
+    int ns = (int)((dyn / 4 - KJ_ATT_QF) / (2u * KJ_ATT_TK * (unsigned)D));
+    ns = ns > KJ_ATT_NS_MAX ? KJ_ATT_NS_MAX : ns;
+    const bool async = vec && ns >= 2 && blockDim.x == KJ_BLOCK &&
+                       (((unsigned long long)k | (unsigned long long)v) & 15) == 0;
+    float *stages = arena + KJ_ATT_QF; /* ns x {K, V} x TK x D floats */
+#endif
 
     if (kvh >= n_kv_heads || D > KJ_ATT_MAX_D || grp >= KJ_ATT_NG)
         return;
     for (int hp = 0; hp < gsz; hp += KJ_ATT_G) {
         float acc[KJ_ATT_G][8], m[KJ_ATT_G], l[KJ_ATT_G];
-        /* q in shared memory, not registers: 32 fewer registers, two blocks per SM */
-        for (int i = threadIdx.x; i < KJ_ATT_G * KJ_ATT_MAX_D; i += blockDim.x) {
+        /* q in shared memory, not registers: 32 fewer registers */
+        for (int i = threadIdx.x; i < KJ_ATT_QF; i += blockDim.x) {
             const int g = i / KJ_ATT_MAX_D, d = i % KJ_ATT_MAX_D;
             const float qv = hp + g < gsz && d < D ? q[(kj_size)(kvh * gsz + hp + g) * D + d] : 0.f;
-            (&sm_q[g][0].x)[d] = qv * scale * KJ_LOG2E;
+            arena[i] = qv * scale * KJ_LOG2E;
         }
         __syncthreads();
 #pragma unroll
@@ -118,49 +251,60 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, 2)
             m[g] = -KJ_INF;
             l[g] = 0.f;
         }
-        /* two keys per step per group: 8 16-byte loads in flight per lane.  The trip
-         * count is the same for every group (base runs over the block's keys), so the
-         * shuffles inside always find every lane of the warp; a group whose key is past
-         * the end re-reads a valid row and gives it weight zero. */
-        for (int base = t0; base < t1; base += 2 * ng) {
-            const int ta = base + grp, tc = ta + ng;
-            const bool va = ta < t1, vc = tc < t1;
-            float ka[8], kc[8], wa[8], wc[8];
-            att_load_row(kb + (kj_size)(va ? ta : t0) * D, sub, D, vec, ka);
-            att_load_row(kb + (kj_size)(vc ? tc : t0) * D, sub, D, vec, kc);
-            att_load_row(vb + (kj_size)(va ? ta : t0) * D, sub, D, vec, wa);
-            att_load_row(vb + (kj_size)(vc ? tc : t0) * D, sub, D, vec, wc);
+#if KJ_ATT_ASYNC
+        if (async) {
+            const int nt = t1 > t0 ? (t1 - t0 + KJ_ATT_TK - 1) / KJ_ATT_TK : 0;
+            const int stage = 2 * KJ_ATT_TK * D;
+            for (int i = 0; i < ns - 1; i++) /* the first ns - 1 tiles (a group each) */
+                if (i < nt)
+                    att_issue(stages + i * stage, kb, vb, t0 + i * KJ_ATT_TK, t1, D);
+                else
+                    att_commit();
+            for (int i = 0; i < nt; i++) {
+                att_wait_n(ns - 2); /* this thread's copies of tile i have landed */
+                __syncthreads();    /* everyone's have; and tile i - 1's stage is free */
+                const int j = i + ns - 1;
+                if (j < nt)
+                    att_issue(stages + (j % ns) * stage, kb, vb, t0 + j * KJ_ATT_TK, t1, D);
+                else
+                    att_commit();
+                const float *kt = stages + (i % ns) * stage, *vt = kt + KJ_ATT_TK * D;
+                float kr[KJ_ATT_NK][8], vr[KJ_ATT_NK][8];
+                bool ok[KJ_ATT_NK];
 #pragma unroll
-            for (int g = 0; g < KJ_ATT_G; g++) {
-                const float4 q0 = sm_q[g][sub], q1 = sm_q[g][KJ_ATT_LPK + sub];
-                const float qr[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
-                float sa = 0.f, sc = 0.f;
-#pragma unroll
-                for (int i = 0; i < 8; i++) {
-                    sa += qr[i] * ka[i];
-                    sc += qr[i] * kc[i];
+                for (int n = 0; n < KJ_ATT_NK; n++) {
+                    const int kk = grp + n * KJ_ATT_NG;
+                    ok[n] = t0 + i * KJ_ATT_TK + kk < t1; /* rows past t1 are zeros */
+                    att_load_row(kt + kk * D, sub, D, true, kr[n]);
+                    att_load_row(vt + kk * D, sub, D, true, vr[n]);
                 }
-                sa = att_group_sum(sa); /* every lane, whatever its key */
-                sc = att_group_sum(sc);
-                sa = va ? sa : -KJ_INF;
-                sc = vc ? sc : -KJ_INF;
-                const float mn = fmaxf(m[g], fmaxf(sa, sc));
-                const float mr = mn == -KJ_INF ? 0.f : mn; /* no key yet: keep zeros */
-                const float corr = att_exp2(m[g] - mr), pa = att_exp2(sa - mr);
-                const float pc = att_exp2(sc - mr);
-                l[g] = l[g] * corr + pa + pc;
-#pragma unroll
-                for (int i = 0; i < 8; i++)
-                    acc[g][i] = acc[g][i] * corr + pa * wa[i] + pc * wc[i];
-                m[g] = mn;
+                att_step<KJ_ATT_NK>(sq, sub, kr, vr, ok, acc, m, l);
+            }
+            att_wait<0>();
+            __syncthreads(); /* the merge below reuses the stages' memory */
+        } else
+#endif
+        {
+            /* two keys per step per group: 8 16-byte loads in flight per lane.  The trip
+             * count is the same for every group (base runs over the block's keys); a
+             * group whose key is past the end re-reads a valid row with weight zero. */
+            for (int base = t0; base < t1; base += 2 * ng) {
+                const int ta = base + grp, tc = ta + ng;
+                float kr[2][8], vr[2][8];
+                const bool ok[2] = {ta < t1, tc < t1};
+                att_load_row(kb + (kj_size)(ok[0] ? ta : t0) * D, sub, D, vec, kr[0]);
+                att_load_row(kb + (kj_size)(ok[1] ? tc : t0) * D, sub, D, vec, kr[1]);
+                att_load_row(vb + (kj_size)(ok[0] ? ta : t0) * D, sub, D, vec, vr[0]);
+                att_load_row(vb + (kj_size)(ok[1] ? tc : t0) * D, sub, D, vec, vr[1]);
+                att_step<2>(sq, sub, kr, vr, ok, acc, m, l);
             }
         }
         /* merge the lane groups of the block through shared memory */
 #pragma unroll
         for (int g = 0; g < KJ_ATT_G; g++) {
             if (sub == 0) {
-                sm_m[grp][g] = m[g];
-                sm_l[grp][g] = l[g];
+                sm_m[grp * KJ_ATT_G + g] = m[g];
+                sm_l[grp * KJ_ATT_G + g] = l[g];
             }
 #pragma unroll
             for (int j = 0; j < 2; j++)
@@ -168,7 +312,7 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, 2)
                 for (int c = 0; c < 4; c++) {
                     const int d = 4 * (j * KJ_ATT_LPK + sub) + c;
                     if (d < D)
-                        sm_acc[grp][g][d] = acc[g][4 * j + c];
+                        sm_acc[(grp * KJ_ATT_G + g) * KJ_ATT_MAX_D + d] = acc[g][4 * j + c];
                 }
         }
         __syncthreads();
@@ -178,12 +322,12 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, 2)
                 continue;
             float bm = -KJ_INF, bl = 0.f, a = 0.f;
             for (int w = 0; w < ng; w++)
-                bm = fmaxf(bm, sm_m[w][g]);
+                bm = fmaxf(bm, sm_m[w * KJ_ATT_G + g]);
             for (int w = 0; w < ng; w++)
-                if (sm_m[w][g] != -KJ_INF) { /* a group that saw no key */
-                    const float f = att_exp2(sm_m[w][g] - bm);
-                    bl += sm_l[w][g] * f;
-                    a += sm_acc[w][g][d] * f;
+                if (sm_m[w * KJ_ATT_G + g] != -KJ_INF) { /* a group that saw no key */
+                    const float f = att_exp2(sm_m[w * KJ_ATT_G + g] - bm);
+                    bl += sm_l[w * KJ_ATT_G + g] * f;
+                    a += sm_acc[(w * KJ_ATT_G + g) * KJ_ATT_MAX_D + d] * f;
                 }
             if (S == 1) {
                 o[(kj_size)h * D + d] = a / bl;
@@ -215,7 +359,7 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, 2)
      * the sum over splits below is 16 independent coalesced loads at a time (the first
      * version's loop, one dependent load after another, cost a 128-split merge about a
      * third of the kernel's time).  Otherwise each element recomputes them. */
-    float *wsm = &sm_acc[0][0][0];
+    float *wsm = sm_acc;
     const int n = gsz * S;
     const bool in_smem = 3 * n + gsz <= KJ_ATT_NG * KJ_ATT_G * KJ_ATT_MAX_D;
     const float *base = ws + (kj_size)kvh * n * (D + 2); /* this group's partials */

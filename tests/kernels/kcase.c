@@ -448,16 +448,32 @@ static int build_matvec(struct kcase *c, const struct kcase_dims *d, uint64_t *s
 }
 
 /* KV splits for attn_decode_f32 on CUDA/HIP: about KCASE_ATT_KEYS_PER_SPLIT keys per
- * block, at most KCASE_ATT_MAX_SPLITS blocks per head. */
+ * block (half as many for D > 128: the same bytes), at most KCASE_ATT_MAX_SPLITS
+ * blocks per head. */
 #define KCASE_ATT_KEYS_PER_SPLIT 512
 #define KCASE_ATT_MAX_SPLITS 128
+#define KCASE_ATT_G 4 /* attn_decode.cu: KJ_ATT_G, query heads a pass */
 
-static int build_attn(struct kcase *c, const struct kcase_dims *d, uint64_t *s)
+/* The dynamic shared memory attn_decode.cu takes on CUDA sm_80+ with its manifest block
+ * of 256 threads: the scaled q (G x MAX_D floats), then the larger of the lane groups'
+ * merge (NG x G x (MAX_D + 2) floats, NG = 256 / (MAX_D / 8)) and the key stages (16
+ * keys of K and V: 128 * D bytes each), 4 stages for D <= 128 (67.6 KB at D = 128:
+ * 3 blocks an SM) and 3 above (100 KB at D = 256: 2 blocks an SM). */
+static uint32_t attn_smem(int max_d, int D)
+{
+    const uint32_t ng = 256u / (uint32_t)(max_d / 8), q = 4u * KCASE_ATT_G * (uint32_t)max_d;
+    const uint32_t merge = 4u * ng * KCASE_ATT_G * (uint32_t)(max_d + 2);
+    const uint32_t st = (D <= 128 ? 4u : 3u) * 128u * (uint32_t)D;
+    return q + (merge > st ? merge : st);
+}
+
+static int build_attn(struct kcase *c, const struct kcase_dims *d, uint64_t *s, int max_d)
 {
     int H = d->heads, Hkv = d->kv_heads, D = d->head_dim, L = d->kv_len, cap = L + 5;
-    if (Hkv < 1 || H % Hkv || D > ORACLE_ATT_MAX_D || L < 1)
+    if (Hkv < 1 || H % Hkv || D > ORACLE_ATT_MAX_D || D > max_d || L < 1)
         return -1;
-    int S = (L + KCASE_ATT_KEYS_PER_SPLIT - 1) / KCASE_ATT_KEYS_PER_SPLIT;
+    const int kps = D > 128 ? KCASE_ATT_KEYS_PER_SPLIT / 2 : KCASE_ATT_KEYS_PER_SPLIT;
+    int S = (L + kps - 1) / kps;
     S = S > KCASE_ATT_MAX_SPLITS ? KCASE_ATT_MAX_SPLITS : S;
     size_t nkv = (size_t)Hkv * cap * D, nws = (size_t)H * S * (D + 2);
     float *q = fill(c, (size_t)H * D, s, -1.f, 1.f, 0.05f);
@@ -487,6 +503,7 @@ static int build_attn(struct kcase *c, const struct kcase_dims *d, uint64_t *s)
     c->bytes_moved -= 2.0 * (double)Hkv * (cap - L) * D * 4 + (double)nws * 4 + (double)H * 4;
     c->geom = KCASE_GEOM_HEADS;
     c->items = (uint64_t)S, c->rows = (uint64_t)H, c->kv_heads = (uint64_t)Hkv;
+    c->tc_smem = attn_smem(max_d, D); /* kcase_dyn_smem: CUDA sm_80+ only */
     return 0;
 }
 
@@ -629,7 +646,7 @@ int kcase_build(struct kcase *c, const char *name, const struct kcase_dims *d, u
     } else if (!strcmp(op, "matvec_q8"))
         r = build_matvec(c, d, &s);
     else if (!strcmp(op, "attn_decode_f32") || !strcmp(op, "attn_decode_d256_f32")) {
-        r = build_attn(c, d, &s);
+        r = build_attn(c, d, &s, strstr(op, "_d256") ? 256 : 128);
         snprintf(c->shape, sizeof c->shape, "H=%d Hkv=%d D=%d L=%d", d->heads, d->kv_heads,
                  d->head_dim, d->kv_len);
     } else if (!strcmp(op, "gemm_f32")) {
@@ -741,11 +758,11 @@ void kcase_bench_dims(const char *name, int rows, int cols, struct kcase_dims *d
     if (!strncmp(name, "rope_", 5)) {
         d->head_dim = 128;
         d->heads = cols / 128 > 0 ? cols / 128 : 1;
-    } else if (!strncmp(name, "attn_decode", 11)) {
+    } else if (!strncmp(name, "attn_decode", 11)) { /* the D <= 256 entry at D = 256 */
         d->heads = 32;
         d->kv_heads = 8;
-        d->head_dim = 128;
-        d->kv_len = (int)((long long)rows * cols / (2 * 8 * 128));
+        d->head_dim = strstr(name, "_d256") ? 256 : 128;
+        d->kv_len = (int)((long long)rows * cols / (2 * 8 * d->head_dim));
         if (d->kv_len < 1)
             d->kv_len = 1;
     } else if (!strncmp(name, "gemm_", 5)) {
@@ -761,9 +778,14 @@ int kcase_bench_shapes(const char *name, int rows, int cols, struct kcase_dims *
     if (max < 1)
         return 0;
     kcase_bench_dims(name, rows, cols, &d[n++]);
-    if (!strncmp(name, "attn_decode", 11) && n < max) { /* batch 16 of L = 4096 */
+    if (!strncmp(name, "attn_decode", 11) && n < max) { /* batch 16 of L = 4096 (same bytes) */
         d[n] = d[0];
-        d[n].heads = 16 * 32, d[n].kv_heads = 16 * 8, d[n].kv_len = 4096;
+        d[n].heads = 16 * 32, d[n].kv_heads = 16 * 8, d[n].kv_len = 4096 * 128 / d[0].head_dim;
+        n++;
+    }
+    if (!strncmp(name, "attn_decode_d256", 16) && n < max) { /* and at D = 128, half idle */
+        d[n] = d[0];
+        d[n].head_dim = 128, d[n].kv_len = 2 * d[0].kv_len;
         n++;
     }
     if (!strncmp(name, "gemm_", 5) && n < max) {
@@ -838,8 +860,8 @@ void kcase_grid(const struct kcase *c, unsigned block, int vulkan, uint32_t max_
         grid[0] = cap32((c->items + b - 1) / b, max_x);
         break;
     case KCASE_GEOM_WARPROWS:
-        /* CUDA/HIP: one 32-lane warp per pair of rows (matvec_q8.cu) */
-        grid[0] = cap32(vulkan ? c->rows : ((c->rows + 1) / 2 + b / 32 - 1) / (b / 32), max_x);
+        /* CUDA/HIP: one 32-lane warp per 4 rows (matvec_q8.cu, KJ_MV_ROWS) */
+        grid[0] = cap32(vulkan ? c->rows : ((c->rows + 3) / 4 + b / 32 - 1) / (b / 32), max_x);
         break;
     case KCASE_GEOM_ROWS:
         grid[0] = cap32(c->rows, max_x);
