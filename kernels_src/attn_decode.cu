@@ -11,8 +11,9 @@
  *
  * GQA-aware: block (kvh, s) computes ALL the query heads of KV head kvh (up to
  * KJ_ATT_G = 4 per pass; larger groups take more passes over the same keys, which then
- * come from L2) over keys [s*ceil(L/S), (s+1)*ceil(L/S)), so each K/V row is read from
- * memory once, not once per query head.  Inside the block, lanes form groups of
+ * come from L2) over its share of the keys, so each K/V row is read from
+ * memory once, not once per query head (the keys of block s: att_tiles, interleaved
+ * tiles by default).  Inside the block, lanes form groups of
  * KJ_ATT_LPK = KJ_ATT_MAX_D / 8 lanes (16 or 32), each lane holding 8 dimensions of a
  * K or V row, so a group reads a whole row in 16-byte pieces.  q.k is reduced with
  * shuffles inside the group; each group keeps a running max and sum per head (online
@@ -57,7 +58,12 @@
 #define KJ_ATT_LPK (KJ_ATT_MAX_D / 8)         /* lanes per key; each holds 8 dims */
 #define KJ_ATT_NG (KJ_BLOCK / KJ_ATT_LPK)     /* lane groups per block (KJ_BLOCK threads) */
 #define KJ_ATT_G 4                            /* query heads per pass */
+#ifndef KJ_ATT_TK
 #define KJ_ATT_TK 16                          /* keys a shared-memory tile */
+#endif
+#ifndef KJ_ATT_ILV /* 1: block s takes tiles s, s + S, ...; 0: one contiguous range */
+#define KJ_ATT_ILV 1
+#endif
 #define KJ_ATT_NK (KJ_ATT_TK / KJ_ATT_NG)     /* keys a group takes from a tile */
 #define KJ_ATT_NS_MAX 6                       /* shared-memory stages at most */
 #define KJ_ATT_QF (KJ_ATT_G * KJ_ATT_MAX_D)   /* floats of the scaled q */
@@ -69,7 +75,7 @@
 #ifndef KJ_MINB /* blocks an SM the register budget is cut for (launch bounds) */
 #define KJ_MINB 2
 #endif
-#if defined(KJ_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if defined(KJ_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(KJ_ATT_NOASYNC)
 #define KJ_ATT_ASYNC 1
 #else
 #define KJ_ATT_ASYNC 0
@@ -102,6 +108,26 @@ KJ_DEV float att_group_sum(float v)
 }
 
 KJ_DEV float att_exp2(float x) { return exp2f(x); }
+KJ_DEV int att_imin(int a, int b) { return a < b ? a : b; }
+
+/* The keys of block s of S, in tiles of tk keys: returns the tile count; tile i starts
+ * at key *tb + i * *step and ends at min(that + tk, *lim).  KJ_ATT_ILV: the tiles s,
+ * s + S, s + 2S, ... of the whole sequence, so the blocks running at once read
+ * neighbouring tiles (one front moving through memory, as a copy's); otherwise the
+ * contiguous range [s * ceil(L / S), (s + 1) * ceil(L / S)), whose S fronts 256 KB
+ * apart (512 keys of D = 128) ran 76-80% of copy. */
+KJ_DEV int att_tiles(int s, int S, int kv_len, int tk, int *tb, int *step, int *lim)
+{
+#if KJ_ATT_ILV
+    const int ntot = (kv_len + tk - 1) / tk;
+    *tb = s * tk, *step = S * tk, *lim = kv_len;
+    return s < ntot ? (ntot - 1 - s) / S + 1 : 0;
+#else
+    const int chunk = (kv_len + S - 1) / S, t0 = s * chunk;
+    *tb = t0, *step = tk, *lim = t0 + chunk < kv_len ? t0 + chunk : kv_len;
+    return *lim > t0 ? (*lim - t0 + tk - 1) / tk : 0;
+#endif
+}
 
 /* A load of what other blocks of this launch wrote: from L2, past this SM's L1. */
 KJ_DEV float att_ldcg(const float *p)
@@ -160,9 +186,15 @@ KJ_DEV void att_step(const float4 *sq, int sub, const float (&kr)[NK][8], const 
 KJ_DEV void att_cp16(float *dst, const float *src, bool valid)
 {
     const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+#if defined(KJ_ATT_L2PF) /* ask L2 for whole 128-byte lines */
+    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src),
+                 "r"(valid ? 16 : 0)
+                 : "memory");
+#else
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src),
                  "r"(valid ? 16 : 0)
                  : "memory");
+#endif
 }
 KJ_DEV void att_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N> KJ_DEV void att_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
@@ -179,7 +211,8 @@ KJ_DEV void att_wait_n(int n)
 }
 
 /* Start the copies of the K and V rows of keys kt .. kt + TK - 1 (those < t1; the rest
- * of the tile is zero-filled) into stage st: [K: TK][D] then [V: TK][D]. */
+ * of the tile is zero-filled) into stage st: [K: TK][D] then [V: TK][D], and commit
+ * them as one group. */
 KJ_DEV void att_issue(float *st, const float *kb, const float *vb, int kt, int t1, int D)
 {
     const int nch = KJ_ATT_TK * D / 4, lim = (t1 - kt) * D; /* chunks a tensor; valid floats */
@@ -220,8 +253,6 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB)
     const int gsz = n_heads / n_kv_heads; /* query heads per KV head */
     const int grp = threadIdx.x / KJ_ATT_LPK, sub = threadIdx.x % KJ_ATT_LPK;
     const int ng = blockDim.x / KJ_ATT_LPK;
-    const int chunk = (kv_len + S - 1) / S, t0 = s * chunk;
-    const int t1 = t0 + chunk < kv_len ? t0 + chunk : kv_len;
     const float *kb = k + (kj_size)kvh * kv_cap * D, *vb = v + (kj_size)kvh * kv_cap * D;
     const bool vec = (D & 3) == 0;
 #if KJ_ATT_ASYNC
@@ -253,11 +284,13 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB)
         }
 #if KJ_ATT_ASYNC
         if (async) {
-            const int nt = t1 > t0 ? (t1 - t0 + KJ_ATT_TK - 1) / KJ_ATT_TK : 0;
+            int tb, step, lim;
+            const int nt = att_tiles(s, S, kv_len, KJ_ATT_TK, &tb, &step, &lim);
             const int stage = 2 * KJ_ATT_TK * D;
             for (int i = 0; i < ns - 1; i++) /* the first ns - 1 tiles (a group each) */
                 if (i < nt)
-                    att_issue(stages + i * stage, kb, vb, t0 + i * KJ_ATT_TK, t1, D);
+                    att_issue(stages + i * stage, kb, vb, tb + i * step,
+                              att_imin(tb + i * step + KJ_ATT_TK, lim), D);
                 else
                     att_commit();
             for (int i = 0; i < nt; i++) {
@@ -265,16 +298,18 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB)
                 __syncthreads();    /* everyone's have; and tile i - 1's stage is free */
                 const int j = i + ns - 1;
                 if (j < nt)
-                    att_issue(stages + (j % ns) * stage, kb, vb, t0 + j * KJ_ATT_TK, t1, D);
+                    att_issue(stages + (j % ns) * stage, kb, vb, tb + j * step,
+                              att_imin(tb + j * step + KJ_ATT_TK, lim), D);
                 else
                     att_commit();
                 const float *kt = stages + (i % ns) * stage, *vt = kt + KJ_ATT_TK * D;
+                const int t = tb + i * step, te = att_imin(t + KJ_ATT_TK, lim);
                 float kr[KJ_ATT_NK][8], vr[KJ_ATT_NK][8];
                 bool ok[KJ_ATT_NK];
 #pragma unroll
                 for (int n = 0; n < KJ_ATT_NK; n++) {
                     const int kk = grp + n * KJ_ATT_NG;
-                    ok[n] = t0 + i * KJ_ATT_TK + kk < t1; /* rows past t1 are zeros */
+                    ok[n] = t + kk < te; /* rows past te are zeros */
                     att_load_row(kt + kk * D, sub, D, true, kr[n]);
                     att_load_row(vt + kk * D, sub, D, true, vr[n]);
                 }
@@ -285,17 +320,20 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB)
         } else
 #endif
         {
-            /* two keys per step per group: 8 16-byte loads in flight per lane.  The trip
-             * count is the same for every group (base runs over the block's keys); a
-             * group whose key is past the end re-reads a valid row with weight zero. */
-            for (int base = t0; base < t1; base += 2 * ng) {
+            /* two keys per step per group (tiles of 2 * ng keys): 8 16-byte loads in
+             * flight per lane.  The trip count is the same for every group; a group
+             * whose key is past the end re-reads a valid row with weight zero. */
+            int tb, step, lim;
+            const int nt = att_tiles(s, S, kv_len, 2 * ng, &tb, &step, &lim);
+            for (int i = 0; i < nt; i++) {
+                const int base = tb + i * step, te = att_imin(base + 2 * ng, lim);
                 const int ta = base + grp, tc = ta + ng;
                 float kr[2][8], vr[2][8];
-                const bool ok[2] = {ta < t1, tc < t1};
-                att_load_row(kb + (kj_size)(ok[0] ? ta : t0) * D, sub, D, vec, kr[0]);
-                att_load_row(kb + (kj_size)(ok[1] ? tc : t0) * D, sub, D, vec, kr[1]);
-                att_load_row(vb + (kj_size)(ok[0] ? ta : t0) * D, sub, D, vec, vr[0]);
-                att_load_row(vb + (kj_size)(ok[1] ? tc : t0) * D, sub, D, vec, vr[1]);
+                const bool ok[2] = {ta < te, tc < te};
+                att_load_row(kb + (kj_size)(ok[0] ? ta : base) * D, sub, D, vec, kr[0]);
+                att_load_row(kb + (kj_size)(ok[1] ? tc : base) * D, sub, D, vec, kr[1]);
+                att_load_row(vb + (kj_size)(ok[0] ? ta : base) * D, sub, D, vec, vr[0]);
+                att_load_row(vb + (kj_size)(ok[1] ? tc : base) * D, sub, D, vec, vr[1]);
                 att_step<2>(sq, sub, kr, vr, ok, acc, m, l);
             }
         }
