@@ -22,29 +22,31 @@
  * whole warp; a key past the end gets weight zero).
  *
  * Two ways to bring the keys in:
- *  - CUDA sm_80+ (KJ_ATT_ASYNC), when D % 4 == 0 and k, v are 16-byte aligned: the
+ *  - registers (the default): each group takes every NG-th key of the block's range,
+ *    two at a time, straight from global memory (two 16-byte loads per lane per row
+ *    when D % 4 == 0, scalar loads otherwise).  On the H100 this ran 85% of copy at
+ *    D = 128, L = 65536 where the cp.async path below ran 76-77%.
+ *  - KJ_ATT_ASYNC on CUDA sm_80+, when D % 4 == 0 and k, v are 16-byte aligned: the
  *    block streams its keys through shared memory in tiles of KJ_ATT_TK = 16 keys
- *    (K and V), cp.async'd ns - 1 tiles ahead of the one being used (ns stages, as many
- *    as the dynamic shared memory holds, up to 6): the loads in flight no longer
- *    depend on registers, and the block computes while they land.  The first version,
- *    two keys a group straight into 32 registers a lane (121 registers, 2 blocks an SM),
- *    ran 80% of copy at L = 65536 on the H200.  Group g takes keys g, g + NG, ... of a
- *    tile (1 key a tile with 16-lane groups, 2 with 32-lane ones).
- *  - otherwise (HIP, older CUDA, D % 4 != 0): each group takes every NG-th key, two at
- *    a time, straight from global memory into registers (two 16-byte loads per lane
- *    per row when D % 4 == 0, scalar loads otherwise).
+ *    (K and V) copied ns - 1 tiles ahead of the one being used (ns stages, as many as
+ *    the dynamic shared memory holds, up to 6), so the loads in flight do not depend
+ *    on registers; group g takes keys g, g + NG, ... of a tile.  KJ_ATT_ASYNC=1: every
+ *    thread cp.async's 16-byte pieces; =2 (sm_90): one thread copies each tile's K and
+ *    V rows with two cp.async.bulk completing on an mbarrier.  The manifest's choice
+ *    for each entry is what measured best (bench/ figures, the commit log).
  *
  * Launch: block KJ_BLOCK; grid.x = Hkv, grid.y = S splits (1 <= S; a good S gives each
- * block a few hundred keys and the grid a few blocks per SM).  CUDA sm_80+: dynamic
- * shared memory of at least KJ_ATT_SMEM_MIN = 4 * (G * MAX_D + NG * G * (MAX_D + 2))
- * bytes (34.8 KB for D <= 128, 37.1 KB for D <= 256), and for the streamed path
- * 4 * G * MAX_D + ns * 128 * D bytes with ns >= 2 (kcase.c passes 4 stages' worth for
- * D <= 128 and 3 above); a launch with less returns without writing o.  Other targets
- * take no dynamic shared memory.  With S == 1 the block writes o.  With S > 1 it writes
- * its partials (max, sum, acc[D]) to ws[h][s] for each of its heads, and the last block
- * of KV head kvh to finish (counted in counters[kvh]) merges the S partials into o and
- * resets counters[kvh] to 0: the split merge is fused.
- *   ws: H * S * (D + 2) floats of scratch; counters: >= Hkv uint32, zero before the
+ * block a few hundred keys and the grid a few blocks per SM).  CUDA sm_80+: the shared
+ * arrays are the launch's dynamic shared memory, at least 4 * (G * MAX_D + NG * G *
+ * (MAX_D + 2)) bytes (34.8 KB for MAX_D = 128, 37.1 KB for 256) and, for the streamed
+ * path, 4 * G * MAX_D + ns * 128 * D bytes with ns >= 2 (kcase.c: attn_smem); a launch
+ * with less returns without writing o.  Other targets: static shared memory, none
+ * dynamic.  With S == 1 the block writes o.  With S > 1 it writes its partials (max m,
+ * sum l, acc[D]) to ws for each of its heads, and the last block of KV head kvh to
+ * finish (counted in counters[kvh]) merges the S partials into o (att_merge) and resets
+ * counters[kvh] to 0: the split merge is fused.
+ *   ws: H * S * (D + 2) floats of scratch (acc of head h, split j at (h * S + j) * D;
+ *   its m, l at H * S * D + (h * S + j) * 2); counters: >= Hkv uint32, zero before the
  *   first launch (each launch leaves them zero again).
  */
 #include "kjit_prelude.h"
@@ -62,7 +64,7 @@
 #define KJ_ATT_TK 16                          /* keys a shared-memory tile */
 #endif
 #ifndef KJ_ATT_ILV /* 1: block s takes tiles s, s + S, ...; 0: one contiguous range */
-#define KJ_ATT_ILV 1
+#define KJ_ATT_ILV 0
 #endif
 #define KJ_ATT_NK (KJ_ATT_TK / KJ_ATT_NG)     /* keys a group takes from a tile */
 #define KJ_ATT_NS_MAX 6                       /* shared-memory stages at most */
@@ -75,20 +77,46 @@
 #ifndef KJ_MINB /* blocks an SM the register budget is cut for (launch bounds) */
 #define KJ_MINB 2
 #endif
-#if defined(KJ_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(KJ_ATT_NOASYNC)
-#define KJ_ATT_ASYNC 1
-#else
+#ifndef KJ_ATT_ASYNC /* 1: stream K/V through shared memory by cp.async; 2: by bulk copy */
 #define KJ_ATT_ASYNC 0
 #endif
+/* CUDA sm_80+: the shared arrays live in the launch's dynamic shared memory */
+#if defined(KJ_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define KJ_ATT_DYN 1
+#else
+#define KJ_ATT_DYN 0
+#endif
+#if KJ_ATT_ASYNC && KJ_ATT_DYN
+#define KJ_ATT_CPASYNC 1
+#else
+#define KJ_ATT_CPASYNC 0
+#endif
+#if KJ_ATT_ASYNC == 2 && KJ_ATT_DYN && __CUDA_ARCH__ >= 900 /* cp.async.bulk: sm_90 */
+#define KJ_ATT_BULK 1
+#else
+#define KJ_ATT_BULK 0
+#endif
+
+/* A 16-byte piece of a K/V row in global memory (GL) or shared memory; KJ_ATT_CS:
+ * global rows are loaded evict-first (read once). */
+template <bool GL> KJ_DEV float4 att_ld4(const float *row, int f)
+{
+#if defined(KJ_CUDA) && defined(KJ_ATT_CS)
+    if (GL)
+        return __ldcs(reinterpret_cast<const float4 *>(row) + f);
+#endif
+    return kj_ld4(row, f);
+}
 
 /* Dims 4*(j*LPK + sub) .. +3 for j = 0, 1 of row `row` into r[8]; zeros past D. */
+template <bool GL>
 KJ_DEV void att_load_row(const float *__restrict__ row, int sub, int D, bool vec, float r[8])
 {
 #pragma unroll
     for (int j = 0; j < 2; j++) {
         const int f = j * KJ_ATT_LPK + sub;
         if (vec) {
-            const float4 a = 4 * f < D ? kj_ld4(row, f) : make_float4(0.f, 0.f, 0.f, 0.f);
+            const float4 a = 4 * f < D ? att_ld4<GL>(row, f) : make_float4(0.f, 0.f, 0.f, 0.f);
             r[4 * j] = a.x, r[4 * j + 1] = a.y, r[4 * j + 2] = a.z, r[4 * j + 3] = a.w;
         } else {
 #pragma unroll
@@ -139,6 +167,22 @@ KJ_DEV float att_ldcg(const float *p)
 #endif
 }
 
+/* W consecutive floats written by other blocks of this launch (W = 4: one 16-byte load) */
+template <int W> KJ_DEV void att_ldcgw(const float *p, float *r)
+{
+#if defined(KJ_CUDA)
+    if (W == 4) {
+        const float4 v = __ldcg(reinterpret_cast<const float4 *>(p));
+        r[0] = v.x, r[W > 1 ? 1 : 0] = v.y, r[W > 2 ? 2 : 0] = v.z, r[W > 3 ? 3 : 0] = v.w;
+    } else
+#endif
+    {
+#pragma unroll
+        for (int e = 0; e < W; e++)
+            r[e] = att_ldcg(p + e);
+    }
+}
+
 /* One online-softmax step of a lane group over NK keys (rows kr, vr; ok: the key is
  * valid) for the KJ_ATT_G heads of this pass; sq: the scaled q, [G][MAX_D / 4]. */
 template <int NK>
@@ -182,7 +226,7 @@ KJ_DEV void att_step(const float4 *sq, int sub, const float (&kr)[NK][8], const 
     }
 }
 
-#if KJ_ATT_ASYNC
+#if KJ_ATT_CPASYNC
 KJ_DEV void att_cp16(float *dst, const float *src, bool valid)
 {
     const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
@@ -210,13 +254,57 @@ KJ_DEV void att_wait_n(int n)
     }
 }
 
-/* Start the copies of the K and V rows of keys kt .. kt + TK - 1 (those < t1; the rest
- * of the tile is zero-filled) into stage st: [K: TK][D] then [V: TK][D], and commit
- * them as one group. */
-KJ_DEV void att_issue(float *st, const float *kb, const float *vb, int kt, int t1, int D)
+#if KJ_ATT_BULK
+KJ_DEV unsigned att_saddr(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+KJ_DEV void att_bar_init(unsigned long long *bar)
 {
-    const int nch = KJ_ATT_TK * D / 4, lim = (t1 - kt) * D; /* chunks a tensor; valid floats */
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(att_saddr(bar)) : "memory");
+}
+KJ_DEV void att_bar_fence() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+/* wait until phase `parity` of bar has completed */
+KJ_DEV void att_bar_wait(unsigned long long *bar, unsigned parity)
+{
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "ATT_WAIT:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+                 "@!p bra ATT_WAIT;\n"
+                 "}\n" ::"r"(att_saddr(bar)),
+                 "r"(parity)
+                 : "memory");
+}
+#endif
+
+/* Start the copies of the K and V rows of keys kt .. t1 - 1 (t1 <= kt + TK) into stage
+ * st: [K: TK][D] then [V: TK][D].  cp.async: every thread copies 16-byte pieces, rows
+ * past t1 zero-filled, one commit group per tile.  Bulk (bar != 0): thread 0 copies
+ * each tensor's rows in one cp.async.bulk completing on bar (rows past t1 keep what
+ * they held: the reader zeroes them). */
+KJ_DEV void att_issue(float *st, const float *kb, const float *vb, int kt, int t1, int D,
+                      unsigned long long *bar)
+{
+    const int lim = (t1 - kt) * D; /* valid floats of a tensor */
     const kj_size off = (kj_size)kt * D;
+#if KJ_ATT_BULK
+    if (bar) {
+        if (threadIdx.x == 0) {
+            const unsigned bytes = 4u * (unsigned)lim, b = att_saddr(bar);
+            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(b),
+                         "r"(2 * bytes)
+                         : "memory");
+            asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
+                         "[%0], [%1], %2, [%3];\n" ::"r"(att_saddr(st)),
+                         "l"(kb + off), "r"(bytes), "r"(b)
+                         : "memory");
+            asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
+                         "[%0], [%1], %2, [%3];\n" ::"r"(att_saddr(st + KJ_ATT_TK * D)),
+                         "l"(vb + off), "r"(bytes), "r"(b)
+                         : "memory");
+        }
+        return;
+    }
+#endif
+    const int nch = KJ_ATT_TK * D / 4; /* 16-byte chunks a tensor */
     for (int c = threadIdx.x; c < 2 * nch; c += KJ_BLOCK) {
         const int tv = c >= nch, cc = c - tv * nch;
         const bool ok = 4 * cc < lim;
@@ -225,7 +313,203 @@ KJ_DEV void att_issue(float *st, const float *kb, const float *vb, int kt, int t
     }
     att_commit();
 }
+
+/* The block's keys through ns shared-memory stages (KJ_ATT_CPASYNC): tile i is copied
+ * ns - 1 tiles ahead of its use; a barrier a tile lets the stage used last be refilled.
+ * bars: ns mbarriers (bulk copies) or null (cp.async); used: tiles that went through
+ * the stages before (their phases), updated. */
+KJ_DEV void att_keys_smem(float *stages, int ns, const float *kb, const float *vb, int s, int S,
+                          int kv_len, int D, int grp, int sub, const float4 *sq,
+                          unsigned long long *bars, int &used, float (&acc)[KJ_ATT_G][8],
+                          float (&m)[KJ_ATT_G], float (&l)[KJ_ATT_G])
+{
+    int tb, step, lim;
+    const int nt = att_tiles(s, S, kv_len, KJ_ATT_TK, &tb, &step, &lim);
+    const int stage = 2 * KJ_ATT_TK * D, u0 = used;
+    for (int i = 0; i < ns - 1; i++) /* the first ns - 1 tiles (a copy group each) */
+        if (i < nt)
+            att_issue(stages + ((u0 + i) % ns) * stage, kb, vb, tb + i * step,
+                      att_imin(tb + i * step + KJ_ATT_TK, lim), D, bars ? bars + (u0 + i) % ns : 0);
+        else if (!bars)
+            att_commit();
+    for (int i = 0; i < nt; i++) {
+        const int u = u0 + i;
+#if KJ_ATT_BULK
+        if (bars)
+            att_bar_wait(bars + u % ns, (unsigned)(u / ns) & 1u);
+        else
 #endif
+            att_wait_n(ns - 2); /* this thread's copies of tile i have landed */
+        __syncthreads();        /* everyone's have; and tile i - 1's stage is free */
+        const int j = i + ns - 1;
+        if (j < nt)
+            att_issue(stages + ((u0 + j) % ns) * stage, kb, vb, tb + j * step,
+                      att_imin(tb + j * step + KJ_ATT_TK, lim), D, bars ? bars + (u0 + j) % ns : 0);
+        else if (!bars)
+            att_commit();
+        const float *kt = stages + (u % ns) * stage, *vt = kt + KJ_ATT_TK * D;
+        const int t = tb + i * step, te = att_imin(t + KJ_ATT_TK, lim);
+        float kr[KJ_ATT_NK][8], vr[KJ_ATT_NK][8];
+        bool ok[KJ_ATT_NK];
+#pragma unroll
+        for (int n = 0; n < KJ_ATT_NK; n++) {
+            const int kk = grp + n * KJ_ATT_NG;
+            ok[n] = t + kk < te;
+            att_load_row<false>(kt + kk * D, sub, D, true, kr[n]);
+            att_load_row<false>(vt + kk * D, sub, D, true, vr[n]);
+#pragma unroll
+            for (int e = 0; e < 8; e++) { /* rows past te: zeros (bulk: stale, maybe NaN) */
+                kr[n][e] = ok[n] ? kr[n][e] : 0.f;
+                vr[n][e] = ok[n] ? vr[n][e] : 0.f;
+            }
+        }
+        att_step<KJ_ATT_NK>(sq, sub, kr, vr, ok, acc, m, l);
+    }
+    if (!bars)
+        att_wait<0>();
+    used = u0 + nt;
+    __syncthreads(); /* the merge after this reuses the stages' memory */
+}
+#endif
+
+/* The block's keys straight from global memory into registers: two keys per step per
+ * group (tiles of 2 * ng keys), 8 16-byte loads in flight per lane.  The trip count is
+ * the same for every group; a group whose key is past the end re-reads a valid row with
+ * weight zero. */
+KJ_DEV void att_keys_regs(const float *kb, const float *vb, int s, int S, int kv_len, int D,
+                          bool vec, int grp, int sub, int ng, const float4 *sq,
+                          float (&acc)[KJ_ATT_G][8], float (&m)[KJ_ATT_G], float (&l)[KJ_ATT_G])
+{
+    int tb, step, lim;
+    const int nt = att_tiles(s, S, kv_len, 2 * ng, &tb, &step, &lim);
+    for (int i = 0; i < nt; i++) {
+        const int base = tb + i * step, te = att_imin(base + 2 * ng, lim);
+        const int ta = base + grp, tc = ta + ng;
+        float kr[2][8], vr[2][8];
+        const bool ok[2] = {ta < te, tc < te};
+        att_load_row<true>(kb + (kj_size)(ok[0] ? ta : base) * D, sub, D, vec, kr[0]);
+        att_load_row<true>(kb + (kj_size)(ok[1] ? tc : base) * D, sub, D, vec, kr[1]);
+        att_load_row<true>(vb + (kj_size)(ok[0] ? ta : base) * D, sub, D, vec, vr[0]);
+        att_load_row<true>(vb + (kj_size)(ok[1] ? tc : base) * D, sub, D, vec, vr[1]);
+        att_step<2>(sq, sub, kr, vr, ok, acc, m, l);
+    }
+}
+
+/* Columns of the split merge, W floats wide (4: float4 loads; 1: scalars): partial j of
+ * head g of this KV head has acc at pa + (g * S + j) * D and weight pw[g * S + j]; P
+ * threads share a column, each summing every P-th split with 8 independent loads in
+ * flight, into red[part][item]; then one thread a column adds the P sums and writes o. */
+template <int W>
+KJ_DEV void att_merge_cols(const float *pa, const float *pw, const float *gl, float *red, float *o,
+                           int kvh, int gsz, int S, int D, int P)
+{
+    const int cols = D / W, items = gsz * cols;
+    for (int it = threadIdx.x; it < P * items; it += blockDim.x) {
+        const int item = it % items, part = it / items, g = item / cols, c = item % cols;
+        const float *hp = pa + (kj_size)g * S * D + W * c, *wg = pw + g * S;
+        float a[W];
+#pragma unroll
+        for (int e = 0; e < W; e++)
+            a[e] = 0.f;
+        int j = part;
+        for (; j + 7 * P < S; j += 8 * P) {
+            float x[8][W];
+#pragma unroll
+            for (int u = 0; u < 8; u++)
+                att_ldcgw<W>(hp + (kj_size)(j + u * P) * D, x[u]);
+#pragma unroll
+            for (int u = 0; u < 8; u++)
+#pragma unroll
+                for (int e = 0; e < W; e++)
+                    a[e] += x[u][e] * wg[j + u * P];
+        }
+        for (; j < S; j += P) {
+            float x[W];
+            att_ldcgw<W>(hp + (kj_size)j * D, x);
+#pragma unroll
+            for (int e = 0; e < W; e++)
+                a[e] += x[e] * wg[j];
+        }
+#pragma unroll
+        for (int e = 0; e < W; e++)
+            red[(part * items + item) * W + e] = a[e];
+    }
+    __syncthreads();
+    for (int it = threadIdx.x; it < items; it += blockDim.x) {
+        const int g = it / cols, c = it % cols;
+#pragma unroll
+        for (int e = 0; e < W; e++) {
+            float t = 0.f;
+            for (int p = 0; p < P; p++)
+                t += red[(p * items + it) * W + e];
+            o[(kj_size)(kvh * gsz + g) * D + W * c + e] = t / gl[g];
+        }
+    }
+}
+
+/* The fused split merge, run by the last block of KV head kvh: o[h] = sum_j w_j acc_j /
+ * sum_j w_j l_j over the S partials of each of its gsz heads, w_j = exp2(m_j - max m).
+ * ws layout: acc of (head h, split j) at ws + (h * S + j) * D, its (m, l) at
+ * ws + H * S * D + (h * S + j) * 2.  sm: the block's free group-merge space
+ * (NG * G * MAX_D floats).  When the partials' m, l and weights fit there, the sums
+ * over splits run P threads a column (float4 columns when vec4), 8 loads in flight
+ * each: the first merge, one dependent load after another, cost a 128-split merge
+ * about a third of the kernel; the second, 16 loads in flight but 2 columns a thread
+ * one after the other and 16 rounds of L2 latency, still ~5% at L = 65536 (80% of copy
+ * against 86% at batch 16 x L = 4096 with 8 splits, on the H200).  Otherwise each
+ * element recomputes everything from ws. */
+KJ_DEV void att_merge(const float *ws, float *o, float *sm, int kvh, int gsz, int S, int D,
+                      int n_heads, bool vec4)
+{
+    const int n = gsz * S, W = vec4 ? 4 : 1, items = gsz * (D / W);
+    const float *pa = ws + (kj_size)kvh * n * D;                            /* acc */
+    const float *pml = ws + (kj_size)n_heads * S * D + (kj_size)kvh * n * 2; /* m, l */
+    int P = (int)blockDim.x / items;
+    P = P < 1 ? 1 : P > 16 ? 16 : P;
+    const int red_off = (3 * n + gsz + 3) & ~3;
+    if (red_off + P * items * W <= KJ_ATT_NG * KJ_ATT_G * KJ_ATT_MAX_D) {
+        float *pm = sm, *pl = sm + n, *pw = sm + 2 * n, *gl = sm + 3 * n;
+        for (int i = threadIdx.x; i < n; i += blockDim.x) {
+            pm[i] = att_ldcg(pml + 2 * i);
+            pl[i] = att_ldcg(pml + 2 * i + 1);
+        }
+        __syncthreads();
+        for (int i = threadIdx.x; i < n; i += blockDim.x) {
+            const int g = i / S;
+            float gm = -KJ_INF;
+            for (int j = 0; j < S; j++)
+                gm = fmaxf(gm, pm[g * S + j]);
+            pw[i] = pm[i] == -KJ_INF ? 0.f : att_exp2(pm[i] - gm);
+        }
+        __syncthreads();
+        for (int g = threadIdx.x; g < gsz; g += blockDim.x) {
+            float t = 0.f;
+            for (int j = 0; j < S; j++)
+                t += pl[g * S + j] * pw[g * S + j];
+            gl[g] = t;
+        }
+        __syncthreads();
+        if (vec4)
+            att_merge_cols<4>(pa, pw, gl, sm + red_off, o, kvh, gsz, S, D, P);
+        else
+            att_merge_cols<1>(pa, pw, gl, sm + red_off, o, kvh, gsz, S, D, P);
+    } else {
+        for (int i = threadIdx.x; i < gsz * D; i += blockDim.x) {
+            const int g = i / D, d = i % D;
+            const float *hp = pa + (kj_size)g * S * D, *hml = pml + (kj_size)g * S * 2;
+            float gm = -KJ_INF, gls = 0.f, a = 0.f;
+            for (int j = 0; j < S; j++)
+                gm = fmaxf(gm, att_ldcg(hml + 2 * j));
+            for (int j = 0; j < S; j++) {
+                const float pm = att_ldcg(hml + 2 * j);
+                const float f = pm == -KJ_INF ? 0.f : att_exp2(pm - gm);
+                gls += att_ldcg(hml + 2 * j + 1) * f;
+                a += att_ldcg(hp + (kj_size)j * D + d) * f;
+            }
+            o[(kj_size)(kvh * gsz + g) * D + d] = a / gls;
+        }
+    }
+}
 
 extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB)
     attn_decode_f32(const float *__restrict__ q, const float *__restrict__ k,
@@ -234,7 +518,7 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB)
 {
     /* shared memory: the scaled q [G][MAX_D] (zero-padded), then either the group merge
      * (m [NG][G], l [NG][G], acc [NG][G][MAX_D]) or, while keys stream, the stages */
-#if KJ_ATT_ASYNC
+#if KJ_ATT_DYN
     extern __shared__ float4 att_dyn[];
     float *arena = reinterpret_cast<float *>(att_dyn);
     unsigned dyn;
@@ -255,12 +539,23 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB)
     const int ng = blockDim.x / KJ_ATT_LPK;
     const float *kb = k + (kj_size)kvh * kv_cap * D, *vb = v + (kj_size)kvh * kv_cap * D;
     const bool vec = (D & 3) == 0;
-#if KJ_ATT_ASYNC
-    int ns = (int)((dyn / 4 - KJ_ATT_QF) / (2u * KJ_ATT_TK * (unsigned)D));
+#if KJ_ATT_CPASYNC
+    int ns = (int)((dyn / 4 - KJ_ATT_QF) / (2u * KJ_ATT_TK * (unsigned)D)), used = 0;
     ns = ns > KJ_ATT_NS_MAX ? KJ_ATT_NS_MAX : ns;
     const bool async = vec && ns >= 2 && blockDim.x == KJ_BLOCK &&
                        (((unsigned long long)k | (unsigned long long)v) & 15) == 0;
-    float *stages = arena + KJ_ATT_QF; /* ns x {K, V} x TK x D floats */
+    unsigned long long *bars = 0;
+#if KJ_ATT_BULK
+    __shared__ unsigned long long att_bars[KJ_ATT_NS_MAX];
+    if (async) {
+        if (threadIdx.x == 0) {
+            for (int i = 0; i < ns; i++)
+                att_bar_init(att_bars + i);
+            att_bar_fence();
+        }
+        bars = att_bars; /* initialised before the first use: the q barrier below */
+    }
+#endif
 #endif
 
     if (kvh >= n_kv_heads || D > KJ_ATT_MAX_D || grp >= KJ_ATT_NG)
@@ -282,61 +577,13 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB)
             m[g] = -KJ_INF;
             l[g] = 0.f;
         }
-#if KJ_ATT_ASYNC
-        if (async) {
-            int tb, step, lim;
-            const int nt = att_tiles(s, S, kv_len, KJ_ATT_TK, &tb, &step, &lim);
-            const int stage = 2 * KJ_ATT_TK * D;
-            for (int i = 0; i < ns - 1; i++) /* the first ns - 1 tiles (a group each) */
-                if (i < nt)
-                    att_issue(stages + i * stage, kb, vb, tb + i * step,
-                              att_imin(tb + i * step + KJ_ATT_TK, lim), D);
-                else
-                    att_commit();
-            for (int i = 0; i < nt; i++) {
-                att_wait_n(ns - 2); /* this thread's copies of tile i have landed */
-                __syncthreads();    /* everyone's have; and tile i - 1's stage is free */
-                const int j = i + ns - 1;
-                if (j < nt)
-                    att_issue(stages + (j % ns) * stage, kb, vb, tb + j * step,
-                              att_imin(tb + j * step + KJ_ATT_TK, lim), D);
-                else
-                    att_commit();
-                const float *kt = stages + (i % ns) * stage, *vt = kt + KJ_ATT_TK * D;
-                const int t = tb + i * step, te = att_imin(t + KJ_ATT_TK, lim);
-                float kr[KJ_ATT_NK][8], vr[KJ_ATT_NK][8];
-                bool ok[KJ_ATT_NK];
-#pragma unroll
-                for (int n = 0; n < KJ_ATT_NK; n++) {
-                    const int kk = grp + n * KJ_ATT_NG;
-                    ok[n] = t + kk < te; /* rows past te are zeros */
-                    att_load_row(kt + kk * D, sub, D, true, kr[n]);
-                    att_load_row(vt + kk * D, sub, D, true, vr[n]);
-                }
-                att_step<KJ_ATT_NK>(sq, sub, kr, vr, ok, acc, m, l);
-            }
-            att_wait<0>();
-            __syncthreads(); /* the merge below reuses the stages' memory */
-        } else
+#if KJ_ATT_CPASYNC
+        if (async)
+            att_keys_smem(arena + KJ_ATT_QF, ns, kb, vb, s, S, kv_len, D, grp, sub, sq, bars, used,
+                          acc, m, l);
+        else
 #endif
-        {
-            /* two keys per step per group (tiles of 2 * ng keys): 8 16-byte loads in
-             * flight per lane.  The trip count is the same for every group; a group
-             * whose key is past the end re-reads a valid row with weight zero. */
-            int tb, step, lim;
-            const int nt = att_tiles(s, S, kv_len, 2 * ng, &tb, &step, &lim);
-            for (int i = 0; i < nt; i++) {
-                const int base = tb + i * step, te = att_imin(base + 2 * ng, lim);
-                const int ta = base + grp, tc = ta + ng;
-                float kr[2][8], vr[2][8];
-                const bool ok[2] = {ta < te, tc < te};
-                att_load_row(kb + (kj_size)(ok[0] ? ta : base) * D, sub, D, vec, kr[0]);
-                att_load_row(kb + (kj_size)(ok[1] ? tc : base) * D, sub, D, vec, kr[1]);
-                att_load_row(vb + (kj_size)(ok[0] ? ta : base) * D, sub, D, vec, vr[0]);
-                att_load_row(vb + (kj_size)(ok[1] ? tc : base) * D, sub, D, vec, vr[1]);
-                att_step<2>(sq, sub, kr, vr, ok, acc, m, l);
-            }
-        }
+            att_keys_regs(kb, vb, s, S, kv_len, D, vec, grp, sub, ng, sq, acc, m, l);
         /* merge the lane groups of the block through shared memory */
 #pragma unroll
         for (int g = 0; g < KJ_ATT_G; g++) {
@@ -370,11 +617,11 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB)
             if (S == 1) {
                 o[(kj_size)h * D + d] = a / bl;
             } else {
-                float *part = ws + ((kj_size)h * S + s) * (D + 2);
-                part[2 + d] = a;
+                ws[((kj_size)h * S + s) * D + d] = a; /* layout: see att_merge */
                 if (d == 0) {
-                    part[0] = bm;
-                    part[1] = bl;
+                    float *ml = ws + (kj_size)n_heads * S * D + ((kj_size)h * S + s) * 2;
+                    ml[0] = bm;
+                    ml[1] = bl;
                 }
             }
         }
@@ -392,78 +639,7 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB)
     if (!sm_last)
         return;
     __threadfence();
-    /* When they fit in the (now free) group-accumulator space: every partial's max and
-     * sum in shared memory, then its weight exp2(m_j - max) and each head's total, so
-     * the sum over splits below is 16 independent coalesced loads at a time (the first
-     * version's loop, one dependent load after another, cost a 128-split merge about a
-     * third of the kernel's time).  Otherwise each element recomputes them. */
-    float *wsm = sm_acc;
-    const int n = gsz * S;
-    const bool in_smem = 3 * n + gsz <= KJ_ATT_NG * KJ_ATT_G * KJ_ATT_MAX_D;
-    const float *base = ws + (kj_size)kvh * n * (D + 2); /* this group's partials */
-    if (in_smem) {
-        float *pm = wsm, *pl = wsm + n, *pw = wsm + 2 * n, *gl = wsm + 3 * n;
-        for (int i = threadIdx.x; i < n; i += blockDim.x) {
-            pm[i] = att_ldcg(base + (kj_size)i * (D + 2));
-            pl[i] = att_ldcg(base + (kj_size)i * (D + 2) + 1);
-        }
-        __syncthreads();
-        for (int i = threadIdx.x; i < n; i += blockDim.x) {
-            const int g = i / S;
-            float gm = -KJ_INF;
-            for (int j = 0; j < S; j++)
-                gm = fmaxf(gm, pm[g * S + j]);
-            pw[i] = pm[i] == -KJ_INF ? 0.f : att_exp2(pm[i] - gm);
-        }
-        __syncthreads();
-        for (int g = threadIdx.x; g < gsz; g += blockDim.x) {
-            float t = 0.f;
-            for (int j = 0; j < S; j++)
-                t += pl[g * S + j] * pw[g * S + j];
-            gl[g] = t;
-        }
-        __syncthreads();
-        for (int i = threadIdx.x; i < gsz * D; i += blockDim.x) {
-            const int g = i / D, d = i % D;
-            const float *hp = base + (kj_size)g * S * (D + 2) + 2 + d, *wg = pw + g * S;
-            float a[16];
-#pragma unroll
-            for (int u = 0; u < 16; u++)
-                a[u] = 0.f;
-            int j = 0;
-            for (; j + 16 <= S; j += 16) {
-                float x[16];
-#pragma unroll
-                for (int u = 0; u < 16; u++)
-                    x[u] = att_ldcg(hp + (kj_size)(j + u) * (D + 2));
-#pragma unroll
-                for (int u = 0; u < 16; u++)
-                    a[u] += x[u] * wg[j + u];
-            }
-            for (; j < S; j++)
-                a[0] += att_ldcg(hp + (kj_size)j * (D + 2)) * wg[j];
-            float t = 0.f;
-#pragma unroll
-            for (int u = 0; u < 16; u++)
-                t += a[u];
-            o[(kj_size)(kvh * gsz + g) * D + d] = t / gl[g];
-        }
-    } else {
-        for (int i = threadIdx.x; i < gsz * D; i += blockDim.x) {
-            const int g = i / D, d = i % D;
-            const float *hp = base + (kj_size)g * S * (D + 2);
-            float gm = -KJ_INF, gl = 0.f, a = 0.f;
-            for (int j = 0; j < S; j++)
-                gm = fmaxf(gm, att_ldcg(hp + (kj_size)j * (D + 2)));
-            for (int j = 0; j < S; j++) {
-                const float pm = att_ldcg(hp + (kj_size)j * (D + 2));
-                const float f = pm == -KJ_INF ? 0.f : att_exp2(pm - gm);
-                gl += att_ldcg(hp + (kj_size)j * (D + 2) + 1) * f;
-                a += att_ldcg(hp + (kj_size)j * (D + 2) + 2 + d) * f;
-            }
-            o[(kj_size)(kvh * gsz + g) * D + d] = a / gl;
-        }
-    }
+    att_merge(ws, o, sm_acc, kvh, gsz, S, D, n_heads, vec && (((unsigned long long)ws & 15) == 0));
     if (threadIdx.x == 0)
         counters[kvh] = 0;
 }
