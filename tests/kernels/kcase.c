@@ -452,22 +452,6 @@ static int build_matvec(struct kcase *c, const struct kcase_dims *d, uint64_t *s
  * blocks per head. */
 #define KCASE_ATT_KEYS_PER_SPLIT 512
 #define KCASE_ATT_MAX_SPLITS 128
-#define KCASE_ATT_G 4 /* attn_decode.cu: KJ_ATT_G, query heads a pass */
-
-/* The dynamic shared memory attn_decode.cu takes on CUDA sm_80+ (kcase_dyn_smem passes
- * none on other targets), with the manifest's block of 256 threads: the scaled q
- * (G x MAX_D floats), then the larger of the lane groups' merge (NG x G x (MAX_D + 2)
- * floats, NG = 256 / (MAX_D / 8)) and, for entries that stream K/V through shared
- * memory (KJ_ATT_ASYNC), the key stages (16 keys of K and V: 128 * D bytes each):
- * 4 stages for D <= 128 (67.6 KB at D = 128) and 3 above (100 KB at D = 256): 2 blocks
- * an SM, as the registers allow. */
-static uint32_t attn_smem(int max_d, int D)
-{
-    const uint32_t ng = 256u / (uint32_t)(max_d / 8), q = 4u * KCASE_ATT_G * (uint32_t)max_d;
-    const uint32_t merge = 4u * ng * KCASE_ATT_G * (uint32_t)(max_d + 2);
-    const uint32_t st = (D <= 128 ? 4u : 3u) * 128u * (uint32_t)D;
-    return q + (merge > st ? merge : st);
-}
 
 static int build_attn(struct kcase *c, const struct kcase_dims *d, uint64_t *s, int max_d)
 {
@@ -505,7 +489,6 @@ static int build_attn(struct kcase *c, const struct kcase_dims *d, uint64_t *s, 
     c->bytes_moved -= 2.0 * (double)Hkv * (cap - L) * D * 4 + (double)nws * 4 + (double)H * 4;
     c->geom = KCASE_GEOM_HEADS;
     c->items = (uint64_t)S, c->rows = (uint64_t)H, c->kv_heads = (uint64_t)Hkv;
-    c->tc_smem = attn_smem(max_d, D); /* kcase_dyn_smem: CUDA sm_80+ only */
     return 0;
 }
 
