@@ -11,23 +11,31 @@
  *
  * GQA-aware: block (kvh, s) computes ALL the query heads of KV head kvh (up to
  * KJ_ATT_G = 4 per pass; larger groups take more passes over the same keys, which then
- * come from L2) over keys [s*ceil(L/S), (s+1)*ceil(L/S)), so each K/V row is read from
+ * come from L2) over its share of the keys, so each K/V row is read from
  * memory once, not once per query head.  Inside the block, lanes form groups of
- * KJ_ATT_LPK = KJ_ATT_MAX_D / 8 lanes (16 or 32); a group takes every ngroups-th key,
- * two at a time, each lane reading 8 dimensions of the K and V rows with two 16-byte
- * loads each (when D % 4 == 0 and the buffers are 16-byte aligned; scalar loads
- * otherwise), so a group reads a whole row in coalesced 16-byte pieces.  Every group
- * runs the same number of steps (the shuffles need the whole warp).  q.k is reduced
- * with shuffles inside the group; each group keeps a running max and sum per head
- * (online softmax, base 2: q is pre-scaled by scale * log2 e); groups merge through
- * shared memory at the end.
+ * KJ_ATT_LPK = KJ_ATT_MAX_D / 8 lanes (16 or 32), each lane holding 8 dimensions of a
+ * K or V row, so a group reads a whole row in 16-byte pieces.  q.k is reduced with
+ * shuffles inside the group; each group keeps a running max and sum per head (online
+ * softmax, base 2: q is pre-scaled by scale * log2 e); groups merge through shared
+ * memory at the end.  Every group runs the same number of steps (the shuffles need the
+ * whole warp; a key past the end gets weight zero).
+ *
+ * Each group takes every NG-th key of the block's range, two at a time, straight from
+ * global memory into registers (two 16-byte loads per lane per row when D % 4 == 0,
+ * scalar loads otherwise; on CUDA evict-first, KJ_ATT_CS, as each row is read once).
+ * Streaming K/V through shared memory instead (cp.async, 2-6 stages of 16 keys, or
+ * sm_90 bulk copies on an mbarrier, in commit 03f0d3d) measured slower on the H100:
+ * 75-81% of copy against this path's 84-90%.
  *
  * Launch: block KJ_BLOCK; grid.x = Hkv, grid.y = S splits (1 <= S; a good S gives each
- * block a few hundred keys and the grid a few blocks per SM).  With S == 1 the block
- * writes o.  With S > 1 it writes its partials (max, sum, acc[D]) to ws[h][s] for each
- * of its heads, and the last block of KV head kvh to finish (counted in counters[kvh])
- * merges the S partials into o and resets counters[kvh] to 0: the split merge is fused.
- *   ws: H * S * (D + 2) floats of scratch; counters: >= Hkv uint32, zero before the
+ * block a few hundred keys and the grid a few blocks per SM); no dynamic shared memory.
+ * Block s takes keys [s * ceil(L / S), (s + 1) * ceil(L / S)).  With S == 1 the block
+ * writes o.  With S > 1 it writes its partials (max m, sum l, acc[D]) to ws for each of
+ * its heads, and the last block of KV head kvh to finish (counted in counters[kvh])
+ * merges the S partials into o (att_merge) and resets counters[kvh] to 0: the split
+ * merge is fused.
+ *   ws: H * S * (D + 2) floats of scratch (acc of head h, split j at (h * S + j) * D;
+ *   its m, l at H * S * D + (h * S + j) * 2); counters: >= Hkv uint32, zero before the
  *   first launch (each launch leaves them zero again).
  */
 #include "kjit_prelude.h"
@@ -41,7 +49,26 @@
 #define KJ_ATT_LPK (KJ_ATT_MAX_D / 8)         /* lanes per key; each holds 8 dims */
 #define KJ_ATT_NG (KJ_BLOCK / KJ_ATT_LPK)     /* lane groups per block (KJ_BLOCK threads) */
 #define KJ_ATT_G 4                            /* query heads per pass */
+#define KJ_ATT_QF (KJ_ATT_G * KJ_ATT_MAX_D)   /* floats of the scaled q */
+#define KJ_ATT_MF (KJ_ATT_NG * KJ_ATT_G * (KJ_ATT_MAX_D + 2)) /* floats of the group merge */
 #define KJ_LOG2E 1.4426950408889634f
+#ifndef KJ_MINB /* blocks an SM the register budget is cut for (launch bounds) */
+#define KJ_MINB 2
+#endif
+#ifndef KJ_ATT_CS /* CUDA: K/V rows loaded evict-first (ld.global.cs) */
+#define KJ_ATT_CS 1
+#endif
+
+/* 16-byte piece f of a K/V row: read once, so evict-first on CUDA (KJ_ATT_CS; on the
+ * H100 84.3 -> 88.9% of copy at D = 128, L = 65536, 81.6 -> 84.5% at D = 256). */
+KJ_DEV float4 att_ld4(const float *row, int f)
+{
+#if defined(KJ_CUDA) && KJ_ATT_CS
+    return __ldcs(reinterpret_cast<const float4 *>(row) + f);
+#else
+    return kj_ld4(row, f);
+#endif
+}
 
 /* Dims 4*(j*LPK + sub) .. +3 for j = 0, 1 of row `row` into r[8]; zeros past D. */
 KJ_DEV void att_load_row(const float *__restrict__ row, int sub, int D, bool vec, float r[8])
@@ -50,7 +77,7 @@ KJ_DEV void att_load_row(const float *__restrict__ row, int sub, int D, bool vec
     for (int j = 0; j < 2; j++) {
         const int f = j * KJ_ATT_LPK + sub;
         if (vec) {
-            const float4 a = 4 * f < D ? kj_ld4(row, f) : make_float4(0.f, 0.f, 0.f, 0.f);
+            const float4 a = 4 * f < D ? att_ld4(row, f) : make_float4(0.f, 0.f, 0.f, 0.f);
             r[4 * j] = a.x, r[4 * j + 1] = a.y, r[4 * j + 2] = a.z, r[4 * j + 3] = a.w;
         } else {
 #pragma unroll
@@ -70,6 +97,18 @@ KJ_DEV float att_group_sum(float v)
 }
 
 KJ_DEV float att_exp2(float x) { return exp2f(x); }
+KJ_DEV int att_imin(int a, int b) { return a < b ? a : b; }
+
+/* The keys of block s of S, in tiles of tk keys: returns the tile count; tile i starts
+ * at key *tb + i * tk and ends at min(that + tk, *lim), within [s * ceil(L / S),
+ * (s + 1) * ceil(L / S)).  (Giving block s the interleaved tiles s, s + S, ... instead,
+ * so that the running blocks read neighbouring tiles, measured 1-2 points slower.) */
+KJ_DEV int att_tiles(int s, int S, int kv_len, int tk, int *tb, int *lim)
+{
+    const int chunk = (kv_len + S - 1) / S, t0 = s * chunk;
+    *tb = t0, *lim = t0 + chunk < kv_len ? t0 + chunk : kv_len;
+    return *lim > t0 ? (*lim - t0 + tk - 1) / tk : 0;
+}
 
 /* A load of what other blocks of this launch wrote: from L2, past this SM's L1. */
 KJ_DEV float att_ldcg(const float *p)
@@ -81,149 +120,165 @@ KJ_DEV float att_ldcg(const float *p)
 #endif
 }
 
-extern "C" __global__ void __launch_bounds__(KJ_BLOCK, 2)
-    attn_decode_f32(const float *__restrict__ q, const float *__restrict__ k,
-                    const float *__restrict__ v, float *o, float *ws, unsigned *counters,
-                    int n_heads, int n_kv_heads, int kv_len, int kv_cap, int head_dim, float scale)
+/* W consecutive floats written by other blocks of this launch (W = 4: one 16-byte load) */
+template <int W> KJ_DEV void att_ldcgw(const float *p, float *r)
 {
-    __shared__ float sm_m[KJ_ATT_NG][KJ_ATT_G], sm_l[KJ_ATT_NG][KJ_ATT_G];
-    __shared__ float sm_acc[KJ_ATT_NG][KJ_ATT_G][KJ_ATT_MAX_D];
-    __shared__ float4 sm_q[KJ_ATT_G][KJ_ATT_MAX_D / 4]; /* scale * log2e * q, zero-padded */
-    __shared__ int sm_last;
-    const int kvh = blockIdx.x, s = blockIdx.y, S = gridDim.y, D = head_dim;
-    const int gsz = n_heads / n_kv_heads; /* query heads per KV head */
-    const int grp = threadIdx.x / KJ_ATT_LPK, sub = threadIdx.x % KJ_ATT_LPK;
-    const int ng = blockDim.x / KJ_ATT_LPK;
-    const int chunk = (kv_len + S - 1) / S, t0 = s * chunk;
-    const int t1 = t0 + chunk < kv_len ? t0 + chunk : kv_len;
-    const float *kb = k + (kj_size)kvh * kv_cap * D, *vb = v + (kj_size)kvh * kv_cap * D;
-    const bool vec = (D & 3) == 0;
-
-    if (kvh >= n_kv_heads || D > KJ_ATT_MAX_D || grp >= KJ_ATT_NG)
-        return;
-    for (int hp = 0; hp < gsz; hp += KJ_ATT_G) {
-        float acc[KJ_ATT_G][8], m[KJ_ATT_G], l[KJ_ATT_G];
-        /* q in shared memory, not registers: 32 fewer registers, two blocks per SM */
-        for (int i = threadIdx.x; i < KJ_ATT_G * KJ_ATT_MAX_D; i += blockDim.x) {
-            const int g = i / KJ_ATT_MAX_D, d = i % KJ_ATT_MAX_D;
-            const float qv = hp + g < gsz && d < D ? q[(kj_size)(kvh * gsz + hp + g) * D + d] : 0.f;
-            (&sm_q[g][0].x)[d] = qv * scale * KJ_LOG2E;
-        }
-        __syncthreads();
+#if defined(KJ_CUDA)
+    if (W == 4) {
+        const float4 v = __ldcg(reinterpret_cast<const float4 *>(p));
+        r[0] = v.x, r[W > 1 ? 1 : 0] = v.y, r[W > 2 ? 2 : 0] = v.z, r[W > 3 ? 3 : 0] = v.w;
+    } else
+#endif
+    {
 #pragma unroll
-        for (int g = 0; g < KJ_ATT_G; g++) {
+        for (int e = 0; e < W; e++)
+            r[e] = att_ldcg(p + e);
+    }
+}
+
+/* One online-softmax step of a lane group over NK keys (rows kr, vr; ok: the key is
+ * valid) for the KJ_ATT_G heads of this pass; sq: the scaled q, [G][MAX_D / 4]. */
+template <int NK>
+KJ_DEV void att_step(const float4 *sq, int sub, const float (&kr)[NK][8], const float (&vr)[NK][8],
+                     const bool (&ok)[NK], float (&acc)[KJ_ATT_G][8], float (&m)[KJ_ATT_G],
+                     float (&l)[KJ_ATT_G])
+{
+#pragma unroll
+    for (int g = 0; g < KJ_ATT_G; g++) {
+        const float4 q0 = sq[g * (KJ_ATT_MAX_D / 4) + sub];
+        const float4 q1 = sq[g * (KJ_ATT_MAX_D / 4) + KJ_ATT_LPK + sub];
+        const float qr[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+        float sc[NK], p[NK];
+        float mn = m[g];
+#pragma unroll
+        for (int n = 0; n < NK; n++) {
+            float t = 0.f;
 #pragma unroll
             for (int i = 0; i < 8; i++)
-                acc[g][i] = 0.f;
-            m[g] = -KJ_INF;
-            l[g] = 0.f;
+                t += qr[i] * kr[n][i];
+            t = att_group_sum(t); /* every lane, whatever its key */
+            sc[n] = ok[n] ? t : -KJ_INF;
+            mn = fmaxf(mn, sc[n]);
         }
-        /* two keys per step per group: 8 16-byte loads in flight per lane.  The trip
-         * count is the same for every group (base runs over the block's keys), so the
-         * shuffles inside always find every lane of the warp; a group whose key is past
-         * the end re-reads a valid row and gives it weight zero. */
-        for (int base = t0; base < t1; base += 2 * ng) {
-            const int ta = base + grp, tc = ta + ng;
-            const bool va = ta < t1, vc = tc < t1;
-            float ka[8], kc[8], wa[8], wc[8];
-            att_load_row(kb + (kj_size)(va ? ta : t0) * D, sub, D, vec, ka);
-            att_load_row(kb + (kj_size)(vc ? tc : t0) * D, sub, D, vec, kc);
-            att_load_row(vb + (kj_size)(va ? ta : t0) * D, sub, D, vec, wa);
-            att_load_row(vb + (kj_size)(vc ? tc : t0) * D, sub, D, vec, wc);
+        const float mr = mn == -KJ_INF ? 0.f : mn; /* no key yet: keep zeros */
+        const float corr = att_exp2(m[g] - mr);
+        float ps = 0.f;
 #pragma unroll
-            for (int g = 0; g < KJ_ATT_G; g++) {
-                const float4 q0 = sm_q[g][sub], q1 = sm_q[g][KJ_ATT_LPK + sub];
-                const float qr[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
-                float sa = 0.f, sc = 0.f;
+        for (int n = 0; n < NK; n++)
+            ps += p[n] = att_exp2(sc[n] - mr);
+        l[g] = l[g] * corr + ps;
 #pragma unroll
-                for (int i = 0; i < 8; i++) {
-                    sa += qr[i] * ka[i];
-                    sc += qr[i] * kc[i];
-                }
-                sa = att_group_sum(sa); /* every lane, whatever its key */
-                sc = att_group_sum(sc);
-                sa = va ? sa : -KJ_INF;
-                sc = vc ? sc : -KJ_INF;
-                const float mn = fmaxf(m[g], fmaxf(sa, sc));
-                const float mr = mn == -KJ_INF ? 0.f : mn; /* no key yet: keep zeros */
-                const float corr = att_exp2(m[g] - mr), pa = att_exp2(sa - mr);
-                const float pc = att_exp2(sc - mr);
-                l[g] = l[g] * corr + pa + pc;
+        for (int i = 0; i < 8; i++) {
+            float a = acc[g][i] * corr;
 #pragma unroll
-                for (int i = 0; i < 8; i++)
-                    acc[g][i] = acc[g][i] * corr + pa * wa[i] + pc * wc[i];
-                m[g] = mn;
-            }
+            for (int n = 0; n < NK; n++)
+                a += p[n] * vr[n][i];
+            acc[g][i] = a;
         }
-        /* merge the lane groups of the block through shared memory */
-#pragma unroll
-        for (int g = 0; g < KJ_ATT_G; g++) {
-            if (sub == 0) {
-                sm_m[grp][g] = m[g];
-                sm_l[grp][g] = l[g];
-            }
-#pragma unroll
-            for (int j = 0; j < 2; j++)
-#pragma unroll
-                for (int c = 0; c < 4; c++) {
-                    const int d = 4 * (j * KJ_ATT_LPK + sub) + c;
-                    if (d < D)
-                        sm_acc[grp][g][d] = acc[g][4 * j + c];
-                }
-        }
-        __syncthreads();
-        for (int i = threadIdx.x; i < KJ_ATT_G * D; i += blockDim.x) {
-            const int g = i / D, d = i % D, h = kvh * gsz + hp + g;
-            if (hp + g >= gsz)
-                continue;
-            float bm = -KJ_INF, bl = 0.f, a = 0.f;
-            for (int w = 0; w < ng; w++)
-                bm = fmaxf(bm, sm_m[w][g]);
-            for (int w = 0; w < ng; w++)
-                if (sm_m[w][g] != -KJ_INF) { /* a group that saw no key */
-                    const float f = att_exp2(sm_m[w][g] - bm);
-                    bl += sm_l[w][g] * f;
-                    a += sm_acc[w][g][d] * f;
-                }
-            if (S == 1) {
-                o[(kj_size)h * D + d] = a / bl;
-            } else {
-                float *part = ws + ((kj_size)h * S + s) * (D + 2);
-                part[2 + d] = a;
-                if (d == 0) {
-                    part[0] = bm;
-                    part[1] = bl;
-                }
-            }
-        }
-        __syncthreads(); /* the shared arrays are reused by the next pass */
+        m[g] = mn;
     }
-    if (S == 1)
-        return;
+}
 
-    /* the last block of KV head kvh to finish merges the S partials of its heads */
-    __threadfence();
+/* The block's keys straight from global memory into registers: two keys per step per
+ * group (tiles of 2 * ng keys), 8 16-byte loads in flight per lane.  The trip count is
+ * the same for every group; a group whose key is past the end re-reads a valid row with
+ * weight zero. */
+KJ_DEV void att_keys_regs(const float *kb, const float *vb, int s, int S, int kv_len, int D,
+                          bool vec, int grp, int sub, int ng, const float4 *sq,
+                          float (&acc)[KJ_ATT_G][8], float (&m)[KJ_ATT_G], float (&l)[KJ_ATT_G])
+{
+    int tb, lim;
+    const int nt = att_tiles(s, S, kv_len, 2 * ng, &tb, &lim);
+    for (int i = 0; i < nt; i++) {
+        const int base = tb + i * 2 * ng, te = att_imin(base + 2 * ng, lim);
+        const int ta = base + grp, tc = ta + ng;
+        float kr[2][8], vr[2][8];
+        const bool ok[2] = {ta < te, tc < te};
+        att_load_row(kb + (kj_size)(ok[0] ? ta : base) * D, sub, D, vec, kr[0]);
+        att_load_row(kb + (kj_size)(ok[1] ? tc : base) * D, sub, D, vec, kr[1]);
+        att_load_row(vb + (kj_size)(ok[0] ? ta : base) * D, sub, D, vec, vr[0]);
+        att_load_row(vb + (kj_size)(ok[1] ? tc : base) * D, sub, D, vec, vr[1]);
+        att_step<2>(sq, sub, kr, vr, ok, acc, m, l);
+    }
+}
+
+/* Columns of the split merge, W floats wide (4: float4 loads; 1: scalars): partial j of
+ * head g of this KV head has acc at pa + (g * S + j) * D and weight pw[g * S + j]; P
+ * threads share a column, each summing every P-th split with 8 independent loads in
+ * flight, into red[part][item]; then one thread a column adds the P sums and writes o. */
+template <int W>
+KJ_DEV void att_merge_cols(const float *pa, const float *pw, const float *gl, float *red, float *o,
+                           int kvh, int gsz, int S, int D, int P)
+{
+    const int cols = D / W, items = gsz * cols;
+    for (int it = threadIdx.x; it < P * items; it += blockDim.x) {
+        const int item = it % items, part = it / items, g = item / cols, c = item % cols;
+        const float *hp = pa + (kj_size)g * S * D + W * c, *wg = pw + g * S;
+        float a[W];
+#pragma unroll
+        for (int e = 0; e < W; e++)
+            a[e] = 0.f;
+        int j = part;
+        for (; j + 7 * P < S; j += 8 * P) {
+            float x[8][W];
+#pragma unroll
+            for (int u = 0; u < 8; u++)
+                att_ldcgw<W>(hp + (kj_size)(j + u * P) * D, x[u]);
+#pragma unroll
+            for (int u = 0; u < 8; u++)
+#pragma unroll
+                for (int e = 0; e < W; e++)
+                    a[e] += x[u][e] * wg[j + u * P];
+        }
+        for (; j < S; j += P) {
+            float x[W];
+            att_ldcgw<W>(hp + (kj_size)j * D, x);
+#pragma unroll
+            for (int e = 0; e < W; e++)
+                a[e] += x[e] * wg[j];
+        }
+#pragma unroll
+        for (int e = 0; e < W; e++)
+            red[(part * items + item) * W + e] = a[e];
+    }
     __syncthreads();
-    if (threadIdx.x == 0)
-        sm_last = atomicAdd(&counters[kvh], 1u) == (unsigned)S - 1;
-    __syncthreads();
-    if (!sm_last)
-        return;
-    __threadfence();
-    /* When they fit in the (now free) group-accumulator space: every partial's max and
-     * sum in shared memory, then its weight exp2(m_j - max) and each head's total, so
-     * the sum over splits below is 16 independent coalesced loads at a time (the first
-     * version's loop, one dependent load after another, cost a 128-split merge about a
-     * third of the kernel's time).  Otherwise each element recomputes them. */
-    float *wsm = &sm_acc[0][0][0];
-    const int n = gsz * S;
-    const bool in_smem = 3 * n + gsz <= KJ_ATT_NG * KJ_ATT_G * KJ_ATT_MAX_D;
-    const float *base = ws + (kj_size)kvh * n * (D + 2); /* this group's partials */
-    if (in_smem) {
-        float *pm = wsm, *pl = wsm + n, *pw = wsm + 2 * n, *gl = wsm + 3 * n;
+    for (int it = threadIdx.x; it < items; it += blockDim.x) {
+        const int g = it / cols, c = it % cols;
+#pragma unroll
+        for (int e = 0; e < W; e++) {
+            float t = 0.f;
+            for (int p = 0; p < P; p++)
+                t += red[(p * items + it) * W + e];
+            o[(kj_size)(kvh * gsz + g) * D + W * c + e] = t / gl[g];
+        }
+    }
+}
+
+/* The fused split merge, run by the last block of KV head kvh: o[h] = sum_j w_j acc_j /
+ * sum_j w_j l_j over the S partials of each of its gsz heads, w_j = exp2(m_j - max m).
+ * ws layout: acc of (head h, split j) at ws + (h * S + j) * D, its (m, l) at
+ * ws + H * S * D + (h * S + j) * 2.  sm: the block's free group-merge space
+ * (NG * G * MAX_D floats).  When the partials' m, l and weights fit there, the sums
+ * over splits run P threads a column (float4 columns when vec4), 8 loads in flight
+ * each: the first merge, one dependent load after another, cost a 128-split merge
+ * about a third of the kernel; the second, 16 loads in flight but 2 columns a thread
+ * one after the other and 16 rounds of L2 latency, still ~5% at L = 65536 (80% of copy
+ * against 86% at batch 16 x L = 4096 with 8 splits, on the H200).  Otherwise each
+ * element recomputes everything from ws. */
+KJ_DEV void att_merge(const float *ws, float *o, float *sm, int kvh, int gsz, int S, int D,
+                      int n_heads, bool vec4)
+{
+    const int n = gsz * S, W = vec4 ? 4 : 1, items = gsz * (D / W);
+    const float *pa = ws + (kj_size)kvh * n * D;                            /* acc */
+    const float *pml = ws + (kj_size)n_heads * S * D + (kj_size)kvh * n * 2; /* m, l */
+    int P = (int)blockDim.x / items;
+    P = P < 1 ? 1 : P > 16 ? 16 : P;
+    const int red_off = (3 * n + gsz + 3) & ~3;
+    if (red_off + P * items * W <= KJ_ATT_NG * KJ_ATT_G * KJ_ATT_MAX_D) {
+        float *pm = sm, *pl = sm + n, *pw = sm + 2 * n, *gl = sm + 3 * n;
         for (int i = threadIdx.x; i < n; i += blockDim.x) {
-            pm[i] = att_ldcg(base + (kj_size)i * (D + 2));
-            pl[i] = att_ldcg(base + (kj_size)i * (D + 2) + 1);
+            pm[i] = att_ldcg(pml + 2 * i);
+            pl[i] = att_ldcg(pml + 2 * i + 1);
         }
         __syncthreads();
         for (int i = threadIdx.x; i < n; i += blockDim.x) {
@@ -241,47 +296,124 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, 2)
             gl[g] = t;
         }
         __syncthreads();
-        for (int i = threadIdx.x; i < gsz * D; i += blockDim.x) {
-            const int g = i / D, d = i % D;
-            const float *hp = base + (kj_size)g * S * (D + 2) + 2 + d, *wg = pw + g * S;
-            float a[16];
-#pragma unroll
-            for (int u = 0; u < 16; u++)
-                a[u] = 0.f;
-            int j = 0;
-            for (; j + 16 <= S; j += 16) {
-                float x[16];
-#pragma unroll
-                for (int u = 0; u < 16; u++)
-                    x[u] = att_ldcg(hp + (kj_size)(j + u) * (D + 2));
-#pragma unroll
-                for (int u = 0; u < 16; u++)
-                    a[u] += x[u] * wg[j + u];
-            }
-            for (; j < S; j++)
-                a[0] += att_ldcg(hp + (kj_size)j * (D + 2)) * wg[j];
-            float t = 0.f;
-#pragma unroll
-            for (int u = 0; u < 16; u++)
-                t += a[u];
-            o[(kj_size)(kvh * gsz + g) * D + d] = t / gl[g];
-        }
+        if (vec4)
+            att_merge_cols<4>(pa, pw, gl, sm + red_off, o, kvh, gsz, S, D, P);
+        else
+            att_merge_cols<1>(pa, pw, gl, sm + red_off, o, kvh, gsz, S, D, P);
     } else {
         for (int i = threadIdx.x; i < gsz * D; i += blockDim.x) {
             const int g = i / D, d = i % D;
-            const float *hp = base + (kj_size)g * S * (D + 2);
-            float gm = -KJ_INF, gl = 0.f, a = 0.f;
+            const float *hp = pa + (kj_size)g * S * D, *hml = pml + (kj_size)g * S * 2;
+            float gm = -KJ_INF, gls = 0.f, a = 0.f;
             for (int j = 0; j < S; j++)
-                gm = fmaxf(gm, att_ldcg(hp + (kj_size)j * (D + 2)));
+                gm = fmaxf(gm, att_ldcg(hml + 2 * j));
             for (int j = 0; j < S; j++) {
-                const float pm = att_ldcg(hp + (kj_size)j * (D + 2));
+                const float pm = att_ldcg(hml + 2 * j);
                 const float f = pm == -KJ_INF ? 0.f : att_exp2(pm - gm);
-                gl += att_ldcg(hp + (kj_size)j * (D + 2) + 1) * f;
-                a += att_ldcg(hp + (kj_size)j * (D + 2) + 2 + d) * f;
+                gls += att_ldcg(hml + 2 * j + 1) * f;
+                a += att_ldcg(hp + (kj_size)j * D + d) * f;
             }
-            o[(kj_size)(kvh * gsz + g) * D + d] = a / gl;
+            o[(kj_size)(kvh * gsz + g) * D + d] = a / gls;
         }
     }
+}
+
+extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB)
+    attn_decode_f32(const float *__restrict__ q, const float *__restrict__ k,
+                    const float *__restrict__ v, float *o, float *ws, unsigned *counters,
+                    int n_heads, int n_kv_heads, int kv_len, int kv_cap, int head_dim, float scale)
+{
+    /* shared memory: the scaled q [G][MAX_D] (zero-padded), then the group merge
+     * (m [NG][G], l [NG][G], acc [NG][G][MAX_D]), whose space the split merge reuses */
+    __shared__ float4 att_sm[(KJ_ATT_QF + KJ_ATT_MF) / 4];
+    float *arena = reinterpret_cast<float *>(att_sm);
+    const float4 *sq = reinterpret_cast<const float4 *>(arena);
+    float *sm_m = arena + KJ_ATT_QF, *sm_l = sm_m + KJ_ATT_NG * KJ_ATT_G;
+    float *sm_acc = sm_l + KJ_ATT_NG * KJ_ATT_G; /* [w][g][d] at (w * G + g) * MAX_D + d */
+    __shared__ int sm_last;
+    const int kvh = blockIdx.x, s = blockIdx.y, S = gridDim.y, D = head_dim;
+    const int gsz = n_heads / n_kv_heads; /* query heads per KV head */
+    const int grp = threadIdx.x / KJ_ATT_LPK, sub = threadIdx.x % KJ_ATT_LPK;
+    const int ng = blockDim.x / KJ_ATT_LPK;
+    const float *kb = k + (kj_size)kvh * kv_cap * D, *vb = v + (kj_size)kvh * kv_cap * D;
+    const bool vec = (D & 3) == 0;
+
+    if (kvh >= n_kv_heads || D > KJ_ATT_MAX_D || grp >= KJ_ATT_NG)
+        return;
+    for (int hp = 0; hp < gsz; hp += KJ_ATT_G) {
+        float acc[KJ_ATT_G][8], m[KJ_ATT_G], l[KJ_ATT_G];
+        /* q in shared memory, not registers: 32 fewer registers */
+        for (int i = threadIdx.x; i < KJ_ATT_QF; i += blockDim.x) {
+            const int g = i / KJ_ATT_MAX_D, d = i % KJ_ATT_MAX_D;
+            const float qv = hp + g < gsz && d < D ? q[(kj_size)(kvh * gsz + hp + g) * D + d] : 0.f;
+            arena[i] = qv * scale * KJ_LOG2E;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int g = 0; g < KJ_ATT_G; g++) {
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+                acc[g][i] = 0.f;
+            m[g] = -KJ_INF;
+            l[g] = 0.f;
+        }
+        att_keys_regs(kb, vb, s, S, kv_len, D, vec, grp, sub, ng, sq, acc, m, l);
+        /* merge the lane groups of the block through shared memory */
+#pragma unroll
+        for (int g = 0; g < KJ_ATT_G; g++) {
+            if (sub == 0) {
+                sm_m[grp * KJ_ATT_G + g] = m[g];
+                sm_l[grp * KJ_ATT_G + g] = l[g];
+            }
+#pragma unroll
+            for (int j = 0; j < 2; j++)
+#pragma unroll
+                for (int c = 0; c < 4; c++) {
+                    const int d = 4 * (j * KJ_ATT_LPK + sub) + c;
+                    if (d < D)
+                        sm_acc[(grp * KJ_ATT_G + g) * KJ_ATT_MAX_D + d] = acc[g][4 * j + c];
+                }
+        }
+        __syncthreads();
+        for (int i = threadIdx.x; i < KJ_ATT_G * D; i += blockDim.x) {
+            const int g = i / D, d = i % D, h = kvh * gsz + hp + g;
+            if (hp + g >= gsz)
+                continue;
+            float bm = -KJ_INF, bl = 0.f, a = 0.f;
+            for (int w = 0; w < ng; w++)
+                bm = fmaxf(bm, sm_m[w * KJ_ATT_G + g]);
+            for (int w = 0; w < ng; w++)
+                if (sm_m[w * KJ_ATT_G + g] != -KJ_INF) { /* a group that saw no key */
+                    const float f = att_exp2(sm_m[w * KJ_ATT_G + g] - bm);
+                    bl += sm_l[w * KJ_ATT_G + g] * f;
+                    a += sm_acc[(w * KJ_ATT_G + g) * KJ_ATT_MAX_D + d] * f;
+                }
+            if (S == 1) {
+                o[(kj_size)h * D + d] = a / bl;
+            } else {
+                ws[((kj_size)h * S + s) * D + d] = a; /* layout: see att_merge */
+                if (d == 0) {
+                    float *ml = ws + (kj_size)n_heads * S * D + ((kj_size)h * S + s) * 2;
+                    ml[0] = bm;
+                    ml[1] = bl;
+                }
+            }
+        }
+        __syncthreads(); /* the shared arrays are reused by the next pass */
+    }
+    if (S == 1)
+        return;
+
+    /* the last block of KV head kvh to finish merges the S partials of its heads */
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0)
+        sm_last = atomicAdd(&counters[kvh], 1u) == (unsigned)S - 1;
+    __syncthreads();
+    if (!sm_last)
+        return;
+    __threadfence();
+    att_merge(ws, o, sm_acc, kvh, gsz, S, D, n_heads, vec && (((unsigned long long)ws & 15) == 0));
     if (threadIdx.x == 0)
         counters[kvh] = 0;
 }

@@ -5,22 +5,27 @@
  * x, y: rows x cols row-major; w: cols.  One block per row (grid = any count up to rows;
  * rows are strided by gridDim.x), block = KJ_BLOCK threads.  When cols is a multiple of
  * the type's 16-byte vector (4 f32, 8 f16/bf16) and the row fits in registers
- * (4 * KJ_VPT elements per thread: cols <= 4 * KJ_VPT * KJ_BLOCK, 8192 with the
- * defaults) the row is read once into registers with 16-byte loads and written once
- * with 16-byte stores: one pass over memory.  Otherwise a scalar two-pass loop handles
- * any cols.  y may alias x.
+ * (KJ_VPT 16-byte vectors per thread: cols <= KJ_VPT * KJ_BLOCK * VEC) the row is read
+ * once into registers with 16-byte loads and written once with 16-byte stores: one
+ * pass over memory.  The vectors stay as raw bits in registers (kjit_rows.h: a 16-bit
+ * row in half the registers of its f32 values; the first 16-bit version, which held
+ * floats, ran 83% of copy on the H200 for f16) and stores convert pairs with one packed
+ * instruction.  Otherwise a scalar two-pass loop handles any cols.  y may alias x.
  */
-#include "kjit_prelude.h"
+#include "kjit_rows.h"
 
 #ifndef KJ_VPT
 #define KJ_VPT 8
+#endif
+#ifndef KJ_MINB /* blocks an SM the register budget is cut for (launch bounds) */
+#define KJ_MINB 1
 #endif
 
 template <class S>
 KJ_DEV void rms_norm_rows(const typename S::T *x, const typename S::T *w, typename S::T *y,
                           int rows, int cols, float eps)
 {
-    enum { V = S::VEC, NV = KJ_VPT * 4 / S::VEC }; /* elements per vector, vectors per thread */
+    enum { V = S::VEC, NV = KJ_VPT }; /* elements per vector, vectors per thread */
     __shared__ float red[KJ_MAX_WARPS];
     const int nv = cols / V, tid = threadIdx.x, bd = blockDim.x;
     const bool in_regs = cols % V == 0 && nv <= NV * bd;
@@ -30,28 +35,32 @@ KJ_DEV void rms_norm_rows(const typename S::T *x, const typename S::T *w, typena
         typename S::T *yr = y + (kj_size)r * cols;
         float ss = 0.f;
         if (in_regs) {
-            float v[NV][V];
+            uint4 v[NV]; /* the row's vectors as loaded */
 #pragma unroll
-            for (int j = 0; j < NV; j++) {
-                const int i = tid + j * bd;
-                if (i < nv) {
-                    S::ldv(xr, i, v[j]);
+            for (int j = 0; j < NV; j++)
+                if (tid + j * bd < nv)
+                    v[j] = kj_rv_ld(xr, tid + j * bd);
+#pragma unroll
+            for (int j = 0; j < NV; j++)
+                if (tid + j * bd < nv) {
+                    float f[V];
+                    kj_rv_get(S(), v[j], f);
 #pragma unroll
                     for (int e = 0; e < V; e++)
-                        ss += v[j][e] * v[j][e];
+                        ss += f[e] * f[e];
                 }
-            }
             const float inv = rsqrtf(kj_block_sum(ss, red) / cols + eps);
 #pragma unroll
             for (int j = 0; j < NV; j++) {
                 const int i = tid + j * bd;
                 if (i < nv) {
-                    float g[V];
-                    S::ldv(w, i, g);
+                    float f[V], g[V];
+                    kj_rv_get(S(), v[j], f);
+                    kj_rv_get(S(), kj_rv_ldw(w, i), g);
 #pragma unroll
                     for (int e = 0; e < V; e++)
-                        g[e] *= v[j][e] * inv;
-                    S::stv(yr, i, g);
+                        g[e] *= f[e] * inv;
+                    kj_rv_st(yr, i, kj_rv_put(S(), g));
                 }
             }
         } else {
@@ -67,7 +76,7 @@ KJ_DEV void rms_norm_rows(const typename S::T *x, const typename S::T *w, typena
 }
 
 #define KJ_RMS_ENTRY(name, S)                                                              \
-    extern "C" __global__ void __launch_bounds__(KJ_BLOCK)                                 \
+    extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB)                        \
         name(const S::T *x, const S::T *w, S::T *y, int rows, int cols, float eps)         \
     {                                                                                      \
         rms_norm_rows<S>(x, w, y, rows, cols, eps);                                        \

@@ -448,16 +448,18 @@ static int build_matvec(struct kcase *c, const struct kcase_dims *d, uint64_t *s
 }
 
 /* KV splits for attn_decode_f32 on CUDA/HIP: about KCASE_ATT_KEYS_PER_SPLIT keys per
- * block, at most KCASE_ATT_MAX_SPLITS blocks per head. */
+ * block (half as many for D > 128: the same bytes), at most KCASE_ATT_MAX_SPLITS
+ * blocks per head. */
 #define KCASE_ATT_KEYS_PER_SPLIT 512
 #define KCASE_ATT_MAX_SPLITS 128
 
-static int build_attn(struct kcase *c, const struct kcase_dims *d, uint64_t *s)
+static int build_attn(struct kcase *c, const struct kcase_dims *d, uint64_t *s, int max_d)
 {
     int H = d->heads, Hkv = d->kv_heads, D = d->head_dim, L = d->kv_len, cap = L + 5;
-    if (Hkv < 1 || H % Hkv || D > ORACLE_ATT_MAX_D || L < 1)
+    if (Hkv < 1 || H % Hkv || D > ORACLE_ATT_MAX_D || D > max_d || L < 1)
         return -1;
-    int S = (L + KCASE_ATT_KEYS_PER_SPLIT - 1) / KCASE_ATT_KEYS_PER_SPLIT;
+    const int kps = D > 128 ? KCASE_ATT_KEYS_PER_SPLIT / 2 : KCASE_ATT_KEYS_PER_SPLIT;
+    int S = (L + kps - 1) / kps;
     S = S > KCASE_ATT_MAX_SPLITS ? KCASE_ATT_MAX_SPLITS : S;
     size_t nkv = (size_t)Hkv * cap * D, nws = (size_t)H * S * (D + 2);
     float *q = fill(c, (size_t)H * D, s, -1.f, 1.f, 0.05f);
@@ -646,7 +648,7 @@ int kcase_build(struct kcase *c, const char *name, const struct kcase_dims *d, u
     } else if (!strcmp(op, "matvec_q8"))
         r = build_matvec(c, d, &s);
     else if (!strcmp(op, "attn_decode_f32") || !strcmp(op, "attn_decode_d256_f32")) {
-        r = build_attn(c, d, &s);
+        r = build_attn(c, d, &s, strstr(op, "_d256") ? 256 : 128);
         snprintf(c->shape, sizeof c->shape, "H=%d Hkv=%d D=%d L=%d", d->heads, d->kv_heads,
                  d->head_dim, d->kv_len);
     } else if (!strcmp(op, "gemm_f32")) {
@@ -763,11 +765,11 @@ void kcase_bench_dims(const char *name, int rows, int cols, struct kcase_dims *d
     if (!strncmp(name, "rope_", 5)) {
         d->head_dim = 128;
         d->heads = cols / 128 > 0 ? cols / 128 : 1;
-    } else if (!strncmp(name, "attn_decode", 11)) {
+    } else if (!strncmp(name, "attn_decode", 11)) { /* the D <= 256 entry at D = 256 */
         d->heads = 32;
         d->kv_heads = 8;
-        d->head_dim = 128;
-        d->kv_len = (int)((long long)rows * cols / (2 * 8 * 128));
+        d->head_dim = strstr(name, "_d256") ? 256 : 128;
+        d->kv_len = (int)((long long)rows * cols / (2 * 8 * d->head_dim));
         if (d->kv_len < 1)
             d->kv_len = 1;
     } else if (!strncmp(name, "gemm_", 5)) {
@@ -783,9 +785,14 @@ int kcase_bench_shapes(const char *name, int rows, int cols, struct kcase_dims *
     if (max < 1)
         return 0;
     kcase_bench_dims(name, rows, cols, &d[n++]);
-    if (!strncmp(name, "attn_decode", 11) && n < max) { /* batch 16 of L = 4096 */
+    if (!strncmp(name, "attn_decode", 11) && n < max) { /* batch 16 of L = 4096 (same bytes) */
         d[n] = d[0];
-        d[n].heads = 16 * 32, d[n].kv_heads = 16 * 8, d[n].kv_len = 4096;
+        d[n].heads = 16 * 32, d[n].kv_heads = 16 * 8, d[n].kv_len = 4096 * 128 / d[0].head_dim;
+        n++;
+    }
+    if (!strncmp(name, "attn_decode_d256", 16) && n < max) { /* and at D = 128, half idle */
+        d[n] = d[0];
+        d[n].head_dim = 128, d[n].kv_len = 2 * d[0].kv_len;
         n++;
     }
     if (!strncmp(name, "gemm_", 5) && n < max) {
@@ -901,8 +908,8 @@ void kcase_grid(const struct kcase *c, unsigned block, int vulkan, uint32_t max_
         grid[0] = cap32((c->items + b - 1) / b, max_x);
         break;
     case KCASE_GEOM_WARPROWS:
-        /* CUDA/HIP: one 32-lane warp per pair of rows (matvec_q8.cu) */
-        grid[0] = cap32(vulkan ? c->rows : ((c->rows + 1) / 2 + b / 32 - 1) / (b / 32), max_x);
+        /* CUDA/HIP: one 32-lane warp per 4 rows (matvec_q8.cu, KJ_MV_ROWS) */
+        grid[0] = cap32(vulkan ? c->rows : ((c->rows + 3) / 4 + b / 32 - 1) / (b / 32), max_x);
         break;
     case KCASE_GEOM_ROWS:
         grid[0] = cap32(c->rows, max_x);

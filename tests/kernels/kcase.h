@@ -64,7 +64,7 @@ enum kcase_geom {
     KCASE_GEOM_QUADS,    /* x: element quads / block                (unary ops)    */
     KCASE_GEOM_ROWS,     /* x: one block per row                    (norms)        */
     KCASE_GEOM_ITEMS,    /* x: one thread per item / block          (rope pairs)   */
-    KCASE_GEOM_WARPROWS, /* x: one 32-lane warp per 2 rows (Vulkan: one group per row) */
+    KCASE_GEOM_WARPROWS, /* x: one 32-lane warp per 4 rows (Vulkan: one group per row) */
     KCASE_GEOM_HEADS,    /* x: one block per KV head (Vulkan: per query head), y: KV
                           * splits (Vulkan: 1)                      (attention)    */
     KCASE_GEOM_TILES,    /* x: ceil(items / tile), y: rows; Vulkan: vk_x, vk_y
