@@ -204,10 +204,12 @@ static int fatbin_symbols(const uint8_t *p, size_t n, sym_fn fn, void *arg)
 {
 	struct fat_pick k = { FATBIN_KIND_ELF, NULL, 0 };
 
-	if (fatbin_walk(p, n, pick, &k) == 1)
+	/* fatbin_walk's answer is also its count of entries: k.p says if one
+	 * was picked (a one-entry fatbin answers 1 either way) */
+	if (fatbin_walk(p, n, pick, &k) > 0 && k.p != NULL)
 		return elf_symbols(k.p, k.n, fn, arg);
 	k.kind = FATBIN_KIND_PTX;
-	if (fatbin_walk(p, n, pick, &k) == 1)
+	if (fatbin_walk(p, n, pick, &k) > 0 && k.p != NULL)
 		return ptx_symbols(k.p, k.n, fn, arg);
 	return 0;
 }

@@ -712,6 +712,22 @@ static void test_entries_check(void)
 	CHECK_EQ_INT(kj__entries_check((const uint8_t *)spv, sizeof spv, m, 1, err, sizeof err), 0);
 	CHECK_EQ_INT(kj__entries_check((const uint8_t *)spv, sizeof spv, mm, 1, err, sizeof err), KJIT_ECOMPILE);
 	CHECK(strstr(err, "it has: main") != NULL);
+	/* a fatbin of one entry: uncompressed PTX is listed, a compressed ELF
+	 * is not judged (neither is an ELF to read) */
+	uint8_t fat[16 + 64 + sizeof ptx] = { 0x50, 0xed, 0x55, 0xba, 1, 0, 16, 0 };
+	fat[8] = 64 + sizeof ptx;
+	fat[16] = 1;       /* PTX */
+	fat[16 + 4] = 64;  /* header size */
+	fat[16 + 8] = sizeof ptx;
+	memcpy(fat + 16 + 64, ptx, sizeof ptx);
+	CHECK(kj__fatbin_is(fat, sizeof fat));
+	CHECK_EQ_INT(kj__entries_check(fat, sizeof fat, ok, 2, err, sizeof err), 0);
+	CHECK_EQ_INT(kj__entries_check(fat, sizeof fat, bad, 1, err, sizeof err), KJIT_ECOMPILE);
+	CHECK(strstr(err, "it has: scale, other") != NULL);
+	fat[16] = 2;       /* ELF */
+	fat[16 + 41] = 0x20; /* LZ4 */
+	CHECK(kj__fatbin_is(fat, sizeof fat));
+	CHECK_EQ_INT(kj__entries_check(fat, sizeof fat, bad, 1, err, sizeof err), 0);
 	/* something unlistable is not judged */
 	CHECK_EQ_INT(kj__entries_check((const uint8_t *)"\x01\x02", 2, mm, 1, err, sizeof err), 0);
 }
@@ -794,6 +810,7 @@ static void test_nvcc_fatbin(void)
 	j.n_options = 1;
 	CHECK_EQ_INT(ops->compile(st, &j, &o), 0);
 	CHECK(kj__fatbin_is(o.data, o.len) && memmem(o.data, o.len, "\177ELF", 4) == NULL); /* PTX alone */
+	CHECK_EQ_INT(kj__entries_check(o.data, o.len, entry, 1, err, sizeof err), 0); /* one entry, no ELF */
 	kj__compile_out_free(&o);
 	ops->fini(st);
 	/* NVRTC makes no fatbin, and says who does */
