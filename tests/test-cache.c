@@ -1356,6 +1356,55 @@ static void test_lowered_column_and_schema2(void)
 	cleanup();
 }
 
+/* An upgrade to schema 3 that fails half-way (here a trigger refuses the
+ * UPDATE that moves the lowered names) leaves the index at schema 2 as it
+ * was: no column added, logs untouched; the open fails and a later one,
+ * once nothing refuses, upgrades it. */
+static void test_failed_upgrade_leaves_index(void)
+{
+	char key[65], path[512], sql[512];
+	struct kj__cache_entry e;
+	sqlite3 *db;
+	sqlite3_stmt *st;
+
+	setup();
+	struct kj__cache *c = open_cache();
+	CHECK_EQ_INT(publish(c, 1, "gfx90a", 100), 0);
+	kj__cache_close(c);
+	make_key(1, key);
+	snprintf(path, sizeof path, "%s/index.sqlite", dir);
+	CHECK_EQ_INT(sqlite3_open(path, &db), SQLITE_OK);
+	snprintf(sql, sizeof sql, "UPDATE objects SET log = 'kjit: lowered name: f = _Z1fv' || char(10) WHERE key = '%s';"
+		 " ALTER TABLE objects DROP COLUMN lowered; PRAGMA user_version=2;"
+		 " CREATE TRIGGER no_update BEFORE UPDATE ON objects BEGIN SELECT RAISE(ABORT, 'refused'); END;", key);
+	CHECK_EQ_INT(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	struct kj__cache_options o = { .log = logfp };
+	c = NULL;
+	CHECK(kj__cache_open(&c, dir, &o) < 0);
+	CHECK(c == NULL);
+	CHECK_EQ_INT(sqlite3_open(path, &db), SQLITE_OK);
+	CHECK_EQ_INT(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
+	CHECK_EQ_INT(sqlite3_step(st), SQLITE_ROW);
+	CHECK_EQ_INT(sqlite3_column_int(st, 0), 2);
+	sqlite3_finalize(st);
+	st = NULL;
+	CHECK(sqlite3_prepare_v2(db, "SELECT lowered FROM objects", -1, &st, NULL) != SQLITE_OK); /* no column */
+	sqlite3_finalize(st);
+	CHECK_EQ_INT(sqlite3_prepare_v2(db, "SELECT log FROM objects", -1, &st, NULL), SQLITE_OK);
+	CHECK_EQ_INT(sqlite3_step(st), SQLITE_ROW);
+	CHECK_EQ_STR((const char *)sqlite3_column_text(st, 0), "kjit: lowered name: f = _Z1fv\n");
+	sqlite3_finalize(st);
+	CHECK_EQ_INT(sqlite3_exec(db, "DROP TRIGGER no_update", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	c = open_cache();
+	CHECK_EQ_INT(kj__cache_get(c, key, &e), 0);
+	CHECK(e.lowered && strcmp(e.lowered, "f\t_Z1fv\n") == 0 && e.log == NULL);
+	kj__cache_entry_free(&e);
+	kj__cache_close(c);
+	cleanup();
+}
+
 TEST_LIST(TEST(publish_lookup) TEST(publish_rejects_bad_entries) TEST(restart_still_hits)
 	  TEST(integrity_check_after_unclean_close) TEST(hot_set)
 	  TEST(lock_same_process) TEST(lock_other_process) TEST(corrupt_byte_is_a_miss)
@@ -1365,4 +1414,5 @@ TEST_LIST(TEST(publish_lookup) TEST(publish_rejects_bad_entries) TEST(restart_st
 	  TEST(stale_tmp_removed_at_open) TEST(faults_during_publish) TEST(faults_during_lookup)
 	  TEST(faults_during_open) TEST(out_of_memory) TEST(ten_thousand_entries)
 	  TEST(modes) TEST(loose_dir_refused) TEST(symlinked_subdir_refused) TEST(requesters_and_migration)
-	  TEST(lowered_column_and_schema2))
+	  TEST(lowered_column_and_schema2)
+	  TEST(failed_upgrade_leaves_index))
