@@ -12,6 +12,7 @@
 #define KJ_HEADERS_MAX_TOTAL (16u << 20)   /* all headers of one request together */
 #define KJ_OBJECT_MAX (48u << 20)          /* largest code object we store or serve */
 #define KJ_LOG_MAX (256u << 10)            /* compiler logs are cut (marked) past this */
+#define KJ_LOWERED_MAX (512u << 10)        /* lowered names of one compile (common/lowered.h): 256 expressions of 1 KiB and their mangled names; past it the compile fails */
 #define KJ_NAME_MAX 255                    /* source, kernel, entry and header names */
 #define KJ_TARGET_MAX 128                  /* a target ID like gfx90a:sramecc+:xnack- */
 #define KJ_VERSION_STR_MAX 64              /* a runtime or compiler version string */

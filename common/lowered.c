@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "kj_limits.h"
 #include "kj_types.h"
 #include "lowered.h"
 #include "util.h"
@@ -21,12 +22,31 @@ int kj__lowered_append(char **list, const char *expr, const char *lowered)
 {
 	if (!plain(expr) || !plain(lowered))
 		return KJIT_EINVAL;
+	size_t have = *list ? strlen(*list) : 0, el = strlen(expr), ll = strlen(lowered);
+	if (el > KJ_LOWERED_MAX || ll > KJ_LOWERED_MAX || have + el + ll + 2 > KJ_LOWERED_MAX)
+		return KJIT_ETOOBIG;
 	char *n = kj__asprintf("%s%s\t%s\n", *list ? *list : "", expr, lowered);
 	if (n == NULL)
 		return KJIT_ENOMEM;
 	free(*list);
 	*list = n;
 	return 0;
+}
+
+int kj__lowered_ok(const char *list)
+{
+	size_t total = 0;
+
+	for (const char *p = list; p && *p;) {
+		size_t n = strcspn(p, "\n"), t = strcspn(p, "\t");
+		if (p[n] != '\n' || t == 0 || t + 1 >= n || (total += n + 1) > KJ_LOWERED_MAX)
+			return 0;
+		for (size_t i = 0; i < n; i++)
+			if (i != t && ((unsigned char)p[i] < 0x20 || p[i] == 0x7f))
+				return 0;
+		p += n + 1;
+	}
+	return 1;
 }
 
 int kj__lowered_find(const char *list, const char *expr, char **out)

@@ -20,9 +20,16 @@
 #define KJ_LOWERED_LEGACY_PREFIX "kjit: lowered name: "
 
 /* Appends the line of expr to *list (malloc'd; *list may be NULL).  0,
- * KJIT_EINVAL (a tab or newline in expr or lowered, or an empty one) or
- * KJIT_ENOMEM; *list is unchanged on error. */
+ * KJIT_EINVAL (a tab or newline in expr or lowered, or an empty one),
+ * KJIT_ETOOBIG (the list would pass KJ_LOWERED_MAX bytes) or KJIT_ENOMEM;
+ * *list is unchanged on error. */
 int kj__lowered_append(char **list, const char *expr, const char *lowered);
+
+/* 1 if list (may be NULL) is in the one form: at most KJ_LOWERED_MAX
+ * bytes, lines "EXPR\tLOWERED\n" with both non-empty and no other control
+ * character; else 0.  For lists that come from outside the daemon (a
+ * worker's RESULT, a bundle). */
+int kj__lowered_ok(const char *list);
 
 /* The lowered name of expr in list into *out (malloc'd).  1 found, 0 not
  * (*out NULL), KJIT_ENOMEM. */

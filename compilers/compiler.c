@@ -134,7 +134,10 @@ int kj__lowered_add(struct kj__compile_out *out, const char *expr, const char *l
 	int r = kj__lowered_append(&out->lowered, expr, lowered);
 
 	if (r < 0)
-		kj__out_error(out, r, r == KJIT_ENOMEM ? "out of memory" : "a lowered name holds a tab or newline");
+		kj__out_error(out, r, r == KJIT_ENOMEM  ? "out of memory"
+				      : r == KJIT_ETOOBIG ? "the lowered names of the --name-expression options are over "
+							   "the size cap"
+							 : "a lowered name holds a tab or newline");
 	return r;
 }
 

@@ -63,7 +63,8 @@ char *kj__log_scrub(const char *log, const char *marker, const char *blind, cons
  * that take no expressions (hipcc, nvcc, shaderc) refuse the option. */
 #define KJ_NAME_EXPR_OPT "--name-expression="
 /* Appends expr's lowered name to out->lowered.  0, KJIT_EINVAL (a tab or
- * newline in either) or KJIT_ENOMEM, with out->error set. */
+ * newline in either), KJIT_ETOOBIG (past KJ_LOWERED_MAX) or KJIT_ENOMEM,
+ * with out->error set. */
 int kj__lowered_add(struct kj__compile_out *out, const char *expr, const char *lowered);
 
 /* The reason a compile failed, for its one-line error: the first line of

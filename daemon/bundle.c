@@ -323,7 +323,7 @@ static int lowered_of_record(const struct kj__msg *m, struct bentry *be)
 	char *rest = NULL;
 
 	if (kj__msg_get(m, B_LOWERED))
-		return field_str(m, B_LOWERED, BUNDLE_RECORD_MAX, &be->strs[4]);
+		return field_str(m, B_LOWERED, KJ_LOWERED_MAX, &be->strs[4]);
 	if (kj__lowered_split_log(be->strs[3], &rest, &be->strs[4]) < 0)
 		return KJIT_ENOMEM;
 	free(be->strs[3]);
@@ -357,6 +357,7 @@ static int parse_record(const uint8_t *p, size_t n, struct bentry *be, char *err
 	r = r ? r : lowered_of_record(&m, be);
 	kj__msg_free(&m);
 	if (r < 0 || !kj__hex_ok(be->e.key) || !kj__hex_ok(be->e.sha256) || !kjit_backend_name((int)backend) ||
+	    !kj__lowered_ok(be->strs[4]) ||
 	    !kj__token_ok(be->e.target, KJ_TARGET_MAX) || !kj__token_ok(be->e.version, KJ_VERSION_STR_MAX) ||
 	    be->e.size == 0 || be->e.size > KJ_OBJECT_MAX) {
 		snprintf(err, errlen, "a manifest record has a missing or invalid field");

@@ -22,6 +22,7 @@
 #include "compiler.h"
 #include "daemon.h"
 #include "kj_types.h"
+#include "lowered.h"
 #include "sha.h"
 #include "targetid.h"
 #include "util.h"
@@ -112,7 +113,7 @@ static void job_result_decode(int code, const struct kj__msg *res, struct job_re
 			jr->code = KJIT_EWORKER;
 		kj__field_strdup(kj__msg_get(res, KJ_F_LOG), KJ_LOG_MAX + 64, &jr->log);
 		kj__field_strdup(kj__msg_get(res, KJ_F_ERROR), 1024, &jr->err);
-		kj__field_strdup(kj__msg_get(res, KJ_F_LOWERED), KJ_FRAME_MAX, &jr->lowered);
+		int low = kj__field_strdup(kj__msg_get(res, KJ_F_LOWERED), KJ_LOWERED_MAX, &jr->lowered);
 		kj__field_u64(kj__msg_get(res, KJ_F_COMPILE_US), &jr->us);
 		jr->data = kj__msg_get(res, KJ_F_DATA);
 		if (jr->code == 0 && (jr->data == NULL || jr->data->len == 0 || jr->data->len > KJ_OBJECT_MAX)) {
@@ -120,6 +121,11 @@ static void job_result_decode(int code, const struct kj__msg *res, struct job_re
 			free(jr->err);
 			jr->err = kj__strdup(jr->code == KJIT_ETOOBIG ? "the compiled object is over the size limit"
 								       : "the compiler returned no object");
+		}
+		if (jr->code == 0 && (low < 0 || !kj__lowered_ok(jr->lowered))) { /* cached and sent with every hit */
+			jr->code = KJIT_EWORKER;
+			free(jr->err);
+			jr->err = kj__strdup("the worker's lowered names are malformed or over the size cap");
 		}
 	}
 	/* To a client, KJIT_ETIMEDOUT means the daemon did not answer; a

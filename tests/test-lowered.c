@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kj_limits.h"
 #include "kj_types.h"
 #include "lowered.h"
 #include "test.h"
@@ -73,4 +74,35 @@ static void test_split_and_join_the_old_form(void)
 	free(joined);
 }
 
-TEST_LIST(TEST(append_and_find) TEST(split_and_join_the_old_form))
+/* The list is capped (KJ_LOWERED_MAX): a compile cannot make the daemon
+ * hold, store and resend more; lists from outside (a worker, a bundle) are
+ * checked for the form before they are kept. */
+static void test_cap_and_form(void)
+{
+	char *list = NULL, *big = malloc(KJ_LOWERED_MAX);
+	size_t n = 0;
+
+	CHECK(big != NULL);
+	memset(big, 'x', KJ_LOWERED_MAX - 1);
+	big[KJ_LOWERED_MAX - 1] = '\0';
+	CHECK_EQ_INT(kj__lowered_append(&list, "e", big), KJIT_ETOOBIG);
+	CHECK(list == NULL);
+	big[1000] = '\0';
+	while (kj__lowered_append(&list, "e", big) == 0)
+		n++;
+	CHECK(n > 0 && strlen(list) <= KJ_LOWERED_MAX && strlen(list) + 1004 > KJ_LOWERED_MAX);
+	CHECK_EQ_INT(kj__lowered_append(&list, "e", big), KJIT_ETOOBIG);
+	CHECK(kj__lowered_ok(list));
+	free(list);
+	free(big);
+	CHECK(kj__lowered_ok(NULL) && kj__lowered_ok(""));
+	CHECK(kj__lowered_ok("scale<float, 4>\t_Z5scaleIfLi4EEvPT_S0_i\nf\t_Z1fv\n"));
+	CHECK(!kj__lowered_ok("f\t_Z1fv"));           /* no newline */
+	CHECK(!kj__lowered_ok("f_Z1fv\n"));           /* no tab */
+	CHECK(!kj__lowered_ok("\t_Z1fv\n"));          /* no expression */
+	CHECK(!kj__lowered_ok("f\t\n"));              /* no name */
+	CHECK(!kj__lowered_ok("f\t_Z1\tfv\n"));       /* a second tab */
+	CHECK(!kj__lowered_ok("f\t_Z1\033[2Jfv\n"));  /* a control character */
+}
+
+TEST_LIST(TEST(append_and_find) TEST(split_and_join_the_old_form) TEST(cap_and_form))
