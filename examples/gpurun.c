@@ -188,6 +188,11 @@ static int run_case(struct gpu_api *api, void *fn, struct kcase *c, unsigned blo
             fprintf(stderr, "%s: this launcher cannot build tensor maps\n", api->name);
             goto out;
         }
+        if (dev[t->buf] % 16 || t->inner * 2 % 16) { /* TMA: 16-byte base and row stride */
+            fprintf(stderr, "%s: tensor map over buffer %d: address or row stride not a multiple of "
+                    "16 bytes\n", api->name, t->buf);
+            goto out;
+        }
         API(api->tmap2d(api->ctx, maps[i], dev[t->buf], c->half, t->inner, t->outer, t->box_inner,
                         t->box_outer));
         params[np++] = maps[i];
