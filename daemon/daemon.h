@@ -446,8 +446,10 @@ void kj__send_failure(struct kj__conn *c, uint32_t id, int code, const char *err
 void kj__count_error(struct kj__daemon *d, int code);
 /* Adds the time since t0 (a hit's) to the latency histogram. */
 void kj__record_latency(struct kj__daemon *d, uint64_t t0);
-/* The lowered names the index keeps for key (malloc'd), or NULL. */
-char *kj__lowered_of(struct kj__daemon *d, const char *key);
+/* The lowered names the index keeps for key into *out (malloc'd; NULL: the
+ * entry has none).  0, or a negative code (no entry, the index unreadable,
+ * no memory): then a hit cannot carry them. */
+int kj__lowered_of(struct kj__daemon *d, const char *key, char **out);
 /* Answers every waiter of f with the object (status KJIT_STATUS_*). */
 void kj__flight_answer(struct kj__flight *f, int status, const uint8_t *data, size_t len, const char *log,
 		       const char *lowered);

@@ -55,12 +55,14 @@ static void get_req_free(struct get_req *g)
 
 /* Answers a hit for key if its object is cached: from the hot set without
  * a copy, else read and verified from its file; with lowered, the lowered
- * names the index keeps go with it (--name-expression).  1 if answered (or
- * the client is gone), 0 if not cached (nothing sent). */
+ * names the index keeps go with it (--name-expression), and a hit whose
+ * names cannot be read is not answered: the compile gives them again.  1
+ * if answered (or the client is gone), 0 if not cached (nothing sent). */
 static int answer_hit(struct kj__daemon *d, struct kj__conn *c, uint32_t id, uint64_t t0, const char *key,
 		      const char *target, const char *version, const uint8_t *body, size_t body_len, int lowered)
 {
 	struct kj__obj_reply o = { key, target, version, NULL, NULL };
+	char *names = NULL;
 	const uint8_t *hot;
 	uint8_t *data = NULL;
 	size_t len = 0;
@@ -70,25 +72,28 @@ static int answer_hit(struct kj__daemon *d, struct kj__conn *c, uint32_t id, uin
 
 	/* body: the GET's bytes, published in the shared hit table with the
 	 * object; never with lowered names, which the table does not hold. */
-	if (lowered)
+	if (lowered) {
 		body = NULL;
+		if (kj__lowered_of(d, key, &names) < 0)
+			return 0;
+	}
+	o.lowered = names;
 	if (kj__cache_peek(d->cache, key, &hot, &len, &saved) == 0) {
 		d->stats[KJ_STAT_SAVED_MS] += saved;
-		o.lowered = lowered ? kj__lowered_of(d, key) : NULL;
 		kj__send_object(d, c, id, KJIT_STATUS_HIT, &o, hot, len);
 		kj__hits_put(d, body, body_len, key, target, version, hot, len);
 	} else if ((r = kj__cache_lookup(d->cache, key, &data, &len, &e)) == 0) {
 		d->stats[KJ_STAT_SAVED_MS] += e.compile_ms;
-		o.lowered = lowered ? kj__lowered_of(d, key) : NULL;
 		kj__send_object(d, c, id, KJIT_STATUS_HIT, &o, data, len);
 		kj__hits_put(d, body, body_len, key, target, version, data, len);
 		free(data);
 	} else {
 		if (r == KJIT_ECORRUPT)
 			kj__hits_remove_key(d, key);
+		free(names);
 		return 0;
 	}
-	free((char *)o.lowered);
+	free(names);
 	d->stats[KJ_STAT_HITS]++;
 	kj__record_latency(d, t0);
 	return 1;

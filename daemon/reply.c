@@ -78,16 +78,18 @@ void kj__record_latency(struct kj__daemon *d, uint64_t t0)
 	d->lat_hist[i]++;
 }
 
-char *kj__lowered_of(struct kj__daemon *d, const char *key)
+int kj__lowered_of(struct kj__daemon *d, const char *key, char **out)
 {
 	struct kj__cache_entry e;
-	char *v;
+	int r;
 
-	if (kj__cache_get(d->cache, key, &e) < 0)
-		return NULL;
-	v = e.lowered && *e.lowered ? kj__strdup(e.lowered) : NULL;
+	*out = NULL;
+	if ((r = kj__cache_get(d->cache, key, &e)) < 0)
+		return r;
+	if (e.lowered && *e.lowered && (*out = kj__strdup(e.lowered)) == NULL)
+		r = KJIT_ENOMEM;
 	kj__cache_entry_free(&e);
-	return v;
+	return r;
 }
 
 void kj__flight_answer(struct kj__flight *f, int status, const uint8_t *data, size_t len, const char *log,
