@@ -86,7 +86,14 @@ static int add_lowered(struct kj__cache *c, int *corrupt)
 	r = kj__db_exec(c, "ALTER TABLE objects ADD COLUMN lowered TEXT;"
 		       "UPDATE objects SET lowered = kj_lowered_split(log, 1), log = kj_lowered_split(log, 0)"
 		       " WHERE instr(log, '" KJ_LOWERED_LEGACY_PREFIX "') > 0", corrupt);
-	sqlite3_create_function(c->db, "kj_lowered_split", 2, SQLITE_UTF8, NULL, NULL, NULL, NULL);
+	/* the function was this upgrade's alone: a connection that cannot drop it
+	 * fails the open (the transaction rolls back; the next open upgrades again)
+	 * rather than keep a half-known state */
+	rc = sqlite3_create_function(c->db, "kj_lowered_split", 2, SQLITE_UTF8, NULL, NULL, NULL, NULL);
+	if (rc != SQLITE_OK && r == 0) {
+		*corrupt = kj__db_corrupt_rc(rc);
+		r = kj__db_fail(c, "unregister kj_lowered_split");
+	}
 	return r;
 }
 

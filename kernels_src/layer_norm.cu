@@ -9,7 +9,7 @@
  * converted again for each of the three passes over the registers, which costs less
  * than the 116 registers the bf16 row took as floats) when cols is a multiple of the
  * type's 16-byte vector and cols <= KJ_VPT * KJ_BLOCK * VEC, scalar three-pass loop
- * otherwise.  y may alias x.
+ * otherwise.  y may alias x.  Alignment: as rms_norm.cu (x, y, w, b 16-byte aligned).
  */
 #include "kjit_rows.h"
 
