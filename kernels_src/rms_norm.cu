@@ -12,8 +12,8 @@
  * floats, ran 83% of copy on the H200 for f16) and stores convert pairs with one packed
  * instruction.  Otherwise a scalar two-pass loop handles any cols.  y may alias x.
  * The 16-byte path assumes x, y and w start on 16-byte boundaries (every buffer from
- * cuMemAlloc/hipMalloc/torch does; a view that starts mid-vector does not): a launcher
- * handing such a view must use cols not a multiple of the vector, or copy it first.
+ * cuMemAlloc/hipMalloc/torch does; a view that starts mid-vector does not, and must be
+ * copied to an aligned buffer first).
  */
 #include "kjit_rows.h"
 
