@@ -32,12 +32,14 @@ typedef void *CUcontext, *CUmodule, *CUfunction, *CUevent, *CUstream;
 
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+#define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
 #define CU_EVENT_DEFAULT 0
 #define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8 /* CUfunction_attribute, cuda.h */
 
 struct cuda {
     void *lib;
     CUcontext ctx;
+    CUdevice dev;
     CUevent ev[2];
     CUresult (*cuInit)(unsigned);
     CUresult (*cuDeviceGetCount)(int *);
@@ -65,6 +67,8 @@ struct cuda {
     CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent);
     CUresult (*cuGetErrorString)(CUresult, const char **);
     CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
+    /* optional: blocks an SM (the launcher's KV split count; NULL if absent) */
+    CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int *, CUfunction, int, size_t);
     /* optional (CUDA 12+ drivers): the tensor maps of gemm_sm90_*; NULL if absent */
     CUresult (*cuTensorMapEncodeTiled)(void *, int, unsigned, void *, const unsigned long long *,
                                        const unsigned long long *, const unsigned *,
@@ -117,6 +121,8 @@ static int cuda_load(struct cuda *c)
     void *p = dlsym(c->lib, "cuTensorMapEncodeTiled");
     if (p)
         memcpy(&c->cuTensorMapEncodeTiled, &p, sizeof p);
+    if ((p = dlsym(c->lib, "cuOccupancyMaxActiveBlocksPerMultiprocessor")) != NULL)
+        memcpy(&c->cuOccupancyMaxActiveBlocksPerMultiprocessor, &p, sizeof p);
     return 0;
 }
 
@@ -188,6 +194,19 @@ static int cu_tmap2d(void *ctx, void *map, uint64_t dptr, int half, uint64_t inn
                                      CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                                      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 }
+static int cu_slots(void *ctx, void *fn, unsigned block, int *n)
+{
+    struct cuda *c = ctx;
+    int sms = 0, per_sm = 0, st;
+    *n = 0;
+    if (!c->cuOccupancyMaxActiveBlocksPerMultiprocessor)
+        return 500; /* CUDA_ERROR_NOT_FOUND: the driver lacks the occupancy query */
+    st = c->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, c->dev);
+    if (st != 0 || (st = c->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, (int)block, 0)) != 0)
+        return st;
+    *n = sms * per_sm;
+    return 0;
+}
 static int cu_sync(void *ctx) { return ((struct cuda *)ctx)->cuCtxSynchronize(); }
 static int cu_timer_start(void *ctx)
 {
@@ -222,9 +241,9 @@ int main(int argc, char **argv)
         .name = "CUDA", .obj_ext = "cubin", .ctx = &cu, .load = cu_load_module,
         .unload = cu_unload, .function = cu_function, .alloc = cu_alloc, .release = cu_release,
         .htod = cu_htod, .dtoh = cu_dtoh, .dtod = cu_dtod, .fill32 = cu_fill32,
-        .launch = cu_launch, .tmap2d = cu_tmap2d, .sync = cu_sync, .timer_start = cu_timer_start,
+        .launch = cu_launch, .tmap2d = cu_tmap2d, .slots = cu_slots, .sync = cu_sync,
+        .timer_start = cu_timer_start,
         .timer_stop = cu_timer_stop, .errstr = cu_errstr};
-    CUdevice dev;
     int r = 1, n = 0, major = 0, minor = 0;
 
     memset(&cu, 0, sizeof cu);
@@ -239,12 +258,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "no CUDA device: the driver found none\n");
         goto out;
     }
-    CU(cu.cuDeviceGet(&dev, 0));
-    CU(cu.cuDeviceGetName(api.device, (int)sizeof api.device, dev));
-    CU(cu.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev));
-    CU(cu.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev));
+    CU(cu.cuDeviceGet(&cu.dev, 0));
+    CU(cu.cuDeviceGetName(api.device, (int)sizeof api.device, cu.dev));
+    CU(cu.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, cu.dev));
+    CU(cu.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, cu.dev));
     snprintf(api.arch, sizeof api.arch, "sm_%d%d", major, minor);
-    CU(cu.cuCtxCreate(&cu.ctx, 0, dev));
+    CU(cu.cuCtxCreate(&cu.ctx, 0, cu.dev));
     CU(cu.cuEventCreate(&cu.ev[0], CU_EVENT_DEFAULT));
     CU(cu.cuEventCreate(&cu.ev[1], CU_EVENT_DEFAULT));
     r = gpurun_main(&api, &o);

@@ -371,6 +371,19 @@ static void opfn_drop(struct gpu_api *api, struct opfn *f)
     memset(f, 0, sizeof *f);
 }
 
+/* "; S KV splits ..." for a decode attention case (KV heads x splits grid), else "". */
+static const char *splits_note(const struct kcase *c, int slots, char *buf, size_t n)
+{
+    if (c->geom != KCASE_GEOM_HEADS)
+        return "";
+    if (slots > 0)
+        snprintf(buf, n, "; %llu KV splits (%d blocks fit the device at once)",
+                 (unsigned long long)c->items, slots);
+    else
+        snprintf(buf, n, "; %llu KV splits", (unsigned long long)c->items);
+    return buf;
+}
+
 /* Op e at each of its shapes; a shape a device-specific variant serves
  * (kcase_launch_variant: gemm_f16 -> gemm_sm90_f16 on sm_90) runs that entry of m. */
 static void run_op(struct gpu_api *api, const struct gpurun_opts *o,
@@ -394,7 +407,7 @@ static void run_op(struct gpu_api *api, const struct gpurun_opts *o,
     for (int s = 0; s < n; s++) {
         struct kcase c;
         double err = NAN, ms[GPURUN_MAX_RUNS];
-        char extra[160] = "", why[256];
+        char extra[160] = "", why[256], note[96];
         const char *vname = kcase_launch_variant(e->name, o->backend, api->arch, &dims[s]);
         const struct kmanifest_entry *ve = vname ? kmanifest_find(m, count, vname, o->backend) : NULL;
         struct opfn *use = ve ? &alt : &own;
@@ -407,12 +420,15 @@ static void run_op(struct gpu_api *api, const struct gpurun_opts *o,
             report(t, 0, e->name, use->e->name, NAN, "could not load the kernel");
             continue;
         }
+        if (api->slots && api->slots(api->ctx, fn, use->e->block, &dims[s].slots) != 0)
+            dims[s].slots = 0; /* unknown: the split count goes by keys alone */
         if (kcase_build(&c, use->e->name, &dims[s], GPURUN_SEED + (uint64_t)s) != 0) {
             report(t, 0, e->name, "", NAN, "no test case for this op (or out of memory)");
             continue;
         }
         if (kcase_variant(e->name, o->backend, api->arch, &dims[s], why, sizeof why))
-            printf("# variant for %s: %s\n", c.shape, why); /* which path runs, and why */
+            printf("# variant for %s: %s%s\n", c.shape, why, /* which path runs, and why */
+                   splits_note(&c, dims[s].slots, note, sizeof note));
         if (run_case(api, fn, &c, use->e->block, kcase_dyn_smem(&c, o->backend, api->arch), o->bench ? o->iters : 0, o->runs, &err, ms) != 0) {
             report(t, 0, e->name, c.shape, NAN, "launch failed");
         } else {

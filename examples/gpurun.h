@@ -43,6 +43,10 @@ struct gpu_api {
      * zeros read past the edges (tests/kernels/kcase.h, struct kcase_tmap) */
     int (*tmap2d)(void *ctx, void *map, uint64_t dptr, int half, uint64_t inner, uint64_t outer,
                   uint32_t box_inner, uint32_t box_outer);
+    /* optional (NULL: unknown): *n = blocks of `block` threads of fn, without dynamic
+     * shared memory, the device runs at once (SMs x blocks an SM); it caps decode
+     * attention's KV splits at one wave (tests/kernels/kcase.h, slots) */
+    int (*slots)(void *ctx, void *fn, unsigned block, int *n);
     int (*sync)(void *ctx);
     int (*timer_start)(void *ctx);             /* record the start event */
     int (*timer_stop)(void *ctx, float *ms);   /* record the stop event, wait, elapsed */

@@ -55,7 +55,7 @@ static int usage(const char *prog)
 int main(int argc, char **argv)
 {
     const char *op = "rms_norm_f32", *manifest = "kernels_src/MANIFEST", *path = NULL;
-    struct kcase_dims d = {1024, 4096, 0, 0, 0, 0, 0, 0};
+    struct kcase_dims d = {1024, 4096, 0, 0, 0, 0, 0, 0, 0};
     struct kmanifest_entry *m = NULL;
     const struct kmanifest_entry *e;
     struct vkrun *vk = NULL;

@@ -27,8 +27,11 @@
  * sm_90 bulk copies on an mbarrier, in commit 03f0d3d) measured slower on the H100:
  * 75-81% of copy against this path's 84-90%.
  *
- * Launch: block KJ_BLOCK; grid.x = Hkv, grid.y = S splits (1 <= S; a good S gives each
- * block a few hundred keys and the grid a few blocks per SM); no dynamic shared memory.
+ * Launch: block KJ_BLOCK; grid.x = Hkv, grid.y = S splits (1 <= S); no dynamic shared
+ * memory.  A good S fills the device once and no more: Hkv x S within the blocks it runs
+ * at once (2 an SM here: the registers), a power of two (tests/kernels/kcase.c,
+ * att_splits).  On the H100 at 8 KV heads, S = 32 ran 96% of copy at D = 256 and 128
+ * where S = 128 (512 or 256 keys a block, 3.9 waves) ran 85-89%.
  * Block s takes keys [s * ceil(L / S), (s + 1) * ceil(L / S)).  With S == 1 the block
  * writes o.  With S > 1 it writes its partials (max m, sum l, acc[D]) to ws for each of
  * its heads, and the last block of KV head kvh to finish (counted in counters[kvh])
@@ -54,6 +57,9 @@
 #define KJ_LOG2E 1.4426950408889634f
 #ifndef KJ_MINB /* blocks an SM the register budget is cut for (launch bounds) */
 #define KJ_MINB 2
+#endif
+#ifndef KJ_ATT_MU /* split-merge loads in flight per thread */
+#define KJ_ATT_MU 16
 #endif
 #ifndef KJ_ATT_CS /* CUDA: K/V rows loaded evict-first (ld.global.cs) */
 #define KJ_ATT_CS 1
@@ -219,13 +225,13 @@ KJ_DEV void att_merge_cols(const float *pa, const float *pw, const float *gl, fl
         for (int e = 0; e < W; e++)
             a[e] = 0.f;
         int j = part;
-        for (; j + 7 * P < S; j += 8 * P) {
-            float x[8][W];
+        for (; j + (KJ_ATT_MU - 1) * P < S; j += KJ_ATT_MU * P) {
+            float x[KJ_ATT_MU][W];
 #pragma unroll
-            for (int u = 0; u < 8; u++)
+            for (int u = 0; u < KJ_ATT_MU; u++)
                 att_ldcgw<W>(hp + (kj_size)(j + u * P) * D, x[u]);
 #pragma unroll
-            for (int u = 0; u < 8; u++)
+            for (int u = 0; u < KJ_ATT_MU; u++)
 #pragma unroll
                 for (int e = 0; e < W; e++)
                     a[e] += x[u][e] * wg[j + u * P];
@@ -258,12 +264,15 @@ KJ_DEV void att_merge_cols(const float *pa, const float *pw, const float *gl, fl
  * sum_j w_j l_j over the S partials of each of its gsz heads, w_j = exp2(m_j - max m).
  * ws layout: acc of (head h, split j) at ws + (h * S + j) * D, its (m, l) at
  * ws + H * S * D + (h * S + j) * 2.  sm: the block's free group-merge space
- * (NG * G * MAX_D floats).  When the partials' m, l and weights fit there, the sums
- * over splits run P threads a column (float4 columns when vec4), 8 loads in flight
- * each: the first merge, one dependent load after another, cost a 128-split merge
+ * (NG * G * MAX_D floats).  When the partials' m, l and weights fit there, a warp a
+ * head finds its max, weights and weighted l with shuffles, then the sums over splits
+ * run P threads a column (float4 columns when vec4), KJ_ATT_MU loads in flight each.
+ * History: the first merge, one dependent load after another, cost a 128-split merge
  * about a third of the kernel; the second, 16 loads in flight but 2 columns a thread
  * one after the other and 16 rounds of L2 latency, still ~5% at L = 65536 (80% of copy
- * against 86% at batch 16 x L = 4096 with 8 splits, on the H200).  Otherwise each
+ * against 86% at batch 16 x L = 4096 with 8 splits, on the H200); the third, 8 loads
+ * in flight after serial loops over S for the max and l, 84.9% at D = 256, S = 128 on
+ * the H100 where this one runs 87.0% (bench/gpu-h100-d256.log).  Otherwise each
  * element recomputes everything from ws. */
 KJ_DEV void att_merge(const float *ws, float *o, float *sm, int kvh, int gsz, int S, int D,
                       int n_heads, bool vec4)
@@ -275,25 +284,23 @@ KJ_DEV void att_merge(const float *ws, float *o, float *sm, int kvh, int gsz, in
     P = P < 1 ? 1 : P > 16 ? 16 : P;
     const int red_off = (3 * n + gsz + 3) & ~3;
     if (red_off + P * items * W <= KJ_ATT_NG * KJ_ATT_G * KJ_ATT_MAX_D) {
-        float *pm = sm, *pl = sm + n, *pw = sm + 2 * n, *gl = sm + 3 * n;
-        for (int i = threadIdx.x; i < n; i += blockDim.x) {
-            pm[i] = att_ldcg(pml + 2 * i);
-            pl[i] = att_ldcg(pml + 2 * i + 1);
-        }
-        __syncthreads();
-        for (int i = threadIdx.x; i < n; i += blockDim.x) {
-            const int g = i / S;
-            float gm = -KJ_INF;
-            for (int j = 0; j < S; j++)
+        float *pm = sm, *pw = sm + 2 * n, *gl = sm + 3 * n;
+        const int lane = (int)threadIdx.x % KJ_WARP, nw = (int)blockDim.x / KJ_WARP;
+        for (int g = (int)threadIdx.x / KJ_WARP; g < gsz; g += nw) { /* a warp a head */
+            float gm = -KJ_INF, t = 0.f;
+            for (int j = lane; j < S; j += KJ_WARP) {
+                pm[g * S + j] = att_ldcg(pml + 2 * (g * S + j));
                 gm = fmaxf(gm, pm[g * S + j]);
-            pw[i] = pm[i] == -KJ_INF ? 0.f : att_exp2(pm[i] - gm);
-        }
-        __syncthreads();
-        for (int g = threadIdx.x; g < gsz; g += blockDim.x) {
-            float t = 0.f;
-            for (int j = 0; j < S; j++)
-                t += pl[g * S + j] * pw[g * S + j];
-            gl[g] = t;
+            }
+            gm = kj_warp_max(gm);
+            for (int j = lane; j < S; j += KJ_WARP) { /* the lane's own pm: no barrier */
+                const float w = pm[g * S + j] == -KJ_INF ? 0.f : att_exp2(pm[g * S + j] - gm);
+                pw[g * S + j] = w;
+                t += att_ldcg(pml + 2 * (g * S + j) + 1) * w;
+            }
+            t = kj_warp_sum(t);
+            if (lane == 0)
+                gl[g] = t;
         }
         __syncthreads();
         if (vec4)

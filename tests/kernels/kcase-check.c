@@ -6,7 +6,9 @@
  *    (kcase_launch_variant), and the variant line says so; not on sm_80, HIP, or K % 8;
  *  - gemm_sm90_* are fetched for sm_90a on sm_90 and refused elsewhere (kcase_target);
  *  - their cases carry the 128 x 256 tiling, two tensor maps over A and B, and the
- *    dynamic shared memory gemm_sm90.cu's launch needs, only where that path runs.
+ *    dynamic shared memory gemm_sm90.cu's launch needs, only where that path runs;
+ *  - decode attention's KV splits: by keys alone without the device's slots, else capped
+ *    at the largest power of two that keeps KV heads x splits within one wave.
  */
 #include <stdio.h>
 #include <string.h>
@@ -26,7 +28,7 @@ static int streq(const char *a, const char *b) { return a && b && !strcmp(a, b);
 
 int main(void)
 {
-    struct kcase_dims d = {300, 260, 0, 0, 0, 0, 0, 1000}, odd = {37, 45, 0, 0, 0, 0, 0, 29};
+    struct kcase_dims d = {300, 260, 0, 0, 0, 0, 0, 1000, 0}, odd = {37, 45, 0, 0, 0, 0, 0, 29, 0};
     struct kcase c;
     char t[32], why[256];
 
@@ -72,5 +74,20 @@ int main(void)
     }
     check(all, "gemm_sm90 test shapes all have K % 8 == 0");
     check(whole, "and one of whole 128 x 256 tiles with a ragged K (the unmasked stores)");
+
+    /* 40000 keys, D = 16: 79 splits of 512 keys; 264 slots (an H100 at 2 blocks an SM)
+     * over 8 KV heads: 32, not 33; 4 slots: 1; a short cache keeps its few splits */
+    struct kcase_dims a = {1, 1, 0, 8, 8, 16, 40000, 0, 0};
+    const struct { int slots, kv_len, want; } sp[] = {{0, 40000, 79}, {264, 40000, 32},
+                                                     {4, 40000, 1}, {264, 1500, 3}};
+    for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++) {
+        char what[96];
+        a.slots = sp[i].slots, a.kv_len = sp[i].kv_len;
+        snprintf(what, sizeof what, "attn_decode, 8 KV heads, L = %d, %d slots: %d KV splits",
+                 sp[i].kv_len, sp[i].slots, sp[i].want);
+        check(kcase_build(&c, "attn_decode_f32", &a, 1) == 0 && c.items == (uint64_t)sp[i].want,
+              what);
+        kcase_free(&c);
+    }
     return failed;
 }

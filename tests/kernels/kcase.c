@@ -449,18 +449,34 @@ static int build_matvec(struct kcase *c, const struct kcase_dims *d, uint64_t *s
 
 /* KV splits for attn_decode_f32 on CUDA/HIP: about KCASE_ATT_KEYS_PER_SPLIT keys per
  * block (half as many for D > 128: the same bytes), at most KCASE_ATT_MAX_SPLITS
- * blocks per head. */
+ * blocks per head, and, where the launcher knows the device's slots (d->slots: SMs x
+ * blocks an SM), at most the largest power of two with Hkv x S <= slots: one wave.
+ * On the H100 (132 SMs, 2 blocks an SM) at Hkv = 8 that is S = 32 for 128: 96% of copy
+ * against 85-89% at D = 256 and 128 (S = 33, the full 264 slots: 94-95%; S = 66: 90-93%;
+ * S = 49, 99, 132: 85-89%), and at batch 16 (Hkv = 128) S = 2 for 8: 95-96% against
+ * 88-90% (bench/gpu-h100-d256.log): fewer, longer blocks and no partial wave. */
 #define KCASE_ATT_KEYS_PER_SPLIT 512
 #define KCASE_ATT_MAX_SPLITS 128
+
+static int att_splits(const struct kcase_dims *d)
+{
+    const int kps = d->head_dim > 128 ? KCASE_ATT_KEYS_PER_SPLIT / 2 : KCASE_ATT_KEYS_PER_SPLIT;
+    int S = (d->kv_len + kps - 1) / kps, cap = 1;
+    S = S > KCASE_ATT_MAX_SPLITS ? KCASE_ATT_MAX_SPLITS : S;
+    if (d->slots > 0) {
+        while (2 * cap * d->kv_heads <= d->slots)
+            cap *= 2;
+        S = S > cap ? cap : S;
+    }
+    return S;
+}
 
 static int build_attn(struct kcase *c, const struct kcase_dims *d, uint64_t *s, int max_d)
 {
     int H = d->heads, Hkv = d->kv_heads, D = d->head_dim, L = d->kv_len, cap = L + 5;
     if (Hkv < 1 || H % Hkv || D > ORACLE_ATT_MAX_D || D > max_d || L < 1)
         return -1;
-    const int kps = D > 128 ? KCASE_ATT_KEYS_PER_SPLIT / 2 : KCASE_ATT_KEYS_PER_SPLIT;
-    int S = (L + kps - 1) / kps;
-    S = S > KCASE_ATT_MAX_SPLITS ? KCASE_ATT_MAX_SPLITS : S;
+    const int S = att_splits(d);
     size_t nkv = (size_t)Hkv * cap * D, nws = (size_t)H * S * (D + 2);
     float *q = fill(c, (size_t)H * D, s, -1.f, 1.f, 0.05f);
     float *k = fill(c, nkv, s, -1.f, 1.f, 0.05f), *v = fill(c, nkv, s, -1.f, 1.f, 0.05f);
@@ -701,29 +717,29 @@ void kcase_poison(struct kcase *c)
 int kcase_test_shapes(const char *name, struct kcase_dims *d, int max)
 {
     static const struct kcase_dims rowsh[] = {
-        {7, 1000, 0, 0, 0, 0, 0, 0}, {33, 1024, 0, 0, 0, 0, 0, 0}, {3, 4099, 0, 0, 0, 0, 0, 0},
-        {4, 8192, 0, 0, 0, 0, 0, 0}, {2, 12288, 0, 0, 0, 0, 0, 0}};
+        {7, 1000, 0, 0, 0, 0, 0, 0, 0}, {33, 1024, 0, 0, 0, 0, 0, 0, 0}, {3, 4099, 0, 0, 0, 0, 0, 0, 0},
+        {4, 8192, 0, 0, 0, 0, 0, 0, 0}, {2, 12288, 0, 0, 0, 0, 0, 0, 0}};
     static const struct kcase_dims binsh[] = {
-        {7, 1003, 0, 0, 0, 0, 0, 0}, {33, 1024, 1, 0, 0, 0, 0, 0}, {5, 517, 1, 0, 0, 0, 0, 0},
-        {3, 8192, 0, 0, 0, 0, 0, 0}};
+        {7, 1003, 0, 0, 0, 0, 0, 0, 0}, {33, 1024, 1, 0, 0, 0, 0, 0, 0}, {5, 517, 1, 0, 0, 0, 0, 0, 0},
+        {3, 8192, 0, 0, 0, 0, 0, 0, 0}};
     static const struct kcase_dims ropesh[] = {
-        {5, 1, 0, 4, 0, 64, 0, 0}, {3, 1, 0, 2, 0, 128, 0, 0}, {2, 1, 0, 3, 0, 80, 0, 0},
-        {3, 1, 0, 5, 0, 84, 0, 0}};
+        {5, 1, 0, 4, 0, 64, 0, 0, 0}, {3, 1, 0, 2, 0, 128, 0, 0, 0}, {2, 1, 0, 3, 0, 80, 0, 0, 0},
+        {3, 1, 0, 5, 0, 84, 0, 0, 0}};
     static const struct kcase_dims mvsh[] = {
-        {37, 1024, 0, 0, 0, 0, 0, 0}, {256, 4096, 0, 0, 0, 0, 0, 0}, {3, 32, 0, 0, 0, 0, 0, 0}};
+        {37, 1024, 0, 0, 0, 0, 0, 0, 0}, {256, 4096, 0, 0, 0, 0, 0, 0, 0}, {3, 32, 0, 0, 0, 0, 0, 0, 0}};
     static const struct kcase_dims attsh[] = {
-        {1, 1, 0, 8, 2, 128, 300, 0}, {1, 1, 0, 4, 4, 64, 1, 0}, {1, 1, 0, 8, 1, 80, 1000, 0},
-        {1, 1, 0, 2, 1, 256, 77, 0}, {1, 1, 0, 6, 3, 128, 5000, 0},
-        {1, 1, 0, 10, 2, 66, 700, 0}}; /* 5 heads a group: two passes; D % 4 != 0 */
+        {1, 1, 0, 8, 2, 128, 300, 0, 0}, {1, 1, 0, 4, 4, 64, 1, 0, 0}, {1, 1, 0, 8, 1, 80, 1000, 0, 0},
+        {1, 1, 0, 2, 1, 256, 77, 0, 0}, {1, 1, 0, 6, 3, 128, 5000, 0, 0},
+        {1, 1, 0, 10, 2, 66, 700, 0, 0}}; /* 5 heads a group: two passes; D % 4 != 0 */
     static const struct kcase_dims gemmsh[] = { /* M, N, K: ragged, exact, odd N, K % 8 */
-        {37, 45, 0, 0, 0, 0, 0, 29}, {128, 128, 0, 0, 0, 0, 0, 64}, {200, 130, 0, 0, 0, 0, 0, 72},
-        {64, 257, 0, 0, 0, 0, 0, 520}, {1, 33, 0, 0, 0, 0, 0, 8}, {300, 260, 0, 0, 0, 0, 0, 1000}};
+        {37, 45, 0, 0, 0, 0, 0, 29, 0}, {128, 128, 0, 0, 0, 0, 0, 64, 0}, {200, 130, 0, 0, 0, 0, 0, 72, 0},
+        {64, 257, 0, 0, 0, 0, 0, 520, 0}, {1, 33, 0, 0, 0, 0, 0, 8, 0}, {300, 260, 0, 0, 0, 0, 0, 1000, 0}};
     static const struct kcase_dims gemm9sh[] = { /* K % 8 == 0; whole 128 x 256 tiles too */
-        {128, 128, 0, 0, 0, 0, 0, 64}, {200, 130, 0, 0, 0, 0, 0, 72}, {64, 257, 0, 0, 0, 0, 0, 520},
-        {1, 33, 0, 0, 0, 0, 0, 8}, {300, 260, 0, 0, 0, 0, 0, 1000}, {256, 512, 0, 0, 0, 0, 0, 776}};
+        {128, 128, 0, 0, 0, 0, 0, 64, 0}, {200, 130, 0, 0, 0, 0, 0, 72, 0}, {64, 257, 0, 0, 0, 0, 0, 520, 0},
+        {1, 33, 0, 0, 0, 0, 0, 8, 0}, {300, 260, 0, 0, 0, 0, 0, 1000, 0}, {256, 512, 0, 0, 0, 0, 0, 776, 0}};
     static const struct kcase_dims pfsh[] = { /* T, H, Hkv, D */
-        {37, 1, 0, 4, 2, 64, 0, 0}, {130, 1, 0, 8, 2, 128, 0, 0}, {1, 1, 0, 2, 1, 64, 0, 0},
-        {200, 1, 0, 3, 1, 128, 0, 0}, {64, 1, 0, 4, 4, 64, 0, 0}};
+        {37, 1, 0, 4, 2, 64, 0, 0, 0}, {130, 1, 0, 8, 2, 128, 0, 0, 0}, {1, 1, 0, 2, 1, 64, 0, 0, 0},
+        {200, 1, 0, 3, 1, 128, 0, 0, 0}, {64, 1, 0, 4, 4, 64, 0, 0, 0}};
     const struct kcase_dims *src = rowsh;
     int n = (int)(sizeof rowsh / sizeof rowsh[0]);
     char f32name[KCASE_NAME_MAX];

@@ -122,6 +122,8 @@ struct kcase_dims {
     int rows, cols, bcast;
     int heads, kv_heads, head_dim, kv_len;
     int inner; /* GEMM: K (rows = M, cols = N); prefill attention: T = rows */
+    int slots; /* decode attention: blocks the device runs at once (SMs x blocks an SM of
+                * the kernel), which caps the KV splits; 0 = unknown (keys alone decide) */
 };
 
 #define KCASE_MAX_SHAPES 6
