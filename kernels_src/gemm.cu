@@ -30,22 +30,6 @@
 #define GM_BM 128
 #define GM_BN 128
 
-/* C[r][c] for r < M, c < c1 (c1 <= N): one or two consecutive values */
-template <class S>
-KJ_DEV void gm_store2(unsigned short *C, int M, int N, int r, int c, float v0, float v1)
-{
-    if (r >= M || c >= N)
-        return;
-    unsigned short *p = C + (kj_size)r * N + c;
-    if (c + 1 < N && (((kj_size)p) & 3) == 0) {
-        *reinterpret_cast<unsigned *>(p) = (unsigned)kj_from_f32(S(), v0) | ((unsigned)kj_from_f32(S(), v1) << 16);
-    } else {
-        p[0] = kj_from_f32(S(), v0);
-        if (c + 1 < N)
-            p[1] = kj_from_f32(S(), v1);
-    }
-}
-
 #if defined(KJ_MMA)
 /* ---- tensor-core path ------------------------------------------------------------- */
 #ifndef GM_BK
@@ -173,8 +157,8 @@ KJ_DEV void gemm_tc(const unsigned short *A, const unsigned short *B, unsigned s
 #pragma unroll
         for (int j = 0; j < 4; j++) {
             const int r = m0 + wm * 64 + i * 16 + lane / 4, c = n0 + wn * 32 + j * 8 + (lane % 4) * 2;
-            gm_store2<S>(C, M, N, r, c, acc[i][j][0], acc[i][j][1]);
-            gm_store2<S>(C, M, N, r + 8, c, acc[i][j][2], acc[i][j][3]);
+            kj_store2<S>(C, M, N, r, c, acc[i][j][0], acc[i][j][1]);
+            kj_store2<S>(C, M, N, r + 8, c, acc[i][j][2], acc[i][j][3]);
         }
 }
 #define GM_BODY gemm_tc<S>
@@ -218,7 +202,7 @@ KJ_DEV void gemm_plain(const unsigned short *A, const unsigned short *B, unsigne
         }
         for (int i = 0; i < 4; i++)
             for (int j = 0; j < 4; j += 2)
-                gm_store2<S>(C, M, N, m0 + ty * 4 + i, n0 + tx * 4 + j, acc[i][j], acc[i][j + 1]);
+                kj_store2<S>(C, M, N, m0 + ty * 4 + i, n0 + tx * 4 + j, acc[i][j], acc[i][j + 1]);
     }
 }
 #define GM_BODY gemm_plain<S>

@@ -55,22 +55,6 @@ struct __align__(64) kj_tmap {
     unsigned long long w[16];
 };
 
-/* C[r][c], C[r][c + 1] from two f32 (masked at the edges) */
-template <class S>
-KJ_DEV void gm9_store2(unsigned short *C, int M, int N, int r, int c, float v0, float v1)
-{
-    if (r >= M || c >= N)
-        return;
-    unsigned short *p = C + (kj_size)r * N + c;
-    if (c + 1 < N && (((kj_size)p) & 3) == 0) {
-        *reinterpret_cast<unsigned *>(p) = (unsigned)kj_from_f32(S(), v0) | ((unsigned)kj_from_f32(S(), v1) << 16);
-    } else {
-        p[0] = kj_from_f32(S(), v0);
-        if (c + 1 < N)
-            p[1] = kj_from_f32(S(), v1);
-    }
-}
-
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 /* ---- sm_90a: TMA + wgmma, warp-specialized ----------------------------------------- */
 
@@ -204,8 +188,8 @@ KJ_DEV void gm9_consumer(unsigned base, unsigned bars, unsigned short *C, int M,
     } else {
 #pragma unroll
         for (int j = 0; j < 32; j++) {
-            gm9_store2<S>(C, M, N, r, c0 + j * 8, d[4 * j], d[4 * j + 1]);
-            gm9_store2<S>(C, M, N, r + 8, c0 + j * 8, d[4 * j + 2], d[4 * j + 3]);
+            kj_store2<S>(C, M, N, r, c0 + j * 8, d[4 * j], d[4 * j + 1]);
+            kj_store2<S>(C, M, N, r + 8, c0 + j * 8, d[4 * j + 2], d[4 * j + 3]);
         }
     }
 }
@@ -266,7 +250,7 @@ KJ_DEV void gm9_plain(const unsigned short *A, const unsigned short *B, unsigned
             if (c + 1 < N)
                 s1 += a * S::ld(B, (kj_size)(c + 1) * K + k);
         }
-        gm9_store2<S>(C, M, N, r, c, s0, s1);
+        kj_store2<S>(C, M, N, r, c, s0, s1);
     }
 }
 #define GM9_BODY(A, B, C, M, N, K, tmA, tmB) gm9_plain<S>(A, B, C, M, N, K)

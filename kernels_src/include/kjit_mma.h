@@ -10,12 +10,30 @@
  *                              kj_s_bf16 picks the input type
  *   kj_pack2(S(), lo, hi)      two f32 rounded to the 16-bit type, one 32-bit register
  *   kj_from_f32(S(), v)        one f32 to the 16-bit type (round to nearest even)
+ *   kj_store2<S>(C, M, N, r, c, v0, v1)  C[r][c], C[r][c + 1] of a row-major M x N 16-bit
+ *                              matrix from two f32, masked at the edges (one 32-bit
+ *                              store when aligned): the GEMMs' epilogue
  */
 #pragma once
 #include "kjit_prelude.h"
 
 KJ_DEV unsigned short kj_from_f32(kj_s_f16, float v) { return kj_f32_to_f16(v); }
 KJ_DEV unsigned short kj_from_f32(kj_s_bf16, float v) { return kj_f32_to_bf16(v); }
+
+template <class S>
+KJ_DEV void kj_store2(unsigned short *C, int M, int N, int r, int c, float v0, float v1)
+{
+    if (r >= M || c >= N)
+        return;
+    unsigned short *p = C + (kj_size)r * N + c;
+    if (c + 1 < N && (((kj_size)p) & 3) == 0) {
+        *reinterpret_cast<unsigned *>(p) = (unsigned)kj_from_f32(S(), v0) | ((unsigned)kj_from_f32(S(), v1) << 16);
+    } else {
+        p[0] = kj_from_f32(S(), v0);
+        if (c + 1 < N)
+            p[1] = kj_from_f32(S(), v1);
+    }
+}
 
 #if defined(KJ_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define KJ_MMA 1
