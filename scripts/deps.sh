@@ -13,6 +13,15 @@ libshaderc-dev glslang-dev spirv-tools libvulkan-dev mesa-vulkan-drivers
 valgrind systemd groff-base hyperfine
 redis-server libhiredis-dev"
 
+# NVRTC and nvcc come from NVIDIA's CUDA toolkit, which Debian's main archive
+# lacks; kjit finds it in /usr/local/cuda (where NVIDIA's installer puts it and
+# where the machines this project runs on carry it).  Say so loudly when absent:
+# the CUDA tests then fail rather than pass on nothing.
+if ! ls /usr/local/cuda/lib64/libnvrtc.so* >/dev/null 2>&1 || [ ! -x /usr/local/cuda/bin/nvcc ]; then
+	echo "deps: no CUDA toolkit in /usr/local/cuda (libnvrtc, bin/nvcc): install NVIDIA's CUDA" \
+		"toolkit there; the CUDA tests need it" >&2
+fi
+
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
