@@ -65,8 +65,15 @@
 #define KJ_HITTAB_RECORD_SHARE 4           /* one object takes at most 1/4 of the arena */
 
 /* Fleet tier (daemon/remote.c, docs/remote.md). */
-#define KJ_REMOTE_PREFIX "kjit:v1:"        /* --remote-prefix default: bump v1 with the value layout */
-#define KJ_REMOTE_TIMEOUT_MS 200           /* a Redis op slower than this counts as down: local is faster */
+#define KJ_REMOTE_PREFIX "kjit:v2:"        /* --remote-prefix default: v2 = KJO2 values; KJO1 nodes use kjit:v1: */
+#define KJ_REMOTE_TIMEOUT_MS 200           /* connect, handshake, lease ops: slower counts as down (--remote-timeout) */
+#define KJ_REMOTE_LOOKUP_MS 5              /* a GET's deadline before its size is known (--remote-lookup-timeout): a LAN Redis answers in < 1 ms */
+#define KJ_REMOTE_LOOKUP_MS_PER_MIB 1      /* added per MiB of the reply once its bulk length is read: 1 GB/s, a slow LAN */
+#define KJ_REMOTE_SECRET_MIN 16            /* --remote-secret: fewer bytes is a guessable key */
+#define KJ_REMOTE_SECRET_MAX 4096          /* --remote-secret: more is a mistake (the wrong file) */
+#define KJ_REMOTE_META_MAX 1024            /* a KJO2 value's metadata (backend, target, version, compiler) */
+#define KJ_REMOTE_ENTRIES_MAX (KJ_ENTRIES_MAX_COUNT * (KJ_NAME_MAX + 1)) /* a KJO2 value's entry-point list */
+#define KJ_REMOTE_LOG_MAX (2 * KJ_LOG_MAX) /* a remote value's log: a cut log plus old nodes' lowered-name lines */
 #define KJ_REMOTE_OBJECT_MAX (64ull << 20) /* --remote-max-object: bigger objects stay local */
 #define KJ_REMOTE_PUBLISH_QUEUE_BYTES (256u << 20) /* unacknowledged publishes kept in memory */
 #define KJ_REMOTE_SLOW_LINK_BPS (10u << 20) /* a publish may take timeout + size at this rate */

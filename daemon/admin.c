@@ -95,6 +95,7 @@ static size_t remote_counters(struct kj__daemon *d, struct remote_counter *c, in
 	RC(hits, "hits");
 	RC(misses, "misses");
 	RC(corrupt, "corrupt");
+	RC(forged, "forged");
 	RC(publishes, "publishes");
 	RC(publish_dropped, "publish_dropped");
 	RC(errors, "errors");
@@ -113,7 +114,7 @@ static size_t remote_counters(struct kj__daemon *d, struct remote_counter *c, in
 	c[n++] = (struct remote_counter){ "hit_us_mean", s.hits ? s.hit_us_total / s.hits : 0 };
 	return n;
 }
-#define REMOTE_COUNTERS 18
+#define REMOTE_COUNTERS 19
 
 /* "remote":{...} (JSON) or null: the URL without its password, up/down,
  * the mode and, with counters, the counters. */

@@ -64,6 +64,11 @@ struct kj__config {
 	char *remote_prefix;        /* --remote-prefix; NULL: KJ_REMOTE_PREFIX */
 	int remote_mode;            /* --remote-mode: enum kj__remote_mode (rw 0, ro 1) */
 	unsigned remote_timeout_ms; /* --remote-timeout MS; 0: KJ_REMOTE_TIMEOUT_MS */
+	unsigned remote_lookup_ms;  /* --remote-lookup-timeout MS[+MS/MiB]; 0: KJ_REMOTE_LOOKUP_MS */
+	unsigned remote_lookup_per_mib; /* its size term; 0: KJ_REMOTE_LOOKUP_MS_PER_MIB */
+	char *remote_secret_file;   /* --remote-secret FILE or $KJITD_REMOTE_SECRET_FILE; NULL: none */
+	uint8_t *remote_secret;     /* its bytes, read and checked at start; wiped at exit */
+	size_t remote_secret_len;
 	uint64_t remote_ttl_ms;     /* --remote-ttl; 0: no expiry */
 	uint64_t remote_max_object; /* --remote-max-object; 0: KJ_REMOTE_OBJECT_MAX */
 	int no_compile;             /* --no-compile: serve hits, refuse misses */

@@ -15,16 +15,26 @@
  * --remote none of this allocates or connects anything: a miss goes
  * straight to the compile (or the refusal).
  *
- * The remote's value (format 1, docs/remote.md) has a log and no other
- * place for the lowered names of C++ name expressions: they are written
- * into its log as the lines older kjit used ("kjit: lowered name: EXPR =
- * LOWERED", common/lowered.h) and taken out of it again on a remote hit,
- * so nodes of either age read each other's objects with their names.
+ * Trust (docs/remote.md): a remote value is served only if it decoded and
+ * verified in remote-value.c (its digest; on a node with a fleet secret,
+ * its HMAC over the Redis key, metadata and object) and here it is for
+ * what was asked: its metadata names the request's backend, target and
+ * runtime version, its entry list covers the request's entry points, and
+ * the object itself has them where its symbols can be listed
+ * (kj__entries_check).  Anything else is counted (remote forged), never
+ * served, and the node compiles as on a miss; its publish overwrites the
+ * value.  KJO2 values carry the lowered names of C++ name expressions in a
+ * field of their own; a KJO1 value (read only by a node without a secret)
+ * carries them in its log as "kjit: lowered name: EXPR = LOWERED" lines
+ * (common/lowered.h), taken out of it here.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "compint.h"
 #include "daemon.h"
+#include "kj_limits.h"
+#include "proto.h"
 #include "kj_types.h"
 #include "lowered.h"
 #include "remote.h"
@@ -47,17 +57,27 @@ int kj__fleet_start(struct kj__daemon *d, char *err, size_t errlen)
 		.prefix = c->remote_prefix,
 		.mode = c->remote_mode,
 		.timeout_ms = c->remote_timeout_ms,
+		.lookup_ms = c->remote_lookup_ms,
+		.lookup_ms_per_mib = c->remote_lookup_per_mib,
+		.secret = c->remote_secret,
+		.secret_len = c->remote_secret_len,
 		.ttl_ms = c->remote_ttl_ms,
 		.max_object = c->remote_max_object,
 		.log = remote_log,
 		.log_arg = d,
 	};
 	int r = kj__remote_new(d->loop, &o, &d->remote, err, errlen);
-	if (r == 0)
-		kj__log(d, "fleet tier: %s (%s%s)", kj__remote_describe(d->remote),
-			c->remote_mode == KJ_REMOTE_RO ? "read-only" : "read-write",
-			c->no_compile ? ", serve-only: misses refused" : "");
-	return r;
+	if (r < 0)
+		return r;
+	kj__log(d, "fleet tier: %s (%s%s, %s)", kj__remote_describe(d->remote),
+		c->remote_mode == KJ_REMOTE_RO ? "read-only" : "read-write",
+		c->no_compile ? ", serve-only: misses refused" : "",
+		c->remote_secret ? "values authenticated with the fleet secret" : "values NOT authenticated");
+	if (c->remote_secret == NULL)
+		kj__log(d, "WARNING: --remote without --remote-secret: anyone who can write to %s can change what every "
+			"node of the fleet runs; give every node the same secret file (docs/remote.md, Trust)",
+			kj__remote_describe(d->remote));
+	return 0;
 }
 
 static void release_lease(struct kj__flight *f, void *arg)
@@ -92,6 +112,71 @@ static void fail_flight(struct kj__flight *f, int code, const char *line)
 	kj__flight_free(f);
 }
 
+/* The entry points f's job asks for, NUL-terminated back to back in b,
+ * and pointers to them in v (KJ_ENTRIES_MAX_COUNT at most): how many, or a
+ * negative code. */
+static int job_entries(const struct kj__flight *f, struct kj__buf *b, const char **v)
+{
+	struct kj__msg m;
+	size_t pos = 0, n = 0;
+	const struct kj__field *fl;
+	int r = KJIT_EPROTO;
+
+	if (f->job.frame.len < KJ_FRAME_HDR_SIZE ||
+	    kj__msg_decode(f->job.frame.p + KJ_FRAME_HDR_SIZE, f->job.frame.len - KJ_FRAME_HDR_SIZE, &m) < 0)
+		return r;
+	r = 0;
+	while (r == 0 && (fl = kj__msg_next(&m, KJ_F_ENTRY, &pos)) != NULL) {
+		if (n == KJ_ENTRIES_MAX_COUNT || memchr(fl->p, '\0', fl->len) != NULL || fl->len == 0)
+			r = KJIT_EPROTO;
+		else if (kj__buf_append(b, fl->p, fl->len) < 0 || kj__buf_append(b, "", 1) < 0)
+			r = KJIT_ENOMEM;
+		else
+			n++;
+	}
+	kj__msg_free(&m);
+	if (r < 0)
+		return r;
+	for (size_t i = 0, off = 0; i < n; i++) {
+		v[i] = (const char *)b->p + off;
+		off += strlen(v[i]) + 1;
+	}
+	return (int)n;
+}
+
+/* The start of a KJO2 value's metadata for f: what must match. */
+static char *meta_of(const struct kj__flight *f)
+{
+	return kj__asprintf("backend=%d\ntarget=%s\nversion=%s\n", f->e.backend, f->e.target, f->e.version);
+}
+
+/* 1 if o (verified by remote.c) is what f asked for; else 0, counted as
+ * forged and logged (why). */
+static int remote_fits(struct kj__flight *f, const struct kj__remote_object *o)
+{
+	struct kj__buf b = { 0 };
+	const char *want[KJ_ENTRIES_MAX_COUNT];
+	char *meta = meta_of(f), err[512] = "";
+	int n = job_entries(f, &b, want);
+
+	if (meta == NULL || n < 0)
+		snprintf(err, sizeof err, "the request's entry points cannot be read (%s)", kjit_strerror(meta ? n : KJIT_ENOMEM));
+	else if (o->format == 2 && (o->meta_len < strlen(meta) || memcmp(o->meta, meta, strlen(meta)) != 0))
+		snprintf(err, sizeof err, "its metadata names another backend, target or version: %.*s",
+			 (int)(o->meta_len > 200 ? 200 : o->meta_len), o->meta ? o->meta : "");
+	else if (o->format == 2 && !kj__remote_entries_cover(o, want, (size_t)n))
+		snprintf(err, sizeof err, "its entry list does not cover the request's");
+	else
+		kj__entries_check(o->data, o->size, want, (size_t)n, err, sizeof err); /* err set: not there */
+	free(meta);
+	kj__buf_free(&b);
+	if (err[0] == '\0')
+		return 1;
+	kj__remote_note_forged(f->d->remote);
+	kj__log(f->d, "remote value for %s not served: %s; compiling it here (remote forged)", f->key, err);
+	return 0;
+}
+
 /* A verified remote object: answered to every waiter, then cached locally
  * (with its log, lowered names and this request's recipe, so `kjit show`
  * and `kjit warm --replay` work). */
@@ -99,7 +184,16 @@ static void serve_remote(struct kj__flight *f, const struct kj__remote_object *o
 {
 	struct kj__daemon *d = f->d;
 	char *all = o->log_len ? kj__strndup(o->log, o->log_len) : NULL, *log = NULL, *lowered = NULL;
-	int split = kj__lowered_split_log(all, &log, &lowered) == 0;
+	int split;
+
+	if (o->format == 2) { /* the names have a field of their own */
+		log = all;
+		all = NULL;
+		lowered = o->lowered_len ? kj__strndup(o->lowered, o->lowered_len) : NULL;
+		split = (o->log_len == 0 || log) && (o->lowered_len == 0 || lowered);
+	} else {
+		split = kj__lowered_split_log(all, &log, &lowered) == 0;
+	}
 
 	if (!split) { /* no memory: the whole log goes (libkjit reads the names there), nothing is cached */
 		log = all;
@@ -187,7 +281,7 @@ static void on_recheck(void *arg, int code, const struct kj__remote_object *obj)
 		fail_flight(f, KJIT_ESHUTDOWN, "kjitd is shutting down"); /* frees the lease */
 		return;
 	}
-	if (obj) {
+	if (obj && remote_fits(f, obj)) {
 		kj__remote_lease_release(f->lease);
 		f->lease = NULL;
 		serve_remote(f, obj, "published just before our lease");
@@ -207,8 +301,11 @@ static void on_lease(void *arg, int outcome, struct kj__remote_lease *lease, con
 	}
 	switch (outcome) {
 	case KJ_LEASE_PUBLISHED:
-		serve_remote(f, obj, "compiled by another node");
-		return;
+		if (remote_fits(f, obj)) {
+			serve_remote(f, obj, "compiled by another node");
+			return;
+		}
+		break; /* not what was asked: compile alone */
 	case KJ_LEASE_OWNED:
 		f->lease = lease;
 		kj__remote_lookup(f->d->remote, f->key, on_recheck, f);
@@ -229,7 +326,7 @@ static void on_lookup(void *arg, int code, const struct kj__remote_object *obj)
 		fail_flight(f, KJIT_ESHUTDOWN, "kjitd is shutting down");
 		return;
 	}
-	if (obj) {
+	if (obj && remote_fits(f, obj)) {
 		serve_remote(f, obj, "fetched");
 		return;
 	}
@@ -273,13 +370,25 @@ void kj__fleet_compiled(struct kj__flight *f, const uint8_t *data, size_t len, c
 		return;
 	}
 	const uint8_t *recipe = f->recipe.len > KJ_FRAME_HDR_SIZE ? f->recipe.p : NULL;
-	int oom = 0;
-	char *all = kj__lowered_join_log(log, lowered, &oom);
-	if (oom && lowered) { /* its names could not go with it: not published */
+	struct kj__buf ents = { 0 };
+	const char *want[KJ_ENTRIES_MAX_COUNT];
+	char *meta = kj__asprintf("backend=%d\ntarget=%s\nversion=%s\next=%s\ncompiler=%s\n", f->e.backend,
+				  f->e.target, f->e.version, f->e.ext, f->e.compiler ? f->e.compiler : "");
+	if (meta == NULL || job_entries(f, &ents, want) < 0) { /* not published: nothing is lost */
+		free(meta);
+		kj__buf_free(&ents);
 		kj__remote_lease_release(lease);
 		return;
 	}
-	kj__remote_publish(d->remote, f->key, data, len, digest, all, all ? strlen(all) : 0, recipe,
-			   recipe ? f->recipe.len : 0, lease); /* consumes the lease; failures are counted there */
-	free(all);
+	struct kj__remote_object v = {
+		.data = data, .size = len, .log = log, .log_len = log ? strlen(log) : 0,
+		.recipe = recipe, .recipe_len = recipe ? f->recipe.len : 0,
+		.meta = meta, .meta_len = strlen(meta),
+		.entries = (const char *)ents.p, .entries_len = ents.len,
+		.lowered = lowered, .lowered_len = lowered ? strlen(lowered) : 0,
+	};
+	memcpy(v.digest, digest, sizeof digest);
+	kj__remote_publish(d->remote, f->key, &v, lease); /* consumes the lease; failures are counted there */
+	free(meta);
+	kj__buf_free(&ents);
 }

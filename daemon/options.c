@@ -40,7 +40,8 @@ static const char usage_text[] =
 	"             [--allow-uid UID]... [--allow-gid GID]... [--admin-gid GID]...\n"
 	"             [--hot-size SIZE] [--memo-size SIZE] [--failed-ttl SECONDS]\n"
 	"             [--remote URL] [--remote-prefix P] [--remote-ttl DURATION] [--remote-mode ro|rw]\n"
-	"             [--remote-timeout MS] [--remote-max-object SIZE] [--no-compile]\n"
+	"             [--remote-timeout MS] [--remote-lookup-timeout MS[+MS]] [--remote-secret FILE]\n"
+	"             [--remote-max-object SIZE] [--no-compile]\n"
 	"             [--shared-hit-table | --no-shared-hit-table]\n"
 	"             [--idle-timeout SECONDS] [--max-conns-per-uid N] [--conn-idle-timeout SECONDS]\n"
 	"             [--max-request-bytes SIZE] [--max-request-bytes-per-uid SIZE]\n";
@@ -49,6 +50,7 @@ enum {
 	OPT_HIP_ARCH = 256, OPT_CUDA_ARCH, OPT_VULKAN_ENV, OPT_HIP_COMPILER, OPT_TIMEOUT, OPT_KERNELS,
 	OPT_LOG, OPT_SYSTEM, OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_SYSFS, OPT_HOT, OPT_MEMO,
 	OPT_REMOTE, OPT_REMOTE_PREFIX, OPT_REMOTE_TTL, OPT_REMOTE_MODE, OPT_REMOTE_TIMEOUT, OPT_REMOTE_MAX, OPT_NO_COMPILE,
+	OPT_REMOTE_LOOKUP, OPT_REMOTE_SECRET,
 	OPT_SHARED_HITS, OPT_NO_SHARED_HITS,
 	OPT_FAILED_TTL, OPT_CUDA_COMPILER,
 	OPT_IDLE_TIMEOUT, OPT_CONNS_PER_UID, OPT_CONN_IDLE, OPT_REQ_BYTES, OPT_REQ_BYTES_UID,
@@ -83,6 +85,8 @@ static const struct option long_opts[] = {
 	{ "remote-mode", required_argument, NULL, OPT_REMOTE_MODE },
 	{ "remote-timeout", required_argument, NULL, OPT_REMOTE_TIMEOUT },
 	{ "remote-max-object", required_argument, NULL, OPT_REMOTE_MAX },
+	{ "remote-lookup-timeout", required_argument, NULL, OPT_REMOTE_LOOKUP },
+	{ "remote-secret", required_argument, NULL, OPT_REMOTE_SECRET },
 	{ "no-compile", no_argument, NULL, OPT_NO_COMPILE },
 	{ "shared-hit-table", no_argument, NULL, OPT_SHARED_HITS },
 	{ "no-shared-hit-table", no_argument, NULL, OPT_NO_SHARED_HITS },
@@ -165,6 +169,25 @@ static int parse_duration_ms(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* --remote-lookup-timeout MS or MS+MS: a GET's deadline, and what each MiB
+ * of its reply adds once its length is read.  0 or an exit status. */
+static int parse_lookup_timeout(const char *arg, struct kj__config *cfg)
+{
+	char base[32];
+	const char *plus = strchr(arg, '+');
+	unsigned long v, per = 0;
+
+	snprintf(base, sizeof base, "%.*s", plus ? (int)(plus - arg) : (int)strlen(arg), arg);
+	if (strlen(arg) >= sizeof base || parse_uint(base, 60000, &v) < 0 || v == 0 ||
+	    (plus && (parse_uint(plus + 1, 60000, &per) < 0 || per == 0)))
+		return kj__usage_error("--remote-lookup-timeout '%s': expected milliseconds, 1 to 60000, optionally "
+				       "+ milliseconds per MiB (5+1)", arg);
+	cfg->remote_lookup_ms = (unsigned)v;
+	if (plus)
+		cfg->remote_lookup_per_mib = (unsigned)per;
+	return 0;
+}
+
 /* The fleet tier's options (daemon/remote.h); -1 when c is not one of
  * them, else 0 or an exit status. */
 static int parse_remote_opt(int c, const char *arg, struct kj__config *cfg)
@@ -203,6 +226,12 @@ static int parse_remote_opt(int c, const char *arg, struct kj__config *cfg)
 		if (parse_uint(arg, 60000, &v) < 0 || v == 0)
 			return kj__usage_error("--remote-timeout '%s': expected milliseconds, 1 to 60000", arg);
 		cfg->remote_timeout_ms = (unsigned)v;
+		return 0;
+	case OPT_REMOTE_LOOKUP:
+		return parse_lookup_timeout(arg, cfg);
+	case OPT_REMOTE_SECRET:
+		free(cfg->remote_secret_file);
+		cfg->remote_secret_file = kj__strdup(arg);
 		return 0;
 	case OPT_REMOTE_MAX:
 		if (kj__parse_size(arg, &size) < 0 || size == 0)
@@ -430,6 +459,16 @@ int kj__options_defaults(struct kj__config *cfg)
 		if ((cfg->remote_url = kj__strdup(getenv("KJITD_REMOTE"))) == NULL)
 			return KJIT_ENOMEM;
 	}
+	const char *sf = cfg->remote_secret_file ? cfg->remote_secret_file : getenv("KJITD_REMOTE_SECRET_FILE");
+	if (sf && *sf) {
+		char err[512];
+		int rc = kj__remote_secret_load(sf, &cfg->remote_secret, &cfg->remote_secret_len, err, sizeof err);
+		if (rc < 0) {
+			fprintf(stderr, "kjitd: %s: %s\n", cfg->remote_secret_file ? "--remote-secret" : "KJITD_REMOTE_SECRET_FILE",
+				rc == KJIT_ENOMEM ? "out of memory" : err);
+			return rc;
+		}
+	}
 	cfg->self_exe = realpath("/proc/self/exe", NULL);
 	return cfg->socket_path && cfg->cache_dir && cfg->kernels_dir && cfg->self_exe ? 0 : KJIT_ENOMEM;
 }
@@ -446,6 +485,10 @@ void kj__options_free(struct kj__config *cfg)
 	free(cfg->cuda_compiler);
 	free(cfg->remote_url);
 	free(cfg->remote_prefix);
+	free(cfg->remote_secret_file);
+	if (cfg->remote_secret)
+		explicit_bzero(cfg->remote_secret, cfg->remote_secret_len);
+	free(cfg->remote_secret);
 	for (size_t i = 0; i < KJ_ARRAY_SIZE(cfg->arch); i++)
 		free(cfg->arch[i]);
 }

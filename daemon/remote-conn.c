@@ -4,12 +4,19 @@
  *
  * Invariants:
  *  - Replies on a connection come in the order sent, so each keeps its
- *    pending ops in a FIFO (c->head .. c->tail) and only the head can be
- *    late.  c->since_us is its last progress (connect start, a reply, or
- *    bytes of a long reply arriving); the tick drops a connection whose
- *    head, or whose connect, made none for that op's allowance (timeout_ms,
- *    plus its size at KJ_REMOTE_SLOW_LINK_BPS for a publish): hiredis 0.14
- *    has no timeouts of its own.
+ *    pending ops in a FIFO (c->head .. c->tail).  Every op has an absolute
+ *    deadline fixed when it is sent: its start plus its allowance (a GET:
+ *    the lookup time; a lease op: timeout_ms; a publish: timeout_ms plus
+ *    its size at KJ_REMOTE_SLOW_LINK_BPS, counted from the previous
+ *    publish's deadline since PUT sends them one after another).  Bytes
+ *    arriving are not progress: a reply trickling in is as late as a
+ *    silent one.  The only extension is a GET's size term, applied once
+ *    when the tick sees its reply's bulk length (capped; a length over
+ *    the largest value drops the connection at once).  The tick drops a
+ *    connection when any of its ops, or its connect (start plus
+ *    timeout_ms), is past its deadline: its ops fail, the stream (perhaps
+ *    mid-reply) is thrown away, and it connects again.  hiredis 0.14 has no
+ *    timeouts of its own.
  *  - Every op's done function is called exactly once, with the reply, or
  *    with NULL when the connection fails or is dropped (then
  *    kj__remote_conn_failure says why), and the op is freed here after it.
@@ -48,6 +55,7 @@ struct op *kj__remote_op_new(struct conn *c, kj__remote_done_fn *done)
 	o->done = done;
 	o->start_us = kj__now_us();
 	o->allow_us = c->r->timeout_us;
+	o->sized = 1;
 	return o;
 }
 
@@ -65,8 +73,6 @@ static void op_unlink(struct op *o)
 	*pp = o->next;
 	if (c->tail == o)
 		c->tail = prev;
-	if (c->head == NULL || c->head == o->next)
-		c->since_us = kj__now_us();
 }
 
 /* Every reply (NULL: the connection failed or was dropped) comes here
@@ -93,8 +99,11 @@ int kj__remote_op_send(struct op *o, int argc, const char **argv, const size_t *
 		free(o);
 		return KJIT_ECONNECT;
 	}
-	if (c->head == NULL)
-		c->since_us = kj__now_us();
+	uint64_t from = o->start_us;
+	if (c->role == C_PUT && c->tail && c->tail->deadline_us > from)
+		from = c->tail->deadline_us; /* publishes go one after another */
+	o->deadline_us = from + o->allow_us;
+	o->sized = o->per_mib_us == 0;
 	o->next = NULL;
 	if (c->tail)
 		c->tail->next = o;
@@ -375,6 +384,51 @@ int kj__remote_conn_busy(const struct conn *c)
 	return c->head || c->state == S_CONNECTING || c->state == S_RESOLVING || c->state == S_DOWN;
 }
 
+/* The bulk length of the reply being read on c, once its header is in the
+ * reader's buffer: 1 with *len, else 0 (not yet, or not a bulk). */
+static int reply_bulk_len(const struct conn *c, long long *len)
+{
+	const redisReader *rd = c->ac ? c->ac->c.reader : NULL;
+
+	if (rd == NULL || rd->buf == NULL || rd->pos >= rd->len)
+		return 0;
+	const char *p = rd->buf + rd->pos, *end = rd->buf + rd->len;
+	if (rd->ridx >= 0 && rd->rstack[rd->ridx].type == REDIS_REPLY_STRING && *p != '$')
+		; /* hiredis took the type byte already */
+	else if (*p == '$')
+		p++;
+	else
+		return 0;
+	long long v = 0;
+	int digits = 0, neg = p < end && *p == '-';
+	for (p += neg; p < end && *p >= '0' && *p <= '9' && digits < 19; p++, digits++)
+		v = v * 10 + (*p - '0');
+	if (p >= end || *p != '\r' || digits == 0)
+		return 0;
+	*len = neg ? -v : v;
+	return 1;
+}
+
+/* Past the head GET's bulk length: its size term (capped), or a drop when
+ * no value can be that large.  0, or KJIT_ETOOBIG. */
+static int size_head(struct conn *c)
+{
+	struct op *o = c->head;
+	long long len;
+
+	if (o == NULL || o->sized || !reply_bulk_len(c, &len))
+		return 0;
+	o->sized = 1;
+	if (len <= 0)
+		return 0;
+	if ((unsigned long long)len > c->r->max_object + KJ_REMOTE_META_MAX + KJ_REMOTE_ENTRIES_MAX + KJ_LOWERED_MAX +
+					     KJ_REMOTE_LOG_MAX + KJ_FRAME_MAX + 256)
+		return KJIT_ETOOBIG;
+	uint64_t mib = ((uint64_t)len + (1u << 20) - 1) >> 20;
+	o->deadline_us += mib * o->per_mib_us;
+	return 0;
+}
+
 void kj__remote_conn_tick(struct conn *c, uint64_t now)
 {
 	if (c->state == S_DOWN) {
@@ -382,15 +436,15 @@ void kj__remote_conn_tick(struct conn *c, uint64_t now)
 			kj__remote_conn_connect(c);
 		return;
 	}
-	if (c->ac && c->ac->c.reader) {
-		size_t buffered = c->ac->c.reader->len - c->ac->c.reader->pos;
-		if (buffered != c->reader_seen) {
-			c->reader_seen = buffered;
-			c->since_us = now;   /* a long reply is arriving: progress */
-		}
+	if (size_head(c) < 0) {
+		c->r->st.errors++;
+		kj__remote_conn_drop(c, KJIT_EPROTO, "a reply larger than any value");
+		return;
 	}
-	uint64_t allow = c->head ? c->head->allow_us : c->r->timeout_us;
-	if ((c->head || c->state == S_CONNECTING) && now - c->since_us > allow) {
+	int late = c->state == S_CONNECTING && now - c->since_us > c->r->timeout_us;
+	for (const struct op *o = c->head; !late && o; o = o->next)
+		late = now > o->deadline_us;
+	if (late) {
 		char why[160];
 		snprintf(why, sizeof why, "%s", c->why[0] ? c->why
 				: c->state == S_CONNECTING ? "connect timed out" : "operation timed out");

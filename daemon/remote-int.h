@@ -9,7 +9,8 @@
  *   remote-url.c     the --remote URL and its password-free description
  *   remote-conn.c    struct conn and struct op: a connection, the FIFO of
  *                    operations on it, the handshake, outages, reconnect
- *                    with backoff, the per-operation deadline
+ *                    with backoff, the per-operation absolute deadline
+ *   remote-value.c   the value layouts (KJO1, KJO2) and their HMAC
  *   remote-object.c  the value layout, lookup, publish
  *   remote-lease.c   struct kj__remote_lease and r->leases: single-flight
  *                    across machines (acquire, renew, wait, take over)
@@ -29,6 +30,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "kj_limits.h"
 #include "remote.h"
 #include "sha.h"
 
@@ -52,8 +54,7 @@ struct conn {
 	int state;
 	redisAsyncContext *ac;
 	struct op *head, *tail;
-	uint64_t since_us;          /* last progress: connect start, a reply, bytes read */
-	size_t reader_seen;         /* bytes buffered by the reader at the last tick */
+	uint64_t since_us;          /* when the connect (resolve, connect, handshake) started */
 	uint64_t retry_at_us;       /* when S_DOWN: next connect attempt */
 	unsigned backoff_ms;
 	int drop_code;              /* why pending ops fail while we drop */
@@ -67,7 +68,12 @@ struct op {
 	struct conn *c;
 	kj__remote_done_fn *done;
 	uint64_t start_us;
-	uint64_t allow_us;          /* this op's time once it is the head */
+	uint64_t allow_us;          /* its time, set before sending: the deadline is start (or, on
+				     * PUT, the previous op's deadline) plus this */
+	uint64_t deadline_us;       /* absolute: past it the connection is dropped, the op failed */
+	uint64_t per_mib_us;        /* a GET: added per MiB once its reply's length is read */
+	int sized;                  /* the size term was applied (or the length is not a bulk) */
+	char rkey[KJ_NAME_MAX + KJ_SHA256_HEX_LEN + 1]; /* a GET's Redis key (the HMAC covers it) */
 	size_t bytes;
 	kj__remote_lookup_cb cb;
 	void *arg;
@@ -97,6 +103,9 @@ struct kj__remote {
 	char *channel;
 	int mode;
 	uint64_t timeout_us, ttl_ms, max_object;
+	uint64_t lookup_us, lookup_per_mib_us; /* a GET's deadline and its size term */
+	uint8_t *secret;            /* fleet secret (NULL: none); wiped at free */
+	size_t secret_len;
 	unsigned lease_ms, poll_ms, wait_max_ms;
 	void (*log)(void *, const char *);
 	void *log_arg;
@@ -166,8 +175,9 @@ int kj__remote_conn_busy(const struct conn *c);
 void kj__remote_get(struct kj__remote *r, const char *key, kj__remote_done_fn *done, kj__remote_lookup_cb cb,
 		    void *arg, struct kj__remote_lease *l, int *rc);
 /* Classifies a GET reply: 1 hit (obj filled, valid while rep is), 0
- * absent, or an error (KJIT_ECORRUPT, KJIT_EPROTO, why c failed); counts. */
-int kj__remote_get_result(struct kj__remote *r, struct conn *c, const redisReply *rep,
+ * absent, or an error (KJIT_ECORRUPT, KJIT_EDENIED forged, KJIT_EPROTO, why
+ * o's connection failed); counts. */
+int kj__remote_get_result(struct kj__remote *r, const struct op *o, const redisReply *rep,
 			  struct kj__remote_object *obj);
 
 /* remote-lease.c */

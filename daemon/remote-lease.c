@@ -161,11 +161,11 @@ static void lease_on_check(struct kj__remote_lease *l, int code, const struct kj
 		lease_finish(l, KJ_LEASE_PUBLISHED, obj);
 		return;
 	}
-	if (code < 0 && code != KJIT_ECORRUPT) {
+	if (code < 0 && code != KJIT_ECORRUPT && code != KJIT_EDENIED) {
 		lease_finish(l, KJ_LEASE_UNAVAILABLE, NULL);
 		return;
 	}
-	/* absent or corrupt: take the lease if its owner is gone */
+	/* absent, corrupt or forged: take the lease if its owner is gone */
 	if (lease_send_set(l) < 0)
 		lease_finish(l, KJ_LEASE_UNAVAILABLE, NULL);
 }
@@ -173,7 +173,7 @@ static void lease_on_check(struct kj__remote_lease *l, int code, const struct kj
 static void lease_check_done(struct op *o, redisAsyncContext *ac, const redisReply *rep)
 {
 	struct kj__remote_object obj;
-	int code = kj__remote_get_result(o->c->r, o->c, rep, &obj);
+	int code = kj__remote_get_result(o->c->r, o, rep, &obj);
 
 	lease_on_check(o->lease, code, code == 1 ? &obj : NULL);
 	kj__remote_lease_unref(o->lease);

@@ -1,15 +1,16 @@
-/* remote-object.c: kjit objects in Redis: the value layout, lookup and
- * publish.
- *
- * Value layout (one string per key, <prefix><key>, so a verified read is
- * one GET):
- *   "KJO1" | u64 size | u32 log_len | u32 recipe_len | sha256[32] | object | log | recipe
- * (little-endian).
+/* remote-object.c: kjit objects in Redis: lookup and publish.  One string
+ * per key, <prefix><key>, so a verified read is one GET; its layouts (KJO1,
+ * KJO2) and their HMAC are remote-value.c's.
  *
  * Invariants:
  *  - Nothing reaches a caller unverified: a value whose length is not
  *    exactly the sum of its parts, or whose object does not hash to its
- *    digest, is corrupt: a miss, counted.
+ *    digest, is corrupt: a miss, counted (corrupt).  On a node with a
+ *    secret, a value that is not KJO2 with an HMAC that verifies for its
+ *    key is forged: a miss, counted (forged), never served; the node's own
+ *    publish after its compile overwrites it.
+ *  - A GET's deadline is the lookup time (plus the size term once the
+ *    reply's length is known, remote-conn.c), not the operation timeout.
  *  - Lookups go on CMD, and only while it is up; in rw mode with a TTL a
  *    PEXPIRE follows each GET, so what the fleet reads stays.
  *  - A publish is one SET on PUT, never on CMD, so a big SET never delays
@@ -31,23 +32,6 @@
 #include "sha.h"
 #include "util.h"
 
-#define VAL_MAGIC "KJO1"
-#define VAL_HDR (4 + 8 + 4 + 4 + KJ_SHA256_LEN)
-
-static void put_le(uint8_t *p, uint64_t v, int n)
-{
-	for (int i = 0; i < n; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le(const uint8_t *p, int n)
-{
-	uint64_t v = 0;
-	for (int i = n - 1; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
 static int hex_to_raw(const char *hex, uint8_t out[KJ_SHA256_LEN])
 {
 	if (hex == NULL || !kj__hex_ok(hex))
@@ -61,33 +45,11 @@ static int hex_to_raw(const char *hex, uint8_t out[KJ_SHA256_LEN])
 	return 0;
 }
 
-/* Decodes and verifies a stored value.  0, or KJIT_ECORRUPT. */
-static int value_decode(const uint8_t *v, size_t n, struct kj__remote_object *o)
-{
-	uint8_t dg[KJ_SHA256_LEN];
-
-	if (n < VAL_HDR || memcmp(v, VAL_MAGIC, 4) != 0)
-		return KJIT_ECORRUPT;
-	uint64_t size = get_le(v + 4, 8), log_len = get_le(v + 12, 4), rec_len = get_le(v + 16, 4);
-	if (size > n || log_len > n || rec_len > n || VAL_HDR + size + log_len + rec_len != n)
-		return KJIT_ECORRUPT;
-	o->data = v + VAL_HDR;
-	o->size = (size_t)size;
-	o->log = (const char *)v + VAL_HDR + size;
-	o->log_len = (size_t)log_len;
-	o->recipe = v + VAL_HDR + size + log_len;
-	o->recipe_len = (size_t)rec_len;
-	if (kj__sha256(o->data, o->size, dg) < 0 || memcmp(dg, v + 20, KJ_SHA256_LEN) != 0)
-		return KJIT_ECORRUPT;
-	kj__hex(dg, o->digest);
-	return 0;
-}
-
-int kj__remote_get_result(struct kj__remote *r, struct conn *c, const redisReply *rep,
+int kj__remote_get_result(struct kj__remote *r, const struct op *o, const redisReply *rep,
 			  struct kj__remote_object *obj)
 {
 	if (rep == NULL)
-		return kj__remote_conn_failure(c);
+		return kj__remote_conn_failure(o->c);
 	if (rep->type == REDIS_REPLY_NIL)
 		return 0;
 	if (rep->type != REDIS_REPLY_STRING) {
@@ -95,7 +57,12 @@ int kj__remote_get_result(struct kj__remote *r, struct conn *c, const redisReply
 		return KJIT_EPROTO;
 	}
 	r->st.bytes_read += rep->len;
-	if (value_decode((const uint8_t *)rep->str, rep->len, obj) < 0) {
+	int code = kj__remote_value_decode(o->rkey, (const uint8_t *)rep->str, rep->len, r->secret, r->secret_len, obj);
+	if (code == KJIT_EDENIED) {
+		r->st.forged++;
+		return code;
+	}
+	if (code < 0) {
 		r->st.corrupt++;
 		return KJIT_ECORRUPT;
 	}
@@ -106,7 +73,7 @@ static void lookup_done(struct op *o, redisAsyncContext *ac, const redisReply *r
 {
 	struct kj__remote *r = o->c->r;
 	struct kj__remote_object obj;
-	int code = kj__remote_get_result(r, o->c, rep, &obj);
+	int code = kj__remote_get_result(r, o, rep, &obj);
 
 	if (code == 1) {
 		uint64_t us = kj__now_us() - o->start_us;
@@ -135,6 +102,9 @@ void kj__remote_get(struct kj__remote *r, const char *key, kj__remote_done_fn *d
 	o->cb = cb;
 	o->arg = arg;
 	o->lease = l;
+	o->allow_us = r->lookup_us;
+	o->per_mib_us = r->lookup_per_mib_us;
+	snprintf(o->rkey, sizeof o->rkey, "%s", k);
 	const char *av[2] = { "GET", k };
 	if ((*rc = kj__remote_op_send(o, 2, av, NULL, NULL, 0)) < 0)
 		goto out;
@@ -181,32 +151,30 @@ static void publish_done(struct op *o, redisAsyncContext *ac, const redisReply *
 	}
 }
 
-/* Builds SET key value [PX ttl] as RESP in one buffer. */
-static int build_set(struct kj__remote *r, const char *k, const uint8_t *obj, size_t size, const uint8_t dg[32],
-		     const char *log, size_t log_len, const uint8_t *recipe, size_t recipe_len, struct kj__buf *b)
+/* Builds SET key value [PX ttl] as RESP in one buffer: the value is
+ * written straight into it (one copy of the object). */
+static int build_set(struct kj__remote *r, const char *k, const struct kj__remote_object *v, struct kj__buf *b)
 {
 	char ttl[24];
-	size_t vlen = VAL_HDR + size + log_len + recipe_len;
-	uint8_t hdr[VAL_HDR];
+	size_t vlen = kj__remote_value_size(v, r->secret != NULL);
+	int rc;
 
 	snprintf(ttl, sizeof ttl, "%llu", (unsigned long long)r->ttl_ms);
-	memcpy(hdr, VAL_MAGIC, 4);
-	put_le(hdr + 4, size, 8);
-	put_le(hdr + 12, log_len, 4);
-	put_le(hdr + 16, recipe_len, 4);
-	memcpy(hdr + 20, dg, KJ_SHA256_LEN);
-	if (kj__buf_printf(b, "*%d\r\n$3\r\nSET\r\n$%zu\r\n%s\r\n$%zu\r\n", r->ttl_ms ? 5 : 3, strlen(k), k, vlen) < 0 ||
-	    kj__buf_append(b, hdr, sizeof hdr) < 0 || kj__buf_append(b, obj, size) < 0 || kj__buf_append(b, log, log_len) < 0 ||
-	    kj__buf_append(b, recipe, recipe_len) < 0 ||
-	    kj__buf_printf(b, "\r\n") < 0 ||
+	if (kj__buf_printf(b, "*%d\r\n$3\r\nSET\r\n$%zu\r\n%s\r\n$%zu\r\n", r->ttl_ms ? 5 : 3, strlen(k), k, vlen) < 0)
+		return KJIT_ENOMEM;
+	size_t at = b->len;
+	if ((rc = kj__remote_value_encode(k, v, r->secret, r->secret_len, b)) < 0)
+		return rc;
+	if (b->len - at != vlen)
+		return KJIT_EINTERNAL;
+	if (kj__buf_printf(b, "\r\n") < 0 ||
 	    (r->ttl_ms && kj__buf_printf(b, "$2\r\nPX\r\n$%zu\r\n%s\r\n", strlen(ttl), ttl) < 0))
 		return KJIT_ENOMEM;
 	return 0;
 }
 
-int kj__remote_publish(struct kj__remote *r, const char *key, const uint8_t *obj, size_t size,
-		       const char digest[KJ_SHA256_HEX_LEN + 1], const char *log, size_t log_len,
-		       const uint8_t *recipe, size_t recipe_len, struct kj__remote_lease *lease)
+int kj__remote_publish(struct kj__remote *r, const char *key, const struct kj__remote_object *v,
+		       struct kj__remote_lease *lease)
 {
 	struct conn *c;
 	struct kj__buf b = { 0 };
@@ -216,26 +184,26 @@ int kj__remote_publish(struct kj__remote *r, const char *key, const uint8_t *obj
 
 	if (lease)
 		kj__remote_lease_unlink(lease);
-	if (r == NULL || key == NULL || !kj__hex_ok(key) || (obj == NULL && size) || hex_to_raw(digest, dg) < 0 ||
-	    log_len > UINT32_MAX || recipe_len > UINT32_MAX)
+	if (r == NULL || key == NULL || !kj__hex_ok(key) || v == NULL || (v->data == NULL && v->size) ||
+	    hex_to_raw(v->digest, dg) < 0)
 		goto out;
 	c = &r->conns[C_PUT];
 	rc = KJIT_EDENIED;
 	if (r->mode == KJ_REMOTE_RO)
 		goto out;
 	rc = KJIT_ETOOBIG;
-	if (size > r->max_object)
+	if (v->size > r->max_object)
 		goto out;
 	rc = KJIT_ECONNECT;
 	if (c->state != S_UP)
 		goto out;
 	rc = KJIT_EBUSY;
-	if (r->put_bytes + size > KJ_REMOTE_PUBLISH_QUEUE_BYTES)
+	if (r->put_bytes + v->size > KJ_REMOTE_PUBLISH_QUEUE_BYTES)
 		goto out;
 	rc = KJIT_ENOMEM;
-	if ((k = kj__remote_key(r, "", key)) == NULL ||
-	    build_set(r, k, obj, size, dg, log, log_len, recipe, recipe_len, &b) < 0)
+	if ((k = kj__remote_key(r, "", key)) == NULL || (rc = build_set(r, k, v, &b)) < 0)
 		goto out;
+	rc = KJIT_ENOMEM;
 	struct op *o = kj__remote_op_new(c, publish_done);
 	if (o == NULL)
 		goto out;
@@ -259,4 +227,15 @@ out:
 	kj__buf_free(&b);
 	free(k);
 	return rc;
+}
+
+void kj__remote_note_forged(struct kj__remote *r)
+{
+	if (r)
+		r->st.forged++;
+}
+
+int kj__remote_has_secret(const struct kj__remote *r)
+{
+	return r && r->secret != NULL;
 }

@@ -10,7 +10,11 @@
  *    of the fleet tier.
  *  - The timer runs only while something is pending (an op, a connection
  *    that is not up, a lease) and stops itself when nothing is; its period
- *    is a quarter of the operation timeout, 5 ms to KJ_REMOTE_TICK_MS.
+ *    is half the lookup deadline (or of the operation timeout, if shorter),
+ *    1 ms to KJ_REMOTE_TICK_MS, so a late op is failed within half its
+ *    deadline of it.
+ *  - The fleet secret is copied into the handle and wiped when it is
+ *    freed; nothing logs it.
  *  - close fails pending lookups with KJIT_ESHUTDOWN and answers waiting
  *    leases UNAVAILABLE at once; the memory goes only once the timer is
  *    closed and no name resolution is in flight (kj__remote_free).
@@ -22,7 +26,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "kj_limits.h"
@@ -55,6 +62,70 @@ int kj__remote_seterr(char *err, size_t errlen, const char *msg)
 	return KJIT_EINVAL;
 }
 
+int kj__remote_secret_load(const char *path, uint8_t **out, size_t *len, char *err, size_t errlen)
+{
+	uint8_t *buf = NULL;
+	struct stat st;
+	size_t n = 0;
+	int fd = -1, r = KJIT_EINVAL;
+
+	*out = NULL;
+	*len = 0;
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)) < 0) {
+		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s is not a regular file", path);
+		goto out;
+	}
+	if (st.st_uid != geteuid() && st.st_uid != 0) {
+		snprintf(err, errlen, "%s is owned by uid %u, not by kjitd's uid %u or root", path, (unsigned)st.st_uid,
+			 (unsigned)geteuid());
+		goto out;
+	}
+	if (st.st_mode & 077) {
+		snprintf(err, errlen, "%s is open to its group or others (mode %04o); chmod 600 it", path,
+			 (unsigned)(st.st_mode & 07777));
+		goto out;
+	}
+	if (st.st_size < KJ_REMOTE_SECRET_MIN || st.st_size > KJ_REMOTE_SECRET_MAX + 2) {
+		snprintf(err, errlen, "%s holds %lld bytes; a fleet secret is %d to %d bytes (`head -c 32 /dev/urandom | "
+			 "base64`)", path, (long long)st.st_size, KJ_REMOTE_SECRET_MIN, KJ_REMOTE_SECRET_MAX);
+		goto out;
+	}
+	r = KJIT_ENOMEM;
+	if ((buf = malloc((size_t)st.st_size)) == NULL)
+		goto out;
+	for (ssize_t got; n < (size_t)st.st_size; n += (size_t)got)
+		if ((got = read(fd, buf + n, (size_t)st.st_size - n)) <= 0) {
+			snprintf(err, errlen, "cannot read %s: %s", path, got == 0 ? "short read" : strerror(errno));
+			r = KJIT_EINVAL;
+			goto out;
+		}
+	/* a line written by echo: its newline is not part of the secret */
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+		n--;
+	r = KJIT_EINVAL;
+	if (n < KJ_REMOTE_SECRET_MIN || n > KJ_REMOTE_SECRET_MAX) {
+		snprintf(err, errlen, "%s holds %zu bytes; a fleet secret is %d to %d bytes", path, n, KJ_REMOTE_SECRET_MIN,
+			 KJ_REMOTE_SECRET_MAX);
+		goto out;
+	}
+	*out = buf;
+	*len = n;
+	buf = NULL;
+	r = 0;
+out:
+	if (buf) {
+		explicit_bzero(buf, (size_t)st.st_size);
+		free(buf);
+	}
+	if (fd >= 0)
+		close(fd);
+	return r;
+}
+
 static char *make_id(void)
 {
 	char host[256] = "host";
@@ -77,6 +148,10 @@ void kj__remote_free(struct kj__remote *r)
 	free(r->prefix);
 	free(r->id);
 	free(r->channel);
+	if (r->secret) {
+		explicit_bzero(r->secret, r->secret_len);
+		free(r->secret);
+	}
 	free(r);
 }
 
@@ -98,6 +173,8 @@ int kj__remote_new(uv_loop_t *loop, const struct kj__remote_options *opt, struct
 		return kj__remote_seterr(err, errlen, "no remote URL");
 	if (opt->mode != KJ_REMOTE_RW && opt->mode != KJ_REMOTE_RO)
 		return kj__remote_seterr(err, errlen, "remote mode must be ro or rw");
+	if (opt->secret && (opt->secret_len < KJ_REMOTE_SECRET_MIN || opt->secret_len > KJ_REMOTE_SECRET_MAX))
+		return kj__remote_seterr(err, errlen, "the fleet secret must be 16 to 4096 bytes");
 	if ((r = calloc(1, sizeof *r)) == NULL)
 		return KJIT_ENOMEM;
 	if ((rc = kj__remote_url_parse(opt->url, &r->url, err, errlen)) < 0) {
@@ -107,6 +184,8 @@ int kj__remote_new(uv_loop_t *loop, const struct kj__remote_options *opt, struct
 	r->loop = loop;
 	r->mode = opt->mode;
 	r->timeout_us = (uint64_t)(opt->timeout_ms ? opt->timeout_ms : KJ_REMOTE_TIMEOUT_MS) * 1000;
+	r->lookup_us = (uint64_t)(opt->lookup_ms ? opt->lookup_ms : KJ_REMOTE_LOOKUP_MS) * 1000;
+	r->lookup_per_mib_us = (uint64_t)(opt->lookup_ms_per_mib ? opt->lookup_ms_per_mib : KJ_REMOTE_LOOKUP_MS_PER_MIB) * 1000;
 	r->ttl_ms = opt->ttl_ms;
 	r->max_object = opt->max_object ? opt->max_object : KJ_REMOTE_OBJECT_MAX;
 	r->lease_ms = opt->lease_ms ? opt->lease_ms : KJ_REMOTE_LEASE_MS;
@@ -118,10 +197,15 @@ int kj__remote_new(uv_loop_t *loop, const struct kj__remote_options *opt, struct
 	r->id = opt->daemon_id ? kj__strdup(opt->daemon_id) : make_id();
 	r->describe = kj__remote_url_describe(&r->url);
 	r->channel = r->prefix ? kj__asprintf("%spublished", r->prefix) : NULL;
+	if (opt->secret && opt->secret_len >= KJ_REMOTE_SECRET_MIN && opt->secret_len <= KJ_REMOTE_SECRET_MAX &&
+	    (r->secret = malloc(opt->secret_len)) != NULL) {
+		memcpy(r->secret, opt->secret, opt->secret_len);
+		r->secret_len = opt->secret_len;
+	}
 	uv_timer_init(loop, &r->tick);
 	r->tick.data = r;
 	r->tick_open = 1;
-	if (!r->prefix || !r->id || !r->describe || !r->channel) {
+	if (!r->prefix || !r->id || !r->describe || !r->channel || (opt->secret && r->secret == NULL)) {
 		uv_close((uv_handle_t *)&r->tick, on_tick_closed);
 		return KJIT_ENOMEM;
 	}
@@ -183,8 +267,8 @@ static void on_tick(uv_timer_t *t)
 void kj__remote_tick_ensure(struct kj__remote *r)
 {
 	if (!r->closing && !uv_is_active((uv_handle_t *)&r->tick)) {
-		uint64_t ms = r->timeout_us / 4000;
-		ms = ms < 5 ? 5 : ms > KJ_REMOTE_TICK_MS ? KJ_REMOTE_TICK_MS : ms;
+		uint64_t ms = (r->lookup_us < r->timeout_us ? r->lookup_us : r->timeout_us) / 2000;
+		ms = ms < 1 ? 1 : ms > KJ_REMOTE_TICK_MS ? KJ_REMOTE_TICK_MS : ms;
 		uv_timer_start(&r->tick, on_tick, ms, ms);
 	}
 }

@@ -49,6 +49,14 @@ struct kj__remote_url {
 int kj__remote_url_parse(const char *s, struct kj__remote_url *u, char *err, size_t errlen);
 void kj__remote_url_free(struct kj__remote_url *u);
 
+/* Reads the fleet secret (--remote-secret FILE) into *out (malloc'd, *len
+ * bytes; trailing newlines are not part of it).  Refused, with one line in
+ * err, when FILE is not a regular file, is owned by neither the effective
+ * uid nor root, is readable or writable by its group or others, or holds
+ * fewer than KJ_REMOTE_SECRET_MIN or more than KJ_REMOTE_SECRET_MAX bytes.
+ * 0, KJIT_EINVAL, KJIT_ENOMEM.  The caller wipes and frees *out. */
+int kj__remote_secret_load(const char *path, uint8_t **out, size_t *len, char *err, size_t errlen);
+
 enum kj__remote_mode { KJ_REMOTE_RW = 0, KJ_REMOTE_RO = 1 };
 
 struct kj__remote_options {
@@ -56,7 +64,11 @@ struct kj__remote_options {
 	const char *prefix;         /* NULL: KJ_REMOTE_PREFIX ("kjit:v1:") */
 	const char *daemon_id;      /* lease owner id; NULL: host:pid:random */
 	int mode;                   /* enum kj__remote_mode */
-	unsigned timeout_ms;        /* per operation; 0: KJ_REMOTE_TIMEOUT_MS */
+	unsigned timeout_ms;        /* connect, handshake, lease ops, publish base; 0: KJ_REMOTE_TIMEOUT_MS */
+	unsigned lookup_ms;         /* a GET's deadline; 0: KJ_REMOTE_LOOKUP_MS */
+	unsigned lookup_ms_per_mib; /* added per MiB of the reply once its length is read; 0: KJ_REMOTE_LOOKUP_MS_PER_MIB */
+	const uint8_t *secret;      /* fleet secret (copied); NULL: values are not authenticated */
+	size_t secret_len;
 	uint64_t ttl_ms;            /* 0: no expiry; else set on publish, refreshed on read */
 	uint64_t max_object;        /* larger objects stay local; 0: KJ_REMOTE_OBJECT_MAX */
 	unsigned lease_ms;          /* lease lifetime; 0: KJ_REMOTE_LEASE_MS */
@@ -84,36 +96,76 @@ int kj__remote_is_up(const struct kj__remote *r);
 /* The URL without its password, for `kjit ping` / logs. */
 const char *kj__remote_describe(const struct kj__remote *r);
 
-/* A verified remote object, valid only during the callback. */
+/* A remote value's parts (remote-value.c).  As a lookup's answer: verified
+ * (digest; and the HMAC when the node has a secret), valid only during the
+ * callback, every pointer into the value.  As what kj__remote_publish
+ * stores: data, size, digest, log, recipe, meta, entries, lowered. */
 struct kj__remote_object {
 	const uint8_t *data;
 	size_t size;
 	char digest[KJ_SHA256_HEX_LEN + 1];   /* checked: SHA-256 of data */
+	uint8_t raw_digest[KJ_SHA256_LEN];    /* as stored in the value */
 	const char *log;
 	size_t log_len;
 	const uint8_t *recipe;
 	size_t recipe_len;
+	const char *meta;        /* "backend=N\ntarget=T\nversion=V\n..." (KJO2); no NUL */
+	size_t meta_len;
+	const char *entries;     /* entry points, NUL-terminated names back to back (KJO2) */
+	size_t entries_len;
+	const char *lowered;     /* lowered names, "EXPR\tLOWERED\n" each (KJO2); no NUL */
+	size_t lowered_len;
+	int format;              /* 1: KJO1 (its log carries the lowered names), 2: KJO2 */
+	int authenticated;       /* its HMAC verified under this node's secret */
 };
 
+/* The value layouts (remote-value.c, docs/remote.md).  HMAC-SHA256 under
+ * secret over u32 len(rkey) | rkey | v[0..n): 0 or KJIT_EINTERNAL. */
+int kj__remote_hmac(const uint8_t *secret, size_t secret_len, const char *rkey, const uint8_t *v, size_t n,
+		    uint8_t out[KJ_SHA256_LEN]);
+/* The KJO2 value's size for o (with its 32-byte HMAC when signed_). */
+size_t kj__remote_value_size(const struct kj__remote_object *o, int signed_);
+/* Appends o as a KJO2 value for the Redis key rkey to b, with its HMAC when
+ * secret is not NULL.  0, KJIT_EINVAL (a part over its cap, a bad digest),
+ * KJIT_ENOMEM, KJIT_EINTERNAL. */
+struct kj__buf;
+int kj__remote_value_encode(const char *rkey, const struct kj__remote_object *o, const uint8_t *secret,
+			    size_t secret_len, struct kj__buf *b);
+/* Decodes the value v[0..n) read from rkey into o (pointers into v).  0;
+ * KJIT_ECORRUPT (bad framing, a length over its cap, the object not
+ * hashing to its digest); KJIT_EDENIED when secret is given and v is not a
+ * KJO2 value whose HMAC verifies for rkey (forged: never served). */
+int kj__remote_value_decode(const char *rkey, const uint8_t *v, size_t n, const uint8_t *secret, size_t secret_len,
+			    struct kj__remote_object *o);
+/* 1 if every one of want[0..n) is in o's entry list, else 0. */
+int kj__remote_entries_cover(const struct kj__remote_object *o, const char *const *want, size_t n);
+
 /* Called once: obj is a verified hit, or NULL for a miss (absent, corrupt,
- * truncated, remote down or timed out: code says which: 0 absent,
- * KJIT_ECORRUPT, KJIT_ETIMEDOUT, KJIT_ECONNECT, KJIT_EPROTO). */
+ * truncated, forged, remote down or timed out: code says which: 0 absent,
+ * KJIT_ECORRUPT, KJIT_EDENIED (forged: counted in forged), KJIT_ETIMEDOUT,
+ * KJIT_ECONNECT, KJIT_EPROTO). */
 typedef void (*kj__remote_lookup_cb)(void *arg, int code, const struct kj__remote_object *obj);
 /* Looks key (64 hex digits, the cache key) up; refreshes its TTL (rw
  * mode, ttl set).  Counts hits, misses, corrupt, hit latency. */
 void kj__remote_lookup(struct kj__remote *r, const char *key, kj__remote_lookup_cb cb, void *arg);
 
-/* Fire and forget: stores the object (with its digest, log, recipe) under
- * key, with ttl_ms, then releases lease (if not NULL: only if we still own
- * it) and wakes the fleet's waiters on key.  Copies what it needs before
- * returning.  Dropped (counted) in ro mode, when down, when the object is
- * over max_object, or when KJ_REMOTE_PUBLISH_QUEUE_BYTES are already
- * unacknowledged.  Returns 0 if queued, else the reason (KJIT_ETOOBIG,
- * KJIT_ECONNECT, KJIT_EDENIED for ro, KJIT_EBUSY queue full, KJIT_EINVAL).
- * The lease, if given, is released and freed in every case. */
-int kj__remote_publish(struct kj__remote *r, const char *key, const uint8_t *obj, size_t size,
-		       const char digest[KJ_SHA256_HEX_LEN + 1], const char *log, size_t log_len,
-		       const uint8_t *recipe, size_t recipe_len, struct kj__remote_lease *lease);
+/* Fire and forget: stores v (a KJO2 value: object, digest, log, recipe,
+ * meta, entries, lowered names; signed with the fleet secret when the node
+ * has one) under key, with ttl_ms, then releases lease (if not NULL: only
+ * if we still own it) and wakes the fleet's waiters on key.  Copies what
+ * it needs before returning.  Dropped (counted) in ro mode, when down,
+ * when the object is over max_object, or when
+ * KJ_REMOTE_PUBLISH_QUEUE_BYTES are already unacknowledged.  Returns 0 if
+ * queued, else the reason (KJIT_ETOOBIG, KJIT_ECONNECT, KJIT_EDENIED for
+ * ro, KJIT_EBUSY queue full, KJIT_EINVAL).  The lease, if given, is
+ * released and freed in every case. */
+int kj__remote_publish(struct kj__remote *r, const char *key, const struct kj__remote_object *v,
+		       struct kj__remote_lease *lease);
+/* Counts a value that decoded but may not be served (entries or meta not
+ * those asked for): remote_forged. */
+void kj__remote_note_forged(struct kj__remote *r);
+/* 1 when the node has a fleet secret. */
+int kj__remote_has_secret(const struct kj__remote *r);
 
 enum kj__lease_outcome {
 	KJ_LEASE_OWNED = 1,      /* we compile; *lease is ours until publish/release */
@@ -133,7 +185,7 @@ void kj__remote_lease(struct kj__remote *r, const char *key, kj__remote_lease_cb
 void kj__remote_lease_release(struct kj__remote_lease *l);
 
 struct kj__remote_stats {
-	uint64_t hits, misses, corrupt;
+	uint64_t hits, misses, corrupt, forged;
 	uint64_t publishes, publish_dropped;
 	uint64_t errors, timeouts, outages, reconnects;
 	uint64_t bytes_read, bytes_written;

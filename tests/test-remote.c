@@ -19,6 +19,7 @@
 #include <sys/un.h>
 #include <uv.h>
 
+#include "buf.h"
 #include "kjit.h"
 #include "remote.h"
 #include "sha.h"
@@ -222,6 +223,8 @@ static struct kj__remote *open_remote(uv_loop_t *loop, const char *url, struct k
 	char err[512];
 
 	o->url = url;
+	if (o->lookup_ms == 0)
+		o->lookup_ms = 3000; /* a loaded test machine: lookups here are not about deadlines */
 	o->log = on_log;
 	o->log_arg = lg;
 	int rc = kj__remote_new(loop, o, &r, err, sizeof err);
@@ -343,10 +346,33 @@ static void make_object(struct object *o, size_t n)
 static const char test_log[] = "warning: unused variable 'x'";
 static const uint8_t test_recipe[] = "recipe bytes \x00\x01\x02";
 
+static const char test_meta[] = "backend=1\ntarget=gfx90a\nversion=6.0\n";
+static const char test_entries[] = "k1\0k2"; /* with its final NUL: "k1\0k2\0" */
+static const char test_lowered[] = "f<1>\t_Z1fILi1EEvv\n";
+
+static void fill_value(struct kj__remote_object *v, const struct object *o)
+{
+	memset(v, 0, sizeof *v);
+	v->data = o->p;
+	v->size = o->n;
+	memcpy(v->digest, o->digest, sizeof v->digest);
+	v->log = test_log;
+	v->log_len = strlen(test_log);
+	v->recipe = test_recipe;
+	v->recipe_len = sizeof test_recipe;
+	v->meta = test_meta;
+	v->meta_len = strlen(test_meta);
+	v->entries = test_entries;
+	v->entries_len = sizeof test_entries;
+	v->lowered = test_lowered;
+	v->lowered_len = strlen(test_lowered);
+}
+
 static int publish(struct kj__remote *r, const char *key, const struct object *o, struct kj__remote_lease *l)
 {
-	return kj__remote_publish(r, key, o->p, o->n, o->digest, test_log, strlen(test_log), test_recipe,
-				  sizeof test_recipe, l);
+	struct kj__remote_object v;
+	fill_value(&v, o);
+	return kj__remote_publish(r, key, &v, l);
 }
 
 struct pub_wait {
@@ -470,9 +496,10 @@ static void test_publish_lookup(void)
 	CHECK_EQ_STR(g.digest, obj.digest);
 	CHECK_EQ_STR(g.log, test_log);
 	CHECK(g.recipe_len == sizeof test_recipe && memcmp(g.recipe, test_recipe, sizeof test_recipe) == 0);
-	/* the value is one string: header + object + log + recipe, no TTL */
+	/* the value is one string: header + meta + entries + lowered + object + log + recipe, no TTL */
 	snprintf(cmd, sizeof cmd, "STRLEN t:%s", key);
-	CHECK_EQ_INT(atol(cli(&rs, cmd)), 52 + obj.n + strlen(test_log) + sizeof test_recipe);
+	CHECK_EQ_INT(atol(cli(&rs, cmd)), 72 + strlen(test_meta) + sizeof test_entries + strlen(test_lowered) + obj.n +
+						  strlen(test_log) + sizeof test_recipe);
 	snprintf(cmd, sizeof cmd, "PTTL t:%s", key);
 	CHECK_EQ_STR(cli(&rs, cmd), "-1");
 
@@ -538,26 +565,26 @@ static void test_corrupt_is_miss(void)
 	wait_published(loop, r, 1);
 
 	/* one byte of the object changed */
-	snprintf(cmd, sizeof cmd, "SETRANGE kjit:v1:%s 100 Z", key);
-	CHECK(atol(cli(&rs, cmd)) > 100);
+	snprintf(cmd, sizeof cmd, "SETRANGE kjit:v2:%s 300 Z", key);
+	CHECK(atol(cli(&rs, cmd)) > 300);
 	lookup(loop, r, key, &g);
 	CHECK(g.code == KJIT_ECORRUPT && g.data == NULL);
 	/* truncated */
-	snprintf(cmd, sizeof cmd, "SET kjit:v1:%s KJO1short", key);
+	snprintf(cmd, sizeof cmd, "SET kjit:v2:%s KJO1short", key);
 	CHECK_EQ_STR(cli(&rs, cmd), "OK");
 	lookup(loop, r, key, &g);
 	CHECK(g.code == KJIT_ECORRUPT);
 	/* garbage of the wrong type */
-	snprintf(cmd, sizeof cmd, "DEL kjit:v1:%s", key);
+	snprintf(cmd, sizeof cmd, "DEL kjit:v2:%s", key);
 	cli(&rs, cmd);
-	snprintf(cmd, sizeof cmd, "HSET kjit:v1:%s obj x", key);
+	snprintf(cmd, sizeof cmd, "HSET kjit:v2:%s obj x", key);
 	CHECK_EQ_STR(cli(&rs, cmd), "1");
 	lookup(loop, r, key, &g);
 	CHECK(g.code == KJIT_EPROTO);
 	kj__remote_stats(r, &st);
 	CHECK(st.corrupt == 2 && st.hits == 0 && st.errors == 1);
 	/* the next publish overwrites it */
-	snprintf(cmd, sizeof cmd, "DEL kjit:v1:%s", key);
+	snprintf(cmd, sizeof cmd, "DEL kjit:v2:%s", key);
 	cli(&rs, cmd);
 	CHECK_EQ_INT(publish(r, key, &obj, NULL), 0);
 	wait_published(loop, r, 2);
@@ -591,7 +618,7 @@ static void test_lease_wait_publish(void)
 	kj__remote_lease(a, key, on_lease, &ga);
 	CHECK(run_until(loop, &ga.done, 3000));
 	CHECK_EQ_INT(ga.outcome, KJ_LEASE_OWNED);
-	snprintf(cmd, sizeof cmd, "GET kjit:v1:lease:%s", key);
+	snprintf(cmd, sizeof cmd, "GET kjit:v2:lease:%s", key);
 	CHECK_EQ_STR(cli(&rs, cmd), "node-a");
 
 	kj__remote_lease(b, key, on_lease, &gb);
@@ -636,7 +663,7 @@ static void test_lease_wait_publish(void)
 	CHECK(run_until(loop, &gb.done, 3000) && gb.outcome == KJ_LEASE_OWNED);
 	CHECK_EQ_INT(publish(a, key2, &obj, NULL), 0);
 	wait_published(loop, a, 2);
-	snprintf(cmd, sizeof cmd, "GET kjit:v1:lease:%s", key2);
+	snprintf(cmd, sizeof cmd, "GET kjit:v2:lease:%s", key2);
 	CHECK_EQ_STR(cli(&rs, cmd), "node-b");
 	kj__remote_lease_release(gb.lease);
 
@@ -886,7 +913,7 @@ static void test_slow_server_times_out(void)
 {
 	struct redis rs;
 	struct logs lg = { 0 };
-	struct kj__remote_options o = { .timeout_ms = 100 };
+	struct kj__remote_options o = { .timeout_ms = 100, .lookup_ms = 100 };
 	struct kj__remote_stats st;
 	struct got g = { 0 };
 	char key[65], cmd[512];
@@ -968,9 +995,9 @@ static void test_tcp_auth_select(void)
 	wait_published(loop, r, 1);
 	lookup(loop, r, key, &g);
 	CHECK(g.code == 0 && g.size == obj.n && memcmp(g.data, obj.p, obj.n) == 0);
-	snprintf(cmd, sizeof cmd, "-n 2 EXISTS kjit:v1:%s", key);
+	snprintf(cmd, sizeof cmd, "-n 2 EXISTS kjit:v2:%s", key);
 	CHECK_EQ_STR(cli(&rs, cmd), "1");
-	snprintf(cmd, sizeof cmd, "-n 0 EXISTS kjit:v1:%s", key);
+	snprintf(cmd, sizeof cmd, "-n 0 EXISTS kjit:v2:%s", key);
 	CHECK_EQ_STR(cli(&rs, cmd), "0");
 	CHECK(strstr(kj__remote_describe(r), "s3cr") == NULL);
 	close_remote(loop, r);
@@ -993,6 +1020,115 @@ static void test_tcp_auth_select(void)
 	redis_fini(&rs);
 }
 
+/* ---- values and their HMAC (remote-value.c), no Redis needed ---- */
+
+static const uint8_t test_secret[] = "0123456789abcdef-fleet";
+
+static void encode(const char *rkey, const struct object *o, const uint8_t *secret, struct kj__buf *b)
+{
+	struct kj__remote_object v;
+	fill_value(&v, o);
+	b->len = 0;
+	CHECK_EQ_INT(kj__remote_value_encode(rkey, &v, secret, secret ? sizeof test_secret - 1 : 0, b), 0);
+	CHECK_EQ_INT(b->len, kj__remote_value_size(&v, secret != NULL));
+}
+
+static int decode(const char *rkey, const struct kj__buf *b, const uint8_t *secret, struct kj__remote_object *v)
+{
+	return kj__remote_value_decode(rkey, b->p, b->len, secret, secret ? sizeof test_secret - 1 : 0, v);
+}
+
+static void test_value_hmac(void)
+{
+	struct kj__buf b = { 0 }, c = { 0 };
+	struct kj__remote_object v;
+	struct object obj;
+	const char *k = "kjit:v2:00aa", *k2 = "kjit:v2:00ab";
+
+	make_object(&obj, 5000);
+	encode(k, &obj, test_secret, &b);
+	/* signed, read with the secret: every field back */
+	CHECK_EQ_INT(decode(k, &b, test_secret, &v), 0);
+	CHECK(v.format == 2 && v.authenticated && v.size == obj.n && memcmp(v.data, obj.p, obj.n) == 0);
+	CHECK_EQ_STR(v.digest, obj.digest);
+	CHECK(v.lowered_len == strlen(test_lowered) && memcmp(v.lowered, test_lowered, v.lowered_len) == 0);
+	CHECK(v.meta_len == strlen(test_meta) && v.log_len == strlen(test_log));
+	const char *both[2] = { "k1", "k2" }, *other[1] = { "k3" }, *prefix[1] = { "k" };
+	CHECK(kj__remote_entries_cover(&v, both, 2) && !kj__remote_entries_cover(&v, other, 1));
+	CHECK(!kj__remote_entries_cover(&v, prefix, 1));
+	/* the same bytes under another key: the HMAC covers the key */
+	CHECK_EQ_INT(decode(k2, &b, test_secret, &v), KJIT_EDENIED);
+	/* another secret */
+	CHECK_EQ_INT(kj__remote_value_decode(k, b.p, b.len, (const uint8_t *)"another-secret-16", 17, &v), KJIT_EDENIED);
+	/* a node without a secret reads it (it cannot check the HMAC) */
+	CHECK_EQ_INT(decode(k, &b, NULL, &v), 0);
+	CHECK(!v.authenticated);
+	/* one byte of the log changed (digest still right): the HMAC says no */
+	b.p[72 + strlen(test_meta) + sizeof test_entries + strlen(test_lowered) + obj.n] ^= 1;
+	CHECK_EQ_INT(decode(k, &b, test_secret, &v), KJIT_EDENIED);
+	b.p[72 + strlen(test_meta) + sizeof test_entries + strlen(test_lowered) + obj.n] ^= 1;
+	/* the HMAC itself changed */
+	b.p[b.len - 1] ^= 0x80;
+	CHECK_EQ_INT(decode(k, &b, test_secret, &v), KJIT_EDENIED);
+	/* cut short, or one byte longer: corrupt before any HMAC */
+	CHECK_EQ_INT(kj__remote_value_decode(k, b.p, b.len - 1, test_secret, sizeof test_secret - 1, &v), KJIT_ECORRUPT);
+	CHECK_EQ_INT(kj__remote_value_decode(k, b.p, 40, test_secret, sizeof test_secret - 1, &v), KJIT_ECORRUPT);
+	/* unsigned (a node without a secret wrote it): a secret node refuses it */
+	encode(k, &obj, NULL, &c);
+	CHECK_EQ_INT(decode(k, &c, NULL, &v), 0);
+	CHECK_EQ_INT(decode(k, &c, test_secret, &v), KJIT_EDENIED);
+	/* a length field over its cap: corrupt, nothing read through it */
+	c.p[16] = 0xff, c.p[17] = 0xff, c.p[18] = 0xff, c.p[19] = 0x7f;
+	CHECK_EQ_INT(decode(k, &c, NULL, &v), KJIT_ECORRUPT);
+	/* KJO1, well formed with a right digest: read without a secret, forged with one */
+	c.len = 0;
+	uint8_t hdr[52] = "KJO1", dg[32];
+	hdr[4] = (uint8_t)(obj.n & 0xff), hdr[5] = (uint8_t)(obj.n >> 8);
+	CHECK(kj__sha256(obj.p, obj.n, dg) == 0);
+	memcpy(hdr + 20, dg, 32);
+	CHECK(kj__buf_append(&c, hdr, sizeof hdr) == 0 && kj__buf_append(&c, obj.p, obj.n) == 0);
+	CHECK_EQ_INT(decode(k, &c, NULL, &v), 0);
+	CHECK(v.format == 1 && v.size == obj.n);
+	CHECK_EQ_INT(decode(k, &c, test_secret, &v), KJIT_EDENIED);
+	kj__buf_free(&b);
+	kj__buf_free(&c);
+	free(obj.p);
+}
+
+static void write_secret(const char *path, const char *bytes, mode_t mode)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	CHECK(fd >= 0 && write(fd, bytes, strlen(bytes)) == (ssize_t)strlen(bytes) && fchmod(fd, mode) == 0);
+	close(fd);
+}
+
+static void test_secret_file(void)
+{
+	char dir[] = "/tmp/kjit-secret-XXXXXX", path[128], err[512];
+	uint8_t *sec = NULL;
+	size_t n = 0;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof path, "%s/secret", dir);
+	write_secret(path, "a-fleet-secret-of-32-bytes-long!\n", 0600);
+	CHECK_EQ_INT(kj__remote_secret_load(path, &sec, &n, err, sizeof err), 0);
+	CHECK(n == 32 && memcmp(sec, "a-fleet-secret-of-32-bytes-long!", 32) == 0); /* the newline is not in it */
+	free(sec);
+	write_secret(path, "a-fleet-secret-of-32-bytes-long!", 0640);
+	CHECK_EQ_INT(kj__remote_secret_load(path, &sec, &n, err, sizeof err), KJIT_EINVAL);
+	CHECK(strstr(err, "chmod 600") != NULL && sec == NULL);
+	write_secret(path, "a-fleet-secret-of-32-bytes-long!", 0604);
+	CHECK_EQ_INT(kj__remote_secret_load(path, &sec, &n, err, sizeof err), KJIT_EINVAL);
+	write_secret(path, "short\n", 0600);
+	CHECK_EQ_INT(kj__remote_secret_load(path, &sec, &n, err, sizeof err), KJIT_EINVAL);
+	CHECK(strstr(err, "bytes") != NULL);
+	CHECK_EQ_INT(kj__remote_secret_load(dir, &sec, &n, err, sizeof err), KJIT_EINVAL); /* a directory */
+	snprintf(path, sizeof path, "%s/none", dir);
+	CHECK_EQ_INT(kj__remote_secret_load(path, &sec, &n, err, sizeof err), KJIT_EINVAL);
+	snprintf(path, sizeof path, "rm -rf %s", dir);
+	CHECK_EQ_INT(system(path), 0);
+}
+
 TEST_LIST(TEST(url_parse) TEST(publish_lookup) TEST(corrupt_is_miss) TEST(lease_wait_publish) TEST(lease_stampede)
 	  TEST(lease_expiry_takeover) TEST(outage_reconnect) TEST(ro_never_writes) TEST(slow_server_times_out)
-	  TEST(tcp_auth_select))
+	  TEST(tcp_auth_select) TEST(value_hmac) TEST(secret_file))

@@ -56,7 +56,7 @@ node() {
 	shift
 	mkdir -p "$T/n"
 	"$KJITD" --foreground --socket "$T/n/$n.sock" --cache-dir "$T/c/$n" --log "$T/log.$n" \
-		--hip-compiler test --compile-timeout 30 --remote "unix://$RS" --remote-timeout 3000 "$@" &
+		--hip-compiler test --compile-timeout 30 --remote "unix://$RS" --remote-timeout 3000 --remote-lookup-timeout 3000 "$@" &
 	eval "PID_$n=$!"
 	NODES="$NODES $n"
 	i=0
@@ -97,7 +97,7 @@ key_of() { awk '{print $(NF-3)}' "$1"; } # "STATUS[ hit] KEY TARGET N bytes"
 wait_key() {
 	i=0
 	while [ $i -lt 100 ]; do
-		[ "$(rcli exists "kjit:v1:$1")" = 1 ] && return 0
+		[ "$(rcli exists "kjit:v2:$1")" = 1 ] && return 0
 		sleep 0.05
 		i=$((i + 1))
 	done
@@ -125,16 +125,17 @@ check "B: no compile" [ "$(nstat 2 compiles)" = 0 ]
 check "B: remote_hits 1 in stats" [ "$(nstat 2 remote_hits)" = 1 ]
 check "B: kjit show works for the remote object" sh -c "KJIT_SOCKET=$T/n/2.sock $KJIT show $k | grep -q 'source *ab.src'"
 check "B: the log says remote hit" grep -q "remote hit $k" "$T/log.2"
-# The lowered names of C++ name expressions go with the object: into the
-# value's log in the old form, out of it again on B (NVRTC, when here).
+# The lowered names of C++ name expressions go with the object: in the KJO2
+# value's field of their own (not in its log), back out on B (NVRTC, when here).
 if ldconfig -p 2>/dev/null | grep -q 'libnvrtc\.so'; then
 	printf 'template <typename T> __global__ void scale(T *x, T a) { x[threadIdx.x] *= a; }\n' >"$T/t.cu"
 	kj 1 get --source "$T/t.cu" --backend cuda --target sm_90 --name-expression 'scale<float>' >"$T/t1" 2>&1
 	check "A: compiled with its lowered name" grep -q '^lowered scale<float> _Z5scaleIfEvPT_S0_$' "$T/t1"
 	kt=$(head -n 1 "$T/t1" | key_of /dev/stdin)
 	wait_key "$kt"
-	check "A publishes it, its name in the value's log" sh -c "redis-cli -s '$RS' --raw get 'kjit:v1:$kt' |
-		grep -aq 'kjit: lowered name: scale<float> = _Z5scaleIfEvPT_S0_'"
+	check "A publishes it, its name in the value's own field" sh -c "redis-cli -s '$RS' --raw get 'kjit:v2:$kt' |
+		grep -aq 'scale<float>	_Z5scaleIfEvPT_S0_' && ! redis-cli -s '$RS' --raw get 'kjit:v2:$kt' |
+		grep -aq 'kjit: lowered name'"
 	kj 2 get --source "$T/t.cu" --backend cuda --target sm_90 --name-expression 'scale<float>' >"$T/t2" 2>&1
 	check "B: a remote hit with its lowered name" sh -c "grep -q '^remote hit ' '$T/t2' &&
 		grep -q '^lowered scale<float> _Z5scaleIfEvPT_S0_\$' '$T/t2'"
@@ -217,12 +218,12 @@ s=$(src corrupt)
 get 1 "$s" "$T/c.1"
 k=$(key_of "$T/c.1.line")
 wait_key "$k"
-rcli set "kjit:v1:$k" "KJO1 this is not an object" >/dev/null
+rcli set "kjit:v2:$k" "KJO2 this is not an object" >/dev/null
 get 2 "$s" "$T/c.2"
 check "corrupt: not served, recompiled ($(cat "$T/c.2.line"))" grep -q '^compiled ' "$T/c.2.line"
 check "corrupt: counted ($(rstat 2 corrupt): the lookup and the owner's second look)" [ "$(rstat 2 corrupt)" -ge 1 ]
 i=0
-while [ "$(rcli strlen "kjit:v1:$k")" -lt 52 ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+while [ "$(rcli strlen "kjit:v2:$k")" -lt 72 ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
 node 4
 kj 4 get --source "$s" --backend hip --target gfx90a -o "$T/c.4" --json >"$T/c.4.json" 2>/dev/null
 check "corrupt: overwritten by the recompile (a remote hit elsewhere, --json: $(cut -c1-40 "$T/c.4.json"))" \
@@ -283,7 +284,7 @@ rcli info commandstats >"$T/ro.stats"
 check "ro: compiled ($(cat "$T/ro.5.line"))" grep -q '^compiled ' "$T/ro.5.line"
 check "ro: remote hits still served" grep -q '^remote hit ' "$T/ro.5b.line"
 check "ro: no write reached Redis" sh -c "! grep -Eiq 'cmdstat_(set|eval|evalsha|del|pexpire|expire|publish):' '$T/ro.stats'"
-check "ro: nothing stored" [ "$(rcli exists "kjit:v1:$(key_of "$T/ro.5.line")")" = 0 ]
+check "ro: nothing stored" [ "$(rcli exists "kjit:v2:$(key_of "$T/ro.5.line")")" = 0 ]
 unnode 5
 
 # ---- --no-compile: a miss refused with the promised line; an import served ----

@@ -1,0 +1,234 @@
+/* remote-value.c: the bytes of one value in the fleet's Redis, and their
+ * authentication (docs/remote.md, "Keys and values" and "Trust").
+ *
+ * Two layouts.  KJO1 (read only, by nodes without a secret):
+ *   "KJO1" | u64 size | u32 log | u32 recipe | sha256[32] | object | log | recipe
+ * KJO2 (what every node writes):
+ *   "KJO2" | u32 flags (0) | u64 size | u32 meta | u32 entries | u32 lowered
+ *   | u32 log | u32 recipe | u32 mac | sha256[32]
+ *   | meta | entries | lowered | object | log | recipe | mac
+ * little-endian; mac is 0 bytes (a node without a secret wrote it) or 32:
+ * HMAC-SHA256 under the fleet secret over u32 len(redis key) | redis key |
+ * every byte of the value before the mac (its header included, so no
+ * length or field can change without breaking it).
+ *
+ * Invariants:
+ *  - Every length is checked against its cap (kj_limits.h) and against the
+ *    value's size before anything is read through it; a value whose parts
+ *    do not add up exactly, whose object does not hash to its digest, or
+ *    whose meta, entries or lowered names are not NUL-free text is
+ *    KJIT_ECORRUPT.
+ *  - With a secret, only a KJO2 value with a mac that verifies (compared in
+ *    constant time) is accepted; KJO1, no mac or a wrong one is
+ *    KJIT_EFORGED's stand-in KJIT_EDENIED: nothing of it reaches a caller.
+ *  - Decoding never copies: the object's fields point into the value.
+ */
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
+#include <string.h>
+
+#include "buf.h"
+#include "kj_limits.h"
+#include "kj_types.h"
+#include "remote.h"
+#include "sha.h"
+
+#define V1_HDR (4 + 8 + 4 + 4 + KJ_SHA256_LEN)
+#define V2_HDR (4 + 4 + 8 + 6 * 4 + KJ_SHA256_LEN)
+#define MAC_LEN KJ_SHA256_LEN
+
+static void put_le(uint8_t *p, uint64_t v, int n)
+{
+	for (int i = 0; i < n; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_le(const uint8_t *p, int n)
+{
+	uint64_t v = 0;
+	for (int i = n - 1; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+int kj__remote_hmac(const uint8_t *secret, size_t secret_len, const char *rkey, const uint8_t *v, size_t n,
+		    uint8_t out[KJ_SHA256_LEN])
+{
+	EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+	EVP_MAC_CTX *ctx = mac ? EVP_MAC_CTX_new(mac) : NULL;
+	OSSL_PARAM params[2] = { OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)"SHA256", 0),
+				 OSSL_PARAM_construct_end() };
+	uint8_t klen[4];
+	size_t outl = 0;
+	int r = KJIT_EINTERNAL;
+
+	put_le(klen, strlen(rkey), 4);
+	if (ctx && EVP_MAC_init(ctx, secret, secret_len, params) == 1 && EVP_MAC_update(ctx, klen, 4) == 1 &&
+	    EVP_MAC_update(ctx, (const uint8_t *)rkey, strlen(rkey)) == 1 && EVP_MAC_update(ctx, v, n) == 1 &&
+	    EVP_MAC_final(ctx, out, &outl, KJ_SHA256_LEN) == 1 && outl == KJ_SHA256_LEN)
+		r = 0;
+	EVP_MAC_CTX_free(ctx);
+	EVP_MAC_free(mac);
+	return r;
+}
+
+size_t kj__remote_value_size(const struct kj__remote_object *o, int signed_)
+{
+	return V2_HDR + o->meta_len + o->entries_len + o->lowered_len + o->size + o->log_len + o->recipe_len +
+	       (signed_ ? MAC_LEN : 0);
+}
+
+static int part_ok(const char *p, size_t n, size_t cap)
+{
+	return n <= cap && (n == 0 || p != NULL);
+}
+
+int kj__remote_value_encode(const char *rkey, const struct kj__remote_object *o, const uint8_t *secret,
+			    size_t secret_len, struct kj__buf *b)
+{
+	uint8_t hdr[V2_HDR], dg[KJ_SHA256_LEN], mac[MAC_LEN];
+	size_t start = b->len;
+	int r;
+
+	if (!part_ok(o->meta, o->meta_len, KJ_REMOTE_META_MAX) ||
+	    !part_ok(o->entries, o->entries_len, KJ_REMOTE_ENTRIES_MAX) ||
+	    !part_ok(o->lowered, o->lowered_len, KJ_LOWERED_MAX) || !part_ok(o->log, o->log_len, KJ_REMOTE_LOG_MAX) ||
+	    !part_ok((const char *)o->recipe, o->recipe_len, KJ_FRAME_MAX) ||
+	    !part_ok((const char *)o->data, o->size, KJ_REMOTE_OBJECT_MAX) || !kj__hex_ok(o->digest))
+		return KJIT_EINVAL;
+	for (int i = 0; i < KJ_SHA256_LEN; i++) {
+		unsigned hi = (unsigned)(o->digest[2 * i] <= '9' ? o->digest[2 * i] - '0' : o->digest[2 * i] - 'a' + 10);
+		unsigned lo = (unsigned)(o->digest[2 * i + 1] <= '9' ? o->digest[2 * i + 1] - '0'
+								      : o->digest[2 * i + 1] - 'a' + 10);
+		dg[i] = (uint8_t)(hi << 4 | lo);
+	}
+	memcpy(hdr, "KJO2", 4);
+	put_le(hdr + 4, 0, 4);
+	put_le(hdr + 8, o->size, 8);
+	put_le(hdr + 16, o->meta_len, 4);
+	put_le(hdr + 20, o->entries_len, 4);
+	put_le(hdr + 24, o->lowered_len, 4);
+	put_le(hdr + 28, o->log_len, 4);
+	put_le(hdr + 32, o->recipe_len, 4);
+	put_le(hdr + 36, secret ? MAC_LEN : 0, 4);
+	memcpy(hdr + 40, dg, KJ_SHA256_LEN);
+	if (kj__buf_append(b, hdr, sizeof hdr) < 0 || kj__buf_append(b, o->meta, o->meta_len) < 0 ||
+	    kj__buf_append(b, o->entries, o->entries_len) < 0 || kj__buf_append(b, o->lowered, o->lowered_len) < 0 ||
+	    kj__buf_append(b, o->data, o->size) < 0 || kj__buf_append(b, o->log, o->log_len) < 0 ||
+	    kj__buf_append(b, o->recipe, o->recipe_len) < 0)
+		return KJIT_ENOMEM;
+	if (secret == NULL)
+		return 0;
+	if ((r = kj__remote_hmac(secret, secret_len, rkey, b->p + start, b->len - start, mac)) < 0)
+		return r;
+	return kj__buf_append(b, mac, MAC_LEN) < 0 ? KJIT_ENOMEM : 0;
+}
+
+/* 1 if p[0..n) has no NUL (meta, lowered names) or, with list, is NUL-
+ * terminated names back to back (entries). */
+static int text_ok(const uint8_t *p, size_t n, int list)
+{
+	if (!list)
+		return memchr(p, '\0', n) == NULL;
+	return n == 0 || (p[n - 1] == '\0' && p[0] != '\0' && memmem(p, n, "\0\0", 2) == NULL);
+}
+
+static int decode_v1(const uint8_t *v, size_t n, struct kj__remote_object *o)
+{
+	if (n < V1_HDR)
+		return KJIT_ECORRUPT;
+	uint64_t size = get_le(v + 4, 8), log_len = get_le(v + 12, 4), rec_len = get_le(v + 16, 4);
+	if (size > n || log_len > n || rec_len > n || V1_HDR + size + log_len + rec_len != n)
+		return KJIT_ECORRUPT;
+	o->format = 1;
+	o->data = v + V1_HDR;
+	o->size = (size_t)size;
+	o->log = (const char *)v + V1_HDR + size;
+	o->log_len = (size_t)log_len;
+	o->recipe = v + V1_HDR + size + log_len;
+	o->recipe_len = (size_t)rec_len;
+	memcpy(o->raw_digest, v + 20, KJ_SHA256_LEN);
+	return 0;
+}
+
+static int decode_v2(const uint8_t *v, size_t n, struct kj__remote_object *o, size_t *mac_len)
+{
+	if (n < V2_HDR || get_le(v + 4, 4) != 0)
+		return KJIT_ECORRUPT;
+	uint64_t size = get_le(v + 8, 8), meta = get_le(v + 16, 4), ents = get_le(v + 20, 4), low = get_le(v + 24, 4),
+		 log = get_le(v + 28, 4), rec = get_le(v + 32, 4), mac = get_le(v + 36, 4);
+	if (size > KJ_REMOTE_OBJECT_MAX || meta > KJ_REMOTE_META_MAX || ents > KJ_REMOTE_ENTRIES_MAX ||
+	    low > KJ_LOWERED_MAX || log > KJ_REMOTE_LOG_MAX || rec > KJ_FRAME_MAX || (mac != 0 && mac != MAC_LEN) ||
+	    V2_HDR + meta + ents + low + size + log + rec + mac != n)
+		return KJIT_ECORRUPT;
+	const uint8_t *p = v + V2_HDR;
+	o->format = 2;
+	o->meta = (const char *)p;
+	o->meta_len = (size_t)meta;
+	o->entries = (const char *)(p += meta);
+	o->entries_len = (size_t)ents;
+	o->lowered = (const char *)(p += ents);
+	o->lowered_len = (size_t)low;
+	o->data = (p += low);
+	o->size = (size_t)size;
+	o->log = (const char *)(p += size);
+	o->log_len = (size_t)log;
+	o->recipe = (p += log);
+	o->recipe_len = (size_t)rec;
+	memcpy(o->raw_digest, v + 40, KJ_SHA256_LEN);
+	*mac_len = (size_t)mac;
+	if (!text_ok((const uint8_t *)o->meta, o->meta_len, 0) || !text_ok((const uint8_t *)o->entries, o->entries_len, 1) ||
+	    !text_ok((const uint8_t *)o->lowered, o->lowered_len, 0))
+		return KJIT_ECORRUPT;
+	return 0;
+}
+
+int kj__remote_value_decode(const char *rkey, const uint8_t *v, size_t n, const uint8_t *secret, size_t secret_len,
+			    struct kj__remote_object *o)
+{
+	uint8_t dg[KJ_SHA256_LEN], mac[MAC_LEN];
+	size_t mac_len = 0;
+	int r = KJIT_ECORRUPT;
+
+	memset(o, 0, sizeof *o);
+	if (n >= 4 && memcmp(v, "KJO1", 4) == 0)
+		r = decode_v1(v, n, o);
+	else if (n >= 4 && memcmp(v, "KJO2", 4) == 0)
+		r = decode_v2(v, n, o, &mac_len);
+	if (r < 0)
+		return r;
+	if (kj__sha256(o->data, o->size, dg) < 0)
+		return KJIT_EINTERNAL;
+	if (memcmp(dg, o->raw_digest, KJ_SHA256_LEN) != 0)
+		return KJIT_ECORRUPT;
+	kj__hex(dg, o->digest);
+	if (secret == NULL)
+		return 0;
+	if (o->format != 2 || mac_len != MAC_LEN)
+		return KJIT_EDENIED;
+	if ((r = kj__remote_hmac(secret, secret_len, rkey, v, n - MAC_LEN, mac)) < 0)
+		return r;
+	if (CRYPTO_memcmp(mac, v + n - MAC_LEN, MAC_LEN) != 0)
+		return KJIT_EDENIED;
+	o->authenticated = 1;
+	return 0;
+}
+
+int kj__remote_entries_cover(const struct kj__remote_object *o, const char *const *want, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t wl = strlen(want[i]) + 1;
+		const char *p = o->entries, *end = o->entries + o->entries_len;
+		int found = 0;
+		while (!found && p < end) {
+			size_t l = strnlen(p, (size_t)(end - p)) + 1;
+			found = l == wl && memcmp(p, want[i], wl) == 0;
+			p += l;
+		}
+		if (!found)
+			return 0;
+	}
+	return 1;
+}
