@@ -1,0 +1,246 @@
+#!/bin/sh
+# Trust and deadlines of the fleet tier (docs/remote.md, "Trust" and
+# "Deadlines"), with a real redis-server on a private Unix socket and a fake
+# one (tests/e2e/redis-tool.py) that trickles or stalls every GET.
+#   - a node with --remote-secret never serves a planted value: KJO1 with a
+#     self-consistent digest, KJO2 without an HMAC, with a wrong one, a
+#     genuine value copied to another key, a genuine value signed for
+#     other entry points: each is answered `compiled` with the bytes of a
+#     reference compile, counted in remote_forged, and overwritten in Redis
+#     by the node's own signed value
+#   - a node without a secret warns at start, reads KJO1 and unsigned KJO2
+#     (as documented), and its unsigned values are forged to a secret node
+#   - the secret file is refused when loose, foreign or short
+#   - a trickling or silent Redis costs a miss at most its deadline plus the
+#     compile; kjitd answers ping meanwhile; remote_timeouts counts
+. "$(dirname "$0")/lib.sh"
+
+if ! command -v redis-server >/dev/null 2>&1 || ! command -v python3 >/dev/null 2>&1; then
+	echo "# skip fleet-trust: redis-server or python3 not installed (scripts/deps.sh installs them)"
+	exit 0
+fi
+TOOL="python3 $TOP/tests/e2e/redis-tool.py"
+RS="$T/redis.sock"
+REDIS_PID=""
+FAKE_PID=""
+NODES=""
+
+trust_cleanup() {
+	for n in $NODES; do unnode "$n"; done
+	[ -n "$REDIS_PID" ] && kill "$REDIS_PID" 2>/dev/null && wait "$REDIS_PID" 2>/dev/null
+	[ -n "$FAKE_PID" ] && kill "$FAKE_PID" 2>/dev/null && wait "$FAKE_PID" 2>/dev/null
+	rm -rf "$T"
+}
+trap trust_cleanup EXIT INT TERM
+
+redis-server --port 0 --unixsocket "$RS" --unixsocketperm 700 --save "" --appendonly no --dir "$T" \
+	--logfile "$T/redis.log" &
+REDIS_PID=$!
+i=0
+until [ "$(redis-cli -s "$RS" ping 2>/dev/null)" = PONG ] || [ $i -ge 200 ]; do sleep 0.05; i=$((i + 1)); done
+
+kj() { n=$1; shift; KJIT_SOCKET="$T/n/$n.sock" "$KJIT" "$@"; }
+node() { # N URL [kjitd options]
+	n=$1 url=$2
+	shift 2
+	mkdir -p "$T/n"
+	"$KJITD" --foreground --socket "$T/n/$n.sock" --cache-dir "$T/c/$n" --log "$T/log.$n" \
+		--hip-compiler test --compile-timeout 30 --remote "$url" --remote-timeout 3000 "$@" &
+	eval "PID_$n=$!"
+	NODES="$NODES $n"
+	i=0
+	while [ $i -lt 300 ]; do
+		kj "$n" ping >/dev/null 2>&1 && return 0
+		sleep 0.05
+		i=$((i + 1))
+	done
+	return 1
+}
+unnode() {
+	p=$(eval "echo \${PID_$1:-}")
+	[ -n "$p" ] || return 0
+	kj "$1" stop >/dev/null 2>&1 || kill "$p" 2>/dev/null
+	i=0
+	while kill -0 "$p" 2>/dev/null && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+	kill -9 "$p" 2>/dev/null
+	wait "$p" 2>/dev/null
+	eval "PID_$1="
+}
+rstat() { kj "$1" stats --json | sed 's/.*"remote"://' | tr ',{}' '\n\n\n' | sed -n "s/^\"$2\":\([0-9]*\)$/\1/p" | head -n 1; }
+key_of() { awk '{print $(NF-3)}' "$1"; }
+get() { # N SRC OUT [kjit get options]: object to OUT, status line to OUT.line
+	n=$1 s=$2 o=$3
+	shift 3
+	kj "$n" get --source "$s" --backend hip --target gfx90a -o "$o" "$@" >"$o.line" 2>&1
+}
+src() { printf '// %s %s\nint x;\n' "$1" "$$" >"$T/$1.src"; echo "$T/$1.src"; }
+wait_key() { i=0; until [ "$(redis-cli -s "$RS" exists "kjit:v2:$1")" = 1 ] || [ $i -ge 100 ]; do sleep 0.05; i=$((i + 1)); done; }
+# signed_by_us KEY OBJ: Redis holds, under KEY, a value signed with the
+# secret whose object is OBJ (polls: publishes are in the background).
+signed_by_us() {
+	i=0
+	while [ $i -lt 100 ]; do
+		$TOOL get "$RS" "kjit:v2:$1" "$T/now.val" && $TOOL verify "$T/now.val" "kjit:v2:$1" "$T/secret" "$2" && return 0
+		sleep 0.05
+		i=$((i + 1))
+	done
+	return 1
+}
+ms() { date +%s%3N; }
+
+t_start=$(date +%s)
+# ---- the secret file ----
+head -c 32 /dev/urandom | base64 >"$T/secret"
+chmod 600 "$T/secret"
+cp "$T/secret" "$T/loose"
+chmod 644 "$T/loose"
+printf 'short\n' >"$T/short"
+chmod 600 "$T/short"
+for bad in loose short missing; do
+	"$KJITD" --foreground --socket "$T/bad.sock" --cache-dir "$T/c/bad" --remote "unix://$RS" \
+		--remote-secret "$T/$bad" >"$T/bad.out" 2>&1
+	rc=$?
+	check "secret: $bad file refused ($(head -n 1 "$T/bad.out"))" \
+		sh -c "[ $rc = 2 ] && [ \$(wc -l <'$T/bad.out') = 1 ] && grep -q 'remote-secret' '$T/bad.out'"
+done
+KJITD_REMOTE_SECRET_FILE="$T/loose" "$KJITD" --foreground --socket "$T/bad.sock" --cache-dir "$T/c/bad" \
+	--remote "unix://$RS" >"$T/bad.out" 2>&1
+check "secret: \$KJITD_REMOTE_SECRET_FILE checked the same ($(cat "$T/bad.out"))" grep -q 'chmod 600' "$T/bad.out"
+
+node 1 "unix://$RS" --remote-secret "$T/secret" --remote-lookup-timeout 3000 || { not_ok fleet-trust "node 1"; exit 1; }
+node 2 "unix://$RS" --remote-secret "$T/secret" --remote-lookup-timeout 3000 || { not_ok fleet-trust "node 2"; exit 1; }
+check "secret node: no warning, says authenticated" sh -c "grep -q 'values authenticated' '$T/log.2' && ! grep -q WARNING '$T/log.2'"
+
+# plant CASE VALUEFILE [get options]: node 1 compiles CASE's source (the
+# reference and its genuine value), the attacker replaces the value, node
+# 2 asks: compiled, same bytes, counted, overwritten by its own.
+forged_before=0
+expect_forged() { # CASE SRC KEY [get options]
+	c=$1 s=$2 k=$3
+	shift 3
+	get 2 "$s" "$T/$c.2" "$@"
+	check "forged $c: not served ($(cat "$T/$c.2.line"))" grep -q '^compiled ' "$T/$c.2.line"
+	check "forged $c: the reference's bytes" cmp -s "$T/$c.1" "$T/$c.2"
+	f=$(rstat 2 forged)
+	check "forged $c: counted ($forged_before -> $f)" [ "$f" -gt "$forged_before" ]
+	forged_before=$f
+	check "forged $c: overwritten by node 2's signed value" signed_by_us "$k" "$T/$c.2"
+}
+reference() { # CASE [get options]: compiles on node 1, waits for its value
+	c=$1
+	shift
+	s=$(src "$c")
+	get 1 "$s" "$T/$c.1" "$@"
+	k=$(key_of "$T/$c.1.line")
+	wait_key "$k"
+	$TOOL get "$RS" "kjit:v2:$k" "$T/$c.genuine"
+	printf 'EVIL %s\n' "$c" >"$T/$c.evil"
+}
+
+reference kjo1
+$TOOL kjo1 "$T/kjo1.evil" "$T/kjo1.val" && $TOOL set "$RS" "kjit:v2:$k" "$T/kjo1.val"
+expect_forged kjo1 "$s" "$k"
+
+reference nomac
+$TOOL kjo2 "$T/nomac.genuine" "$T/nomac.val" --object "$T/nomac.evil" --mac none && $TOOL set "$RS" "kjit:v2:$k" "$T/nomac.val"
+expect_forged nomac "$s" "$k"
+
+reference badmac
+$TOOL kjo2 "$T/badmac.genuine" "$T/badmac.val" --object "$T/badmac.evil" --mac bad && $TOOL set "$RS" "kjit:v2:$k" "$T/badmac.val"
+expect_forged badmac "$s" "$k"
+
+reference otherkey
+kx=$(key_of "$T/kjo1.1.line") # a genuine value, signed for the kjo1 source's key
+$TOOL get "$RS" "kjit:v2:$kx" "$T/otherkey.val" && $TOOL set "$RS" "kjit:v2:$k" "$T/otherkey.val"
+expect_forged otherkey "$s" "$k"
+
+# a value signed with the secret (as a node would, once entries leave the
+# key) but for other entry points than the request's
+reference entries --entry mine
+$TOOL kjo2 "$T/entries.genuine" "$T/entries.val" --entries other --key "kjit:v2:$k" --secret "$T/secret" &&
+	$TOOL set "$RS" "kjit:v2:$k" "$T/entries.val"
+expect_forged entries "$s" "$k" --entry mine
+check "forged: the log says why" grep -q 'entry list does not cover' "$T/log.2"
+
+# a genuine value: a remote hit on the secret node
+s=$(src genuine)
+get 1 "$s" "$T/g.1"
+wait_key "$(key_of "$T/g.1.line")"
+get 2 "$s" "$T/g.2"
+check "genuine signed value: remote hit ($(cat "$T/g.2.line"))" grep -q '^remote hit ' "$T/g.2.line"
+check "genuine: same bytes" cmp -s "$T/g.1" "$T/g.2"
+
+# ---- a node without a secret ----
+node 3 "unix://$RS" --remote-lookup-timeout 3000 || { not_ok fleet-trust "node 3"; exit 1; }
+check "no secret: one loud WARNING at start" sh -c "[ \$(grep -c 'WARNING.*anyone who can write to' '$T/log.3') = 1 ]"
+s=$(src v1old)
+get 1 "$s" "$T/v1.1"
+k=$(key_of "$T/v1.1.line")
+wait_key "$k"
+$TOOL kjo1 "$T/v1.1" "$T/v1.val" && $TOOL set "$RS" "kjit:v2:$k" "$T/v1.val"
+get 3 "$s" "$T/v1.3"
+check "no secret: reads a KJO1 value (docs/remote.md, upgrade) ($(cat "$T/v1.3.line"))" grep -q '^remote hit ' "$T/v1.3.line"
+get 3 "$T/genuine.src" "$T/g.3"
+check "no secret: reads a signed KJO2 value ($(cat "$T/g.3.line"))" grep -q '^remote hit ' "$T/g.3.line"
+s=$(src unsigned)
+get 3 "$s" "$T/u.3"
+k=$(key_of "$T/u.3.line")
+wait_key "$k"
+$TOOL get "$RS" "kjit:v2:$k" "$T/u.val"
+check "no secret: publishes KJO2 without an HMAC" sh -c "head -c 4 '$T/u.val' | grep -q KJO2 && ! $TOOL verify '$T/u.val' 'kjit:v2:$k' '$T/secret'"
+get 2 "$s" "$T/u.2"
+check "secret node: an unsigned value is forged, compiled ($(cat "$T/u.2.line"))" grep -q '^compiled ' "$T/u.2.line"
+check "secret node: and overwritten with its signed one" signed_by_us "$k" "$T/u.2"
+unnode 3
+unnode 1
+
+# ---- deadlines: a fake Redis that trickles (default deadline) or stalls ----
+$TOOL fake "$T/fake.sock" trickle &
+FAKE_PID=$!
+i=0
+until [ -S "$T/fake.sock" ] || [ $i -ge 100 ]; do sleep 0.05; i=$((i + 1)); done
+node 4 "unix://$T/fake.sock" || { not_ok fleet-trust "node 4"; exit 1; }
+sleep 0.3
+worst=0
+for r in 1 2 3; do
+	s=$(src trickle$r)
+	t0=$(ms)
+	get 4 "$s" "$T/tr$r"
+	dt=$(($(ms) - t0))
+	[ $dt -gt $worst ] && worst=$dt
+	check "trickle $r: compiled ($(cat "$T/tr$r.line"))" grep -q '^compiled ' "$T/tr$r.line"
+	sleep 0.4 # the connection is made again (backoff 100 ms)
+done
+# default deadline: 5 ms + 1 ms per MiB; plus the compile, generous bound
+check "trickle: each miss within its deadline plus the compile (worst ${worst} ms < 2000)" [ "$worst" -lt 2000 ]
+to=$(rstat 4 timeouts)
+check "trickle: remote_timeouts counts ($to)" [ "${to:-0}" -ge 1 ]
+unnode 4
+kill "$FAKE_PID" 2>/dev/null
+wait "$FAKE_PID" 2>/dev/null
+rm -f "$T/fake.sock"
+$TOOL fake "$T/fake.sock" silent &
+FAKE_PID=$!
+i=0
+until [ -S "$T/fake.sock" ] || [ $i -ge 100 ]; do sleep 0.05; i=$((i + 1)); done
+node 5 "unix://$T/fake.sock" --remote-lookup-timeout 1500 || { not_ok fleet-trust "node 5"; exit 1; }
+sleep 0.3
+s=$(src silent)
+t0=$(ms)
+get 5 "$s" "$T/si" &
+gp=$!
+sleep 0.5
+p0=$(ms)
+kj 5 ping >/dev/null 2>&1
+pr=$?
+pt=$(($(ms) - p0))
+wait $gp
+dt=$(($(ms) - t0))
+check "silent: ping answered meanwhile (${pt} ms)" [ $pr = 0 -a $pt -lt 1000 ]
+check "silent: compiled ($(cat "$T/si.line"))" grep -q '^compiled ' "$T/si.line"
+check "silent: the miss took its deadline, not forever (${dt} ms: >= 1400, < 1500 + 2000)" [ $dt -ge 1400 -a $dt -lt 3500 ]
+to=$(rstat 5 timeouts)
+check "silent: remote_timeouts counts ($to)" [ "${to:-0}" -ge 1 ]
+unnode 5
+echo "# fleet-trust.sh took $(($(date +%s) - t_start)) s"
+[ $FAILS = 0 ]

@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""redis-tool.py: what tests/e2e/fleet-trust.sh needs that redis-cli lacks.
+
+An attacker's hands on the fleet's Redis (binary-safe GET/SET of values,
+KJO1 and KJO2 values built and signed the way docs/remote.md says), a
+checker of values, and a fake Redis that answers the handshake and then
+trickles or stalls every GET.  Standard library only.
+
+  get SOCK KEY OUT                 the value of KEY into OUT (exit 1: none)
+  set SOCK KEY FILE                SET KEY to FILE's bytes
+  kjo1 OBJ OUT                     a well-formed KJO1 value of OBJ (right digest)
+  kjo2 IN OUT [--object F] [--entries a,b] [--key K --secret S] [--mac good|none|bad]
+                                   IN (a KJO2 value) rebuilt: object or entries
+                                   replaced, signed for key K with secret S
+  verify VALUE KEY SECRET [OBJ]    exit 0 if VALUE is KJO2, its HMAC verifies
+                                   for KEY, and (given OBJ) its object is OBJ
+  fake SOCK trickle|silent         a fake Redis on SOCK until killed
+"""
+import hashlib
+import hmac
+import os
+import socket
+import struct
+import sys
+import threading
+import time
+
+HDR = struct.Struct("<4sIQIIIIII32s")  # 72 bytes
+
+
+def redis(sock, *args):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sock)
+    req = b"*%d\r\n" % len(args)
+    for a in args:
+        a = a if isinstance(a, bytes) else a.encode()
+        req += b"$%d\r\n%s\r\n" % (len(a), a)
+    s.sendall(req)
+    buf = b""
+    while b"\r\n" not in buf:
+        buf += s.recv(65536)
+    line, rest = buf.split(b"\r\n", 1)
+    if line[:1] == b"$":
+        n = int(line[1:])
+        if n < 0:
+            return None
+        while len(rest) < n + 2:
+            rest += s.recv(1 << 20)
+        return rest[:n]
+    return line
+
+
+def secret_of(path):
+    b = open(path, "rb").read()
+    return b.rstrip(b"\r\n")
+
+
+def parse2(v):
+    magic, flags, size, meta, ents, low, log, rec, mac, dg = HDR.unpack_from(v)
+    assert magic == b"KJO2", magic
+    p = HDR.size
+    parts = {}
+    for name, n in (("meta", meta), ("entries", ents), ("lowered", low), ("object", size), ("log", log),
+                    ("recipe", rec), ("mac", mac)):
+        parts[name] = v[p:p + n]
+        p += n
+    assert p == len(v)
+    parts["digest"] = dg
+    return parts
+
+
+def build2(parts, key=None, secret=None, mac="good"):
+    body = HDR.pack(b"KJO2", 0, len(parts["object"]), len(parts["meta"]), len(parts["entries"]),
+                    len(parts["lowered"]), len(parts["log"]), len(parts["recipe"]),
+                    0 if mac == "none" else 32, hashlib.sha256(parts["object"]).digest())
+    body += parts["meta"] + parts["entries"] + parts["lowered"] + parts["object"] + parts["log"] + parts["recipe"]
+    if mac == "none":
+        return body
+    if mac == "bad":
+        return body + os.urandom(32)
+    k = key.encode()
+    return body + hmac.new(secret, struct.pack("<I", len(k)) + k + body, hashlib.sha256).digest()
+
+
+def verify(v, key, secret, obj=None):
+    if v[:4] != b"KJO2" or len(v) < HDR.size + 32:
+        return False
+    parts = parse2(v)
+    k = key.encode()
+    want = hmac.new(secret, struct.pack("<I", len(k)) + k + v[:-32], hashlib.sha256).digest()
+    return hmac.compare_digest(want, parts["mac"]) and (obj is None or parts["object"] == obj)
+
+
+# ---- the fake Redis ----
+
+def fake_client(c, mode):
+    buf = b""
+    try:
+        while True:
+            while True:
+                cmd, buf = take_command(buf)
+                if cmd is None:
+                    break
+                name = cmd[0].upper()
+                if name == b"PING":
+                    c.sendall(b"+PONG\r\n")
+                elif name == b"SUBSCRIBE":
+                    ch = cmd[1]
+                    c.sendall(b"*3\r\n$9\r\nsubscribe\r\n$%d\r\n%s\r\n:1\r\n" % (len(ch), ch))
+                elif name == b"GET":
+                    if mode == "trickle":
+                        c.sendall(b"$1000000\r\n")
+                        while True:  # one byte every 100 ms, until the client gives up
+                            time.sleep(0.1)
+                            c.sendall(b"K")
+                    c.sendall(b"$1000\r\nKJO2\0\0")  # silent: stops mid-reply
+                    while c.recv(65536):
+                        pass
+                    return
+                elif name in (b"EVAL", b"EVALSHA", b"PEXPIRE", b"PUBLISH", b"DEL"):
+                    c.sendall(b":0\r\n")
+                elif name == b"SET" and b"NX" in [x.upper() for x in cmd]:
+                    c.sendall(b"$-1\r\n")  # someone else holds every lease
+                else:
+                    c.sendall(b"+OK\r\n")
+            data = c.recv(65536)
+            if not data:
+                return
+            buf += data
+    except OSError:
+        return
+    finally:
+        c.close()
+
+
+def take_command(buf):
+    """One RESP array of bulk strings from buf: (args, rest) or (None, buf)."""
+    if not buf.startswith(b"*") or b"\r\n" not in buf:
+        return None, buf
+    line, rest = buf.split(b"\r\n", 1)
+    args = []
+    for _ in range(int(line[1:])):
+        if b"\r\n" not in rest:
+            return None, buf
+        l, rest2 = rest.split(b"\r\n", 1)
+        n = int(l[1:])
+        if len(rest2) < n + 2:
+            return None, buf
+        args.append(rest2[:n])
+        rest = rest2[n + 2:]
+    return args, rest
+
+
+def fake(sock, mode):
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(sock)
+    s.listen(64)
+    while True:
+        c, _ = s.accept()
+        threading.Thread(target=fake_client, args=(c, mode), daemon=True).start()
+
+
+def main(a):
+    if a[0] == "get":
+        v = redis(a[1], "GET", a[2])
+        if v is None:
+            return 1
+        open(a[3], "wb").write(v)
+    elif a[0] == "set":
+        return 0 if redis(a[1], "SET", a[2], open(a[3], "rb").read()) == b"+OK" else 1
+    elif a[0] == "kjo1":
+        obj = open(a[1], "rb").read()
+        v = b"KJO1" + struct.pack("<QII", len(obj), 0, 0) + hashlib.sha256(obj).digest() + obj
+        open(a[2], "wb").write(v)
+    elif a[0] == "kjo2":
+        parts = parse2(open(a[1], "rb").read())
+        opts = dict(zip(a[3::2], a[4::2]))
+        if "--object" in opts:
+            parts["object"] = open(opts["--object"], "rb").read()
+        if "--entries" in opts:
+            parts["entries"] = b"".join(e.encode() + b"\0" for e in opts["--entries"].split(",") if e)
+        sec = secret_of(opts["--secret"]) if "--secret" in opts else None
+        open(a[2], "wb").write(build2(parts, opts.get("--key"), sec, opts.get("--mac", "good")))
+    elif a[0] == "verify":
+        obj = open(a[4], "rb").read() if len(a) > 4 else None
+        return 0 if verify(open(a[1], "rb").read(), a[2], secret_of(a[3]), obj) else 1
+    elif a[0] == "fake":
+        fake(a[1], a[2])
+    else:
+        print(__doc__, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
