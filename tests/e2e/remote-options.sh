@@ -27,12 +27,14 @@ refused remote-bad-db "database must be" --remote redis://cache/x
 refused remote-bad-mode "expected ro or rw" --remote-mode rx
 refused remote-bad-ttl "expected a duration" --remote-ttl 5y
 refused remote-bad-timeout "1 to 60000" --remote-timeout 0
+refused remote-bad-lookup "milliseconds per MiB" --remote-lookup-timeout 5+
+refused remote-bad-lookup2 "1 to 60000" --remote-lookup-timeout 0
 refused remote-bad-max "expected a size" --remote-max-object lots
 KJITD_REMOTE=unix://relative.sock refused remote-bad-env "KJITD_REMOTE" --remote-mode ro
 
 # Good values: the daemon starts and answers (with no Redis there: it serves locally).
 if start_daemon --hip-compiler test --remote "unix://$T/no-redis.sock" --remote-prefix t:v1: \
-	--remote-ttl 30d --remote-mode ro --remote-timeout 150 --remote-max-object 8M --no-compile; then
+	--remote-ttl 30d --remote-mode ro --remote-timeout 150 --remote-lookup-timeout 20+2 --remote-max-object 8M --no-compile; then
 	pings() { "$KJIT" ping >/dev/null; }
 	check remote-options-accepted pings
 else
