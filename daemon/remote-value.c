@@ -18,9 +18,10 @@
  *    do not add up exactly, whose object does not hash to its digest, or
  *    whose meta, entries or lowered names are not NUL-free text is
  *    KJIT_ECORRUPT.
- *  - With a secret, only a KJO2 value with a mac that verifies (compared in
- *    constant time) is accepted; KJO1, no mac or a wrong one is
- *    KJIT_EFORGED's stand-in KJIT_EDENIED: nothing of it reaches a caller.
+ *  - With a secret, only a KJO2 value with a mac that verifies for its key
+ *    (compared in constant time) is accepted; KJO1, no mac or a wrong one
+ *    is KJIT_EDENIED (forged): nothing of it reaches a caller.  Without a
+ *    secret both layouts are read and the mac, if any, is not checked.
  *  - Decoding never copies: the object's fields point into the value.
  */
 #include <openssl/core_names.h>

@@ -9,10 +9,11 @@
  *  - A handle exists only with --remote: a daemon without it runs nothing
  *    of the fleet tier.
  *  - The timer runs only while something is pending (an op, a connection
- *    that is not up, a lease) and stops itself when nothing is; its period
- *    is half the lookup deadline (or of the operation timeout, if shorter),
- *    1 ms to KJ_REMOTE_TICK_MS, so a late op is failed within half its
- *    deadline of it.
+ *    that is not up, a lease) and stops itself when nothing is; while an
+ *    op or a connect is pending its period is half the lookup deadline (or
+ *    of the operation timeout, if shorter), 1 ms to KJ_REMOTE_TICK_MS, so a
+ *    late op is failed within half a lookup deadline of its own; with only
+ *    leases or a retry pending it is KJ_REMOTE_TICK_MS.
  *  - The fleet secret is copied into the handle and wiped when it is
  *    freed; nothing logs it.
  *  - close fails pending lookups with KJIT_ESHUTDOWN and answers waiting
@@ -249,6 +250,21 @@ void kj__remote_stats(const struct kj__remote *r, struct kj__remote_stats *s)
 	*s = r->st;
 }
 
+/* Half the lookup deadline (or of the operation timeout, if shorter), 1
+ * ms at least, while an op or a connect is pending; else (leases, a
+ * connection waiting for its retry) KJ_REMOTE_TICK_MS. */
+static uint64_t tick_period(const struct kj__remote *r)
+{
+	for (int i = 0; i < C_COUNT; i++) {
+		const struct conn *c = &r->conns[i];
+		if (c->head || c->state == S_CONNECTING || c->state == S_RESOLVING) {
+			uint64_t ms = (r->lookup_us < r->timeout_us ? r->lookup_us : r->timeout_us) / 2000;
+			return ms < 1 ? 1 : ms > KJ_REMOTE_TICK_MS ? KJ_REMOTE_TICK_MS : ms;
+		}
+	}
+	return KJ_REMOTE_TICK_MS;
+}
+
 static void on_tick(uv_timer_t *t)
 {
 	struct kj__remote *r = t->data;
@@ -262,13 +278,15 @@ static void on_tick(uv_timer_t *t)
 	kj__remote_lease_tick(r, now);
 	if (!busy && r->leases == NULL)
 		uv_timer_stop(&r->tick);
+	else if (!r->closing && uv_timer_get_repeat(&r->tick) != tick_period(r))
+		uv_timer_start(&r->tick, on_tick, tick_period(r), tick_period(r));
 }
 
 void kj__remote_tick_ensure(struct kj__remote *r)
 {
-	if (!r->closing && !uv_is_active((uv_handle_t *)&r->tick)) {
-		uint64_t ms = (r->lookup_us < r->timeout_us ? r->lookup_us : r->timeout_us) / 2000;
-		ms = ms < 1 ? 1 : ms > KJ_REMOTE_TICK_MS ? KJ_REMOTE_TICK_MS : ms;
+	if (r->closing)
+		return;
+	uint64_t ms = tick_period(r);
+	if (!uv_is_active((uv_handle_t *)&r->tick) || uv_timer_get_repeat(&r->tick) > ms)
 		uv_timer_start(&r->tick, on_tick, ms, ms);
-	}
 }

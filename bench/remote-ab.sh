@@ -1,0 +1,70 @@
+#!/bin/bash
+# bench/remote-ab.sh BASE_KJITD NEW_KJITD [NEW_KJITD options...]: remote hit
+# latency of two kjitd builds on one private redis-server (Unix socket),
+# at 16 KB and 1 MB, in one run, against a bare GET of the same size
+# (redis-benchmark, one client): scenario 8's measurement (bench.sh
+# fleet_hit, spaced by 20 ms) for an A/B of a change to the fleet tier.
+# Each build gets its own pair of daemons: RA compiles N salted blobs of the
+# test family and publishes them, RB (empty cache) then asks for each once,
+# so every timed get is a remote hit.  The options after NEW_KJITD go to
+# the new build's daemons only (e.g. --remote-secret FILE).  Prints one line
+# per (build, size): p50 / p99 us, and the floor.  Needs `make bench-bins`.
+set -u
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+BIN="$TOP/${BUILD:-build}/bench"
+BASE=$1 NEW=$2
+shift 2
+T=$(mktemp -d "${TMPDIR:-/tmp}/kjit-rab.XXXXXX")
+export KJIT_NO_AUTOSTART=1
+PIDS=""
+cleanup() {
+	for p in $PIDS; do kill "$p" 2>/dev/null; done
+	sleep 0.5
+	rm -rf "$T"
+}
+trap cleanup EXIT
+RS="$T/redis.sock"
+redis-server --port 0 --unixsocket "$RS" --unixsocketperm 700 --save "" --appendonly no --dir "$T" \
+	--logfile "$T/redis.log" &
+PIDS="$PIDS $!"
+until [ "$(redis-cli -s "$RS" ping 2>/dev/null)" = PONG ]; do sleep 0.05; done
+mkdir -p "$T/k"
+: >"$T/k/MANIFEST"
+for sz in 16384 1048576; do
+	head -c "$sz" /dev/urandom | od -An -tx1 -v | tr -d ' \n' | head -c "$sz" >"$T/k/blob$sz.src"
+	echo "blob$sz hip blob$sz.src main" >>"$T/k/MANIFEST"
+done
+node() { # NAME KJITD [options]
+	local name=$1 kjitd=$2 out
+	shift 2
+	out=$("$BIN/bench-startd" "$T/$name.sock" 120 -- "$kjitd" --foreground --socket "$T/$name.sock" \
+		--cache-dir "$T/$name" --log "$T/$name.log" --hip-compiler test --kernels-dir "$T/k" \
+		--remote "unix://$RS" "$@") || { echo "kjitd $name did not start" >&2; exit 1; }
+	PIDS="$PIDS ${out#* }"
+}
+hits() { # LABEL A B SIZE N SALT
+	local label=$1 a=$2 b=$3 sz=$4 n=$5 salt=$6
+	redis-cli -s "$RS" flushall >/dev/null
+	KJIT_SOCKET="$T/$a.sock" "$BIN/bench-hitlat" --kernel "blob$sz" --backend hip --target gfx90a --salt "$salt" \
+		-n "$n" -w 0 >/dev/null
+	local i=0
+	while [ "$(redis-cli -s "$RS" dbsize)" -lt "$n" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done
+	local lat
+	lat=$(KJIT_SOCKET="$T/$b.sock" "$BIN/bench-hitlat" --kernel "blob$sz" --backend hip --target gfx90a \
+		--salt "$salt" -n "$n" -w 0 --want remote --gap 20)
+	echo "$label $((sz / 1024))KB remote hit p50 / p99 us: $(echo "$lat" | awk '{ print $1 " / " $2 }')"
+}
+node BA "$BASE" --remote-prefix base: --remote-timeout 2000
+node BB "$BASE" --remote-prefix base: --remote-timeout 2000
+node NA "$NEW" --remote-timeout 2000 --remote-lookup-timeout 2000 "$@"
+node NB "$NEW" --remote-timeout 2000 --remote-lookup-timeout 2000 "$@"
+for round in 1 2; do
+	hits base BA BB 16384 200 $((round * 1000))
+	hits new NA NB 16384 200 $((round * 1000 + 500))
+	hits base BA BB 1048576 40 $((round * 1000 + 100))
+	hits new NA NB 1048576 40 $((round * 1000 + 600))
+done
+for sz in 16384 1048576; do
+	echo "floor $((sz / 1024))KB redis-benchmark GET p50 us: $(redis-benchmark -s "$RS" -c 1 -n 2000 -d "$sz" -t set,get \
+		--csv 2>/dev/null | awk -F'"' '$2 == "GET" { printf "%.1f\n", $10 * 1000 }')"
+done
