@@ -556,7 +556,7 @@ stop_redis() { [ -n "$REDIS_PID" ] && kill "$REDIS_PID" 2>/dev/null && wait "$RE
 fleet_node() {
 	local name=$1
 	shift
-	start_daemon "$name" --remote "unix://$RSOCK" "$@" || return 1
+	start_daemon "$name" --remote "unix://$RSOCK" --remote-lookup-timeout 200 "$@" || return 1
 	FLEET_PIDS="$FLEET_PIDS $DPID"
 	DPID=""
 }
