@@ -1,7 +1,7 @@
 # kjit: build, test, run.  `make` builds everything into $(BUILD)/;
 # `make test` and `make run` first install what a fresh Debian 12 lacks
 # (scripts/deps.sh).  Modules are picked up by directory: a new .c file in
-# common/, cache/, compilers/, daemon/, daemon/detect/ or client/ needs no
+# common/, cache/, compilers/, daemon/, daemon/detect/, remote/ or client/ needs no
 # edit here (one that libkjit needs goes into CLIENT_COMMON_SRC or LIBKJIT_OBJ below).
 
 BUILD   ?= build
@@ -12,7 +12,7 @@ SAN     ?=
 OPT     ?= -O2
 
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
-CPPFLAGS_KJ := -D_GNU_SOURCE -Iinclude -Iclient -Icommon -Icache -Icompilers -Idaemon -Idaemon/detect \
+CPPFLAGS_KJ := -D_GNU_SOURCE -Iinclude -Iclient -Icommon -Icache -Icompilers -Idaemon -Idaemon/detect -Iremote \
 	-DKJIT_PREFIX='"$(PREFIX)"' -DKJIT_SRCDIR='"$(CURDIR)"'
 CFLAGS_KJ := -std=c11 $(OPT) -g -fPIC $(WARN) -fvisibility=hidden
 ifeq ($(SAN),1)
@@ -47,6 +47,8 @@ DETECT_SRC   := $(wildcard daemon/detect/*.c)
 CACHE_SRC    := $(wildcard cache/*.c)
 COMPILER_SRC := $(wildcard compilers/*.c)
 DAEMON_SRC   := $(filter-out daemon/main.c,$(wildcard daemon/*.c))
+# The fleet tier (Redis), kjitd's only: remote/remote.h is its one interface.
+REMOTE_SRC   := $(wildcard remote/*.c)
 # The kjit command: client/cli.c and client/cmd-*.c, linked into the kjit
 # binary only; the other client/*.c are libkjit.
 CLI_SRC      := client/cli.c $(wildcard client/cmd-*.c)
@@ -60,6 +62,7 @@ DETECT_OBJ   := $(call obj,$(DETECT_SRC))
 CACHE_OBJ    := $(call obj,$(CACHE_SRC))
 COMPILER_OBJ := $(call obj,$(COMPILER_SRC))
 DAEMON_OBJ   := $(call obj,$(DAEMON_SRC))
+REMOTE_OBJ   := $(call obj,$(REMOTE_SRC))
 CLIENT_OBJ   := $(call obj,$(CLIENT_SRC))
 CLI_OBJ      := $(call obj,$(CLI_SRC))
 TESTS        := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
@@ -80,7 +83,7 @@ $(BUILD)/obj/%.o: %.c $(DEPS_OK)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_KJ) $(CFLAGS_KJ) $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/kjitd: $(call obj,daemon/main.c) $(DAEMON_OBJ) $(DETECT_OBJ) $(COMPILER_OBJ) $(CACHE_OBJ) $(COMMON_OBJ)
+$(BUILD)/kjitd: $(call obj,daemon/main.c) $(DAEMON_OBJ) $(REMOTE_OBJ) $(DETECT_OBJ) $(COMPILER_OBJ) $(CACHE_OBJ) $(COMMON_OBJ)
 	$(CC) $(LDFLAGS_KJ) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
 $(BUILD)/kjit: $(CLI_OBJ) $(call obj,common/outfile.c) $(BUILD)/libkjit.a
@@ -120,7 +123,7 @@ $(call obj,daemon/main.c) $(call obj,client/connect.c) $(BUILD)/kjit.pc: $(BUILD
 FORCE:
 
 # Each tests/test-NAME.c is one binary linked with every module.
-$(BUILD)/tests/%: $(call obj,tests/%.c) $(DAEMON_OBJ) $(DETECT_OBJ) $(COMPILER_OBJ) $(CACHE_OBJ) $(CLIENT_OBJ) \
+$(BUILD)/tests/%: $(call obj,tests/%.c) $(DAEMON_OBJ) $(REMOTE_OBJ) $(DETECT_OBJ) $(COMPILER_OBJ) $(CACHE_OBJ) $(CLIENT_OBJ) \
 		$(COMMON_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_KJ) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS) -lvulkan

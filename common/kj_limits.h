@@ -64,7 +64,7 @@
 #define KJ_HITTAB_RETRIES 4                /* reads racing a rewrite before the client asks the socket */
 #define KJ_HITTAB_RECORD_SHARE 4           /* one object takes at most 1/4 of the arena */
 
-/* Fleet tier (daemon/remote.c, docs/remote.md). */
+/* Fleet tier (remote/remote.c, docs/remote.md). */
 #define KJ_REMOTE_PREFIX "kjit:v2:"        /* --remote-prefix default: v2 = KJO2 values; KJO1 nodes use kjit:v1: */
 #define KJ_REMOTE_TIMEOUT_MS 200           /* connect, handshake, lease ops: slower counts as down (--remote-timeout) */
 #define KJ_REMOTE_LOOKUP_MS 5              /* a GET's deadline before its size is known (--remote-lookup-timeout): a LAN Redis answers in < 1 ms */

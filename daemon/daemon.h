@@ -59,7 +59,7 @@ struct kj__config {
 	size_t n_allow_gid;
 	gid_t admin_gid[16];        /* --admin-gid: groups that may administer (access.c) */
 	size_t n_admin_gid;
-	/* Fleet tier (daemon/remote.h, docs/remote.md); remote_url NULL: none. */
+	/* Fleet tier (remote/remote.h, docs/remote.md); remote_url NULL: none. */
 	char *remote_url;           /* --remote URL or $KJITD_REMOTE */
 	char *remote_prefix;        /* --remote-prefix; NULL: KJ_REMOTE_PREFIX */
 	int remote_mode;            /* --remote-mode: enum kj__remote_mode (rw 0, ro 1) */

@@ -188,7 +188,7 @@ static int parse_lookup_timeout(const char *arg, struct kj__config *cfg)
 	return 0;
 }
 
-/* The fleet tier's options (daemon/remote.h); -1 when c is not one of
+/* The fleet tier's options (remote/remote.h); -1 when c is not one of
  * them, else 0 or an exit status. */
 static int parse_remote_opt(int c, const char *arg, struct kj__config *cfg)
 {

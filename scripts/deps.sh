@@ -3,7 +3,7 @@
 # Called by the Makefile when a build or test dependency is missing; safe to
 # run again (apt-get skips what is installed). Needs root, or sudo.
 # redis-server and libhiredis-dev (0.14 on Debian 12: async API and the
-# libuv adapter, no TLS) serve the fleet tier, daemon/remote.c.
+# libuv adapter, no TLS) serve the fleet tier, remote/remote.c.
 set -eu
 
 PKGS="build-essential pkg-config clang libclang-rt-14-dev llvm

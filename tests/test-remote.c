@@ -1,4 +1,4 @@
-/* test-remote.c: daemon/remote.c against a real redis-server.
+/* test-remote.c: remote/remote.c against a real redis-server.
  *
  * Each test starts its own redis-server (scripts/deps.sh installs it) on a
  * private Unix socket under a temporary directory (one test on a loopback

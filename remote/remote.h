@@ -1,4 +1,6 @@
-/* remote.h: the fleet tier, a Redis shared by many kjitd (docs/remote.md).
+/* remote.h: the fleet tier, a Redis shared by many kjitd (docs/remote.md):
+ * the one interface of remote/ to the daemon (daemon/fleet.c puts it on
+ * the request path, options.c reads its options, admin.c its counters).
  *
  * One handle per daemon, created only when --remote is given: a kjitd
  * without it makes no connection, starts no timer and allocates nothing
@@ -9,7 +11,7 @@
  * slow or answers garbage, lookups are misses, publishes are dropped and
  * leases are "unavailable", and the daemon goes on locally.
  *
- * Request path (the daemon's get path, wired in by a later phase):
+ * Request path (daemon/fleet.c):
  *   local memo/hot/disk miss -> kj__remote_lookup
  *     hit  -> publish locally (cache), serve
  *     miss -> kj__remote_lease

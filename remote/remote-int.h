@@ -1,5 +1,5 @@
 /* remote-int.h: what the files of the fleet tier share and nothing outside
- * them may include (the rest of the daemon sees only remote.h): the handle,
+ * them may include (the rest of the daemon sees only remote/remote.h): the handle,
  * its three connections, the operations queued on them, the leases, and
  * the internal calls each file offers the others.
  *
