@@ -12,7 +12,8 @@
 #     (as documented), and its unsigned values are forged to a secret node
 #   - the secret file is refused when loose, foreign or short
 #   - a trickling or silent Redis costs a miss at most its deadline plus the
-#     compile; kjitd answers ping meanwhile; remote_timeouts counts
+#     compile; kjitd answers ping meanwhile; remote_timeouts counts; a reply
+#     announcing more than any value is dropped at its header
 . "$(dirname "$0")/lib.sh"
 
 if ! command -v redis-server >/dev/null 2>&1 || ! command -v python3 >/dev/null 2>&1; then
@@ -242,5 +243,23 @@ check "silent: the miss took its deadline, not forever (${dt} ms: >= 1400, < 150
 to=$(rstat 5 timeouts)
 check "silent: remote_timeouts counts ($to)" [ "${to:-0}" -ge 1 ]
 unnode 5
+kill "$FAKE_PID" 2>/dev/null
+wait "$FAKE_PID" 2>/dev/null
+rm -f "$T/fake.sock"
+# a reply announcing more than any value can be: dropped at once, not read
+$TOOL fake "$T/fake.sock" huge &
+FAKE_PID=$!
+i=0
+until [ -S "$T/fake.sock" ] || [ $i -ge 100 ]; do sleep 0.05; i=$((i + 1)); done
+node 6 "unix://$T/fake.sock" --remote-lookup-timeout 1500 || { not_ok fleet-trust "node 6"; exit 1; }
+sleep 0.3
+s=$(src huge)
+t0=$(ms)
+get 6 "$s" "$T/hu"
+dt=$(($(ms) - t0))
+check "huge: compiled ($(cat "$T/hu.line"))" grep -q '^compiled ' "$T/hu.line"
+check "huge: a 900 GB reply dropped at its header, not at the 1.5 s deadline (${dt} ms < 1000)" [ $dt -lt 1000 ]
+check "huge: logged" grep -q 'a reply larger than any value' "$T/log.6"
+unnode 6
 echo "# fleet-trust.sh took $(($(date +%s) - t_start)) s"
 [ $FAILS = 0 ]

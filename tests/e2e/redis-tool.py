@@ -14,7 +14,9 @@ trickles or stalls every GET.  Standard library only.
                                    replaced, signed for key K with secret S
   verify VALUE KEY SECRET [OBJ]    exit 0 if VALUE is KJO2, its HMAC verifies
                                    for KEY, and (given OBJ) its object is OBJ
-  fake SOCK trickle|silent         a fake Redis on SOCK until killed
+  fake SOCK trickle|silent|huge    a fake Redis on SOCK until killed: GET
+                                   trickles 1 MB, stops mid-reply, or
+                                   announces 900 GB and trickles
 """
 import hashlib
 import hmac
@@ -108,8 +110,8 @@ def fake_client(c, mode):
                     ch = cmd[1]
                     c.sendall(b"*3\r\n$9\r\nsubscribe\r\n$%d\r\n%s\r\n:1\r\n" % (len(ch), ch))
                 elif name == b"GET":
-                    if mode == "trickle":
-                        c.sendall(b"$1000000\r\n")
+                    if mode in ("trickle", "huge"):
+                        c.sendall(b"$1000000\r\n" if mode == "trickle" else b"$900000000000\r\n")
                         while True:  # one byte every 100 ms, until the client gives up
                             time.sleep(0.1)
                             c.sendall(b"K")
