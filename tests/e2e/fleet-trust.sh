@@ -261,5 +261,21 @@ check "huge: compiled ($(cat "$T/hu.line"))" grep -q '^compiled ' "$T/hu.line"
 check "huge: a 900 GB reply dropped at its header, not at the 1.5 s deadline (${dt} ms < 1000)" [ $dt -lt 1000 ]
 check "huge: logged" grep -q 'a reply larger than any value' "$T/log.6"
 unnode 6
+kill "$FAKE_PID" 2>/dev/null
+wait "$FAKE_PID" 2>/dev/null
+rm -f "$T/fake.sock"
+# the size term: a 3 MiB reply arriving over 1.5 s is within 500 ms + 1000 ms
+# per MiB (it ends as a corrupt value, not a timeout)
+$TOOL fake "$T/fake.sock" slowbulk &
+FAKE_PID=$!
+i=0
+until [ -S "$T/fake.sock" ] || [ $i -ge 100 ]; do sleep 0.05; i=$((i + 1)); done
+node 7 "unix://$T/fake.sock" --remote-lookup-timeout 500+1000 || { not_ok fleet-trust "node 7"; exit 1; }
+sleep 0.3
+get 7 "$(src slowbulk)" "$T/sb"
+check "size term: compiled ($(cat "$T/sb.line"))" grep -q '^compiled ' "$T/sb.line"
+check "size term: read whole (corrupt $(rstat 7 corrupt), not timed out: $(rstat 7 timeouts))" \
+	[ "$(rstat 7 corrupt)" -ge 1 -a "$(rstat 7 timeouts)" = 0 ]
+unnode 7
 echo "# fleet-trust.sh took $(($(date +%s) - t_start)) s"
 [ $FAILS = 0 ]

@@ -14,9 +14,11 @@ trickles or stalls every GET.  Standard library only.
                                    replaced, signed for key K with secret S
   verify VALUE KEY SECRET [OBJ]    exit 0 if VALUE is KJO2, its HMAC verifies
                                    for KEY, and (given OBJ) its object is OBJ
-  fake SOCK trickle|silent|huge    a fake Redis on SOCK until killed: GET
-                                   trickles 1 MB, stops mid-reply, or
-                                   announces 900 GB and trickles
+  fake SOCK trickle|silent|huge|slowbulk
+                                   a fake Redis on SOCK until killed: GET
+                                   trickles 1 MB, stops mid-reply, announces
+                                   900 GB and trickles, or sends 3 MiB of
+                                   garbage in 1.5 s
 """
 import hashlib
 import hmac
@@ -109,6 +111,12 @@ def fake_client(c, mode):
                 elif name == b"SUBSCRIBE":
                     ch = cmd[1]
                     c.sendall(b"*3\r\n$9\r\nsubscribe\r\n$%d\r\n%s\r\n:1\r\n" % (len(ch), ch))
+                elif name == b"GET" and mode == "slowbulk":
+                    c.sendall(b"$3145728\r\n")  # 3 MiB of garbage over about 1.5 s, then its end
+                    for _ in range(24):
+                        time.sleep(0.0625)
+                        c.sendall(b"x" * 131072)
+                    c.sendall(b"\r\n")
                 elif name == b"GET":
                     if mode in ("trickle", "huge"):
                         c.sendall(b"$1000000\r\n" if mode == "trickle" else b"$900000000000\r\n")
@@ -121,9 +129,7 @@ def fake_client(c, mode):
                     return
                 elif name in (b"EVAL", b"EVALSHA", b"PEXPIRE", b"PUBLISH", b"DEL"):
                     c.sendall(b":0\r\n")
-                elif name == b"SET" and b"NX" in [x.upper() for x in cmd]:
-                    c.sendall(b"$-1\r\n")  # someone else holds every lease
-                else:
+                else:  # SET (a lease: ours), AUTH, SELECT
                     c.sendall(b"+OK\r\n")
             data = c.recv(65536)
             if not data:
