@@ -321,7 +321,6 @@ static void on_lookup(void *arg, int code, const struct kj__remote_object *obj)
 	struct kj__flight *f = arg;
 	struct kj__daemon *d = f->d;
 
-	(void)code;
 	if (d->stopping || d->remote == NULL) {
 		fail_flight(f, KJIT_ESHUTDOWN, "kjitd is shutting down");
 		return;
@@ -330,6 +329,9 @@ static void on_lookup(void *arg, int code, const struct kj__remote_object *obj)
 		serve_remote(f, obj, "fetched");
 		return;
 	}
+	if (code == KJIT_EDENIED)
+		kj__log(d, "remote value for %s not served: not a KJO2 value signed with this fleet's secret; compiling "
+			"it here (remote forged)", f->key);
 	if (refuse_fetch_only(f))
 		return;
 	kj__remote_lease(d->remote, f->key, on_lease, f);

@@ -161,7 +161,8 @@ reference entries --entry mine
 $TOOL kjo2 "$T/entries.genuine" "$T/entries.val" --entries other --key "kjit:v2:$k" --secret "$T/secret" &&
 	$TOOL set "$RS" "kjit:v2:$k" "$T/entries.val"
 expect_forged entries "$s" "$k" --entry mine
-check "forged: the log says why" grep -q 'entry list does not cover' "$T/log.2"
+check "forged: the log says why (entries)" grep -q 'entry list does not cover' "$T/log.2"
+check "forged: the log says why (HMAC)" grep -q 'not a KJO2 value signed with this fleet' "$T/log.2"
 
 # a genuine value: a remote hit on the secret node
 s=$(src genuine)
