@@ -96,7 +96,7 @@ static int launch(struct vkrun *vk, const uint8_t *spirv, size_t len, struct kca
     kcase_poison(c);
     for (int i = 0; i < c->nbufs; i++)
         b[i] = (struct vkrun_buf){c->bufs[i].host, c->bufs[i].bytes, c->bufs[i].is_output};
-    if (vkrun_dispatch(vk, spirv, len, b, c->nbufs, c->scalars, (size_t)c->nscalars * 4, g, 1,
+    if (vkrun_dispatch(vk, spirv, len, b, c->nbufs, c->scalars, (size_t)c->nscalars * 4, g, 1, 1,
                        NULL) != 0) {
         fprintf(stderr, "%s: %s\n", c->op, vkrun_error(vk));
         return -1;
