@@ -14,7 +14,9 @@
  * --bench each op is then timed with GPU timestamps: `runs` rounds of `iters`
  * dispatches, the median round shown with the fastest and slowest, as GB/s (every input
  * read once, every output written once) and as a share of a device-to-device
- * vkCmdCopyBuffer of rows x cols floats timed the same way in the same run.  Before the
+ * vkCmdCopyBuffer of rows x cols floats timed the same way in the same run, or, with
+ * --copy-spv, of kernels_src/vulkan/copy.comp (16-byte loads and stores: what the SMs
+ * reach; NVIDIA runs vkCmdCopyBuffer on a copy engine at about a third of that).  Before the
  * ops it prints what the device reports and which variant of each op family it would
  * choose, and why (subgroup arithmetic, integer dot product).  Prints one line per op
  * ("ok ..." / "not ok ...") and ends with "N passed, N failed"; exits 1 on any failure.
@@ -34,7 +36,7 @@
 #define VL_MAX_OPS 64
 
 struct opts {
-    const char *ops, *manifest, *path;
+    const char *ops, *manifest, *path, *copy_spv;
     int bench, rows, cols, iters, runs;
 };
 
@@ -63,15 +65,17 @@ static int usage(const char *prog)
 {
     fprintf(stderr,
             "usage: %s [--op NAME[,NAME...]] [--bench] [--rows R] [--cols C] [--iters N] [--runs N]\n"
-            "          [--manifest FILE] PATH\n"
-            "  PATH: one op's SPIR-V, or a directory of NAME.spv for each op of --op\n",
+            "          [--manifest FILE] [--copy-spv FILE] PATH\n"
+            "  PATH: one op's SPIR-V, or a directory of NAME.spv for each op of --op\n"
+            "  --copy-spv: kernels_src/vulkan/copy.comp's SPIR-V; --bench then measures ops\n"
+            "  against that shader copy as well as against vkCmdCopyBuffer\n",
             prog);
     return 2;
 }
 
 static int parse(int argc, char **argv, struct opts *o)
 {
-    *o = (struct opts){"rms_norm_f32", "kernels_src/MANIFEST", NULL, 0, 1024, 4096, 10, 5};
+    *o = (struct opts){"rms_norm_f32", "kernels_src/MANIFEST", NULL, NULL, 0, 1024, 4096, 10, 5};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int more = i + 1 < argc;
@@ -89,6 +93,8 @@ static int parse(int argc, char **argv, struct opts *o)
             o->runs = atoi(argv[++i]);
         else if (!strcmp(a, "--manifest") && more)
             o->manifest = argv[++i];
+        else if (!strcmp(a, "--copy-spv") && more)
+            o->copy_spv = argv[++i];
         else if (a[0] != '-' && !o->path)
             o->path = a;
         else
@@ -196,6 +202,44 @@ static uint8_t *op_spirv(const char *path, const char *name, size_t *len)
     return read_file(file, len);
 }
 
+/* The bandwidth (GB/s, read + write) of copy.comp over `bytes`: *gbs; 0 or -1. */
+static int shader_copy(struct vkrun *vk, const struct opts *o, size_t bytes, double *gbs)
+{
+    size_t len = 0, n = bytes / sizeof(float);
+    uint8_t *spv = read_file(o->copy_spv, &len);
+    float *src = malloc(bytes), *dst = malloc(bytes);
+    const uint32_t n4 = (uint32_t)(n / 4);
+    uint32_t groups[3] = {(n4 + 255) / 256 < VK_MAX_GROUPS ? (n4 + 255) / 256 : VK_MAX_GROUPS, 1, 1};
+    double ms[VKRUN_MAX_RUNS];
+    int rc = -1;
+
+    if (!spv || !src || !dst) {
+        fprintf(stderr, "shader copy: cannot read %s (or out of memory)\n", o->copy_spv);
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) /* a pattern, never zeros */
+        src[i] = (float)(i % 1000003) + 0.5f, dst[i] = -1.0f;
+    struct vkrun_buf b[2] = {{src, bytes, 0}, {dst, bytes, 1}};
+    if (vkrun_dispatch(vk, spv, len, b, 2, &n4, sizeof n4, groups, o->iters, o->runs, ms) != 0) {
+        fprintf(stderr, "shader copy: %s\n", vkrun_error(vk));
+        goto out;
+    }
+    if (memcmp(src, dst, bytes) != 0) {
+        fprintf(stderr, "shader copy: the copy differs from its source\n");
+        goto out;
+    }
+    *gbs = 2.0 * (double)bytes / (ms[o->runs / 2] * 1e-3) / 1e9;
+    printf("shader copy:   copy.comp (vec4, %u groups of 256) %zu MB: %.1f us, %.1f GB/s (runs %.1f..%.1f "
+           "GB/s)\n", groups[0], bytes >> 20, ms[o->runs / 2] * 1e3, *gbs,
+           2.0 * (double)bytes / (ms[o->runs - 1] * 1e-3) / 1e9, 2.0 * (double)bytes / (ms[0] * 1e-3) / 1e9);
+    rc = 0;
+out:
+    free(spv);
+    free(src);
+    free(dst);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     struct opts o;
@@ -227,6 +271,12 @@ int main(int argc, char **argv)
         printf("copy:          vkCmdCopyBuffer %zu MB device to device: %.1f us, %.1f GB/s (read + "
                "write; runs %.1f..%.1f GB/s)\n", bytes >> 20, ms[o.runs / 2] * 1e3, copy_gbs,
                2.0 * (double)bytes / (ms[o.runs - 1] * 1e-3) / 1e9, 2.0 * (double)bytes / (ms[0] * 1e-3) / 1e9);
+        if (o.copy_spv) { /* the SMs' copy: the floor the ops are measured against */
+            if (shader_copy(vk, &o, bytes, &copy_gbs) != 0)
+                goto out;
+            printf("floor:         the shader copy (%% of copy below); vkCmdCopyBuffer reached %.0f%% of it\n",
+                   100.0 * 2.0 * (double)bytes / (ms[o.runs / 2] * 1e-3) / 1e9 / copy_gbs);
+        }
     }
     snprintf(list, sizeof list, "%s", o.ops);
     for (char *save = NULL, *name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {

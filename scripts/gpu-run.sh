@@ -39,7 +39,8 @@ if [ "$MODE" = pack ]; then
 	{ git rev-parse --short HEAD 2>/dev/null || echo '?'; } | tr -d '\n' >.gpu/commit
 	git diff --quiet HEAD 2>/dev/null || printf '+uncommitted' >>.gpu/commit
 	# runtime libraries the H200 image lacks (kjitd links libhiredis for the fleet tier)
-	(cd .gpu && rm -f ./*.deb && apt-get download libuv1 libvulkan1 libhiredis0.14 >/dev/null)
+	# (NVIDIA's Vulkan driver, libGLX_nvidia, needs libglvnd's libGLdispatch)
+	(cd .gpu && rm -f ./*.deb && apt-get download libuv1 libvulkan1 libhiredis0.14 libglvnd0 >/dev/null)
 	ls -l .gpu .gpu/bin
 	exit 0
 fi
@@ -85,9 +86,13 @@ vulkan_mode() {
 		r=$("$B/kjit" get --kernel "$k" --backend vulkan --target vulkan1.1 -o "$T/spv/$k.spv" 2>&1)
 		say "kjit get --kernel $k --backend vulkan: $r"
 	done
+	# the shader copy (16-byte loads and stores) is the floor: NVIDIA runs vkCmdCopyBuffer
+	# on a copy engine at about a third of the bandwidth the SMs reach
+	"$B/kjit" get --source "$top/kernels_src/vulkan/copy.comp" --backend vulkan --target vulkan1.1 \
+		-D KJ_BLOCK=256 -o "$T/spv/copy.spv" >/dev/null 2>&1 || say "copy.comp: no SPIR-V"
 	say "== bench-vulkan: 16384 x 8192 f32, device memory, GPU timestamps; GB/s = bytes read + written / time"
 	timeout "${BENCH_TIMEOUT:-600}" "$VKLAUNCH" --bench --runs 5 --iters 20 ${VK_BENCH_ARGS:-} --op "$ops" \
-		--manifest "$top/kernels_src/MANIFEST" "$T/spv" 2>&1 | tee -a "$log"
+		--copy-spv "$T/spv/copy.spv" --manifest "$top/kernels_src/MANIFEST" "$T/spv" 2>&1 | tee -a "$log"
 	[ "$(tail -n 1 "$log" | sed -n 's/.* \([0-9]*\) failed$/\1/p')" = 0 ] || vrc=1
 	cops=$(echo "$ops" | tr , '\n' | sed 's/_sg_/_/; s/_dp4$//' | awk '!seen[$0]++' | paste -sd, -)
 	say "== bench-gpu CUDA, the same ops, same call: $cops"

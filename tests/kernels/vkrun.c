@@ -30,6 +30,7 @@
 #define VKRUN_TIMEOUT_NS 60000000000ull /* a submission that takes a minute is hung */
 #define VKRUN_MAX_DEVS 16
 #define VKRUN_MAX_EXTS 512
+#define VKRUN_WARMUP_MS 500.0 /* timed rounds start after this much repeated work */
 
 struct vkrun {
     VkInstance instance;
@@ -153,6 +154,9 @@ static void read_caps(struct vkrun *r, int *want_dot, int *dot_ext)
     r->caps.int_dot_accel = *want_dot && idp.integerDotProduct4x8BitPackedSignedAccelerated;
     r->caps.shared_bytes = p.limits.maxComputeSharedMemorySize;
     r->caps.timestamps = r->ts_bits > 0 && p.limits.timestampPeriod > 0;
+    for (uint32_t i = 0; i < r->mem.memoryTypeCount; i++) /* as make_raw will choose */
+        r->caps.device_local |= (r->mem.memoryTypes[i].propertyFlags & (VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT |
+                                 VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT)) == VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
     r->caps.ts_period_ns = p.limits.timestampPeriod;
 }
 
@@ -247,8 +251,8 @@ static int find_memory(const struct vkrun *r, uint32_t type_bits, VkMemoryProper
 
 static double now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    struct timespec ts = {0, 0};
+    (void)clock_gettime(CLOCK_MONOTONIC, &ts); /* cannot fail for CLOCK_MONOTONIC */
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
@@ -286,14 +290,10 @@ static void vbuf_release(VkDevice dev, struct vbuf *v)
     VkDeviceMemory m = v->stage_mem ? v->stage_mem : v->mem;
     if (v->map && m)
         vkUnmapMemory(dev, m);
-    if (v->stage)
-        vkDestroyBuffer(dev, v->stage, NULL);
-    if (v->stage_mem)
-        vkFreeMemory(dev, v->stage_mem, NULL);
-    if (v->buf)
-        vkDestroyBuffer(dev, v->buf, NULL);
-    if (v->mem)
-        vkFreeMemory(dev, v->mem, NULL);
+    vkDestroyBuffer(dev, v->stage, NULL); /* VK_NULL_HANDLE is a no-op for both */
+    vkFreeMemory(dev, v->stage_mem, NULL);
+    vkDestroyBuffer(dev, v->buf, NULL);
+    vkFreeMemory(dev, v->mem, NULL);
 }
 
 static void job_release(struct vkrun *r, struct job *j)
@@ -301,22 +301,16 @@ static void job_release(struct vkrun *r, struct job *j)
     VkDevice dev = r->device;
     if (j->cmd || j->fence)
         vkQueueWaitIdle(r->queue); /* nothing may be in flight when resources go */
-    if (j->queries)
-        vkDestroyQueryPool(dev, j->queries, NULL);
-    if (j->fence)
-        vkDestroyFence(dev, j->fence, NULL);
+    /* destroying VK_NULL_HANDLE is a no-op for every one of these */
+    vkDestroyQueryPool(dev, j->queries, NULL);
+    vkDestroyFence(dev, j->fence, NULL);
     if (j->cmd)
         vkFreeCommandBuffers(dev, r->pool, 1, &j->cmd);
-    if (j->dpool)
-        vkDestroyDescriptorPool(dev, j->dpool, NULL);
-    if (j->pipeline)
-        vkDestroyPipeline(dev, j->pipeline, NULL);
-    if (j->layout)
-        vkDestroyPipelineLayout(dev, j->layout, NULL);
-    if (j->dsl)
-        vkDestroyDescriptorSetLayout(dev, j->dsl, NULL);
-    if (j->module)
-        vkDestroyShaderModule(dev, j->module, NULL);
+    vkDestroyDescriptorPool(dev, j->dpool, NULL);
+    vkDestroyPipeline(dev, j->pipeline, NULL);
+    vkDestroyPipelineLayout(dev, j->layout, NULL);
+    vkDestroyDescriptorSetLayout(dev, j->dsl, NULL);
+    vkDestroyShaderModule(dev, j->module, NULL);
     for (int i = 0; i < VKRUN_MAX_BUFS; i++)
         vbuf_release(dev, &j->b[i]);
 }
@@ -353,6 +347,9 @@ static int make_raw(struct vkrun *r, VkDeviceSize size, VkBufferUsageFlags usage
         goto out;
     }
     *host_visible = (r->mem.memoryTypes[type].propertyFlags & hv) == hv;
+    if (getenv("KJIT_VK_VERBOSE")) /* which memory each buffer got, for reading figures */
+        fprintf(stderr, "vkrun: %s buffer of %llu bytes in memory type %d (flags 0x%x)\n", device ? "device"
+                : "staging", (unsigned long long)size, type, (unsigned)r->mem.memoryTypes[type].propertyFlags);
     VkMemoryAllocateInfo mai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
                                 .allocationSize = req.size,
                                 .memoryTypeIndex = (uint32_t)type};
@@ -377,7 +374,6 @@ static int make_buffer(struct vkrun *r, struct vbuf *v, size_t bytes, const void
     if (direct) { /* lavapipe and other host-memory devices */
         CHECK(vkMapMemory(r->device, v->mem, 0, VK_WHOLE_SIZE, 0, &v->map));
     } else {
-        r->caps.device_local = 1;
         if (make_raw(r, v->size, VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
                      0, &v->stage, &v->stage_mem, &hv) != 0)
             return -1;
@@ -580,7 +576,7 @@ out:
     return -1;
 }
 
-/* One warm-up round, then `runs` timed rounds of `iters`: ms[k] = round k's median
+/* Warm-up rounds for VKRUN_WARMUP_MS, then `runs` timed rounds of `iters`: ms[k] = round k's median
  * time of one unit (GPU timestamps, else host time / iters), sorted ascending. */
 static int time_rounds(struct vkrun *r, struct job *j, const struct work *w, int iters, int runs,
                        double *ms)
@@ -601,8 +597,12 @@ static int time_rounds(struct vkrun *r, struct job *j, const struct work *w, int
             goto out;
         }
     }
-    if (record_round(r, j, w, iters, ts) != 0 || submit_wait(r, j) != 0) /* warm-up */
+    if (record_round(r, j, w, iters, ts) != 0)
         goto out;
+    /* warm-up by time: on the H100 the first few hundred ms of rounds ran at half speed */
+    for (double t0 = now_ms(); now_ms() - t0 < VKRUN_WARMUP_MS;)
+        if (submit_wait(r, j) != 0)
+            goto out;
     for (int k = 0; k < runs; k++) {
         double t0 = now_ms();
         if (submit_wait(r, j) != 0)

@@ -60,7 +60,7 @@ const struct vkrun_caps *vkrun_caps(const struct vkrun *r);
 const char *vkrun_error(const struct vkrun *r);
 /* Run `spirv` (len bytes, a multiple of 4) over groups[0] x groups[1] x groups[2]
  * workgroups once, and read back the buffers marked read_back.  With ms != NULL, then
- * time it: one warm-up round, then `runs` rounds (1..VKRUN_MAX_RUNS) of `iters`
+ * time it: warm-up rounds for half a second (clocks and memory settle), then `runs` rounds (1..VKRUN_MAX_RUNS) of `iters`
  * (1..VKRUN_MAX_ITERS) dispatches, each dispatch between two GPU timestamps with a
  * barrier before the next; ms[0..runs-1] receives each round's median dispatch time in
  * milliseconds, sorted ascending.  Returns 0 or -1. */
