@@ -39,8 +39,8 @@ if [ "$MODE" = pack ]; then
 	{ git rev-parse --short HEAD 2>/dev/null || echo '?'; } | tr -d '\n' >.gpu/commit
 	git diff --quiet HEAD 2>/dev/null || printf '+uncommitted' >>.gpu/commit
 	# runtime libraries the H200 image lacks (kjitd links libhiredis for the fleet tier)
-	# (NVIDIA's Vulkan driver, libGLX_nvidia, needs libglvnd's libGLdispatch)
-	(cd .gpu && rm -f ./*.deb && apt-get download libuv1 libvulkan1 libhiredis0.14 libglvnd0 >/dev/null)
+	# (NVIDIA's Vulkan driver is libGLX_nvidia: it needs libglvnd's libraries)
+	(cd .gpu && rm -f ./*.deb && apt-get download libuv1 libvulkan1 libhiredis0.14 libglvnd0 libglx0 libgl1 libegl1 libopengl0 >/dev/null)
 	ls -l .gpu .gpu/bin
 	exit 0
 fi
@@ -74,7 +74,7 @@ say() { echo "$*" | tee -a "$log"; }
 # 16384 x 8192 with GPU timestamps beside a vkCmdCopyBuffer, and cuda_launch times the
 # CUDA kernel of the same ops in the same call.  VK_OPS: the Vulkan ops to bench;
 # VK_BENCH_ARGS: more vulkan_launch options (a dry run on lavapipe: --rows 64 --cols 512).
-VK_OPS_DEFAULT=add_f32,mul_f32,silu_gate_f32,gelu_tanh_f32,rms_norm_f32,rms_norm_sg_f32,layer_norm_f32,layer_norm_sg_f32,add_rmsnorm_f32,add_rmsnorm_sg_f32,softmax_f32,softmax_sg_f32,rope_neox_f32,matvec_q8,matvec_q8_dp4
+VK_OPS_DEFAULT=add_f32,mul_f32,silu_gate_f32,gelu_erf_f32,gelu_tanh_f32,rms_norm_f32,rms_norm_sg_f32,layer_norm_f32,layer_norm_sg_f32,add_rmsnorm_f32,add_rmsnorm_sg_f32,softmax_f32,softmax_sg_f32,rope_neox_f32,rope_gptj_f32,matvec_q8,matvec_q8_dp4
 vulkan_mode() {
 	vrc=0
 	say "== test-vulkan: every Vulkan op from kjitd via libkjit, on the Vulkan device, against the oracle"
