@@ -33,7 +33,6 @@
 
 #define VK_MAX_GROUPS 65535u
 #define VL_SEED 1
-#define VL_MAX_OPS 64
 
 struct opts {
     const char *ops, *manifest, *path, *copy_spv;
@@ -159,7 +158,11 @@ static int run_op(struct vkrun *vk, const struct opts *o, const struct kmanifest
     char extra[160] = "";
     int ok;
 
+    char why[256];
+
     kcase_bench_dims(name, o->rows, o->cols, &d);
+    if (kcase_variant(name, "vulkan", "vulkan1.1", &d, why, sizeof why)) /* shape-chosen paths */
+        printf("# variant for %s: %s\n", name, why);
     if (kcase_build(&c, name, &d, VL_SEED) != 0) {
         printf("not ok %-20s no test case for this op (or out of memory)\n", name);
         return 0;
