@@ -6,6 +6,8 @@
  *  - an "_sg" infix (rms_norm_sg_f32): the Vulkan subgroup-reduction entry; the
  *    name without it reduces through shared memory for devices without
  *    subgroup arithmetic;
+ *  - a "_dp4" suffix (matvec_q8_dp4): the Vulkan q8 matvec whose packed 4x8
+ *    dot products are OpSDot (integer dot product), where the device has it;
  *  - a "_d256" infix (attn_decode_d256_f32): decode attention for head_dim
  *    <= 256 (32 lanes a key); without it, head_dim <= 128 (16 lanes a key);
  *  - gemm_* and attn_prefill_*: one entry whose path is chosen when kjitd
@@ -34,6 +36,10 @@ static const struct {
 	  "shared-memory reductions (any device; the _sg entry is faster where subgroups exist)" },
 	{ "_d256", "head_dim <= 256, 32 lanes a key (at head_dim <= 128 the plain entry is faster)",
 	  "head_dim <= 128, 16 lanes a key (larger heads need the _d256 entry)" },
+	{ "_dp4", "integer dot product, one OpSDot per packed 4x8 word (SPV_KHR_integer_dot_product; the device "
+		  "must report shaderIntegerDotProduct and subgroup arithmetic, as NVIDIA, AMD and Mesa drivers do)",
+	  "4x8 dot products unpacked with bitfieldExtract and shared-memory reductions (any device; the "
+	  "_dp4 entry uses the hardware's integer dot product where the device reports it)" },
 };
 
 /* Writes NAME without the first occurrence of infix into out (size n).

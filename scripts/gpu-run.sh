@@ -10,6 +10,10 @@
 #     scripts/gpu-run.sh pack        # here: .gpu/bin and the runtime .debs
 #     scripts/gpu-run.sh all         # there: test, then bench
 #     scripts/gpu-run.sh profile     # there: Nsight Compute on $PROFILE_OPS, if ncu exists
+#     scripts/gpu-run.sh vulkan      # there: every Vulkan op against the oracle on the GPU
+#                                    # (test-kernels-vulkan), then each op's share of a
+#                                    # Vulkan device-to-device copy (vulkan_launch --bench)
+#                                    # beside the CUDA kernel of the same op, same call
 # Output goes to stdout and, when $OUT is set, to $OUT/gpu-run.log.
 # BENCH_OPS=a,b,...: bench only these ops (the whole library's bench builds and checks
 # every case on the CPU at full size: minutes); TEST_TIMEOUT, BENCH_TIMEOUT,
@@ -29,12 +33,14 @@ if [ "$MODE" = pack ]; then
 		mkdir -p "$(dirname "$excl")" || exit 1
 		grep -qx '/.gpu/' "$excl" 2>/dev/null || echo '/.gpu/' >>"$excl" || exit 1
 	fi
-	cp "$BUILD/kjitd" "$BUILD/kjit" "$BUILD/examples/cuda_launch" .gpu/bin/ || exit 1
+	cp "$BUILD/kjitd" "$BUILD/kjit" "$BUILD/examples/cuda_launch" "$BUILD/examples/vulkan_launch" \
+		"$BUILD/tests/kernels/test-kernels-vulkan" .gpu/bin/ || exit 1
 	# the commit the binaries were built from (a copy without .git cannot tell)
 	{ git rev-parse --short HEAD 2>/dev/null || echo '?'; } | tr -d '\n' >.gpu/commit
 	git diff --quiet HEAD 2>/dev/null || printf '+uncommitted' >>.gpu/commit
 	# runtime libraries the H200 image lacks (kjitd links libhiredis for the fleet tier)
-	(cd .gpu && rm -f ./*.deb && apt-get download libuv1 libvulkan1 libhiredis0.14 >/dev/null)
+	# (NVIDIA's Vulkan driver is libGLX_nvidia: it needs libglvnd's libraries)
+	(cd .gpu && rm -f ./*.deb && apt-get download libuv1 libvulkan1 libhiredis0.14 libglvnd0 libglx0 libgl1 libegl1 libopengl0 >/dev/null)
 	ls -l .gpu .gpu/bin
 	exit 0
 fi
@@ -44,16 +50,55 @@ if [ -d .gpu/bin ]; then
 	for f in .gpu/*.deb; do dpkg -x "$f" /tmp/gpu; done
 	export LD_LIBRARY_PATH="/tmp/gpu/usr/lib/x86_64-linux-gnu:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 	LAUNCH=$B/cuda_launch
+	VKLAUNCH=$B/vulkan_launch
+	VKTEST=$B/test-kernels-vulkan
 else
 	B=${BUILD:-build}
 	LAUNCH=$B/examples/cuda_launch
+	VKLAUNCH=$B/examples/vulkan_launch
+	VKTEST=$B/tests/kernels/test-kernels-vulkan
 fi
+# NVIDIA's Vulkan driver on the lent machine is not where the loader looks by default
+nv_icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+[ -z "${VK_DRIVER_FILES:-}" ] && [ -f "$nv_icd" ] && export VK_DRIVER_FILES="$nv_icd"
 T=$(mktemp -d /tmp/kjit-gpu.XXXXXX)
 export KJIT_SOCKET="$T/sock/kjitd.sock" KJIT_CACHE_DIR="$T/cache" KJIT_NO_AUTOSTART=1
 mkdir -p "$T/sock"
 log=${OUT:+$OUT/gpu-run.log}
 log=${log:-$T/gpu-run.log}
 say() { echo "$*" | tee -a "$log"; }
+
+# Vulkan on the GPU: the test binary checks every Vulkan op of the manifest (kjitd
+# compiles them with shaderc) against the oracle; then the bench ops' SPIR-V is fetched
+# with `kjit get` (which says which variant and why), vulkan_launch times each at
+# 16384 x 8192 with GPU timestamps beside a vkCmdCopyBuffer, and cuda_launch times the
+# CUDA kernel of the same ops in the same call.  VK_OPS: the Vulkan ops to bench;
+# VK_BENCH_ARGS: more vulkan_launch options (a dry run on lavapipe: --rows 64 --cols 512).
+VK_OPS_DEFAULT=add_f32,mul_f32,silu_gate_f32,gelu_erf_f32,gelu_tanh_f32,rms_norm_f32,rms_norm_sg_f32,layer_norm_f32,layer_norm_sg_f32,add_rmsnorm_f32,add_rmsnorm_sg_f32,softmax_f32,softmax_sg_f32,rope_neox_f32,rope_gptj_f32,matvec_q8,matvec_q8_dp4
+vulkan_mode() {
+	vrc=0
+	say "== test-vulkan: every Vulkan op from kjitd via libkjit, on the Vulkan device, against the oracle"
+	KJIT_KERNELS_DIR="$top/kernels_src" timeout "${TEST_TIMEOUT:-300}" "$VKTEST" 2>&1 | tee -a "$log" | grep -v '^ok '
+	[ "$(tail -n 1 "$log" | sed -n 's/.* \([0-9]*\) failed$/\1/p')" = 0 ] || vrc=1
+	ops=${VK_OPS:-$VK_OPS_DEFAULT}
+	mkdir -p "$T/spv"
+	for k in $(echo "$ops" | tr , ' '); do
+		r=$("$B/kjit" get --kernel "$k" --backend vulkan --target vulkan1.1 -o "$T/spv/$k.spv" 2>&1)
+		say "kjit get --kernel $k --backend vulkan: $r"
+	done
+	# the shader copy (16-byte loads and stores) is the floor: NVIDIA runs vkCmdCopyBuffer
+	# on a copy engine at about a third of the bandwidth the SMs reach
+	"$B/kjit" get --source "$top/kernels_src/vulkan/copy.comp" --backend vulkan --target vulkan1.1 \
+		-D KJ_BLOCK=256 -o "$T/spv/copy.spv" >/dev/null 2>&1 || say "copy.comp: no SPIR-V"
+	say "== bench-vulkan: 16384 x 8192 f32, device memory, GPU timestamps; GB/s = bytes read + written / time"
+	timeout "${BENCH_TIMEOUT:-600}" "$VKLAUNCH" --bench --runs 5 --iters 20 ${VK_BENCH_ARGS:-} --op "$ops" \
+		--copy-spv "$T/spv/copy.spv" --manifest "$top/kernels_src/MANIFEST" "$T/spv" 2>&1 | tee -a "$log"
+	[ "$(tail -n 1 "$log" | sed -n 's/.* \([0-9]*\) failed$/\1/p')" = 0 ] || vrc=1
+	cops=$(echo "$ops" | tr , '\n' | sed 's/_sg_/_/; s/_dp4$//' | awk '!seen[$0]++' | paste -sd, -)
+	say "== bench-gpu CUDA, the same ops, same call: $cops"
+	timeout "${BENCH_TIMEOUT:-600}" "$LAUNCH" --bench --op "$cops" 2>&1 | tee -a "$log"
+	return $vrc
+}
 
 # carried binaries name their own commit (a copy inside another checkout would report
 # that checkout's HEAD)
@@ -90,6 +135,9 @@ if [ "$MODE" = bench ] || [ "$MODE" = all ]; then
 	timeout "${BENCH_TIMEOUT:-600}" "$LAUNCH" --bench ${BENCH_OPS:+--op "$BENCH_OPS"} 2>&1 | tee -a "$log"
 	say "== PyTorch, same machine, same run"
 	PYTHONUNBUFFERED=1 timeout "${TORCH_TIMEOUT:-300}" python3 bench/torch_ref.py 2>&1 | tee -a "$log"
+fi
+if [ "$MODE" = vulkan ]; then
+	vulkan_mode || rc=1
 fi
 if [ "$MODE" = profile ]; then
 	# Nsight Compute on one launch of each op at its bench shape (clocks left alone)

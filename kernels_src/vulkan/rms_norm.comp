@@ -1,14 +1,25 @@
 // rms_norm.comp: y = x / sqrt(mean(x^2) + eps) * w per row (f32), as rms_norm.cu.
 // Bindings: 0 x, 1 w, 2 y.  Push constants: rows, cols, eps.  One workgroup per row;
 // dispatch x = up to min(rows, 65535) (rows strided).
+// Rows of cols % 4 == 0 and cols <= KJ_BLOCK * 4 * KJ_VPT (8192 at 256 x 8) take the
+// register path, as rms_norm.cu does: each invocation loads its KJ_VPT vec4s once
+// (16-byte loads, coalesced across the subgroup), reduces, and writes from registers,
+// so x is read from memory once.  Other rows loop over scalars (x read twice).
 #version 450
 #ifndef KJ_BLOCK
 #define KJ_BLOCK 256
 #endif
 layout(local_size_x = KJ_BLOCK) in;
+#ifndef KJ_VPT
+#define KJ_VPT 8 // vec4s an invocation keeps in registers: rows up to KJ_BLOCK * 4 * KJ_VPT
+#endif
+#extension GL_EXT_control_flow_attributes : require
 layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
 layout(std430, set = 0, binding = 1) readonly buffer W { float w[]; };
 layout(std430, set = 0, binding = 2) writeonly buffer Y { float y[]; };
+layout(std430, set = 0, binding = 0) readonly buffer X4 { vec4 x4[]; };
+layout(std430, set = 0, binding = 1) readonly buffer W4 { vec4 w4[]; };
+layout(std430, set = 0, binding = 2) writeonly buffer Y4 { vec4 y4[]; };
 layout(push_constant) uniform P { int rows; int cols; float eps; } p;
 // Block reductions (whole workgroup, result to every invocation; call from uniform
 // control flow).  With -DKJ_SUBGROUP they use subgroup arithmetic and one shared slot
@@ -69,9 +80,32 @@ float block_max(float v)
     return t;
 }
 
+void row_regs(int r, int tid)
+{
+    int n4 = p.cols / 4, off4 = r * n4;
+    vec4 v[KJ_VPT];
+    float ss = 0.0;
+    [[unroll]] for (int j = 0; j < KJ_VPT; j++) {
+        int i = tid + j * KJ_BLOCK;
+        v[j] = i < n4 ? x4[off4 + i] : vec4(0.0);
+        ss += dot(v[j], v[j]);
+    }
+    float inv = inversesqrt(block_sum(ss) / float(p.cols) + p.eps);
+    [[unroll]] for (int j = 0; j < KJ_VPT; j++) {
+        int i = tid + j * KJ_BLOCK;
+        if (i < n4)
+            y4[off4 + i] = v[j] * inv * w4[i];
+    }
+}
+
 void main()
 {
     int tid = int(gl_LocalInvocationID.x);
+    if (p.cols % 4 == 0 && p.cols <= KJ_BLOCK * 4 * KJ_VPT) {
+        for (int r = int(gl_WorkGroupID.x); r < p.rows; r += int(gl_NumWorkGroups.x))
+            row_regs(r, tid);
+        return;
+    }
     for (int r = int(gl_WorkGroupID.x); r < p.rows; r += int(gl_NumWorkGroups.x)) {
         int off = r * p.cols;
         float ss = 0.0;

@@ -1,7 +1,7 @@
 #!/bin/sh
 # `kjit get --kernel NAME` says which variant of an op it fetched and why
 # (client/cmd-variant.c), on stderr, and only for ops that have variants:
-# Vulkan's _sg subgroup entries, decode attention's D <= 128 / D <= 256 pair,
+# Vulkan's _sg subgroup entries and the q8 matvec's _dp4 (integer dot product), decode attention's D <= 128 / D <= 256 pair,
 # and gemm / prefill attention, whose path kjitd's compile picks from the
 # target (tensor cores on CUDA sm_80 and newer).  stdout keeps its one line.
 . "$(dirname "$0")/lib.sh"
@@ -25,6 +25,13 @@ check "attn_decode_d256_f32: head_dim <= 256" \
 	grep -q '^variant: attn_decode_d256_f32 of {attn_decode_f32, attn_decode_d256_f32}: head_dim <= 256' "$T/err"
 get attn_decode_f32 vulkan vulkan1.1
 check "attn_decode_f32: head_dim <= 128" grep -q 'attn_decode_f32 of .*: head_dim <= 128' "$T/err"
+get matvec_q8_dp4 vulkan vulkan1.1
+check "matvec_q8_dp4: fetched (OpSDot through GL_EXT_spirv_intrinsics compiles)" [ $? -eq 0 ]
+check "matvec_q8_dp4: names the integer dot product" \
+	grep -q '^variant: matvec_q8_dp4 of {matvec_q8, matvec_q8_dp4}: integer dot product, one OpSDot' "$T/err"
+get matvec_q8 vulkan vulkan1.1
+check "matvec_q8: the portable member says what the _dp4 entry adds" \
+	grep -q '^variant: matvec_q8 of {matvec_q8, matvec_q8_dp4}: 4x8 dot products unpacked' "$T/err"
 get add_f32 vulkan vulkan1.1
 check "add_f32 (no variants): no variant line" sh -c "! grep -q variant '$T/err'"
 if get gemm_f16 cuda sm_90 2>/dev/null; then

@@ -661,7 +661,7 @@ int kcase_build(struct kcase *c, const char *name, const struct kcase_dims *d, u
     else if (!strcmp(op, "rope_neox_f32") || !strcmp(op, "rope_gptj_f32")) {
         r = build_rope(c, !strcmp(op, "rope_neox_f32"), d, &s);
         snprintf(c->shape, sizeof c->shape, "T=%d H=%d D=%d", d->rows, d->heads, d->head_dim);
-    } else if (!strcmp(op, "matvec_q8"))
+    } else if (!strcmp(op, "matvec_q8") || !strcmp(op, "matvec_q8_dp4"))
         r = build_matvec(c, d, &s);
     else if (!strcmp(op, "attn_decode_f32") || !strcmp(op, "attn_decode_d256_f32")) {
         r = build_attn(c, d, &s, strstr(op, "_d256") ? 256 : 128);
@@ -756,7 +756,7 @@ int kcase_test_shapes(const char *name, struct kcase_dims *d, int max)
         src = binsh, n = (int)(sizeof binsh / sizeof binsh[0]);
     else if (!strncmp(name, "rope_", 5))
         src = ropesh, n = (int)(sizeof ropesh / sizeof ropesh[0]);
-    else if (!strcmp(name, "matvec_q8"))
+    else if (!strcmp(name, "matvec_q8") || !strcmp(name, "matvec_q8_dp4"))
         src = mvsh, n = (int)(sizeof mvsh / sizeof mvsh[0]);
     else if (!strncmp(name, "attn_decode", 11))
         src = attsh, n = (int)(sizeof attsh / sizeof attsh[0]);
