@@ -2,8 +2,11 @@
  * exhaust kjitd for the others (issue 16, items 2 and 3).
  *
  * Two resources are counted per peer uid and in total: connections
- * (descriptors) and request bytes (frames being read, requests being
- * resolved, compile jobs queued or running with their replay recipe).
+ * (descriptors) and bytes: request bytes (frames being read, requests
+ * being resolved, compile jobs queued or running with their replay
+ * recipe) and reply bytes queued for the uid's clients and not yet
+ * written to their sockets (conn.c; an object shared by several queued
+ * replies counts once per uid, replybuf.c).
  * Connections: a uid other than kjitd's own and root may hold at most
  * cfg.conn_max_per_uid; all together may hold cfg.conn_max_total, computed
  * at start from the descriptor limit less what workers, the cache and the
@@ -160,6 +163,26 @@ int kj__quota_charge(struct kj__daemon *d, uid_t uid, uint64_t n, char *err, siz
 	d->bytes_total += n;
 	if (d->bytes_total > d->bytes_peak)
 		d->bytes_peak = d->bytes_total;
+	return 0;
+}
+
+void kj__quota_charge_over(struct kj__daemon *d, uid_t uid, uint64_t n)
+{
+	struct kj__quota_uid *q = find(d, uid, 1);
+
+	if (q == NULL)
+		return; /* out of memory for the entry: the bytes go uncounted */
+	q->bytes += n;
+	d->bytes_total += n;
+	if (d->bytes_total > d->bytes_peak)
+		d->bytes_peak = d->bytes_total;
+}
+
+uint64_t kj__quota_bytes(const struct kj__daemon *d, uid_t uid)
+{
+	for (size_t i = 0; i < d->n_quota; i++)
+		if (d->quota[i].uid == uid)
+			return d->quota[i].bytes;
 	return 0;
 }
 
