@@ -56,6 +56,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_NOTE_USER] = "INSERT OR IGNORE INTO object_uids(key, uid) SELECT ?1, ?2"
 			 " WHERE EXISTS (SELECT 1 FROM objects WHERE key = ?1)",
 	[ST_HAS_USER] = "SELECT 1 FROM object_uids WHERE key = ?1 AND uid = ?2",
+	[ST_SET_OWNER] = "UPDATE objects SET owner = ?2 WHERE key = ?1 AND owner IS NULL",
 };
 
 int kj__db_fail(const struct kj__cache *c, const char *what)
@@ -556,7 +557,14 @@ int kj__cache_note_user(struct kj__cache *c, const char *key, uid_t uid)
 		return KJIT_EINVAL;
 	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)uid);
-	return kj__db_run(c, ST_NOTE_USER, "note user");
+	int r = kj__db_run(c, ST_NOTE_USER, "note user");
+	if (r < 0)
+		return r;
+	/* the first requester owns it: its share of the cache pays (maint.c) */
+	st = c->st[ST_SET_OWNER];
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)uid);
+	return kj__db_run(c, ST_SET_OWNER, "set owner");
 }
 
 int kj__cache_requested_by(struct kj__cache *c, const char *key, uid_t uid)
