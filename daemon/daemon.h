@@ -45,6 +45,7 @@ struct kj__config {
 	char *hip_compiler;         /* "hiprtc" (default) or "hipcc" */
 	char *cuda_compiler;        /* "nvrtc" (default) or "nvcc" */
 	uint64_t max_size;
+	uint64_t max_size_per_uid;  /* --max-size-per-uid: a uid's share of the cache; 0: max_size / 4 */
 	uint64_t hot_size;          /* verified objects kept in memory */
 	uint64_t memo_size;         /* request bytes remembered with their key */
 	unsigned failed_ttl_ms;     /* --failed-ttl: a failed compile is served this long */

@@ -11,6 +11,8 @@ tests/e2e/budget.sh and bench/RESULTS.md (not a test itself).
       then closes them.  With READ set to 1 (an eighth argument), it then
       reads every reply instead and writes to READY.out one line per
       outcome ("CODE SIZE COUNT": code, object size, how many replies).
+      With DISTINCT set to 1 (a ninth argument), every request asks for an
+      object of its own (the source differs by a comment).
 """
 import os
 import socket
@@ -58,16 +60,21 @@ def field(tag, data):
 def main():
     path, conns, reqs, size, ms, ready, hold = sys.argv[1:8]
     read = len(sys.argv) > 8 and sys.argv[8] == "1"
+    distinct = len(sys.argv) > 9 and sys.argv[9] == "1"
     conns, reqs, hold = int(conns), int(reqs), float(hold)
-    src = ("#pragma kjit_test size %d %d\n// flood %d\n" % (int(size), int(ms), os.getpid())).encode()
-    body = field(F_BACKEND, struct.pack("<I", 1)) + field(F_TARGET, b"gfx90a") + field(F_SOURCE, src)
+    def body(i):
+        src = "#pragma kjit_test size %d %d\n// flood %d\n" % (int(size), int(ms), os.getpid())
+        if distinct:
+            src += "// request %d\n" % i
+        return field(F_BACKEND, struct.pack("<I", 1)) + field(F_TARGET, b"gfx90a") + field(F_SOURCE, src.encode())
     socks = []
-    for _ in range(conns):
+    for k in range(conns):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.connect(path)
         if not read:
             s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # read nothing, hold little
-        s.sendall(b"".join(struct.pack("<IHBBI", len(body), GET, 1, 0, i + 1) + body for i in range(reqs)))
+        bodies = [body(k * reqs + i) for i in range(reqs)]
+        s.sendall(b"".join(struct.pack("<IHBBI", len(b), GET, 1, 0, i + 1) + b for i, b in enumerate(bodies)))
         socks.append(s)
     with open(ready + ".tmp", "w") as f:
         f.write("%d\n" % len(socks))
