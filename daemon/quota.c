@@ -147,13 +147,13 @@ int kj__quota_charge(struct kj__daemon *d, uid_t uid, uint64_t n, char *err, siz
 		return KJIT_ENOMEM;
 	}
 	if (d->bytes_total + n > d->cfg.buf_max_total) {
-		snprintf(err, errlen, "kjitd is busy: %llu MiB of requests in flight, its limit is %llu MiB; retry shortly",
+		snprintf(err, errlen, "kjitd is busy: %llu MiB of requests in flight and replies unread, its limit is %llu MiB; retry shortly",
 			 (unsigned long long)(d->bytes_total >> 20), (unsigned long long)(d->cfg.buf_max_total >> 20));
 		maybe_drop(d, q);
 		return KJIT_EBUSY;
 	}
 	if (q->bytes + n > d->cfg.buf_max_per_uid) {
-		snprintf(err, errlen, "kjitd is busy: uid %u has %llu MiB of requests in flight, the limit per user is "
+		snprintf(err, errlen, "kjitd is busy: uid %u has %llu MiB of requests in flight and replies unread, the limit per user is "
 			 "%llu MiB; retry once some are answered", (unsigned)uid, (unsigned long long)(q->bytes >> 20),
 			 (unsigned long long)(d->cfg.buf_max_per_uid >> 20));
 		maybe_drop(d, q);
