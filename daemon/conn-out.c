@@ -8,7 +8,10 @@
  *    queued rest, a "busy, retry" error in its place.
  *  - A frame is never cut: once part of it reached the socket, the rest
  *    is queued whatever the budget (charged past it), or the connection
- *    is closed when memory runs out.
+ *    is closed when memory runs out.  So a reply over
+ *    KJ_REPLY_UNCHECKED_MAX starts only if the uid's budget could hold it
+ *    whole; smaller ones pass the budget by that much per connection at
+ *    most.
  *  - A queued write holds its own bytes (charged by their storage) and a
  *    reference on the shared object after them (replybuf.c, charged once
  *    per uid); both go back in on_write, which libuv also calls with
@@ -89,6 +92,14 @@ static void send_frame(struct kj__conn *c, struct kj__buf *b, const uint8_t *ext
 	char err[512];
 
 	kj__conn_answered(c, b);
+	/* Once part of a frame is written the rest must follow, budget or not:
+	 * a large reply starts only if its uid's budget could hold it all. */
+	if (c->out_pending == 0 && total > KJ_REPLY_UNCHECKED_MAX &&
+	    kj__quota_room(c->d, c->uid, total, err, sizeof err) == KJIT_EBUSY) {
+		kj__buf_free(b);
+		queue_busy(c, id, err);
+		return;
+	}
 	if (c->out_pending == 0) { /* fast path: most replies fit the socket buffer whole */
 		uv_buf_t ub[2] = { uv_buf_init((char *)b->p, (unsigned)b->len), uv_buf_init((char *)ext, (unsigned)ext_len) };
 		int n = uv_try_write((uv_stream_t *)&c->h, ub, ext_len ? 2 : 1);

@@ -254,6 +254,9 @@ int kj__quota_conn_add(struct kj__daemon *d, uid_t uid, char *err, size_t errlen
 void kj__quota_conn_del(struct kj__daemon *d, uid_t uid);
 int kj__quota_charge(struct kj__daemon *d, uid_t uid, uint64_t n, char *err, size_t errlen);
 void kj__quota_release(struct kj__daemon *d, uid_t uid, uint64_t n);
+/* Would a charge of n to uid pass?  0, or KJIT_EBUSY / KJIT_ENOMEM with
+ * the reason in err; nothing stays charged either way. */
+int kj__quota_room(struct kj__daemon *d, uid_t uid, uint64_t n, char *err, size_t errlen);
 /* Charges n to uid even past its budget (bytes already committed: the rest
  * of a reply frame partly written, a short "busy" reply); release as usual. */
 void kj__quota_charge_over(struct kj__daemon *d, uid_t uid, uint64_t n);

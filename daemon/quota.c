@@ -166,6 +166,15 @@ int kj__quota_charge(struct kj__daemon *d, uid_t uid, uint64_t n, char *err, siz
 	return 0;
 }
 
+int kj__quota_room(struct kj__daemon *d, uid_t uid, uint64_t n, char *err, size_t errlen)
+{
+	int r = kj__quota_charge(d, uid, n, err, errlen);
+
+	if (r == 0)
+		kj__quota_release(d, uid, n);
+	return r;
+}
+
 void kj__quota_charge_over(struct kj__daemon *d, uid_t uid, uint64_t n)
 {
 	struct kj__quota_uid *q = find(d, uid, 1);

@@ -94,6 +94,13 @@ ok_n=$(sed -n 's/^0 3000000 \([0-9]*\)$/\1/p' "$U/busy.out")
 busy_n=$(sed -n 's/^-17 0 \([0-9]*\)$/\1/p' "$U/busy.out")
 check "over-budget-replies-busy" [ "${busy_n:-0}" -gt 0 -a "${ok_n:-0}" -gt 0 -a $((${ok_n:-0} + ${busy_n:-0})) -eq 40 ]
 echo "# 40 distinct 3 MB replies unread, 32 MiB per uid: ${ok_n:-0} whole, ${busy_n:-0} busy ($(tr '\n' ';' <"$U/busy.out"))" >&2
+# the same over 16 connections, one request each: a reply that the budget
+# could not hold whole is not started (a frame once started must finish)
+as "$UA" $PY "$FLOOD" "$KJIT_SOCKET" 16 1 3000000 0 "$U/busy16" 4 1 1
+ok_n=$(sed -n 's/^0 3000000 \([0-9]*\)$/\1/p' "$U/busy16.out")
+busy_n=$(sed -n 's/^-17 0 \([0-9]*\)$/\1/p' "$U/busy16.out")
+check "over-budget-across-connections" [ "${busy_n:-0}" -gt 0 -a "${ok_n:-0}" -le 11 -a $((${ok_n:-0} + ${busy_n:-0})) -eq 16 ]
+echo "# 16 connections x one distinct 3 MB reply unread, 32 MiB per uid: ${ok_n:-0} whole, ${busy_n:-0} busy" >&2
 sleep 1.5 # malloc_trim on the flush timer
 after=$(rss_kb VmRSS)
 if nm "$KJITD" 2>/dev/null | grep -q __asan_init; then
