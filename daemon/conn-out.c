@@ -120,7 +120,7 @@ static void send_frame(struct kj__conn *c, struct kj__buf *b, const uint8_t *ext
 		b->len -= done;
 	} else {
 		off = done - b->len;
-		b->len = 0;
+		kj__buf_free(b); /* all written: hold (and charge) none of it */
 	}
 	if (off < ext_len && (obj = kj__replybuf_get(c->d, tag, ext, ext_len)) == NULL) {
 		kj__buf_free(b);
