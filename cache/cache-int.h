@@ -63,6 +63,7 @@ struct ent {
 	uint32_t pending;    /* hits not yet flushed; > 0 means its key is in dirty */
 	uint32_t tuple;      /* index into c->tuples */
 	uint32_t compile_ms; /* what a hit saves (stats) */
+	uint32_t owner;      /* share.c: the owner's uid + 1; 0: none (counts against dir_uid); fills the padding */
 };
 
 /* A verified object held in memory, with what its file looked like then. */

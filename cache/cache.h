@@ -179,8 +179,7 @@ uint64_t kj__cache_max_size(const struct kj__cache *c);
 uint64_t kj__cache_share(const struct kj__cache *c, uint64_t cap);
 /* Calls fn once per owner uid with the bytes and the number of objects
  * that count against it (share.c; objects without an owner count against
- * the cache directory's owner), in uid order, after a flush.  0 or
- * KJIT_EIO. */
+ * the cache directory's owner), in uid order.  0 or KJIT_ENOMEM. */
 int kj__cache_uid_bytes(struct kj__cache *c, void (*fn)(void *arg, uid_t uid, uint64_t bytes, uint64_t n), void *arg);
 
 /* Persistent named counters (stats survive restarts): add delta to name. */

@@ -20,7 +20,10 @@
  * With one owner this is plain LRU.  Both passes read the rows in the
  * same order, so the second skips exactly the first k rows of each owner
  * the first took (an owner's victims are a prefix of its rows).
- * Nothing here keeps state between calls.
+ * The owners' totals come from the table in memory (struct ent's owner,
+ * loaded with the index and set with the row by kj__cache_note_user); the
+ * order from the index's objects_lru.  Nothing here keeps state between
+ * calls.
  */
 #include <sqlite3.h>
 #include <stdlib.h>
@@ -32,10 +35,14 @@
 
 struct owner {
 	uid_t uid;
+	uint64_t entries;
 	uint64_t bytes;   /* what its objects take, less what pass 1 took */
 	size_t taken;     /* its rows pass 1 took */
 	size_t seen;      /* its rows pass 2 has passed */
 };
+
+/* The owner fits struct ent's padding: a million entries stay 64 MB. */
+_Static_assert(sizeof(struct ent) == 64, "struct ent grew");
 
 struct victims {
 	struct owner *own;
@@ -53,30 +60,40 @@ static struct owner *owner_of(struct victims *v, uid_t uid)
 	return NULL;
 }
 
-/* Each owner's bytes, from the index. */
-static int owner_totals(struct kj__cache *c, struct victims *v)
+/* The uid an entry counts against. */
+static uid_t owner_uid(const struct kj__cache *c, const struct ent *en)
 {
-	sqlite3_stmt *st = NULL;
-	int rc, r = 0;
+	return en->owner ? (uid_t)(en->owner - 1) : c->dir_uid;
+}
 
-	rc = sqlite3_prepare_v2(c->db, "SELECT coalesce(owner, ?1), sum(size) FROM objects GROUP BY 1", -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return kj__db_fail(c, "owners");
-	sqlite3_bind_int64(st, 1, (sqlite3_int64)c->dir_uid);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		void *p = c->mem->realloc(v->own, (v->n_own + 1) * sizeof *v->own);
-		if (p == NULL) {
-			r = KJIT_ENOMEM;
-			break;
+/* Each owner's bytes and entries, from the table in memory: one pass,
+ * no SQL (gc runs every second while a full cache takes compiles). */
+static int owner_totals(struct kj__cache *c, struct owner **out, size_t *n_out)
+{
+	struct owner *own = NULL, *o;
+	size_t n = 0, k = 0;
+
+	for (size_t i = 0; i < c->n; i++) {
+		uid_t uid = owner_uid(c, &c->ents[i]);
+		if (k >= n || own[k].uid != uid) /* runs of one owner are common: try the last first */
+			for (k = 0; k < n && own[k].uid != uid; k++)
+				;
+		if (k == n) {
+			void *p = c->mem->realloc(own, (n + 1) * sizeof *own);
+			if (p == NULL) {
+				c->mem->free(own);
+				return KJIT_ENOMEM;
+			}
+			own = p;
+			own[n++] = (struct owner){ .uid = uid };
 		}
-		v->own = p;
-		v->own[v->n_own++] = (struct owner){ .uid = (uid_t)sqlite3_column_int64(st, 0),
-						     .bytes = (uint64_t)sqlite3_column_int64(st, 1) };
+		o = &own[k];
+		o->bytes += c->ents[i].size;
+		o->entries++;
 	}
-	if (r == 0 && rc != SQLITE_DONE)
-		r = kj__db_fail(c, "owners");
-	sqlite3_finalize(st);
-	return r;
+	*out = own;
+	*n_out = n;
+	return 0;
 }
 
 static int take(struct kj__cache *c, struct victims *v, const uint8_t *k, uint64_t size)
@@ -104,10 +121,11 @@ static int pass(struct kj__cache *c, sqlite3_stmt *st, struct victims *v, uint64
 	sqlite3_reset(st);
 	while (v->total > cap && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *hex = kj__db_col_text(st, 0);
-		struct owner *o = owner_of(v, (uid_t)sqlite3_column_int64(st, 1));
+		struct owner *o;
 		uint8_t k[KJ_SHA256_LEN];
 		size_t i;
-		if (!o || !hex || !kj__hex_ok(hex) || (kj__cache_unhex(hex, k), i = kj__tab_find(c, k)) == NONE)
+		if (!hex || !kj__hex_ok(hex) || (kj__cache_unhex(hex, k), i = kj__tab_find(c, k)) == NONE ||
+		    (o = owner_of(v, owner_uid(c, &c->ents[i]))) == NULL)
 			continue; /* an invalid row: verify's business */
 		if (second ? o->seen++ < o->taken : o->bytes <= share)
 			continue;
@@ -131,14 +149,13 @@ int kj__share_victims(struct kj__cache *c, uint64_t cap, uint64_t share, uint8_t
 	*keys = NULL;
 	*n = 0;
 	*gone = 0;
-	if ((r = owner_totals(c, &v)) < 0)
+	if ((r = owner_totals(c, &v.own, &v.n_own)) < 0)
 		goto out;
-	if (sqlite3_prepare_v2(c->db, "SELECT key, coalesce(owner, ?1) FROM objects ORDER BY last_used, used_seq, key",
-			       -1, &st, NULL) != SQLITE_OK) {
+	if (sqlite3_prepare_v2(c->db, "SELECT key FROM objects ORDER BY last_used, used_seq, key", -1, &st, NULL) !=
+	    SQLITE_OK) {
 		r = kj__db_fail(c, "gc");
 		goto out;
 	}
-	sqlite3_bind_int64(st, 1, (sqlite3_int64)c->dir_uid);
 	if ((r = pass(c, st, &v, cap, share, 0)) < 0 || (r = pass(c, st, &v, cap, share, 1)) < 0)
 		goto out;
 	*keys = v.keys;
@@ -161,19 +178,22 @@ uint64_t kj__cache_share(const struct kj__cache *c, uint64_t cap)
 
 int kj__cache_uid_bytes(struct kj__cache *c, void (*fn)(void *arg, uid_t uid, uint64_t bytes, uint64_t n), void *arg)
 {
-	sqlite3_stmt *st = NULL;
-	int rc;
+	struct owner *own = NULL;
+	size_t n = 0;
+	int r;
 
-	if ((rc = kj__cache_flush(c)) < 0)
-		return rc;
-	rc = sqlite3_prepare_v2(c->db, "SELECT coalesce(owner, ?1), sum(size), count(*) FROM objects GROUP BY 1 ORDER BY 1",
-				-1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return kj__db_fail(c, "uid bytes");
-	sqlite3_bind_int64(st, 1, (sqlite3_int64)c->dir_uid);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		fn(arg, (uid_t)sqlite3_column_int64(st, 0), (uint64_t)sqlite3_column_int64(st, 1),
-		   (uint64_t)sqlite3_column_int64(st, 2));
-	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? 0 : kj__db_fail(c, "uid bytes");
+	if ((r = owner_totals(c, &own, &n)) < 0)
+		return r;
+	for (size_t i = 0; i < n; i++) { /* in uid order: a few owners, a selection sort */
+		size_t m = i;
+		for (size_t j = i + 1; j < n; j++)
+			if (own[j].uid < own[m].uid)
+				m = j;
+		struct owner t = own[i];
+		own[i] = own[m];
+		own[m] = t;
+		fn(arg, own[i].uid, own[i].bytes, own[i].entries);
+	}
+	c->mem->free(own);
+	return 0;
 }

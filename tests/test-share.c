@@ -165,8 +165,9 @@ static void test_then_lru(void)
 	cleanup();
 }
 
-/* A later requester does not become the owner: asking for another's
- * objects neither charges the asker nor uncharges their owner. */
+/* A later requester does not become the owner, before or after a
+ * restart: asking for another's objects neither charges the asker nor
+ * uncharges their owner. */
 static void test_first_requester_owns(void)
 {
 	char key[65];
@@ -178,6 +179,11 @@ static void test_first_requester_owns(void)
 	CHECK_EQ_INT(kj__cache_note_user(c, key, 1002), 0);
 	CHECK_EQ_INT(kj__cache_requested_by(c, key, 1002), 1);
 	CHECK_EQ_INT(bytes_of(c, 1001), OBJ);
+	CHECK_EQ_INT(bytes_of(c, 1002), 0);
+	kj__cache_close(c);
+	c = open_share(0); /* the owner is loaded with the index */
+	CHECK_EQ_INT(bytes_of(c, 1001), OBJ);
+	CHECK_EQ_INT(kj__cache_note_user(c, key, 1002), 0);
 	CHECK_EQ_INT(bytes_of(c, 1002), 0);
 	kj__cache_close(c);
 	cleanup();
