@@ -113,7 +113,7 @@ stop_daemon
 
 # ---- item 4: per-uid share of the cache ----
 export KJIT_CACHE_DIR="$T/cache2"
-start_daemon --hip-compiler test --jobs 2 --max-size 20M || exit 1
+start_daemon --hip-compiler test --jobs 2 --max-size 20M --conn-idle-timeout 2 || exit 1
 open_socket
 get_as "$UB" victim1 && get_as "$UB" victim2
 check "victim-compiled" grep -q '^compiled' "$U/victim2.get"
@@ -146,5 +146,8 @@ else
 	echo "# skip budget-stats-per-uid: one user only" >&2
 fi
 echo "# share: $(tr ',' '\n' <"$T/stats.json" | grep -A3 '"uids"' | tr '\n' ' ')" >&2
+# a client whose replies make no progress for --conn-idle-timeout is closed
+as "$UA" $PY "$FLOOD" "$KJIT_SOCKET" 1 4 2000000 0 "$U/stall" 4
+check "stalled-reader-closed" grep -q "reply bytes unread for 2 s" "$T/kjitd.log"
 stop_daemon
 exit 0
