@@ -17,8 +17,8 @@
  *    per uid); both go back in on_write, which libuv also calls with
  *    UV_ECANCELED for writes pending at close.
  *  - While anything is queued the connection is not read from; the stall
- *    timer (conn.c) closes it when nothing is written for
- *    cfg.conn_idle_ms.
+ *    timer (conn.c) closes it when no queued reply is written out for
+ *    cfg.conn_idle_ms (a reply still being written counts as no progress).
  */
 #include <errno.h>
 #include <stdarg.h>
