@@ -41,7 +41,7 @@
 
 enum stmt_id {
 	ST_INSERT, ST_DELETE, ST_TOUCH, ST_COUNTER_ADD, ST_COUNTER_GET, ST_GET,
-	ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_DIGEST, ST_NOTE_USER, ST_HAS_USER, ST_COUNT
+	ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_DIGEST, ST_NOTE_USER, ST_HAS_USER, ST_SET_OWNER, ST_COUNT
 };
 
 /* One distinct (backend, target, version, ext), its strings owned. */
@@ -63,6 +63,7 @@ struct ent {
 	uint32_t pending;    /* hits not yet flushed; > 0 means its key is in dirty */
 	uint32_t tuple;      /* index into c->tuples */
 	uint32_t compile_ms; /* what a hit saves (stats) */
+	uint32_t owner;      /* share.c: the owner's uid + 1; 0: none (counts against dir_uid); fills the padding */
 };
 
 /* A verified object held in memory, with what its file looked like then. */
@@ -83,6 +84,7 @@ struct kj__cache {
 	const struct kj__cache_alloc *mem;
 	FILE *log;
 	uint64_t max_size;
+	uint64_t max_per_uid; /* share.c: a uid's share; 0: max_size / KJ_CACHE_SHARE_DIV */
 	mode_t dir_mode;     /* what mkdir below the cache uses (options) */
 	mode_t file_mode;    /* what every file the cache creates gets */
 	uid_t dir_uid;       /* the cache directory's owner (the v1 index migration) */
@@ -181,10 +183,19 @@ int kj__db_exec(struct kj__cache *c, const char *sql, int *corrupt);
 /* 1 if SQLite's code rc says the file is damaged (or not a database). */
 int kj__db_corrupt_rc(int rc);
 
+/* ---- share.c: each uid's share of the cache ---- */
+
+/* gc's victims while the cache (c->bytes) is over cap: first the least
+ * recently used objects of owners over share (each down to its share),
+ * then the least recently used of all.  *keys (from c->mem, the caller
+ * frees), *n of them, *gone bytes.  0, KJIT_ENOMEM or KJIT_EIO. */
+int kj__share_victims(struct kj__cache *c, uint64_t cap, uint64_t share, uint8_t (**keys)[KJ_SHA256_LEN],
+		      size_t *n, uint64_t *gone);
+
 /* ---- schema.c: the schema and its upgrades ---- */
 
 /* The schema this kjit writes (PRAGMA user_version). */
-#define KJ_SCHEMA_VERSION 3
+#define KJ_SCHEMA_VERSION 4
 /* Creates the tables the index lacks and upgrades an index of schema
  * version (older, or 0 for a new file) to KJ_SCHEMA_VERSION, in one
  * transaction: all of it or nothing.  0 or KJIT_EIO (logged; *corrupt set

@@ -58,6 +58,7 @@ struct kj__cache;
 struct kj__cache_options {
 	const struct kj__fsys *fs;   /* NULL: kj__fsys_default */
 	uint64_t max_size;           /* 0: KJ_DEFAULT_MAX_SIZE */
+	uint64_t max_size_per_uid;   /* a uid's share (share.c); 0: the cap / KJ_CACHE_SHARE_DIV */
 	FILE *log;                   /* warnings (corrupt objects, I/O errors); NULL: stderr */
 	uint64_t hot_max;            /* bytes of verified objects kept in memory; 0: KJ_HOT_BYTES_MAX */
 	const struct kj__cache_alloc *alloc; /* NULL: kj__cache_alloc_default */
@@ -148,8 +149,10 @@ int kj__cache_note_user(struct kj__cache *c, const char *key, uid_t uid);
 /* 1 if uid requested key (kj__cache_note_user), 0 if not or on error. */
 int kj__cache_requested_by(struct kj__cache *c, const char *key, uid_t uid);
 
-/* Evicts least-recently-used entries until the total size is <= max_size
- * (0: the configured cap).  *evicted, *freed may be NULL. */
+/* Evicts entries until the total size is <= max_size (0: the configured
+ * cap): first the least recently used of owners over their share
+ * (kj__cache_share), then the least recently used of all.  *evicted,
+ * *freed may be NULL. */
 int kj__cache_gc(struct kj__cache *c, uint64_t max_size, uint64_t *evicted, uint64_t *freed);
 /* Re-hashes every object; drops corrupt or missing ones, calling fn for
  * each (may be NULL).  *bad = how many were dropped. */
@@ -171,6 +174,13 @@ int kj__cache_totals_by_target(struct kj__cache *c,
 			       void *arg);
 /* The size cap this cache was opened with (kj__cache_gc's default). */
 uint64_t kj__cache_max_size(const struct kj__cache *c);
+/* A uid's share of the cache under cap (0: the configured cap): the
+ * configured --max-size-per-uid, else cap / KJ_CACHE_SHARE_DIV. */
+uint64_t kj__cache_share(const struct kj__cache *c, uint64_t cap);
+/* Calls fn once per owner uid with the bytes and the number of objects
+ * that count against it (share.c; objects without an owner count against
+ * the cache directory's owner), in uid order.  0 or KJIT_ENOMEM. */
+int kj__cache_uid_bytes(struct kj__cache *c, void (*fn)(void *arg, uid_t uid, uint64_t bytes, uint64_t n), void *arg);
 
 /* Persistent named counters (stats survive restarts): add delta to name. */
 int kj__cache_counter_add(struct kj__cache *c, const char *name, int64_t delta);

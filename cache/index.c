@@ -56,6 +56,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_NOTE_USER] = "INSERT OR IGNORE INTO object_uids(key, uid) SELECT ?1, ?2"
 			 " WHERE EXISTS (SELECT 1 FROM objects WHERE key = ?1)",
 	[ST_HAS_USER] = "SELECT 1 FROM object_uids WHERE key = ?1 AND uid = ?2",
+	[ST_SET_OWNER] = "UPDATE objects SET owner = ?2 WHERE key = ?1 AND owner IS NULL",
 };
 
 int kj__db_fail(const struct kj__cache *c, const char *what)
@@ -287,7 +288,7 @@ int kj__db_load(struct kj__cache *c)
 	if ((r = kj__tab_reserve(c, (size_t)count)) < 0)
 		return r;
 	rc = sqlite3_prepare_v2(c->db, "SELECT key, backend, target, version, ext, size, compile_ms,"
-				" last_used, used_seq FROM objects", -1, &st, NULL);
+				" last_used, used_seq, owner FROM objects", -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return kj__db_fail(c, "prepare load");
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -315,6 +316,10 @@ int kj__db_load(struct kj__cache *c)
 		en.size = (uint32_t)size;
 		en.last_used = (uint32_t)last_used;
 		en.seq = (uint64_t)seq;
+		if (sqlite3_column_type(st, 9) == SQLITE_INTEGER) {
+			int64_t owner = sqlite3_column_int64(st, 9);
+			en.owner = owner >= 0 && owner < UINT32_MAX ? (uint32_t)owner + 1 : 0;
+		}
 		if (en.seq > c->seq)
 			c->seq = en.seq;
 		if ((r = kj__tuple_intern(c, backend, target, version, ext, &en.tuple)) < 0 ||
@@ -556,7 +561,21 @@ int kj__cache_note_user(struct kj__cache *c, const char *key, uid_t uid)
 		return KJIT_EINVAL;
 	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)uid);
-	return kj__db_run(c, ST_NOTE_USER, "note user");
+	int r = kj__db_run(c, ST_NOTE_USER, "note user");
+	if (r < 0)
+		return r;
+	/* the first requester owns it: its share of the cache pays (maint.c) */
+	st = c->st[ST_SET_OWNER];
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)uid);
+	if ((r = kj__db_run(c, ST_SET_OWNER, "set owner")) < 0 || sqlite3_changes(c->db) == 0)
+		return r;
+	uint8_t k[KJ_SHA256_LEN];
+	size_t i;
+	kj__cache_unhex(key, k);
+	if ((i = kj__tab_find(c, k)) != NONE && c->ents[i].owner == 0)
+		c->ents[i].owner = (uint32_t)uid + 1; /* the table follows the row */
+	return 0;
 }
 
 int kj__cache_requested_by(struct kj__cache *c, const char *key, uid_t uid)

@@ -7,8 +7,9 @@
  *  - Removal keeps the order of store.c: the rows go first, in one
  *    transaction, then the files, then the table entries.  A transaction
  *    that fails removes nothing.
- *  - gc evicts in LRU order (last_used, then the use sequence), after a
- *    flush so that order includes the hits counted in memory.
+ *  - gc evicts in LRU order (last_used, then the use sequence), owners
+ *    over their share of the cache first (share.c picks the victims),
+ *    after a flush so that order includes the hits counted in memory.
  *  - verify reads from disk, never from the hot set, and treats an I/O
  *    error as "unknown" (the object stays), corruption as "drop".
  *  - gc and verify also sweep files no row names (orphans of a crash).
@@ -61,9 +62,8 @@ int kj__cache_gc(struct kj__cache *c, uint64_t max_size, uint64_t *evicted, uint
 {
 	uint64_t cap = max_size ? max_size : c->max_size, total = c->bytes, gone = 0;
 	uint8_t (*keys)[KJ_SHA256_LEN] = NULL;
-	size_t n = 0, nkeys = 0;
-	sqlite3_stmt *st = NULL;
-	int rc, r;
+	size_t n = 0;
+	int r;
 
 	if (evicted)
 		*evicted = 0;
@@ -74,36 +74,8 @@ int kj__cache_gc(struct kj__cache *c, uint64_t max_size, uint64_t *evicted, uint
 	kj__obj_sweep(c, 1);
 	if (total <= cap)
 		return 0;
-	rc = sqlite3_prepare_v2(c->db, "SELECT key FROM objects ORDER BY last_used, used_seq", -1,
-				&st, NULL);
-	if (rc != SQLITE_OK)
-		return kj__db_fail(c, "gc");
-	while (total > cap && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *hex = kj__db_col_text(st, 0);
-		uint8_t k[KJ_SHA256_LEN];
-		size_t i;
-		if (!hex || !kj__hex_ok(hex) || (kj__cache_unhex(hex, k), i = kj__tab_find(c, k)) == NONE)
-			continue; /* an invalid row: verify's business */
-		if (n == nkeys) {
-			size_t cap2 = nkeys ? nkeys * 2 : 64;
-			void *p = c->mem->realloc(keys, cap2 * sizeof *keys);
-			if (p == NULL) {
-				r = KJIT_ENOMEM;
-				goto out;
-			}
-			keys = p;
-			nkeys = cap2;
-		}
-		memcpy(keys[n++], k, KJ_SHA256_LEN);
-		total -= c->ents[i].size;
-		gone += c->ents[i].size;
-	}
-	if (total > cap && rc != SQLITE_ROW && rc != SQLITE_DONE) {
-		r = kj__db_fail(c, "gc");
+	if ((r = kj__share_victims(c, cap, kj__cache_share(c, max_size), &keys, &n, &gone)) < 0)
 		goto out;
-	}
-	sqlite3_finalize(st);
-	st = NULL;
 	if ((r = remove_entries(c, keys, n)) < 0)
 		goto out;
 	if (n) {
@@ -117,7 +89,6 @@ int kj__cache_gc(struct kj__cache *c, uint64_t max_size, uint64_t *evicted, uint
 		*freed = gone;
 	r = 0;
 out:
-	sqlite3_finalize(st);
 	c->mem->free(keys);
 	return r;
 }

@@ -9,6 +9,12 @@
  *      (common/lowered.h), which before lived as "kjit: lowered name:"
  *      lines of the log: an older index gets the column, and those lines
  *      move out of each log into it.
+ *   4  objects.owner, the uid whose share of the cache an object counts
+ *      against (cache/maint.c, docs/reliability.md "Budgets"): its first
+ *      requester; NULL for objects nobody requested through a compile
+ *      (imported, fetched from the fleet), which count against the cache
+ *      directory's owner.  An older index gives each object the smallest
+ *      uid of its requesters.
  *
  * Invariants:
  *  - An upgrade is one transaction with the creation of the schema and the
@@ -38,7 +44,7 @@ static const char schema_sql[] =
 	" sha256 TEXT NOT NULL, created INTEGER NOT NULL, last_used INTEGER NOT NULL,"
 	" used_seq INTEGER NOT NULL DEFAULT 0, hits INTEGER NOT NULL DEFAULT 0,"
 	" compile_ms INTEGER NOT NULL DEFAULT 0, source_name TEXT, options TEXT,"
-	" compiler TEXT, log TEXT, lowered TEXT);"
+	" compiler TEXT, log TEXT, lowered TEXT, owner INTEGER);"
 	"CREATE INDEX IF NOT EXISTS objects_lru ON objects(last_used, used_seq);"
 	"CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL);"
 	"CREATE TABLE IF NOT EXISTS recipe_of(key TEXT PRIMARY KEY, recipe TEXT NOT NULL);"
@@ -97,6 +103,21 @@ static int add_lowered(struct kj__cache *c, int *corrupt)
 	return r;
 }
 
+/* Schema 4: the owner column, where it is missing, filled from the
+ * requesters (the smallest uid: the order they asked in is not kept). */
+static int add_owner(struct kj__cache *c, int *corrupt)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(c->db, "SELECT owner FROM objects LIMIT 0", -1, &st, NULL);
+
+	sqlite3_finalize(st);
+	if (rc == SQLITE_OK)
+		return 0; /* a new file, created with it */
+	return kj__db_exec(c, "ALTER TABLE objects ADD COLUMN owner INTEGER;"
+			   "UPDATE objects SET owner = (SELECT min(uid) FROM object_uids u WHERE u.key = objects.key)",
+			   corrupt);
+}
+
 int kj__db_schema(struct kj__cache *c, int64_t version, int *corrupt)
 {
 	char uids[128];
@@ -109,7 +130,8 @@ int kj__db_schema(struct kj__cache *c, int64_t version, int *corrupt)
 		return r;
 	if ((r = kj__db_exec(c, schema_sql, corrupt)) < 0 ||
 	    (version < 2 && (r = kj__db_exec(c, uids, corrupt)) < 0) ||
-	    (version < KJ_SCHEMA_VERSION && (r = add_lowered(c, corrupt)) < 0) ||
+	    (version < 3 && (r = add_lowered(c, corrupt)) < 0) ||
+	    (version < 4 && (r = add_owner(c, corrupt)) < 0) ||
 	    (r = kj__db_exec(c, "PRAGMA user_version=" KJ_STR(KJ_SCHEMA_VERSION), corrupt)) < 0 ||
 	    (r = kj__db_exec(c, "COMMIT", corrupt)) < 0) {
 		int ignore;

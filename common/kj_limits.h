@@ -26,10 +26,11 @@
 /* Daemon. */
 #define KJ_COMPILE_TIMEOUT_MS 60000        /* a compile past this kills its worker */
 #define KJ_CLIENT_IDLE_TIMEOUT_MS 30000    /* a connection silent this long mid-frame is closed */
-#define KJ_CLIENT_OUTBUF_MAX (128u << 20)  /* unsent reply bytes per client before it is dropped */
 #define KJ_CLIENT_INFLIGHT_MAX 256         /* unanswered requests per connection (a kjit_get_many window); each holds a parsed request */
+#define KJ_REPLY_UNCHECKED_MAX (64u << 10) /* a reply this small is written without first checking that its uid's budget could hold it queued; past it only by this much per connection (daemon/conn-out.c) */
 #define KJ_CLIENT_INFLIGHT_BYTES_MAX (2u << 20) /* request bytes read past the first unanswered one: bounds what a pipelining client makes kjitd hold */
 #define KJ_DEFAULT_MAX_SIZE (5ull << 30)   /* --max-size default: 5 GiB */
+#define KJ_CACHE_SHARE_DIV 4               /* --max-size-per-uid default: a quarter of --max-size; gc evicts from uids over it first (cache/share.c) */
 #define KJ_INDEX_FLUSH_MS 1000             /* hit counters reach sqlite this often */
 #define KJ_POOL_RETRY_MS 10000             /* a compiler that failed to start is tried again after this */
 #define KJ_WORKER_AS_MAX (16ull << 30)     /* RLIMIT_AS of a worker (ROCm maps a lot) */

@@ -8,6 +8,9 @@
  *              (tests of the worker's Landlock walls)
  *   fds        the log lists the worker's open file descriptors
  *   error      fail with KJIT_ECOMPILE and a log containing "error"
+ *   size N [MS] an object of N bytes (at most KJ_OBJECT_MAX), the source
+ *              repeated, after MS milliseconds: a small request gets a large
+ *              object (the reply-budget and cache-share tests, budget.sh)
  * With no such line the source bytes are echoed back as the object.
  * Backend HIP, so a request for backend hip can be routed to it; any
  * target that is a plain token is accepted.
@@ -138,6 +141,21 @@ static int test_compile(void *state, const struct kj__compile_job *job, struct k
 			out->log = kj__strdup("test.src:1:1: error: requested failure\n");
 			return kj__out_error(out, KJIT_ECOMPILE, "test compiler: requested failure");
 		}
+	}
+	if (strcmp(word, "size") == 0 && num > 0 && num <= (long)KJ_OBJECT_MAX && job->source_len) {
+		long ms = 0;
+		if (sscanf(rest, "%*d %ld", &ms) == 1 && ms > 0) {
+			struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+			while (nanosleep(&ts, &ts) != 0)
+				;
+		}
+		if ((out->data = malloc((size_t)num)) == NULL)
+			return KJIT_ENOMEM;
+		for (size_t i = 0; i < (size_t)num; i += job->source_len)
+			memcpy(out->data + i, job->source,
+			       (size_t)num - i < job->source_len ? (size_t)num - i : job->source_len);
+		out->len = (size_t)num;
+		return 0;
 	}
 	if ((out->data = malloc(job->source_len ? job->source_len : 1)) == NULL)
 		return KJIT_ENOMEM;

@@ -212,7 +212,45 @@ static void per_target(const char *target, const char *version, uint64_t entries
 		       (unsigned long long)bytes);
 }
 
-static int do_stats(struct kj__daemon *d, const char *arg, struct answer *a)
+/* One owner's line of `kjit stats`: what its objects take of the cache
+ * (cache/share.c), shown to admins for every uid, to others for their own. */
+struct uid_rows {
+	struct answer *a;
+	const struct kj__conn *c;
+	int admin, own_seen, n;
+};
+
+static void per_uid(void *arg, uid_t uid, uint64_t bytes, uint64_t n)
+{
+	struct uid_rows *u = arg;
+
+	if (!u->admin && uid != kj__conn_uid(u->c))
+		return;
+	u->own_seen |= uid == kj__conn_uid(u->c);
+	kj__buf_printf(&u->a->text, "  uid %-10u %8llu entries %12llu bytes\n", (unsigned)uid, (unsigned long long)n,
+		       (unsigned long long)bytes);
+	kj__buf_printf(&u->a->json, "%s{\"uid\":%u,\"entries\":%llu,\"bytes\":%llu}", u->n++ ? "," : "", (unsigned)uid,
+		       (unsigned long long)n, (unsigned long long)bytes);
+}
+
+/* The per-uid part of the stats: "max_size_per_uid" and "uids" (JSON),
+ * after the per-target list.  0, or 1 when a buffer could not grow. */
+static int stats_uids(struct kj__daemon *d, const struct kj__conn *c, struct answer *a)
+{
+	struct uid_rows u = { a, c, kj__peer_is_admin(d, c), 0, 0 };
+	uint64_t share = kj__cache_share(d->cache, 0);
+	int r = 0;
+
+	r |= kj__buf_printf(&a->text, "per uid (share %llu bytes each):\n", (unsigned long long)share);
+	r |= kj__buf_printf(&a->json, ",\"max_size_per_uid\":%llu,\"uids\":[", (unsigned long long)share);
+	r |= kj__cache_uid_bytes(d->cache, per_uid, &u) ? 1 : 0;
+	if (!u.own_seen && !u.admin)
+		per_uid(&u, kj__conn_uid(c), 0, 0);
+	r |= kj__buf_printf(&a->json, "]");
+	return r;
+}
+
+static int do_stats(struct kj__daemon *d, const struct kj__conn *c, const char *arg, struct answer *a)
 {
 	struct kj__cache_totals t = { 0 };
 	int r = 0;
@@ -285,7 +323,9 @@ static int do_stats(struct kj__daemon *d, const char *arg, struct answer *a)
 	r |= kj__buf_printf(&a->text, "per target:\n");
 	r |= kj__buf_printf(&a->json, ",\"targets\":[");
 	r |= kj__cache_totals_by_target(d->cache, per_target, a) ? 1 : 0;
-	r |= kj__buf_printf(&a->json, "]}");
+	r |= kj__buf_printf(&a->json, "]");
+	r |= stats_uids(d, c, a);
+	r |= kj__buf_printf(&a->json, "}");
 	return r ? KJIT_ENOMEM : 0;
 }
 
@@ -545,7 +585,7 @@ void kj__handle_admin(struct kj__daemon *d, struct kj__conn *c, uint32_t id, con
 	if (strcmp(cmd, "stats") == 0)
 		kj__conn_harvest_all(d); /* fast-path hits up to this moment */
 	if (strcmp(cmd, "stats") == 0)
-		r = do_stats(d, arg, &a);
+		r = do_stats(d, c, arg, &a);
 	else if (strcmp(cmd, "targets") == 0)
 		r = do_targets(d, &a);
 	else if (strcmp(cmd, "remote") == 0)

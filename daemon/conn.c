@@ -3,11 +3,21 @@
  * A connection is reference counted: the socket holds one reference and
  * every request still being answered (a compile in flight) holds another,
  * so a client that disconnects mid-compile costs nothing but the dropped
- * reply.  Back-pressure: while a client has more than KJ_CLIENT_OUTBUF_MAX
- * unsent reply bytes it is dropped; reading pauses while any reply is
- * unsent or any request unanswered, so one client cannot make the daemon
- * buffer without bound.  A hit's object goes out without a copy
- * (kj__conn_send_ext) unless the socket cannot take it at once.
+ * reply.  Back-pressure: reading pauses while any reply is unsent or too
+ * many requests are unanswered (saturated), and resumes once they drain.
+ * An object goes out without a copy (kj__conn_send_ext) unless the socket
+ * cannot take it at once; then the rest is queued in a shared buffer
+ * (replybuf.c) that every queued reply of the same key references, so the
+ * waiters of one flight, pipelined repeats and other clients of the same
+ * object hold one copy between them.
+ *
+ * Reply budget (issue 21): what a queued reply holds (its own bytes, and
+ * its object once per uid) is charged to the connection's uid like request
+ * bytes, from queueing until written (or the connection closed).  A reply
+ * that would pass the uid's budget is replaced by a "busy, retry" error;
+ * one partly written already goes out whole (charged past the budget), as
+ * a frame cannot be cut.  A connection whose queued replies make no
+ * progress for cfg.conn_idle_ms is closed.
  *
  * Limits (quota.c): a connection counts against its uid from
  * kj__conn_count on; a frame's length is charged to its uid as soon as its
@@ -27,47 +37,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "conn-int.h"
 #include "daemon.h"
 #include "hittab.h"
 #include "kj_types.h"
 #include "util.h"
-
-struct kj__conn {
-	uv_pipe_t h;
-	uv_timer_t idle;
-	struct kj__daemon *d;
-	struct kj__conn *prev, *next;
-	struct kj__framer in;
-	size_t out_pending;          /* bytes queued in uv_write, not yet written */
-	unsigned inflight;           /* requests read but not yet answered */
-	size_t inflight_bytes;       /* their frame bytes, counted since inflight was last 0 */
-	int processing;              /* inside process_frames */
-	unsigned refs;
-	unsigned handles_open;
-	int closing;
-	int counted;                 /* counted against its uid (quota.c) */
-	uint64_t charged;            /* bytes of the frame being read, charged to uid */
-	uint64_t skip;               /* bytes of a refused frame still to read and drop */
-	struct held {                /* the charge of each request in flight, by id */
-		uint32_t id;
-		uint64_t len;
-	} held[KJ_CLIENT_INFLIGHT_MAX];
-	unsigned n_held;
-	uid_t uid;
-	gid_t gid;
-	pid_t pid;
-	kj__conn_dispatch_fn *dispatch; /* the server's: called for each whole frame */
-	/* An internal connection (replay) has no socket: replies go to sink. */
-	void (*sink)(void *arg, const uint8_t *body, size_t len);
-	void *sink_arg;
-	struct kj__hitctr *ctr;      /* fast-path hit counters (ATTACH), harvested at close */
-};
-
-struct write_req {
-	uv_write_t req;
-	struct kj__conn *c;
-	struct kj__buf b;
-};
 
 void kj__conn_ref(struct kj__conn *c)
 {
@@ -157,7 +131,7 @@ static int saturated(const struct kj__conn *c)
 
 /* A reply in b answers one request: one fewer in flight, and that
  * request's charge (by the reply's id) goes back to its uid. */
-static void answered(struct kj__conn *c, const struct kj__buf *b)
+void kj__conn_answered(struct kj__conn *c, const struct kj__buf *b)
 {
 	uint32_t id = 0;
 
@@ -177,12 +151,10 @@ static void answered(struct kj__conn *c, const struct kj__buf *b)
 
 static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 static void process_frames(struct kj__conn *c);
-static void resume_reading(struct kj__conn *c);
-static void queue_write(struct kj__conn *c, struct kj__buf *b);
 
 /* Reads the next requests once nothing is owed to the client: no reply
  * unsent, no request unanswered.  (Within process_frames its loop goes on.) */
-static void resume_reading(struct kj__conn *c)
+void kj__conn_resume(struct kj__conn *c)
 {
 	if (c->closing || c->processing || saturated(c) || c->out_pending > 0)
 		return;
@@ -191,21 +163,6 @@ static void resume_reading(struct kj__conn *c)
 		kj__conn_close(c);
 	else
 		process_frames(c);
-}
-
-static void on_write(uv_write_t *req, int status)
-{
-	struct write_req *w = (struct write_req *)req;
-	struct kj__conn *c = w->c;
-
-	c->out_pending -= w->b.len;
-	kj__buf_free(&w->b);
-	free(w);
-	if (status < 0 && !c->closing)
-		kj__conn_close(c);
-	else
-		resume_reading(c);
-	kj__conn_unref(c);
 }
 
 struct kj__conn *kj__conn_internal(struct kj__daemon *d, void (*sink)(void *arg, const uint8_t *body, size_t len),
@@ -224,169 +181,6 @@ struct kj__conn *kj__conn_internal(struct kj__daemon *d, void (*sink)(void *arg,
 	return c;
 }
 
-void kj__conn_send(struct kj__conn *c, struct kj__buf *b)
-{
-	if (c->closing || kj__msg_end(b) < 0) {
-		kj__buf_free(b);
-		return;
-	}
-	if (c->sink) {
-		c->sink(c->sink_arg, b->p + KJ_FRAME_HDR_SIZE, b->len - KJ_FRAME_HDR_SIZE);
-		kj__buf_free(b);
-		return;
-	}
-	answered(c, b);
-	if (c->out_pending + b->len > KJ_CLIENT_OUTBUF_MAX) {
-		kj__log(c->d, "dropping client pid %d: %zu reply bytes unread", (int)c->pid, c->out_pending);
-		kj__buf_free(b);
-		kj__conn_close(c);
-		return;
-	}
-	/* Fast path: most replies fit the socket buffer whole. */
-	if (c->out_pending == 0) {
-		uv_buf_t ub = uv_buf_init((char *)b->p, (unsigned)b->len);
-		int n = uv_try_write((uv_stream_t *)&c->h, &ub, 1);
-		if (n == (int)b->len) {
-			kj__buf_free(b);
-			resume_reading(c);
-			return;
-		}
-		if (n > 0) {
-			memmove(b->p, b->p + n, b->len - (size_t)n);
-			b->len -= (size_t)n;
-		} else if (n != UV_EAGAIN) {
-			kj__buf_free(b);
-			kj__conn_close(c);
-			return;
-		}
-	}
-	queue_write(c, b);
-}
-
-/* Hands b to uv_write (libuv keeps it until written). */
-static void queue_write(struct kj__conn *c, struct kj__buf *b)
-{
-	struct write_req *w = calloc(1, sizeof *w);
-	if (w == NULL) {
-		kj__buf_free(b);
-		kj__conn_close(c);
-		return;
-	}
-	w->c = c;
-	w->b = *b;
-	memset(b, 0, sizeof *b);
-	uv_buf_t ub = uv_buf_init((char *)w->b.p, (unsigned)w->b.len);
-	if (uv_write(&w->req, (uv_stream_t *)&c->h, &ub, 1, on_write) < 0) {
-		kj__buf_free(&w->b);
-		free(w);
-		kj__conn_close(c);
-		return;
-	}
-	kj__conn_ref(c);
-	c->out_pending += w->b.len;
-	uv_read_stop((uv_stream_t *)&c->h); /* back-pressure: no new requests until drained */
-}
-
-void kj__conn_send_ext(struct kj__conn *c, struct kj__buf *b, const uint8_t *ext, size_t ext_len)
-{
-	size_t total = b->len + ext_len;
-
-	if (c->closing || c->sink || c->out_pending > 0) {
-		/* Rare paths (replay, a client behind on reading): one buffer. */
-		if (kj__buf_append(b, ext, ext_len) < 0) {
-			kj__buf_free(b);
-			kj__conn_close(c);
-			return;
-		}
-		struct kj__buf whole = *b;
-		memset(b, 0, sizeof *b);
-		kj__conn_send(c, &whole); /* kj__msg_end recomputes the same length */
-		return;
-	}
-	answered(c, b);
-	uv_buf_t ub[2] = { uv_buf_init((char *)b->p, (unsigned)b->len), uv_buf_init((char *)ext, (unsigned)ext_len) };
-	int n = uv_try_write((uv_stream_t *)&c->h, ub, 2);
-	if (n == (int)total) {
-		kj__buf_free(b);
-		resume_reading(c);
-		return;
-	}
-	if (n < 0 && n != UV_EAGAIN) {
-		kj__buf_free(b);
-		kj__conn_close(c);
-		return;
-	}
-	/* The socket took part of it: keep the rest, copied, for uv_write. */
-	size_t done = n > 0 ? (size_t)n : 0;
-	struct kj__buf rest = { 0 };
-	int r = 0;
-	if (done < b->len)
-		r = kj__buf_append(&rest, b->p + done, b->len - done);
-	size_t ext_done = done > b->len ? done - b->len : 0;
-	if (r == 0)
-		r = kj__buf_append(&rest, ext + ext_done, ext_len - ext_done);
-	kj__buf_free(b);
-	if (r < 0) {
-		kj__buf_free(&rest);
-		kj__conn_close(c);
-		return;
-	}
-	queue_write(c, &rest);
-}
-
-int kj__conn_send_fds(struct kj__conn *c, struct kj__buf *b, const int *fds, int n)
-{
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * 4)];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov;
-	struct msghdr mh = { 0 };
-	struct cmsghdr *cm;
-	uv_os_fd_t fd;
-	ssize_t k;
-
-	if (c->closing || c->sink || c->out_pending > 0 || n < 1 || n > 4 || kj__msg_end(b) < 0 ||
-	    uv_fileno((uv_handle_t *)&c->h, &fd) < 0) {
-		kj__buf_free(b);
-		return KJIT_EINVAL;
-	}
-	memset(&u, 0, sizeof u);
-	iov.iov_base = b->p;
-	iov.iov_len = b->len;
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
-	mh.msg_control = u.buf;
-	mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)n);
-	cm = CMSG_FIRSTHDR(&mh);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)n);
-	memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)n);
-	do
-		k = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-	while (k < 0 && errno == EINTR);
-	if (k < 0) {
-		int e = errno;
-		kj__buf_free(b);
-		if (e == EAGAIN)
-			return KJIT_EBUSY; /* nothing sent: the caller answers otherwise */
-		kj__conn_close(c);
-		return KJIT_EIO;
-	}
-	answered(c, b);
-	if ((size_t)k == b->len) {
-		kj__buf_free(b);
-		resume_reading(c);
-		return 0;
-	}
-	/* The descriptors went with the first byte; the rest goes as usual. */
-	memmove(b->p, b->p + k, b->len - (size_t)k);
-	b->len -= (size_t)k;
-	queue_write(c, b);
-	return 0;
-}
-
 void kj__conn_set_hitctr(struct kj__conn *c, struct kj__hitctr *ctr)
 {
 	c->ctr = ctr;
@@ -401,39 +195,6 @@ void kj__conn_harvest_all(struct kj__daemon *d)
 {
 	for (struct kj__conn *c = d->conns; c; c = c->next)
 		kj__hits_harvest(d, c->ctr);
-}
-
-void kj__conn_error(struct kj__conn *c, uint32_t id, int code, const char *fmt, ...)
-{
-	struct kj__buf b = { 0 };
-	char line[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof line, fmt, ap);
-	va_end(ap);
-	for (char *p = line; *p; p++)
-		if (*p == '\n' || *p == '\r')
-			*p = ' ';
-	if (kj__msg_begin(&b, KJ_MSG_REPLY, id) < 0 || kj__msg_put_i32(&b, KJ_F_CODE, code) < 0 ||
-	    kj__msg_put_str(&b, KJ_F_ERROR, line) < 0) {
-		kj__buf_free(&b);
-		kj__conn_close(c);
-		return;
-	}
-	kj__conn_send(c, &b);
-}
-
-void kj__conn_reply_code(struct kj__conn *c, uint32_t id, int code)
-{
-	struct kj__buf b = { 0 };
-
-	if (kj__msg_begin(&b, KJ_MSG_REPLY, id) < 0 || kj__msg_put_i32(&b, KJ_F_CODE, code) < 0) {
-		kj__buf_free(&b);
-		kj__conn_close(c);
-		return;
-	}
-	kj__conn_send(c, &b);
 }
 
 static void on_idle(uv_timer_t *t)
@@ -453,9 +214,21 @@ static void on_silent(uv_timer_t *t)
 	kj__conn_close(t->data);
 }
 
+/* Queued replies made no progress for cfg.conn_idle_ms: the client does
+ * not read; what they hold goes back to its uid. */
+static void on_stalled(uv_timer_t *t)
+{
+	struct kj__conn *c = t->data;
+
+	kj__log(c->d, "closing client pid %d (uid %u): %zu reply bytes unread for %llu s", (int)c->pid,
+		(unsigned)c->uid, c->out_pending, (unsigned long long)(c->d->cfg.conn_idle_ms / 1000));
+	kj__conn_close(c);
+}
+
 /* (Re)arms the connection's one timer: the partial-frame timeout while a
- * frame is half read, the idle timeout while nothing is owed either way. */
-static void arm_timer(struct kj__conn *c)
+ * frame is half read, the idle timeout while nothing is owed either way,
+ * the stall timeout while replies wait for the client to read them. */
+void kj__conn_arm_timer(struct kj__conn *c)
 {
 	if (c->closing || c->sink)
 		return;
@@ -463,6 +236,8 @@ static void arm_timer(struct kj__conn *c)
 		uv_timer_start(&c->idle, on_idle, KJ_CLIENT_IDLE_TIMEOUT_MS, 0);
 	else if (c->inflight == 0 && c->out_pending == 0 && c->d->cfg.conn_idle_ms > 0)
 		uv_timer_start(&c->idle, on_silent, c->d->cfg.conn_idle_ms, 0);
+	else if (c->out_pending > 0 && c->d->cfg.conn_idle_ms > 0)
+		uv_timer_start(&c->idle, on_stalled, c->d->cfg.conn_idle_ms, 0);
 	else
 		uv_timer_stop(&c->idle);
 }
@@ -547,7 +322,7 @@ static void process_frames(struct kj__conn *c)
 	 * its replies. */
 	if (!c->closing && (saturated(c) || c->out_pending > 0))
 		uv_read_stop((uv_stream_t *)&c->h);
-	arm_timer(c);
+	kj__conn_arm_timer(c);
 	kj__conn_unref(c);
 }
 
@@ -617,7 +392,7 @@ void kj__conn_start(struct kj__conn *c)
 	if (uv_read_start((uv_stream_t *)&c->h, alloc_cb, on_read) < 0)
 		kj__conn_close(c);
 	else
-		arm_timer(c);
+		kj__conn_arm_timer(c);
 }
 
 int kj__conn_count(struct kj__conn *c, char *err, size_t errlen)

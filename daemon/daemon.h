@@ -45,6 +45,7 @@ struct kj__config {
 	char *hip_compiler;         /* "hiprtc" (default) or "hipcc" */
 	char *cuda_compiler;        /* "nvrtc" (default) or "nvcc" */
 	uint64_t max_size;
+	uint64_t max_size_per_uid;  /* --max-size-per-uid: a uid's share of the cache; 0: max_size / 4 */
 	uint64_t hot_size;          /* verified objects kept in memory */
 	uint64_t memo_size;         /* request bytes remembered with their key */
 	unsigned failed_ttl_ms;     /* --failed-ttl: a failed compile is served this long */
@@ -238,6 +239,7 @@ struct kj__daemon {
 	size_t n_quota, cap_quota;
 	unsigned n_conns, conn_max_total;
 	uint64_t bytes_total, bytes_peak;
+	struct kj__replybuf *replybufs; /* replybuf.c: objects queued for replies, shared */
 	uint64_t refused_conns;      /* connections refused since the last log line about it */
 	uint64_t refused_log_us;
 	uint64_t last_active_us;     /* last accept, request or close: for --idle-timeout */
@@ -257,7 +259,32 @@ int kj__quota_conn_add(struct kj__daemon *d, uid_t uid, char *err, size_t errlen
 void kj__quota_conn_del(struct kj__daemon *d, uid_t uid);
 int kj__quota_charge(struct kj__daemon *d, uid_t uid, uint64_t n, char *err, size_t errlen);
 void kj__quota_release(struct kj__daemon *d, uid_t uid, uint64_t n);
+/* Would a charge of n to uid pass?  0, or KJIT_EBUSY / KJIT_ENOMEM with
+ * the reason in err; nothing stays charged either way. */
+int kj__quota_room(struct kj__daemon *d, uid_t uid, uint64_t n, char *err, size_t errlen);
+/* Charges n to uid even past its budget (bytes already committed: the rest
+ * of a reply frame partly written, a short "busy" reply); release as usual. */
+void kj__quota_charge_over(struct kj__daemon *d, uid_t uid, uint64_t n);
+/* Bytes uid holds now (requests and unread replies); 0 if none. */
+uint64_t kj__quota_bytes(const struct kj__daemon *d, uid_t uid);
 void kj__quota_tick(struct kj__daemon *d);
+
+/* replybuf.c: one object's bytes shared by every queued reply of it (docs
+ * in replybuf.c).  get: the live buffer of tag (a cache key) and len with
+ * one more reference, else a new one holding a copy of data (tag NULL: a
+ * private one); NULL when out of memory.  unref: drops a reference (NULL:
+ * nothing); the last frees it.  charge: counts one more reply of uid
+ * queued on b, charging uid for b's bytes on its first (force: even past
+ * its budget); 0, or KJIT_EBUSY / KJIT_ENOMEM with the reason in err and
+ * nothing counted.  discharge: one reply of uid less; its last releases
+ * the charge. */
+struct kj__replybuf;
+struct kj__replybuf *kj__replybuf_get(struct kj__daemon *d, const char *tag, const uint8_t *data, size_t len);
+void kj__replybuf_unref(struct kj__replybuf *b);
+const uint8_t *kj__replybuf_data(const struct kj__replybuf *b);
+size_t kj__replybuf_len(const struct kj__replybuf *b);
+int kj__replybuf_charge(struct kj__replybuf *b, uid_t uid, int force, char *err, size_t errlen);
+void kj__replybuf_discharge(struct kj__replybuf *b, uid_t uid);
 
 /* log.c: logs one line with a timestamp to d->log. */
 void kj__log(struct kj__daemon *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -292,8 +319,12 @@ void kj__conn_close_all(struct kj__daemon *d);
 void kj__conn_send(struct kj__conn *c, struct kj__buf *b);
 /* Sends a finished frame b (its length counting ext_len more bytes) followed
  * by the ext_len bytes at ext, without copying them unless the socket cannot
- * take them at once (consumes b; ext need only live through the call). */
-void kj__conn_send_ext(struct kj__conn *c, struct kj__buf *b, const uint8_t *ext, size_t ext_len);
+ * take them at once; then the rest is queued in a kj__replybuf shared by
+ * every queued reply of the same tag (the cache key; NULL: not shared)
+ * and charged to c's uid.  A reply the uid's budget cannot hold becomes a
+ * "busy, retry" error (or, when part of it was written, c is closed).
+ * Consumes b; ext need only live through the call. */
+void kj__conn_send_ext(struct kj__conn *c, struct kj__buf *b, const uint8_t *ext, size_t ext_len, const char *tag);
 /* Builds and sends an error reply: CODE, ERROR (one line). */
 void kj__conn_error(struct kj__conn *c, uint32_t id, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));

@@ -139,6 +139,7 @@ static int claim_cache(struct kj__daemon *d)
 	/* Per-user: 0700/0600, no one else reads the sources; system: the
 	 * group reads (systemd's CacheDirectoryMode=0750), only kjitd writes. */
 	struct kj__cache_options co = { .max_size = d->cfg.max_size, .log = d->log, .hot_max = d->cfg.hot_size,
+					.max_size_per_uid = d->cfg.max_size_per_uid,
 					.dir_mode = d->cfg.system_mode ? 0750 : 0700,
 					.file_mode = d->cfg.system_mode ? 0640 : 0600 };
 	int r;

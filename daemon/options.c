@@ -44,7 +44,7 @@ static const char usage_text[] =
 	"             [--remote-max-object SIZE] [--no-compile]\n"
 	"             [--shared-hit-table | --no-shared-hit-table]\n"
 	"             [--idle-timeout SECONDS] [--max-conns-per-uid N] [--conn-idle-timeout SECONDS]\n"
-	"             [--max-request-bytes SIZE] [--max-request-bytes-per-uid SIZE]\n";
+	"             [--max-request-bytes SIZE] [--max-request-bytes-per-uid SIZE] [--max-size-per-uid SIZE]\n";
 
 enum {
 	OPT_HIP_ARCH = 256, OPT_CUDA_ARCH, OPT_VULKAN_ENV, OPT_HIP_COMPILER, OPT_TIMEOUT, OPT_KERNELS,
@@ -54,7 +54,7 @@ enum {
 	OPT_SHARED_HITS, OPT_NO_SHARED_HITS,
 	OPT_FAILED_TTL, OPT_CUDA_COMPILER,
 	OPT_IDLE_TIMEOUT, OPT_CONNS_PER_UID, OPT_CONN_IDLE, OPT_REQ_BYTES, OPT_REQ_BYTES_UID,
-	OPT_ADMIN_GID,
+	OPT_ADMIN_GID, OPT_MAX_SIZE_UID,
 };
 
 static const struct option long_opts[] = {
@@ -95,6 +95,7 @@ static const struct option long_opts[] = {
 	{ "conn-idle-timeout", required_argument, NULL, OPT_CONN_IDLE },
 	{ "max-request-bytes", required_argument, NULL, OPT_REQ_BYTES },
 	{ "max-request-bytes-per-uid", required_argument, NULL, OPT_REQ_BYTES_UID },
+	{ "max-size-per-uid", required_argument, NULL, OPT_MAX_SIZE_UID },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -282,6 +283,11 @@ static int parse_limit_opt(int c, const char *arg, struct kj__config *cfg)
 		if (kj__parse_size(arg, &size) < 0 || size < (1u << 20))
 			return kj__usage_error("--max-request-bytes[-per-uid] '%s': expected a size of 1M or more, like 512M", arg);
 		*(c == OPT_REQ_BYTES ? &cfg->buf_max_total : &cfg->buf_max_per_uid) = size;
+		return 0;
+	case OPT_MAX_SIZE_UID: /* a uid's share of the cache (cache/share.c); default --max-size / 4 */
+		if (kj__parse_size(arg, &size) < 0 || size == 0)
+			return kj__usage_error("--max-size-per-uid '%s': expected a size like 1G", arg);
+		cfg->max_size_per_uid = size;
 		return 0;
 	}
 	return -1;

@@ -2,8 +2,11 @@
  * exhaust kjitd for the others (issue 16, items 2 and 3).
  *
  * Two resources are counted per peer uid and in total: connections
- * (descriptors) and request bytes (frames being read, requests being
- * resolved, compile jobs queued or running with their replay recipe).
+ * (descriptors) and bytes: request bytes (frames being read, requests
+ * being resolved, compile jobs queued or running with their replay
+ * recipe) and reply bytes queued for the uid's clients and not yet
+ * written to their sockets (conn.c; an object shared by several queued
+ * replies counts once per uid, replybuf.c).
  * Connections: a uid other than kjitd's own and root may hold at most
  * cfg.conn_max_per_uid; all together may hold cfg.conn_max_total, computed
  * at start from the descriptor limit less what workers, the cache and the
@@ -144,13 +147,13 @@ int kj__quota_charge(struct kj__daemon *d, uid_t uid, uint64_t n, char *err, siz
 		return KJIT_ENOMEM;
 	}
 	if (d->bytes_total + n > d->cfg.buf_max_total) {
-		snprintf(err, errlen, "kjitd is busy: %llu MiB of requests in flight, its limit is %llu MiB; retry shortly",
+		snprintf(err, errlen, "kjitd is busy: %llu MiB of requests in flight and replies unread, its limit is %llu MiB; retry shortly",
 			 (unsigned long long)(d->bytes_total >> 20), (unsigned long long)(d->cfg.buf_max_total >> 20));
 		maybe_drop(d, q);
 		return KJIT_EBUSY;
 	}
 	if (q->bytes + n > d->cfg.buf_max_per_uid) {
-		snprintf(err, errlen, "kjitd is busy: uid %u has %llu MiB of requests in flight, the limit per user is "
+		snprintf(err, errlen, "kjitd is busy: uid %u has %llu MiB of requests in flight and replies unread, the limit per user is "
 			 "%llu MiB; retry once some are answered", (unsigned)uid, (unsigned long long)(q->bytes >> 20),
 			 (unsigned long long)(d->cfg.buf_max_per_uid >> 20));
 		maybe_drop(d, q);
@@ -160,6 +163,35 @@ int kj__quota_charge(struct kj__daemon *d, uid_t uid, uint64_t n, char *err, siz
 	d->bytes_total += n;
 	if (d->bytes_total > d->bytes_peak)
 		d->bytes_peak = d->bytes_total;
+	return 0;
+}
+
+int kj__quota_room(struct kj__daemon *d, uid_t uid, uint64_t n, char *err, size_t errlen)
+{
+	int r = kj__quota_charge(d, uid, n, err, errlen);
+
+	if (r == 0)
+		kj__quota_release(d, uid, n);
+	return r;
+}
+
+void kj__quota_charge_over(struct kj__daemon *d, uid_t uid, uint64_t n)
+{
+	struct kj__quota_uid *q = find(d, uid, 1);
+
+	if (q == NULL)
+		return; /* out of memory for the entry: the bytes go uncounted */
+	q->bytes += n;
+	d->bytes_total += n;
+	if (d->bytes_total > d->bytes_peak)
+		d->bytes_peak = d->bytes_total;
+}
+
+uint64_t kj__quota_bytes(const struct kj__daemon *d, uid_t uid)
+{
+	for (size_t i = 0; i < d->n_quota; i++)
+		if (d->quota[i].uid == uid)
+			return d->quota[i].bytes;
 	return 0;
 }
 

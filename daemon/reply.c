@@ -50,7 +50,7 @@ void kj__send_object(struct kj__daemon *d, struct kj__conn *c, uint32_t id, int 
 		return;
 	}
 	d->stats[KJ_STAT_BYTES_SERVED] += len;
-	kj__conn_send_ext(c, &b, data, len);
+	kj__conn_send_ext(c, &b, data, len, o->key); /* queued replies of a key share one copy */
 }
 
 void kj__send_failure(struct kj__conn *c, uint32_t id, int code, const char *error, const char *log)

@@ -92,4 +92,54 @@ static void test_bytes_per_uid_and_total(void)
 	CHECK_EQ_INT(d.bytes_total, 0);
 }
 
-TEST_LIST(TEST(conn_cap_per_uid) TEST(conn_total_keeps_reserve) TEST(bytes_per_uid_and_total))
+/* Reply buffers (replybuf.c): one copy per tag and length, charged once
+ * per uid however many replies of that uid reference it; a charge past
+ * the budget is refused unless forced; the last reference frees it. */
+static void test_replybuf_shared_and_charged(void)
+{
+	struct kj__daemon d;
+	char err[512];
+	uint8_t obj[40];
+
+	setup(&d);
+	memset(obj, 7, sizeof obj);
+	struct kj__replybuf *a = kj__replybuf_get(&d, "k1", obj, sizeof obj);
+	struct kj__replybuf *b = kj__replybuf_get(&d, "k1", obj, sizeof obj);
+	struct kj__replybuf *other = kj__replybuf_get(&d, "k1", obj, 30); /* another length: another object */
+	CHECK(a != NULL && a == b && other != NULL && other != a);
+	CHECK(kj__replybuf_len(a) == sizeof obj && memcmp(kj__replybuf_data(a), obj, sizeof obj) == 0);
+	CHECK_EQ_INT(kj__replybuf_charge(a, OTHER, 0, err, sizeof err), 0);
+	CHECK_EQ_INT(kj__replybuf_charge(b, OTHER, 0, err, sizeof err), 0); /* same uid: charged once */
+	CHECK_EQ_INT(kj__quota_bytes(&d, OTHER), 40);
+	CHECK_EQ_INT(kj__replybuf_charge(a, getuid(), 0, err, sizeof err), 0); /* another uid pays for its own */
+	CHECK_EQ_INT(kj__quota_bytes(&d, getuid()), 40);
+	CHECK_EQ_INT(d.bytes_total, 80);
+	/* OTHER's budget is 60: 40 + 30 is refused; forced, bytes go through */
+	CHECK_EQ_INT(kj__replybuf_charge(other, OTHER, 0, err, sizeof err), KJIT_EBUSY);
+	CHECK(strstr(err, "kjitd is busy") != NULL);
+	CHECK_EQ_INT(kj__quota_bytes(&d, OTHER), 40);
+	kj__quota_charge_over(&d, OTHER, 30);
+	CHECK_EQ_INT(kj__quota_bytes(&d, OTHER), 70);
+	kj__quota_release(&d, OTHER, 30);
+	kj__replybuf_discharge(a, OTHER);
+	CHECK_EQ_INT(kj__quota_bytes(&d, OTHER), 40); /* one reply of OTHER still queued */
+	kj__replybuf_discharge(b, OTHER);
+	CHECK_EQ_INT(kj__quota_bytes(&d, OTHER), 0);
+	kj__replybuf_discharge(a, getuid());
+	CHECK_EQ_INT(d.bytes_total, 0);
+	kj__replybuf_unref(a);
+	CHECK(d.replybufs != NULL);
+	kj__replybuf_unref(b);
+	kj__replybuf_unref(other);
+	CHECK(d.replybufs == NULL);
+	/* untagged: private, never shared */
+	a = kj__replybuf_get(&d, NULL, obj, sizeof obj);
+	b = kj__replybuf_get(&d, NULL, obj, sizeof obj);
+	CHECK(a && b && a != b && d.replybufs == NULL);
+	kj__replybuf_unref(a);
+	kj__replybuf_unref(b);
+	kj__replybuf_unref(NULL);
+	CHECK_EQ_INT(d.n_quota, 0);
+}
+
+TEST_LIST(TEST(replybuf_shared_and_charged) TEST(conn_cap_per_uid) TEST(conn_total_keeps_reserve) TEST(bytes_per_uid_and_total))
