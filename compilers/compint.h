@@ -173,6 +173,30 @@ void kj__rm_job_dir(const char *dir);
 /* The captured log with every "DIR/" removed, capped; NULL if empty. */
 char *kj__clean_log(const struct kj__proc_out *po, const char *dir);
 
+/* Shell-driven compilers (nvcc, hipcc): no option value reaches a shell
+ * (defs.c).  The job's definitions go to this header in the job's
+ * directory, included first; the name is refused as a job header's. */
+#define KJ_DEFS_HEADER "kjit-defines.h"
+/* 1 if opt is a definition or an undefinition ("-D...", "-U..."). */
+int kj__opt_is_macro(const char *opt);
+/* Appends to b the job's -D/-U options, in order, as "#define NAME VALUE"
+ * ("1" without a value) and "#undef NAME" lines, each followed by an empty
+ * line.  0, KJIT_EINVAL (err names the definition: a control byte or an
+ * unclosed comment in its value) or KJIT_ENOMEM. */
+int kj__defs_header(const struct kj__compile_job *job, struct kj__buf *b, char *err, size_t errlen);
+/* Writes the job's definitions header into dir when it has definitions,
+ * with its path in path (else path is ""), for `-include PATH`.  0,
+ * KJIT_EINVAL (err says why: a header of that name, a bad value), KJIT_EIO
+ * or KJIT_ENOMEM. */
+int kj__defs_write(const char *dir, const struct kj__compile_job *job, char *path, size_t pathlen, char *err,
+		   size_t errlen);
+/* 0 if arg holds only bytes no shell interprets (letters, digits,
+ * -_=+,./:); else KJIT_EINVAL with "WHAT 'ARG' holds 'C', which kjit never
+ * passes to FAMILY ..." in err. */
+int kj__shell_safe(const char *family, const char *what, const char *arg, char *err, size_t errlen);
+/* kj__shell_safe over a NULL-terminated argv (argv[0] the compiler). */
+int kj__argv_shell_safe(const char *family, const char *const *argv, char *err, size_t errlen);
+
 /* The directory of the NVRTC library the nvrtc family loads (nvrtc.c: the
  * same names in the same order, opened here and closed again), symlinks
  * resolved ("/usr/local/cuda-13.0/lib").  0, KJIT_ENOENT (no NVRTC) or
