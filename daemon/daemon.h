@@ -40,6 +40,7 @@ struct kj__config {
 	char *kernels_dir;
 	char *sysfs_root;
 	char *log_path;
+	char *worker_user;          /* --worker-user: who a root daemon's workers run as */
 	char *self_exe;             /* our own binary, re-executed for roles */
 	char *arch[4];              /* per backend: --hip-arch, --cuda-arch, --vulkan-env */
 	char *hip_compiler;         /* "hiprtc" (default) or "hipcc" */

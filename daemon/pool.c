@@ -369,17 +369,18 @@ static void worker_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 /* Builds the worker's environment: nothing but what compilers need, and
  * the private directory it may write (docs/design.md lists it with the
  * reasons).  Set here: KJIT_WORKER_TMPDIR (that directory; the worker
- * points TMPDIR at it), a fixed PATH, LANG=C, HOME=/nonexistent.  Kept from
+ * points TMPDIR at it), a fixed PATH, LANG=C, HOME=/nonexistent,
+ * KJIT_WORKER_USER (--worker-user: whom a root worker becomes).  Kept from
  * kjitd's own environment when set: LD_LIBRARY_PATH (compiler libraries
  * outside the system trees; the sandbox lets the worker read those
  * folders), TMPDIR (the base for a directory of its own should
  * KJIT_WORKER_TMPDIR be relative, with a relative --cache-dir), and the
  * sanitizer options (a sanitized build's workers obey the same settings). */
-static char **worker_env(const char *tmpdir)
+static char **worker_env(const struct kj__daemon *d, const char *tmpdir)
 {
 	static const char *const keep[] = { "LD_LIBRARY_PATH", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS",
 					    "TMPDIR" };
-	char **env = calloc(KJ_ARRAY_SIZE(keep) + 5, sizeof *env);
+	char **env = calloc(KJ_ARRAY_SIZE(keep) + 6, sizeof *env);
 	size_t n = 0;
 
 	if (env == NULL)
@@ -388,6 +389,7 @@ static char **worker_env(const char *tmpdir)
 	env[n++] = kj__strdup("PATH=/usr/local/bin:/usr/bin:/bin");
 	env[n++] = kj__strdup("LANG=C");
 	env[n++] = kj__strdup("HOME=/nonexistent");
+	env[n++] = kj__asprintf("KJIT_WORKER_USER=%s", d->cfg.worker_user);
 	for (size_t i = 0; i < KJ_ARRAY_SIZE(keep); i++) {
 		const char *v = getenv(keep[i]);
 		if (v)
@@ -466,7 +468,7 @@ static int worker_spawn(struct kj__pool *p)
 		r = KJIT_EIO;
 		goto fail;
 	}
-	env = worker_env(w->tmpdir);
+	env = worker_env(d, w->tmpdir);
 	if (env == NULL)
 		goto fail;
 	stdio[0].flags = UV_IGNORE;
