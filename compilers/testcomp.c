@@ -13,7 +13,8 @@
  *              each socket kind, ptrace, the /dev listing, whether
  *              /etc/shadow, /root, /sys, /home and each PATH opens)
  *   bg N       starts `sleep N` double-forked into its own session (the
- *              worker must kill it when the job ends); the log says its pid
+ *              worker must kill it when the job ends) and writes a file
+ *              beside the job's directory; the log says its pid
  *   error      fail with KJIT_ECOMPILE and a log containing "error"
  * With no such line the source bytes are echoed back as the object.
  * Backend HIP, so a request for backend hip can be routed to it; any
@@ -162,7 +163,21 @@ static void report(struct kj__buf *b, const char *paths)
 		if (fd >= 0)
 			close(fd);
 	}
-	kj__buf_printf(b, "tmpdir: %s\n", getenv("TMPDIR") ? getenv("TMPDIR") : "(none)");
+	const char *tmp = getenv("TMPDIR");
+	kj__buf_printf(b, "tmpdir: %s\n", tmp ? tmp : "(none)");
+	/* What else is beside the job's directory: nothing an earlier job left. */
+	snprintf(copy, sizeof copy, "%s", tmp ? tmp : "/tmp");
+	char *slash = strrchr(copy, '/');
+	if (slash && slash != copy)
+		*slash = '\0';
+	d = opendir(copy);
+	kj__buf_printf(b, "beside:");
+	while (d && (e = readdir(d)) != NULL)
+		if (e->d_name[0] != '.' || (e->d_name[1] && strcmp(e->d_name, "..") != 0))
+			kj__buf_printf(b, " %s", e->d_name);
+	kj__buf_printf(b, "\n");
+	if (d)
+		closedir(d);
 }
 
 /* Starts `sleep secs` twice forked in a session of its own: a job's
@@ -200,6 +215,14 @@ static void background(struct kj__buf *b, long secs)
 	close(p[0]);
 	waitpid(pid, NULL, 0);
 	kj__buf_printf(b, "bg: sleep %ld started, pid %d\n", secs, (int)got);
+	/* And a file beside the job's directory, for the next job to look for. */
+	char path[512];
+	const char *tmp = getenv("TMPDIR");
+	snprintf(path, sizeof path, "%s/../left-by-a-job", tmp ? tmp : "/tmp");
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	kj__buf_printf(b, "bg: %s %s\n", path, fd >= 0 ? "written" : strerror(errno));
+	if (fd >= 0)
+		close(fd);
 }
 
 static int test_compile(void *state, const struct kj__compile_job *job, struct kj__compile_out *out)
