@@ -94,6 +94,24 @@ int kj__walls_trees(const char *family, struct kj__walls *w)
 	return r;
 }
 
+int kj__worker_trees(const char *family, char *out, size_t outlen)
+{
+	struct kj__walls *w = calloc(1, sizeof *w);
+	size_t k = 0;
+	int r = w ? kj__walls_trees(family, w) : KJIT_ENOMEM;
+
+	out[0] = '\0';
+	for (size_t i = 0; r == 0 && i < w->n; i++) {
+		int n = snprintf(out + k, outlen - k, " %s", w->tree[i]);
+		if (n < 0 || (size_t)n >= outlen - k)
+			r = KJIT_ETOOBIG;
+		else
+			k += (size_t)n;
+	}
+	free(w);
+	return r;
+}
+
 /* Read-only flags a bind keeps from its source (the kernel refuses to
  * clear the locked ones inside a user namespace). */
 static unsigned long kept_flags(const char *path)
@@ -336,8 +354,8 @@ static int child_setup(struct kj__walls *w, const char *tmpdir, int root, uid_t 
 	if (setenv("TMPDIR", "/tmp", 1) < 0 || chdir("/tmp") < 0)
 		return snprintf(note, notelen, "TMPDIR: %s", strerror(errno)), KJIT_EIO;
 	w->pid1 = 1;
-	snprintf(note, notelen, "%s namespaces (user%s, mount, pid, net, ipc, uts), uid %u, %zu read-only trees",
-		 root ? "root-made" : "user", root ? " not" : "", (unsigned)getuid(), w->n);
+	snprintf(note, notelen, "namespaces %smount pid net ipc uts (made %s), uid %u, %zu read-only trees",
+		 root ? "" : "user ", root ? "as root" : "in a user namespace", (unsigned)getuid(), w->n);
 	return 0;
 }
 

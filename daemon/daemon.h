@@ -120,6 +120,8 @@ void kj__pool_when_ready(struct kj__pool *p, void (*fn)(void *arg, int code, con
 const char *kj__pool_identity(const struct kj__pool *p);
 const char *kj__pool_runtime_version(const struct kj__pool *p);
 const char *kj__pool_family(const struct kj__pool *p);
+/* What the pool's last worker said of its walls (HELLO's TEXT), or "". */
+const char *kj__pool_walls(const struct kj__pool *p);
 /* Kills every worker; queued jobs fail with KJIT_ESHUTDOWN. */
 void kj__pool_shutdown(struct kj__pool *p);
 void kj__pool_free(struct kj__pool *p);

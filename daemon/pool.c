@@ -70,6 +70,7 @@ struct kj__pool {
 	int failed;               /* KJIT_E* when the compiler cannot load */
 	uint64_t failed_us;       /* when: a failed pool tries again after a while */
 	char failure[512];
+	char walls[768];          /* what the last worker's HELLO said of its walls */
 	unsigned fail_streak;
 	int shutting_down;
 	struct kj__pool_stats st;
@@ -274,6 +275,10 @@ static void handle_hello(struct worker *w, const struct kj__msg *m)
 	kj__field_strdup(kj__msg_get(m, KJ_F_COMPILER_VERSION), 255, &id);
 	kj__field_strdup(kj__msg_get(m, KJ_F_VERSION), KJ_VERSION_STR_MAX - 1, &ver);
 	kj__field_strdup(kj__msg_get(m, KJ_F_ERROR), 400, &err);
+	const struct kj__field *walls = kj__msg_get(m, KJ_F_TEXT);
+	if (walls)
+		snprintf(p->walls, sizeof p->walls, "%.*s", (int)(walls->len < 767 ? walls->len : 767),
+			 (const char *)walls->p);
 	w->hello = 1;
 	if (code < 0 || id == NULL) {
 		p->failed = code < 0 ? code : KJIT_EBACKEND;
@@ -627,6 +632,7 @@ void kj__pool_when_ready(struct kj__pool *p, void (*fn)(void *arg, int code, con
 const char *kj__pool_identity(const struct kj__pool *p) { return p->identity; }
 const char *kj__pool_runtime_version(const struct kj__pool *p) { return p->runtime_version; }
 const char *kj__pool_family(const struct kj__pool *p) { return p->family; }
+const char *kj__pool_walls(const struct kj__pool *p) { return p->walls; }
 
 void kj__pool_stats(const struct kj__pool *p, struct kj__pool_stats *s)
 {

@@ -95,7 +95,9 @@ start_daemon --hip-compiler test --jobs 1 || { not_ok start "kjitd did not start
 report "$T/root.rep" "$KJIT_CACHE_DIR $KJIT_CACHE_DIR/tmp $T"
 walls "root daemon" "$T/root.rep" "$WUID" 0
 bg_leaves "root daemon"
-check "root daemon: the workers' walls are logged" grep -q "root-made namespaces" "$T/kjitd.log"
+check "root daemon: the workers' walls are logged" grep -q "namespaces mount pid net ipc uts (made as root)" "$T/kjitd.log"
+"$KJIT" targets --json | tr -d '\n ' >"$T/targets.json"
+check "kjit targets --json shows the test family's readable trees" grep -q '"family":"test","reads":\["/usr"' "$T/targets.json"
 stop_daemon
 
 # A root daemon refuses to start without its worker user, saying why.
@@ -119,7 +121,7 @@ if useradd -M -N -g nogroup -s /bin/sh "$UNAME" 2>/dev/null; then
 	DAEMON_PID=$!
 	i=0
 	until "$KJIT" ping >/dev/null 2>&1 || [ $i -ge 100 ]; do sleep 0.05; i=$((i + 1)); done
-	if grep -q "user namespaces (" "$U/log/kjitd.log" 2>/dev/null || { report "$T/u.rep" && grep -q "user namespaces (" "$U/log/kjitd.log"; }; then
+	if grep -q "namespaces user mount" "$U/log/kjitd.log" 2>/dev/null || { report "$T/u.rep" && grep -q "namespaces user mount" "$U/log/kjitd.log"; }; then
 		report "$T/u.rep" "$KJIT_CACHE_DIR $KJIT_CACHE_DIR/tmp $T"
 		walls "user daemon" "$T/u.rep" "$UID2" 1
 		bg_leaves "user daemon"
