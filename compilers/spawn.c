@@ -4,7 +4,9 @@
  * and TMPDIR pointing into the directory, LC_ALL=C), its own process group
  * (a job past its time has the whole group killed) and stdout+stderr
  * captured as the log, capped at KJ_LOG_MAX, with the directory's path
- * removed so no private path reaches a user.  No state outside the calls.
+ * removed so no private path reaches a user.  The run ends when the
+ * compiler exits, even if something it started still holds the pipe (the
+ * worker kills such leftovers after the job).  No state outside the calls.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +26,8 @@
 #include "kj_limits.h"
 #include "kj_types.h"
 #include "util.h"
+
+#define SPAWN_POLL_MS 100 /* how often a silent compiler is checked for having exited */
 
 int kj__run_capture(const char *const *argv, const char *dir, int timeout_ms, struct kj__proc_out *po)
 {
@@ -62,7 +66,7 @@ int kj__run_capture(const char *const *argv, const char *dir, int timeout_ms, st
 		errno = e;
 		goto out;
 	}
-	for (;;) {
+	for (int exited = 0;;) {
 		char buf[8192];
 		uint64_t now = kj__now_us();
 		if (now >= deadline) {
@@ -71,9 +75,16 @@ int kj__run_capture(const char *const *argv, const char *dir, int timeout_ms, st
 			break;
 		}
 		struct pollfd pf = { .fd = fds[0], .events = POLLIN };
-		int pr = poll(&pf, 1, (int)((deadline - now) / 1000) + 1);
+		uint64_t wait_ms = (deadline - now) / 1000 + 1;
+		int pr = poll(&pf, 1, exited ? 0 : (int)(wait_ms < SPAWN_POLL_MS ? wait_ms : SPAWN_POLL_MS));
 		if (pr < 0 && errno == EINTR)
 			continue;
+		if (pr == 0 && exited)
+			break; /* the compiler is gone; what it left holding the pipe is the worker's to kill */
+		if (pr == 0 && !exited && waitpid(pid, &po->status, WNOHANG) == pid) {
+			exited = 1;
+			continue;
+		}
 		if (pr <= 0)
 			continue;
 		ssize_t n = read(fds[0], buf, sizeof buf);
@@ -94,7 +105,7 @@ int kj__run_capture(const char *const *argv, const char *dir, int timeout_ms, st
 	r = 0;
 reap:
 	while (waitpid(pid, &po->status, 0) < 0 && errno == EINTR)
-		;
+		; /* (ECHILD when already reaped above: status is kept) */
 	kill(-pid, SIGKILL); /* stragglers of the group, if any */
 out:
 	posix_spawn_file_actions_destroy(&fa);

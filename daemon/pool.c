@@ -379,12 +379,14 @@ static void worker_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
  * kjitd's own environment when set: LD_LIBRARY_PATH (compiler libraries
  * outside the system trees; the sandbox lets the worker read those
  * folders), TMPDIR (the base for a directory of its own should
- * KJIT_WORKER_TMPDIR be relative, with a relative --cache-dir), and the
- * sanitizer options (a sanitized build's workers obey the same settings). */
+ * KJIT_WORKER_TMPDIR be relative, with a relative --cache-dir), the
+ * sanitizer options (a sanitized build's workers obey the same settings),
+ * and KJIT_WORKER_NO_NAMESPACES (tests: an unprivileged daemon's workers
+ * take the Landlock-only path of a kernel without user namespaces). */
 static char **worker_env(const struct kj__daemon *d, const char *tmpdir)
 {
 	static const char *const keep[] = { "LD_LIBRARY_PATH", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS",
-					    "TMPDIR" };
+					    "TMPDIR", "KJIT_WORKER_NO_NAMESPACES" };
 	char **env = calloc(KJ_ARRAY_SIZE(keep) + 6, sizeof *env);
 	size_t n = 0;
 

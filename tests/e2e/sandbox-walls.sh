@@ -44,17 +44,25 @@ report() {
 	sed -i 's/\t/ /' "$1"
 }
 
-# walls WHO FILE UID NEWUSER: the checks every worker must pass.
+# walls WHO FILE UID NEWUSER: the checks every namespaced worker must pass.
 walls() {
 	who=$1 f=$2 uid=$3
-	check "$who: a compile runs as uid $uid ($(field uid "$f"))" [ "$(field uid "$f")" = "$uid" ]
-	check "$who: never as root" [ "$(field uid "$f")" != 0 ]
 	for ns in mnt pid net ipc uts; do
 		check "$who: a new $ns namespace" sh -c "[ -n '$(field ns-$ns "$f")' ] && [ '$(field ns-$ns "$f")' != '$(ns_of $ns)' ]"
 	done
 	if [ "$4" = 1 ]; then
 		check "$who: a new user namespace" [ "$(field ns-user "$f")" != "$(ns_of user)" ]
 	fi
+	dev=$(field dev "$f" | tr ' ' '\n' | sort | tr '\n' ' ')
+	check "$who: /dev holds null, urandom and zero only ($dev)" [ "$dev" = "null urandom zero " ]
+	inner_walls "$@"
+}
+
+# inner_walls WHO FILE UID: what holds with or without namespaces.
+inner_walls() {
+	who=$1 f=$2 uid=$3
+	check "$who: a compile runs as uid $uid ($(field uid "$f"))" [ "$(field uid "$f")" = "$uid" ]
+	check "$who: never as root" [ "$(field uid "$f")" != 0 ]
 	check "$who: NoNewPrivs" [ "$(field NoNewPrivs "$f")" = 1 ]
 	check "$who: a seccomp filter" [ "$(field Seccomp "$f")" = 2 ]
 	for s in unix-stream unix-dgram inet-stream inet-dgram inet6-stream inet6-dgram; do
@@ -64,8 +72,6 @@ walls() {
 	if [ "$SAN" = 0 ]; then
 		check "$who: ptrace refused" [ "$(field ptrace "$f")" = "Operation not permitted" ]
 	fi
-	dev=$(field dev "$f" | tr ' ' '\n' | sort | tr '\n' ' ')
-	check "$who: /dev holds null, urandom and zero only ($dev)" [ "$dev" = "null urandom zero " ]
 	for p in /etc/shadow /root /sys /home /etc/passwd "$KJIT_CACHE_DIR" "$KJIT_CACHE_DIR/tmp" "$T"; do
 		r=$(field "read $p" "$f")
 		check "$who: $p out of reach ($r)" sh -c "[ -n '$r' ] && [ '$r' != opened ]"
@@ -105,7 +111,31 @@ out=$("$KJITD" --foreground --socket "$T/x.sock" --cache-dir "$T/xc" --worker-us
 check "a root daemon without its worker user refuses to start ($out)" sh -c \
 	"echo '$out' | grep -q 'nosuch$$' && [ \$(echo '$out' | wc -l) -eq 1 ]"
 
-# ---- a daemon of an ordinary user ----
+# ---- a daemon of an ordinary user: namespaces, then Landlock alone ----
+# user_daemon WHO [ENV...]: that user's kjitd, the checks, stopped again.
+user_daemon() {
+	who=$1
+	shift
+	rm -rf "$U/cache" "$U/log" && mkdir -p "$U/log" && chown "$UNAME" "$U/log"
+	setpriv --reuid="$UID2" --regid="$(id -g "$UNAME")" --clear-groups env HOME=/ "$@" "$U/kjitd" --foreground \
+		--socket "$KJIT_SOCKET" --cache-dir "$KJIT_CACHE_DIR" --log "$U/log/kjitd.log" --hip-compiler test --jobs 1 &
+	DAEMON_PID=$!
+	i=0
+	until "$KJIT" ping >/dev/null 2>&1 || [ $i -ge 100 ]; do sleep 0.05; i=$((i + 1)); done
+	report "$T/u.rep" "$KJIT_CACHE_DIR $KJIT_CACHE_DIR/tmp $T"
+	if grep -q "namespaces user mount" "$U/log/kjitd.log"; then
+		walls "$who" "$T/u.rep" "$UID2" 1
+	elif grep -q "no user namespaces here.*Landlock walls only" "$U/log/kjitd.log"; then
+		[ $# -gt 0 ] || echo "# skip $who: namespace checks: no unprivileged user namespaces on this kernel"
+		inner_walls "$who" "$T/u.rep" "$UID2"
+	else
+		not_ok "$who" "no worker walls logged: $(tail -n 3 "$U/log/kjitd.log" 2>/dev/null)"
+	fi
+	bg_leaves "$who"
+	"$KJIT" stop >/dev/null 2>&1
+	wait "$DAEMON_PID" 2>/dev/null
+	DAEMON_PID=""
+}
 UNAME="kjw$$"
 if useradd -M -N -g nogroup -s /bin/sh "$UNAME" 2>/dev/null; then
 	UID2=$(id -u "$UNAME")
@@ -115,25 +145,9 @@ if useradd -M -N -g nogroup -s /bin/sh "$UNAME" 2>/dev/null; then
 	KJIT_SAVE=$KJIT
 	KJIT="$U/kjit"
 	export KJIT_SOCKET="$U/sock/kjitd.sock" KJIT_CACHE_DIR="$U/cache"
-	mkdir -p "$U/log" && chown "$UNAME" "$U/log"
-	setpriv --reuid="$UID2" --regid="$(id -g "$UNAME")" --clear-groups env HOME=/ "$U/kjitd" --foreground \
-		--socket "$KJIT_SOCKET" --cache-dir "$KJIT_CACHE_DIR" --log "$U/log/kjitd.log" --hip-compiler test --jobs 1 &
-	DAEMON_PID=$!
-	i=0
-	until "$KJIT" ping >/dev/null 2>&1 || [ $i -ge 100 ]; do sleep 0.05; i=$((i + 1)); done
-	if grep -q "namespaces user mount" "$U/log/kjitd.log" 2>/dev/null || { report "$T/u.rep" && grep -q "namespaces user mount" "$U/log/kjitd.log"; }; then
-		report "$T/u.rep" "$KJIT_CACHE_DIR $KJIT_CACHE_DIR/tmp $T"
-		walls "user daemon" "$T/u.rep" "$UID2" 1
-		bg_leaves "user daemon"
-	elif grep -q "no user namespaces here" "$U/log/kjitd.log"; then
-		echo "# skip user daemon namespace checks: no unprivileged user namespaces on this kernel"
-		check "user daemon: says it has Landlock walls only" grep -q "Landlock walls only" "$U/log/kjitd.log"
-	else
-		not_ok "user daemon" "no worker walls logged: $(tail -n 3 "$U/log/kjitd.log" 2>/dev/null)"
-	fi
-	"$KJIT" stop >/dev/null 2>&1
-	wait "$DAEMON_PID" 2>/dev/null
-	DAEMON_PID=""
+	user_daemon "user daemon"
+	user_daemon "user daemon, no namespaces" KJIT_WORKER_NO_NAMESPACES=1
+	check "user daemon, no namespaces: says it has Landlock walls only" grep -q "Landlock walls only" "$U/log/kjitd.log"
 	KJIT=$KJIT_SAVE
 	export KJIT_SOCKET="$T/sock/kjitd.sock" KJIT_CACHE_DIR="$T/cache"
 else
