@@ -180,7 +180,8 @@ static int bind_in(const char *root, const char *src, const char *dst, int rw)
 }
 
 /* The worker's new root under root (a fresh tmpfs), then pivot_root. */
-static int build_root(const struct kj__walls *w, const char *root, const char *tmpdir, char *what, size_t wl)
+static int build_root(const struct kj__walls *w, const char *root, const char *tmpdir, int *no_proc, char *what,
+		      size_t wl)
 {
 	static const char *const devs[] = { "/dev/null", "/dev/zero", "/dev/urandom" };
 	char p[PATH_MAX];
@@ -199,8 +200,12 @@ static int build_root(const struct kj__walls *w, const char *root, const char *t
 			FAIL("bind %s", devs[i]);
 	if ((r = bind_in(root, tmpdir, "/tmp", 1)) < 0)
 		FAIL("bind the worker directory");
-	if ((size_t)snprintf(p, sizeof p, "%.*s/proc", PATH_MAX - 16, root) >= sizeof p || mkdir(p, 0555) < 0 || mount("proc", p, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
-		FAIL("mounting /proc");
+	if ((size_t)snprintf(p, sizeof p, "%.*s/proc", PATH_MAX - 16, root) >= sizeof p || mkdir(p, 0555) < 0)
+		FAIL("/proc");
+	/* A kernel refuses a fresh /proc inside a user namespace when the
+	 * host's has parts hidden (a container, systemd's ProtectKernelTunables=):
+	 * the compilers work without one, so the worker goes on with none. */
+	*no_proc = mount("proc", p, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 ? errno : 0;
 	if ((size_t)snprintf(p, sizeof p, "%.*s/.old", PATH_MAX - 16, root) >= sizeof p || mkdir(p, 0700) < 0 || syscall(SYS_pivot_root, root, p) < 0 || chdir("/") < 0)
 		FAIL("pivot_root");
 	if (umount2("/.old", MNT_DETACH) < 0 || rmdir("/.old") < 0)
@@ -326,7 +331,7 @@ static int child_setup(struct kj__walls *w, const char *tmpdir, int root, uid_t 
 		       size_t notelen)
 {
 	char what[160] = "", newroot[PATH_MAX];
-	int r;
+	int r, no_proc = 0;
 
 	pid1_signals();
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
@@ -336,7 +341,7 @@ static int child_setup(struct kj__walls *w, const char *tmpdir, int root, uid_t 
 		return snprintf(note, notelen, "mkdir %.200s: %s", newroot, strerror(errno)), KJIT_EIO;
 	if (root && chown(tmpdir, uid, gid) < 0)
 		return snprintf(note, notelen, "chown %s: %s", tmpdir, strerror(errno)), KJIT_EIO;
-	if ((r = build_root(w, newroot, tmpdir, what, sizeof what)) < 0) {
+	if ((r = build_root(w, newroot, tmpdir, &no_proc, what, sizeof what)) < 0) {
 		snprintf(note, notelen, "worker root: %s: %s", what, strerror(-r));
 		return KJIT_EINTERNAL;
 	}
@@ -354,8 +359,9 @@ static int child_setup(struct kj__walls *w, const char *tmpdir, int root, uid_t 
 	if (setenv("TMPDIR", "/tmp", 1) < 0 || chdir("/tmp") < 0)
 		return snprintf(note, notelen, "TMPDIR: %s", strerror(errno)), KJIT_EIO;
 	w->pid1 = 1;
-	snprintf(note, notelen, "namespaces %smount pid net ipc uts (made %s), uid %u, %zu read-only trees",
-		 root ? "" : "user ", root ? "as root" : "in a user namespace", (unsigned)getuid(), w->n);
+	snprintf(note, notelen, "namespaces %smount pid net ipc uts (made %s), uid %u, %zu read-only trees%s%s",
+		 root ? "" : "user ", root ? "as root" : "in a user namespace", (unsigned)getuid(), w->n,
+		 no_proc ? ", no /proc: " : "", no_proc ? strerror(no_proc) : "");
 	return 0;
 }
 
