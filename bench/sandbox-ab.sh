@@ -9,8 +9,8 @@
 # kjitd (--jobs 1, a fresh cache), warms its NVRTC and hiprtc workers with
 # one compile each, then times N (default 10) compiles of the same small
 # kernel per family, each a miss because -DSCALE changes; then TREE_B the
-# same.  Prints the median wall time of `kjit get` per (tree, family) over
-# all rounds.  The hit path does not reach a worker; bench/ab.sh times it.
+# same.  Prints each round's medians, then the median and the smallest wall
+# time of `kjit get` per (tree, family) over all rounds.  The hit path does not reach a worker; bench/ab.sh times it.
 set -u
 [ $# -ge 2 ] || { echo "usage: bench/sandbox-ab.sh TREE_A TREE_B [ROUNDS]" >&2; exit 2; }
 A=$(cd "$1" && pwd) B=$(cd "$2" && pwd) ROUNDS=${3:-3} N=${N:-10}
@@ -36,7 +36,7 @@ run() { # TREE SIDE ROUND
 			KJIT_SOCKET=$sock "$tree/build/kjit" get --source "$T/$f" --backend "$be" --target "$tgt" \
 				-DSCALE="$r$i.0f" -o /dev/null >/dev/null || echo "compile failed: $side $be" >&2
 			t1=$(date +%s%N)
-			echo "$side $be $(((t1 - t0) / 1000))" >>"$T/times"
+			echo "$side $be $(((t1 - t0) / 1000)) $r" >>"$T/times"
 		done
 	done
 	KJIT_SOCKET=$sock "$tree/build/kjit" stop >/dev/null 2>&1
@@ -46,10 +46,21 @@ for r in $(seq "$ROUNDS"); do
 	run "$A" A "$r"
 	run "$B" B "$r"
 done
+for r in $(seq "$ROUNDS"); do # per round, to see the load move
+	line="round $r:"
+	for side in A B; do
+		for be in cuda hip; do
+			m=$(awk -v s=$side -v b=$be -v r=$r '$1 == s && $2 == b && $4 == r { print $3 }' "$T/times" | sort -n |
+				awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+			line="$line $side-$([ $be = cuda ] && echo nvrtc || echo hiprtc) ${m}us"
+		done
+	done
+	echo "$line"
+done
 for side in A B; do
 	for be in cuda hip; do
-		med=$(awk -v s=$side -v b=$be '$1 == s && $2 == b { print $3 }' "$T/times" | sort -n |
-			awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
-		echo "$side ($([ $side = A ] && echo "$A" || echo "$B")) $([ $be = cuda ] && echo nvrtc || echo hiprtc) sm/gfx miss: median ${med} us over $((ROUNDS * N))"
+		stat=$(awk -v s=$side -v b=$be '$1 == s && $2 == b { print $3 }' "$T/times" | sort -n |
+			awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] " us, smallest " v[1] " us" }')
+		echo "$side ($([ $side = A ] && echo "$A" || echo "$B")) $([ $be = cuda ] && echo "nvrtc sm_90" || echo "hiprtc gfx90a") miss: median $stat, over $((ROUNDS * N))"
 	done
 done

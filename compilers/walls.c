@@ -12,9 +12,10 @@
  *     worker from then on; the parent only waits and passes on how the
  *     child ended (exit status or signal), so kjitd sees one process.
  * The child builds a tmpfs root holding read-only binds of the trees its
- * family needs (kj__walls_trees), the worker's private directory at /tmp
- * (read-write), /dev with null, zero and urandom, a fresh /proc of its own
- * PID namespace, and pivots into it; the old root is detached.  Where user
+ * family needs (kj__walls_trees), a private tmpfs at /tmp (read-write, the
+ * worker's directory from then on), /dev with null, zero and urandom, a
+ * fresh /proc of its own PID namespace, and pivots into it; the old root
+ * is detached.  Where user
  * namespaces are unavailable an ordinary user's worker keeps Landlock alone
  * (level KJ_WALLS_LANDLOCK) and becomes a child subreaper so it can still
  * find and kill what a job leaves behind.  Invariant: after a successful
@@ -180,7 +181,7 @@ static int bind_in(const char *root, const char *src, const char *dst, int rw)
 }
 
 /* The worker's new root under root (a fresh tmpfs), then pivot_root. */
-static int build_root(const struct kj__walls *w, const char *root, const char *tmpdir, int *no_proc, char *what,
+static int build_root(const struct kj__walls *w, const char *root, uid_t uid, gid_t gid, int *no_proc, char *what,
 		      size_t wl)
 {
 	static const char *const devs[] = { "/dev/null", "/dev/zero", "/dev/urandom" };
@@ -198,8 +199,14 @@ static int build_root(const struct kj__walls *w, const char *root, const char *t
 	for (size_t i = 0; i < KJ_ARRAY_SIZE(devs); i++)
 		if ((r = bind_in(root, devs[i], devs[i], 1)) < 0)
 			FAIL("bind %s", devs[i]);
-	if ((r = bind_in(root, tmpdir, "/tmp", 1)) < 0)
-		FAIL("bind the worker directory");
+	/* The worker's directory: a tmpfs of its own, so a job's directory
+	 * costs no disk metadata and nothing of it exists outside. */
+	char opts[128];
+	snprintf(opts, sizeof opts, "mode=0700,size=%llu,uid=%u,gid=%u", (unsigned long long)KJ_WORKER_TMPFS_MAX,
+		 (unsigned)uid, (unsigned)gid);
+	if ((size_t)snprintf(p, sizeof p, "%.*s/tmp", PATH_MAX - 16, root) >= sizeof p || mkdir(p, 0700) < 0 ||
+	    mount("kjit-tmp", p, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+		FAIL("tmpfs at /tmp");
 	if ((size_t)snprintf(p, sizeof p, "%.*s/proc", PATH_MAX - 16, root) >= sizeof p || mkdir(p, 0555) < 0)
 		FAIL("/proc");
 	/* A kernel refuses a fresh /proc inside a user namespace when the
@@ -339,13 +346,11 @@ static int child_setup(struct kj__walls *w, const char *tmpdir, int root, uid_t 
 	snprintf(newroot, sizeof newroot, "%s/.root", tmpdir);
 	if (mkdir(newroot, 0700) < 0 && errno != EEXIST)
 		return snprintf(note, notelen, "mkdir %.200s: %s", newroot, strerror(errno)), KJIT_EIO;
-	if (root && chown(tmpdir, uid, gid) < 0)
-		return snprintf(note, notelen, "chown %s: %s", tmpdir, strerror(errno)), KJIT_EIO;
-	if ((r = build_root(w, newroot, tmpdir, &no_proc, what, sizeof what)) < 0) {
+	if ((r = build_root(w, newroot, root ? uid : getuid(), root ? gid : getgid(), &no_proc, what,
+			    sizeof what)) < 0) {
 		snprintf(note, notelen, "worker root: %s: %s", what, strerror(-r));
 		return KJIT_EINTERNAL;
 	}
-	rmdir("/tmp/.root");
 	if (root) {
 		if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0 ||
 		    getuid() == 0 || geteuid() == 0) {
@@ -422,6 +427,11 @@ int kj__walls_reap(const struct kj__walls *w)
 	int st, left = 0;
 
 	if (w->pid1) {
+		/* Every process of the namespace descends from its init: no child
+		 * (ECHILD) means nothing to kill, without walking every task. */
+		pid_t any = waitpid(-1, &st, WNOHANG);
+		if (any < 0 && errno == ECHILD)
+			return 0;
 		if (kill(-1, SIGKILL) < 0 && errno != ESRCH)
 			return -errno;
 		while (waitpid(-1, &st, 0) > 0 || errno == EINTR)
