@@ -391,7 +391,9 @@ int kj__walls_enter(const char *family, int fd, char *tmpdir, size_t tmplen, int
 	int skip_ns = !root && no_ns && strcmp(no_ns, "1") == 0;
 	if ((skip_ns ? (errno = ENOSYS, -1) : root ? unshare(NS_FLAGS) : enter_userns()) < 0) {
 		if (root) {
-			snprintf(note, notelen, "cannot create the worker's namespaces as root: %s", strerror(errno));
+			snprintf(note, notelen, "cannot create the worker's namespaces as root (%s; a container without "
+				 "CAP_SYS_ADMIN?): a root kjitd never compiles unwalled; run kjitd as an ordinary user "
+				 "there (its workers fall back to Landlock)", strerror(errno));
 			return KJIT_EINTERNAL;
 		}
 		w->level = KJ_WALLS_LANDLOCK;

@@ -91,7 +91,9 @@ bg_leaves() {
 	check "$1: the next job finds nothing an earlier one left beside it ($beside)" \
 		sh -c "echo '$beside' | grep -qv left-by-a-job"
 	j1=$(field tmpdir "$T/after-bg")
-	report "$T/after-bg2"
+	report "$T/after-bg2" "$j1"
+	r=$(field "read $j1" "$T/after-bg2")
+	check "$1: an earlier job's directory is gone ($r)" [ "$r" = "No such file or directory" ]
 	check "$1: each job gets a fresh directory ($j1, then $(field tmpdir "$T/after-bg2"))" \
 		[ "$j1" != "$(field tmpdir "$T/after-bg2")" ]
 }
