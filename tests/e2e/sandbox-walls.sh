@@ -108,6 +108,13 @@ check "root daemon: the workers' walls are logged" grep -q "namespaces mount pid
 check "kjit targets --json shows the test family's readable trees" grep -q '"family":"test","reads":\["/usr"' "$T/targets.json"
 stop_daemon
 
+# --worker-user names another user.
+start_daemon --hip-compiler test --jobs 1 --worker-user nobody || { not_ok start "kjitd did not start"; exit 1; }
+report "$T/nobody.rep"
+check "--worker-user nobody: a compile runs as nobody ($(field uid "$T/nobody.rep"))" \
+	[ "$(field uid "$T/nobody.rep")" = "$(id -u nobody)" ]
+stop_daemon
+
 # A root daemon refuses to start without its worker user, saying why.
 out=$("$KJITD" --foreground --socket "$T/x.sock" --cache-dir "$T/xc" --worker-user "nosuch$$" 2>&1)
 check "a root daemon without its worker user refuses to start ($out)" sh -c \
