@@ -71,19 +71,37 @@ static int add_tree(struct kj__walls *w, const char *path)
 	return 0;
 }
 
+/* Lists path, and where it leads if it is a link (AMD's /opt/rocm ->
+ * /opt/rocm-6.x, a /usr/local/cuda -> /opt/... toolkit): inside the root
+ * the link is recreated and its target bound. */
+static int add_linked(struct kj__walls *w, const char *path)
+{
+	struct stat st;
+	char real[PATH_MAX];
+	int r;
+
+	if (lstat(path, &st) < 0)
+		return 0;
+	if ((r = add_tree(w, path)) < 0 || !S_ISLNK(st.st_mode) || realpath(path, real) == NULL)
+		return r;
+	return add_tree(w, real);
+}
+
 int kj__walls_trees(const char *family, struct kj__walls *w)
 {
 	struct stat st;
-	int r = 0;
+	int r = 0, amd = family && (strcmp(family, "hiprtc") == 0 || strcmp(family, "hipcc") == 0);
+	int cuda = family && (strcmp(family, "nvrtc") == 0 || strcmp(family, "nvcc") == 0);
 
 	w->n = 0;
 	for (size_t i = 0; r == 0 && i < KJ_ARRAY_SIZE(base_trees); i++)
-		if (lstat(base_trees[i], &st) == 0)
-			r = add_tree(w, base_trees[i]);
-	/* AMD's own packages install under /opt/rocm. */
-	if (r == 0 && family && (strcmp(family, "hiprtc") == 0 || strcmp(family, "hipcc") == 0) &&
-	    stat("/opt/rocm", &st) == 0)
-		r = add_tree(w, "/opt/rocm");
+		r = add_linked(w, base_trees[i]);
+	/* AMD's own packages install under /opt/rocm; NVIDIA's toolkit is
+	 * /usr/local/cuda, possibly a link to elsewhere. */
+	if (r == 0 && amd)
+		r = add_linked(w, "/opt/rocm");
+	if (r == 0 && cuda)
+		r = add_linked(w, "/usr/local/cuda");
 	/* Compiler libraries outside /usr (a CUDA toolkit under /opt, say). */
 	const char *llp = getenv("LD_LIBRARY_PATH");
 	char *copy = llp ? kj__strdup(llp) : NULL, real[PATH_MAX];
@@ -391,7 +409,9 @@ int kj__walls_enter(const char *family, int fd, char *tmpdir, size_t tmplen, int
 	int skip_ns = !root && no_ns && strcmp(no_ns, "1") == 0;
 	if ((skip_ns ? (errno = ENOSYS, -1) : root ? unshare(NS_FLAGS) : enter_userns()) < 0) {
 		if (root) {
-			snprintf(note, notelen, "cannot create the worker's namespaces as root: %s", strerror(errno));
+			snprintf(note, notelen, "cannot create the worker's namespaces as root (%s; a container without "
+				 "CAP_SYS_ADMIN?): a root kjitd never compiles unwalled; run kjitd as an ordinary user "
+				 "there (its workers fall back to Landlock)", strerror(errno));
 			return KJIT_EINTERNAL;
 		}
 		w->level = KJ_WALLS_LANDLOCK;

@@ -91,7 +91,9 @@ bg_leaves() {
 	check "$1: the next job finds nothing an earlier one left beside it ($beside)" \
 		sh -c "echo '$beside' | grep -qv left-by-a-job"
 	j1=$(field tmpdir "$T/after-bg")
-	report "$T/after-bg2"
+	report "$T/after-bg2" "$j1"
+	r=$(field "read $j1" "$T/after-bg2")
+	check "$1: an earlier job's directory is gone ($r)" [ "$r" = "No such file or directory" ]
 	check "$1: each job gets a fresh directory ($j1, then $(field tmpdir "$T/after-bg2"))" \
 		[ "$j1" != "$(field tmpdir "$T/after-bg2")" ]
 }
@@ -104,6 +106,13 @@ bg_leaves "root daemon"
 check "root daemon: the workers' walls are logged" grep -q "namespaces mount pid net ipc uts (made as root)" "$T/kjitd.log"
 "$KJIT" targets --json | tr -d '\n ' >"$T/targets.json"
 check "kjit targets --json shows the test family's readable trees" grep -q '"family":"test","reads":\["/usr"' "$T/targets.json"
+stop_daemon
+
+# --worker-user names another user.
+start_daemon --hip-compiler test --jobs 1 --worker-user nobody || { not_ok start "kjitd did not start"; exit 1; }
+report "$T/nobody.rep"
+check "--worker-user nobody: a compile runs as nobody ($(field uid "$T/nobody.rep"))" \
+	[ "$(field uid "$T/nobody.rep")" = "$(id -u nobody)" ]
 stop_daemon
 
 # A root daemon refuses to start without its worker user, saying why.
