@@ -446,12 +446,12 @@ int kj__walls_reap(const struct kj__walls *w)
 {
 	int st, left = 0;
 
+	/* Every process of the namespace descends from its init, and a
+	 * subreaper inherits its descendants' orphans: no child at all (ECHILD)
+	 * means nothing is left, without walking every task. */
+	if (waitpid(-1, &st, WNOHANG) < 0 && errno == ECHILD)
+		return 0;
 	if (w->pid1) {
-		/* Every process of the namespace descends from its init: no child
-		 * (ECHILD) means nothing to kill, without walking every task. */
-		pid_t any = waitpid(-1, &st, WNOHANG);
-		if (any < 0 && errno == ECHILD)
-			return 0;
 		if (kill(-1, SIGKILL) < 0 && errno != ESRCH)
 			return -errno;
 		while (waitpid(-1, &st, 0) > 0 || errno == EINTR)

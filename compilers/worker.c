@@ -5,15 +5,21 @@
  * Order of events: sandbox (no core files, file size and address space
  * capped, no_new_privs, SIGKILL on parent death, every fd but 0, 1, 2 and fd
  * closed, own process group so kjitd can kill(-pid) the worker with any
- * hipcc children), then the compiler's init, then HELLO {CODE, COMPILER,
- * COMPILER_VERSION, VERSION, ERROR}, then JOB -> RESULT {CODE, DATA, LOG,
+ * hipcc children), then the walls (compilers/walls.c: namespaces, a root of
+ * the family's trees, an unprivileged uid; the process that goes on is PID 1
+ * of its own PID namespace), then the compiler's init, Landlock and seccomp,
+ * then HELLO {CODE, COMPILER, COMPILER_VERSION, VERSION, ERROR, TEXT: what
+ * the walls are}, then JOB -> RESULT {CODE, DATA, LOG,
  * ERROR, COMPILE_US} with the JOB's frame id, until fd reaches end of file
  * (exit 0).  A frame that is not a JOB, or a malformed frame, ends the
  * worker (exit 2): kjitd is the only peer and never sends one.  A JOB whose
  * fields are bad gets a RESULT with KJIT_EINVAL / KJIT_ETOOBIG and the
  * worker keeps serving.  Before each job RLIMIT_CPU is set to the CPU time
  * used so far plus the compile timeout plus a margin, so a compiler that
- * spins dies of SIGXCPU even if kjitd's own timer were late.
+ * spins dies of SIGXCPU even if kjitd's own timer were late.  Each job runs
+ * in a fresh directory job-N of the worker's directory (TMPDIR and the
+ * working directory point at it); after it, every process it started is
+ * killed and reaped and the directory emptied, before its RESULT is sent.
  *
  * The worker never opens the socket or the cache; it only compiles.
  */
