@@ -191,6 +191,9 @@ install: all
 		chmod 644 $(DESTDIR)$(UNITDIR)/system/$$u $(DESTDIR)$(UNITDIR)/user/$$u || exit 1; \
 	done
 	install -m 644 systemd/kjit.sysusers $(DESTDIR)$(SYSUSERSDIR)/kjit.conf
+	@# a root kjitd runs its compile workers as kjit-worker and will not start without it
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && ! getent passwd kjit-worker >/dev/null; then \
+		useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin kjit-worker; fi
 	rm -rf $(DESTDIR)$(PREFIX)/share/kjit/kernels_src
 	cp -R kernels_src $(DESTDIR)$(PREFIX)/share/kjit/
 	chmod -R u=rwX,go=rX $(DESTDIR)$(PREFIX)/share/kjit/kernels_src

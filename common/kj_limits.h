@@ -35,6 +35,10 @@
 #define KJ_POOL_RETRY_MS 10000             /* a compiler that failed to start is tried again after this */
 #define KJ_WORKER_AS_MAX (16ull << 30)     /* RLIMIT_AS of a worker (ROCm maps a lot) */
 #define KJ_WORKER_FSIZE_MAX (1ull << 30)   /* RLIMIT_FSIZE of a worker */
+#define KJ_WORKER_TMPFS_MAX (2ull << 30)   /* a namespaced worker's /tmp (tmpfs: counts as its memory) */
+#define KJ_WALL_TREES_MAX 24               /* host trees bound into a worker's root (compilers/walls.c) */
+#define KJ_REAP_ROUNDS_MAX 50              /* /proc scans for a job's leftovers before the worker gives up */
+#define KJ_WORKER_USER_DEFAULT "kjit-worker" /* the unprivileged user a root kjitd's workers run as */
 #define KJ_HOT_BYTES_MAX (256u << 20)      /* verified objects kept in memory */
 #define KJ_MEMO_BYTES_MAX (64u << 20)      /* request bodies remembered with their cache key */
 #define KJ_NEGCACHE_MAX 64                 /* failed compiles remembered (daemon/negcache.c) */

@@ -141,6 +141,15 @@ int kj__lowered_add(struct kj__compile_out *out, const char *expr, const char *l
 	return r;
 }
 
+/* 1 if s holds a control byte (a newline among them) or DEL. */
+static int has_ctrl(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return 1;
+	return 0;
+}
+
 int kj__options_check(const char *family, const struct kj__opt_rule *rules, size_t n,
 		      const struct kj__compile_job *job, char *err, size_t errlen)
 {
@@ -158,6 +167,12 @@ int kj__options_check(const char *family, const struct kj__opt_rule *rules, size
 		}
 		for (size_t j = 0; j < n && !ok; j++)
 			ok = rule_match(&rules[j], o);
+		if (!ok && strncmp(o, "-D", 2) == 0 && strchr(o, '=') && has_ctrl(strchr(o, '='))) {
+			size_t nl = strcspn(o + 2, "=");
+			snprintf(err, errlen, "the value of -D%.*s holds a newline or another control byte: a "
+				 "definition must be one line of printable text", (int)(nl > 64 ? 64 : nl), o + 2);
+			return KJIT_EINVAL;
+		}
 		if (!ok) {
 			snprintf(err, errlen, "option '%.80s' is not allowed for %s (see docs/compilers.md)",
 				 o, family);

@@ -76,5 +76,8 @@ void kj__compile_out_free(struct kj__compile_out *out);
  * compiler, sends HELLO on fd, then answers JOB frames until fd closes.
  * Returns the process exit status. */
 int kj__worker_main(const char *family, int fd);
+/* The host trees a family's worker may read (compilers/walls.c), each
+ * after a space, into out: what `kjit targets` shows.  0 or KJIT_ETOOBIG. */
+int kj__worker_trees(const char *family, char *out, size_t outlen);
 
 #endif /* KJ_COMPILER_H */

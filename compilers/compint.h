@@ -109,10 +109,38 @@ int kj__rtc_args_push(struct kj__rtc_args *a, const char *opt, struct kj__compil
 /* Sets out->error to a malloc'd copy of msg (best effort) and returns code. */
 int kj__out_error(struct kj__compile_out *out, int code, const char *msg);
 
+/* The walls a worker stands in (compilers/walls.c). */
+enum { KJ_WALLS_LANDLOCK = 1, KJ_WALLS_NS_USER = 2, KJ_WALLS_NS_ROOT = 3 };
+struct kj__walls {
+	int level;  /* KJ_WALLS_* */
+	int pid1;   /* the worker is init of its own PID namespace */
+	size_t n;   /* host trees it may read, each bound read-only at its own path */
+	char tree[KJ_WALL_TREES_MAX][256];
+};
+/* Lists the trees a family's worker reads (absolute paths; a tree beneath
+ * a listed one is not listed again).  0 or KJIT_ETOOBIG. */
+int kj__walls_trees(const char *family, struct kj__walls *w);
+/* Puts the calling worker behind its walls (see walls.c): namespaces, a
+ * root of only w's trees plus tmpdir at /tmp, /dev/{null,zero,urandom}
+ * and its own /proc, an unprivileged uid.  Forks: only the walled child
+ * returns (the parent relays its end and never returns; fd is closed
+ * there, and tmpdir removed when owned).  On return tmpdir says where
+ * the private directory is now.  0 with note saying what holds, or a
+ * negative code with note saying why (a root worker never runs unwalled). */
+int kj__walls_enter(const char *family, int fd, char *tmpdir, size_t tmplen, int owned, struct kj__walls *w,
+		    char *note, size_t notelen);
+/* Kills and reaps every process the worker's jobs left.  0, or
+ * KJIT_EWORKER if some keep appearing (the worker should exit). */
+int kj__walls_reap(const struct kj__walls *w);
+/* Installs the worker's system-call filter (compilers/seccomp.c).  0 with
+ * note set, or KJIT_EINTERNAL. */
+int kj__seccomp_apply(int allow_ptrace, char *note, size_t notelen);
+
 /* Applies the worker's Landlock walls (compilers/sandbox.c): read and
- * execute the system trees, write rw_dir only.  0 (note says what was
- * applied, or that Landlock is unavailable) or KJIT_EINTERNAL. */
-int kj__sandbox_landlock(const char *rw_dir, char *note, size_t notelen);
+ * execute the trees of w (and /proc, /dev/null, /dev/zero, /dev/urandom),
+ * write rw_dir only.  0 (note says what was applied, or that Landlock is
+ * unavailable) or KJIT_EINTERNAL. */
+int kj__sandbox_landlock(const struct kj__walls *w, const char *rw_dir, char *note, size_t notelen);
 
 /* 1 if p[0..n) is a little-endian 64-bit ELF with e_machine machine; then
  * *flags (may be NULL) gets e_flags. */
@@ -172,6 +200,30 @@ int kj__put_file(const char *dir, const char *name, const uint8_t *data, size_t 
 void kj__rm_job_dir(const char *dir);
 /* The captured log with every "DIR/" removed, capped; NULL if empty. */
 char *kj__clean_log(const struct kj__proc_out *po, const char *dir);
+
+/* Shell-driven compilers (nvcc, hipcc): no option value reaches a shell
+ * (defs.c).  The job's definitions go to this header in the job's
+ * directory, included first; the name is refused as a job header's. */
+#define KJ_DEFS_HEADER "kjit-defines.h"
+/* 1 if opt is a definition or an undefinition ("-D...", "-U..."). */
+int kj__opt_is_macro(const char *opt);
+/* Appends to b the job's -D/-U options, in order, as "#define NAME VALUE"
+ * ("1" without a value) and "#undef NAME" lines, each followed by an empty
+ * line.  0, KJIT_EINVAL (err names the definition: a control byte or an
+ * unclosed comment in its value) or KJIT_ENOMEM. */
+int kj__defs_header(const struct kj__compile_job *job, struct kj__buf *b, char *err, size_t errlen);
+/* Writes the job's definitions header into dir when it has definitions,
+ * with its path in path (else path is ""), for `-include PATH`.  0,
+ * KJIT_EINVAL (err says why: a header of that name, a bad value), KJIT_EIO
+ * or KJIT_ENOMEM. */
+int kj__defs_write(const char *dir, const struct kj__compile_job *job, char *path, size_t pathlen, char *err,
+		   size_t errlen);
+/* 0 if arg holds only bytes no shell interprets (letters, digits,
+ * -_=+,./:); else KJIT_EINVAL with "WHAT 'ARG' holds 'C', which kjit never
+ * passes to FAMILY ..." in err. */
+int kj__shell_safe(const char *family, const char *what, const char *arg, char *err, size_t errlen);
+/* kj__shell_safe over a NULL-terminated argv (argv[0] the compiler). */
+int kj__argv_shell_safe(const char *family, const char *const *argv, char *err, size_t errlen);
 
 /* The directory of the NVRTC library the nvrtc family loads (nvrtc.c: the
  * same names in the same order, opened here and closed again), symlinks

@@ -8,7 +8,10 @@
  * LC_ALL=C, HIP_PLATFORM=amd), its own process group (a job past
  * KJ_COMPILE_TIMEOUT_MS has the whole group killed) and stdout+stderr
  * captured as the log (capped at KJ_LOG_MAX, the directory's path removed).
- * The directory is removed afterwards, whatever happened.
+ * The directory is removed afterwards, whatever happened.  hipcc.pl
+ * builds one shell command line: no definition reaches it (they go to a
+ * header included first, defs.c) and every argument it gets is checked
+ * against the shell-safe set before it runs.
  *
  * On Debian `hipcc --genco` writes a clang offload bundle
  * ("__CLANG_OFFLOAD_BUNDLE__" with an empty host entry and one
@@ -248,7 +251,7 @@ static int write_job(const char *dir, const struct kj__compile_job *job, const c
  * private paths removed) in out->log.  0, or a negative code with
  * out->error (KJIT_ECOMPILE: hipcc rejected the source). */
 static int run_hipcc(struct hipcc_state *st, const struct kj__compile_job *job, const char *dir, const char *src,
-		     struct kj__compile_out *out)
+		     const char *defs, struct kj__compile_out *out)
 {
 	char err[256], arch[KJ_TARGET_MAX + 32], inc[PATH_MAX + 4];
 	char srcpath[PATH_MAX + KJ_NAME_MAX], outpath[PATH_MAX + 32];
@@ -270,13 +273,22 @@ static int run_hipcc(struct hipcc_state *st, const struct kj__compile_job *job, 
 	argv[a++] = st->hipcc;
 	argv[a++] = "--genco";
 	argv[a++] = arch;
-	for (size_t i = 0; i < job->n_options; i++)
-		argv[a++] = job->options[i];
+	for (size_t i = 0; i < job->n_options; i++) /* definitions: in defs */
+		if (!kj__opt_is_macro(job->options[i]))
+			argv[a++] = job->options[i];
+	if (defs[0]) {
+		argv[a++] = "-include";
+		argv[a++] = defs;
+	}
 	argv[a++] = inc;
 	argv[a++] = "-o";
 	argv[a++] = outpath;
 	argv[a++] = srcpath;
 	argv[a] = NULL;
+	if ((r = kj__argv_shell_safe("hipcc", argv, err, sizeof err)) < 0) {
+		r = kj__out_error(out, r, err);
+		goto out;
+	}
 	if ((r = kj__run_capture(argv, dir, KJ_COMPILE_TIMEOUT_MS, &po)) < 0) {
 		r = kj__out_error(out, r, "cannot run hipcc");
 		goto out;
@@ -304,7 +316,7 @@ out:
 static int hipcc_compile(void *state, const struct kj__compile_job *job, struct kj__compile_out *out)
 {
 	struct hipcc_state *st = state;
-	char err[256], dir[PATH_MAX] = "", src[KJ_NAME_MAX + 16];
+	char err[256], dir[PATH_MAX] = "", src[KJ_NAME_MAX + 16], defs[PATH_MAX + 32];
 	size_t n_rules;
 	const struct kj__opt_rule *rules = kj__hip_option_rules(&n_rules);
 	int r;
@@ -317,7 +329,10 @@ static int hipcc_compile(void *state, const struct kj__compile_job *job, struct 
 	if (kj__make_job_dir(st->tmp_root, "hipcc", dir, sizeof dir) < 0)
 		return kj__out_error(out, KJIT_EIO, "cannot make a temporary directory for hipcc");
 	source_file(job->source_name, src, sizeof src);
-	if ((r = write_job(dir, job, src, out)) == 0 && (r = run_hipcc(st, job, dir, src, out)) == 0)
+	if ((r = write_job(dir, job, src, out)) == 0 &&
+	    (r = kj__defs_write(dir, job, defs, sizeof defs, err, sizeof err)) < 0)
+		r = kj__out_error(out, r, err);
+	if (r == 0 && (r = run_hipcc(st, job, dir, src, defs, out)) == 0)
 		r = take_object(dir, job->target, out);
 	kj__rm_job_dir(dir);
 	return r;

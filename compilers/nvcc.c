@@ -21,6 +21,10 @@
  * sandbox): their tree identity (treeid.c) is part of the identity,
  * "nvcc RELEASE; system headers HASH", computed once per worker start.
  * Runtime version: MAJ.MIN of the release, as for NVRTC.
+ *
+ * nvcc runs its steps through `sh -c`: no definition reaches its command
+ * line (they go to a header included first, defs.c) and every argument it
+ * gets is checked against the shell-safe set before it runs.
  */
 #include <errno.h>
 #include <limits.h>
@@ -231,7 +235,7 @@ static int nvcc_check_target(void *state, const char *target, char *err, size_t 
 /* Runs nvcc on dir/src into dir/NVCC_OUT (log in out->log).  0, or a
  * negative code with out->error. */
 static int run_nvcc(struct nvcc_state *st, const struct kj__compile_job *job, const char *dir, const char *src,
-		    enum nvcc_output kind, struct kj__compile_out *out)
+		    const char *defs, enum nvcc_output kind, struct kj__compile_out *out)
 {
 	char err[256], arch[KJ_TARGET_MAX + 16], inc[PATH_MAX + 4], srcpath[PATH_MAX + KJ_NAME_MAX],
 		outpath[PATH_MAX + 32];
@@ -253,13 +257,21 @@ static int run_nvcc(struct nvcc_state *st, const struct kj__compile_job *job, co
 	argv[a++] = st->nvcc;
 	argv[a++] = output_flag[kind];
 	argv[a++] = arch;
-	for (size_t i = 0; i < job->n_options; i++)
-		if (!kj__cuda_fatbin_opt(job->options[i])) /* given once, above */
+	for (size_t i = 0; i < job->n_options; i++) /* fatbin given once, above; definitions in defs */
+		if (!kj__cuda_fatbin_opt(job->options[i]) && !kj__opt_is_macro(job->options[i]))
 			argv[a++] = job->options[i];
+	if (defs[0]) {
+		argv[a++] = "-include";
+		argv[a++] = defs;
+	}
 	argv[a++] = inc;
 	argv[a++] = "-o";
 	argv[a++] = outpath;
 	argv[a++] = srcpath;
+	if ((r = kj__argv_shell_safe("nvcc", argv, err, sizeof err)) < 0) {
+		r = kj__out_error(out, r, err);
+		goto out;
+	}
 	if ((r = kj__run_capture(argv, dir, KJ_COMPILE_TIMEOUT_MS, &po)) < 0) {
 		r = kj__out_error(out, r, "cannot run nvcc");
 		goto out;
@@ -321,7 +333,7 @@ static void source_file(const char *name, char *out, size_t outlen)
 static int nvcc_compile(void *state, const struct kj__compile_job *job, struct kj__compile_out *out)
 {
 	struct nvcc_state *st = state;
-	char err[256], dir[PATH_MAX], src[KJ_NAME_MAX + 16];
+	char err[256], dir[PATH_MAX], src[KJ_NAME_MAX + 16], defs[PATH_MAX + 32];
 	int r;
 
 	memset(out, 0, sizeof *out);
@@ -343,7 +355,9 @@ static int nvcc_compile(void *state, const struct kj__compile_job *job, struct k
 			r = kj__out_error(out, KJIT_EIO, "cannot write a header into the temporary directory");
 	if (r == 0 && kj__put_file(dir, src, job->source, job->source_len) < 0)
 		r = kj__out_error(out, KJIT_EIO, "cannot write the source into the temporary directory");
-	if (r == 0 && (r = run_nvcc(st, job, dir, src, kind, out)) == 0)
+	if (r == 0 && (r = kj__defs_write(dir, job, defs, sizeof defs, err, sizeof err)) < 0)
+		r = kj__out_error(out, r, err);
+	if (r == 0 && (r = run_nvcc(st, job, dir, src, defs, kind, out)) == 0)
 		r = take_object(dir, kind, out);
 	kj__rm_job_dir(dir);
 	return r;

@@ -1,9 +1,11 @@
-/* sandbox.c: the file system and network walls around a compile worker,
- * built with Landlock where the kernel has it (Linux 5.13 and later).
+/* sandbox.c: the Landlock wall around a compile worker (Linux 5.13 and
+ * later): the second wall inside the namespaces of compilers/walls.c, and
+ * the only file wall where a kernel has no user namespaces.
  *
- * After its compiler has loaded, a worker may read and execute only the
- * system's install trees (where compilers, their libraries, headers and
- * bitcode live), may write only its own temporary directory and /dev/null,
+ * After its compiler has loaded, a worker may read and execute only its
+ * family's trees (kj__walls_trees: where compilers, their libraries,
+ * headers and bitcode live), its own /proc, /dev/zero and /dev/urandom,
+ * may write only its own temporary directory and /dev/null,
  * and (Landlock ABI 4 and later) may not bind or connect TCP sockets; with
  * ABI 6 it also may not reach abstract Unix sockets or signal processes
  * outside itself.  Home directories, the cache and everything under /tmp
@@ -19,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -51,25 +54,30 @@ struct ll_net_port_attr {
 #define FS_REFER (1ull << 13)    /* ABI 2 */
 #define FS_TRUNCATE (1ull << 14) /* ABI 3 */
 
-/* Read-and-execute trees: where compilers and their files are installed. */
-static const char *const read_trees[] = { "/usr", "/lib", "/lib64", "/bin", "/sbin", "/opt", "/etc", "/proc",
-					  "/sys", "/dev" };
+/* Read beside the family's trees: the worker's own /proc (its PID
+ * namespace's, or the host's where it has none) and the harmless devices. */
+static const char *const read_extra[] = { "/proc", "/dev", "/dev/zero", "/dev/urandom" };
 
 static int add_path(int ruleset, const char *path, uint64_t access)
 {
 	struct landlock_path_beneath_attr pb = { .allowed_access = access };
 	int r;
 
+	struct stat st;
+
 	pb.parent_fd = open(path, O_PATH | O_CLOEXEC);
 	if (pb.parent_fd < 0)
 		return errno == ENOENT ? 0 : -errno; /* an absent tree needs no rule */
+	if (fstat(pb.parent_fd, &st) == 0 && !S_ISDIR(st.st_mode)) /* a file takes only file rights */
+		pb.allowed_access &= LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE |
+				     LANDLOCK_ACCESS_FS_WRITE_FILE | FS_TRUNCATE;
 	r = (int)syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &pb, 0);
 	r = r < 0 ? -errno : 0;
 	close(pb.parent_fd);
 	return r;
 }
 
-int kj__sandbox_landlock(const char *rw_dir, char *note, size_t notelen)
+int kj__sandbox_landlock(const struct kj__walls *w, const char *rw_dir, char *note, size_t notelen)
 {
 	struct ll_ruleset_attr attr = { 0 };
 	size_t attr_size = sizeof attr.handled_access_fs;
@@ -96,16 +104,11 @@ int kj__sandbox_landlock(const char *rw_dir, char *note, size_t notelen)
 		snprintf(note, notelen, "landlock_create_ruleset: %s", strerror(errno));
 		return KJIT_EINTERNAL;
 	}
-	for (size_t i = 0; r == 0 && i < KJ_ARRAY_SIZE(read_trees); i++)
-		r = add_path(ruleset, read_trees[i], FS_READ);
-	/* Libraries from LD_LIBRARY_PATH (a CUDA toolkit outside /usr, say). */
-	const char *llp = getenv("LD_LIBRARY_PATH");
-	char *copy = llp ? kj__strdup(llp) : NULL;
-	for (char *save = NULL, *dir = copy ? strtok_r(copy, ":", &save) : NULL; r == 0 && dir;
-	     dir = strtok_r(NULL, ":", &save))
-		if (dir[0] == '/')
-			r = add_path(ruleset, dir, FS_READ);
-	free(copy);
+	for (size_t i = 0; r == 0 && i < w->n; i++)
+		r = add_path(ruleset, w->tree[i], FS_READ);
+	for (size_t i = 0; r == 0 && i < KJ_ARRAY_SIZE(read_extra); i++)
+		r = add_path(ruleset, read_extra[i], i == 0 ? FS_READ : i == 1 ? LANDLOCK_ACCESS_FS_READ_DIR :
+							 LANDLOCK_ACCESS_FS_READ_FILE);
 	if (r == 0)
 		r = add_path(ruleset, "/dev/null", LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE |
 						   (abi >= 3 ? FS_TRUNCATE : 0));

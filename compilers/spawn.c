@@ -4,7 +4,9 @@
  * and TMPDIR pointing into the directory, LC_ALL=C), its own process group
  * (a job past its time has the whole group killed) and stdout+stderr
  * captured as the log, capped at KJ_LOG_MAX, with the directory's path
- * removed so no private path reaches a user.  No state outside the calls.
+ * removed so no private path reaches a user.  The run ends when the
+ * compiler exits, even if something it started still holds the pipe (the
+ * worker kills such leftovers after the job).  No state outside the calls.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +26,50 @@
 #include "kj_limits.h"
 #include "kj_types.h"
 #include "util.h"
+
+#define SPAWN_POLL_MS 100 /* how often a silent compiler is checked for having exited */
+
+/* Reads the child's output into po until it ends (end of file, or the
+ * child gone and the pipe quiet) or the deadline passes (the group is
+ * killed).  0, or KJIT_ENOMEM (the group is killed). */
+static int read_output(int fd, pid_t pid, uint64_t deadline, struct kj__proc_out *po)
+{
+	for (int exited = 0;;) {
+		char buf[8192];
+		uint64_t now = kj__now_us();
+		if (now >= deadline) {
+			po->timed_out = 1;
+			kill(-pid, SIGKILL);
+			return 0;
+		}
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		uint64_t wait_ms = (deadline - now) / 1000 + 1;
+		int pr = poll(&pf, 1, exited ? 0 : (int)(wait_ms < SPAWN_POLL_MS ? wait_ms : SPAWN_POLL_MS));
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr == 0 && exited)
+			return 0; /* the compiler is gone; what it left holding the pipe is the worker's to kill */
+		if (pr == 0 && !exited && waitpid(pid, &po->status, WNOHANG) == pid) {
+			exited = 1;
+			continue;
+		}
+		if (pr <= 0)
+			continue;
+		ssize_t n = read(fd, buf, sizeof buf);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return 0;
+		po->total += (size_t)n;
+		if (po->log.len < KJ_LOG_MAX) {
+			size_t k = (size_t)n < KJ_LOG_MAX - po->log.len ? (size_t)n : KJ_LOG_MAX - po->log.len;
+			if (kj__buf_append(&po->log, buf, k) < 0) {
+				kill(-pid, SIGKILL);
+				return KJIT_ENOMEM;
+			}
+		}
+	}
+}
 
 int kj__run_capture(const char *const *argv, const char *dir, int timeout_ms, struct kj__proc_out *po)
 {
@@ -62,39 +108,9 @@ int kj__run_capture(const char *const *argv, const char *dir, int timeout_ms, st
 		errno = e;
 		goto out;
 	}
-	for (;;) {
-		char buf[8192];
-		uint64_t now = kj__now_us();
-		if (now >= deadline) {
-			po->timed_out = 1;
-			kill(-pid, SIGKILL);
-			break;
-		}
-		struct pollfd pf = { .fd = fds[0], .events = POLLIN };
-		int pr = poll(&pf, 1, (int)((deadline - now) / 1000) + 1);
-		if (pr < 0 && errno == EINTR)
-			continue;
-		if (pr <= 0)
-			continue;
-		ssize_t n = read(fds[0], buf, sizeof buf);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		po->total += (size_t)n;
-		if (po->log.len < KJ_LOG_MAX) {
-			size_t k = (size_t)n < KJ_LOG_MAX - po->log.len ? (size_t)n : KJ_LOG_MAX - po->log.len;
-			if (kj__buf_append(&po->log, buf, k) < 0) {
-				r = KJIT_ENOMEM;
-				kill(-pid, SIGKILL);
-				goto reap;
-			}
-		}
-	}
-	r = 0;
-reap:
+	r = read_output(fds[0], pid, deadline, po);
 	while (waitpid(pid, &po->status, 0) < 0 && errno == EINTR)
-		;
+		; /* (ECHILD when already reaped above: status is kept) */
 	kill(-pid, SIGKILL); /* stragglers of the group, if any */
 out:
 	posix_spawn_file_actions_destroy(&fa);

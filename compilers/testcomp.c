@@ -7,6 +7,14 @@
  *   probe PATH try to open PATH for reading; the log says what happened
  *              (tests of the worker's Landlock walls)
  *   fds        the log lists the worker's open file descriptors
+ *   report [PATH...]  the log reports the walls as seen from inside a
+ *              compile, one "name: value" line each (uid, gid, ns-user ...
+ *              ns-uts as /proc/self/ns inode numbers, NoNewPrivs, Seccomp,
+ *              each socket kind, ptrace, the /dev listing, whether
+ *              /etc/shadow, /root, /sys, /home and each PATH opens)
+ *   bg N       starts `sleep N` double-forked into its own session (the
+ *              worker must kill it when the job ends) and writes a file
+ *              beside the job's directory; the log says its pid
  *   error      fail with KJIT_ECOMPILE and a log containing "error"
  *   size N [MS] an object of N bytes (at most KJ_OBJECT_MAX), the source
  *              repeated, after MS milliseconds: a small request gets a large
@@ -16,6 +24,12 @@
  * target that is a plain token is accepted.
  */
 #include <dirent.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -89,6 +103,131 @@ static int directive(const struct kj__compile_job *job, char *w, size_t wlen, lo
 	return 0;
 }
 
+/* One line per wall, as a process inside a compile sees it. */
+static void report(struct kj__buf *b, const char *paths)
+{
+	static const char *const ns[] = { "user", "mnt", "pid", "net", "ipc", "uts" };
+	static const struct { const char *name; int dom, type; } socks[] = {
+		{ "unix-stream", AF_UNIX, SOCK_STREAM }, { "unix-dgram", AF_UNIX, SOCK_DGRAM },
+		{ "inet-stream", AF_INET, SOCK_STREAM }, { "inet-dgram", AF_INET, SOCK_DGRAM },
+		{ "inet6-stream", AF_INET6, SOCK_STREAM }, { "inet6-dgram", AF_INET6, SOCK_DGRAM },
+	};
+	static const char *const probes[] = { "/etc/shadow", "/root", "/sys", "/home", "/etc/passwd" };
+	char path[64], line[256], copy[512];
+	struct stat st;
+
+	kj__buf_printf(b, "uid: %u\ngid: %u\n", (unsigned)getuid(), (unsigned)getgid());
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(ns); i++) {
+		snprintf(path, sizeof path, "/proc/self/ns/%s", ns[i]);
+		kj__buf_printf(b, "ns-%s: %llu\n", ns[i],
+			       stat(path, &st) == 0 ? (unsigned long long)st.st_ino : 0ull);
+	}
+	FILE *f = fopen("/proc/self/status", "re");
+	while (f && fgets(line, sizeof line, f))
+		if (strncmp(line, "NoNewPrivs:", 11) == 0 || strncmp(line, "Seccomp:", 8) == 0)
+			kj__buf_printf(b, "%s", line);
+	if (f)
+		fclose(f);
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(socks); i++) {
+		int fd = socket(socks[i].dom, socks[i].type | SOCK_CLOEXEC, 0);
+		kj__buf_printf(b, "socket-%s: %s\n", socks[i].name, fd >= 0 ? "opened" : strerror(errno));
+		if (fd >= 0)
+			close(fd);
+	}
+	int sv[2];
+	int spr = socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv);
+	kj__buf_printf(b, "socketpair: %s\n", spr == 0 ? "opened" : strerror(errno));
+	if (spr == 0) {
+		close(sv[0]);
+		close(sv[1]);
+	}
+	errno = 0;
+	long pr = ptrace(PTRACE_PEEKUSER, getppid() > 0 ? getppid() : 1, NULL, NULL);
+	kj__buf_printf(b, "ptrace: %s\n", pr == -1 && errno ? strerror(errno) : "worked");
+	DIR *d = opendir("/dev");
+	struct dirent *e;
+	kj__buf_printf(b, "dev:");
+	while (d && (e = readdir(d)) != NULL)
+		if (e->d_name[0] != '.')
+			kj__buf_printf(b, " %s", e->d_name);
+	kj__buf_printf(b, "%s\n", d ? "" : " (unreadable)");
+	if (d)
+		closedir(d);
+	snprintf(copy, sizeof copy, "%s", paths);
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(probes); i++) {
+		int fd = open(probes[i], O_RDONLY | O_CLOEXEC);
+		kj__buf_printf(b, "read %s: %s\n", probes[i], fd >= 0 ? "opened" : strerror(errno));
+		if (fd >= 0)
+			close(fd);
+	}
+	for (char *save = NULL, *p = strtok_r(copy, " ", &save); p; p = strtok_r(NULL, " ", &save)) {
+		int fd = open(p, O_RDONLY | O_CLOEXEC);
+		kj__buf_printf(b, "read %s: %s\n", p, fd >= 0 ? "opened" : strerror(errno));
+		if (fd >= 0)
+			close(fd);
+	}
+	const char *tmp = getenv("TMPDIR");
+	kj__buf_printf(b, "tmpdir: %s\n", tmp ? tmp : "(none)");
+	/* What else is beside the job's directory: nothing an earlier job left. */
+	snprintf(copy, sizeof copy, "%s", tmp ? tmp : "/tmp");
+	char *slash = strrchr(copy, '/');
+	if (slash && slash != copy)
+		*slash = '\0';
+	d = opendir(copy);
+	kj__buf_printf(b, "beside:");
+	while (d && (e = readdir(d)) != NULL)
+		if (e->d_name[0] != '.' || (e->d_name[1] && strcmp(e->d_name, "..") != 0))
+			kj__buf_printf(b, " %s", e->d_name);
+	kj__buf_printf(b, "\n");
+	if (d)
+		closedir(d);
+}
+
+/* Starts `sleep secs` twice forked in a session of its own: a job's
+ * leftover, which the worker must kill when the job ends. */
+static void background(struct kj__buf *b, long secs)
+{
+	int p[2];
+	pid_t pid, got = 0;
+
+	if (pipe2(p, O_CLOEXEC) < 0 || (pid = fork()) < 0) {
+		kj__buf_printf(b, "bg: %s\n", strerror(errno));
+		return;
+	}
+	if (pid == 0) {
+		setsid();
+		pid_t gc = fork();
+		if (gc == 0) {
+			char arg[32];
+			snprintf(arg, sizeof arg, "%ld", secs);
+			int devnull = open("/dev/null", O_RDWR);
+			if (devnull >= 0) {
+				dup2(devnull, 1);
+				dup2(devnull, 2);
+			}
+			execl("/bin/sleep", "sleep", arg, (char *)NULL);
+			_exit(127);
+		}
+		if (write(p[1], &gc, sizeof gc) != (ssize_t)sizeof gc)
+			_exit(1);
+		_exit(0);
+	}
+	close(p[1]);
+	if (read(p[0], &got, sizeof got) != (ssize_t)sizeof got)
+		got = -1;
+	close(p[0]);
+	waitpid(pid, NULL, 0);
+	kj__buf_printf(b, "bg: sleep %ld started, pid %d\n", secs, (int)got);
+	/* And a file beside the job's directory, for the next job to look for. */
+	char path[512];
+	const char *tmp = getenv("TMPDIR");
+	snprintf(path, sizeof path, "%s/../left-by-a-job", tmp ? tmp : "/tmp");
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	kj__buf_printf(b, "bg: %s %s\n", path, fd >= 0 ? "written" : strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}
+
 static int test_compile(void *state, const struct kj__compile_job *job, struct kj__compile_out *out)
 {
 	char word[16] = "", rest[512] = "";
@@ -100,9 +239,14 @@ static int test_compile(void *state, const struct kj__compile_job *job, struct k
 	if ((r = test_check_target(state, job->target, err, sizeof err)) < 0)
 		return kj__out_error(out, r, err);
 	if (directive(job, word, sizeof word, &num, rest, sizeof rest)) {
-		if (strcmp(word, "probe") == 0 || strcmp(word, "fds") == 0) {
+		if (strcmp(word, "probe") == 0 || strcmp(word, "fds") == 0 || strcmp(word, "report") == 0 ||
+		    strcmp(word, "bg") == 0) {
 			struct kj__buf b = { 0 };
-			if (strcmp(word, "probe") == 0) {
+			if (strcmp(word, "report") == 0) {
+				report(&b, rest);
+			} else if (strcmp(word, "bg") == 0) {
+				background(&b, num > 0 ? num : 1000);
+			} else if (strcmp(word, "probe") == 0) {
 				int fd = open(rest, O_RDONLY | O_CLOEXEC);
 				kj__buf_printf(&b, "probe %s: %s\n", rest, fd >= 0 ? "opened" : strerror(errno));
 				if (fd >= 0)

@@ -5,19 +5,26 @@
  * Order of events: sandbox (no core files, file size and address space
  * capped, no_new_privs, SIGKILL on parent death, every fd but 0, 1, 2 and fd
  * closed, own process group so kjitd can kill(-pid) the worker with any
- * hipcc children), then the compiler's init, then HELLO {CODE, COMPILER,
- * COMPILER_VERSION, VERSION, ERROR}, then JOB -> RESULT {CODE, DATA, LOG,
+ * hipcc children), then the walls (compilers/walls.c: namespaces, a root of
+ * the family's trees, an unprivileged uid; the process that goes on is PID 1
+ * of its own PID namespace), then the compiler's init, Landlock and seccomp,
+ * then HELLO {CODE, COMPILER, COMPILER_VERSION, VERSION, ERROR, TEXT: what
+ * the walls are}, then JOB -> RESULT {CODE, DATA, LOG,
  * ERROR, COMPILE_US} with the JOB's frame id, until fd reaches end of file
  * (exit 0).  A frame that is not a JOB, or a malformed frame, ends the
  * worker (exit 2): kjitd is the only peer and never sends one.  A JOB whose
  * fields are bad gets a RESULT with KJIT_EINVAL / KJIT_ETOOBIG and the
  * worker keeps serving.  Before each job RLIMIT_CPU is set to the CPU time
  * used so far plus the compile timeout plus a margin, so a compiler that
- * spins dies of SIGXCPU even if kjitd's own timer were late.
+ * spins dies of SIGXCPU even if kjitd's own timer were late.  Each job runs
+ * in a fresh directory job-N of the worker's directory (TMPDIR and the
+ * working directory point at it); after it, every process it started is
+ * killed and reaped and the directory emptied, before its RESULT is sent.
  *
  * The worker never opens the socket or the cache; it only compiles.
  */
 #include <dirent.h>
+#include <limits.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -25,6 +32,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -155,8 +163,8 @@ static void arm_cpu_limit(void)
 	set_limit(RLIMIT_CPU, used + KJ_COMPILE_TIMEOUT_MS / 1000 + WORKER_CPU_MARGIN_S, 0);
 }
 
-static int send_hello(int fd, const char *family, int code, const char *id, const char *rv,
-		      const char *error)
+static int send_hello_text(int fd, const char *family, int code, const char *id, const char *rv,
+			   const char *error, const char *text)
 {
 	struct kj__buf b = { 0 };
 	int r = kj__msg_begin(&b, KJ_MSG_HELLO, 0);
@@ -171,12 +179,19 @@ static int send_hello(int fd, const char *family, int code, const char *id, cons
 		r = kj__msg_put_str(&b, KJ_F_VERSION, rv);
 	if (r == 0 && error && *error)
 		r = kj__msg_put_str(&b, KJ_F_ERROR, error);
+	if (r == 0 && text && *text)
+		r = kj__msg_put_str(&b, KJ_F_TEXT, text);
 	if (r == 0)
 		r = kj__msg_end(&b);
 	if (r == 0)
 		r = kj__frame_write_fd(fd, &b);
 	kj__buf_free(&b);
 	return r;
+}
+
+static int send_hello(int fd, const char *family, int code, const char *id, const char *rv, const char *error)
+{
+	return send_hello_text(fd, family, code, id, rv, error, NULL);
 }
 
 /* A decoded JOB: every string is a malloc'd copy; the header bytes point
@@ -383,10 +398,55 @@ static int run_job(const struct kj__compiler_ops *ops, void *state, const struct
 	return r;
 }
 
-/* Serves jobs until fd closes.  Returns the exit status. */
-static int serve(const struct kj__compiler_ops *ops, void *state, int fd)
+/* Empties the worker's directory: what a job left is gone before the next. */
+static void wipe_dir(const char *dir)
 {
-	for (;;) {
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char path[PATH_MAX];
+
+	if (d == NULL)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < sizeof path) {
+			int r = kj__rm_rf(path);
+			if (r < 0)
+				fprintf(stderr, "kjit worker: cannot remove %s: %s\n", path, strerror(-r));
+		}
+	}
+	closedir(d);
+}
+
+/* A fresh directory for job number n, TMPDIR and the working directory
+ * pointing at it.  0 or KJIT_EIO. */
+static int job_dir_enter(const char *tmpdir, unsigned long n, char *dir, size_t dirlen)
+{
+	if ((size_t)snprintf(dir, dirlen, "%s/job-%lu", tmpdir, n) >= dirlen || mkdir(dir, 0700) < 0 ||
+	    setenv("TMPDIR", dir, 1) < 0 || chdir(dir) < 0)
+		return KJIT_EIO;
+	return 0;
+}
+
+/* After a job: every process it started is killed, its files are gone.
+ * 0, or KJIT_EWORKER when leftovers cannot be stopped (the worker exits). */
+static int job_dir_leave(const struct kj__walls *walls, const char *tmpdir)
+{
+	int r = kj__walls_reap(walls);
+
+	if (chdir(tmpdir) < 0 || setenv("TMPDIR", tmpdir, 1) < 0)
+		r = KJIT_EIO;
+	wipe_dir(tmpdir);
+	return r;
+}
+
+/* Serves jobs until fd closes.  Returns the exit status. */
+static int serve(const struct kj__compiler_ops *ops, void *state, int fd, const struct kj__walls *walls,
+		 const char *tmpdir)
+{
+	for (unsigned long jobs = 0;; jobs++) {
+		char dir[PATH_MAX];
 		struct kj__frame_hdr h;
 		uint8_t *body = NULL;
 		struct kj__msg m = { 0 };
@@ -406,8 +466,11 @@ static int serve(const struct kj__compiler_ops *ops, void *state, int fd)
 		r = decode_job(&m, &js, err, sizeof err);
 		if (r < 0)
 			kj__out_error(&out, r, err[0] ? err : kjit_strerror(r));
+		else if ((r = job_dir_enter(tmpdir, jobs, dir, sizeof dir)) < 0)
+			kj__out_error(&out, r, "cannot make the job's directory");
 		else
 			r = run_job(ops, state, &js.job, &out);
+		int left = job_dir_leave(walls, tmpdir);
 		uint64_t us = kj__now_us() - t0;
 		int w = send_result(fd, h.id, r, &out, us);
 		if (w == KJIT_ETOOBIG) { /* object + log over the frame cap: drop the log */
@@ -421,11 +484,15 @@ static int serve(const struct kj__compiler_ops *ops, void *state, int fd)
 		free(body);
 		if (w < 0)
 			return w == KJIT_ECONNECT || errno == EPIPE ? 0 : 1;
+		if (left < 0) {
+			fprintf(stderr, "kjit worker: a job's processes would not die; the worker ends\n");
+			return 1;
+		}
 	}
 }
 
 static int worker_run(const struct kj__compiler_ops *ops, const char *family, int fd, const char *tmpdir,
-		      char *note, size_t notelen);
+		      const struct kj__walls *walls, char *note, size_t notelen);
 
 int kj__worker_main(const char *family, int fd)
 {
@@ -433,14 +500,25 @@ int kj__worker_main(const char *family, int fd)
 	char err[512] = "";
 	int r;
 
-	char tmpdir[256] = "", note[256] = "";
+	char tmpdir[256] = "", note[512] = "";
 	int owned = 0;
+	struct kj__walls walls;
 
 	if (sandbox(fd, err, sizeof err) < 0 || make_tmpdir(tmpdir, sizeof tmpdir, &owned, err, sizeof err) < 0) {
 		send_hello(fd, family ? family : "", KJIT_EINTERNAL, NULL, NULL, err);
 		return 1;
 	}
-	r = worker_run(ops, family, fd, tmpdir, note, sizeof note);
+	/* Only the walled child returns; the parent outside relays its end. */
+	if ((r = kj__walls_enter(family, fd, tmpdir, sizeof tmpdir, owned, &walls, note, sizeof note)) < 0) {
+		fprintf(stderr, "kjit worker %s: %s\n", family ? family : "", note);
+		send_hello(fd, family ? family : "", r, NULL, NULL, note);
+		return 1;
+	}
+	if (walls.level != KJ_WALLS_LANDLOCK)
+		owned = 0; /* the relay outside removes it */
+	if (KJ_UNDER_ASAN)
+		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0); /* LeakSanitizer ptraces its own threads */
+	r = worker_run(ops, family, fd, tmpdir, &walls, note, sizeof note);
 	/* Inside the walls only the directory's contents can go. */
 	int rr = owned ? kj__rm_rf(tmpdir) : 0;
 	if (rr < 0 && rr != -EACCES)
@@ -448,12 +526,15 @@ int kj__worker_main(const char *family, int fd)
 	return r;
 }
 
-/* The worker once sandboxed: compiler, Landlock, HELLO, jobs. */
+/* The worker once walled: compiler, Landlock, seccomp, HELLO, jobs.  note
+ * holds what kj__walls_enter built; the HELLO's TEXT carries it with the
+ * trees the worker reads, for `kjit targets`. */
 static int worker_run(const struct kj__compiler_ops *ops, const char *family, int fd, const char *tmpdir,
-		      char *note, size_t notelen)
+		      const struct kj__walls *walls, char *note, size_t notelen)
 {
 	void *state = NULL;
 	char err[512] = "", id[KJ_VERSION_STR_MAX * 2] = "", rv[KJ_VERSION_STR_MAX] = "";
+	char ll[256] = "", sc[128] = "";
 	int r;
 
 	if (ops == NULL) {
@@ -470,18 +551,28 @@ static int worker_run(const struct kj__compiler_ops *ops, const char *family, in
 			ops->fini(state);
 		return 1;
 	}
-	/* The compiler is loaded: wall it in before it sees a source. */
-	if ((r = kj__sandbox_landlock(tmpdir, note, notelen)) < 0) {
-		send_hello(fd, ops->name, r, NULL, NULL, note);
+	/* The compiler is loaded: the inner walls before it sees a source. */
+	if ((r = kj__sandbox_landlock(walls, tmpdir, ll, sizeof ll)) < 0 ||
+	    (r = kj__seccomp_apply(KJ_UNDER_ASAN, sc, sizeof sc)) < 0) {
+		send_hello(fd, ops->name, r, NULL, NULL, sc[0] ? sc : ll);
 		ops->fini(state);
 		return 1;
 	}
-	fprintf(stderr, "kjit worker %s (pid %d): %s\n", ops->name, (int)getpid(), note);
-	if (send_hello(fd, ops->name, 0, id, rv, NULL) < 0) {
+	struct kj__buf text = { 0 };
+	int br = kj__buf_printf(&text, "%s; %s; %s; reads", note, ll, sc);
+	for (size_t i = 0; br == 0 && i < walls->n; i++)
+		br = kj__buf_printf(&text, " %s", walls->tree[i]);
+	if (br == 0)
+		br = kj__buf_append(&text, "", 1);
+	(void)notelen;
+	fprintf(stderr, "kjit worker %s (pid %d): %s\n", ops->name, (int)getpid(), br == 0 ? (char *)text.p : note);
+	r = send_hello_text(fd, ops->name, 0, id, rv, NULL, br == 0 ? (char *)text.p : NULL);
+	kj__buf_free(&text);
+	if (r < 0) {
 		ops->fini(state);
 		return 1;
 	}
-	r = serve(ops, state, fd);
+	r = serve(ops, state, fd, walls, tmpdir);
 	ops->fini(state);
 	return r;
 }

@@ -10,7 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "compiler.h"
 #include "daemon.h"
+#include "kj_limits.h"
 #include "kj_types.h"
 #include "remote.h"
 #include "sha.h"
@@ -329,6 +331,35 @@ static int do_stats(struct kj__daemon *d, const struct kj__conn *c, const char *
 	return r ? KJIT_ENOMEM : 0;
 }
 
+/* Each compiler family's worker walls (docs/reliability.md): the trees it
+ * may read, and what its last worker reported, if one has started. */
+static int worker_walls(struct kj__daemon *d, struct answer *a)
+{
+	int r = kj__buf_printf(&a->json, "\"workers\":[");
+	char trees[KJ_WALL_TREES_MAX * 64];
+
+	for (int i = 0, first = 1; i < 8; i++) {
+		struct kj__pool *p = i < 4 ? d->pools[i] : d->alt_pools[i - 4];
+		if (p == NULL || kj__worker_trees(kj__pool_family(p), trees, sizeof trees) < 0)
+			continue;
+		r |= kj__buf_printf(&a->json, "%s{\"family\":", first ? "" : ",");
+		r |= kj__json_str(&a->json, kj__pool_family(p));
+		r |= kj__buf_printf(&a->json, ",\"reads\":[");
+		char *save = NULL;
+		for (char *t = strtok_r(trees, " ", &save), *sep = ""; t; t = strtok_r(NULL, " ", &save), sep = ",") {
+			r |= kj__buf_printf(&a->json, "%s", sep);
+			r |= kj__json_str(&a->json, t);
+		}
+		r |= kj__buf_printf(&a->json, "],\"walls\":");
+		r |= kj__pool_walls(p)[0] ? kj__json_str(&a->json, kj__pool_walls(p)) : kj__buf_printf(&a->json, "null");
+		r |= kj__buf_printf(&a->json, "}");
+		if (kj__pool_walls(p)[0])
+			r |= kj__buf_printf(&a->text, "worker  %-7s %s\n", kj__pool_family(p), kj__pool_walls(p));
+		first = 0;
+	}
+	return r | kj__buf_printf(&a->json, "],");
+}
+
 static int do_targets(struct kj__daemon *d, struct answer *a)
 {
 	int r = kj__buf_printf(&a->json, "{\"backends\":[");
@@ -376,6 +407,7 @@ static int do_targets(struct kj__daemon *d, struct answer *a)
 					    d->detect_note[b][0] ? d->detect_note[b] : "none detected");
 	}
 	r |= kj__buf_printf(&a->json, "],");
+	r |= worker_walls(d, a);
 	r |= remote_json(d, &a->json, 0);
 	r |= kj__buf_printf(&a->json, "}");
 	r |= remote_text(d, &a->text, 0);

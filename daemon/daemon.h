@@ -40,6 +40,7 @@ struct kj__config {
 	char *kernels_dir;
 	char *sysfs_root;
 	char *log_path;
+	char *worker_user;          /* --worker-user: who a root daemon's workers run as */
 	char *self_exe;             /* our own binary, re-executed for roles */
 	char *arch[4];              /* per backend: --hip-arch, --cuda-arch, --vulkan-env */
 	char *hip_compiler;         /* "hiprtc" (default) or "hipcc" */
@@ -125,6 +126,8 @@ void kj__pool_when_ready(struct kj__pool *p, void (*fn)(void *arg, int code, con
 const char *kj__pool_identity(const struct kj__pool *p);
 const char *kj__pool_runtime_version(const struct kj__pool *p);
 const char *kj__pool_family(const struct kj__pool *p);
+/* What the pool's last worker said of its walls (HELLO's TEXT), or "". */
+const char *kj__pool_walls(const struct kj__pool *p);
 /* Kills every worker; queued jobs fail with KJIT_ESHUTDOWN. */
 void kj__pool_shutdown(struct kj__pool *p);
 void kj__pool_free(struct kj__pool *p);

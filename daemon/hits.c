@@ -1,9 +1,12 @@
 /* hits.c: kjitd's side of the shared read-only hit table (docs/hitpath.md).
  *
- * At start the daemon creates the table (common/hittab.c), unless it is a
- * system daemon without --shared-hit-table (every mapper could read every
- * object), --no-shared-hit-table was given, or the kernel cannot seal a
- * memfd: then it logs one line and every hit goes through the socket.
+ * At start the daemon creates the table (common/hittab.c), unless its
+ * socket admits other users (--system, --allow-gid, --allow-uid of a uid
+ * other than its own and root: every mapper could read every object, so
+ * the table never crosses users; --shared-hit-table does not lift this),
+ * --no-shared-hit-table was given, or the kernel cannot seal a memfd: then
+ * it logs one line and every hit goes through the socket, where each
+ * request is checked against its peer.
  * get.c publishes an object here only after it was verified (a hot-set hit,
  * a digest-checked read, a fresh compile).  What the request bytes mean can
  * change without the bytes changing: a bundled kernel's source or a header
@@ -203,6 +206,20 @@ static void hits_off(struct kj__daemon *d, const char *why)
 	kj__log(d, "shared hit table off: %s; hits go through the socket", why);
 }
 
+/* 1 if the socket admits a uid other than the daemon's own (and root,
+ * which may read everything anyway): one table would cross users. */
+static int others_admitted(const struct kj__daemon *d)
+{
+	uid_t me = geteuid();
+
+	if (d->cfg.system_mode || d->cfg.n_allow_gid > 0)
+		return 1;
+	for (size_t i = 0; i < d->cfg.n_allow_uid; i++)
+		if (d->cfg.allow_uid[i] != me && d->cfg.allow_uid[i] != 0)
+			return 1;
+	return 0;
+}
+
 void kj__hits_start(struct kj__daemon *d)
 {
 	struct kj__hits *h;
@@ -212,8 +229,12 @@ void kj__hits_start(struct kj__daemon *d)
 		hits_off(d, "--no-shared-hit-table");
 		return;
 	}
-	if (d->cfg.system_mode && !d->cfg.shared_hit_table) {
-		hits_off(d, "a system daemon shares it only with --shared-hit-table");
+	if (others_admitted(d)) {
+		hits_off(d, d->cfg.shared_hit_table
+				    ? "other users are admitted (--system, --allow-uid or --allow-gid), and one table "
+				      "would show each of them the others' objects; --shared-hit-table cannot lift that"
+				    : "other users are admitted (--system, --allow-uid or --allow-gid), and one table "
+				      "would show each of them the others' objects");
 		return;
 	}
 	if ((h = calloc(1, sizeof *h)) == NULL) {

@@ -199,6 +199,13 @@ static int serve(struct kj__daemon *d)
 	 * shell) comes to us, not to an init that may never reap it. */
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
 		kj__log(d, "cannot become a subreaper (%s): orphans of compilers go to init", strerror(errno));
+	/* Nothing of the same uid may ptrace kjitd or read its memory through
+	 * /proc (docs/reliability.md, "What a compile can touch").  Not in a
+	 * sanitizer build: LeakSanitizer ptraces kjitd's threads at exit. */
+#if !defined(__SANITIZE_ADDRESS__)
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		kj__log(d, "cannot make kjitd undumpable: %s", strerror(errno));
+#endif
 	if ((r = claim_cache(d)) != 0)
 		return r;
 	if (reset_tmp(d) < 0)

@@ -8,6 +8,7 @@
  * starts nothing and touches no file: main.c does, with the result.
  */
 #include <errno.h>
+#include <pwd.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
@@ -44,7 +45,8 @@ static const char usage_text[] =
 	"             [--remote-max-object SIZE] [--no-compile]\n"
 	"             [--shared-hit-table | --no-shared-hit-table]\n"
 	"             [--idle-timeout SECONDS] [--max-conns-per-uid N] [--conn-idle-timeout SECONDS]\n"
-	"             [--max-request-bytes SIZE] [--max-request-bytes-per-uid SIZE] [--max-size-per-uid SIZE]\n";
+	"             [--max-request-bytes SIZE] [--max-request-bytes-per-uid SIZE] [--max-size-per-uid SIZE]\n"
+	"             [--worker-user NAME]\n";
 
 enum {
 	OPT_HIP_ARCH = 256, OPT_CUDA_ARCH, OPT_VULKAN_ENV, OPT_HIP_COMPILER, OPT_TIMEOUT, OPT_KERNELS,
@@ -54,7 +56,7 @@ enum {
 	OPT_SHARED_HITS, OPT_NO_SHARED_HITS,
 	OPT_FAILED_TTL, OPT_CUDA_COMPILER,
 	OPT_IDLE_TIMEOUT, OPT_CONNS_PER_UID, OPT_CONN_IDLE, OPT_REQ_BYTES, OPT_REQ_BYTES_UID,
-	OPT_ADMIN_GID, OPT_MAX_SIZE_UID,
+	OPT_ADMIN_GID, OPT_MAX_SIZE_UID, OPT_WORKER_USER,
 };
 
 static const struct option long_opts[] = {
@@ -96,6 +98,7 @@ static const struct option long_opts[] = {
 	{ "max-request-bytes", required_argument, NULL, OPT_REQ_BYTES },
 	{ "max-request-bytes-per-uid", required_argument, NULL, OPT_REQ_BYTES_UID },
 	{ "max-size-per-uid", required_argument, NULL, OPT_MAX_SIZE_UID },
+	{ "worker-user", required_argument, NULL, OPT_WORKER_USER },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -394,6 +397,7 @@ int kj__options_parse(int argc, char **argv, struct kj__config *cfg)
 		case OPT_KERNELS: free(cfg->kernels_dir); cfg->kernels_dir = kj__strdup(optarg); break;
 		case OPT_LOG: free(cfg->log_path); cfg->log_path = kj__strdup(optarg); break;
 		case OPT_SYSFS: free(cfg->sysfs_root); cfg->sysfs_root = kj__strdup(optarg); break;
+		case OPT_WORKER_USER: free(cfg->worker_user); cfg->worker_user = kj__strdup(optarg); break;
 		case OPT_HOT:
 		case OPT_MEMO:
 			if (kj__parse_size(optarg, &size) < 0 || size == 0)
@@ -475,8 +479,19 @@ int kj__options_defaults(struct kj__config *cfg)
 			return rc;
 		}
 	}
+	if (cfg->worker_user == NULL)
+		cfg->worker_user = kj__strdup(KJ_WORKER_USER_DEFAULT);
+	/* A root daemon's workers run as this user: it must exist first. */
+	struct passwd *pw = cfg->worker_user && geteuid() == 0 ? getpwnam(cfg->worker_user) : NULL;
+	if (cfg->worker_user && geteuid() == 0 && (pw == NULL || pw->pw_uid == 0)) {
+		fprintf(stderr, "kjitd: running as root, compile workers need an unprivileged user '%s'%s: create it "
+			"(useradd --system --no-create-home --shell /usr/sbin/nologin %s, as scripts/deps.sh and "
+			"make install do) or name another with --worker-user\n", cfg->worker_user,
+			pw ? " (it is uid 0)" : " (no such user)", cfg->worker_user);
+		return KJIT_EINVAL;
+	}
 	cfg->self_exe = realpath("/proc/self/exe", NULL);
-	return cfg->socket_path && cfg->cache_dir && cfg->kernels_dir && cfg->self_exe ? 0 : KJIT_ENOMEM;
+	return cfg->worker_user && cfg->socket_path && cfg->cache_dir && cfg->kernels_dir && cfg->self_exe ? 0 : KJIT_ENOMEM;
 }
 
 void kj__options_free(struct kj__config *cfg)
@@ -486,6 +501,7 @@ void kj__options_free(struct kj__config *cfg)
 	free(cfg->kernels_dir);
 	free(cfg->sysfs_root);
 	free(cfg->log_path);
+	free(cfg->worker_user);
 	free(cfg->self_exe);
 	free(cfg->hip_compiler);
 	free(cfg->cuda_compiler);

@@ -70,6 +70,7 @@ struct kj__pool {
 	int failed;               /* KJIT_E* when the compiler cannot load */
 	uint64_t failed_us;       /* when: a failed pool tries again after a while */
 	char failure[512];
+	char walls[768];          /* what the last worker's HELLO said of its walls */
 	unsigned fail_streak;
 	int shutting_down;
 	struct kj__pool_stats st;
@@ -274,6 +275,10 @@ static void handle_hello(struct worker *w, const struct kj__msg *m)
 	kj__field_strdup(kj__msg_get(m, KJ_F_COMPILER_VERSION), 255, &id);
 	kj__field_strdup(kj__msg_get(m, KJ_F_VERSION), KJ_VERSION_STR_MAX - 1, &ver);
 	kj__field_strdup(kj__msg_get(m, KJ_F_ERROR), 400, &err);
+	const struct kj__field *walls = kj__msg_get(m, KJ_F_TEXT);
+	if (walls)
+		snprintf(p->walls, sizeof p->walls, "%.*s", (int)(walls->len < 767 ? walls->len : 767),
+			 (const char *)walls->p);
 	w->hello = 1;
 	if (code < 0 || id == NULL) {
 		p->failed = code < 0 ? code : KJIT_EBACKEND;
@@ -369,17 +374,20 @@ static void worker_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 /* Builds the worker's environment: nothing but what compilers need, and
  * the private directory it may write (docs/design.md lists it with the
  * reasons).  Set here: KJIT_WORKER_TMPDIR (that directory; the worker
- * points TMPDIR at it), a fixed PATH, LANG=C, HOME=/nonexistent.  Kept from
+ * points TMPDIR at it), a fixed PATH, LANG=C, HOME=/nonexistent,
+ * KJIT_WORKER_USER (--worker-user: whom a root worker becomes).  Kept from
  * kjitd's own environment when set: LD_LIBRARY_PATH (compiler libraries
  * outside the system trees; the sandbox lets the worker read those
  * folders), TMPDIR (the base for a directory of its own should
- * KJIT_WORKER_TMPDIR be relative, with a relative --cache-dir), and the
- * sanitizer options (a sanitized build's workers obey the same settings). */
-static char **worker_env(const char *tmpdir)
+ * KJIT_WORKER_TMPDIR be relative, with a relative --cache-dir), the
+ * sanitizer options (a sanitized build's workers obey the same settings),
+ * and KJIT_WORKER_NO_NAMESPACES (tests: an unprivileged daemon's workers
+ * take the Landlock-only path of a kernel without user namespaces). */
+static char **worker_env(const struct kj__daemon *d, const char *tmpdir)
 {
 	static const char *const keep[] = { "LD_LIBRARY_PATH", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS",
-					    "TMPDIR" };
-	char **env = calloc(KJ_ARRAY_SIZE(keep) + 5, sizeof *env);
+					    "TMPDIR", "KJIT_WORKER_NO_NAMESPACES" };
+	char **env = calloc(KJ_ARRAY_SIZE(keep) + 6, sizeof *env);
 	size_t n = 0;
 
 	if (env == NULL)
@@ -388,6 +396,7 @@ static char **worker_env(const char *tmpdir)
 	env[n++] = kj__strdup("PATH=/usr/local/bin:/usr/bin:/bin");
 	env[n++] = kj__strdup("LANG=C");
 	env[n++] = kj__strdup("HOME=/nonexistent");
+	env[n++] = kj__asprintf("KJIT_WORKER_USER=%s", d->cfg.worker_user);
 	for (size_t i = 0; i < KJ_ARRAY_SIZE(keep); i++) {
 		const char *v = getenv(keep[i]);
 		if (v)
@@ -466,7 +475,7 @@ static int worker_spawn(struct kj__pool *p)
 		r = KJIT_EIO;
 		goto fail;
 	}
-	env = worker_env(w->tmpdir);
+	env = worker_env(d, w->tmpdir);
 	if (env == NULL)
 		goto fail;
 	stdio[0].flags = UV_IGNORE;
@@ -625,6 +634,7 @@ void kj__pool_when_ready(struct kj__pool *p, void (*fn)(void *arg, int code, con
 const char *kj__pool_identity(const struct kj__pool *p) { return p->identity; }
 const char *kj__pool_runtime_version(const struct kj__pool *p) { return p->runtime_version; }
 const char *kj__pool_family(const struct kj__pool *p) { return p->family; }
+const char *kj__pool_walls(const struct kj__pool *p) { return p->walls; }
 
 void kj__pool_stats(const struct kj__pool *p, struct kj__pool_stats *s)
 {

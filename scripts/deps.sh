@@ -22,6 +22,17 @@ if ! ls /usr/local/cuda/lib64/libnvrtc.so* >/dev/null 2>&1 || [ ! -x /usr/local/
 		"toolkit there; the CUDA tests need it" >&2
 fi
 
+# A root kjitd (the system service, or any daemon started as root, as CI
+# does) runs its compile workers as this unprivileged user and refuses to
+# start without it (docs/reliability.md, "What a compile can touch").
+if ! getent passwd kjit-worker >/dev/null 2>&1; then
+	if [ "$(id -u)" = 0 ]; then
+		useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin kjit-worker
+	else
+		sudo useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin kjit-worker
+	fi
+fi
+
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||

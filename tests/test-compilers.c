@@ -137,8 +137,8 @@ static void test_options_whitelist(void)
 		j.n_options = 1;
 		err[0] = '\0';
 		CHECK_EQ_INT(kj__options_check("hiprtc", rules, n, &j, err, sizeof err), KJIT_EINVAL);
-		CHECK(strstr(err, "not allowed") != NULL);
-		CHECK(strchr(err, '\n') == NULL || i == 6);
+		CHECK(strstr(err, i == 6 ? "-DX holds a newline" : "not allowed") != NULL);
+		CHECK(strchr(err, '\n') == NULL);
 	}
 	j.options = bad[0];
 	kj__options_check("hiprtc", rules, n, &j, err, sizeof err);
