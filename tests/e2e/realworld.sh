@@ -244,4 +244,17 @@ sleep 0.01
 echo '#define OPT 1' >"$K/include/opt.h"
 m3=$(get --kernel k --backend hip --target gfx90a)
 check "once it appears, the key changes" [ "$(status "$m3")" = compiled ] && [ "$(key "$m3")" != "$(key "$m1")" ]
+# Issue 22: the habits of the tools users come from.
+# ping, stats and targets never start a daemon (autostart on, no daemon).
+NS="$T/nosock/kjitd.sock"
+for c in ping stats targets; do
+	KJIT_NO_AUTOSTART= KJIT_SOCKET="$NS" KJIT_CACHE_DIR="$T/nocache" "$KJIT" $c >"$T/np.out" 2>"$T/np.err"
+	rc=$?
+	check "kjit $c with no daemon: exit 3" [ $rc = 3 ]
+	check "kjit $c: says no kjitd on the socket" grep -q "no kjitd on $NS" "$T/np.err"
+done
+sleep 0.3
+check "ping/stats/targets started nothing: no socket" [ ! -e "$NS" ]
+check "and no kjitd on that socket" sh -c "! pgrep -f -- '--socke[t] $NS' >/dev/null"
+
 finish
