@@ -31,6 +31,21 @@ static const char *base_name(const char *path)
 	return s ? s + 1 : path;
 }
 
+/* 1 when -o names standard output: "-", or a path that reaches the same
+ * file as descriptor 1 (/dev/stdout, /proc/self/fd/1, into a pipe or a
+ * terminal), whose bytes must then be the object's alone. */
+static int names_stdout(const char *out)
+{
+	struct stat a, b;
+
+	if (out == NULL)
+		return 0;
+	if (strcmp(out, "-") == 0)
+		return 1;
+	return stat(out, &a) == 0 && fstat(STDOUT_FILENO, &b) == 0 && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+}
+
 /* The source name sent for FILE: its base name with every character
  * outside [A-Za-z0-9._+-] made '_' (kjitd's rule for names), malloc'd. */
 static char *source_name_of(const char *path)
@@ -95,9 +110,9 @@ static int get_parse(const struct cmd *cmd, int argc, char **argv, struct get_ar
 		return kj__cli_usage_error(cmd, "--backend is required", NULL);
 	if (a->n_kernels > 1 && (a->n_entries || a->n_headers))
 		return kj__cli_usage_error(cmd, "--entry and --include-header go with one kernel, not a batch", NULL);
-	if (a->n_kernels > 1 && a->out && strcmp(a->out, "-") == 0)
+	if (a->n_kernels > 1 && names_stdout(a->out))
 		return kj__cli_usage_error(cmd, "a batch writes -o DIR/NAME, not stdout", NULL);
-	if (a->json && a->out && strcmp(a->out, "-") == 0)
+	if (a->json && names_stdout(a->out))
 		return kj__cli_usage_error(cmd, "-o - and --json both want standard output; give -o a file", NULL);
 	return 0;
 }
@@ -251,8 +266,8 @@ static int get_one(const struct get_args *a, const struct kj__ccopts *cc, const 
 	}
 	if (a->out && (ex = kj__cli_write_out(a->out, res.data, res.size)) != EX_OK)
 		goto out;
-	/* With -o - the object has standard output to itself. */
-	int to_stdout = a->out && strcmp(a->out, "-") == 0;
+	/* With -o - (or /dev/stdout) the object has standard output to itself. */
+	int to_stdout = names_stdout(a->out);
 	fprintf(a->json || to_stdout ? stderr : stdout, "%s %s %s %zu bytes\n", kjit_status_name(res.status),
 		res.key, res.target ? res.target : "-", res.size);
 	for (size_t i = 0; i < res.n_lowered_names; i++) /* --name-expression, beside the status line */

@@ -155,6 +155,14 @@ roundtrip "shaderc: -I and eight -D in glslc's spellings" rw/common.glsl \
 v=$(get --source "$R/softmax.comp" --backend vulkan --target vulkan1.2 -std=450 -O -I "$INC" \
 	$D8 -DBLOCK_SIZE=64 --entry main)
 check "shaderc: another -D value is another key" [ "$(status "$v")" = compiled ]
+# -o /dev/stdout into a pipe writes through, as cp does: the bytes of -o FILE
+# shellcheck disable=SC2086
+"$KJIT" get --source "$R/softmax.comp" --backend vulkan --target vulkan1.2 -I "$INC" $D8 -o "$T/sm.spv" >/dev/null 2>&1
+# shellcheck disable=SC2086
+"$KJIT" get --source "$R/softmax.comp" --backend vulkan --target vulkan1.2 -I "$INC" $D8 -o /dev/stdout 2>"$T/so.err" |
+	cat >"$T/so.spv"
+check "-o /dev/stdout into a pipe: the bytes of -o FILE" [ -s "$T/sm.spv" ] && cmp -s "$T/sm.spv" "$T/so.spv"
+check "-o /dev/stdout: the status line on stderr" grep -q '^hit ' "$T/so.err"
 
 # The per-request compiler choice (--compiler), beside the daemon's default.
 if [ -x /usr/local/cuda/bin/nvcc ] || [ -x /usr/bin/nvcc ]; then
