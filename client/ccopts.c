@@ -3,8 +3,9 @@
  *
  * kj__ccopts_take pulls -I DIR / -IDIR / --include-path=DIR, -D NAME[=V],
  * -U NAME, -O[LEVEL], -std=X, -default-device, nvcc's --fatbin, --compiler FAMILY,
- * --name-expression EXPR and
- * glslc's -fshader-stage= / --target-env= out of a command line before getopt sees it (getopt would
+ * --name-expression EXPR, warnings (-w, -Wall, -Wextra, -Werror, -Wno-...),
+ * -g, -x LANG, other -fFLAG options, and glslc's -fshader-stage= /
+ * -fentry-point= / --target-env= out of a command line before getopt sees it (getopt would
  * read -std=c++17 as -s -t -d ...); the get command's own options and their
  * values pass through untouched.  Macros and the rest become compiler
  * options as the daemon's whitelists spell them ("-DNAME=V"); the include
@@ -65,6 +66,28 @@ static int is_olevel(const char *a)
 	       (a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && a[3] == '\0');
 }
 
+/* Is a a warning option as gcc, clang, nvcc and glslc spell them: -w, or
+ * -W and a lowercase letter (-Wall, -Wextra, -Werror, -Wno-unused,
+ * -Werror=all-warnings)?  Which a family takes is its whitelist's say. */
+static int is_warning(const char *a)
+{
+	return strcmp(a, "-w") == 0 || (a[0] == '-' && a[1] == 'W' && a[2] >= 'a' && a[2] <= 'z');
+}
+
+/* glslc's and clang's -x LANG / -xLANG: one option "-x LANG" (the daemon's
+ * spelling).  1 taken, or a negative code. */
+static int take_lang(struct kj__ccopts *cc, const char *a, const char *next, int *i, char *err, size_t errlen)
+{
+	const char *lang = a[2] ? a + 2 : next;
+
+	if (lang == NULL || *lang == '\0')
+		return failf(err, errlen, "missing argument to -x");
+	if (!a[2])
+		(*i)++;
+	int r = add_opt(cc, "-x ", lang, err, errlen);
+	return r < 0 ? r : 1;
+}
+
 /* Handles argv[*i] if it is a compiler-style option: 1 taken (*i moved past
  * its value), 0 not one, or a negative code. */
 static int take_one(struct kj__ccopts *cc, int argc, char **argv, int *i, char *err, size_t errlen)
@@ -107,16 +130,22 @@ static int take_one(struct kj__ccopts *cc, int argc, char **argv, int *i, char *
 		cc->dirs[cc->n_dirs++] = a[1] == 'I' ? a + 2 : a + 15;
 		return 1;
 	}
+	if (strncmp(a, "-x", 2) == 0)
+		return take_lang(cc, a, next, i, err, errlen);
 	if (strncmp(a, "--define-macro=", 15) == 0)
 		r = add_opt(cc, "-D", a + 15, err, errlen);
 	else if (((a[1] == 'D' || a[1] == 'U') && a[0] == '-' && a[2]) || is_olevel(a) ||
 		 strncmp(a, "-std=", 5) == 0 || strncmp(a, "--std=", 6) == 0 || strcmp(a, "-default-device") == 0 ||
-		 kj__cuda_fatbin_opt(a))
+		 kj__cuda_fatbin_opt(a) || is_warning(a) || strcmp(a, "-g") == 0)
 		r = add_opt(cc, a, "", err, errlen);
 	else if (strncmp(a, "-fshader-stage=", 15) == 0)
 		cc->stage = a + 15, r = 0;
+	else if (strncmp(a, "-fentry-point=", 14) == 0)
+		cc->entry_point = a + 14, r = 0;
 	else if (strncmp(a, "--target-env=", 13) == 0)
 		cc->target_env = a + 13, r = 0;
+	else if (a[0] == '-' && a[1] == 'f' && a[2] >= 'a' && a[2] <= 'z') /* -ffast-math, -fhlsl-iomap ... */
+		r = add_opt(cc, a, "", err, errlen);
 	else
 		return 0;
 	return r < 0 ? r : 1;
@@ -150,8 +179,11 @@ int kj__ccopts_take(struct kj__ccopts *cc, int *argc, char **argv, char *err, si
 
 int kj__ccopts_finish(struct kj__ccopts *cc, int backend, const char **target, char *err, size_t errlen)
 {
-	if ((cc->stage || cc->target_env) && backend != KJIT_BACKEND_VULKAN)
-		return failf(err, errlen, "-fshader-stage= and --target-env= are for --backend vulkan");
+	if ((cc->stage || cc->target_env || cc->entry_point) && backend != KJIT_BACKEND_VULKAN)
+		return failf(err, errlen, "-fshader-stage=, -fentry-point= and --target-env= are for --backend vulkan");
+	if (cc->entry_point && !kj__name_ok(cc->entry_point))
+		return failf(err, errlen, "-fentry-point=%.80s: not a name kjit takes ([A-Za-z0-9._+-])",
+			     cc->entry_point);
 	if (cc->stage && strcmp(cc->stage, "compute") != 0 && strcmp(cc->stage, "comp") != 0)
 		return failf(err, errlen, "-fshader-stage=%s: kjit builds compute shaders only", cc->stage);
 	if (cc->target_env) {

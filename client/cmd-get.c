@@ -117,6 +117,17 @@ static int get_parse(const struct cmd *cmd, int argc, char **argv, struct get_ar
 	return 0;
 }
 
+/* Makes glslc's -fentry-point=NAME the request's first entry (shaderc's
+ * entry point); a --entry that names another first is a usage error. */
+static int entry_point_first(const struct cmd *cmd, struct get_args *a, const char *ep)
+{
+	if (a->n_entries > 0 && strcmp(a->entries[0], ep) != 0)
+		return kj__cli_usage_error(cmd, "-fentry-point= and the first --entry disagree", a->entries[0]);
+	if (a->n_entries == 0)
+		a->entries[a->n_entries++] = ep;
+	return 0;
+}
+
 /* Reads a file given on the command line; on failure prints and returns
  * the exit code. */
 static int read_input(const char *path, size_t max, uint8_t **data, size_t *len)
@@ -303,6 +314,8 @@ int kj__cmd_get(const struct cmd *cmd, int argc, char **argv)
 		ex = get_parse(cmd, argc, argv, &a);
 	if (ex == 0 && kj__ccopts_finish(&cc, a.backend, &a.target, ccerr, sizeof ccerr) < 0)
 		ex = kj__cli_usage_error(cmd, ccerr, NULL);
+	if (ex == 0 && cc.entry_point) /* glslc's -fentry-point=: the shader's entry, entries[0] */
+		ex = entry_point_first(cmd, &a, cc.entry_point);
 	for (size_t i = 0; ex == 0 && i < cc.n_opts + a.n_opts; i++)
 		all_opts[i] = i < cc.n_opts ? cc.opts[i] : a.opts[i - cc.n_opts];
 	if (ex == 0 && a.source)

@@ -17,6 +17,7 @@
 #define KJ_TARGET_MAX 128                  /* a target ID like gfx90a:sramecc+:xnack- */
 #define KJ_VERSION_STR_MAX 64              /* a runtime or compiler version string */
 #define KJ_OPTION_MAX 1024                 /* one compiler option */
+#define KJ_WARN_NAME_MAX 64                /* a -W option's name (-Wno-deprecated-declarations is 27): clang's longest are under 50 */
 #define KJ_OPTIONS_MAX_COUNT 256
 #define KJ_ENTRIES_MAX_COUNT 256
 #define KJ_HEADERS_MAX_COUNT 512

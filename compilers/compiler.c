@@ -104,6 +104,14 @@ static int rule_match(const struct kj__opt_rule *r, const char *opt)
 	}
 	case KJ_OPT_CHOICE:
 		return strncmp(opt, r->text, tl) == 0 && choice_ok(r->arg, opt + tl);
+	case KJ_OPT_WARN: {
+		if (strncmp(opt, r->text, tl) != 0)
+			return 0;
+		const char *w = opt + tl;
+		size_t wl = strlen(w);
+		return wl > 0 && wl <= KJ_WARN_NAME_MAX && w[0] >= 'a' && w[0] <= 'z' &&
+		       strspn(w, "abcdefghijklmnopqrstuvwxyz0123456789_+=-") == wl;
+	}
 	case KJ_OPT_UINT: {
 		if (strncmp(opt, r->text, tl) != 0) /* first: opt may be shorter than the prefix */
 			return 0;

@@ -26,6 +26,9 @@ enum kj__opt_kind {
 	KJ_OPT_CHOICE,  /* text is a prefix ("-std="), the rest one of arg ("c++14|c++17") */
 	KJ_OPT_UINT,    /* text is a prefix, the rest 1..6 decimal digits */
 	KJ_OPT_TEXT,    /* text is a prefix, the rest 1..KJ_NAME_MAX printable bytes */
+	KJ_OPT_WARN,    /* text is a prefix ("-W"), the rest a warning name: a lowercase letter,
+			   then [a-z0-9_+=-], at most KJ_WARN_NAME_MAX bytes; never a comma, so
+			   never clang's -Wl, -Wa, -Wp, (linker, assembler, preprocessor) */
 };
 
 struct kj__opt_rule {

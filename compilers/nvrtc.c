@@ -94,6 +94,11 @@ static const struct kj__opt_rule cuda_rules[] = {
 	{ KJ_OPT_EXACT, "--extra-device-vectorization", NULL },
 	{ KJ_OPT_EXACT, "-w", NULL },
 	{ KJ_OPT_EXACT, "--disable-warnings", NULL },
+	/* NVRTC has no -Wall/-Wextra/-Werror (it says "unrecognized option");
+	 * its warnings are steered by number, as nvcc's --diag-*. */
+	{ KJ_OPT_TEXT, "--diag-suppress=", NULL },
+	{ KJ_OPT_TEXT, "--diag-warn=", NULL },
+	{ KJ_OPT_TEXT, "--diag-error=", NULL },
 	{ KJ_OPT_EXACT, "-default-device", NULL },
 	{ KJ_OPT_EXACT, "--device-as-default-execution-space", NULL },
 	{ KJ_OPT_EXACT, "-O", NULL },

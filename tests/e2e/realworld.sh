@@ -164,6 +164,53 @@ check "shaderc: another -D value is another key" [ "$(status "$v")" = compiled ]
 check "-o /dev/stdout into a pipe: the bytes of -o FILE" [ -s "$T/sm.spv" ] && cmp -s "$T/sm.spv" "$T/so.spv"
 check "-o /dev/stdout: the status line on stderr" grep -q '^hit ' "$T/so.err"
 
+# glslc's HLSL habits: -x hlsl / -xhlsl (the suffix says nothing), -fentry-point=
+h1=$(get --source "$R/saxpy_cs.fx" --backend vulkan --target vulkan1.2 -x hlsl -fentry-point=CSMain)
+check "shaderc: an HLSL compute shader with -x hlsl -fentry-point=CSMain" [ "$(status "$h1")" = compiled ]
+h2=$(get --source "$R/saxpy_cs.fx" --backend vulkan --target vulkan1.2 -xhlsl -fentry-point=CSMain)
+check "-xhlsl is -x hlsl: the same key, a hit" [ "$h2" = "hit $(key "$h1")" ]
+h3=$(get --source "$R/saxpy_cs.fx" --backend vulkan --target vulkan1.2 -x hlsl -fentry-point=CSMain -fhlsl-iomap -O0 -g)
+check "-fhlsl-iomap -O0 -g: accepted, another key" [ "$(status "$h3")" = compiled ] && [ "$(key "$h3")" != "$(key "$h1")" ]
+h4=$(get --source "$R/saxpy_cs.fx" --backend vulkan --target vulkan1.2 -fentry-point=CSMain)
+check "without -x hlsl it is GLSL, and fails" [ "$h4" = error ]
+h5=$(get --source "$R/saxpy_cs.fx" --backend vulkan --target vulkan1.2 -x hlsl -fentry-point=CSMain --entry main)
+check "-fentry-point= and another --entry: a usage error" [ "$h5" = error ] && grep -q 'fentry-point= and the first --entry disagree' "$T/err"
+# shellcheck disable=SC2086
+w1=$(get --source "$R/softmax.comp" --backend vulkan --target vulkan1.2 -I "$INC" $D8 -Werror -w)
+check "shaderc: -Werror and -w accepted, in the key" [ "$(status "$w1")" = compiled ]
+
+# Warning flags, per family: as its own compiler takes them; in the key.
+if [ $have_hiprtc = 1 ]; then
+	w2=$(get --source "$R/warn_scale.hip" --backend hip --target gfx90a -Wall -Wextra -Werror -Wno-unused-parameter --entry warn_scale)
+	check "hiprtc: -Wall -Wextra -Werror -Wno-unused-parameter" [ "$(status "$w2")" = compiled ]
+	w3=$(get --source "$R/warn_scale.hip" --backend hip --target gfx90a -Wall -Wextra -Werror --entry warn_scale)
+	check "hiprtc: -Werror makes -Wextra's warning an error" [ "$w3" = error ] && grep -q "Werror,-Wunused-parameter" "$T/err"
+	w4=$(get --source "$R/warn_scale.hip" --backend hip --target gfx90a -Wl,-rpath=/tmp --entry warn_scale)
+	check "hiprtc: -Wl, (the linker's) is no warning flag: refused" [ "$w4" = error ] && grep -q "option '-Wl,-rpath=/tmp' is not allowed" "$T/err"
+fi
+if [ $have_nvrtc = 1 ]; then
+	w5=$(get --source "$R/warn_unused.cu" --backend cuda --target sm_90 -w)
+	w6=$(get --source "$R/warn_unused.cu" --backend cuda --target sm_90 --diag-suppress=177)
+	check "nvrtc: -w and --diag-suppress=177, two keys" [ "$(status "$w5")" = compiled ] && [ "$(status "$w6")" = compiled ] &&
+		[ "$(key "$w5")" != "$(key "$w6")" ]
+	w7=$(get --source "$R/warn_unused.cu" --backend cuda --target sm_90 -Wall)
+	check "nvrtc has no -Wall: refused in one line naming it" [ "$w7" = error ] && grep -q "option '-Wall' is not allowed for nvrtc" "$T/err"
+fi
+if [ -x /usr/local/cuda/bin/nvcc ] || [ -x /usr/bin/nvcc ]; then
+	w8=$(get --source "$R/warn_unused.cu" --backend cuda --target sm_90 --compiler nvcc -Werror=all-warnings)
+	check "nvcc: -Werror=all-warnings makes #177 an error" [ "$w8" = error ] && grep -q 'error #177-D' "$T/err"
+	w9=$(get --source "$R/warn_unused.cu" --backend cuda --target sm_90 --compiler nvcc -w -Wno-deprecated-gpu-targets)
+	check "nvcc: -w -Wno-deprecated-gpu-targets" [ "$(status "$w9")" = compiled ]
+fi
+if [ -x /usr/bin/hipcc ] || [ -x /opt/rocm/bin/hipcc ]; then
+	w10=$(get --source "$R/warn_scale.hip" --backend hip --target gfx90a --compiler hipcc -Wall -Wextra -Werror -Wno-unused-parameter --entry warn_scale)
+	check "hipcc: -Wall -Wextra -Werror -Wno-unused-parameter" [ "$(status "$w10")" = compiled ]
+	# hipcc's messages name the user's file, x.cpp as HIP programs are named
+	e1=$(get --source "$R/bad_axpy.cpp" --backend hip --target gfx90a --compiler hipcc)
+	check "hipcc: a .cpp's error names bad_axpy.cpp" [ "$e1" = error ] && grep -q "^bad_axpy.cpp:9:[0-9]*: error: use of undeclared identifier 'y_missing'" "$T/err"
+	check "hipcc: and never source.hip" sh -c "! grep -q source.hip '$T/err'"
+fi
+
 # The per-request compiler choice (--compiler), beside the daemon's default.
 if [ -x /usr/local/cuda/bin/nvcc ] || [ -x /usr/bin/nvcc ]; then
 	roundtrip "--compiler nvcc on a daemon defaulting to nvrtc" "" \
