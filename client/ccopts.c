@@ -237,8 +237,95 @@ static int copy_header(kjit_header *h, size_t *n, const char *name, const void *
 	return 0;
 }
 
+/* kj__headers_from_dirs with tree (NULL: none) and the source named name. */
+static int headers_in_tree(const kjit_request *req, const char *name, const char *const *dirs, size_t n,
+			   struct kj__include_tree *tree, kjit_header **out, size_t *n_out, char *err,
+			   size_t errlen);
+
 int kj__headers_from_dirs(const kjit_request *req, const char *const *dirs, size_t n, kjit_header **out,
 			  size_t *n_out, char *err, size_t errlen)
+{
+	return headers_in_tree(req, req->source_name, dirs, n, NULL, out, n_out, err, errlen);
+}
+
+/* The place of a source whose folder is dir (an absolute real path) and
+ * whose name is base, k folders down from the tree root: the last k
+ * components of dir, then base ("src/main.hip"), malloc'd; *anc (malloc'd)
+ * gets the folder k levels above dir.  NULL when dir is not that deep, a
+ * component is not a name kjit sends, or on ENOMEM. */
+static char *place_of(const char *dir, const char *base, int k, char **anc)
+{
+	const char *p = dir + strlen(dir);
+
+	*anc = NULL;
+	for (int i = 0; i < k; i++) {
+		if (p <= dir + 1) /* "/" has no folder above it */
+			return NULL;
+		p--; /* onto the component's last byte, then back to its slash */
+		while (p > dir && *p != '/')
+			p--;
+	}
+	char *place = kj__asprintf("%s/%s", p + 1, base);
+	*anc = p == dir ? kj__strdup("/") : kj__strndup(dir, (size_t)(p - dir));
+	if (place == NULL || *anc == NULL || !kj__path_ok(place)) {
+		free(place);
+		free(*anc);
+		*anc = NULL;
+		return NULL;
+	}
+	return place;
+}
+
+int kj__headers_for_source(const kjit_request *req, const char *path, const char *const *dirs, size_t n,
+			   kjit_header **out, size_t *n_out, char **place, char *err, size_t errlen)
+{
+	const char *slash = strrchr(path, '/');
+	const char *base = req->source_name ? req->source_name : "source";
+	char *rel = slash ? kj__strndup(path, (size_t)(slash - path) + (slash == path)) : kj__strdup(".");
+	char *dir = rel ? realpath(rel, NULL) : NULL;
+	char *anc = NULL, *name = NULL, *first = NULL;
+	struct kj__include_tree tree = { 0 };
+	int r = KJIT_ENOMEM, k = 0;
+
+	*place = NULL;
+	if (dir == NULL || (name = kj__strdup(base)) == NULL)
+		goto out;
+	tree.anc = tree.src_dir = dir;
+	r = headers_in_tree(req, name, dirs, n, &tree, out, n_out, err, errlen);
+	if (r < 0 && err && errlen && (first = kj__strdup(err)) == NULL)
+		r = KJIT_ENOMEM;
+	/* An include climbed out of the source's folder: give the source the
+	 * place in the tree that makes ".." land where it does on disk, and
+	 * look again (every read still checked against the roots). */
+	while (r == KJIT_EINCLUDE && tree.climb > 0 && k + tree.climb <= KJ_INCLUDE_CLIMB_MAX) {
+		k += tree.climb;
+		char *p = place_of(dir, base, k, &anc);
+		if (p == NULL)
+			break;
+		free(name);
+		name = p;
+		tree.anc = anc;
+		tree.climb = 0;
+		r = headers_in_tree(req, name, dirs, n, &tree, out, n_out, err, errlen);
+		free(anc);
+		anc = NULL;
+	}
+	if (r == 0) {
+		*place = name;
+		name = NULL;
+	} else if (first) /* said of the source as the user named it, not of a place tried */
+		snprintf(err, errlen, "%s", first);
+out:
+	free(first);
+	free(name);
+	free(dir);
+	free(rel);
+	return r;
+}
+
+static int headers_in_tree(const kjit_request *req, const char *sname, const char *const *dirs, size_t n,
+			   struct kj__include_tree *tree, kjit_header **out, size_t *n_out, char *err,
+			   size_t errlen)
 {
 	struct kj__includes inc = { 0 };
 	const char **names = NULL;
@@ -261,8 +348,8 @@ int kj__headers_from_dirs(const kjit_request *req, const char *const *dirs, size
 		data[i] = req->headers[i].data;
 		lens[i] = req->headers[i].size;
 	}
-	r = kj__includes_resolve(req->source_name, req->source, req->source_size, names, data, lens, nh, dirs, n,
-				 &inc, err, errlen);
+	r = kj__includes_resolve_tree(sname, req->source, req->source_size, names, data, lens, nh, dirs, n, tree,
+				      &inc, err, errlen);
 	if (r < 0)
 		goto out;
 	r = KJIT_ENOMEM;

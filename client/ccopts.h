@@ -54,4 +54,15 @@ int kj__headers_from_dirs(const kjit_request *req, const char *const *dirs, size
 			  size_t *n_out, char *err, size_t errlen);
 void kj__headers_free(kjit_header *h, size_t n);
 
+/* kj__headers_from_dirs for a source read from path (`kjit get --source`):
+ * the source's own folder is searched first for quoted includes (as nvcc,
+ * hipcc and glslc do; item 2 of issue 22), and an include that climbs out
+ * of it ("../include/util.hpp") gives the source a place in the include
+ * tree ("src/main.hip") so that ".." resolves as it does on disk: *place
+ * (malloc'd) is the source name to send.  Every file read lies under the
+ * source's folder or one of dirs; what leaves all of them is refused.  0,
+ * or a negative code with a reason in err. */
+int kj__headers_for_source(const kjit_request *req, const char *path, const char *const *dirs, size_t n,
+			   kjit_header **out, size_t *n_out, char **place, char *err, size_t errlen);
+
 #endif /* KJ_CCOPTS_H */

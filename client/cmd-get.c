@@ -128,6 +128,27 @@ static int entry_point_first(const struct cmd *cmd, struct get_args *a, const ch
 	return 0;
 }
 
+/* The headers of a --source request, found as its compiler would find
+ * them: beside the source first, then -I (client/ccopts.c), with ".."
+ * giving the source its place in the tree.  req's headers become *found,
+ * its -I list is spent and its source name becomes *place.  0, or the exit
+ * code of the reported failure. */
+static int source_headers(kjit_request *req, const char *path, kjit_header **found, size_t *n_found, char **place)
+{
+	char why[512] = "";
+	int r = kj__headers_for_source(req, path, req->include_dirs, req->n_include_dirs, found, n_found, place,
+				       why, sizeof why);
+
+	if (r < 0)
+		return kj__cli_report(r, why[0] ? why : NULL);
+	req->headers = *found;
+	req->n_headers = *n_found;
+	req->include_dirs = NULL;
+	req->n_include_dirs = 0;
+	req->source_name = *place;
+	return 0;
+}
+
 /* Reads a file given on the command line; on failure prints and returns
  * the exit code. */
 static int read_input(const char *path, size_t max, uint8_t **data, size_t *len)
@@ -304,7 +325,9 @@ int kj__cmd_get(const struct cmd *cmd, int argc, char **argv)
 	kjit_client *c = NULL;
 	struct kj__ccopts cc; /* -I, -D, -U, -O, -std=, glslc's spellings (client/ccopts.c) */
 	const char *all_opts[KJ_CCOPTS_MAX + MAX_REPEAT];
-	char ccerr[256] = "";
+	char ccerr[256] = "", *place = NULL;
+	kjit_header *found = NULL;
+	size_t n_found = 0;
 
 	memset(&a, 0, sizeof a);
 	memset(h, 0, sizeof h);
@@ -342,8 +365,12 @@ int kj__cmd_get(const struct cmd *cmd, int argc, char **argv)
 		.include_dirs = cc.dirs, .n_include_dirs = cc.n_dirs, .compiler = cc.compiler,
 		.name_expressions = cc.exprs, .n_name_expressions = cc.n_exprs,
 	};
+	if (a.source && (ex = source_headers(&req, a.source, &found, &n_found, &place)) != 0)
+		goto out;
 	ex = get_one(&a, &cc, &req, c);
 out:
+	kj__headers_free(found, n_found);
+	free(place);
 	kjit_close(c);
 	free(src);
 	free(src_name);

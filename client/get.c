@@ -69,9 +69,10 @@ static int request_check(kjit_client *c, const kjit_request *req)
 	if (req->source && req->source_size > KJ_SOURCE_MAX)
 		return kj__client_fail(c, KJIT_ETOOBIG, "the source is %zu bytes, over the cap of %u",
 				       req->source_size, KJ_SOURCE_MAX);
-	if (req->source_name && !kj__name_ok(req->source_name))
+	if (req->source_name && !kj__path_ok(req->source_name))
 		return kj__client_fail(c, KJIT_EINVAL, "invalid source name; a file name of "
-				       "[A-Za-z0-9._+-], at most %d bytes", KJ_NAME_MAX);
+				       "[A-Za-z0-9._+-] (its place in the include tree may add folders: "
+				       "src/main.hip), at most %d bytes", KJ_NAME_MAX);
 	if (req->compiler && !kj__name_ok(req->compiler))
 		return kj__client_fail(c, KJIT_EINVAL, "invalid compiler name; a family such as nvcc or hipcc");
 	if (req->target && !kj__token_ok(req->target, KJ_TARGET_MAX))

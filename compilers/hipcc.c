@@ -184,17 +184,19 @@ static int ends_with(const char *name, const char *suffix)
 }
 
 /* The file name the source is written under, so that hipcc's messages name
- * the user's file: its own if it is a plain name ending in .hip or .cu, or
+ * the user's file (at its place in the include tree: "src/main.hip", so
+ * that its "../include/x.h" lands where it does on the user's disk): its
+ * own if it is a plain name (or path of them) ending in .hip or .cu, or
  * in a C++ suffix (.cpp .cc .cxx .c++ .C, as HIP programs are often named;
  * *as_hip set: `-x hip` goes before it, whatever HIP_COMPILE_CXX_AS_HIP
  * says), else "source.hip". */
 static void source_file(const char *name, char *out, size_t outlen, int *as_hip)
 {
 	static const char *const cxx[] = { ".cpp", ".cc", ".cxx", ".c++", ".C" };
-	int ok = kj__name_ok(name) && (ends_with(name, ".hip") || ends_with(name, ".cu"));
+	int ok = kj__path_ok(name) && (ends_with(name, ".hip") || ends_with(name, ".cu"));
 
 	*as_hip = 0;
-	for (size_t i = 0; !ok && kj__name_ok(name) && i < KJ_ARRAY_SIZE(cxx); i++)
+	for (size_t i = 0; !ok && kj__path_ok(name) && i < KJ_ARRAY_SIZE(cxx); i++)
 		ok = *as_hip = ends_with(name, cxx[i]);
 	snprintf(out, outlen, "%s", ok ? name : "source.hip");
 }

@@ -324,7 +324,8 @@ static int take_object(const char *dir, enum nvcc_output kind, struct kj__compil
 static void source_file(const char *name, char *out, size_t outlen)
 {
 	size_t l = strlen(name);
-	snprintf(out, outlen, "%s", kj__name_ok(name) && l > 3 && strcmp(name + l - 3, ".cu") == 0 ? name : "source.cu");
+	/* kj__path_ok: the source keeps its place in the include tree ("src/x.cu") */
+	snprintf(out, outlen, "%s", kj__path_ok(name) && l > 3 && strcmp(name + l - 3, ".cu") == 0 ? name : "source.cu");
 }
 
 static int nvcc_compile(void *state, const struct kj__compile_job *job, struct kj__compile_out *out)

@@ -175,13 +175,12 @@ static shaderc_include_result *include_resolve(void *user, const char *req, int 
 		res->content_length = sizeof toodeep - 1;
 		return res;
 	}
-	const char *slash = from ? strrchr(from, '/') : NULL;
-	if (type == shaderc_include_type_relative && slash && strlen(req) <= KJ_NAME_MAX) {
-		int n = snprintf(path, sizeof path, "%.*s/%s", (int)(slash - from), from, req);
-		if (n > 0 && (size_t)n < sizeof path)
-			h = find_header(ctx->job, path, (size_t)n);
-	}
-	if (h == NULL)
+	/* next to the including file first, ".." resolved against its place
+	 * (kj__includes_check let through only ".." landing on a job file) */
+	if (type == shaderc_include_type_relative && from && strlen(req) <= KJ_NAME_MAX &&
+	    kj__tree_join(from, req, strlen(req), path, sizeof path) == 0)
+		h = find_header(ctx->job, path, strlen(path));
+	if (h == NULL && strstr(req, "..") == NULL)
 		h = find_header(ctx->job, req, strlen(req));
 	if (h == NULL) {
 		res->content = missing;

@@ -185,8 +185,9 @@ int kj__get_req_parse(struct kj__get_req *g, const struct kj__msg *m, char *err,
 		return KJIT_EINVAL;
 	}
 	if (kj__field_strdup(kj__msg_get(m, KJ_F_SOURCE_NAME), KJ_NAME_MAX, &g->source_name) < 0 ||
-	    (g->source_name && !kj__name_ok(g->source_name))) {
-		snprintf(err, errlen, "the source name is malformed (a file name: letters, digits, '._+-' only)");
+	    (g->source_name && !kj__path_ok(g->source_name))) {
+		snprintf(err, errlen, "the source name is malformed (a file name: letters, digits, '._+-' only, "
+			 "with folders of the same: src/main.hip)");
 		return KJIT_EINVAL;
 	}
 	src = kj__msg_get(m, KJ_F_SOURCE);

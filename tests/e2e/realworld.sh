@@ -220,6 +220,54 @@ fi
 w=$(get --source "$R/half_reduce.cu" --backend cuda --target sm_90 --compiler shaderc)
 check "a compiler of another backend is refused" [ "$w" = error ] && grep -q "compiler 'shaderc' does not build for cuda" "$T/err"
 
+# Include resolution as the compilers do it (issue 22 items 1, 2): a
+# src/ + include/ program reaching "../include/util.hpp" (the source gets
+# its place in the tree, src/main.hip; "detail/../config.hpp" inside the
+# tree), headers beside the source found without -I; the key covers them.
+A="$R/app"
+if [ $have_hiprtc = 1 ]; then
+	roundtrip "hiprtc: src/main.hip with ../include/util.hpp" rw/../../app/include/detail/math.hpp \
+		--source "$A/src/main.hip" --backend hip --target gfx90a -I "$A/include" --entry app_scale
+fi
+if [ $have_nvrtc = 1 ]; then
+	p1=$(get --source "$A/src/scale.cu" --backend cuda --target sm_90 -I "$A/include" --entry app_scale_cu)
+	check "nvrtc: src/scale.cu with ../include/util.hpp" [ "$(status "$p1")" = compiled ]
+	cp "$A/include/config.hpp" "$T/cfg.saved"
+	sed -i 's/0.0f/1.0f/' "$A/include/config.hpp"
+	p2=$(get --source "$A/src/scale.cu" --backend cuda --target sm_90 -I "$A/include" --entry app_scale_cu)
+	check "nvrtc: a change to config.hpp (reached by detail/../) changes the key" \
+		[ "$(status "$p2")" = compiled ] && [ "$(key "$p2")" != "$(key "$p1")" ]
+	cp "$T/cfg.saved" "$A/include/config.hpp"
+	b1=$(get --source "$R/beside/stencil.cu" --backend cuda --target sm_90 --entry stencil3)
+	check "nvrtc: a header beside the source, no -I" [ "$(status "$b1")" = compiled ]
+	printf '\n#define STENCIL_EXTRA 1\n' >>"$R/beside/stencil_common.h"
+	b2=$(get --source "$R/beside/stencil.cu" --backend cuda --target sm_90 --entry stencil3)
+	check "nvrtc: a change to the header beside it changes the key" \
+		[ "$(status "$b2")" = compiled ] && [ "$(key "$b2")" != "$(key "$b1")" ]
+fi
+g1=$(get --source "$A/shaders/gain.comp" --backend vulkan --target vulkan1.2 -I "$A/include")
+check "shaderc: shaders/gain.comp with ../include/gain.glsl" [ "$(status "$g1")" = compiled ]
+g2=$(get --source "$R/beside/blur.comp" --backend vulkan --target vulkan1.2)
+check "shaderc: a header beside the source, no -I" [ "$(status "$g2")" = compiled ]
+# negative: without -I include/ is no root: "../include/x" leaves them all
+g3=$(get --source "$A/shaders/gain.comp" --backend vulkan --target vulkan1.2)
+check "../include without -I: refused" [ "$g3" = error ] && grep -q 'gain.comp:5: #include "../include/gain.glsl"' "$T/err"
+# negative: a file beside the roots (app/secret.h: neither src/ nor include/)
+printf '// SECRET-BYTES-%s\nfloat secret_gain(float x) { return x; }\n' $$ >"$A/secret.glsl"
+printf '#version 450\n#include "../secret.glsl"\nlayout(local_size_x = 1) in;\nvoid main() {}\n' >"$A/shaders/leak.comp"
+g4=$(get --source "$A/shaders/leak.comp" --backend vulkan --target vulkan1.2 -I "$A/include")
+check "a .. that leaves every root is refused" [ "$g4" = error ] &&
+	grep -q 'leak.comp:2: #include "../secret.glsl": ' "$T/err"
+check "and its bytes appear nowhere" sh -c "! grep -rq 'SECRET-BYTES-$$' '$T/err' '$KJIT_CACHE_DIR' '$T/kjitd.log'"
+if command -v strace >/dev/null 2>&1; then
+	strace -f -e trace=openat,open -o "$T/strace" "$KJIT" get --source "$A/shaders/leak.comp" --backend vulkan \
+		--target vulkan1.2 -I "$A/include" >/dev/null 2>&1
+	check "the client never opens it (strace)" sh -c "! grep -q 'secret.glsl' '$T/strace'"
+else
+	echo "# skip the client never opens it: strace not installed"
+fi
+rm -f "$A/secret.glsl" "$A/shaders/leak.comp"
+
 # What stays refused, whatever -I says.
 printf 'int secret;\n' >"$T/outside.h"
 ln -s "$T/outside.h" "$INC/leak.h"
