@@ -182,6 +182,9 @@ int kj__cache_counter_get(struct kj__cache *c, const char *name, int64_t *value)
  * for the current compiler, whatever was used recently. */
 int kj__cache_recipe_store(struct kj__cache *c, const char *key, const char *recipe, const uint8_t *body,
 			   size_t len);
+/* The recipe key's object was built from (hex into recipe).  0 or
+ * KJIT_ENOENT (none kept: an imported or older entry). */
+int kj__cache_recipe_of(struct kj__cache *c, const char *key, char recipe[65]);
 /* Reads a recipe's body (malloc'd).  0, KJIT_ENOENT or KJIT_EIO. */
 int kj__cache_recipe_load(struct kj__cache *c, const char *recipe, uint8_t **body, size_t *len);
 /* Calls fn for each (recipe, backend, target) whose object was used at or

@@ -67,7 +67,7 @@ struct get_args {
 	const char *source, *kernel, *target, *out;
 	const char *kernels[MAX_REPEAT];
 	size_t n_kernels;
-	int backend, json;
+	int backend, json, explain;
 	const char *entries[MAX_REPEAT], *opts[MAX_REPEAT], *headers[MAX_REPEAT];
 	size_t n_entries, n_opts, n_headers;
 };
@@ -79,6 +79,7 @@ static int get_parse(const struct cmd *cmd, int argc, char **argv, struct get_ar
 		{ "backend", required_argument, NULL, 'b' }, { "target", required_argument, NULL, 't' },
 		{ "entry", required_argument, NULL, 'e' }, { "opt", required_argument, NULL, 'O' },
 		{ "include-header", required_argument, NULL, 'I' }, { "json", no_argument, NULL, 'J' },
+		{ "explain", no_argument, NULL, 'X' },
 		{ "output", required_argument, NULL, 'o' }, { NULL, 0, NULL, 0 }
 	};
 	int ch, r = 0;
@@ -97,6 +98,7 @@ static int get_parse(const struct cmd *cmd, int argc, char **argv, struct get_ar
 		case 'I': r = kj__cli_push(cmd, a->headers, &a->n_headers, optarg, "--include-header"); break;
 		case 'o': a->out = optarg; break;
 		case 'J': a->json = 1; break;
+		case 'X': a->explain = 1; break;
 		default: return kj__cli_option_error(cmd, ch, argv);
 		}
 	}
@@ -203,6 +205,10 @@ static int get_print_json(const kjit_result *res)
 		r = kj__buf_printf(&b, ",\"size\":%zu,\"log\":", res->size);
 	if (r == 0)
 		r = kj__json_str(&b, res->log ? res->log : "");
+	if (r == 0 && res->explain) /* --explain on a miss: kjitd's lines */
+		r = kj__buf_printf(&b, ",\"explain\":");
+	if (r == 0 && res->explain)
+		r = kj__json_str(&b, res->explain);
 	if (r == 0)
 		r = kj__buf_printf(&b, "}\n");
 	if (r == 0)
@@ -278,6 +284,22 @@ static int get_batch(const struct get_args *a, const struct kj__ccopts *cc, cons
 	return b.ex;
 }
 
+/* --explain: kjitd's lines, each as "explain: LINE". */
+static void print_explain(FILE *f, const kjit_result *res)
+{
+	const char *p = res->explain;
+
+	if (res->status == KJIT_STATUS_HIT)
+		fprintf(f, "explain: a hit: nothing to explain\n");
+	else if (p == NULL)
+		fprintf(f, "explain: kjitd sent no explanation (an older kjitd)\n");
+	while (p && *p) {
+		size_t l = strcspn(p, "\n");
+		fprintf(f, "explain: %.*s\n", (int)l, p);
+		p += l + (p[l] == '\n');
+	}
+}
+
 /* `kjit get` of one source or kernel: req sent, its object written to -o,
  * its line (and JSON) printed; a compile error prints the log first. */
 static int get_one(const struct get_args *a, const struct kj__ccopts *cc, const kjit_request *req, kjit_client *c)
@@ -305,6 +327,8 @@ static int get_one(const struct get_args *a, const struct kj__ccopts *cc, const 
 	for (size_t i = 0; i < res.n_lowered_names; i++) /* --name-expression, beside the status line */
 		fprintf(a->json || to_stdout ? stderr : stdout, "lowered %s %s\n", cc->exprs[i],
 			res.lowered_names[i] ? res.lowered_names[i] : "-");
+	if (a->explain && !a->json)
+		print_explain(a->json || to_stdout ? stderr : stdout, &res);
 	if (a->kernel) /* which variant of the op this is, and why (a failure only loses the line) */
 		(void)kj__variant_note(c, a->kernel, a->backend, res.target, stderr);
 	if (a->json)
@@ -364,6 +388,7 @@ int kj__cmd_get(const struct cmd *cmd, int argc, char **argv)
 		.headers = h, .n_headers = a.n_headers,
 		.include_dirs = cc.dirs, .n_include_dirs = cc.n_dirs, .compiler = cc.compiler,
 		.name_expressions = cc.exprs, .n_name_expressions = cc.n_exprs,
+		.explain = a.explain,
 	};
 	if (a.source && (ex = source_headers(&req, a.source, &found, &n_found, &place)) != 0)
 		goto out;

@@ -177,6 +177,8 @@ int kj__get_req_parse(struct kj__get_req *g, const struct kj__msg *m, char *err,
 		return KJIT_EPROTO;
 	}
 	g->no_compile = (int)no_compile;
+	uint32_t explain = 0; /* a value other than 1 is ignored: a reply never fails for it */
+	g->explain = kj__field_u32(kj__msg_get(m, KJ_F_EXPLAIN), &explain) == 0 && explain == 1;
 	if ((r = parse_family(g, m, err, errlen)) < 0)
 		return r;
 	if (kj__field_strdup(kj__msg_get(m, KJ_F_KERNEL), KJ_NAME_MAX, &g->kernel) < 0 ||

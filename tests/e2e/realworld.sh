@@ -220,6 +220,27 @@ fi
 w=$(get --source "$R/half_reduce.cu" --backend cuda --target sm_90 --compiler shaderc)
 check "a compiler of another backend is refused" [ "$w" = error ] && grep -q "compiler 'shaderc' does not build for cuda" "$T/err"
 
+# kjit get --explain: why a request was not a hit (issue 22 item 8)
+cp -r "$INC" "$T/xinc"
+cp "$R/softmax.comp" "$T/fresh.comp"
+# shellcheck disable=SC2086
+"$KJIT" get --source "$T/fresh.comp" --backend vulkan --target vulkan1.2 -I "$T/xinc" $D8 -DFRESH --explain >"$T/x0" 2>&1
+check "--explain on a first compile: no earlier entry" grep -q "^explain: no earlier entry of fresh.comp" "$T/x0"
+# shellcheck disable=SC2086
+"$KJIT" get --source "$R/softmax.comp" --backend vulkan --target vulkan1.2 -I "$T/xinc" $D8 -DEXPLAIN_BASE --explain >"$T/x1" 2>&1
+check "--explain on a miss: the nearest earlier entry, the option" grep -q "^explain:   options: here -DEXPLAIN_BASE$" "$T/x1"
+# shellcheck disable=SC2086
+"$KJIT" get --source "$R/softmax.comp" --backend vulkan --target vulkan1.2 -I "$T/xinc" $D8 -DEXPLAIN_BASE --explain >"$T/x2" 2>&1
+check "--explain on a hit: nothing to explain" grep -q '^explain: a hit' "$T/x2"
+# shellcheck disable=SC2086
+"$KJIT" get --source "$R/softmax.comp" --backend vulkan --target vulkan1.2 -I "$T/xinc" $D8 -DEXPLAIN_BASE -DEXPLAIN_OTHER --explain >"$T/x3" 2>&1
+check "--explain names the differing option" grep -q '^explain:   options: here -DEXPLAIN_OTHER$' "$T/x3"
+check "--explain: and nothing else" [ "$(grep -c '^explain:   ' "$T/x3")" = 1 ]
+printf '\n// explain me\n' >>"$T/xinc/rw/common.glsl"
+# shellcheck disable=SC2086
+"$KJIT" get --source "$R/softmax.comp" --backend vulkan --target vulkan1.2 -I "$T/xinc" $D8 -DEXPLAIN_BASE --explain --json >"$T/x4" 2>/dev/null
+check "--explain --json names the differing header" grep -q '"explain":"nearest earlier entry of softmax.comp: [0-9a-f]* (vulkan1.2, [0-9.]*); what differs:\\u000a  header rw/common.glsl: its bytes\\u000a"' "$T/x4"
+
 # Include resolution as the compilers do it (issue 22 items 1, 2): a
 # src/ + include/ program reaching "../include/util.hpp" (the source gets
 # its place in the tree, src/main.hip; "detail/../config.hpp" inside the
