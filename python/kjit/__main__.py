@@ -43,7 +43,8 @@ EX_OK, EX_FAIL, EX_USAGE, EX_DOWN = 0, 1, 2, 3
 USAGE = {
     "get": "get (--source FILE | --kernel NAME) --backend B [--target T] [--entry E]... "
            "[-I DIR]... [-D NAME[=VALUE]]... [-U NAME]... [-O[LEVEL]] [-std=STD] [--compiler FAMILY] "
-           "[--name-expression EXPR]... [--opt OPT]... [--include-header [NAME=]FILE]... [-o FILE] [--json]",
+           "[--name-expression EXPR]... [--opt OPT]... [--include-header [NAME=]FILE]... [-o FILE] [--json] "
+           "[--explain]",
     "stats": "stats [--json] [--zero]",
     "targets": "targets [--json]",
     "ping": "ping [--json]",
@@ -274,6 +275,7 @@ def cmd_get(argv: List[str]) -> int:
     p.add_argument("--include-header", action="append", default=[])
     p.add_argument("-o", "--output")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--explain", action="store_true")
     a = p.parse_args(argv)
     if (a.source is None) == (a.kernel is None):
         p.error("give exactly one of --source and --kernel")
@@ -296,7 +298,7 @@ def cmd_get(argv: List[str]) -> int:
     try:
         with Client() as c:
             more = dict(entries=a.entry, include_dirs=cc.dirs, compiler=cc.compiler,
-                        name_expressions=cc.exprs)
+                        name_expressions=cc.exprs, explain=a.explain)
             if a.source is not None:
                 obj = c.get(read_input(a.source), a.backend, target, cc.opts + a.opt, headers,
                             source_name_of(a.source), **more)
@@ -319,6 +321,11 @@ def cmd_get(argv: List[str]) -> int:
     print(f"{obj.status} {obj.key} {obj.target or '-'} {len(obj.data)} bytes", file=out)
     for e in cc.exprs:  # --name-expression
         print(f"lowered {e} {obj.lowered_names.get(e) or '-'}", file=out)
+    if a.explain and not a.json:  # as `kjit get --explain` prints it
+        lines = (["a hit: nothing to explain"] if obj.status == "hit" else
+                 (obj.explain or "kjitd sent no explanation (an older kjitd)\n").splitlines())
+        for line in lines:
+            print(f"explain: {line}", file=out)
     if a.json:
         print(json.dumps(obj.as_json(), separators=(",", ":")))
     return EX_OK
