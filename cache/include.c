@@ -2,12 +2,17 @@
  *
  * kj__includes_resolve scans the source's #include lines (skipping
  * comments, string and character literals, and splicing backslash-newline
- * as the preprocessor does), looks each name up among the request's
- * headers, then in each allowed directory, and follows what it finds, to
- * KJ_INCLUDE_DEPTH_MAX levels.  A name that could reach outside those
- * places (absolute, "..", control characters, a symlink leaving the
- * directory, a computed #include) is refused, so no file outside them can
- * change a cache key or leak into a compile log.
+ * as the preprocessor does; seeing every spelling the preprocessor takes:
+ * the digraph "%:", blanks, form feeds and comments between '#' and the
+ * name and before the operand, and the names __has_include and
+ * __has_include_next probe in a live #if/#elif), looks each name up
+ * (cache/incfind.c: the including file's place in the tree first, ".."
+ * resolved against it, then the request's headers and the allowed
+ * directories), and follows what it finds, to KJ_INCLUDE_DEPTH_MAX levels.
+ * A name that could reach outside those places (absolute, a ".." leaving
+ * the tree, control characters, a symlink leaving the roots, a computed
+ * #include) is refused, so no file outside them can change a cache key or
+ * leak into a compile log.
  *
  * A name found in none of those places is not an error here: it may be the
  * compiler's own header (<cuda_fp16.h>, "hip/hip_runtime.h" as hipify
@@ -296,25 +301,80 @@ static int conditional(struct scanner *sc, const char *w, size_t wn, const char 
 }
 
 /* Handles the directive whose '#' is at sc->i and moves past its line. */
-static int hash_line(struct resolver *rv, struct scanner *sc, const char *where, int depth)
+/* Skips what the preprocessor reads as one space from j: blanks (space,
+ * tab, form feed, vertical tab, CR) and block comments, which may span
+ * lines (sc->line counts them).  Backslash-newlines are already spliced.
+ * Returns the index of the next token. */
+static size_t skip_blank(struct scanner *sc, size_t j)
 {
 	const char *s = sc->s;
-	size_t n = sc->n, j = sc->i + 1;
+	size_t n = sc->n;
 
-	while (j < n && (s[j] == ' ' || s[j] == '\t'))
-		j++;
+	for (;;) {
+		while (j < n && (s[j] == ' ' || s[j] == '\t' || s[j] == '\f' || s[j] == '\v' || s[j] == '\r'))
+			j++;
+		if (!(j + 1 < n && s[j] == '/' && s[j + 1] == '*'))
+			return j;
+		for (j += 2; j < n && !(s[j] == '*' && j + 1 < n && s[j + 1] == '/'); j++)
+			if (s[j] == '\n')
+				sc->line++;
+		j = j + 2 <= n ? j + 2 : n;
+	}
+}
+
+/* __has_include("x.h") / __has_include_next(<x.h>) in a live #if or #elif
+ * line from k: the compiler probes those names, so each is resolved (and
+ * refused) like an #include; a found header is followed, erring on the
+ * side of one header too many in the key.  0 or a negative code. */
+static int has_include_probes(struct resolver *rv, struct scanner *sc, const char *where, int depth, size_t k)
+{
+	static const char word[] = "__has_include";
+	const char *s = sc->s;
+	size_t n = sc->n, wl = sizeof word - 1;
+	int r = 0;
+
+	for (size_t j = k; r == 0 && j + wl < n && s[j] != '\n'; j++) {
+		if (strncmp(s + j, word, wl) != 0 || (j > 0 && ident_char(s[j - 1])))
+			continue;
+		size_t p = j + wl;
+		if (strncmp(s + p, "_next", 5) == 0)
+			p += 5;
+		if (ident_char(s[p]))
+			continue;
+		p = skip_blank(sc, p);
+		if (p >= n || s[p] != '(') /* "defined __has_include": no operand */
+			continue;
+		p = skip_blank(sc, p + 1);
+		r = directive(rv, where, sc->line, s + p, s + n, depth);
+		j = p;
+	}
+	return r;
+}
+
+/* Handles the directive whose introducer ('#', or the digraph "%:", hlen
+ * bytes) is at sc->i and moves past its line.  Comments and blanks may
+ * stand between the introducer and the directive's name, and between the
+ * name and its operand, as the preprocessor allows. */
+static int hash_line(struct resolver *rv, struct scanner *sc, const char *where, int depth, size_t hlen)
+{
+	const char *s = sc->s;
+	size_t n = sc->n, j = skip_blank(sc, sc->i + hlen);
+	int r = 0;
+
 	size_t k = j;
 	while (k < n && ident_char(s[k]))
 		k++;
 	sc->bol = 0;
 	sc->i = k;
 	int dead = conditional(sc, s + j, k - j, s + k);
-	if (dead || !(word_is(s + j, k - j, "include") || word_is(s + j, k - j, "include_next") ||
-		      word_is(s + j, k - j, "import")))
-		return 0; /* the rest of the line is scanned as usual */
-	while (k < n && (s[k] == ' ' || s[k] == '\t'))
-		k++;
-	int r = directive(rv, where, sc->line, s + k, s + n, depth);
+	if (!dead && (word_is(s + j, k - j, "if") || word_is(s + j, k - j, "elif")))
+		r = has_include_probes(rv, sc, where, depth, k);
+	if (r < 0 || dead || !(word_is(s + j, k - j, "include") || word_is(s + j, k - j, "include_next") ||
+			       word_is(s + j, k - j, "import")))
+		return r; /* the rest of the line is scanned as usual */
+	k = skip_blank(sc, k);
+	sc->i = k;
+	r = directive(rv, where, sc->line, s + k, s + n, depth);
 	while (sc->i < n && s[sc->i] != '\n')
 		sc->i++;
 	return r;
@@ -345,7 +405,9 @@ static int scan(struct resolver *rv, const char *where, const uint8_t *src, size
 		} else if (ch == ' ' || ch == '\t' || ch == '\f' || ch == '\v' || ch == '\r') {
 			sc.i++;
 		} else if (ch == '#' && sc.bol) {
-			r = hash_line(rv, &sc, where, depth);
+			r = hash_line(rv, &sc, where, depth, 1);
+		} else if (ch == '%' && sc.i + 1 < sc.n && sc.s[sc.i + 1] == ':' && sc.bol) { /* digraph "%:" */
+			r = hash_line(rv, &sc, where, depth, 2);
 		} else {
 			sc.bol = 0;
 			sc.i++;

@@ -418,7 +418,42 @@ static void test_source_folder_first(void)
 	cleanup();
 }
 
-TEST_LIST(TEST(dotdot_in_the_tree) TEST(source_folder_first) TEST(refuses_escapes) TEST(line_number_in_error) TEST(missing_names_listed) TEST(if_zero_skipped)
+/* Issue 20, defence in depth: the other spellings of a directive the
+ * preprocessor accepts are seen: the digraph "%:", comments and form feeds
+ * between '#' and the name (a block comment may span lines), a comment
+ * before the operand, and the names __has_include probes. */
+static void test_other_spellings(void)
+{
+	refused("%:include \"/etc/passwd\"\n", "/etc/passwd");
+	refused("%: include \"../../x\"\n", "../../x");
+	refused("# /* c */ include \"/etc/passwd\"\n", "/etc/passwd");
+	refused("#/* a\n b */include \"/etc/passwd\"\n", "/etc/passwd");
+	refused("#\finclude \"/etc/passwd\"\n", "/etc/passwd");
+	refused("#include /* c */ \"/etc/passwd\"\n", "/etc/passwd");
+	refused("#\\\ninclude \"/etc/passwd\"\n", "/etc/passwd");
+	refused("#if __has_include(\"/etc/passwd\")\n#endif\n", "/etc/passwd");
+	refused("#if 1\n#elif __has_include_next( <../x.h> )\n#endif\n", "../x.h");
+
+	struct kj__includes out;
+	struct req q = { 0 };
+	char err[256];
+
+	setup();
+	req_add(&q, "opt.h", "int opt;\n");
+	CHECK_EQ_INT(resolve("#if __has_include(\"opt.h\") && defined(__has_include)\n#endif\n"
+			     "#if 0\n#if __has_include(\"/etc/passwd\")\n#endif\n#endif\n", &q, &out, err, sizeof err), 0);
+	CHECK_EQ_INT(out.n, 1);
+	CHECK_EQ_STR(out.names[0], "opt.h");
+	kj__includes_free(&out);
+	/* a probe of a name found nowhere is in the key, as an #include's is */
+	CHECK_EQ_INT(resolve("#if __has_include(<absent.h>)\n#endif\n", &q, &out, err, sizeof err), 0);
+	CHECK_EQ_INT(out.n_missing, 1);
+	CHECK_EQ_STR(out.missing[0], "absent.h");
+	kj__includes_free(&out);
+	cleanup();
+}
+
+TEST_LIST(TEST(other_spellings) TEST(dotdot_in_the_tree) TEST(source_folder_first) TEST(refuses_escapes) TEST(line_number_in_error) TEST(missing_names_listed) TEST(if_zero_skipped)
 	  TEST(nested_in_allowed_dir) TEST(request_header_shadows_dir)
 	  TEST(comments_and_strings_do_not_fool) TEST(depth_limit) TEST(cycle_terminates)
 	  TEST(missing_dir_and_no_source))
