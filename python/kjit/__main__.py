@@ -182,6 +182,7 @@ class CcOpts:
         self.compiler: Optional[str] = None
         self.target_env: Optional[str] = None
         self.stage: Optional[str] = None
+        self.entry_point: Optional[str] = None  # glslc's -fentry-point=NAME
 
     def _add(self, kind: List[str], v: str, what: str) -> None:
         if len(kind) >= CCOPTS_MAX:
@@ -228,17 +229,28 @@ class CcOpts:
             else:
                 self._add(self.opts, ("-U" if a == "-U" else "-D") + nxt, "compiler options")
             return 2
+        if a.startswith("-x"):  # -x LANG / -xLANG: one option "-x LANG"
+            lang = a[2:] or nxt
+            if not lang:
+                raise ValueError("missing argument to -x")
+            self._add(self.opts, "-x " + lang, "compiler options")
+            return 1 if a[2:] else 2
         if (a.startswith("-I") and len(a) > 2) or a.startswith("--include-path="):
             self._add(self.dirs, a[2:] if a[1] == "I" else a[15:], "include directories")
         elif a.startswith("--define-macro="):
             self._add(self.opts, "-D" + a[15:], "compiler options")
         elif (a[:2] in ("-D", "-U") and len(a) > 2) or re.fullmatch(r"-O[0-3]?|-Os|-Ofast", a) or \
-                a.startswith(("-std=", "--std=")) or a in ("-default-device", "--fatbin", "-fatbin"):
+                a.startswith(("-std=", "--std=")) or a in ("-default-device", "--fatbin", "-fatbin", "-w", "-g") or \
+                re.match(r"-W[a-z]", a):  # warnings: -Wall, -Wextra, -Werror, -Wno-...
             self._add(self.opts, a, "compiler options")
         elif a.startswith("-fshader-stage="):
             self.stage = a[15:]
+        elif a.startswith("-fentry-point="):
+            self.entry_point = a[14:]
         elif a.startswith("--target-env="):
             self.target_env = a[13:]
+        elif re.match(r"-f[a-z]", a):  # -ffast-math, -fhlsl-iomap ...: the family's whitelist decides
+            self._add(self.opts, a, "compiler options")
         else:
             rest.append(a)
         return 1
@@ -246,8 +258,10 @@ class CcOpts:
     def finish(self, backend: str, target: Optional[str]) -> Optional[str]:
         """Checks the options against backend and turns glslc's spellings
         into kjit's; returns the target.  Raises ValueError."""
-        if (self.stage or self.target_env) and backend != "vulkan":
-            raise ValueError("-fshader-stage= and --target-env= are for --backend vulkan")
+        if (self.stage or self.target_env or self.entry_point) and backend != "vulkan":
+            raise ValueError("-fshader-stage=, -fentry-point= and --target-env= are for --backend vulkan")
+        if self.entry_point is not None and not re.fullmatch(r"[A-Za-z0-9._+-]{1,255}", self.entry_point):
+            raise ValueError(f"-fentry-point={self.entry_point}: not a name kjit takes ([A-Za-z0-9._+-])")
         if self.stage is not None and self.stage not in ("compute", "comp"):
             raise ValueError(f"-fshader-stage={self.stage}: kjit builds compute shaders only")
         if self.target_env is not None:
@@ -289,6 +303,11 @@ def cmd_get(argv: List[str]) -> int:
         target = cc.finish(a.backend, a.target)
     except ValueError as e:
         p.error(str(e))
+    if cc.entry_point is not None:  # glslc's -fentry-point=: the first entry
+        if a.entry and a.entry[0] != cc.entry_point:
+            p.error(f"-fentry-point= and the first --entry disagree {a.entry[0]}")
+        if not a.entry:
+            a.entry = [cc.entry_point]
     headers = {}
     for spec in a.include_header:
         name, eq, file = spec.partition("=")
