@@ -314,6 +314,8 @@ if [ -x /usr/local/cuda/bin/nvcc ] || [ -x /usr/bin/nvcc ]; then
 	start_daemon --cuda-compiler nvcc || { not_ok start "kjitd --cuda-compiler nvcc did not start"; exit 1; }
 	roundtrip "nvcc: a full .cu with host code and <stdint.h>" rw/common.cuh \
 		--source "$R/host_axpy.cu" --backend cuda --target sm_90 -I "$INC" --entry _Z4axpyfPKfPfj -O3
+	a2=$(get --source "$R/app/src/scale.cu" --backend cuda --target sm_90 -I "$R/app/include" --entry app_scale_cu)
+	check "nvcc: src/scale.cu with ../include/util.hpp (written at its place)" [ "$(status "$a2")" = compiled ]
 	p=$(get --source "$R/host_axpy.cu" --backend cuda --target compute_90 -I "$INC")
 	check "nvcc: PTX for compute_90" [ "$(status "$p")" = compiled ]
 	# a fatbin, as nvcc --fatbin makes it: SASS for sm_90 and PTX for
@@ -349,6 +351,8 @@ if [ -x /usr/bin/hipcc ] || [ -x /opt/rocm/bin/hipcc ]; then
 		--source "$R/vecadd_main.hip" --backend hip --target gfx90a --entry _Z6vecaddPKfS0_Pfj
 	roundtrip "hipcc: hipify's quoted include" rw/scale.h \
 		--source "$R/hipified.hip" --backend hip --target gfx90a -I "$INC" --entry scale_rows
+	a1=$(get --source "$R/app/src/main.hip" --backend hip --target gfx90a -I "$R/app/include" --entry app_scale)
+	check "hipcc: src/main.hip with ../include/util.hpp (written at its place)" [ "$(status "$a1")" = compiled ]
 	stop_daemon
 else
 	echo "# hipcc not installed: its realworld checks skipped"
