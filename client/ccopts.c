@@ -313,7 +313,8 @@ int kj__headers_for_source(const kjit_request *req, const char *path, const char
 	if (r == 0) {
 		*place = name;
 		name = NULL;
-	} else if (first) /* said of the source as the user named it, not of a place tried */
+	} else if (first && (k == 0 || tree.climb > 0)) /* still out of every root: said of the source
+							  * as the user named it, not of a place tried */
 		snprintf(err, errlen, "%s", first);
 out:
 	free(first);
