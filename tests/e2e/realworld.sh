@@ -163,6 +163,24 @@ check "shaderc: another -D value is another key" [ "$(status "$v")" = compiled ]
 	cat >"$T/so.spv"
 check "-o /dev/stdout into a pipe: the bytes of -o FILE" [ -s "$T/sm.spv" ] && cmp -s "$T/sm.spv" "$T/so.spv"
 check "-o /dev/stdout: the status line on stderr" grep -q '^hit ' "$T/so.err"
+# and into a socket (a parent's socketpair: /proc/self/fd/1 cannot be opened there)
+python3 - "$KJIT" "$R/softmax.comp" "$INC" "$T/sock.spv" $D8 <<'PYEOF' 2>"$T/sock.err"
+import socket, subprocess, sys
+kjit, src, inc, out, defs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
+a, b = socket.socketpair()
+p = subprocess.Popen([kjit, "get", "--source", src, "--backend", "vulkan", "--target", "vulkan1.2", "-I", inc,
+                      *defs, "-o", "/dev/stdout"], stdout=a, stderr=subprocess.DEVNULL)
+a.close()
+data = b""
+while True:
+    x = b.recv(65536)
+    if not x:
+        break
+    data += x
+p.wait()
+open(out, "wb").write(data)
+PYEOF
+check "-o /dev/stdout into a socket: the bytes of -o FILE" cmp -s "$T/sm.spv" "$T/sock.spv"
 
 # glslc's HLSL habits: -x hlsl / -xhlsl (the suffix says nothing), -fentry-point=
 h1=$(get --source "$R/saxpy_cs.fx" --backend vulkan --target vulkan1.2 -x hlsl -fentry-point=CSMain)
