@@ -90,8 +90,8 @@ $(BUILD)/kjit: $(CLI_OBJ) $(call obj,common/outfile.c) $(BUILD)/libkjit.a
 	$(CC) $(LDFLAGS_KJ) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS)
 
 # libkjit runs the include scan itself for -I (client/ccopts.c): it links
-# cache/include.c, which needs only libc and common/util.c.
-LIBKJIT_OBJ  := $(CLIENT_OBJ) $(CLIENT_COMMON_OBJ) $(call obj,cache/include.c)
+# cache/include.c and cache/incfind.c, which need only libc and common/util.c.
+LIBKJIT_OBJ  := $(CLIENT_OBJ) $(CLIENT_COMMON_OBJ) $(call obj,cache/include.c cache/incfind.c)
 
 $(BUILD)/libkjit.a: $(LIBKJIT_OBJ)
 	@rm -f $@

@@ -192,6 +192,9 @@ int kj__cache_counter_get(struct kj__cache *c, const char *name, int64_t *value)
  * for the current compiler, whatever was used recently. */
 int kj__cache_recipe_store(struct kj__cache *c, const char *key, const char *recipe, const uint8_t *body,
 			   size_t len);
+/* The recipe key's object was built from (hex into recipe).  0 or
+ * KJIT_ENOENT (none kept: an imported or older entry). */
+int kj__cache_recipe_of(struct kj__cache *c, const char *key, char recipe[65]);
 /* Reads a recipe's body (malloc'd).  0, KJIT_ENOENT or KJIT_EIO. */
 int kj__cache_recipe_load(struct kj__cache *c, const char *recipe, uint8_t **body, size_t *len);
 /* Calls fn for each (recipe, backend, target) whose object was used at or
@@ -253,5 +256,23 @@ int kj__includes_resolve(const char *source_name, const uint8_t *source, size_t 
 			 size_t n_req, const char *const *allowed_dirs, size_t n_dirs,
 			 struct kj__includes *out, char *err, size_t errlen);
 void kj__includes_free(struct kj__includes *inc);
+
+/* Where a client's source sits (kj__includes_resolve_tree).  Quoted
+ * includes resolve against the including file's place in the tree (the
+ * source's place is source_name, which may have folders: "src/main.hip"),
+ * ".." taking one folder back; an include that climbs above the tree root,
+ * or whose ".." names no file found, is refused.  anc is the folder the
+ * tree root is on disk for those lookups; every file read must lie under
+ * one of the allowed directories or src_dir. */
+struct kj__include_tree {
+	const char *anc;     /* the tree root's folder on disk (quoted includes), or NULL */
+	const char *src_dir; /* the source's folder: a root files may be read under, or NULL */
+	int climb;           /* out: most levels an include climbed above the tree root */
+};
+/* kj__includes_resolve with tree (NULL: none, as kj__includes_resolve). */
+int kj__includes_resolve_tree(const char *source_name, const uint8_t *source, size_t source_len,
+			      const char *const *req_names, const uint8_t *const *req_data, const size_t *req_len,
+			      size_t n_req, const char *const *allowed_dirs, size_t n_dirs,
+			      struct kj__include_tree *tree, struct kj__includes *out, char *err, size_t errlen);
 
 #endif /* KJ_CACHE_H */

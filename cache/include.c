@@ -2,12 +2,17 @@
  *
  * kj__includes_resolve scans the source's #include lines (skipping
  * comments, string and character literals, and splicing backslash-newline
- * as the preprocessor does), looks each name up among the request's
- * headers, then in each allowed directory, and follows what it finds, to
- * KJ_INCLUDE_DEPTH_MAX levels.  A name that could reach outside those
- * places (absolute, "..", control characters, a symlink leaving the
- * directory, a computed #include) is refused, so no file outside them can
- * change a cache key or leak into a compile log.
+ * as the preprocessor does; seeing every spelling the preprocessor takes:
+ * the digraph "%:", blanks, form feeds and comments between '#' and the
+ * name and before the operand, and the names __has_include and
+ * __has_include_next probe in a live #if/#elif), looks each name up
+ * (cache/incfind.c: the including file's place in the tree first, ".."
+ * resolved against it, then the request's headers and the allowed
+ * directories), and follows what it finds, to KJ_INCLUDE_DEPTH_MAX levels.
+ * A name that could reach outside those places (absolute, a ".." leaving
+ * the tree, control characters, a symlink leaving the roots, a computed
+ * #include) is refused, so no file outside them can change a cache key or
+ * leak into a compile log.
  *
  * A name found in none of those places is not an error here: it may be the
  * compiler's own header (<cuda_fp16.h>, "hip/hip_runtime.h" as hipify
@@ -35,211 +40,10 @@
 #include <string.h>
 
 #include "cache.h"
+#include "include-int.h"
 #include "kj_limits.h"
 #include "kj_types.h"
 #include "util.h"
-
-struct resolver {
-	const char *const *req_names;
-	const uint8_t *const *req_data;
-	const size_t *req_len;
-	size_t n_req;
-	char **dirs;                 /* realpath of each allowed directory (NULL: missing) */
-	size_t n_dirs;
-	struct kj__includes *out;
-	size_t cap;
-	size_t missing_cap;
-	size_t total;                /* bytes of every resolved header */
-	char *err;
-	size_t errlen;
-};
-
-/* Writes "where:line: #include <name>: why" into err, with anything not
- * printable in name shown as '?'.  Returns KJIT_EINCLUDE (or code). */
-static int fail(struct resolver *rv, int code, const char *where, size_t line, char open,
-		const char *name, size_t n, const char *fmt, ...) __attribute__((format(printf, 8, 9)));
-static int fail(struct resolver *rv, int code, const char *where, size_t line, char open,
-		const char *name, size_t n, const char *fmt, ...)
-{
-	char shown[KJ_NAME_MAX + 8], why[256];
-	size_t k = 0;
-	va_list ap;
-
-	for (size_t i = 0; i < n && k < sizeof shown - 4; i++)
-		shown[k++] = isprint((unsigned char)name[i]) ? name[i] : '?';
-	if (n > k)
-		for (int i = 0; i < 3; i++)
-			shown[k++] = '.';
-	shown[k] = '\0';
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof why, fmt, ap);
-	va_end(ap);
-	if (rv->err && rv->errlen) {
-		if (open)
-			snprintf(rv->err, rv->errlen, "%s:%zu: #include %c%s%c: %s", where, line, open,
-				 shown, open == '<' ? '>' : '"', why);
-		else
-			snprintf(rv->err, rv->errlen, "%s:%zu: #include %s: %s", where, line, shown, why);
-	}
-	return code;
-}
-
-/* Refuses names that could leave the allowed places.  NULL if fine, else
- * why not. */
-static const char *name_problem(const char *name, size_t n)
-{
-	if (n == 0)
-		return "empty name";
-	if (n > KJ_NAME_MAX)
-		return "name too long";
-	for (size_t i = 0; i < n; i++) {
-		unsigned char ch = (unsigned char)name[i];
-		if (ch < 0x20 || ch == 0x7f)
-			return "control character in name";
-		if (ch == '\\')
-			return "backslash in name";
-	}
-	if (name[0] == '/')
-		return "absolute path";
-	for (size_t i = 0; i < n;) {
-		size_t j = i;
-		while (j < n && name[j] != '/')
-			j++;
-		if (j - i == 2 && name[i] == '.' && name[i + 1] == '.')
-			return "\"..\" in path";
-		i = j + 1;
-	}
-	return NULL;
-}
-
-static size_t find_resolved(const struct kj__includes *out, const char *name)
-{
-	for (size_t i = 0; i < out->n; i++)
-		if (strcmp(out->names[i], name) == 0)
-			return i;
-	return (size_t)-1;
-}
-
-/* Takes ownership of name and data. */
-static int add_resolved(struct resolver *rv, char *name, uint8_t *data, size_t len)
-{
-	struct kj__includes *out = rv->out;
-
-	if (out->n >= KJ_HEADERS_MAX_COUNT || len > KJ_HEADERS_MAX_TOTAL - rv->total) {
-		free(name);
-		free(data);
-		return KJIT_ETOOBIG;
-	}
-	if (out->n == rv->cap) {
-		size_t cap = rv->cap ? rv->cap * 2 : 16;
-		char **names = realloc(out->names, cap * sizeof *names);
-		if (names)
-			out->names = names;
-		uint8_t **d = names ? realloc(out->data, cap * sizeof *d) : NULL;
-		if (d)
-			out->data = d;
-		size_t *l = d ? realloc(out->len, cap * sizeof *l) : NULL;
-		if (l == NULL) {
-			free(name);
-			free(data);
-			return KJIT_ENOMEM;
-		}
-		out->len = l;
-		rv->cap = cap;
-	}
-	out->names[out->n] = name;
-	out->data[out->n] = data;
-	out->len[out->n] = len;
-	out->n++;
-	rv->total += len;
-	return 0;
-}
-
-/* Looks name up.  2 resolved before (*idx set), 1 found now (added to
- * out, *idx set), 0 not found, or a negative code with err written. */
-static int lookup(struct resolver *rv, const char *name, size_t *idx, const char *where,
-		  size_t line, char open)
-{
-	char path[PATH_MAX], real[PATH_MAX];
-	uint8_t *data = NULL;
-	size_t len = 0;
-	int r;
-
-	if ((*idx = find_resolved(rv->out, name)) != (size_t)-1)
-		return 2;
-	for (size_t i = 0; i < rv->n_req; i++) {
-		if (strcmp(rv->req_names[i], name) != 0)
-			continue;
-		len = rv->req_len[i];
-		data = malloc(len + 1);
-		char *copy = kj__strdup(name);
-		if (data == NULL || copy == NULL) {
-			free(data);
-			free(copy);
-			return KJIT_ENOMEM;
-		}
-		if (len)
-			memcpy(data, rv->req_data[i], len);
-		data[len] = '\0';
-		*idx = rv->out->n;
-		r = add_resolved(rv, copy, data, len);
-		return r < 0 ? r : 1;
-	}
-	for (size_t i = 0; i < rv->n_dirs; i++) {
-		if (rv->dirs[i] == NULL)
-			continue;
-		int n = snprintf(path, sizeof path, "%s/%s", rv->dirs[i], name);
-		if (n < 0 || (size_t)n >= sizeof path)
-			continue;
-		if (realpath(path, real) == NULL)
-			continue; /* not there (or a dangling link) */
-		size_t dl = strlen(rv->dirs[i]);
-		if (strncmp(real, rv->dirs[i], dl) != 0 || (real[dl] != '/' && strcmp(rv->dirs[i], "/") != 0))
-			return fail(rv, KJIT_EINCLUDE, where, line, open, name, strlen(name),
-				    "resolves outside the allowed include directories");
-		r = kj__read_file(real, KJ_HEADERS_MAX_TOTAL, &data, &len);
-		if (r == -EFBIG)
-			return fail(rv, KJIT_ETOOBIG, where, line, open, name, strlen(name), "header too large");
-		if (r < 0)
-			return fail(rv, KJIT_EINCLUDE, where, line, open, name, strlen(name),
-				    "cannot read it: %s", strerror(-r));
-		char *copy = kj__strdup(name);
-		if (copy == NULL) {
-			free(data);
-			return KJIT_ENOMEM;
-		}
-		*idx = rv->out->n;
-		r = add_resolved(rv, copy, data, len);
-		return r < 0 ? r : 1;
-	}
-	return 0;
-}
-
-/* Records a name that was looked for and not found, once.  The key covers
- * these names, so a header that appears under one of them later changes
- * the key instead of being silently picked up. */
-static int add_missing(struct resolver *rv, const char *name)
-{
-	struct kj__includes *out = rv->out;
-
-	for (size_t i = 0; i < out->n_missing; i++)
-		if (strcmp(out->missing[i], name) == 0)
-			return 0;
-	if (out->n_missing >= KJ_HEADERS_MAX_COUNT)
-		return KJIT_ETOOBIG;
-	if (out->n_missing == rv->missing_cap) {
-		size_t cap = rv->missing_cap ? rv->missing_cap * 2 : 8;
-		char **m = realloc(out->missing, cap * sizeof *m);
-		if (m == NULL)
-			return KJIT_ENOMEM;
-		out->missing = m;
-		rv->missing_cap = cap;
-	}
-	if ((out->missing[out->n_missing] = kj__strdup(name)) == NULL)
-		return KJIT_ENOMEM;
-	out->n_missing++;
-	return 0;
-}
 
 static int scan(struct resolver *rv, const char *where, const uint8_t *src, size_t len, int depth);
 
@@ -256,7 +60,7 @@ static int include_operand(struct resolver *rv, const char *where, size_t line, 
 		const char *e = p;
 		while (e < end && *e != '\n')
 			e++;
-		return fail(rv, KJIT_EINCLUDE, where, line, 0, p, (size_t)(e - p),
+		return kj__inc_fail(rv, KJIT_EINCLUDE, where, line, 0, p, (size_t)(e - p),
 			    "computed #include (a macro) is not allowed");
 	}
 	char close_ch = *open == '<' ? '>' : '"';
@@ -265,10 +69,10 @@ static int include_operand(struct resolver *rv, const char *where, size_t line, 
 		;
 	n = (size_t)(q - name);
 	if (q >= end || *q != close_ch)
-		return fail(rv, KJIT_EINCLUDE, where, line, 0, p, n + 1, "unterminated name");
-	const char *why = memchr(name, '\0', n) ? "NUL in name" : name_problem(name, n);
+		return kj__inc_fail(rv, KJIT_EINCLUDE, where, line, 0, p, n + 1, "unterminated name");
+	const char *why = memchr(name, '\0', n) ? "NUL in name" : kj__inc_name_problem(name, n);
 	if (why)
-		return fail(rv, KJIT_EINCLUDE, where, line, *open, name, n, "%s", why);
+		return kj__inc_fail(rv, KJIT_EINCLUDE, where, line, *open, name, n, "%s", why);
 	memcpy(buf, name, n);
 	buf[n] = '\0';
 	return 0;
@@ -285,30 +89,41 @@ static int directive(struct resolver *rv, const char *where, size_t line, const 
 {
 	char open, buf[KJ_NAME_MAX + 1], rel[2 * KJ_NAME_MAX + 2];
 	size_t idx;
-	int r;
+	int r, climb = 0, dots;
 
 	if ((r = include_operand(rv, where, line, p, end, &open, buf)) < 0)
 		return r;
 	r = 0;
-	const char *slash = strrchr(where, '/');
-	if (open == '"' && depth > 0 && slash) {
-		size_t dl = (size_t)(slash - where) + 1, n = strlen(buf);
-		if (dl + n < sizeof rel) {
-			memcpy(rel, where, dl);
-			memcpy(rel + dl, buf, n + 1);
-			r = lookup(rv, rel, &idx, where, line, open);
-			if (r == 0)
-				r = add_missing(rv, rel);
+	dots = kj__inc_has_dots(buf);
+	if (open == '"') {
+		int j = kj__inc_tree_join(where, buf, rel, sizeof rel, &climb);
+		if (j < 0 || (j == 0 && strlen(rel) > KJ_NAME_MAX))
+			return kj__inc_fail(rv, KJIT_EINCLUDE, where, line, open, buf, strlen(buf), "name too long");
+		if (j > 0) {
+			if (climb > rv->climb)
+				rv->climb = climb;
+			return kj__inc_fail(rv, KJIT_EINCLUDE, where, line, open, buf, strlen(buf),
+				    "\"..\" leaves every include root (the source's folder and the -I directories)");
 		}
+		r = kj__inc_lookup(rv, rel, &idx, where, line, open, 1, buf);
+		if (r == 0 && dots) /* only the including file's place gives ".." a meaning */
+			return kj__inc_fail(rv, KJIT_EINCLUDE, where, line, open, buf, strlen(buf),
+				    "\"..\" names no file inside the include roots (the source's folder and the -I "
+				    "directories)");
+		if (r == 0 && strcmp(rel, buf) != 0)
+			r = kj__inc_add_missing(rv, rel);
+	} else if (dots) {
+		return kj__inc_fail(rv, KJIT_EINCLUDE, where, line, open, buf, strlen(buf),
+			    "\"..\" in path (a <...> name is looked up in the -I directories only)");
 	}
 	if (r == 0)
-		r = lookup(rv, buf, &idx, where, line, open);
+		r = kj__inc_lookup(rv, buf, &idx, where, line, open, 0, buf);
 	if (r == 0)
-		return add_missing(rv, buf);
+		return kj__inc_add_missing(rv, buf);
 	if (r < 0 || r == 2)
 		return r < 0 ? r : 0; /* seen before: already followed (this also ends cycles) */
 	if (depth + 1 > KJ_INCLUDE_DEPTH_MAX)
-		return fail(rv, KJIT_EINCLUDE, where, line, open, buf, strlen(buf),
+		return kj__inc_fail(rv, KJIT_EINCLUDE, where, line, open, buf, strlen(buf),
 			    "nested more than %d levels deep", KJ_INCLUDE_DEPTH_MAX);
 	/* names[idx] stays valid: out only grows, the strings do not move. */
 	return scan(rv, rv->out->names[idx], rv->out->data[idx], rv->out->len[idx], depth + 1);
@@ -486,25 +301,80 @@ static int conditional(struct scanner *sc, const char *w, size_t wn, const char 
 }
 
 /* Handles the directive whose '#' is at sc->i and moves past its line. */
-static int hash_line(struct resolver *rv, struct scanner *sc, const char *where, int depth)
+/* Skips what the preprocessor reads as one space from j: blanks (space,
+ * tab, form feed, vertical tab, CR) and block comments, which may span
+ * lines (sc->line counts them).  Backslash-newlines are already spliced.
+ * Returns the index of the next token. */
+static size_t skip_blank(struct scanner *sc, size_t j)
 {
 	const char *s = sc->s;
-	size_t n = sc->n, j = sc->i + 1;
+	size_t n = sc->n;
 
-	while (j < n && (s[j] == ' ' || s[j] == '\t'))
-		j++;
+	for (;;) {
+		while (j < n && (s[j] == ' ' || s[j] == '\t' || s[j] == '\f' || s[j] == '\v' || s[j] == '\r'))
+			j++;
+		if (!(j + 1 < n && s[j] == '/' && s[j + 1] == '*'))
+			return j;
+		for (j += 2; j < n && !(s[j] == '*' && j + 1 < n && s[j + 1] == '/'); j++)
+			if (s[j] == '\n')
+				sc->line++;
+		j = j + 2 <= n ? j + 2 : n;
+	}
+}
+
+/* __has_include("x.h") / __has_include_next(<x.h>) in a live #if or #elif
+ * line from k: the compiler probes those names, so each is resolved (and
+ * refused) like an #include; a found header is followed, erring on the
+ * side of one header too many in the key.  0 or a negative code. */
+static int has_include_probes(struct resolver *rv, struct scanner *sc, const char *where, int depth, size_t k)
+{
+	static const char word[] = "__has_include";
+	const char *s = sc->s;
+	size_t n = sc->n, wl = sizeof word - 1;
+	int r = 0;
+
+	for (size_t j = k; r == 0 && j + wl < n && s[j] != '\n'; j++) {
+		if (strncmp(s + j, word, wl) != 0 || (j > 0 && ident_char(s[j - 1])))
+			continue;
+		size_t p = j + wl;
+		if (strncmp(s + p, "_next", 5) == 0)
+			p += 5;
+		if (ident_char(s[p]))
+			continue;
+		p = skip_blank(sc, p);
+		if (p >= n || s[p] != '(') /* "defined __has_include": no operand */
+			continue;
+		p = skip_blank(sc, p + 1);
+		r = directive(rv, where, sc->line, s + p, s + n, depth);
+		j = p;
+	}
+	return r;
+}
+
+/* Handles the directive whose introducer ('#', or the digraph "%:", hlen
+ * bytes) is at sc->i and moves past its line.  Comments and blanks may
+ * stand between the introducer and the directive's name, and between the
+ * name and its operand, as the preprocessor allows. */
+static int hash_line(struct resolver *rv, struct scanner *sc, const char *where, int depth, size_t hlen)
+{
+	const char *s = sc->s;
+	size_t n = sc->n, j = skip_blank(sc, sc->i + hlen);
+	int r = 0;
+
 	size_t k = j;
 	while (k < n && ident_char(s[k]))
 		k++;
 	sc->bol = 0;
 	sc->i = k;
 	int dead = conditional(sc, s + j, k - j, s + k);
-	if (dead || !(word_is(s + j, k - j, "include") || word_is(s + j, k - j, "include_next") ||
-		      word_is(s + j, k - j, "import")))
-		return 0; /* the rest of the line is scanned as usual */
-	while (k < n && (s[k] == ' ' || s[k] == '\t'))
-		k++;
-	int r = directive(rv, where, sc->line, s + k, s + n, depth);
+	if (!dead && (word_is(s + j, k - j, "if") || word_is(s + j, k - j, "elif")))
+		r = has_include_probes(rv, sc, where, depth, k);
+	if (r < 0 || dead || !(word_is(s + j, k - j, "include") || word_is(s + j, k - j, "include_next") ||
+			       word_is(s + j, k - j, "import")))
+		return r; /* the rest of the line is scanned as usual */
+	k = skip_blank(sc, k);
+	sc->i = k;
+	r = directive(rv, where, sc->line, s + k, s + n, depth);
 	while (sc->i < n && s[sc->i] != '\n')
 		sc->i++;
 	return r;
@@ -535,7 +405,9 @@ static int scan(struct resolver *rv, const char *where, const uint8_t *src, size
 		} else if (ch == ' ' || ch == '\t' || ch == '\f' || ch == '\v' || ch == '\r') {
 			sc.i++;
 		} else if (ch == '#' && sc.bol) {
-			r = hash_line(rv, &sc, where, depth);
+			r = hash_line(rv, &sc, where, depth, 1);
+		} else if (ch == '%' && sc.i + 1 < sc.n && sc.s[sc.i + 1] == ':' && sc.bol) { /* digraph "%:" */
+			r = hash_line(rv, &sc, where, depth, 2);
 		} else {
 			sc.bol = 0;
 			sc.i++;
@@ -587,6 +459,16 @@ int kj__includes_resolve(const char *source_name, const uint8_t *source, size_t 
 			 size_t n_req, const char *const *allowed_dirs, size_t n_dirs,
 			 struct kj__includes *out, char *err, size_t errlen)
 {
+	return kj__includes_resolve_tree(source_name, source, source_len, req_names, req_data, req_len, n_req,
+					 allowed_dirs, n_dirs, NULL, out, err, errlen);
+}
+
+
+int kj__includes_resolve_tree(const char *source_name, const uint8_t *source, size_t source_len,
+			      const char *const *req_names, const uint8_t *const *req_data, const size_t *req_len,
+			      size_t n_req, const char *const *allowed_dirs, size_t n_dirs,
+			      struct kj__include_tree *tree, struct kj__includes *out, char *err, size_t errlen)
+{
 	struct resolver rv = {
 		.req_names = req_names, .req_data = req_data, .req_len = req_len, .n_req = n_req,
 		.n_dirs = n_dirs, .out = out, .err = err, .errlen = errlen,
@@ -605,7 +487,9 @@ int kj__includes_resolve(const char *source_name, const uint8_t *source, size_t 
 	/* A request header no safe #include could name ("/etc/passwd") is a
 	 * malformed request, whether or not anything includes it. */
 	for (size_t i = 0; i < n_req; i++) {
-		const char *why = name_problem(req_names[i], strlen(req_names[i]));
+		const char *why = kj__inc_name_problem(req_names[i], strlen(req_names[i]));
+		if (why == NULL && kj__inc_has_dots(req_names[i]))
+			why = "\"..\" or \".\" in path";
 		if (why) {
 			if (err && errlen)
 				snprintf(err, errlen, "request header %zu: %s (a header is named as an #include "
@@ -613,14 +497,11 @@ int kj__includes_resolve(const char *source_name, const uint8_t *source, size_t 
 			return KJIT_EINCLUDE;
 		}
 	}
-	if (n_dirs) {
-		rv.dirs = calloc(n_dirs, sizeof *rv.dirs);
-		if (rv.dirs == NULL)
-			return KJIT_ENOMEM;
-		for (size_t i = 0; i < n_dirs; i++) /* a missing directory holds nothing */
-			rv.dirs[i] = allowed_dirs[i] ? realpath(allowed_dirs[i], NULL) : NULL;
-	}
-	r = scan(&rv, source_name ? source_name : "source", source, source_len, 0);
+	r = kj__inc_open_roots(&rv, allowed_dirs, n_dirs, tree);
+	if (r == 0)
+		r = scan(&rv, source_name ? source_name : "source", source, source_len, 0);
+	if (tree)
+		tree->climb = rv.climb;
 	if (r == 0)
 		r = sort_out(out);
 	if (r == 0 && out->n_missing > 1)
@@ -630,9 +511,13 @@ int kj__includes_resolve(const char *source_name, const uint8_t *source, size_t 
 			snprintf(err, errlen, "resolving includes: %s", kjit_strerror(r));
 		kj__includes_free(out);
 	}
-	for (size_t i = 0; i < n_dirs; i++)
+	for (size_t i = 0; rv.dirs && i < n_dirs; i++)
 		free(rv.dirs[i]);
+	for (size_t i = 0; rv.roots && i < rv.n_roots; i++)
+		free(rv.roots[i]);
 	free(rv.dirs);
+	free(rv.roots);
+	free(rv.anc);
 	return r;
 }
 

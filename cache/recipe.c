@@ -103,6 +103,25 @@ int kj__cache_recipe_load(struct kj__cache *c, const char *recipe, uint8_t **bod
 	return r < 0 ? KJIT_EIO : 0;
 }
 
+int kj__cache_recipe_of(struct kj__cache *c, const char *key, char recipe[65])
+{
+	sqlite3_stmt *st = NULL;
+	int r = KJIT_ENOENT;
+
+	if (sqlite3_prepare_v2(c->db, "SELECT recipe FROM recipe_of WHERE key = ?1", -1, &st, NULL) != SQLITE_OK)
+		return kj__db_fail(c, "recipe_of");
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		const char *t = kj__db_col_text(st, 0);
+		if (t && kj__hex_ok(t)) {
+			snprintf(recipe, 65, "%s", t);
+			r = 0;
+		}
+	}
+	sqlite3_finalize(st);
+	return r;
+}
+
 int kj__cache_recipes(struct kj__cache *c, int64_t since,
 		      int (*fn)(const char *recipe, int backend, const char *target, void *arg), void *arg)
 {

@@ -3,8 +3,9 @@
  *
  * kj__ccopts_take pulls -I DIR / -IDIR / --include-path=DIR, -D NAME[=V],
  * -U NAME, -O[LEVEL], -std=X, -default-device, nvcc's --fatbin, --compiler FAMILY,
- * --name-expression EXPR and
- * glslc's -fshader-stage= / --target-env= out of a command line before getopt sees it (getopt would
+ * --name-expression EXPR, warnings (-w, -Wall, -Wextra, -Werror, -Wno-...),
+ * -g, -x LANG, other -fFLAG options, and glslc's -fshader-stage= /
+ * -fentry-point= / --target-env= out of a command line before getopt sees it (getopt would
  * read -std=c++17 as -s -t -d ...); the get command's own options and their
  * values pass through untouched.  Macros and the rest become compiler
  * options as the daemon's whitelists spell them ("-DNAME=V"); the include
@@ -65,6 +66,28 @@ static int is_olevel(const char *a)
 	       (a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && a[3] == '\0');
 }
 
+/* Is a a warning option as gcc, clang, nvcc and glslc spell them: -w, or
+ * -W and a lowercase letter (-Wall, -Wextra, -Werror, -Wno-unused,
+ * -Werror=all-warnings)?  Which a family takes is its whitelist's say. */
+static int is_warning(const char *a)
+{
+	return strcmp(a, "-w") == 0 || (a[0] == '-' && a[1] == 'W' && a[2] >= 'a' && a[2] <= 'z');
+}
+
+/* glslc's and clang's -x LANG / -xLANG: one option "-x LANG" (the daemon's
+ * spelling).  1 taken, or a negative code. */
+static int take_lang(struct kj__ccopts *cc, const char *a, const char *next, int *i, char *err, size_t errlen)
+{
+	const char *lang = a[2] ? a + 2 : next;
+
+	if (lang == NULL || *lang == '\0')
+		return failf(err, errlen, "missing argument to -x");
+	if (!a[2])
+		(*i)++;
+	int r = add_opt(cc, "-x ", lang, err, errlen);
+	return r < 0 ? r : 1;
+}
+
 /* Handles argv[*i] if it is a compiler-style option: 1 taken (*i moved past
  * its value), 0 not one, or a negative code. */
 static int take_one(struct kj__ccopts *cc, int argc, char **argv, int *i, char *err, size_t errlen)
@@ -107,16 +130,22 @@ static int take_one(struct kj__ccopts *cc, int argc, char **argv, int *i, char *
 		cc->dirs[cc->n_dirs++] = a[1] == 'I' ? a + 2 : a + 15;
 		return 1;
 	}
+	if (strncmp(a, "-x", 2) == 0)
+		return take_lang(cc, a, next, i, err, errlen);
 	if (strncmp(a, "--define-macro=", 15) == 0)
 		r = add_opt(cc, "-D", a + 15, err, errlen);
 	else if (((a[1] == 'D' || a[1] == 'U') && a[0] == '-' && a[2]) || is_olevel(a) ||
 		 strncmp(a, "-std=", 5) == 0 || strncmp(a, "--std=", 6) == 0 || strcmp(a, "-default-device") == 0 ||
-		 kj__cuda_fatbin_opt(a))
+		 kj__cuda_fatbin_opt(a) || is_warning(a) || strcmp(a, "-g") == 0)
 		r = add_opt(cc, a, "", err, errlen);
 	else if (strncmp(a, "-fshader-stage=", 15) == 0)
 		cc->stage = a + 15, r = 0;
+	else if (strncmp(a, "-fentry-point=", 14) == 0)
+		cc->entry_point = a + 14, r = 0;
 	else if (strncmp(a, "--target-env=", 13) == 0)
 		cc->target_env = a + 13, r = 0;
+	else if (a[0] == '-' && a[1] == 'f' && a[2] >= 'a' && a[2] <= 'z') /* -ffast-math, -fhlsl-iomap ... */
+		r = add_opt(cc, a, "", err, errlen);
 	else
 		return 0;
 	return r < 0 ? r : 1;
@@ -150,8 +179,11 @@ int kj__ccopts_take(struct kj__ccopts *cc, int *argc, char **argv, char *err, si
 
 int kj__ccopts_finish(struct kj__ccopts *cc, int backend, const char **target, char *err, size_t errlen)
 {
-	if ((cc->stage || cc->target_env) && backend != KJIT_BACKEND_VULKAN)
-		return failf(err, errlen, "-fshader-stage= and --target-env= are for --backend vulkan");
+	if ((cc->stage || cc->target_env || cc->entry_point) && backend != KJIT_BACKEND_VULKAN)
+		return failf(err, errlen, "-fshader-stage=, -fentry-point= and --target-env= are for --backend vulkan");
+	if (cc->entry_point && !kj__name_ok(cc->entry_point))
+		return failf(err, errlen, "-fentry-point=%.80s: not a name kjit takes ([A-Za-z0-9._+-])",
+			     cc->entry_point);
 	if (cc->stage && strcmp(cc->stage, "compute") != 0 && strcmp(cc->stage, "comp") != 0)
 		return failf(err, errlen, "-fshader-stage=%s: kjit builds compute shaders only", cc->stage);
 	if (cc->target_env) {
@@ -205,8 +237,96 @@ static int copy_header(kjit_header *h, size_t *n, const char *name, const void *
 	return 0;
 }
 
+/* kj__headers_from_dirs with tree (NULL: none) and the source named name. */
+static int headers_in_tree(const kjit_request *req, const char *name, const char *const *dirs, size_t n,
+			   struct kj__include_tree *tree, kjit_header **out, size_t *n_out, char *err,
+			   size_t errlen);
+
 int kj__headers_from_dirs(const kjit_request *req, const char *const *dirs, size_t n, kjit_header **out,
 			  size_t *n_out, char *err, size_t errlen)
+{
+	return headers_in_tree(req, req->source_name, dirs, n, NULL, out, n_out, err, errlen);
+}
+
+/* The place of a source whose folder is dir (an absolute real path) and
+ * whose name is base, k folders down from the tree root: the last k
+ * components of dir, then base ("src/main.hip"), malloc'd; *anc (malloc'd)
+ * gets the folder k levels above dir.  NULL when dir is not that deep, a
+ * component is not a name kjit sends, or on ENOMEM. */
+static char *place_of(const char *dir, const char *base, int k, char **anc)
+{
+	const char *p = dir + strlen(dir);
+
+	*anc = NULL;
+	for (int i = 0; i < k; i++) {
+		if (p <= dir + 1) /* "/" has no folder above it */
+			return NULL;
+		p--; /* onto the component's last byte, then back to its slash */
+		while (p > dir && *p != '/')
+			p--;
+	}
+	char *place = kj__asprintf("%s/%s", p + 1, base);
+	*anc = p == dir ? kj__strdup("/") : kj__strndup(dir, (size_t)(p - dir));
+	if (place == NULL || *anc == NULL || !kj__path_ok(place)) {
+		free(place);
+		free(*anc);
+		*anc = NULL;
+		return NULL;
+	}
+	return place;
+}
+
+int kj__headers_for_source(const kjit_request *req, const char *path, const char *const *dirs, size_t n,
+			   kjit_header **out, size_t *n_out, char **place, char *err, size_t errlen)
+{
+	const char *slash = strrchr(path, '/');
+	const char *base = req->source_name ? req->source_name : "source";
+	char *rel = slash ? kj__strndup(path, (size_t)(slash - path) + (slash == path)) : kj__strdup(".");
+	char *dir = rel ? realpath(rel, NULL) : NULL;
+	char *anc = NULL, *name = NULL, *first = NULL;
+	struct kj__include_tree tree = { 0 };
+	int r = KJIT_ENOMEM, k = 0;
+
+	*place = NULL;
+	if (dir == NULL || (name = kj__strdup(base)) == NULL)
+		goto out;
+	tree.anc = tree.src_dir = dir;
+	r = headers_in_tree(req, name, dirs, n, &tree, out, n_out, err, errlen);
+	if (r < 0 && err && errlen && (first = kj__strdup(err)) == NULL)
+		r = KJIT_ENOMEM;
+	/* An include climbed out of the source's folder: give the source the
+	 * place in the tree that makes ".." land where it does on disk, and
+	 * look again (every read still checked against the roots). */
+	while (r == KJIT_EINCLUDE && tree.climb > 0 && k + tree.climb <= KJ_INCLUDE_CLIMB_MAX) {
+		k += tree.climb;
+		char *p = place_of(dir, base, k, &anc);
+		if (p == NULL)
+			break;
+		free(name);
+		name = p;
+		tree.anc = anc;
+		tree.climb = 0;
+		r = headers_in_tree(req, name, dirs, n, &tree, out, n_out, err, errlen);
+		free(anc);
+		anc = NULL;
+	}
+	if (r == 0) {
+		*place = name;
+		name = NULL;
+	} else if (first && (k == 0 || tree.climb > 0)) /* still out of every root: said of the source
+							  * as the user named it, not of a place tried */
+		snprintf(err, errlen, "%s", first);
+out:
+	free(first);
+	free(name);
+	free(dir);
+	free(rel);
+	return r;
+}
+
+static int headers_in_tree(const kjit_request *req, const char *sname, const char *const *dirs, size_t n,
+			   struct kj__include_tree *tree, kjit_header **out, size_t *n_out, char *err,
+			   size_t errlen)
 {
 	struct kj__includes inc = { 0 };
 	const char **names = NULL;
@@ -229,8 +349,8 @@ int kj__headers_from_dirs(const kjit_request *req, const char *const *dirs, size
 		data[i] = req->headers[i].data;
 		lens[i] = req->headers[i].size;
 	}
-	r = kj__includes_resolve(req->source_name, req->source, req->source_size, names, data, lens, nh, dirs, n,
-				 &inc, err, errlen);
+	r = kj__includes_resolve_tree(sname, req->source, req->source_size, names, data, lens, nh, dirs, n, tree,
+				      &inc, err, errlen);
 	if (r < 0)
 		goto out;
 	r = KJIT_ENOMEM;

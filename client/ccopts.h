@@ -20,6 +20,7 @@ struct kj__ccopts {
 	size_t n_opts;
 	const char *target_env;            /* glslc's --target-env=vulkan1.2, or NULL */
 	const char *stage;                 /* glslc's -fshader-stage=, or NULL */
+	const char *entry_point;           /* glslc's -fentry-point=NAME (the request's entry), or NULL */
 	const char *compiler;              /* --compiler FAMILY, or NULL */
 	const char *exprs[KJ_CCOPTS_MAX];  /* --name-expression EXPR: argv's strings */
 	size_t n_exprs;
@@ -34,7 +35,8 @@ struct kj__ccopts {
 int kj__ccopts_take(struct kj__ccopts *cc, int *argc, char **argv, char *err, size_t errlen);
 
 /* Checks cc against the backend and turns glslc's spellings into kjit's:
- * -fshader-stage= must name a compute stage, --target-env= gives the
+ * -fshader-stage= must name a compute stage, -fentry-point= must be a name
+ * (the caller makes it the first entry), --target-env= gives the
  * target (*target, if NULL; else they must agree), -O1..-O3 become glslc's
  * -O for Vulkan.  0 or KJIT_EINVAL with a reason in err. */
 int kj__ccopts_finish(struct kj__ccopts *cc, int backend, const char **target, char *err, size_t errlen);
@@ -51,5 +53,16 @@ void kj__ccopts_free(struct kj__ccopts *cc);
 int kj__headers_from_dirs(const kjit_request *req, const char *const *dirs, size_t n, kjit_header **out,
 			  size_t *n_out, char *err, size_t errlen);
 void kj__headers_free(kjit_header *h, size_t n);
+
+/* kj__headers_from_dirs for a source read from path (`kjit get --source`):
+ * the source's own folder is searched first for quoted includes (as nvcc,
+ * hipcc and glslc do; item 2 of issue 22), and an include that climbs out
+ * of it ("../include/util.hpp") gives the source a place in the include
+ * tree ("src/main.hip") so that ".." resolves as it does on disk: *place
+ * (malloc'd) is the source name to send.  Every file read lies under the
+ * source's folder or one of dirs; what leaves all of them is refused.  0,
+ * or a negative code with a reason in err. */
+int kj__headers_for_source(const kjit_request *req, const char *path, const char *const *dirs, size_t n,
+			   kjit_header **out, size_t *n_out, char **place, char *err, size_t errlen);
 
 #endif /* KJ_CCOPTS_H */

@@ -2,7 +2,10 @@
  * export, import, targets, ping, stop, ls, show and clear.  Each is one
  * ADMIN (or PING / STOP) request whose wire form docs/cli.md lists;
  * `targets` adds what this process's environment resolves to (the target a
- * GET from here would ask for).
+ * GET from here would ask for).  ping, stats, targets and stop never start
+ * a daemon (a health check must not start what it checks, and a script that
+ * starts `kjitd --foreground` and pings it must not race into two daemons);
+ * the other commands autostart as get and warm do.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -163,9 +166,9 @@ int kj__cmd_stats(const struct cmd *cmd, int argc, char **argv)
 	if (ex != 0)
 		return ex;
 	if (a.prometheus == NULL)
-		return kj__cli_admin_run("stats", a.zero ? "zero" : NULL, a.json, 0);
+		return kj__cli_admin_run("stats", a.zero ? "zero" : NULL, a.json, 1);
 	/* node_exporter's textfile collector reads whole files only. */
-	ex = kj__cli_open(&c, 0);
+	ex = kj__cli_open(&c, 1);
 	if (ex != 0)
 		return ex;
 	int r = kjit_admin(c, "stats", "prometheus", &text, NULL);
@@ -387,7 +390,7 @@ int kj__cmd_targets(const struct cmd *cmd, int argc, char **argv)
 	if (!a.json)
 		env_text();
 	fflush(stdout);
-	ex = kj__cli_open(&c, 0);
+	ex = kj__cli_open(&c, 1); /* a report never starts what it reports on */
 	if (ex == 0) {
 		int r = kjit_admin(c, "targets", NULL, &text, &js);
 		if (r < 0)
@@ -415,7 +418,7 @@ int kj__cmd_ping(const struct cmd *cmd, int argc, char **argv)
 	int ex = admin_parse(cmd, argc, argv, 0, 0, &a);
 
 	if (ex == 0)
-		ex = kj__cli_open(&c, 0);
+		ex = kj__cli_open(&c, 1); /* a health check never starts what it checks */
 	if (ex != 0)
 		return ex;
 	uint64_t t0 = kj__now_us();

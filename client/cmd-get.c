@@ -31,6 +31,21 @@ static const char *base_name(const char *path)
 	return s ? s + 1 : path;
 }
 
+/* 1 when -o names standard output: "-", or a path that reaches the same
+ * file as descriptor 1 (/dev/stdout, /proc/self/fd/1, into a pipe or a
+ * terminal), whose bytes must then be the object's alone. */
+static int names_stdout(const char *out)
+{
+	struct stat a, b;
+
+	if (out == NULL)
+		return 0;
+	if (strcmp(out, "-") == 0)
+		return 1;
+	return stat(out, &a) == 0 && fstat(STDOUT_FILENO, &b) == 0 && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+}
+
 /* The source name sent for FILE: its base name with every character
  * outside [A-Za-z0-9._+-] made '_' (kjitd's rule for names), malloc'd. */
 static char *source_name_of(const char *path)
@@ -52,7 +67,7 @@ struct get_args {
 	const char *source, *kernel, *target, *out;
 	const char *kernels[MAX_REPEAT];
 	size_t n_kernels;
-	int backend, json;
+	int backend, json, explain;
 	const char *entries[MAX_REPEAT], *opts[MAX_REPEAT], *headers[MAX_REPEAT];
 	size_t n_entries, n_opts, n_headers;
 };
@@ -64,6 +79,7 @@ static int get_parse(const struct cmd *cmd, int argc, char **argv, struct get_ar
 		{ "backend", required_argument, NULL, 'b' }, { "target", required_argument, NULL, 't' },
 		{ "entry", required_argument, NULL, 'e' }, { "opt", required_argument, NULL, 'O' },
 		{ "include-header", required_argument, NULL, 'I' }, { "json", no_argument, NULL, 'J' },
+		{ "explain", no_argument, NULL, 'X' },
 		{ "output", required_argument, NULL, 'o' }, { NULL, 0, NULL, 0 }
 	};
 	int ch, r = 0;
@@ -82,6 +98,7 @@ static int get_parse(const struct cmd *cmd, int argc, char **argv, struct get_ar
 		case 'I': r = kj__cli_push(cmd, a->headers, &a->n_headers, optarg, "--include-header"); break;
 		case 'o': a->out = optarg; break;
 		case 'J': a->json = 1; break;
+		case 'X': a->explain = 1; break;
 		default: return kj__cli_option_error(cmd, ch, argv);
 		}
 	}
@@ -95,10 +112,42 @@ static int get_parse(const struct cmd *cmd, int argc, char **argv, struct get_ar
 		return kj__cli_usage_error(cmd, "--backend is required", NULL);
 	if (a->n_kernels > 1 && (a->n_entries || a->n_headers))
 		return kj__cli_usage_error(cmd, "--entry and --include-header go with one kernel, not a batch", NULL);
-	if (a->n_kernels > 1 && a->out && strcmp(a->out, "-") == 0)
+	if (a->n_kernels > 1 && names_stdout(a->out))
 		return kj__cli_usage_error(cmd, "a batch writes -o DIR/NAME, not stdout", NULL);
-	if (a->json && a->out && strcmp(a->out, "-") == 0)
+	if (a->json && names_stdout(a->out))
 		return kj__cli_usage_error(cmd, "-o - and --json both want standard output; give -o a file", NULL);
+	return 0;
+}
+
+/* Makes glslc's -fentry-point=NAME the request's first entry (shaderc's
+ * entry point); a --entry that names another first is a usage error. */
+static int entry_point_first(const struct cmd *cmd, struct get_args *a, const char *ep)
+{
+	if (a->n_entries > 0 && strcmp(a->entries[0], ep) != 0)
+		return kj__cli_usage_error(cmd, "-fentry-point= and the first --entry disagree", a->entries[0]);
+	if (a->n_entries == 0)
+		a->entries[a->n_entries++] = ep;
+	return 0;
+}
+
+/* The headers of a --source request, found as its compiler would find
+ * them: beside the source first, then -I (client/ccopts.c), with ".."
+ * giving the source its place in the tree.  req's headers become *found,
+ * its -I list is spent and its source name becomes *place.  0, or the exit
+ * code of the reported failure. */
+static int source_headers(kjit_request *req, const char *path, kjit_header **found, size_t *n_found, char **place)
+{
+	char why[512] = "";
+	int r = kj__headers_for_source(req, path, req->include_dirs, req->n_include_dirs, found, n_found, place,
+				       why, sizeof why);
+
+	if (r < 0)
+		return kj__cli_report(r, why[0] ? why : NULL);
+	req->headers = *found;
+	req->n_headers = *n_found;
+	req->include_dirs = NULL;
+	req->n_include_dirs = 0;
+	req->source_name = *place;
 	return 0;
 }
 
@@ -156,6 +205,10 @@ static int get_print_json(const kjit_result *res)
 		r = kj__buf_printf(&b, ",\"size\":%zu,\"log\":", res->size);
 	if (r == 0)
 		r = kj__json_str(&b, res->log ? res->log : "");
+	if (r == 0 && res->explain) /* --explain on a miss: kjitd's lines */
+		r = kj__buf_printf(&b, ",\"explain\":");
+	if (r == 0 && res->explain)
+		r = kj__json_str(&b, res->explain);
 	if (r == 0)
 		r = kj__buf_printf(&b, "}\n");
 	if (r == 0)
@@ -231,6 +284,22 @@ static int get_batch(const struct get_args *a, const struct kj__ccopts *cc, cons
 	return b.ex;
 }
 
+/* --explain: kjitd's lines, each as "explain: LINE". */
+static void print_explain(FILE *f, const kjit_result *res)
+{
+	const char *p = res->explain;
+
+	if (res->status == KJIT_STATUS_HIT)
+		fprintf(f, "explain: a hit: nothing to explain\n");
+	else if (p == NULL)
+		fprintf(f, "explain: kjitd sent no explanation (an older kjitd)\n");
+	while (p && *p) {
+		size_t l = strcspn(p, "\n");
+		fprintf(f, "explain: %.*s\n", (int)l, p);
+		p += l + (p[l] == '\n');
+	}
+}
+
 /* `kjit get` of one source or kernel: req sent, its object written to -o,
  * its line (and JSON) printed; a compile error prints the log first. */
 static int get_one(const struct get_args *a, const struct kj__ccopts *cc, const kjit_request *req, kjit_client *c)
@@ -251,13 +320,15 @@ static int get_one(const struct get_args *a, const struct kj__ccopts *cc, const 
 	}
 	if (a->out && (ex = kj__cli_write_out(a->out, res.data, res.size)) != EX_OK)
 		goto out;
-	/* With -o - the object has standard output to itself. */
-	int to_stdout = a->out && strcmp(a->out, "-") == 0;
+	/* With -o - (or /dev/stdout) the object has standard output to itself. */
+	int to_stdout = names_stdout(a->out);
 	fprintf(a->json || to_stdout ? stderr : stdout, "%s %s %s %zu bytes\n", kjit_status_name(res.status),
 		res.key, res.target ? res.target : "-", res.size);
 	for (size_t i = 0; i < res.n_lowered_names; i++) /* --name-expression, beside the status line */
 		fprintf(a->json || to_stdout ? stderr : stdout, "lowered %s %s\n", cc->exprs[i],
 			res.lowered_names[i] ? res.lowered_names[i] : "-");
+	if (a->explain && !a->json)
+		print_explain(a->json || to_stdout ? stderr : stdout, &res);
 	if (a->kernel) /* which variant of the op this is, and why (a failure only loses the line) */
 		(void)kj__variant_note(c, a->kernel, a->backend, res.target, stderr);
 	if (a->json)
@@ -278,7 +349,9 @@ int kj__cmd_get(const struct cmd *cmd, int argc, char **argv)
 	kjit_client *c = NULL;
 	struct kj__ccopts cc; /* -I, -D, -U, -O, -std=, glslc's spellings (client/ccopts.c) */
 	const char *all_opts[KJ_CCOPTS_MAX + MAX_REPEAT];
-	char ccerr[256] = "";
+	char ccerr[256] = "", *place = NULL;
+	kjit_header *found = NULL;
+	size_t n_found = 0;
 
 	memset(&a, 0, sizeof a);
 	memset(h, 0, sizeof h);
@@ -288,6 +361,8 @@ int kj__cmd_get(const struct cmd *cmd, int argc, char **argv)
 		ex = get_parse(cmd, argc, argv, &a);
 	if (ex == 0 && kj__ccopts_finish(&cc, a.backend, &a.target, ccerr, sizeof ccerr) < 0)
 		ex = kj__cli_usage_error(cmd, ccerr, NULL);
+	if (ex == 0 && cc.entry_point) /* glslc's -fentry-point=: the shader's entry, entries[0] */
+		ex = entry_point_first(cmd, &a, cc.entry_point);
 	for (size_t i = 0; ex == 0 && i < cc.n_opts + a.n_opts; i++)
 		all_opts[i] = i < cc.n_opts ? cc.opts[i] : a.opts[i - cc.n_opts];
 	if (ex == 0 && a.source)
@@ -313,9 +388,14 @@ int kj__cmd_get(const struct cmd *cmd, int argc, char **argv)
 		.headers = h, .n_headers = a.n_headers,
 		.include_dirs = cc.dirs, .n_include_dirs = cc.n_dirs, .compiler = cc.compiler,
 		.name_expressions = cc.exprs, .n_name_expressions = cc.n_exprs,
+		.explain = a.explain,
 	};
+	if (a.source && (ex = source_headers(&req, a.source, &found, &n_found, &place)) != 0)
+		goto out;
 	ex = get_one(&a, &cc, &req, c);
 out:
+	kj__headers_free(found, n_found);
+	free(place);
 	kjit_close(c);
 	free(src);
 	free(src_name);

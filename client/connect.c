@@ -418,7 +418,8 @@ int kj__client_connect(kjit_client *c)
 			c->socket_path);
 	if (c->no_autostart || autostart_disabled_by_env())
 		return kj__client_fail(c, KJIT_ECONNECT,
-			"kjitd is not running at %s and autostart is off%s; run `kjitd --socket %s`",
-			c->socket_path, c->no_autostart ? "" : " (KJIT_NO_AUTOSTART)", c->socket_path);
+			"no kjitd on %s (autostart is off%s); start one with `kjitd --socket %s` "
+			"(or any `kjit get`)",
+			c->socket_path, c->no_autostart ? "" : ": KJIT_NO_AUTOSTART", c->socket_path);
 	return autostart(c);
 }

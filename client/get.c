@@ -69,9 +69,10 @@ static int request_check(kjit_client *c, const kjit_request *req)
 	if (req->source && req->source_size > KJ_SOURCE_MAX)
 		return kj__client_fail(c, KJIT_ETOOBIG, "the source is %zu bytes, over the cap of %u",
 				       req->source_size, KJ_SOURCE_MAX);
-	if (req->source_name && !kj__name_ok(req->source_name))
+	if (req->source_name && !kj__path_ok(req->source_name))
 		return kj__client_fail(c, KJIT_EINVAL, "invalid source name; a file name of "
-				       "[A-Za-z0-9._+-], at most %d bytes", KJ_NAME_MAX);
+				       "[A-Za-z0-9._+-] (its place in the include tree may add folders: "
+				       "src/main.hip), at most %d bytes", KJ_NAME_MAX);
 	if (req->compiler && !kj__name_ok(req->compiler))
 		return kj__client_fail(c, KJIT_EINVAL, "invalid compiler name; a family such as nvcc or hipcc");
 	if (req->target && !kj__token_ok(req->target, KJ_TARGET_MAX))
@@ -155,6 +156,8 @@ static int encode(struct kj__buf *b, const kjit_request *req, const struct resol
 		r = kj__msg_put_u32(b, KJ_F_BACKEND, (uint32_t)req->backend);
 	if (r == 0 && (flags & KJ_GET_NO_COMPILE))
 		r = kj__msg_put_u32(b, KJ_F_NO_COMPILE, 1);
+	if (r == 0 && req->explain)
+		r = kj__msg_put_u32(b, KJ_F_EXPLAIN, 1);
 	if (r == 0 && req->compiler)
 		r = kj__msg_put_str(b, KJ_F_COMPILER, req->compiler);
 	if (r == 0 && rv->target[0])
@@ -341,7 +344,9 @@ int kj__get_take_reply(kjit_client *c, const kjit_request *req, const struct kj_
 		/* The compiler's log of a failed compile; a bad one is dropped. */
 		if (kj__field_strdup(kj__msg_get(m, KJ_F_LOG), KJ_LOG_WIRE_MAX, &res->log) < 0)
 			res->log = NULL;
-	} else if ((r = decode_ok(m, res)) < 0 || (r = take_lowered(req, m, res)) < 0) {
+	} else if ((r = decode_ok(m, res)) < 0 || (r = take_lowered(req, m, res)) < 0 ||
+		   (req->explain && (r = kj__field_strdup(kj__msg_get(m, KJ_F_EXPLAIN), KJ_LOG_WIRE_MAX,
+							  &res->explain)) < 0)) {
 		kjit_result_free(res);
 		kj__client_fail(c, r == KJIT_ENOMEM ? r : KJIT_EPROTO, "kjitd sent a malformed answer "
 				"to a get (%s); client and daemon versions may differ: restart kjitd",
@@ -410,5 +415,6 @@ void kjit_result_free(kjit_result *res)
 	free(res->runtime_version);
 	free(res->log);
 	free(res->error);
+	free(res->explain);
 	memset(res, 0, sizeof *res);
 }

@@ -17,10 +17,13 @@
 #define KJ_TARGET_MAX 128                  /* a target ID like gfx90a:sramecc+:xnack- */
 #define KJ_VERSION_STR_MAX 64              /* a runtime or compiler version string */
 #define KJ_OPTION_MAX 1024                 /* one compiler option */
+#define KJ_WARN_NAME_MAX 64                /* a -W option's name (-Wno-deprecated-declarations is 27): clang's longest are under 50 */
 #define KJ_OPTIONS_MAX_COUNT 256
 #define KJ_ENTRIES_MAX_COUNT 256
 #define KJ_HEADERS_MAX_COUNT 512
 #define KJ_INCLUDE_DEPTH_MAX 32            /* nested #include levels we follow */
+#define KJ_EXPLAIN_CANDIDATES_MAX 32       /* earlier entries of one source name --explain compares (most recent first): each costs a recipe read and an include scan */
+#define KJ_INCLUDE_CLIMB_MAX 8             /* folders a source's includes may climb out of its own ("../../include/x.h": 2); real projects climb 1 or 2 */
 #define KJ_TREE_FILES_MAX (1u << 18)       /* entries of a system include tree we fingerprint */
 
 /* Daemon. */

@@ -5,7 +5,8 @@
  * any failure); what the path names through symlinks is what gets written,
  * the links themselves stay; a device or FIFO is opened where it is and
  * never unlinked, renamed over or truncated; no state outside the struct
- * the caller holds.
+ * the caller holds.  A path through /proc's magic links (/dev/stdout into a
+ * pipe) is judged by what open reaches (stat), not by readlink's text.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -108,6 +109,25 @@ static int open_in_place(struct kj__outfile *o, const char *path, const char *fi
 	return 0;
 }
 
+/* Standard output's own descriptor when path names it and it is a socket
+ * (`kjit get -o /dev/stdout` under a program that gave it a socketpair):
+ * /proc/self/fd/1 cannot be opened there (ENXIO), so it is written through a
+ * duplicate, as the shell's >&1 would.  0, or -errno; -ENOENT when path is
+ * not standard output. */
+static int open_stdout_socket(struct kj__outfile *o, const struct stat *st, unsigned flags)
+{
+	struct stat out;
+
+	if ((flags & KJ_OUT_REGULAR_ONLY) || fstat(STDOUT_FILENO, &out) < 0 ||
+	    out.st_dev != st->st_dev || out.st_ino != st->st_ino)
+		return -ENOENT;
+	o->fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+	if (o->fd < 0)
+		return -errno;
+	o->in_place = 1;
+	return 0;
+}
+
 int kj__outfile_open(struct kj__outfile *o, const char *path, unsigned flags, char *err, size_t errlen)
 {
 	struct stat st;
@@ -120,6 +140,13 @@ int kj__outfile_open(struct kj__outfile *o, const char *path, unsigned flags, ch
 		snprintf(err, errlen, "no output file named");
 		return -EINVAL;
 	}
+	/* What open itself would reach first: /dev/stdout -> /proc/self/fd/1 ->
+	 * "pipe:[N]" is a link readlink cannot follow but open can, so a
+	 * device, FIFO or pipe there is written through the path as cp does. */
+	if (stat(path, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)))
+		return open_in_place(o, path, path, &st, flags, err, errlen);
+	if (stat(path, &st) == 0 && S_ISSOCK(st.st_mode) && open_stdout_socket(o, &st, flags) == 0)
+		return 0;
 	if ((r = resolve(path, &final, &st, &exists)) < 0) {
 		snprintf(err, errlen, "cannot write %s: %s; check the path", path, strerror(-r));
 		return r;

@@ -212,6 +212,28 @@ int kj__name_ok(const char *s)
 	return 1;
 }
 
+int kj__path_ok(const char *s)
+{
+	char comp[KJ_NAME_MAX + 1];
+	size_t n = strlen(s);
+
+	if (n == 0 || n > KJ_NAME_MAX)
+		return 0;
+	for (const char *p = s;;) {
+		size_t l = strcspn(p, "/");
+		if (l == 0)
+			return 0;
+		memcpy(comp, p, l);
+		comp[l] = '\0';
+		if (!kj__name_ok(comp))
+			return 0;
+		p += l;
+		if (*p == '\0')
+			return 1;
+		p++;
+	}
+}
+
 int kj__token_ok(const char *s, size_t max)
 {
 	size_t n = strlen(s);

@@ -41,6 +41,10 @@ char *kj__default_cache_dir(void);
 /* 1 if s is a safe single path component / name: 1..KJ_NAME_MAX bytes of
  * [A-Za-z0-9._+-], not "." or "..", no '/', NUL or control characters. */
 int kj__name_ok(const char *s);
+/* 1 if s is a safe relative path of such names ("src/main.hip"): at most
+ * KJ_NAME_MAX bytes, '/'-separated kj__name_ok components, no empty
+ * component, no leading or trailing '/'. */
+int kj__path_ok(const char *s);
 /* 1 if s is printable ASCII without '/' and shorter than max (targets,
  * versions: they become directory names). */
 int kj__token_ok(const char *s, size_t max);

@@ -104,6 +104,14 @@ static int rule_match(const struct kj__opt_rule *r, const char *opt)
 	}
 	case KJ_OPT_CHOICE:
 		return strncmp(opt, r->text, tl) == 0 && choice_ok(r->arg, opt + tl);
+	case KJ_OPT_WARN: {
+		if (strncmp(opt, r->text, tl) != 0)
+			return 0;
+		const char *w = opt + tl;
+		size_t wl = strlen(w);
+		return wl > 0 && wl <= KJ_WARN_NAME_MAX && w[0] >= 'a' && w[0] <= 'z' &&
+		       strspn(w, "abcdefghijklmnopqrstuvwxyz0123456789_+=-") == wl;
+	}
 	case KJ_OPT_UINT: {
 		if (strncmp(opt, r->text, tl) != 0) /* first: opt may be shorter than the prefix */
 			return 0;
@@ -205,9 +213,64 @@ static int relpath_ok(const char *path)
 	return p[-1] != '/';
 }
 
-/* Scans text for #include lines whose path is absolute or holds "..".
- * 0, or KJIT_EINCLUDE naming the include and the file it is in. */
-static int scan_includes(const char *file, const uint8_t *t, size_t n, char *err, size_t errlen)
+/* The tree path of the quoted name (n bytes) included from the file at
+ * tree path from, ".." resolved against from's folder, into out.  0, or -1
+ * when it climbs above the root or does not fit. */
+int kj__tree_join(const char *from, const char *name, size_t n, char *out, size_t outlen)
+{
+	const char *slash = strrchr(from, '/');
+	size_t k = slash ? (size_t)(slash - from) : 0;
+
+	if (k >= outlen)
+		return -1;
+	memcpy(out, from, k);
+	for (size_t i = 0; i < n;) {
+		size_t l = 0;
+		while (i + l < n && name[i + l] != '/')
+			l++;
+		if (l == 2 && name[i] == '.' && name[i + 1] == '.') {
+			if (k == 0)
+				return -1;
+			while (k > 0 && out[k - 1] != '/')
+				k--;
+			k -= k > 0;
+		} else if (l > 0 && !(l == 1 && name[i] == '.')) {
+			if (k + l + 2 > outlen)
+				return -1;
+			if (k > 0)
+				out[k++] = '/';
+			memcpy(out + k, name + i, l);
+			k += l;
+		}
+		i += l + 1;
+	}
+	out[k] = '\0';
+	return 0;
+}
+
+/* 1 if the quoted name (n bytes) included from the file at tree path file
+ * lands, its ".." resolved against file's folder, on a file of the job
+ * (the source or a header) without climbing above the job's root.  The
+ * compiler then finds it there first and never looks anywhere else. */
+static int lands_in_job(const struct kj__compile_job *job, const char *file, const char *name, size_t n)
+{
+	char out[2 * KJ_NAME_MAX + 2];
+
+	if (n > KJ_NAME_MAX || kj__tree_join(file, name, n, out, sizeof out) < 0)
+		return 0; /* above the job's root */
+	if (strcmp(out, job->source_name) == 0)
+		return 1;
+	for (size_t i = 0; i < job->n_headers; i++)
+		if (job->headers[i].name && strcmp(out, job->headers[i].name) == 0)
+			return 1;
+	return 0;
+}
+
+/* Scans text for #include lines whose path is absolute, or holds ".."
+ * that does not land on a file of the job from file's place.  0, or
+ * KJIT_EINCLUDE naming the include and the file it is in. */
+static int scan_includes(const struct kj__compile_job *job, const char *file, const uint8_t *t, size_t n,
+			 char *err, size_t errlen)
 {
 	size_t i = 0;
 
@@ -235,9 +298,11 @@ static int scan_includes(const char *file, const uint8_t *t, size_t n, char *err
 		while (s < e && t[s] != close)
 			s++;
 		size_t pl = s - ps;
-		int bad = pl > 0 && t[ps] == '/';
-		for (size_t k = ps; k + 1 < s && !bad; k++)
-			bad = t[k] == '.' && t[k + 1] == '.';
+		int bad = pl > 0 && t[ps] == '/', dots = 0;
+		for (size_t k = ps; k + 1 < s && !dots; k++)
+			dots = t[k] == '.' && t[k + 1] == '.';
+		if (dots && !bad)
+			bad = close != '"' || !lands_in_job(job, file, (const char *)t + ps, pl);
 		if (bad) {
 			snprintf(err, errlen, "%s: #include \"%.*s\" leaves the allowed include directories",
 				 file, (int)(pl > 120 ? 120 : pl), (const char *)t + ps);
@@ -249,7 +314,13 @@ static int scan_includes(const char *file, const uint8_t *t, size_t n, char *err
 
 int kj__includes_check(const struct kj__compile_job *job, char *err, size_t errlen)
 {
-	int r = scan_includes(job->source_name, job->source, job->source_len, err, errlen);
+	int r;
+
+	if (!kj__path_ok(job->source_name)) {
+		snprintf(err, errlen, "source name '%.120s' is not a relative path of plain names", job->source_name);
+		return KJIT_EINCLUDE;
+	}
+	r = scan_includes(job, job->source_name, job->source, job->source_len, err, errlen);
 
 	for (size_t i = 0; r == 0 && i < job->n_headers; i++) {
 		const struct kj__header *h = &job->headers[i];
@@ -258,7 +329,7 @@ int kj__includes_check(const struct kj__compile_job *job, char *err, size_t errl
 				 h->name ? h->name : "");
 			return KJIT_EINCLUDE;
 		}
-		r = scan_includes(h->name, h->data, h->len, err, errlen);
+		r = scan_includes(job, h->name, h->data, h->len, err, errlen);
 	}
 	return r;
 }
@@ -422,8 +493,8 @@ int kj__rtc_args_build(const struct kj__compile_job *job, struct kj__rtc_args *a
 	int r;
 
 	memset(a, 0, sizeof *a);
-	a->hdrs = calloc(nh + 1, sizeof *a->hdrs);
-	a->names = calloc(nh + 1, sizeof *a->names);
+	a->hdrs = calloc(nh + 2, sizeof *a->hdrs);
+	a->names = calloc(nh + 2, sizeof *a->names);
 	a->opts = calloc(job->n_options + 1 + KJ_RTC_EXTRA_OPTS, sizeof *a->opts);
 	if (a->hdrs == NULL || a->names == NULL || a->opts == NULL)
 		return kj__out_error(out, KJIT_ENOMEM, "out of memory");
@@ -435,6 +506,17 @@ int kj__rtc_args_build(const struct kj__compile_job *job, struct kj__rtc_args *a
 			snprintf(err, sizeof err, "header '%.100s' holds a NUL byte", a->names[i]);
 			return kj__out_error(out, r, err);
 		}
+	}
+	/* A source with a place in the include tree ("src/main.hip": its
+	 * "../include/x.h" climbs out of src/): the runtime compilers keep the
+	 * program itself at their root, so the program is one line including
+	 * the source, which is given as a header under its place. */
+	if (strchr(job->source_name, '/') != NULL) {
+		a->names[nh] = job->source_name;
+		a->hdrs[nh] = a->src;
+		a->n_headers++;
+		if ((a->src = kj__asprintf("#include \"%s\"\n", job->source_name)) == NULL)
+			return kj__out_error(out, KJIT_ENOMEM, "out of memory");
 	}
 	snprintf(a->arch, sizeof a->arch, "--gpu-architecture=%s", job->target);
 	a->opts[0] = a->arch;

@@ -26,6 +26,9 @@ enum kj__opt_kind {
 	KJ_OPT_CHOICE,  /* text is a prefix ("-std="), the rest one of arg ("c++14|c++17") */
 	KJ_OPT_UINT,    /* text is a prefix, the rest 1..6 decimal digits */
 	KJ_OPT_TEXT,    /* text is a prefix, the rest 1..KJ_NAME_MAX printable bytes */
+	KJ_OPT_WARN,    /* text is a prefix ("-W"), the rest a warning name: a lowercase letter,
+			   then [a-z0-9_+=-], at most KJ_WARN_NAME_MAX bytes; never a comma, so
+			   never clang's -Wl, -Wa, -Wp, (linker, assembler, preprocessor) */
 };
 
 struct kj__opt_rule {
@@ -41,8 +44,10 @@ int kj__options_check(const char *family, const struct kj__opt_rule *rules, size
 		      const struct kj__compile_job *job, char *err, size_t errlen);
 
 /* Rejects (KJIT_EINCLUDE, reason in err) an #include in the source or any
- * header whose path is absolute or climbs with "..", and header names that
- * are not relative paths of safe components.  Defence in depth: the worker
+ * header whose path is absolute, or holds ".." that does not land (resolved
+ * against the including file's place in the job's tree, the source at
+ * source_name, which may have folders) on a file of the job, and source or
+ * header names that are not relative paths of safe components.  Defence in depth: the worker
  * never reads a file the job did not bring, except the toolkit's own. */
 int kj__includes_check(const struct kj__compile_job *job, char *err, size_t errlen);
 
@@ -95,6 +100,16 @@ struct kj__rtc_args {
 	int n_headers, n_opts, n_extra;
 	char arch[KJ_TARGET_MAX + 32];
 };
+/* The tree path of the quoted name (n bytes, not NUL-terminated) included
+ * from the file at tree path from: from's folder, then name's components,
+ * "." dropped, ".." taking one folder back, into out.  0, or -1 when it
+ * climbs above the tree root or does not fit in outlen. */
+int kj__tree_join(const char *from, const char *name, size_t n, char *out, size_t outlen);
+
+/* The program's name when it is the one-line wrapper kj__rtc_args_build
+ * makes for a source with a place in the tree (the source itself is a
+ * header under that place: a program of the same name would include itself). */
+#define KJ_RTC_WRAPPER_NAME "kjit-program.cu"
 /* Room kj__rtc_args_build leaves for options the family adds itself. */
 #define KJ_RTC_EXTRA_OPTS 4
 /* Builds a from job.  0, or a negative code with out->error set (a NUL

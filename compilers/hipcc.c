@@ -179,13 +179,28 @@ static int hipcc_identity(void *state, char *id, size_t idlen, char *rv, size_t 
 	return 0;
 }
 
-/* The file name the source is written under: its own if it is a plain name
- * ending in .hip or .cu, else "source.hip". */
-static void source_file(const char *name, char *out, size_t outlen)
+/* 1 if name ends in suffix (and is longer). */
+static int ends_with(const char *name, const char *suffix)
 {
-	size_t l = strlen(name);
-	int ok = kj__name_ok(name) &&
-		 ((l > 4 && strcmp(name + l - 4, ".hip") == 0) || (l > 3 && strcmp(name + l - 3, ".cu") == 0));
+	size_t l = strlen(name), s = strlen(suffix);
+	return l > s && strcmp(name + l - s, suffix) == 0;
+}
+
+/* The file name the source is written under, so that hipcc's messages name
+ * the user's file (at its place in the include tree: "src/main.hip", so
+ * that its "../include/x.h" lands where it does on the user's disk): its
+ * own if it is a plain name (or path of them) ending in .hip or .cu, or
+ * in a C++ suffix (.cpp .cc .cxx .c++ .C, as HIP programs are often named;
+ * *as_hip set: `-x hip` goes before it, whatever HIP_COMPILE_CXX_AS_HIP
+ * says), else "source.hip". */
+static void source_file(const char *name, char *out, size_t outlen, int *as_hip)
+{
+	static const char *const cxx[] = { ".cpp", ".cc", ".cxx", ".c++", ".C" };
+	int ok = kj__path_ok(name) && (ends_with(name, ".hip") || ends_with(name, ".cu"));
+
+	*as_hip = 0;
+	for (size_t i = 0; !ok && kj__path_ok(name) && i < KJ_ARRAY_SIZE(cxx); i++)
+		ok = *as_hip = ends_with(name, cxx[i]);
 	snprintf(out, outlen, "%s", ok ? name : "source.hip");
 }
 
@@ -251,7 +266,7 @@ static int write_job(const char *dir, const struct kj__compile_job *job, const c
  * private paths removed) in out->log.  0, or a negative code with
  * out->error (KJIT_ECOMPILE: hipcc rejected the source). */
 static int run_hipcc(struct hipcc_state *st, const struct kj__compile_job *job, const char *dir, const char *src,
-		     const char *defs, struct kj__compile_out *out)
+		     const char *defs, int as_hip, struct kj__compile_out *out)
 {
 	char err[256], arch[KJ_TARGET_MAX + 32], inc[PATH_MAX + 4];
 	char srcpath[PATH_MAX + KJ_NAME_MAX], outpath[PATH_MAX + 32];
@@ -261,7 +276,7 @@ static int run_hipcc(struct hipcc_state *st, const struct kj__compile_job *job, 
 	int r = KJIT_ENOMEM;
 
 	memset(&po, 0, sizeof po);
-	if ((argv = calloc(job->n_options + 10, sizeof *argv)) == NULL)
+	if ((argv = calloc(job->n_options + 12, sizeof *argv)) == NULL)
 		goto out;
 	if ((size_t)snprintf(arch, sizeof arch, "--offload-arch=%s", job->target) >= sizeof arch ||
 	    (size_t)snprintf(inc, sizeof inc, "-I%s", dir) >= sizeof inc ||
@@ -283,6 +298,10 @@ static int run_hipcc(struct hipcc_state *st, const struct kj__compile_job *job, 
 	argv[a++] = inc;
 	argv[a++] = "-o";
 	argv[a++] = outpath;
+	if (as_hip) { /* x.cpp: a HIP source under its C++ name */
+		argv[a++] = "-x";
+		argv[a++] = "hip";
+	}
 	argv[a++] = srcpath;
 	argv[a] = NULL;
 	if ((r = kj__argv_shell_safe("hipcc", argv, err, sizeof err)) < 0) {
@@ -317,6 +336,7 @@ static int hipcc_compile(void *state, const struct kj__compile_job *job, struct 
 {
 	struct hipcc_state *st = state;
 	char err[256], dir[PATH_MAX] = "", src[KJ_NAME_MAX + 16], defs[PATH_MAX + 32];
+	int as_hip = 0;
 	size_t n_rules;
 	const struct kj__opt_rule *rules = kj__hip_option_rules(&n_rules);
 	int r;
@@ -328,11 +348,11 @@ static int hipcc_compile(void *state, const struct kj__compile_job *job, struct 
 		return kj__out_error(out, r, err);
 	if (kj__make_job_dir(st->tmp_root, "hipcc", dir, sizeof dir) < 0)
 		return kj__out_error(out, KJIT_EIO, "cannot make a temporary directory for hipcc");
-	source_file(job->source_name, src, sizeof src);
+	source_file(job->source_name, src, sizeof src, &as_hip);
 	if ((r = write_job(dir, job, src, out)) == 0 &&
 	    (r = kj__defs_write(dir, job, defs, sizeof defs, err, sizeof err)) < 0)
 		r = kj__out_error(out, r, err);
-	if (r == 0 && (r = run_hipcc(st, job, dir, src, defs, out)) == 0)
+	if (r == 0 && (r = run_hipcc(st, job, dir, src, defs, as_hip, out)) == 0)
 		r = take_object(dir, job->target, out);
 	kj__rm_job_dir(dir);
 	return r;

@@ -73,6 +73,7 @@ static const struct kj__opt_rule hip_rules[] = {
 	{ KJ_OPT_EXACT, "-w", NULL },
 	{ KJ_OPT_EXACT, "-Wall", NULL },
 	{ KJ_OPT_EXACT, "-Werror", NULL },
+	{ KJ_OPT_WARN, "-W", NULL }, /* -Wextra, -Wno-unused-variable, -Werror=shadow ... */
 };
 
 const struct kj__opt_rule *kj__hip_option_rules(size_t *n)

@@ -80,6 +80,15 @@ static const struct kj__opt_rule nvcc_rules[] = {
 	{ KJ_OPT_EXACT, "--expt-extended-lambda", NULL },
 	{ KJ_OPT_EXACT, "-w", NULL },
 	{ KJ_OPT_EXACT, "--disable-warnings", NULL },
+	/* nvcc's own warning options (it has no -Wall/-Wextra: "Unknown option") */
+	{ KJ_OPT_CHOICE, "-Werror=", "all-warnings|cross-execution-space-call|reorder|default-stream-launch|"
+				     "missing-launch-bounds|ext-lambda-captures-this|deprecated-declarations" },
+	{ KJ_OPT_EXACT, "-Wno-deprecated-gpu-targets", NULL },
+	{ KJ_OPT_EXACT, "-Wno-deprecated-declarations", NULL },
+	{ KJ_OPT_EXACT, "-Wreorder", NULL },
+	{ KJ_OPT_EXACT, "-Wdefault-stream-launch", NULL },
+	{ KJ_OPT_EXACT, "-Wmissing-launch-bounds", NULL },
+	{ KJ_OPT_EXACT, "-Wext-lambda-captures-this", NULL },
 	{ KJ_OPT_EXACT, "-O", NULL },
 	{ KJ_OPT_CHOICE, "-O", "0|1|2|3" },
 	{ KJ_OPT_EXACT, "--fatbin", NULL },
@@ -327,7 +336,8 @@ static int take_object(const char *dir, enum nvcc_output kind, struct kj__compil
 static void source_file(const char *name, char *out, size_t outlen)
 {
 	size_t l = strlen(name);
-	snprintf(out, outlen, "%s", kj__name_ok(name) && l > 3 && strcmp(name + l - 3, ".cu") == 0 ? name : "source.cu");
+	/* kj__path_ok: the source keeps its place in the include tree ("src/x.cu") */
+	snprintf(out, outlen, "%s", kj__path_ok(name) && l > 3 && strcmp(name + l - 3, ".cu") == 0 ? name : "source.cu");
 }
 
 static int nvcc_compile(void *state, const struct kj__compile_job *job, struct kj__compile_out *out)

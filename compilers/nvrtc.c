@@ -94,6 +94,11 @@ static const struct kj__opt_rule cuda_rules[] = {
 	{ KJ_OPT_EXACT, "--extra-device-vectorization", NULL },
 	{ KJ_OPT_EXACT, "-w", NULL },
 	{ KJ_OPT_EXACT, "--disable-warnings", NULL },
+	/* NVRTC has no -Wall/-Wextra/-Werror (it says "unrecognized option");
+	 * its warnings are steered by number, as nvcc's --diag-*. */
+	{ KJ_OPT_TEXT, "--diag-suppress=", NULL },
+	{ KJ_OPT_TEXT, "--diag-warn=", NULL },
+	{ KJ_OPT_TEXT, "--diag-error=", NULL },
 	{ KJ_OPT_EXACT, "-default-device", NULL },
 	{ KJ_OPT_EXACT, "--device-as-default-execution-space", NULL },
 	{ KJ_OPT_EXACT, "-O", NULL },
@@ -368,6 +373,55 @@ static int with_aliases(const struct kj__rtc_args *a, const char ***names, const
 	return 0;
 }
 
+/* NVRTC matches "../x.h" literally too: every quoted #include spelled with
+ * ".." in a header (kj__includes_check let through only those landing on a
+ * file of the job) is added under its spelling, as an alias of the header
+ * it lands on, once.  The spellings are malloc'd into spell[] (*n_spell
+ * of them; the caller frees them after the compile); *names and *hdrs
+ * grow.  0 or KJIT_ENOMEM. */
+static int dotdot_aliases(const char ***names, const char ***hdrs, int *n, char **spell, size_t *n_spell)
+{
+	char to[2 * KJ_NAME_MAX + 2];
+	int n0 = *n;
+
+	for (int i = 0; i < n0; i++) {
+		for (const char *p = (*hdrs)[i]; p && (p = strstr(p, "#")) != NULL; p++) {
+			const char *q = p + 1;
+			while (*q == ' ' || *q == '\t')
+				q++;
+			if (strncmp(q, "include", 7) != 0)
+				continue;
+			q += 7;
+			while (*q == ' ' || *q == '\t')
+				q++;
+			const char *e = *q == '"' ? strchr(q + 1, '"') : NULL;
+			size_t l = e ? (size_t)(e - q - 1) : 0;
+			if (e == NULL || l == 0 || l > KJ_NAME_MAX || memchr(q + 1, '\n', l) || !strstr(q + 1, "..") ||
+			    strstr(q + 1, "..") > e || kj__tree_join((*names)[i], q + 1, l, to, sizeof to) < 0)
+				continue;
+			int hit = -1, dup = 0;
+			for (int j = 0; j < *n; j++) {
+				dup = dup || (strlen((*names)[j]) == l && strncmp((*names)[j], q + 1, l) == 0);
+				if (j < n0 && strcmp((*names)[j], to) == 0)
+					hit = j;
+			}
+			if (hit < 0 || dup || *n_spell >= KJ_HEADERS_MAX_COUNT)
+				continue;
+			const char **nn = realloc(*names, (size_t)(*n + 1) * sizeof *nn);
+			if (nn)
+				*names = nn;
+			const char **nh = nn ? realloc(*hdrs, (size_t)(*n + 1) * sizeof *nh) : NULL;
+			if (nh)
+				*hdrs = nh;
+			if (nh == NULL || (spell[*n_spell] = kj__strndup(q + 1, l)) == NULL)
+				return KJIT_ENOMEM;
+			(*names)[*n] = spell[(*n_spell)++];
+			(*hdrs)[(*n)++] = (*hdrs)[hit];
+		}
+	}
+	return 0;
+}
+
 static void nvrtc_fini(void *state)
 {
 	free(state); /* the library stays mapped */
@@ -461,11 +515,17 @@ static int nvrtc_compile(void *state, const struct kj__compile_job *job, struct 
 		if (st->inc_opt[i][0])
 			r = kj__rtc_args_push(&a, st->inc_opt[i], out);
 	const char **names = NULL, **hdrs = NULL;
+	char *spell[KJ_HEADERS_MAX_COUNT];
+	size_t n_spell = 0;
 	int nh = 0;
-	if (r == 0 && (r = with_aliases(&a, &names, &hdrs, &nh)) < 0)
+	if (r == 0 && ((r = with_aliases(&a, &names, &hdrs, &nh)) < 0 ||
+		       (r = dotdot_aliases(&names, &hdrs, &nh, spell, &n_spell)) < 0))
 		kj__out_error(out, r, "out of memory");
 	if (r == 0)
-		r = run_nvrtc(st, job->source_name, a.src, nh, hdrs, names, a.n_opts, a.opts, n_exprs, exprs, ptx, out);
+		r = run_nvrtc(st, strchr(job->source_name, '/') ? KJ_RTC_WRAPPER_NAME : job->source_name, a.src, nh, hdrs,
+			      names, a.n_opts, a.opts, n_exprs, exprs, ptx, out);
+	while (n_spell > 0)
+		free(spell[--n_spell]);
 	free(names);
 	free(hdrs);
 	kj__rtc_args_free(&a);

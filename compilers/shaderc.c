@@ -7,7 +7,9 @@
  * target env from the target (vulkan1.1|1.2|1.3); language HLSL when the
  * source name ends in ".hlsl" or an option "-x hlsl" says so, else GLSL;
  * entry point entries[0] (default "main"); -DNAME[=VAL] become macro
- * definitions.  #include resolves only to the job's headers, through the
+ * definitions; glslc's -O0/-O/-Os, -g, -w, -Werror and -fhlsl-*, -fauto-*,
+ * -finvert-y, -fnan-clamp flags set the matching shaderc options (glslc's
+ * -fentry-point=NAME is the client's: it becomes entries[0]).  #include resolves only to the job's headers, through the
  * include callbacks: a relative include is looked up next to the including
  * header first, then by its plain name; nothing is read from disk.
  *
@@ -56,6 +58,15 @@ static const struct kj__opt_rule shader_rules[] = {
 	{ KJ_OPT_CHOICE, "-x ", "glsl|hlsl" },
 	{ KJ_OPT_CHOICE, "-x", "glsl|hlsl" },
 	{ KJ_OPT_EXACT, "-fhlsl-16bit-types", NULL },
+	{ KJ_OPT_EXACT, "-fhlsl-iomap", NULL },
+	{ KJ_OPT_EXACT, "-fhlsl-offsets", NULL },
+	{ KJ_OPT_EXACT, "-fhlsl-functionality1", NULL },
+	{ KJ_OPT_EXACT, "-fhlsl_functionality1", NULL },
+	{ KJ_OPT_EXACT, "-fauto-bind-uniforms", NULL },
+	{ KJ_OPT_EXACT, "-fauto-map-locations", NULL },
+	{ KJ_OPT_EXACT, "-fauto-combined-image-sampler", NULL },
+	{ KJ_OPT_EXACT, "-finvert-y", NULL },
+	{ KJ_OPT_EXACT, "-fnan-clamp", NULL },
 	{ KJ_OPT_CHOICE, "-std=", "430|440|450|460|430core|440core|450core|460core|310es|320es" },
 };
 
@@ -164,13 +175,12 @@ static shaderc_include_result *include_resolve(void *user, const char *req, int 
 		res->content_length = sizeof toodeep - 1;
 		return res;
 	}
-	const char *slash = from ? strrchr(from, '/') : NULL;
-	if (type == shaderc_include_type_relative && slash && strlen(req) <= KJ_NAME_MAX) {
-		int n = snprintf(path, sizeof path, "%.*s/%s", (int)(slash - from), from, req);
-		if (n > 0 && (size_t)n < sizeof path)
-			h = find_header(ctx->job, path, (size_t)n);
-	}
-	if (h == NULL)
+	/* next to the including file first, ".." resolved against its place
+	 * (kj__includes_check let through only ".." landing on a job file) */
+	if (type == shaderc_include_type_relative && from && strlen(req) <= KJ_NAME_MAX &&
+	    kj__tree_join(from, req, strlen(req), path, sizeof path) == 0)
+		h = find_header(ctx->job, path, strlen(path));
+	if (h == NULL && strstr(req, "..") == NULL)
 		h = find_header(ctx->job, req, strlen(req));
 	if (h == NULL) {
 		res->content = missing;
@@ -207,12 +217,40 @@ static int is_hlsl(const struct kj__compile_job *job)
 	return hlsl;
 }
 
+/* Applies glslc's on/off -f options (already whitelisted); 1 if s was one. */
+static int apply_flag(shaderc_compile_options_t o, const char *s)
+{
+	if (strcmp(s, "-fhlsl-16bit-types") == 0)
+		shaderc_compile_options_set_hlsl_16bit_types(o, 1);
+	else if (strcmp(s, "-fhlsl-iomap") == 0)
+		shaderc_compile_options_set_hlsl_io_mapping(o, 1);
+	else if (strcmp(s, "-fhlsl-offsets") == 0)
+		shaderc_compile_options_set_hlsl_offsets(o, 1);
+	else if (strcmp(s, "-fhlsl-functionality1") == 0 || strcmp(s, "-fhlsl_functionality1") == 0)
+		shaderc_compile_options_set_hlsl_functionality1(o, 1);
+	else if (strcmp(s, "-fauto-bind-uniforms") == 0)
+		shaderc_compile_options_set_auto_bind_uniforms(o, 1);
+	else if (strcmp(s, "-fauto-map-locations") == 0)
+		shaderc_compile_options_set_auto_map_locations(o, 1);
+	else if (strcmp(s, "-fauto-combined-image-sampler") == 0)
+		shaderc_compile_options_set_auto_combined_image_sampler(o, 1);
+	else if (strcmp(s, "-finvert-y") == 0)
+		shaderc_compile_options_set_invert_y(o, 1);
+	else if (strcmp(s, "-fnan-clamp") == 0)
+		shaderc_compile_options_set_nan_clamp(o, 1);
+	else
+		return 0;
+	return 1;
+}
+
 /* Applies the (already whitelisted) options to o. */
 static void apply_options(shaderc_compile_options_t o, const struct kj__compile_job *job)
 {
 	for (size_t i = 0; i < job->n_options; i++) {
 		const char *s = job->options[i];
-		if (strncmp(s, "-D", 2) == 0) {
+		if (apply_flag(o, s)) {
+			continue;
+		} else if (strncmp(s, "-D", 2) == 0) {
 			const char *eq = strchr(s + 2, '=');
 			size_t nl = eq ? (size_t)(eq - s - 2) : strlen(s + 2);
 			shaderc_compile_options_add_macro_definition(o, s + 2, nl, eq ? eq + 1 : NULL,
@@ -229,8 +267,6 @@ static void apply_options(shaderc_compile_options_t o, const struct kj__compile_
 			shaderc_compile_options_set_suppress_warnings(o);
 		} else if (strcmp(s, "-Werror") == 0) {
 			shaderc_compile_options_set_warnings_as_errors(o);
-		} else if (strcmp(s, "-fhlsl-16bit-types") == 0) {
-			shaderc_compile_options_set_hlsl_16bit_types(o, 1);
 		} else if (strncmp(s, "-std=", 5) == 0) { /* glslc's -std=450[core|es] */
 			int es = strstr(s, "es") != NULL;
 			shaderc_compile_options_set_forced_version_profile(o, atoi(s + 5),

@@ -383,6 +383,7 @@ struct kj__get_req {
 	char *target, *version;      /* NULL: not in the request */
 	char *target_from;           /* where the client's target came from; NULL: named explicitly */
 	int no_compile;              /* KJ_F_NO_COMPILE: fetch only (`kjit warm --remote-only`) */
+	int explain;                 /* KJ_F_EXPLAIN: say why a miss was not a hit (explain.c) */
 	char *kernel;                /* a bundled kernel's name, or NULL */
 	char *family;                /* the compiler the request chose (COMPILER), or NULL */
 	char *source_name;
@@ -418,11 +419,19 @@ int kj__get_req_wants_lowered(const struct kj__get_req *g);
  * (for fuzzing).  0 or the code the client would get, reason in err. */
 int kj__get_check(const struct kj__msg *m, char *err, size_t errlen);
 
+/* explain.c: `kjit get --explain`.  For the waiter (c, id) of key's open
+ * flight: what differs between the request (ki, its key's components) and
+ * the nearest earlier entry of source_name, as text in the waiter's
+ * explain (sent with the object).  Never fails the request. */
+void kj__explain_attach(struct kj__daemon *d, const char *key, int backend, const char *source_name,
+			const struct kj__key_input *ki, struct kj__conn *c, uint32_t id);
+
 /* flight.c: single-flight, one compile per key (docs in flight.c). */
 struct kj__waiter {
 	struct kj__conn *c;          /* referenced while in the flight */
 	uint32_t id;
 	int no_compile;              /* fetch only: a miss is refused, not compiled */
+	char *explain;               /* --explain: why it was not a hit (explain.c), sent with the object; owned */
 };
 struct kj__flight {
 	char key[65];
@@ -472,6 +481,7 @@ struct kj__obj_reply {
 	const char *log;             /* the compile log; may be NULL */
 	const char *lowered;         /* lowered names, "EXPR\tLOWERED\n" each
 				      * (common/lowered.h); may be NULL */
+	const char *explain;         /* --explain's text (explain.c); may be NULL */
 };
 /* Sends an object (hit, compiled, joined, remote hit): o's fields, then the
  * bytes, which go out without a copy when the socket takes them at once;

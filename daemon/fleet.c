@@ -235,6 +235,8 @@ static int refuse_fetch_only(struct kj__flight *f)
 			continue;
 		}
 		d->stats[KJ_STAT_REFUSED]++;
+		free(w->explain); /* --explain's text: this waiter gets no object */
+		w->explain = NULL;
 		if (d->cfg.no_compile)
 			kj__conn_error(w->c, w->id, KJIT_ENOENT,
 				       "kjitd --no-compile: %s for %s (%s) is not cached here%s%s; warm it on a compiling "

@@ -143,6 +143,7 @@ int kj__flight_add_waiter(struct kj__flight *f, struct kj__conn *c, uint32_t id)
 	f->w[f->n_w].c = c;
 	f->w[f->n_w].id = id;
 	f->w[f->n_w].no_compile = 0;
+	f->w[f->n_w].explain = NULL;
 	f->n_w++;
 	return 0;
 }
@@ -153,8 +154,10 @@ void kj__flight_free(struct kj__flight *f)
 		return;
 	kj__quota_release(f->d, f->uid, f->charged);
 	kj__remote_lease_release(f->lease); /* a compile that never ended: let the fleet go on */
-	for (size_t i = 0; i < f->n_w; i++)
+	for (size_t i = 0; i < f->n_w; i++) {
 		kj__conn_unref(f->w[i].c);
+		free(f->w[i].explain);
+	}
 	free(f->w);
 	kj__buf_free(&f->job.frame);
 	kj__buf_free(&f->recipe);

@@ -61,7 +61,7 @@ static void get_req_free(struct get_req *g)
 static int answer_hit(struct kj__daemon *d, struct kj__conn *c, uint32_t id, uint64_t t0, const char *key,
 		      const char *target, const char *version, const uint8_t *body, size_t body_len, int lowered)
 {
-	struct kj__obj_reply o = { key, target, version, NULL, NULL };
+	struct kj__obj_reply o = { key, target, version, NULL, NULL, NULL };
 	char *names = NULL;
 	const uint8_t *hot;
 	uint8_t *data = NULL;
@@ -170,7 +170,7 @@ static void job_compiled(struct kj__flight *f, const struct job_result *jr)
 	struct kj__daemon *d = f->d;
 	const uint8_t *data = jr->data->p;
 	size_t len = jr->data->len;
-	struct kj__obj_reply o = { f->key, f->e.target, f->e.version, jr->log, jr->lowered };
+	struct kj__obj_reply o = { f->key, f->e.target, f->e.version, jr->log, jr->lowered, NULL };
 
 	d->stats[KJ_STAT_COMPILES]++;
 	d->stats[KJ_STAT_COMPILE_MS] += jr->us / 1000;
@@ -179,6 +179,7 @@ static void job_compiled(struct kj__flight *f, const struct job_result *jr)
 			d->stats[KJ_STAT_JOINED]++;
 			d->stats[KJ_STAT_SAVED_MS] += jr->us / 1000;
 		}
+		o.explain = f->w[i].explain; /* --explain: this waiter's own */
 		kj__send_object(d, f->w[i].c, f->w[i].id, i ? KJIT_STATUS_JOINED : KJIT_STATUS_COMPILED, &o, data, len);
 	}
 	/* Fresh from the compiler: what every waiter was just sent.  Not if
@@ -527,6 +528,8 @@ static void get_resolved(void *arg, int code, const char *error)
 	}
 	d->stats[KJ_STAT_MISSES]++;
 	r = join_or_open_flight(g, &rs, err, sizeof err);
+	if (r == 0 && g->q.explain) /* why it was not a hit, sent with the object */
+		kj__explain_attach(d, rs.key, g->q.backend, g->q.source_name, &rs.ki, g->c, g->id);
 	if (r == 0)
 		goto out;
 fail:

@@ -44,6 +44,7 @@ void kj__send_object(struct kj__daemon *d, struct kj__conn *c, uint32_t id, int 
 	    kj__msg_put_str(&b, KJ_F_TARGET, o->target) < 0 || kj__msg_put_str(&b, KJ_F_VERSION, o->version) < 0 ||
 	    (o->log && *o->log && kj__msg_put_str(&b, KJ_F_LOG, o->log) < 0) ||
 	    (o->lowered && *o->lowered && kj__msg_put_str(&b, KJ_F_LOWERED, o->lowered) < 0) ||
+	    (o->explain && *o->explain && kj__msg_put_str(&b, KJ_F_EXPLAIN, o->explain) < 0) ||
 	    kj__msg_put_ext(&b, KJ_F_DATA, len) < 0 || kj__msg_end_ext(&b, len) < 0) {
 		kj__buf_free(&b);
 		kj__conn_error(c, id, KJIT_ENOMEM, "kjitd is out of memory; retry later");
@@ -95,8 +96,10 @@ int kj__lowered_of(struct kj__daemon *d, const char *key, char **out)
 void kj__flight_answer(struct kj__flight *f, int status, const uint8_t *data, size_t len, const char *log,
 		       const char *lowered)
 {
-	struct kj__obj_reply o = { f->key, f->e.target, f->e.version, log, lowered };
+	struct kj__obj_reply o = { f->key, f->e.target, f->e.version, log, lowered, NULL };
 
-	for (size_t i = 0; i < f->n_w; i++)
+	for (size_t i = 0; i < f->n_w; i++) {
+		o.explain = f->w[i].explain; /* --explain: this waiter's own */
 		kj__send_object(f->d, f->w[i].c, f->w[i].id, status, &o, data, len);
+	}
 }

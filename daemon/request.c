@@ -148,6 +148,23 @@ static int parse_headers(struct kj__get_req *g, const struct kj__msg *m, char *e
 	return 0;
 }
 
+/* The request's flags: NO_COMPILE (0 or 1, else malformed) and EXPLAIN
+ * (1 asks; any other value is ignored: a reply never fails for it).  0 or
+ * KJIT_EPROTO with err set. */
+static int parse_flags(struct kj__get_req *g, const struct kj__msg *m, char *err, size_t errlen)
+{
+	uint32_t no_compile = 0, explain = 0;
+
+	if (kj__msg_get(m, KJ_F_NO_COMPILE) && (kj__field_u32(kj__msg_get(m, KJ_F_NO_COMPILE), &no_compile) < 0 ||
+						no_compile > 1)) {
+		snprintf(err, errlen, "the no-compile flag is malformed");
+		return KJIT_EPROTO;
+	}
+	g->no_compile = (int)no_compile;
+	g->explain = kj__field_u32(kj__msg_get(m, KJ_F_EXPLAIN), &explain) == 0 && explain == 1;
+	return 0;
+}
+
 int kj__get_req_parse(struct kj__get_req *g, const struct kj__msg *m, char *err, size_t errlen)
 {
 	uint32_t backend = 0;
@@ -170,14 +187,7 @@ int kj__get_req_parse(struct kj__get_req *g, const struct kj__msg *m, char *err,
 		return KJIT_EINVAL;
 	}
 	kj__field_strdup(kj__msg_get(m, KJ_F_TARGET_SOURCE), 64, &g->target_from);
-	uint32_t no_compile = 0;
-	if (kj__msg_get(m, KJ_F_NO_COMPILE) && (kj__field_u32(kj__msg_get(m, KJ_F_NO_COMPILE), &no_compile) < 0 ||
-						no_compile > 1)) {
-		snprintf(err, errlen, "the no-compile flag is malformed");
-		return KJIT_EPROTO;
-	}
-	g->no_compile = (int)no_compile;
-	if ((r = parse_family(g, m, err, errlen)) < 0)
+	if ((r = parse_flags(g, m, err, errlen)) < 0 || (r = parse_family(g, m, err, errlen)) < 0)
 		return r;
 	if (kj__field_strdup(kj__msg_get(m, KJ_F_KERNEL), KJ_NAME_MAX, &g->kernel) < 0 ||
 	    (g->kernel && !kj__name_ok(g->kernel))) {
@@ -185,8 +195,9 @@ int kj__get_req_parse(struct kj__get_req *g, const struct kj__msg *m, char *err,
 		return KJIT_EINVAL;
 	}
 	if (kj__field_strdup(kj__msg_get(m, KJ_F_SOURCE_NAME), KJ_NAME_MAX, &g->source_name) < 0 ||
-	    (g->source_name && !kj__name_ok(g->source_name))) {
-		snprintf(err, errlen, "the source name is malformed (a file name: letters, digits, '._+-' only)");
+	    (g->source_name && !kj__path_ok(g->source_name))) {
+		snprintf(err, errlen, "the source name is malformed (a file name: letters, digits, '._+-' only, "
+			 "with folders of the same: src/main.hip)");
 		return KJIT_EINVAL;
 	}
 	src = kj__msg_get(m, KJ_F_SOURCE);

@@ -147,6 +147,11 @@ typedef struct kjit_request {
 	 * the options "--name-expression=EXPR", so they are in the key. */
 	const char *const *name_expressions;
 	size_t n_name_expressions;
+	/* 1: a result that is not a hit carries, in kjit_result.explain, which
+	 * earlier entry of the same source name is nearest and which part of
+	 * the key differs (`kjit get --explain`).  Added last: the struct only
+	 * grows. */
+	int explain;
 } kjit_request;
 
 /* The answer to a get.  Everything in it is owned by it: release it with
@@ -163,6 +168,12 @@ typedef struct kjit_result {
 	int sys_errno;           /* errno behind KJIT_EIO / KJIT_ECONNECT */
 	char **lowered_names;    /* [i]: the lowered name of name_expressions[i] (NULL if none) */
 	size_t n_lowered_names;
+	/* With kjit_request.explain, for a result that is not a hit: lines
+	 * saying the nearest earlier entry of the source name and what differs
+	 * (compiler identity, target, runtime version, options, source, a
+	 * header by name, entry points); NULL for a hit or from an older
+	 * kjitd.  Only written when the request asked.  Added last. */
+	char *explain;
 } kjit_result;
 
 /* Fetches the object for req.  Returns 0 with res filled, or a negative

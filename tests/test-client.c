@@ -615,7 +615,7 @@ static void test_validation(void)
 	EXPECT(KJIT_EINVAL, r.source_size = 0);
 	EXPECT(KJIT_ETOOBIG, r.source_size = KJ_SOURCE_MAX + 1);
 	EXPECT(KJIT_EINVAL, r.source = NULL; r.kernel = "../etc");
-	EXPECT(KJIT_EINVAL, r.source_name = "dir/x.hip");
+	EXPECT(KJIT_EINVAL, r.source_name = "dir/../x.hip"); /* a place in the tree ("dir/x.hip") is fine, ".." is not */
 	EXPECT(KJIT_EINVAL, r.target = "gfx 90a");
 	EXPECT(KJIT_EINVAL, r.runtime_version = "5/2");
 	EXPECT(KJIT_EINVAL, r.entries = bad_entries; r.n_entries = 2);

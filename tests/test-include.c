@@ -336,7 +336,124 @@ static void test_missing_dir_and_no_source(void)
 	cleanup();
 }
 
-TEST_LIST(TEST(refuses_escapes) TEST(line_number_in_error) TEST(missing_names_listed) TEST(if_zero_skipped)
+/* ".." is resolved against the including file's place in the tree: a
+ * header stepping out of its folder and back in is found (and keyed under
+ * its tree path); a source with a place ("src/m.cu") reaches
+ * "../include/u.h"; what climbs above the tree is refused. */
+static void test_dotdot_in_the_tree(void)
+{
+	struct kj__includes out;
+	struct req q = { 0 };
+	char err[256];
+
+	setup();
+	req_add(&q, "sub/a.h", "#include \"../b.h\"\n#include \"./c.h\"\n");
+	req_add(&q, "b.h", "int b;\n");
+	req_add(&q, "sub/c.h", "int c;\n");
+	CHECK_EQ_INT(resolve("#include \"sub/a.h\"\n", &q, &out, err, sizeof err), 0);
+	CHECK_EQ_INT(out.n, 3);
+	CHECK_EQ_STR(out.names[0], "b.h");
+	CHECK_EQ_STR(out.names[1], "sub/a.h");
+	CHECK_EQ_STR(out.names[2], "sub/c.h");
+	kj__includes_free(&out);
+	/* the source at src/m.cu */
+	q.n = 0;
+	req_add(&q, "include/u.h", "int u;\n");
+	const char *src = "#include \"../include/u.h\"\n";
+	const char *const dirs[] = { dir };
+	CHECK_EQ_INT(kj__includes_resolve("src/m.cu", (const uint8_t *)src, strlen(src), q.names, q.data, q.len, q.n,
+					  dirs, 1, &out, err, sizeof err), 0);
+	CHECK_EQ_INT(out.n, 1);
+	CHECK_EQ_STR(out.names[0], "include/u.h");
+	kj__includes_free(&out);
+	/* from the root it climbs above the tree */
+	CHECK_EQ_INT(kj__includes_resolve("m.cu", (const uint8_t *)src, strlen(src), q.names, q.data, q.len, q.n,
+					  dirs, 1, &out, err, sizeof err), KJIT_EINCLUDE);
+	CHECK(strstr(err, "m.cu:1: #include \"../include/u.h\": \"..\" leaves every include root") != NULL);
+	/* a ".." that stays in the tree but names nothing there is refused too:
+	 * only the including file's place gives it a meaning */
+	q.n = 0;
+	req_add(&q, "sub/a.h", "#include \"../nope.h\"\n");
+	CHECK_EQ_INT(resolve("#include \"sub/a.h\"\n", &q, &out, err, sizeof err), KJIT_EINCLUDE);
+	CHECK(strstr(err, "names no file inside the include roots") != NULL);
+	/* a request header named with ".." is refused, used or not */
+	q.n = 0;
+	req_add(&q, "a/../b.h", "int b;\n");
+	CHECK_EQ_INT(resolve("int x;\n", &q, &out, err, sizeof err), KJIT_EINCLUDE);
+	cleanup();
+}
+
+/* The client's tree: the source's folder on disk is searched first for
+ * quoted includes, and every read lies under a root. */
+static void test_source_folder_first(void)
+{
+	struct kj__includes out;
+	char err[256], src_dir[300];
+	const char *const dirs[] = { dir };
+	struct kj__include_tree tree = { 0 };
+
+	setup();
+	snprintf(src_dir, sizeof src_dir, "%s/src", root);
+	CHECK(mkdir(src_dir, 0755) == 0);
+	put(src_dir, "beside.h", "int beside;\n");
+	put(dir, "beside.h", "int in_dir;\n");
+	tree.anc = tree.src_dir = src_dir;
+	const char *src = "#include \"beside.h\"\n#include \"../outside/secret.h\"\n";
+	CHECK_EQ_INT(kj__includes_resolve_tree("m.cu", (const uint8_t *)src, 20, NULL, NULL, NULL, 0, dirs, 1, &tree,
+					       &out, err, sizeof err), 0);
+	CHECK_EQ_INT(out.n, 1);
+	CHECK_EQ_INT((int)out.len[0], 12);
+	CHECK(memcmp(out.data[0], "int beside;\n", 12) == 0);
+	kj__includes_free(&out);
+	/* "../outside/secret.h": from the root, a climb of 1 */
+	CHECK_EQ_INT(kj__includes_resolve_tree("m.cu", (const uint8_t *)src, strlen(src), NULL, NULL, NULL, 0, dirs, 1,
+					       &tree, &out, err, sizeof err), KJIT_EINCLUDE);
+	CHECK_EQ_INT(tree.climb, 1);
+	/* with the source at src/m.cu it lands in outside/, which is no root */
+	tree.anc = root;
+	CHECK_EQ_INT(kj__includes_resolve_tree("src/m.cu", (const uint8_t *)src, strlen(src), NULL, NULL, NULL, 0, dirs,
+					       1, &tree, &out, err, sizeof err), KJIT_EINCLUDE);
+	CHECK(strstr(err, "resolves outside the allowed include directories") != NULL);
+	CHECK(strstr(err, "SECRET") == NULL);
+	cleanup();
+}
+
+/* Issue 20, defence in depth: the other spellings of a directive the
+ * preprocessor accepts are seen: the digraph "%:", comments and form feeds
+ * between '#' and the name (a block comment may span lines), a comment
+ * before the operand, and the names __has_include probes. */
+static void test_other_spellings(void)
+{
+	refused("%:include \"/etc/passwd\"\n", "/etc/passwd");
+	refused("%: include \"../../x\"\n", "../../x");
+	refused("# /* c */ include \"/etc/passwd\"\n", "/etc/passwd");
+	refused("#/* a\n b */include \"/etc/passwd\"\n", "/etc/passwd");
+	refused("#\finclude \"/etc/passwd\"\n", "/etc/passwd");
+	refused("#include /* c */ \"/etc/passwd\"\n", "/etc/passwd");
+	refused("#\\\ninclude \"/etc/passwd\"\n", "/etc/passwd");
+	refused("#if __has_include(\"/etc/passwd\")\n#endif\n", "/etc/passwd");
+	refused("#if 1\n#elif __has_include_next( <../x.h> )\n#endif\n", "../x.h");
+
+	struct kj__includes out;
+	struct req q = { 0 };
+	char err[256];
+
+	setup();
+	req_add(&q, "opt.h", "int opt;\n");
+	CHECK_EQ_INT(resolve("#if __has_include(\"opt.h\") && defined(__has_include)\n#endif\n"
+			     "#if 0\n#if __has_include(\"/etc/passwd\")\n#endif\n#endif\n", &q, &out, err, sizeof err), 0);
+	CHECK_EQ_INT(out.n, 1);
+	CHECK_EQ_STR(out.names[0], "opt.h");
+	kj__includes_free(&out);
+	/* a probe of a name found nowhere is in the key, as an #include's is */
+	CHECK_EQ_INT(resolve("#if __has_include(<absent.h>)\n#endif\n", &q, &out, err, sizeof err), 0);
+	CHECK_EQ_INT(out.n_missing, 1);
+	CHECK_EQ_STR(out.missing[0], "absent.h");
+	kj__includes_free(&out);
+	cleanup();
+}
+
+TEST_LIST(TEST(other_spellings) TEST(dotdot_in_the_tree) TEST(source_folder_first) TEST(refuses_escapes) TEST(line_number_in_error) TEST(missing_names_listed) TEST(if_zero_skipped)
 	  TEST(nested_in_allowed_dir) TEST(request_header_shadows_dir)
 	  TEST(comments_and_strings_do_not_fool) TEST(depth_limit) TEST(cycle_terminates)
 	  TEST(missing_dir_and_no_source))

@@ -43,7 +43,8 @@ EX_OK, EX_FAIL, EX_USAGE, EX_DOWN = 0, 1, 2, 3
 USAGE = {
     "get": "get (--source FILE | --kernel NAME) --backend B [--target T] [--entry E]... "
            "[-I DIR]... [-D NAME[=VALUE]]... [-U NAME]... [-O[LEVEL]] [-std=STD] [--compiler FAMILY] "
-           "[--name-expression EXPR]... [--opt OPT]... [--include-header [NAME=]FILE]... [-o FILE] [--json]",
+           "[--name-expression EXPR]... [--opt OPT]... [--include-header [NAME=]FILE]... [-o FILE] [--json] "
+           "[--explain]",
     "stats": "stats [--json] [--zero]",
     "targets": "targets [--json]",
     "ping": "ping [--json]",
@@ -181,6 +182,7 @@ class CcOpts:
         self.compiler: Optional[str] = None
         self.target_env: Optional[str] = None
         self.stage: Optional[str] = None
+        self.entry_point: Optional[str] = None  # glslc's -fentry-point=NAME
 
     def _add(self, kind: List[str], v: str, what: str) -> None:
         if len(kind) >= CCOPTS_MAX:
@@ -227,17 +229,28 @@ class CcOpts:
             else:
                 self._add(self.opts, ("-U" if a == "-U" else "-D") + nxt, "compiler options")
             return 2
+        if a.startswith("-x"):  # -x LANG / -xLANG: one option "-x LANG"
+            lang = a[2:] or nxt
+            if not lang:
+                raise ValueError("missing argument to -x")
+            self._add(self.opts, "-x " + lang, "compiler options")
+            return 1 if a[2:] else 2
         if (a.startswith("-I") and len(a) > 2) or a.startswith("--include-path="):
             self._add(self.dirs, a[2:] if a[1] == "I" else a[15:], "include directories")
         elif a.startswith("--define-macro="):
             self._add(self.opts, "-D" + a[15:], "compiler options")
         elif (a[:2] in ("-D", "-U") and len(a) > 2) or re.fullmatch(r"-O[0-3]?|-Os|-Ofast", a) or \
-                a.startswith(("-std=", "--std=")) or a in ("-default-device", "--fatbin", "-fatbin"):
+                a.startswith(("-std=", "--std=")) or a in ("-default-device", "--fatbin", "-fatbin", "-w", "-g") or \
+                re.match(r"-W[a-z]", a):  # warnings: -Wall, -Wextra, -Werror, -Wno-...
             self._add(self.opts, a, "compiler options")
         elif a.startswith("-fshader-stage="):
             self.stage = a[15:]
+        elif a.startswith("-fentry-point="):
+            self.entry_point = a[14:]
         elif a.startswith("--target-env="):
             self.target_env = a[13:]
+        elif re.match(r"-f[a-z]", a):  # -ffast-math, -fhlsl-iomap ...: the family's whitelist decides
+            self._add(self.opts, a, "compiler options")
         else:
             rest.append(a)
         return 1
@@ -245,8 +258,10 @@ class CcOpts:
     def finish(self, backend: str, target: Optional[str]) -> Optional[str]:
         """Checks the options against backend and turns glslc's spellings
         into kjit's; returns the target.  Raises ValueError."""
-        if (self.stage or self.target_env) and backend != "vulkan":
-            raise ValueError("-fshader-stage= and --target-env= are for --backend vulkan")
+        if (self.stage or self.target_env or self.entry_point) and backend != "vulkan":
+            raise ValueError("-fshader-stage=, -fentry-point= and --target-env= are for --backend vulkan")
+        if self.entry_point is not None and not re.fullmatch(r"[A-Za-z0-9._+-]{1,255}", self.entry_point):
+            raise ValueError(f"-fentry-point={self.entry_point}: not a name kjit takes ([A-Za-z0-9._+-])")
         if self.stage is not None and self.stage not in ("compute", "comp"):
             raise ValueError(f"-fshader-stage={self.stage}: kjit builds compute shaders only")
         if self.target_env is not None:
@@ -274,6 +289,7 @@ def cmd_get(argv: List[str]) -> int:
     p.add_argument("--include-header", action="append", default=[])
     p.add_argument("-o", "--output")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--explain", action="store_true")
     a = p.parse_args(argv)
     if (a.source is None) == (a.kernel is None):
         p.error("give exactly one of --source and --kernel")
@@ -287,6 +303,11 @@ def cmd_get(argv: List[str]) -> int:
         target = cc.finish(a.backend, a.target)
     except ValueError as e:
         p.error(str(e))
+    if cc.entry_point is not None:  # glslc's -fentry-point=: the first entry
+        if a.entry and a.entry[0] != cc.entry_point:
+            p.error(f"-fentry-point= and the first --entry disagree {a.entry[0]}")
+        if not a.entry:
+            a.entry = [cc.entry_point]
     headers = {}
     for spec in a.include_header:
         name, eq, file = spec.partition("=")
@@ -296,7 +317,7 @@ def cmd_get(argv: List[str]) -> int:
     try:
         with Client() as c:
             more = dict(entries=a.entry, include_dirs=cc.dirs, compiler=cc.compiler,
-                        name_expressions=cc.exprs)
+                        name_expressions=cc.exprs, explain=a.explain)
             if a.source is not None:
                 obj = c.get(read_input(a.source), a.backend, target, cc.opts + a.opt, headers,
                             source_name_of(a.source), **more)
@@ -319,6 +340,11 @@ def cmd_get(argv: List[str]) -> int:
     print(f"{obj.status} {obj.key} {obj.target or '-'} {len(obj.data)} bytes", file=out)
     for e in cc.exprs:  # --name-expression
         print(f"lowered {e} {obj.lowered_names.get(e) or '-'}", file=out)
+    if a.explain and not a.json:  # as `kjit get --explain` prints it
+        lines = (["a hit: nothing to explain"] if obj.status == "hit" else
+                 (obj.explain or "kjitd sent no explanation (an older kjitd)\n").splitlines())
+        for line in lines:
+            print(f"explain: {line}", file=out)
     if a.json:
         print(json.dumps(obj.as_json(), separators=(",", ":")))
     return EX_OK

@@ -67,6 +67,7 @@ class Request(Structure):
         ("compiler", c_char_p),
         ("name_expressions", POINTER(c_char_p)),
         ("n_name_expressions", c_size_t),
+        ("explain", c_int),
     ]
 
 
@@ -84,6 +85,7 @@ class Result(Structure):
         ("sys_errno", c_int),
         ("lowered_names", POINTER(c_char_p)),
         ("n_lowered_names", c_size_t),
+        ("explain", c_char_p),
     ]
 
 

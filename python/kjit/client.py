@@ -80,13 +80,17 @@ class Object:
     version it was built for.  log: the compiler's log ("" if none).
     backend: the backend asked for.  lowered_names: {name expression:
     lowered (mangled) name} for the name_expressions asked for (None where
-    the compiler gave none).
+    the compiler gave none).  explain: with get(..., explain=True), for an
+    object that was not a hit, kjitd's lines saying the nearest earlier
+    entry of the same source name and which part of the key differs; None
+    for a hit or when not asked.
     """
 
-    __slots__ = ("data", "status", "key", "target", "version", "log", "backend", "lowered_names")
+    __slots__ = ("data", "status", "key", "target", "version", "log", "backend", "lowered_names", "explain")
 
     def __init__(self, data: bytes, status: str, key: str, target: str, version: str, log: str,
-                 backend: str, lowered_names: Optional[Dict[str, Optional[str]]] = None) -> None:
+                 backend: str, lowered_names: Optional[Dict[str, Optional[str]]] = None,
+                 explain: Optional[str] = None) -> None:
         self.data = data
         self.status = status
         self.key = key
@@ -95,6 +99,7 @@ class Object:
         self.log = log
         self.backend = backend
         self.lowered_names = lowered_names if lowered_names is not None else {}
+        self.explain = explain
 
     def __len__(self) -> int:
         return len(self.data)
@@ -107,9 +112,13 @@ class Object:
                 f"{len(self.data)} bytes>")
 
     def as_json(self) -> Dict[str, Any]:
-        """The `kjit get --json` object: status, key, target, version, size, log."""
-        return {"status": self.status, "key": self.key, "target": self.target,
-                "version": self.version, "size": len(self.data), "log": self.log}
+        """The `kjit get --json` object: status, key, target, version, size, log
+        (and explain, when kjitd gave one)."""
+        j = {"status": self.status, "key": self.key, "target": self.target,
+             "version": self.version, "size": len(self.data), "log": self.log}
+        if self.explain is not None:
+            j["explain"] = self.explain
+        return j
 
 
 class Client:
@@ -205,7 +214,7 @@ class Client:
             runtime_version: Optional[str] = None, no_env: bool = False,
             include_dirs: Optional[Sequence[Union[str, os.PathLike]]] = None,
             compiler: Optional[str] = None,
-            name_expressions: Optional[Sequence[str]] = None) -> Object:
+            name_expressions: Optional[Sequence[str]] = None, explain: bool = False) -> Object:
         """Fetches the code object of source (str or bytes) compiled for
         backend ("hip", "cuda" or "vulkan"; required), or of the bundled
         kernel named kernel.
@@ -224,7 +233,8 @@ class Client:
         cuda (None: the daemon's choice).  name_expressions: C++ names to
         instantiate ("scale<float>"), whose lowered names come back in
         Object.lowered_names.  Macros and the like go in options
-        ("-DN=4", "-std=c++17").
+        ("-DN=4", "-std=c++17").  explain: for a result that is not a hit,
+        Object.explain says why (`kjit get --explain`).
 
         Raises CompileError (with .log), TargetError, DaemonError or
         kjit.Error with the daemon's one-line message.
@@ -232,6 +242,7 @@ class Client:
         req = self._request(source, backend, target, options, headers, name, kernel=kernel, entries=entries,
                             runtime_version=runtime_version, no_env=no_env, include_dirs=include_dirs,
                             compiler=compiler, name_expressions=name_expressions)
+        req.explain = 1 if explain else 0
         return self._get(req, backend, list(name_expressions or ()))  # type: ignore[arg-type]
 
     def _request(self, source: Optional[Source] = None, backend: Optional[Backend] = None,
@@ -307,7 +318,8 @@ class Client:
                       res.log.decode(errors="replace") if res.log else "",
                       backend,
                       {e: (res.lowered_names[i].decode() if res.lowered_names[i] else None)
-                       for i, e in enumerate(exprs) if i < res.n_lowered_names})
+                       for i, e in enumerate(exprs) if i < res.n_lowered_names},
+                      res.explain.decode(errors="replace") if res.explain else None)
 
     def _get(self, req: _lib.Request, backend: Backend, exprs: Sequence[str] = ()) -> Object:
         res = _lib.Result()

@@ -199,7 +199,9 @@ check "no line of /etc/passwd in any reply or in the daemon log" [ "$leak" = no 
 after "includes"
 
 # ---- names and targets ----
-for spec in "name=../x" "name=a/b" "name=a\\0b" "name=a\\x01b" "name=a\\nb" \
+# A source name may carry its place in the include tree ("src/x.cu", issue 22),
+# never a ".." or an absolute or empty component.
+for spec in "name=../x" "name=a/../b" "name=/a" "name=a//b" "name=a/b/" "name=a\\0b" "name=a\\x01b" "name=a\\nb" \
 	"entry=../x" "entry=a/b" "entry=a\\0b" "entry=a\\x07b" \
 	"kernel=../x" "kernel=a/b" "kernel=a\\0b" "kernel=a\\x1bb"; do
 	case $spec in

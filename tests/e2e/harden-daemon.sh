@@ -176,9 +176,9 @@ DAEMON_PID=""
 start_daemon --hip-compiler test || exit 1
 OLD=$DAEMON_PID
 rm -f "$KJIT_SOCKET"
-(KJIT_NO_AUTOSTART=0 "$KJIT" ping >"$T/auto1.out" 2>&1) &
+(KJIT_NO_AUTOSTART=0 "$KJIT" ls >"$T/auto1.out" 2>&1) &
 A1=$!
-(KJIT_NO_AUTOSTART=0 "$KJIT" ping >"$T/auto2.out" 2>&1) &
+(KJIT_NO_AUTOSTART=0 "$KJIT" ls >"$T/auto2.out" 2>&1) &
 A2=$!
 wait $A1
 r1=$?

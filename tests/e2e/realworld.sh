@@ -155,6 +155,79 @@ roundtrip "shaderc: -I and eight -D in glslc's spellings" rw/common.glsl \
 v=$(get --source "$R/softmax.comp" --backend vulkan --target vulkan1.2 -std=450 -O -I "$INC" \
 	$D8 -DBLOCK_SIZE=64 --entry main)
 check "shaderc: another -D value is another key" [ "$(status "$v")" = compiled ]
+# -o /dev/stdout into a pipe writes through, as cp does: the bytes of -o FILE
+# shellcheck disable=SC2086
+"$KJIT" get --source "$R/softmax.comp" --backend vulkan --target vulkan1.2 -I "$INC" $D8 -o "$T/sm.spv" >/dev/null 2>&1
+# shellcheck disable=SC2086
+"$KJIT" get --source "$R/softmax.comp" --backend vulkan --target vulkan1.2 -I "$INC" $D8 -o /dev/stdout 2>"$T/so.err" |
+	cat >"$T/so.spv"
+check "-o /dev/stdout into a pipe: the bytes of -o FILE" [ -s "$T/sm.spv" ] && cmp -s "$T/sm.spv" "$T/so.spv"
+check "-o /dev/stdout: the status line on stderr" grep -q '^hit ' "$T/so.err"
+# and into a socket (a parent's socketpair: /proc/self/fd/1 cannot be opened there)
+python3 - "$KJIT" "$R/softmax.comp" "$INC" "$T/sock.spv" $D8 <<'PYEOF' 2>"$T/sock.err"
+import socket, subprocess, sys
+kjit, src, inc, out, defs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
+a, b = socket.socketpair()
+p = subprocess.Popen([kjit, "get", "--source", src, "--backend", "vulkan", "--target", "vulkan1.2", "-I", inc,
+                      *defs, "-o", "/dev/stdout"], stdout=a, stderr=subprocess.DEVNULL)
+a.close()
+data = b""
+while True:
+    x = b.recv(65536)
+    if not x:
+        break
+    data += x
+p.wait()
+open(out, "wb").write(data)
+PYEOF
+check "-o /dev/stdout into a socket: the bytes of -o FILE" cmp -s "$T/sm.spv" "$T/sock.spv"
+
+# glslc's HLSL habits: -x hlsl / -xhlsl (the suffix says nothing), -fentry-point=
+h1=$(get --source "$R/saxpy_cs.fx" --backend vulkan --target vulkan1.2 -x hlsl -fentry-point=CSMain)
+check "shaderc: an HLSL compute shader with -x hlsl -fentry-point=CSMain" [ "$(status "$h1")" = compiled ]
+h2=$(get --source "$R/saxpy_cs.fx" --backend vulkan --target vulkan1.2 -xhlsl -fentry-point=CSMain)
+check "-xhlsl is -x hlsl: the same key, a hit" [ "$h2" = "hit $(key "$h1")" ]
+h3=$(get --source "$R/saxpy_cs.fx" --backend vulkan --target vulkan1.2 -x hlsl -fentry-point=CSMain -fhlsl-iomap -O0 -g)
+check "-fhlsl-iomap -O0 -g: accepted, another key" [ "$(status "$h3")" = compiled ] && [ "$(key "$h3")" != "$(key "$h1")" ]
+h4=$(get --source "$R/saxpy_cs.fx" --backend vulkan --target vulkan1.2 -fentry-point=CSMain)
+check "without -x hlsl it is GLSL, and fails" [ "$h4" = error ]
+h5=$(get --source "$R/saxpy_cs.fx" --backend vulkan --target vulkan1.2 -x hlsl -fentry-point=CSMain --entry main)
+check "-fentry-point= and another --entry: a usage error" [ "$h5" = error ] && grep -q 'fentry-point= and the first --entry disagree' "$T/err"
+# shellcheck disable=SC2086
+w1=$(get --source "$R/softmax.comp" --backend vulkan --target vulkan1.2 -I "$INC" $D8 -Werror -w)
+check "shaderc: -Werror and -w accepted, in the key" [ "$(status "$w1")" = compiled ]
+
+# Warning flags, per family: as its own compiler takes them; in the key.
+if [ $have_hiprtc = 1 ]; then
+	w2=$(get --source "$R/warn_scale.hip" --backend hip --target gfx90a -Wall -Wextra -Werror -Wno-unused-parameter --entry warn_scale)
+	check "hiprtc: -Wall -Wextra -Werror -Wno-unused-parameter" [ "$(status "$w2")" = compiled ]
+	w3=$(get --source "$R/warn_scale.hip" --backend hip --target gfx90a -Wall -Wextra -Werror --entry warn_scale)
+	check "hiprtc: -Werror makes -Wextra's warning an error" [ "$w3" = error ] && grep -q "Werror,-Wunused-parameter" "$T/err"
+	w4=$(get --source "$R/warn_scale.hip" --backend hip --target gfx90a -Wl,-rpath=/tmp --entry warn_scale)
+	check "hiprtc: -Wl, (the linker's) is no warning flag: refused" [ "$w4" = error ] && grep -q "option '-Wl,-rpath=/tmp' is not allowed" "$T/err"
+fi
+if [ $have_nvrtc = 1 ]; then
+	w5=$(get --source "$R/warn_unused.cu" --backend cuda --target sm_90 -w)
+	w6=$(get --source "$R/warn_unused.cu" --backend cuda --target sm_90 --diag-suppress=177)
+	check "nvrtc: -w and --diag-suppress=177, two keys" [ "$(status "$w5")" = compiled ] && [ "$(status "$w6")" = compiled ] &&
+		[ "$(key "$w5")" != "$(key "$w6")" ]
+	w7=$(get --source "$R/warn_unused.cu" --backend cuda --target sm_90 -Wall)
+	check "nvrtc has no -Wall: refused in one line naming it" [ "$w7" = error ] && grep -q "option '-Wall' is not allowed for nvrtc" "$T/err"
+fi
+if [ -x /usr/local/cuda/bin/nvcc ] || [ -x /usr/bin/nvcc ]; then
+	w8=$(get --source "$R/warn_unused.cu" --backend cuda --target sm_90 --compiler nvcc -Werror=all-warnings)
+	check "nvcc: -Werror=all-warnings makes #177 an error" [ "$w8" = error ] && grep -q 'error #177-D' "$T/err"
+	w9=$(get --source "$R/warn_unused.cu" --backend cuda --target sm_90 --compiler nvcc -w -Wno-deprecated-gpu-targets)
+	check "nvcc: -w -Wno-deprecated-gpu-targets" [ "$(status "$w9")" = compiled ]
+fi
+if [ -x /usr/bin/hipcc ] || [ -x /opt/rocm/bin/hipcc ]; then
+	w10=$(get --source "$R/warn_scale.hip" --backend hip --target gfx90a --compiler hipcc -Wall -Wextra -Werror -Wno-unused-parameter --entry warn_scale)
+	check "hipcc: -Wall -Wextra -Werror -Wno-unused-parameter" [ "$(status "$w10")" = compiled ]
+	# hipcc's messages name the user's file, x.cpp as HIP programs are named
+	e1=$(get --source "$R/bad_axpy.cpp" --backend hip --target gfx90a --compiler hipcc)
+	check "hipcc: a .cpp's error names bad_axpy.cpp" [ "$e1" = error ] && grep -q "^bad_axpy.cpp:9:[0-9]*: error: use of undeclared identifier 'y_missing'" "$T/err"
+	check "hipcc: and never source.hip" sh -c "! grep -q source.hip '$T/err'"
+fi
 
 # The per-request compiler choice (--compiler), beside the daemon's default.
 if [ -x /usr/local/cuda/bin/nvcc ] || [ -x /usr/bin/nvcc ]; then
@@ -164,6 +237,75 @@ if [ -x /usr/local/cuda/bin/nvcc ] || [ -x /usr/bin/nvcc ]; then
 fi
 w=$(get --source "$R/half_reduce.cu" --backend cuda --target sm_90 --compiler shaderc)
 check "a compiler of another backend is refused" [ "$w" = error ] && grep -q "compiler 'shaderc' does not build for cuda" "$T/err"
+
+# kjit get --explain: why a request was not a hit (issue 22 item 8)
+cp -r "$INC" "$T/xinc"
+cp "$R/softmax.comp" "$T/fresh.comp"
+# shellcheck disable=SC2086
+"$KJIT" get --source "$T/fresh.comp" --backend vulkan --target vulkan1.2 -I "$T/xinc" $D8 -DFRESH --explain >"$T/x0" 2>&1
+check "--explain on a first compile: no earlier entry" grep -q "^explain: no earlier entry of fresh.comp" "$T/x0"
+# shellcheck disable=SC2086
+"$KJIT" get --source "$R/softmax.comp" --backend vulkan --target vulkan1.2 -I "$T/xinc" $D8 -DEXPLAIN_BASE --explain >"$T/x1" 2>&1
+check "--explain on a miss: the nearest earlier entry, the option" grep -q "^explain:   options: here -DEXPLAIN_BASE$" "$T/x1"
+# shellcheck disable=SC2086
+"$KJIT" get --source "$R/softmax.comp" --backend vulkan --target vulkan1.2 -I "$T/xinc" $D8 -DEXPLAIN_BASE --explain >"$T/x2" 2>&1
+check "--explain on a hit: nothing to explain" grep -q '^explain: a hit' "$T/x2"
+# shellcheck disable=SC2086
+"$KJIT" get --source "$R/softmax.comp" --backend vulkan --target vulkan1.2 -I "$T/xinc" $D8 -DEXPLAIN_BASE -DEXPLAIN_OTHER --explain >"$T/x3" 2>&1
+check "--explain names the differing option" grep -q '^explain:   options: here -DEXPLAIN_OTHER$' "$T/x3"
+check "--explain: and nothing else" [ "$(grep -c '^explain:   ' "$T/x3")" = 1 ]
+printf '\n// explain me\n' >>"$T/xinc/rw/common.glsl"
+# shellcheck disable=SC2086
+"$KJIT" get --source "$R/softmax.comp" --backend vulkan --target vulkan1.2 -I "$T/xinc" $D8 -DEXPLAIN_BASE --explain --json >"$T/x4" 2>/dev/null
+check "--explain --json names the differing header" grep -q '"explain":"nearest earlier entry of softmax.comp: [0-9a-f]* (vulkan1.2, [0-9.]*); what differs:\\u000a  header rw/common.glsl: its bytes\\u000a"' "$T/x4"
+
+# Include resolution as the compilers do it (issue 22 items 1, 2): a
+# src/ + include/ program reaching "../include/util.hpp" (the source gets
+# its place in the tree, src/main.hip; "detail/../config.hpp" inside the
+# tree), headers beside the source found without -I; the key covers them.
+A="$R/app"
+if [ $have_hiprtc = 1 ]; then
+	roundtrip "hiprtc: src/main.hip with ../include/util.hpp" rw/../../app/include/detail/math.hpp \
+		--source "$A/src/main.hip" --backend hip --target gfx90a -I "$A/include" --entry app_scale
+fi
+if [ $have_nvrtc = 1 ]; then
+	p1=$(get --source "$A/src/scale.cu" --backend cuda --target sm_90 -I "$A/include" --entry app_scale_cu)
+	check "nvrtc: src/scale.cu with ../include/util.hpp" [ "$(status "$p1")" = compiled ]
+	cp "$A/include/config.hpp" "$T/cfg.saved"
+	sed -i 's/0.0f/1.0f/' "$A/include/config.hpp"
+	p2=$(get --source "$A/src/scale.cu" --backend cuda --target sm_90 -I "$A/include" --entry app_scale_cu)
+	check "nvrtc: a change to config.hpp (reached by detail/../) changes the key" \
+		[ "$(status "$p2")" = compiled ] && [ "$(key "$p2")" != "$(key "$p1")" ]
+	cp "$T/cfg.saved" "$A/include/config.hpp"
+	b1=$(get --source "$R/beside/stencil.cu" --backend cuda --target sm_90 --entry stencil3)
+	check "nvrtc: a header beside the source, no -I" [ "$(status "$b1")" = compiled ]
+	printf '\n#define STENCIL_EXTRA 1\n' >>"$R/beside/stencil_common.h"
+	b2=$(get --source "$R/beside/stencil.cu" --backend cuda --target sm_90 --entry stencil3)
+	check "nvrtc: a change to the header beside it changes the key" \
+		[ "$(status "$b2")" = compiled ] && [ "$(key "$b2")" != "$(key "$b1")" ]
+fi
+g1=$(get --source "$A/shaders/gain.comp" --backend vulkan --target vulkan1.2 -I "$A/include")
+check "shaderc: shaders/gain.comp with ../include/gain.glsl" [ "$(status "$g1")" = compiled ]
+g2=$(get --source "$R/beside/blur.comp" --backend vulkan --target vulkan1.2)
+check "shaderc: a header beside the source, no -I" [ "$(status "$g2")" = compiled ]
+# negative: without -I include/ is no root: "../include/x" leaves them all
+g3=$(get --source "$A/shaders/gain.comp" --backend vulkan --target vulkan1.2)
+check "../include without -I: refused" [ "$g3" = error ] && grep -q 'gain.comp:5: #include "../include/gain.glsl"' "$T/err"
+# negative: a file beside the roots (app/secret.h: neither src/ nor include/)
+printf '// SECRET-BYTES-%s\nfloat secret_gain(float x) { return x; }\n' $$ >"$A/secret.glsl"
+printf '#version 450\n#include "../secret.glsl"\nlayout(local_size_x = 1) in;\nvoid main() {}\n' >"$A/shaders/leak.comp"
+g4=$(get --source "$A/shaders/leak.comp" --backend vulkan --target vulkan1.2 -I "$A/include")
+check "a .. that leaves every root is refused" [ "$g4" = error ] &&
+	grep -q 'leak.comp:2: #include "../secret.glsl": ' "$T/err"
+check "and its bytes appear nowhere" sh -c "! grep -rq 'SECRET-BYTES-$$' '$T/err' '$KJIT_CACHE_DIR' '$T/kjitd.log'"
+if command -v strace >/dev/null 2>&1; then
+	strace -f -e trace=openat,open -o "$T/strace" "$KJIT" get --source "$A/shaders/leak.comp" --backend vulkan \
+		--target vulkan1.2 -I "$A/include" >/dev/null 2>&1
+	check "the client never opens it (strace)" sh -c "! grep -q 'secret.glsl' '$T/strace'"
+else
+	echo "# skip the client never opens it: strace not installed"
+fi
+rm -f "$A/secret.glsl" "$A/shaders/leak.comp"
 
 # What stays refused, whatever -I says.
 printf 'int secret;\n' >"$T/outside.h"
@@ -190,6 +332,8 @@ if [ -x /usr/local/cuda/bin/nvcc ] || [ -x /usr/bin/nvcc ]; then
 	start_daemon --cuda-compiler nvcc || { not_ok start "kjitd --cuda-compiler nvcc did not start"; exit 1; }
 	roundtrip "nvcc: a full .cu with host code and <stdint.h>" rw/common.cuh \
 		--source "$R/host_axpy.cu" --backend cuda --target sm_90 -I "$INC" --entry _Z4axpyfPKfPfj -O3
+	a2=$(get --source "$R/app/src/scale.cu" --backend cuda --target sm_90 -I "$R/app/include" --entry app_scale_cu)
+	check "nvcc: src/scale.cu with ../include/util.hpp (written at its place)" [ "$(status "$a2")" = compiled ]
 	p=$(get --source "$R/host_axpy.cu" --backend cuda --target compute_90 -I "$INC")
 	check "nvcc: PTX for compute_90" [ "$(status "$p")" = compiled ]
 	# a fatbin, as nvcc --fatbin makes it: SASS for sm_90 and PTX for
@@ -225,6 +369,8 @@ if [ -x /usr/bin/hipcc ] || [ -x /opt/rocm/bin/hipcc ]; then
 		--source "$R/vecadd_main.hip" --backend hip --target gfx90a --entry _Z6vecaddPKfS0_Pfj
 	roundtrip "hipcc: hipify's quoted include" rw/scale.h \
 		--source "$R/hipified.hip" --backend hip --target gfx90a -I "$INC" --entry scale_rows
+	a1=$(get --source "$R/app/src/main.hip" --backend hip --target gfx90a -I "$R/app/include" --entry app_scale)
+	check "hipcc: src/main.hip with ../include/util.hpp (written at its place)" [ "$(status "$a1")" = compiled ]
 	stop_daemon
 else
 	echo "# hipcc not installed: its realworld checks skipped"
@@ -244,4 +390,17 @@ sleep 0.01
 echo '#define OPT 1' >"$K/include/opt.h"
 m3=$(get --kernel k --backend hip --target gfx90a)
 check "once it appears, the key changes" [ "$(status "$m3")" = compiled ] && [ "$(key "$m3")" != "$(key "$m1")" ]
+# Issue 22: the habits of the tools users come from.
+# ping, stats and targets never start a daemon (autostart on, no daemon).
+NS="$T/nosock/kjitd.sock"
+for c in ping stats targets; do
+	KJIT_NO_AUTOSTART= KJIT_SOCKET="$NS" KJIT_CACHE_DIR="$T/nocache" "$KJIT" $c >"$T/np.out" 2>"$T/np.err"
+	rc=$?
+	check "kjit $c with no daemon: exit 3" [ $rc = 3 ]
+	check "kjit $c: says no kjitd on the socket" grep -q "no kjitd on $NS" "$T/np.err"
+done
+sleep 0.3
+check "ping/stats/targets started nothing: no socket" [ ! -e "$NS" ]
+check "and no kjitd on that socket" sh -c "! pgrep -f -- '--socke[t] $NS' >/dev/null"
+
 finish
