@@ -131,6 +131,7 @@ $(BUILD)/tests/%: $(call obj,tests/%.c) $(DAEMON_OBJ) $(DETECT_OBJ) $(COMPILER_O
 -include bench/Makefile.part
 -include tests/fuzz/Makefile.part
 -include tests/stress/Makefile.part
+-include dropin/Makefile.part
 
 test: all $(TESTS) $(TEST_EXTRA)
 	@BUILD=$(BUILD) ./tests/run.sh

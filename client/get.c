@@ -155,6 +155,8 @@ static int encode(struct kj__buf *b, const kjit_request *req, const struct resol
 		r = kj__msg_put_u32(b, KJ_F_BACKEND, (uint32_t)req->backend);
 	if (r == 0 && (flags & KJ_GET_NO_COMPILE))
 		r = kj__msg_put_u32(b, KJ_F_NO_COMPILE, 1);
+	if (r == 0 && (flags & KJ_GET_WANT_LOG))
+		r = kj__msg_put_u32(b, KJ_F_WANT_LOG, 1);
 	if (r == 0 && req->compiler)
 		r = kj__msg_put_str(b, KJ_F_COMPILER, req->compiler);
 	if (r == 0 && rv->target[0])
@@ -382,7 +384,7 @@ int kj__get_flags(kjit_client *c, const kjit_request *req, unsigned flags, kjit_
 	int r = kj__get_prepare(c, req, flags, &b);
 	if (r == 0) {
 		kj__get_local_key(c, req, &b, &lk);
-		if (kj__get_local_answer(c, &lk, res)) {
+		if (!(flags & KJ_GET_WANT_LOG) && kj__get_local_answer(c, &lk, res)) {
 			kj__buf_free(&b);
 			return 0;
 		}

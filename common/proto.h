@@ -63,6 +63,7 @@ enum kj__field_tag {
 	KJ_F_TARGET_SOURCE = 24,   /* str: where the client's target came from (env var name) */
 	KJ_F_NO_COMPILE = 25,      /* u32 1: fetch only (local, remote), never compile a miss */
 	KJ_F_SLOTS = 26,           /* u32: the hit table's slot count (ATTACH reply) */
+	KJ_F_WANT_LOG = 28,        /* u32 1: a hit carries its compile's log too (the drop-in libraries, docs/dropin.md) */
 	KJ_F_LOWERED = 27,         /* str: lowered names, "EXPR\tLOWERED\n" each (common/lowered.h) */
 };
 

@@ -52,7 +52,7 @@ int kj__get_req_wants_lowered(const struct kj__get_req *g)
 	for (size_t i = 0; i < g->n_options; i++)
 		if (strncmp(g->options[i], "--name-expression=", 18) == 0)
 			return 1;
-	return 0;
+	return g->want_log;
 }
 
 /* The request's compiler choice (COMPILER, a family name such as "nvcc"),
@@ -177,6 +177,12 @@ int kj__get_req_parse(struct kj__get_req *g, const struct kj__msg *m, char *err,
 		return KJIT_EPROTO;
 	}
 	g->no_compile = (int)no_compile;
+	uint32_t want_log = 0;
+	if (kj__msg_get(m, KJ_F_WANT_LOG) && (kj__field_u32(kj__msg_get(m, KJ_F_WANT_LOG), &want_log) < 0 || want_log > 1)) {
+		snprintf(err, errlen, "the want-log flag is malformed");
+		return KJIT_EPROTO;
+	}
+	g->want_log = (int)want_log;
 	if ((r = parse_family(g, m, err, errlen)) < 0)
 		return r;
 	if (kj__field_strdup(kj__msg_get(m, KJ_F_KERNEL), KJ_NAME_MAX, &g->kernel) < 0 ||
