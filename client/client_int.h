@@ -115,6 +115,8 @@ char *kj__one_line(const char *s);
 struct kj__local_key {
 	int ok;
 	int named;      /* has name expressions: never from the table */
+	int want_log;   /* KJ_GET_WANT_LOG: never from (or into) the process memo, which keeps no log;
+			 * from the table, where kjitd puts such a request only when its entry has no log */
 	uint8_t fp[32];
 	uint64_t gen;
 };

@@ -105,16 +105,27 @@ out:
 	return m;
 }
 
+/* The process's mapping of the file, made on the first count and kept for
+ * the process's life (a count costs an atomic add, not an open and a map);
+ * a child after fork shares it.  The one piece of process state here. */
+static unsigned char *ds_mapped;
+
 int kj__dropstat_add(int why)
 {
+	unsigned char *m = __atomic_load_n(&ds_mapped, __ATOMIC_ACQUIRE), *none = NULL;
+
 	if (why < 0 || why >= KJ_DS_COUNT)
 		return KJIT_EINVAL;
-	unsigned char *m = ds_map(1);
-	if (m == NULL)
-		return KJIT_EIO;
+	if (m == NULL) {
+		if ((m = ds_map(1)) == NULL)
+			return KJIT_EIO;
+		if (!__atomic_compare_exchange_n(&ds_mapped, &none, m, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+			munmap(m, DS_SIZE); /* another thread mapped it first */
+			m = none;
+		}
+	}
 	uint64_t *slot = (uint64_t *)(void *)(m + 8 + 8 * (size_t)why);
 	__atomic_fetch_add(slot, 1, __ATOMIC_RELAXED);
-	munmap(m, DS_SIZE);
 	return 0;
 }
 

@@ -72,11 +72,14 @@ static int answer_hit(struct kj__daemon *d, struct kj__conn *c, uint32_t id, uin
 	int r;
 
 	/* body: the GET's bytes, published in the shared hit table with the
-	 * object; never with lowered names, which the table does not hold. */
+	 * object; never with lowered names or a log, which the table does not
+	 * hold: a KJ_F_WANT_LOG request goes in only when its entry has
+	 * neither, so the table's answer to it is whole. */
 	if (lowered) {
-		body = NULL;
 		if (kj__lowered_of(d, key, &names, &log) < 0)
 			return 0;
+		if (!(lowered & 2) || names || log)
+			body = NULL;
 	}
 	o.lowered = names;
 	o.log = lowered & 2 ? log : NULL; /* KJ_F_WANT_LOG */
