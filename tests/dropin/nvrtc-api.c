@@ -10,10 +10,11 @@
  * Built two ways: by default it loads the library as most programs do,
  * dlopen("libnvrtc.so.13") and dlsym; with -DKJ_LINKED it is linked
  * against libnvrtc.so.13 (the symbols bound by version, libnvrtc.so.13).
- * Usage: nvrtc-api [all|one]   ("one": one served compile to PTX, for the
- * crowd test).  Exit status 0 when it ran to the end.
+ * Usage: nvrtc-api [all|one|threads]   ("one": one served compile to PTX,
+ * for the crowd test; "threads": 8 threads compiling 8 programs at once).  Exit status 0 when it ran to the end.
  */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -257,6 +258,60 @@ static void case_edges(void)
 	printf("  pch heap get null rc=%d\n", A.nvrtcGetPCHHeapSize(NULL));
 }
 
+/* One thread's program: its own source, a name expression, every output
+ * summed up in one line. */
+struct job {
+	int i;
+	char line[512];
+};
+
+static void *thread_compile(void *arg)
+{
+	struct job *j = arg;
+	char src[256], expr[32];
+	const char *opts[] = { j->i % 2 ? "--gpu-architecture=sm_90" : "--gpu-architecture=compute_80", "--std=c++17" };
+	const char *low = "(none)";
+	size_t ptx = 0, cubin = 0, log = 0;
+	prog_t p = NULL;
+
+	snprintf(src, sizeof src, "template <int N> __global__ void t(int *x) { x[threadIdx.x] += N * %d; }\n", j->i);
+	snprintf(expr, sizeof expr, "t<%d>", j->i + 1);
+	res_t c = A.nvrtcCreateProgram(&p, src, "threads.cu", 0, NULL, NULL);
+	res_t a = A.nvrtcAddNameExpression(p, expr);
+	res_t r = A.nvrtcCompileProgram(p, 2, opts);
+	A.nvrtcGetPTXSize(p, &ptx);
+	A.nvrtcGetCUBINSize(p, &cubin);
+	A.nvrtcGetProgramLogSize(p, &log);
+	char *buf = malloc(ptx + cubin + 1);
+	uint64_t h = 0;
+	if (buf && A.nvrtcGetPTX(p, buf) == 0 && A.nvrtcGetCUBIN(p, buf + ptx) == 0)
+		h = fnv(buf, ptx + cubin);
+	free(buf);
+	A.nvrtcGetLoweredName(p, expr, &low);
+	snprintf(j->line, sizeof j->line, "thread %d: create %d add %d compile %d ptx %zu cubin %zu log %zu fnv %016llx %s",
+		 j->i, c, a, r, ptx, cubin, log, (unsigned long long)h, low);
+	A.nvrtcDestroyProgram(&p);
+	return NULL;
+}
+
+static int case_threads(void)
+{
+	struct job jobs[8];
+	pthread_t th[8];
+
+	for (int i = 0; i < 8; i++) {
+		jobs[i].i = i;
+		jobs[i].line[0] = '\0';
+		if (pthread_create(&th[i], NULL, thread_compile, &jobs[i]) != 0)
+			return 1;
+	}
+	for (int i = 0; i < 8; i++)
+		pthread_join(th[i], NULL);
+	for (int i = 0; i < 8; i++)
+		printf("%s\n", jobs[i].line);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "all";
@@ -264,6 +319,8 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
 	if (load() < 0)
 		return 2;
+	if (strcmp(mode, "threads") == 0)
+		return case_threads();
 	if (strcmp(mode, "one") == 0) { /* PTX only: one kjit request, one key */
 		case_served("--gpu-architecture=compute_90", 1);
 		return 0;

@@ -79,6 +79,12 @@ check "dropin: kjit stats counts served compiles" [ "$(ds served)" -ge 8 ]
 check "dropin: kjit stats counts forwarded compiles with why (option)" [ "$(reason option)" -ge 8 ]
 check "dropin: kjit stats counts forwarded compiles with why (api)" [ "$(reason api)" -ge 4 ]
 
+# ---- threads: 8 programs compiled at once in one process ----
+real "$API" threads >"$T/th-real.txt" 2>&1
+dropin "$API" threads >"$T/th-kj.txt" 2>&1
+check "dropin: 8 threads compiling at once through kjit = real NVRTC" same "$T/th-real.txt" "$T/th-kj.txt"
+check "dropin: the threads' programs compiled (not an empty run)" grep -q 'compile 0 ptx [1-9].*_Z' "$T/th-kj.txt"
+
 # ---- 16 processes at once: one compile ----
 "$KJIT" clear >/dev/null
 real "$API" one >"$T/one-real.txt"
