@@ -133,6 +133,9 @@ LD_PRELOAD="$SANPRE" "$KJIT" run --quiet --no-preload -- "$API" >"$T/kjrun.txt" 
 check "dropin: a program under kjit run = real NVRTC" same "$T/real.txt" "$T/kjrun.txt"
 "$KJIT" run --quiet -- /nonexistent/prog 2>/dev/null
 check "dropin: kjit run of a missing command exits 127" [ $? = 127 ]
+KJIT_DROPIN_DIR=/nonexistent "$KJIT" run -- true 2>"$T/nodir.err"
+check "dropin: kjit run without the drop-in libraries: exit 1, one line" \
+	sh -c "[ $? = 1 ] && [ \$(wc -l <'$T/nodir.err') = 1 ] && grep -q KJIT_DROPIN_DIR '$T/nodir.err'"
 
 # ---- a kjitd started with the drop-in on its library path ----
 stop_daemon
