@@ -134,6 +134,7 @@ $(BUILD)/tests/%: $(call obj,tests/%.c) $(DAEMON_OBJ) $(REMOTE_OBJ) $(DETECT_OBJ
 -include bench/Makefile.part
 -include tests/fuzz/Makefile.part
 -include tests/stress/Makefile.part
+-include dropin/Makefile.part
 
 test: all $(TESTS) $(TEST_EXTRA)
 	@BUILD=$(BUILD) ./tests/run.sh
@@ -181,6 +182,12 @@ install: all
 	install -m 755 $(BUILD)/libkjit.so $(DESTDIR)$(PREFIX)/lib/libkjit.so.0
 	ln -sf libkjit.so.0 $(DESTDIR)$(PREFIX)/lib/libkjit.so
 	install -m 644 include/kjit.h $(DESTDIR)$(PREFIX)/include/
+	install -d $(DESTDIR)$(PREFIX)/lib/kjit/nvrtc $(DESTDIR)$(PREFIX)/lib/kjit/hiprtc
+	install -m 755 $(BUILD)/dropin/nvrtc/libnvrtc.so.13 $(DESTDIR)$(PREFIX)/lib/kjit/nvrtc/
+	ln -sf libnvrtc.so.13 $(DESTDIR)$(PREFIX)/lib/kjit/nvrtc/libnvrtc.so
+	install -m 755 $(BUILD)/dropin/hiprtc/libhiprtc.so.6 $(DESTDIR)$(PREFIX)/lib/kjit/hiprtc/
+	ln -sf libhiprtc.so.6 $(DESTDIR)$(PREFIX)/lib/kjit/hiprtc/libhiprtc.so.5
+	ln -sf libhiprtc.so.6 $(DESTDIR)$(PREFIX)/lib/kjit/hiprtc/libhiprtc.so
 	sed -e 's|@PREFIX@|$(PREFIX)|g' client/kjit.pc.in >$(DESTDIR)$(PREFIX)/lib/pkgconfig/kjit.pc
 	chmod 644 $(DESTDIR)$(PREFIX)/lib/pkgconfig/kjit.pc
 	install -m 644 man/kjit.1 $(DESTDIR)$(MANDIR)/man1/
@@ -225,7 +232,7 @@ uninstall:
 		$(DESTDIR)$(UNITDIR)/system/kjitd.socket $(DESTDIR)$(UNITDIR)/system/kjitd.service \
 		$(DESTDIR)$(UNITDIR)/user/kjitd.socket $(DESTDIR)$(UNITDIR)/user/kjitd.service \
 		$(DESTDIR)$(SYSUSERSDIR)/kjit.conf
-	rm -rf $(DESTDIR)$(PREFIX)/share/kjit
+	rm -rf $(DESTDIR)$(PREFIX)/share/kjit $(DESTDIR)$(PREFIX)/lib/kjit
 	@$(MAKE) --no-print-directory uninstall-python
 
 clean:

@@ -37,6 +37,10 @@ int kj__cmd_export(const struct cmd *cmd, int argc, char **argv);
 int kj__cmd_import(const struct cmd *cmd, int argc, char **argv);
 int kj__cmd_ping(const struct cmd *cmd, int argc, char **argv);
 int kj__cmd_stop(const struct cmd *cmd, int argc, char **argv);
+/* cmd-run.c: `kjit run -- CMD`; and the drop-in's counters of this user
+ * as lines for `kjit stats` (nothing when no drop-in ever ran). */
+int kj__cmd_run(const struct cmd *cmd, int argc, char **argv);
+void kj__cli_dropin_stats(FILE *f);
 /* cmd-variant.c: when bundled kernel `kernel` (fetched for backend/target) is one
  * of several variants of an op, writes "variant: NAME of {...}: why" to out.
  * Returns 0 (nothing written when it has none) or a negative kjit error. */

@@ -173,6 +173,7 @@ static const struct cmd cmds[] = {
 	{ "import", kj__cmd_import, "import FILE [--json]" },
 	{ "ping", kj__cmd_ping, "ping [--json]" },
 	{ "stop", kj__cmd_stop, "stop [--json]" },
+	{ "run", kj__cmd_run, "run [--no-preload] [--quiet] [--] CMD [ARGS]   (CMD with kjit's libnvrtc/libhiprtc)" },
 };
 
 static void help(FILE *f)

@@ -97,6 +97,10 @@ int kj__client_begin(struct kj__buf *b, uint16_t type);
  * cache, then the fleet tier): a miss is KJIT_ENOENT, never compiled
  * (`kjit warm --remote-only`). */
 #define KJ_GET_NO_COMPILE 1u
+/* KJ_GET_WANT_LOG: a hit carries the compile's log, as a compile does
+ * (dropin/: NVRTC returns the log of every compile); never answered from
+ * the process memo or the shared hit table, which keep no logs. */
+#define KJ_GET_WANT_LOG 2u
 int kj__get_flags(kjit_client *c, const kjit_request *req, unsigned flags, kjit_result *res);
 
 /* Copies s into a new string with every control character turned into a
@@ -111,6 +115,8 @@ char *kj__one_line(const char *s);
 struct kj__local_key {
 	int ok;
 	int named;      /* has name expressions: never from the table */
+	int want_log;   /* KJ_GET_WANT_LOG: never from (or into) the process memo, which keeps no log;
+			 * from the table, where kjitd puts such a request only when its entry has no log */
 	uint8_t fp[32];
 	uint64_t gen;
 };

@@ -165,8 +165,12 @@ int kj__cmd_stats(const struct cmd *cmd, int argc, char **argv)
 
 	if (ex != 0)
 		return ex;
-	if (a.prometheus == NULL)
-		return kj__cli_admin_run("stats", a.zero ? "zero" : NULL, a.json, 1);
+	if (a.prometheus == NULL) {
+		ex = kj__cli_admin_run("stats", a.zero ? "zero" : NULL, a.json, 1);
+		if (!a.json && !a.zero) /* the drop-in's counters are local: shown with kjitd down too */
+			kj__cli_dropin_stats(stdout);
+		return ex;
+	}
 	/* node_exporter's textfile collector reads whole files only. */
 	ex = kj__cli_open(&c, 1);
 	if (ex != 0)

@@ -158,6 +158,8 @@ static int encode(struct kj__buf *b, const kjit_request *req, const struct resol
 		r = kj__msg_put_u32(b, KJ_F_NO_COMPILE, 1);
 	if (r == 0 && req->explain)
 		r = kj__msg_put_u32(b, KJ_F_EXPLAIN, 1);
+	if (r == 0 && (flags & KJ_GET_WANT_LOG))
+		r = kj__msg_put_u32(b, KJ_F_WANT_LOG, 1);
 	if (r == 0 && req->compiler)
 		r = kj__msg_put_str(b, KJ_F_COMPILER, req->compiler);
 	if (r == 0 && rv->target[0])
@@ -297,6 +299,7 @@ void kj__get_local_key(kjit_client *c, const kjit_request *req, const struct kj_
 	/* The table holds no lowered names: a request with name expressions
 	 * is answered by the memo (which keeps them) or the socket. */
 	lk->named = req->n_name_expressions > 0;
+	lk->want_log = 0;
 	lk->gen = c->hits ? kj__hittab_reader_gen(c->hits) : 0;
 	lk->ok = (c->memo || c->hits) &&
 		 kj__sha256(b->p + KJ_FRAME_HDR_SIZE, b->len - KJ_FRAME_HDR_SIZE, lk->fp) == 0;
@@ -310,7 +313,7 @@ int kj__get_local_answer(kjit_client *c, const struct kj__local_key *lk, kjit_re
 
 	if (!lk->ok)
 		return 0;
-	if (kj__procmemo_get(c->memo, lk->fp, lk->gen, res) > 0) {
+	if (!lk->want_log && kj__procmemo_get(c->memo, lk->fp, lk->gen, res) > 0) {
 		if (c->ctr) /* counted as a hit kjitd did not see (no slot) */
 			kj__hitctr_count(c->ctr, UINT32_MAX, res->size);
 		return 1;
@@ -329,7 +332,8 @@ int kj__get_local_answer(kjit_client *c, const struct kj__local_key *lk, kjit_re
 	res->size = hit.size;
 	kj__hex(hit.key, res->key);
 	kj__hitctr_count(c->ctr, hit.slot, hit.size);
-	kj__procmemo_put(c->memo, lk->fp, lk->gen, res); /* ENOMEM: just not remembered */
+	if (!lk->want_log)
+		kj__procmemo_put(c->memo, lk->fp, lk->gen, res); /* ENOMEM: just not remembered */
 	return 1;
 }
 
@@ -352,7 +356,7 @@ int kj__get_take_reply(kjit_client *c, const kjit_request *req, const struct kj_
 				"to a get (%s); client and daemon versions may differ: restart kjitd",
 				kjit_strerror(r));
 		r = r == KJIT_ENOMEM ? r : KJIT_EPROTO;
-	} else if (lk->ok) {
+	} else if (lk->ok && !lk->want_log) {
 		kj__procmemo_put(c->memo, lk->fp, lk->gen, res); /* ENOMEM: just not remembered */
 	}
 	return r;
@@ -387,6 +391,7 @@ int kj__get_flags(kjit_client *c, const kjit_request *req, unsigned flags, kjit_
 	int r = kj__get_prepare(c, req, flags, &b);
 	if (r == 0) {
 		kj__get_local_key(c, req, &b, &lk);
+		lk.want_log = (flags & KJ_GET_WANT_LOG) != 0;
 		if (kj__get_local_answer(c, &lk, res)) {
 			kj__buf_free(&b);
 			return 0;

@@ -99,4 +99,9 @@
 #define KJ_PROCESS_MEMO_BYTES (32u << 20)  /* objects a client handle remembers (KJIT_PROCESS_MEMO=0: none) */
 #define KJ_PROCESS_MEMO_SHARE 4            /* one object takes at most 1/4 of the process memo */
 
+/* Drop-in libnvrtc / libhiprtc (dropin/, docs/dropin.md). */
+#define KJ_DROPIN_RETRY_MS 1000            /* after kjitd was unreachable, compiles go straight to the real library this long */
+#define KJ_DROPIN_CLIENTS 8                /* idle connections a process keeps for its compiling threads */
+#define KJ_DROPIN_STAT_SLOTS 16            /* counters in the per-user drop-in stats file (client/dropstat.c) */
+
 #endif /* KJ_LIMITS_H */

@@ -6,6 +6,7 @@
  * Invariant: a family never sees an option its whitelist does not name, and
  * never gets a log longer than KJ_LOG_MAX from these helpers.
  */
+#include <dlfcn.h>
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -544,4 +545,15 @@ void kj__rtc_args_free(struct kj__rtc_args *a)
 	free(a->opts);
 	free(a->src);
 	memset(a, 0, sizeof *a);
+}
+
+void *kj__dlopen_compiler(const char *name, int flags)
+{
+	void *h = dlopen(name, flags);
+
+	if (h && dlsym(h, "kjit_dropin_version") != NULL) {
+		dlclose(h);
+		h = NULL;
+	}
+	return h;
 }

@@ -266,4 +266,10 @@ int kj__amd_devlibs_id(char *out, size_t outlen);
 int kj__amd_target_canon(const char *target, char *canon, size_t canonlen, char *err,
 			 size_t errlen);
 
+/* dlopen(name, flags), refusing kjit's own drop-in libnvrtc/libhiprtc
+ * (dropin/, found first when `kjit run` put its folder on the library
+ * path kjitd inherited): a worker must load the real compiler, never a
+ * library that would send the job back to kjitd.  NULL when not loaded. */
+void *kj__dlopen_compiler(const char *name, int flags);
+
 #endif /* KJ_COMPINT_H */

@@ -95,7 +95,7 @@ static int load_api(struct hiprtc_state *st, char *err, size_t errlen)
 	int missing = 0;
 
 	for (size_t i = 0; i < KJ_ARRAY_SIZE(hip_libs) && st->lib == NULL; i++)
-		st->lib = dlopen(hip_libs[i], RTLD_NOW | RTLD_LOCAL);
+		st->lib = kj__dlopen_compiler(hip_libs[i], RTLD_NOW | RTLD_LOCAL);
 	if (st->lib == NULL) {
 		snprintf(err, errlen, "hiprtc not found (libamdhip64.so.5 / libhiprtc.so): install ROCm's hiprtc");
 		return KJIT_EBACKEND;

@@ -157,7 +157,7 @@ int kj__nvrtc_lib_dir(char *dir, size_t dirlen)
 	int r = KJIT_ENOENT;
 
 	for (size_t i = 0; i < KJ_ARRAY_SIZE(nvrtc_libs) && lib == NULL; i++)
-		lib = dlopen(nvrtc_libs[i], RTLD_LAZY | RTLD_LOCAL);
+		lib = kj__dlopen_compiler(nvrtc_libs[i], RTLD_LAZY | RTLD_LOCAL);
 	if (lib == NULL)
 		return KJIT_ENOENT;
 	if ((sym = dlsym(lib, "nvrtcVersion")) != NULL && dladdr(sym, &info) != 0 && info.dli_fname &&
@@ -176,7 +176,7 @@ static int load_api(struct nvrtc_state *st, char *err, size_t errlen)
 	int missing = 0;
 
 	for (size_t i = 0; i < KJ_ARRAY_SIZE(nvrtc_libs) && st->lib == NULL; i++)
-		st->lib = dlopen(nvrtc_libs[i], RTLD_NOW | RTLD_LOCAL);
+		st->lib = kj__dlopen_compiler(nvrtc_libs[i], RTLD_NOW | RTLD_LOCAL);
 	if (st->lib == NULL) {
 		snprintf(err, errlen, "NVRTC not found (libnvrtc.so.13/.12): install the CUDA toolkit's NVRTC");
 		return KJIT_EBACKEND;

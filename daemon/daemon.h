@@ -384,6 +384,7 @@ struct kj__get_req {
 	char *target_from;           /* where the client's target came from; NULL: named explicitly */
 	int no_compile;              /* KJ_F_NO_COMPILE: fetch only (`kjit warm --remote-only`) */
 	int explain;                 /* KJ_F_EXPLAIN: say why a miss was not a hit (explain.c) */
+	int want_log;                /* KJ_F_WANT_LOG: a hit carries the compile's log (dropin/) */
 	char *kernel;                /* a bundled kernel's name, or NULL */
 	char *family;                /* the compiler the request chose (COMPILER), or NULL */
 	char *source_name;
@@ -411,9 +412,10 @@ int kj__get_req_load_kernel(struct kj__get_req *g, const struct kj__manifest *m,
 			    size_t errlen);
 /* Frees what g holds and zeroes it (NULL: nothing). */
 void kj__get_req_clear(struct kj__get_req *g);
-/* 1 if g names C++ expressions (--name-expression=): their lowered names
- * go with every answer, so g is kept out of the memo and the hit table,
- * which hold none. */
+/* 1 if g names C++ expressions (--name-expression=) or asks for the log
+ * with a hit (KJ_F_WANT_LOG): their lowered names and the log go with
+ * every answer, so g is kept out of the memo and the hit table, which hold
+ * neither. */
 int kj__get_req_wants_lowered(const struct kj__get_req *g);
 /* Decodes and checks a GET body as kj__handle_get does, without serving it
  * (for fuzzing).  0 or the code the client would get, reason in err. */
@@ -495,10 +497,11 @@ void kj__send_failure(struct kj__conn *c, uint32_t id, int code, const char *err
 void kj__count_error(struct kj__daemon *d, int code);
 /* Adds the time since t0 (a hit's) to the latency histogram. */
 void kj__record_latency(struct kj__daemon *d, uint64_t t0);
-/* The lowered names the index keeps for key into *out (malloc'd; NULL: the
- * entry has none).  0, or a negative code (no entry, the index unreadable,
- * no memory): then a hit cannot carry them. */
-int kj__lowered_of(struct kj__daemon *d, const char *key, char **out);
+/* The lowered names and the compile log the index keeps for key into *out
+ * and *log (each malloc'd; NULL: the entry has none).  0, or a negative
+ * code (no entry, the index unreadable, no memory): then a hit cannot carry
+ * them. */
+int kj__lowered_of(struct kj__daemon *d, const char *key, char **out, char **log);
 /* Answers every waiter of f with the object (status KJIT_STATUS_*). */
 void kj__flight_answer(struct kj__flight *f, int status, const uint8_t *data, size_t len, const char *log,
 		       const char *lowered);

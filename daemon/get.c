@@ -56,13 +56,14 @@ static void get_req_free(struct get_req *g)
 /* Answers a hit for key if its object is cached: from the hot set without
  * a copy, else read and verified from its file; with lowered, the lowered
  * names the index keeps go with it (--name-expression), and a hit whose
- * names cannot be read is not answered: the compile gives them again.  1
+ * names cannot be read is not answered: the compile gives them again; with
+ * lowered & 2 (KJ_F_WANT_LOG), the compile's log goes with it too.  1
  * if answered (or the client is gone), 0 if not cached (nothing sent). */
 static int answer_hit(struct kj__daemon *d, struct kj__conn *c, uint32_t id, uint64_t t0, const char *key,
 		      const char *target, const char *version, const uint8_t *body, size_t body_len, int lowered)
 {
 	struct kj__obj_reply o = { key, target, version, NULL, NULL, NULL };
-	char *names = NULL;
+	char *names = NULL, *log = NULL;
 	const uint8_t *hot;
 	uint8_t *data = NULL;
 	size_t len = 0;
@@ -71,13 +72,17 @@ static int answer_hit(struct kj__daemon *d, struct kj__conn *c, uint32_t id, uin
 	int r;
 
 	/* body: the GET's bytes, published in the shared hit table with the
-	 * object; never with lowered names, which the table does not hold. */
+	 * object; never with lowered names or a log, which the table does not
+	 * hold: a KJ_F_WANT_LOG request goes in only when its entry has
+	 * neither, so the table's answer to it is whole. */
 	if (lowered) {
-		body = NULL;
-		if (kj__lowered_of(d, key, &names) < 0)
+		if (kj__lowered_of(d, key, &names, &log) < 0)
 			return 0;
+		if (!(lowered & 2) || names || log)
+			body = NULL;
 	}
 	o.lowered = names;
+	o.log = lowered & 2 ? log : NULL; /* KJ_F_WANT_LOG */
 	if (kj__cache_peek(d->cache, key, &hot, &len, &saved) == 0) {
 		d->stats[KJ_STAT_SAVED_MS] += saved;
 		kj__send_object(d, c, id, KJIT_STATUS_HIT, &o, hot, len);
@@ -91,8 +96,10 @@ static int answer_hit(struct kj__daemon *d, struct kj__conn *c, uint32_t id, uin
 		if (r == KJIT_ECORRUPT)
 			kj__hits_remove_key(d, key);
 		free(names);
+		free(log);
 		return 0;
 	}
+	free(log);
 	free(names);
 	d->stats[KJ_STAT_HITS]++;
 	kj__record_latency(d, t0);
@@ -507,7 +514,7 @@ static void get_resolved(void *arg, int code, const char *error)
 	r = resolve_key(g, &rs, err, sizeof err);
 	if (r < 0)
 		goto fail;
-	int lowered = kj__get_req_wants_lowered(&g->q);
+	int lowered = kj__get_req_wants_lowered(&g->q) | (g->q.want_log ? 2 : 0);
 	if (answer_hit(d, g->c, g->id, g->t0, rs.key, rs.target, rs.version, g->raw, g->raw_len, lowered))
 		goto out;
 	/* An explicit target asks for exactly that build; a target that came

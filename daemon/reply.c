@@ -79,16 +79,21 @@ void kj__record_latency(struct kj__daemon *d, uint64_t t0)
 	d->lat_hist[i]++;
 }
 
-int kj__lowered_of(struct kj__daemon *d, const char *key, char **out)
+int kj__lowered_of(struct kj__daemon *d, const char *key, char **out, char **log)
 {
 	struct kj__cache_entry e;
 	int r;
 
-	*out = NULL;
+	*out = *log = NULL;
 	if ((r = kj__cache_get(d->cache, key, &e)) < 0)
 		return r;
 	if (e.lowered && *e.lowered && (*out = kj__strdup(e.lowered)) == NULL)
 		r = KJIT_ENOMEM;
+	if (r == 0 && e.log && *e.log && (*log = kj__strdup(e.log)) == NULL) {
+		free(*out);
+		*out = NULL;
+		r = KJIT_ENOMEM;
+	}
 	kj__cache_entry_free(&e);
 	return r;
 }

@@ -52,7 +52,7 @@ int kj__get_req_wants_lowered(const struct kj__get_req *g)
 	for (size_t i = 0; i < g->n_options; i++)
 		if (strncmp(g->options[i], "--name-expression=", 18) == 0)
 			return 1;
-	return 0;
+	return g->want_log;
 }
 
 /* The request's compiler choice (COMPILER, a family name such as "nvcc"),
@@ -153,7 +153,7 @@ static int parse_headers(struct kj__get_req *g, const struct kj__msg *m, char *e
  * KJIT_EPROTO with err set. */
 static int parse_flags(struct kj__get_req *g, const struct kj__msg *m, char *err, size_t errlen)
 {
-	uint32_t no_compile = 0, explain = 0;
+	uint32_t no_compile = 0, explain = 0, want_log = 0;
 
 	if (kj__msg_get(m, KJ_F_NO_COMPILE) && (kj__field_u32(kj__msg_get(m, KJ_F_NO_COMPILE), &no_compile) < 0 ||
 						no_compile > 1)) {
@@ -162,6 +162,11 @@ static int parse_flags(struct kj__get_req *g, const struct kj__msg *m, char *err
 	}
 	g->no_compile = (int)no_compile;
 	g->explain = kj__field_u32(kj__msg_get(m, KJ_F_EXPLAIN), &explain) == 0 && explain == 1;
+	if (kj__msg_get(m, KJ_F_WANT_LOG) && (kj__field_u32(kj__msg_get(m, KJ_F_WANT_LOG), &want_log) < 0 || want_log > 1)) {
+		snprintf(err, errlen, "the want-log flag is malformed");
+		return KJIT_EPROTO;
+	}
+	g->want_log = (int)want_log;
 	return 0;
 }
 

@@ -12,6 +12,7 @@ export KJIT_SOCKET="$T/sock/kjitd.sock"
 export KJIT_CACHE_DIR="$T/cache"
 export KJIT_NO_AUTOSTART=1
 export KJIT_KJITD="$KJITD"
+export KJIT_DROPIN_STATS="$T/dropin.stats" # the drop-in's counters: this test's own, not the user's
 unset KJIT_HIP_ARCH KJIT_CUDA_ARCH KJIT_VULKAN_ENV HSA_OVERRIDE_GFX_VERSION CANDLE_ROCM_ARCH HSA_XNACK
 DAEMON_PID=""
 FAILS=0
