@@ -15,8 +15,10 @@
  *   recipe.c  recipes (<dir>/recipes and recipe_of), for replay
  *   store.c   the object files: directories, read-and-verify, temporary
  *             write, publish, drop, sweep
- *   maint.c   gc, verify, clear
- * All of them run on one thread (kjitd's loop) and reach the file system
+ *   maint.c   gc, verify, clear; gc's victims; invalid rows
+ *   job.c     the same in steps, the slow part on another thread
+ * All of them run on one thread (kjitd's loop), but for job.c's run, and
+ * reach the file system
  * only through c->fs and memory only through c->mem (cache.h), so tests
  * can make any call fail.
  */
@@ -245,8 +247,27 @@ int kj__obj_read(struct kj__cache *c, const struct ent *en, uint8_t **out, struc
 		 size_t whylen);
 /* Removes entry idx: its row first, then its file, then the table entry. */
 void kj__obj_drop(struct kj__cache *c, size_t idx);
+/* Is name "<64 hex>.<ext>"?  1 with key and *ext filled, else 0. */
+int kj__obj_name(const char *name, uint8_t key[KJ_SHA256_LEN], const char **ext);
+/* Should file name in object directory sub go?  Temporary files always;
+ * with orphans, also object files no entry of the table names there (the
+ * table: the loop's thread only; without orphans, any thread). */
+int kj__obj_sweepable(const struct kj__cache *c, const char *sub, const char *name, int orphans);
 /* Deletes stale temporary files (and, with orphans, object files without
  * a row) in every object directory.  Returns how many went. */
 uint64_t kj__obj_sweep(struct kj__cache *c, int orphans);
+
+/* ---- maint.c ---- */
+
+/* gc's choice: calls take for each key to evict, least recently used
+ * first, until the sizes taken bring total to cap or below; reads the
+ * index through db (any thread's connection).  0, KJIT_EIO (logged) or
+ * take's error. */
+int kj__maint_victims(struct kj__cache *c, sqlite3 *db, uint64_t total, uint64_t cap,
+		      int (*take)(void *arg, const uint8_t key[KJ_SHA256_LEN]), void *arg);
+/* Drops the rows the load skipped (c->bad_rows), calling fn for each and
+ * adding them to *bad.  The loop's thread.  0, KJIT_EIO or KJIT_ENOMEM. */
+int kj__maint_drop_bad_rows(struct kj__cache *c, void (*fn)(const struct kj__cache_entry *e, const char *why, void *arg),
+			    void *arg, uint64_t *bad);
 
 #endif /* KJ_CACHE_INT_H */

@@ -6,7 +6,8 @@
  * same directory, fsync, rename, then the index row); an object is served
  * only after its SHA-256 matched the digest in the index; a corrupt or
  * missing object is a miss (its row and file are dropped), never a wrong
- * answer.  All calls come from one thread (kjitd's loop).  All file system
+ * answer.  All calls come from one thread (kjitd's loop), except
+ * kj__cache_job_run, made to run on another.  All file system
  * calls go through a kj__fsys table, and allocations through a
  * kj__cache_alloc table, so tests can make any of them fail.
  */
@@ -157,6 +158,35 @@ int kj__cache_verify(struct kj__cache *c, void (*fn)(const struct kj__cache_entr
 		     void *arg, uint64_t *checked, uint64_t *bad);
 /* Removes every entry (of target only, when not NULL). *removed may be NULL. */
 int kj__cache_clear(struct kj__cache *c, const char *target, uint64_t *removed);
+
+/* The same three in steps, so that the slow part runs on another thread
+ * while the caller's thread goes on using the cache (job.c; kjitd's loop
+ * and the libuv thread pool).  begin and finish on the cache's thread;
+ * run on any one thread at a time, concurrently with every other call on
+ * the cache (it uses a connection of its own to the index; c's fs and
+ * allocator tables must then be thread-safe, as the defaults are).
+ * finish returns 1 when the job needs another run and finish (gc's and
+ * clear's deletions), 0 when done, or an error (done too).  A job is
+ * freed with kj__cache_job_free, whatever happened. */
+enum kj__cache_job_kind { KJ_CACHE_JOB_GC = 1, KJ_CACHE_JOB_VERIFY, KJ_CACHE_JOB_CLEAR };
+struct kj__cache_job_result {
+	uint64_t evicted, freed;  /* gc */
+	uint64_t checked, bad;    /* verify */
+	uint64_t removed;         /* clear */
+	uint64_t redropped;       /* entries published again during a deletion, dropped */
+};
+struct kj__cache_job;
+/* max_size: gc's cap (0: the configured one); target: clear's (NULL: all).
+ * clear takes its entries out of the table here.  0, KJIT_EINVAL,
+ * KJIT_ENOMEM or KJIT_EIO (nothing changed). */
+int kj__cache_job_begin(struct kj__cache *c, int kind, uint64_t max_size, const char *target,
+			struct kj__cache_job **out);
+void kj__cache_job_run(struct kj__cache_job *j);
+/* fn (may be NULL) is called for each object verify drops. */
+int kj__cache_job_finish(struct kj__cache_job *j, void (*fn)(const struct kj__cache_entry *e, const char *why, void *arg),
+			 void *arg);
+void kj__cache_job_result(const struct kj__cache_job *j, struct kj__cache_job_result *res);
+void kj__cache_job_free(struct kj__cache_job *j);
 
 /* Totals for stats. */
 struct kj__cache_totals {
