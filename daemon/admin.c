@@ -55,18 +55,14 @@ void kj__stats_flush(struct kj__daemon *d)
 			d->stats_flushed[i] = d->stats[i];
 	}
 	kj__cache_flush(d->cache);
-	/* The size cap, kept off the request path: here, on the flush timer.
+	/* The size cap, kept off the request path and off the loop: a gc on
+	 * the thread pool (offloop.c), started here, on the flush timer.
 	 * Objects being sent are never at risk: a reply's bytes are already
 	 * in the socket or in a buffer of their own. */
 	struct kj__cache_totals t;
-	uint64_t evicted = 0, freed = 0;
-	if (kj__cache_totals(d->cache, &t) == 0 && t.bytes > kj__cache_max_size(d->cache) &&
-	    kj__cache_gc(d->cache, 0, &evicted, &freed) == 0 && evicted) {
-		kj__hits_invalidate(d, "the size cap evicted objects");
-		kj__log(d, "over the %llu-byte cap: evicted %llu least recently used entries (%llu bytes)",
-			(unsigned long long)kj__cache_max_size(d->cache), (unsigned long long)evicted,
-			(unsigned long long)freed);
-	}
+	if (!d->stopping && !kj__offloop_busy(d) && kj__cache_totals(d->cache, &t) == 0 &&
+	    t.bytes > kj__cache_max_size(d->cache) && kj__offloop_start(d, NULL, 0, KJ_CACHE_JOB_GC, 0, NULL) < 0)
+		kj__log(d, "over the size cap, and no memory to start a gc");
 }
 
 /* A counter as saved in the index plus what is not saved yet (the index
@@ -375,73 +371,19 @@ static int do_kernels(struct kj__daemon *d, const char *arg, struct answer *a)
 	return r ? KJIT_ENOMEM : 0;
 }
 
-static int do_gc(struct kj__daemon *d, const char *arg, struct answer *a)
+/* gc, verify and clear: checked here, run by offloop.c, which answers. */
+static int start_maint(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const char *cmd, const char *arg,
+		       struct answer *a)
 {
-	uint64_t cap = 0, evicted = 0, freed = 0;
-	struct kj__cache_totals t = { 0 };
+	uint64_t cap = 0;
+	int kind = strcmp(cmd, "gc") == 0 ? KJ_CACHE_JOB_GC : strcmp(cmd, "verify") == 0 ? KJ_CACHE_JOB_VERIFY
+											: KJ_CACHE_JOB_CLEAR;
 
-	if (arg && *arg && kj__parse_size(arg, &cap) < 0) {
+	if (kind == KJ_CACHE_JOB_GC && arg && *arg && kj__parse_size(arg, &cap) < 0) {
 		snprintf(a->error, sizeof a->error, "bad size '%s' (e.g. 512M, 5G)", arg);
 		return KJIT_EINVAL;
 	}
-	kj__cache_flush(d->cache);
-	int r = kj__cache_gc(d->cache, cap, &evicted, &freed);
-	if (evicted)
-		kj__hits_invalidate(d, "gc evicted objects");
-	if (r < 0)
-		return r;
-	kj__cache_totals(d->cache, &t);
-	r = kj__buf_printf(&a->text, "gc: evicted %llu entries, freed %llu bytes; %llu entries, %llu bytes remain\n",
-			   (unsigned long long)evicted, (unsigned long long)freed, (unsigned long long)t.entries,
-			   (unsigned long long)t.bytes);
-	r |= kj__buf_printf(&a->json, "{\"evicted\":%llu,\"freed\":%llu,\"entries\":%llu,\"bytes\":%llu}",
-			    (unsigned long long)evicted, (unsigned long long)freed, (unsigned long long)t.entries,
-			    (unsigned long long)t.bytes);
-	return r ? KJIT_ENOMEM : 0;
-}
-
-static void verify_bad(const struct kj__cache_entry *e, const char *why, void *arg)
-{
-	struct answer *a = arg;
-	kj__buf_printf(&a->text, "corrupt %s %s-%s: %s (dropped)\n", e->key, e->target, e->version, why);
-}
-
-static int do_verify(struct kj__daemon *d, struct answer *a)
-{
-	uint64_t checked = 0, bad = 0;
-
-	kj__cache_flush(d->cache);
-	int r = kj__cache_verify(d->cache, verify_bad, a, &checked, &bad);
-	if (bad)
-		kj__hits_invalidate(d, "verify dropped objects");
-	if (r < 0)
-		return r;
-	r = kj__buf_printf(&a->text, "verify: %llu objects checked, %llu corrupt or missing (dropped)\n",
-			   (unsigned long long)checked, (unsigned long long)bad);
-	r |= kj__buf_printf(&a->json, "{\"checked\":%llu,\"bad\":%llu}", (unsigned long long)checked,
-			    (unsigned long long)bad);
-	if (r)
-		return KJIT_ENOMEM;
-	if (bad) {
-		snprintf(a->error, sizeof a->error, "verify found %llu corrupt or missing objects (dropped; they will be recompiled)",
-			 (unsigned long long)bad);
-		return KJIT_ECORRUPT;
-	}
-	return 0;
-}
-
-static int do_clear(struct kj__daemon *d, const char *arg, struct answer *a)
-{
-	uint64_t removed = 0;
-	int r = kj__cache_clear(d->cache, arg && *arg ? arg : NULL, &removed);
-
-	if (removed)
-		kj__hits_invalidate(d, "clear removed objects");
-	if (r < 0)
-		return r;
-	r = kj__buf_printf(&a->text, "clear: removed %llu entries\n", (unsigned long long)removed);
-	r |= kj__buf_printf(&a->json, "{\"removed\":%llu}", (unsigned long long)removed);
-	return r ? KJIT_ENOMEM : 0;
+	return kj__offloop_start(d, c, id, kind, cap, kind == KJ_CACHE_JOB_CLEAR && arg && *arg ? arg : NULL);
 }
 
 /* export and import read and write files by path: only for the daemon's
@@ -515,10 +457,25 @@ static int do_import(struct kj__daemon *d, struct kj__conn *c, const char *arg, 
 	return r ? KJIT_ENOMEM : 0;
 }
 
+void kj__admin_answer(struct kj__conn *c, uint32_t id, int r, struct kj__buf *text, struct kj__buf *json,
+		      const char *err)
+{
+	struct kj__buf b = { 0 };
+
+	if (kj__buf_append(text, "", 1) < 0 || kj__buf_append(json, "", 1) < 0 ||
+	    kj__msg_begin(&b, KJ_MSG_REPLY, id) < 0 || kj__msg_put_i32(&b, KJ_F_CODE, r) < 0 ||
+	    kj__msg_put_str(&b, KJ_F_TEXT, (char *)text->p) < 0 || kj__msg_put_str(&b, KJ_F_JSON, (char *)json->p) < 0 ||
+	    (r < 0 && kj__msg_put_str(&b, KJ_F_ERROR, err) < 0)) {
+		kj__buf_free(&b);
+		kj__conn_error(c, id, KJIT_ENOMEM, "kjitd is out of memory; retry later");
+		return;
+	}
+	kj__conn_send(c, &b);
+}
+
 void kj__handle_admin(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const struct kj__msg *m)
 {
 	struct answer a = { 0 };
-	struct kj__buf b = { 0 };
 	char *cmd = NULL, *arg = NULL;
 	int r;
 
@@ -555,12 +512,10 @@ void kj__handle_admin(struct kj__daemon *d, struct kj__conn *c, uint32_t id, con
 		r = kj__admin_ls(d, c, arg, &a.text, &a.json);
 	else if (strcmp(cmd, "show") == 0)
 		r = kj__admin_show(d, c, arg, &a.text, &a.json, a.error, sizeof a.error);
-	else if (strcmp(cmd, "gc") == 0)
-		r = do_gc(d, arg, &a);
-	else if (strcmp(cmd, "verify") == 0)
-		r = do_verify(d, &a);
-	else if (strcmp(cmd, "clear") == 0)
-		r = do_clear(d, arg, &a);
+	else if (strcmp(cmd, "gc") == 0 || strcmp(cmd, "verify") == 0 || strcmp(cmd, "clear") == 0) {
+		if ((r = start_maint(d, c, id, cmd, arg, &a)) == 0)
+			goto out; /* offloop.c answers when the job has finished */
+	}
 	else if (strcmp(cmd, "export") == 0)
 		r = do_export(d, c, arg, &a);
 	else if (strcmp(cmd, "import") == 0)
@@ -571,15 +526,7 @@ void kj__handle_admin(struct kj__daemon *d, struct kj__conn *c, uint32_t id, con
 	}
 	if (r < 0 && a.error[0] == '\0')
 		snprintf(a.error, sizeof a.error, "%s failed: %s", cmd, kjit_strerror(r));
-	if (kj__buf_append(&a.text, "", 1) < 0 || kj__buf_append(&a.json, "", 1) < 0 ||
-	    kj__msg_begin(&b, KJ_MSG_REPLY, id) < 0 || kj__msg_put_i32(&b, KJ_F_CODE, r) < 0 ||
-	    kj__msg_put_str(&b, KJ_F_TEXT, (char *)a.text.p) < 0 || kj__msg_put_str(&b, KJ_F_JSON, (char *)a.json.p) < 0 ||
-	    (r < 0 && kj__msg_put_str(&b, KJ_F_ERROR, a.error) < 0)) {
-		kj__buf_free(&b);
-		kj__conn_error(c, id, KJIT_ENOMEM, "kjitd is out of memory; retry later");
-		goto out;
-	}
-	kj__conn_send(c, &b);
+	kj__admin_answer(c, id, r, &a.text, &a.json, a.error);
 out:
 	kj__buf_free(&a.text);
 	kj__buf_free(&a.json);

@@ -239,6 +239,8 @@ struct kj__daemon {
 	dev_t sock_dev;              /* the socket file we bound, to notice it removed or replaced */
 	ino_t sock_ino;
 	int sock_lost;               /* it was: do not unlink whatever is at the path now */
+	/* offloop.c: gc, verify and clear jobs; the head runs, the rest wait. */
+	struct kj__offloop *offloop_head, *offloop_tail;
 };
 
 /* quota.c: connections and request bytes per peer uid (docs in quota.c).
@@ -525,6 +527,21 @@ int kj__admin_refused(struct kj__daemon *d, struct kj__conn *c, uint32_t id, con
 void kj__handle_admin(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const struct kj__msg *m);
 /* Adds counters not yet persisted to the cache's counters. */
 void kj__stats_flush(struct kj__daemon *d);
+/* The reply to admin request id: code r, its text and JSON (may be empty),
+ * and err when r < 0.  An encoding failure answers KJIT_ENOMEM instead. */
+void kj__admin_answer(struct kj__conn *c, uint32_t id, int r, struct kj__buf *text, struct kj__buf *json,
+		      const char *err);
+
+/* offloop.c: gc, verify and clear with their slow part on libuv's thread
+ * pool, one at a time in arrival order.  start: queues kind
+ * (KJ_CACHE_JOB_*; cap for gc, 0 the configured one; target for clear,
+ * NULL all) and answers request id on c when it has finished (c NULL: the
+ * size cap's own gc, logged).  0 or KJIT_ENOMEM (nothing queued).  busy:
+ * 1 while a job runs or waits. */
+struct kj__offloop;
+int kj__offloop_start(struct kj__daemon *d, struct kj__conn *c, uint32_t id, int kind, uint64_t cap,
+		      const char *target);
+int kj__offloop_busy(const struct kj__daemon *d);
 
 /* entries.c: `ls [TARGET]` and `show KEY` for c's peer (every entry for an
  * administrator, else those it requested), into text and json.  0 or a
