@@ -270,4 +270,56 @@ int kj__maint_victims(struct kj__cache *c, sqlite3 *db, uint64_t total, uint64_t
 int kj__maint_drop_bad_rows(struct kj__cache *c, void (*fn)(const struct kj__cache_entry *e, const char *why, void *arg),
 			    void *arg, uint64_t *bad);
 
+/* ---- job.c and jobrun.c: maintenance in steps ---- */
+
+enum { KJ_JOB_PHASE_CHECK = 1, KJ_JOB_PHASE_DELETE };
+enum { KJ_JOB_FOUND_FILE = 1, KJ_JOB_FOUND_NOFILE, KJ_JOB_FOUND_ROW }; /* what a corrupt object was */
+
+/* An entry as run sees it: the tuple indexes the job's own copy. */
+struct kj__job_ent {
+	uint8_t key[KJ_SHA256_LEN];
+	uint32_t size;
+	uint32_t tuple;
+};
+
+struct kj__job_tuple {
+	char *sub; /* "<target>-<version>" */
+	char *ext;
+	int dir;   /* run's check of <dir>/<sub>: 0 not yet, 1 real, else a KJIT_E* code */
+};
+
+/* An object run found corrupt (verify), or a victim (gc: key only). */
+struct kj__job_found {
+	uint8_t key[KJ_SHA256_LEN];
+	int what;
+	char why[96];
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtim;
+};
+
+struct kj__cache_job {
+	struct kj__cache *c;
+	int kind, phase;
+	uint64_t cap, total, seq0;
+	struct kj__job_ent *ents;
+	size_t n;
+	struct kj__job_tuple *tuples;
+	size_t ntuples;
+	struct kj__job_found *found;
+	size_t nfound, capfound;
+	char *sweep;           /* "sub\0name\0" pairs run would remove */
+	size_t sweep_len, sweep_cap;
+	int err;               /* the first error of a run */
+	struct kj__cache_job_result res;
+};
+
+/* Grows *p (of *cap elements of size bytes) to hold want.  0 or KJIT_ENOMEM. */
+int kj__job_grow(struct kj__cache *c, void **p, size_t *cap, size_t want, size_t size);
+/* A zeroed record of key at the end of j->found; NULL on ENOMEM. */
+struct kj__job_found *kj__job_found_add(struct kj__cache_job *j, const uint8_t *key);
+/* Keeps r as the run's first error. */
+void kj__job_fail(struct kj__cache_job *j, int r);
+
 #endif /* KJ_CACHE_INT_H */

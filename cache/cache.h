@@ -187,6 +187,8 @@ int kj__cache_job_finish(struct kj__cache_job *j, void (*fn)(const struct kj__ca
 			 void *arg);
 void kj__cache_job_result(const struct kj__cache_job *j, struct kj__cache_job_result *res);
 void kj__cache_job_free(struct kj__cache_job *j);
+/* 1 if run may go to another thread (SQLite was built thread-safe). */
+int kj__cache_job_threaded(void);
 
 /* Totals for stats. */
 struct kj__cache_totals {
