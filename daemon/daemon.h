@@ -532,13 +532,29 @@ void kj__stats_flush(struct kj__daemon *d);
 void kj__admin_answer(struct kj__conn *c, uint32_t id, int r, struct kj__buf *text, struct kj__buf *json,
 		      const char *err);
 
-/* offloop.c: gc, verify and clear with their slow part on libuv's thread
- * pool, one at a time in arrival order.  start: queues kind
+/* offloop.c: admin tasks with their slow part on libuv's thread pool, one
+ * at a time in arrival order.  A task's steps: begin on the loop (0, or an
+ * error answered at once with err), run on a thread (touching only what
+ * its task owns, and what its own contract allows), finish on the loop
+ * (1: run again; 0 done with text and json filled; or an error with err).
+ * free (may be NULL) releases arg, whatever happened.  task: queues one
+ * and answers request id on c when it has finished (c NULL: no answer;
+ * an error is logged).  0 or KJIT_ENOMEM (arg freed).  start: queues kind
  * (KJ_CACHE_JOB_*; cap for gc, 0 the configured one; target for clear,
  * NULL all) and answers request id on c when it has finished (c NULL: the
  * size cap's own gc, logged).  0 or KJIT_ENOMEM (nothing queued).  busy:
  * 1 while a job runs or waits. */
 struct kj__offloop;
+struct kj__offloop_ops {
+	const char *name;
+	int (*begin)(struct kj__daemon *d, void *arg, char *err, size_t errlen);
+	void (*run)(void *arg);
+	int (*finish)(struct kj__daemon *d, void *arg, struct kj__buf *text, struct kj__buf *json, char *err,
+		      size_t errlen);
+	void (*free)(void *arg);
+};
+int kj__offloop_task(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const struct kj__offloop_ops *ops,
+		     void *arg);
 int kj__offloop_start(struct kj__daemon *d, struct kj__conn *c, uint32_t id, int kind, uint64_t cap,
 		      const char *target);
 int kj__offloop_busy(const struct kj__daemon *d);
