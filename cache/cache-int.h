@@ -205,6 +205,13 @@ int kj__db_load(struct kj__cache *c);
 /* The digest the index holds for key.  0, KJIT_ENOENT (no row, or not a
  * digest), KJIT_EIO. */
 int kj__db_row_digest(struct kj__cache *c, const uint8_t key[KJ_SHA256_LEN], uint8_t out[KJ_SHA256_LEN]);
+/* The statement that inserts (or replaces) a row, and its bindings: e's
+ * fields and use sequence seq (e's strings bound SQLITE_STATIC). */
+#define KJ_DB_INSERT_SQL "INSERT OR REPLACE INTO objects(key, backend, target, version, ext, size," \
+	" sha256, created, last_used, used_seq, hits, compile_ms, source_name," \
+	" options, compiler, log, lowered)" \
+	" VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 0, ?11, ?12, ?13, ?14, ?15, ?16)"
+void kj__db_bind_entry(sqlite3_stmt *st, const struct kj__cache_entry *e, uint64_t seq);
 /* Inserts (or replaces) the row of e with use sequence seq.  0 or KJIT_EIO. */
 int kj__db_insert_row(struct kj__cache *c, const struct kj__cache_entry *e, uint64_t seq);
 /* Deletes key's row (hex).  0 or KJIT_EIO. */
@@ -234,6 +241,10 @@ int kj__obj_mkdir_below(struct kj__cache *c, const char *path);
 /* Unlinks entry en's file, unless its directory is not a real directory
  * (then nothing is removed elsewhere).  Failures other than ENOENT logged. */
 void kj__obj_unlink(struct kj__cache *c, const struct ent *en);
+/* Is e a valid entry for data (len bytes)?  0, KJIT_EINVAL or KJIT_ETOOBIG. */
+int kj__obj_entry_ok(const struct kj__cache_entry *e, const uint8_t *data, size_t len);
+/* Best effort: makes a rename in dir durable.  Failures are logged. */
+void kj__obj_fsync_dir(struct kj__cache *c, const char *dir);
 /* Writes data to a new file at tmp and makes it durable.  0 or KJIT_EIO
  * with errno kept; *created says whether tmp exists (the caller unlinks
  * it on failure). */

@@ -187,6 +187,29 @@ int kj__cache_job_finish(struct kj__cache_job *j, void (*fn)(const struct kj__ca
 			 void *arg);
 void kj__cache_job_result(const struct kj__cache_job *j, struct kj__cache_job_result *res);
 void kj__cache_job_free(struct kj__cache_job *j);
+/* Calls fn for every valid row of the index, most recently used first,
+ * read through a connection of its own: from any thread, while the
+ * cache's thread goes on (what it has not flushed yet is not seen; e's
+ * strings live until fn returns).  0, fn's nonzero return, or KJIT_EIO. */
+int kj__cache_scan(struct kj__cache *c, int (*fn)(const struct kj__cache_entry *e, void *arg), void *arg);
+/* Many objects published at once (bulk.c; kjit import), the writing on
+ * one other thread: new, has, add and end there; finish and free on the
+ * cache's thread, after end.  new: a connection of its own to the index;
+ * 0, KJIT_ENOMEM or KJIT_EIO.  has: 1 if the index has a row for key
+ * (hex).  add: places e's object (data, len bytes) whole and its row, e's
+ * digest, size and times filled in as kj__cache_publish does (e must stay
+ * valid until end); rows are committed by batches, each after its files are durable; 0 or the first
+ * error (sticky: the bulk stops there, what was committed stays).  end:
+ * commits the last batch; 0 or the bulk's error.  finish: enters what
+ * was committed in the table (keys it has already are skipped), counted
+ * in *added; 0 or KJIT_ENOMEM (the rest is back at the next open). */
+struct kj__cache_bulk;
+int kj__cache_bulk_new(struct kj__cache *c, struct kj__cache_bulk **out);
+int kj__cache_bulk_has(struct kj__cache_bulk *b, const char *key);
+int kj__cache_bulk_add(struct kj__cache_bulk *b, struct kj__cache_entry *e, const uint8_t *data, size_t len);
+int kj__cache_bulk_end(struct kj__cache_bulk *b);
+int kj__cache_bulk_finish(struct kj__cache *c, struct kj__cache_bulk *b, uint64_t *added);
+void kj__cache_bulk_free(struct kj__cache_bulk *b);
 /* 1 if run may go to another thread (SQLite was built thread-safe). */
 int kj__cache_job_threaded(void);
 

@@ -38,10 +38,7 @@
 #define BUSY_TIMEOUT_MS 5000          /* only kjit tools open the index besides us */
 
 static const char *const stmt_sql[ST_COUNT] = {
-	[ST_INSERT] = "INSERT OR REPLACE INTO objects(key, backend, target, version, ext, size,"
-		      " sha256, created, last_used, used_seq, hits, compile_ms, source_name,"
-		      " options, compiler, log, lowered)"
-		      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 0, ?11, ?12, ?13, ?14, ?15, ?16)",
+	[ST_INSERT] = KJ_DB_INSERT_SQL,
 	[ST_DELETE] = "DELETE FROM objects WHERE key = ?1",
 	[ST_TOUCH] = "UPDATE objects SET hits = hits + ?1, last_used = max(last_used, ?2),"
 		     " used_seq = ?3 WHERE key = ?4",
@@ -360,10 +357,8 @@ int kj__db_row_digest(struct kj__cache *c, const uint8_t key[KJ_SHA256_LEN], uin
 	return r;
 }
 
-int kj__db_insert_row(struct kj__cache *c, const struct kj__cache_entry *e, uint64_t seq)
+void kj__db_bind_entry(sqlite3_stmt *st, const struct kj__cache_entry *e, uint64_t seq)
 {
-	sqlite3_stmt *st = c->st[ST_INSERT];
-
 	sqlite3_bind_text(st, 1, e->key, -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 2, e->backend);
 	sqlite3_bind_text(st, 3, e->target, -1, SQLITE_STATIC);
@@ -380,6 +375,11 @@ int kj__db_insert_row(struct kj__cache *c, const struct kj__cache_entry *e, uint
 	sqlite3_bind_text(st, 14, e->compiler, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 15, e->log, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 16, e->lowered, -1, SQLITE_STATIC);
+}
+
+int kj__db_insert_row(struct kj__cache *c, const struct kj__cache_entry *e, uint64_t seq)
+{
+	kj__db_bind_entry(c->st[ST_INSERT], e, seq);
 	return kj__db_run(c, ST_INSERT, "insert");
 }
 

@@ -375,3 +375,33 @@ void kj__cache_job_run(struct kj__cache_job *j)
 	if (sqlite3_close(db) != SQLITE_OK)
 		kj__cache_say(j->c, "index %s/index.sqlite: close: %s", j->c->dir, sqlite3_errmsg(db));
 }
+
+int kj__cache_scan(struct kj__cache *c, int (*fn)(const struct kj__cache_entry *e, void *arg), void *arg)
+{
+	struct kj__cache_entry e;
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	int rc, r;
+
+	if ((r = db_open(c, &db)) < 0)
+		return r;
+	rc = sqlite3_prepare_v2(db, "SELECT " ENTRY_COLS " FROM objects ORDER BY last_used DESC, used_seq DESC", -1,
+				&st, NULL);
+	if (rc != SQLITE_OK) {
+		r = db_say(c, db, "scan");
+		goto out;
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		kj__db_row_entry(st, &e);
+		if (!kj__hex_ok(e.key) || !kj__cache_ext_ok(e.ext))
+			continue; /* an invalid row: verify's business */
+		if ((r = fn(&e, arg)) != 0)
+			break;
+	}
+	if (r == 0 && rc != SQLITE_DONE)
+		r = db_say(c, db, "scan");
+out:
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return r;
+}

@@ -120,8 +120,7 @@ void kj__obj_unlink(struct kj__cache *c, const struct ent *en)
 		kj__cache_say(c, "cannot remove %s: %s", path, strerror(errno));
 }
 
-/* Best effort: makes a rename in dir durable.  Failures are logged. */
-static void fsync_dir(struct kj__cache *c, const char *dir)
+void kj__obj_fsync_dir(struct kj__cache *c, const char *dir)
 {
 	int fd = c->fs->open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
 
@@ -342,7 +341,7 @@ void kj__obj_drop(struct kj__cache *c, size_t idx)
 
 /* ---- publishing ---- */
 
-static int entry_ok(const struct kj__cache_entry *e, const uint8_t *data, size_t len)
+int kj__obj_entry_ok(const struct kj__cache_entry *e, const uint8_t *data, size_t len)
 {
 	if (e == NULL || !kj__hex_ok(e->key) || kjit_backend_name(e->backend) == NULL ||
 	    !kj__token_ok(e->target, KJ_TARGET_MAX) || !kj__token_ok(e->version, KJ_VERSION_STR_MAX) ||
@@ -409,7 +408,7 @@ static int publish_prepare(struct kj__cache *c, struct kj__cache_entry *e, const
 {
 	int r;
 
-	if ((r = entry_ok(e, data, len)) < 0)
+	if ((r = kj__obj_entry_ok(e, data, len)) < 0)
 		return r;
 	memset(en, 0, sizeof *en);
 	kj__cache_unhex(e->key, en->key);
@@ -449,7 +448,7 @@ static int place_file(struct kj__cache *c, const struct publish_paths *p, const 
 		return KJIT_EIO;
 	}
 	*created = 0;
-	fsync_dir(c, p->sub);
+	kj__obj_fsync_dir(c, p->sub);
 	return 0;
 }
 

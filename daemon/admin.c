@@ -405,11 +405,11 @@ static int path_allowed(struct kj__conn *c, const char *arg, struct answer *a)
 	return 0;
 }
 
-static int do_export(struct kj__daemon *d, struct kj__conn *c, char *arg, struct answer *a)
+/* Answered by the export task (bundle.c, offloop.c) when it has finished. */
+static int do_export(struct kj__daemon *d, struct kj__conn *c, uint32_t id, char *arg, struct answer *a)
 {
 	const char *targets[64];
 	size_t n = 0;
-	uint64_t done = 0, skipped = 0;
 	int r = path_allowed(c, arg, a);
 
 	if (r < 0)
@@ -425,36 +425,15 @@ static int do_export(struct kj__daemon *d, struct kj__conn *c, char *arg, struct
 			targets[n++] = t;
 		}
 	}
-	r = kj__bundle_export(d, arg, targets, n, &done, &skipped, a->error, sizeof a->error);
-	if (r < 0)
-		return r;
-	kj__log(d, "exported %llu entries to %s", (unsigned long long)done, arg);
-	r = kj__buf_printf(&a->text, "export: %llu entries written to %s%s\n", (unsigned long long)done, arg,
-			   skipped ? " (some corrupt objects skipped; run `kjit verify`)" : "");
-	r |= kj__buf_printf(&a->json, "{\"exported\":%llu,\"skipped\":%llu,\"file\":", (unsigned long long)done,
-			    (unsigned long long)skipped);
-	r |= kj__json_str(&a->json, arg);
-	r |= kj__buf_printf(&a->json, "}");
-	return r ? KJIT_ENOMEM : 0;
+	return kj__bundle_export(d, c, id, arg, targets, n);
 }
 
-static int do_import(struct kj__daemon *d, struct kj__conn *c, const char *arg, struct answer *a)
+/* Answered by the import task (bundle.c, offloop.c) when it has finished. */
+static int do_import(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const char *arg, struct answer *a)
 {
-	uint64_t done = 0, present = 0;
 	int r = path_allowed(c, arg, a);
 
-	if (r < 0)
-		return r;
-	r = kj__bundle_import(d, arg, &done, &present, a->error, sizeof a->error);
-	if (r < 0)
-		return r;
-	kj__log(d, "imported %llu entries from %s (%llu already present)", (unsigned long long)done, arg,
-		(unsigned long long)present);
-	r = kj__buf_printf(&a->text, "import: %llu entries added, %llu already cached\n", (unsigned long long)done,
-			   (unsigned long long)present);
-	r |= kj__buf_printf(&a->json, "{\"imported\":%llu,\"present\":%llu}", (unsigned long long)done,
-			    (unsigned long long)present);
-	return r ? KJIT_ENOMEM : 0;
+	return r < 0 ? r : kj__bundle_import_task(d, c, id, arg);
 }
 
 void kj__admin_answer(struct kj__conn *c, uint32_t id, int r, struct kj__buf *text, struct kj__buf *json,
@@ -516,11 +495,13 @@ void kj__handle_admin(struct kj__daemon *d, struct kj__conn *c, uint32_t id, con
 		if ((r = start_maint(d, c, id, cmd, arg, &a)) == 0)
 			goto out; /* offloop.c answers when the job has finished */
 	}
-	else if (strcmp(cmd, "export") == 0)
-		r = do_export(d, c, arg, &a);
-	else if (strcmp(cmd, "import") == 0)
-		r = do_import(d, c, arg, &a);
-	else {
+	else if (strcmp(cmd, "export") == 0) {
+		if ((r = do_export(d, c, id, arg, &a)) == 0)
+			goto out; /* answered when the export has finished */
+	} else if (strcmp(cmd, "import") == 0) {
+		if ((r = do_import(d, c, id, arg, &a)) == 0)
+			goto out; /* answered when the import has finished */
+	} else {
 		snprintf(a.error, sizeof a.error, "unknown admin command '%s'", cmd);
 		r = KJIT_EINVAL;
 	}

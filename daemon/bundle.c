@@ -9,7 +9,9 @@
  *     SHA-256 of every byte before it (32 bytes)
  * Import checks the trailer, the format, every record and every object's
  * digest before it publishes anything, so a damaged or truncated bundle
- * leaves the cache untouched.  Both read and write files by path, so they
+ * leaves the cache untouched.  Export runs on a thread of offloop.c (it
+ * reads the index through a connection of its own and the object files,
+ * and writes the bundle); kjitd's loop only answers.  Both read and write files by path, so they
  * are refused to peers other than the daemon's own user (or root): a
  * system kjitd must not write or probe files for other users.
  */
@@ -70,40 +72,30 @@ static int put_u64(struct kj__buf *b, uint16_t tag, uint64_t v)
 
 /* ---- export ---- */
 
-struct key_list {
-	char (*keys)[65];
-	size_t n, cap;
-	const char *const *targets;
+/* An export as one task of offloop.c: its run, on a thread, scans the
+ * index through a connection of its own (kj__cache_scan), reads and
+ * checks each object and writes the bundle; the loop only answers. */
+struct export_task {
+	const char *cache_dir;       /* the daemon's, unchanged while it runs */
+	struct kj__cache *cache;
+	char *path;
+	char **targets;
 	size_t n_targets;
+	struct kj__cache_entry *ents; /* what the manifest holds: fixed fields only */
+	size_t n, cap;
+	struct kj__buf manifest;
+	struct kj__buf rec;
+	uint64_t exported, skipped;
+	int r;
+	char err[512];
 };
 
-static int collect(const struct kj__cache_entry *e, void *arg)
-{
-	struct key_list *l = arg;
-	int want = l->n_targets == 0;
-
-	for (size_t i = 0; i < l->n_targets && !want; i++)
-		want = strcmp(l->targets[i], e->target) == 0;
-	if (!want)
-		return 0;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 64;
-		char (*k)[65] = realloc(l->keys, cap * sizeof *k);
-		if (k == NULL)
-			return KJIT_ENOMEM;
-		l->keys = k;
-		l->cap = cap;
-	}
-	memcpy(l->keys[l->n++], e->key, 65);
-	return 0;
-}
-
 /* Reads an entry's object and checks it against the index's digest. */
-static int read_verified(struct kj__daemon *d, const struct kj__cache_entry *e, uint8_t **data, size_t *len)
+static int read_verified(const char *cache_dir, const struct kj__cache_entry *e, uint8_t **data, size_t *len)
 {
 	uint8_t dg[KJ_SHA256_LEN];
 	char hex[65];
-	char *path = kj__asprintf("%s/%s-%s/%s.%s", d->cfg.cache_dir, e->target, e->version, e->key, e->ext);
+	char *path = kj__asprintf("%s/%s-%s/%s.%s", cache_dir, e->target, e->version, e->key, e->ext);
 	int r;
 
 	if (path == NULL)
@@ -163,50 +155,50 @@ static int write_failed(const char *path, char *err, size_t errlen)
 	return KJIT_EIO;
 }
 
-/* Pass 1: the metadata of each listed entry whose object is there and
- * holds its digest, appended to manifest as records; the others are
- * logged and counted in *skipped.  Fills ents[0..*n_ok) (each freed with
- * kj__cache_entry_free by the caller).  0 or KJIT_ENOMEM. */
-static int build_manifest(struct kj__daemon *d, const struct key_list *l, struct kj__cache_entry *ents,
-			  size_t *n_ok, struct kj__buf *manifest, uint64_t *skipped)
+/* Pass 1, for each row of the index: an entry of a wanted target whose
+ * object is there and holds its digest goes into the manifest (its
+ * record) and into t->ents (its fixed fields); the others are counted in
+ * t->skipped.  0 or KJIT_ENOMEM. */
+static int collect(const struct kj__cache_entry *e, void *arg)
 {
-	struct kj__buf rec = { 0 };
+	struct export_task *t = arg;
+	int want = t->n_targets == 0, r;
 	uint8_t *data = NULL, rl[4];
 	size_t len;
-	int r = 0;
 
-	for (size_t i = 0; i < l->n; i++) {
-		struct kj__cache_entry *e = &ents[*n_ok];
-		if (kj__cache_get(d->cache, l->keys[i], e) < 0)
-			continue;
-		if (read_verified(d, e, &data, &len) < 0) {
-			kj__log(d, "export: skipping %s: object missing or corrupt (`kjit verify` drops it)", l->keys[i]);
-			kj__cache_entry_free(e);
-			(*skipped)++;
-			continue;
-		}
-		free(data);
-		data = NULL;
-		rec.len = 0;
-		if ((r = record_of(e, &rec)) == 0) {
-			put32(rl, (uint32_t)rec.len);
-			if (kj__buf_append(manifest, rl, 4) < 0 || kj__buf_append(manifest, rec.p, rec.len) < 0)
-				r = KJIT_ENOMEM;
-		}
-		if (r < 0) {
-			kj__cache_entry_free(e);
-			break;
-		}
-		(*n_ok)++;
+	for (size_t i = 0; i < t->n_targets && !want; i++)
+		want = strcmp(t->targets[i], e->target) == 0;
+	if (!want)
+		return 0;
+	if (read_verified(t->cache_dir, e, &data, &len) < 0) {
+		t->skipped++; /* missing or corrupt: `kjit verify` drops it */
+		return 0;
 	}
-	kj__buf_free(&rec);
-	return r;
+	free(data);
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 64;
+		struct kj__cache_entry *p = realloc(t->ents, cap * sizeof *p);
+		if (p == NULL)
+			return KJIT_ENOMEM;
+		t->ents = p;
+		t->cap = cap;
+	}
+	t->rec.len = 0;
+	if ((r = record_of(e, &t->rec)) < 0)
+		return r;
+	put32(rl, (uint32_t)t->rec.len);
+	if (kj__buf_append(&t->manifest, rl, 4) < 0 || kj__buf_append(&t->manifest, t->rec.p, t->rec.len) < 0)
+		return KJIT_ENOMEM;
+	struct kj__cache_entry *slim = &t->ents[t->n++];
+	*slim = *e;
+	slim->source_name = slim->options = slim->compiler = slim->log = slim->lowered = NULL;
+	return 0;
 }
 
 /* Writes the bundle of ents[0..n) with its manifest to fd: header,
  * manifest, the objects (pass 2: each read and checked again as it is
  * copied), the trailer, fsync.  0, or a negative code with err set. */
-static int write_bundle(struct kj__daemon *d, int fd, const char *path, const struct kj__buf *manifest,
+static int write_bundle(const char *cache_dir, int fd, const char *path, const struct kj__buf *manifest,
 			const struct kj__cache_entry *ents, size_t n, char *err, size_t errlen)
 {
 	uint8_t hdr[BUNDLE_HDR_SIZE], dg[KJ_SHA256_LEN], *data = NULL;
@@ -223,7 +215,7 @@ static int write_bundle(struct kj__daemon *d, int fd, const char *path, const st
 	if ((r = emit(fd, sha, hdr, sizeof hdr)) < 0 || (r = emit(fd, sha, manifest->p, manifest->len)) < 0)
 		goto io_fail;
 	for (size_t i = 0; i < n; i++) {
-		r = read_verified(d, &ents[i], &data, &len);
+		r = read_verified(cache_dir, &ents[i], &data, &len);
 		if (r < 0) {
 			snprintf(err, errlen, "object %s changed during the export; run it again", ents[i].key);
 			goto out;
@@ -245,51 +237,97 @@ out:
 	return r;
 }
 
-int kj__bundle_export(struct kj__daemon *d, const char *path, const char *const *targets, size_t n_targets,
-		      uint64_t *exported, uint64_t *skipped, char *err, size_t errlen)
+static void export_run(void *arg)
 {
-	struct key_list l = { .targets = targets, .n_targets = n_targets };
-	struct kj__buf manifest = { 0 };
-	struct kj__cache_entry *ents = NULL;
+	struct export_task *t = arg;
 	struct kj__outfile o = { .fd = -1 };
-	size_t n_ok = 0;
 	int r;
 
-	*exported = *skipped = 0;
-	kj__cache_flush(d->cache);
-	r = kj__cache_foreach(d->cache, NULL, collect, &l);
-	if (r < 0)
+	if ((r = kj__cache_scan(t->cache, collect, t)) < 0)
 		goto out;
-	ents = calloc(l.n ? l.n : 1, sizeof *ents);
-	if (ents == NULL) {
-		r = KJIT_ENOMEM;
-		goto out;
-	}
-	if ((r = build_manifest(d, &l, ents, &n_ok, &manifest, skipped)) < 0)
-		goto out;
-	/* As cp would: a regular file replaced whole, a symlink followed; the
-	 * loop must not block, so no device or FIFO (common/outfile.h). */
-	if (kj__outfile_open(&o, path, KJ_OUT_REGULAR_ONLY, err, errlen) < 0) {
+	/* As cp would: a regular file replaced whole, a symlink followed; no
+	 * device or FIFO (common/outfile.h). */
+	if (kj__outfile_open(&o, t->path, KJ_OUT_REGULAR_ONLY, t->err, sizeof t->err) < 0) {
 		r = KJIT_EIO;
 		goto out;
 	}
-	if ((r = write_bundle(d, o.fd, path, &manifest, ents, n_ok, err, errlen)) < 0)
+	if ((r = write_bundle(t->cache_dir, o.fd, t->path, &t->manifest, t->ents, t->n, t->err, sizeof t->err)) < 0)
 		goto out;
-	if (kj__outfile_commit(&o, err, errlen) < 0) {
+	if (kj__outfile_commit(&o, t->err, sizeof t->err) < 0) {
 		r = KJIT_EIO;
 		goto out;
 	}
-	*exported = n_ok;
+	t->exported = t->n;
 	r = 0;
 out:
 	if (o.fd >= 0)
 		kj__outfile_abort(&o);
-	for (size_t i = 0; ents && i < n_ok; i++)
-		kj__cache_entry_free(&ents[i]);
-	free(ents);
-	free(l.keys);
-	kj__buf_free(&manifest);
-	return r;
+	t->r = r;
+}
+
+static int export_begin(struct kj__daemon *d, void *arg, char *err, size_t errlen)
+{
+	kj__cache_flush(d->cache); /* the index's order of use as the loop knows it */
+	return 0;
+}
+
+static int export_finish(struct kj__daemon *d, void *arg, struct kj__buf *text, struct kj__buf *json, char *err,
+			 size_t errlen)
+{
+	struct export_task *t = arg;
+	int r;
+
+	if (t->skipped)
+		kj__log(d, "export: skipped %llu object(s) missing or corrupt (`kjit verify` drops them)",
+			(unsigned long long)t->skipped);
+	if (t->r < 0) {
+		snprintf(err, errlen, "%s", t->err);
+		return t->r;
+	}
+	kj__log(d, "exported %llu entries to %s", (unsigned long long)t->exported, t->path);
+	r = kj__buf_printf(text, "export: %llu entries written to %s%s\n", (unsigned long long)t->exported, t->path,
+			   t->skipped ? " (some corrupt objects skipped; run `kjit verify`)" : "");
+	r |= kj__buf_printf(json, "{\"exported\":%llu,\"skipped\":%llu,\"file\":", (unsigned long long)t->exported,
+			    (unsigned long long)t->skipped);
+	r |= kj__json_str(json, t->path);
+	r |= kj__buf_printf(json, "}");
+	return r ? KJIT_ENOMEM : 0;
+}
+
+static void export_free(void *arg)
+{
+	struct export_task *t = arg;
+
+	for (size_t i = 0; i < t->n_targets; i++)
+		free(t->targets[i]);
+	free(t->targets);
+	free(t->path);
+	free(t->ents);
+	kj__buf_free(&t->manifest);
+	kj__buf_free(&t->rec);
+	free(t);
+}
+
+static const struct kj__offloop_ops export_ops = { "export", export_begin, export_run, export_finish, export_free };
+
+int kj__bundle_export(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const char *path,
+		      const char *const *targets, size_t n_targets)
+{
+	struct export_task *t = calloc(1, sizeof *t);
+
+	if (t == NULL)
+		return KJIT_ENOMEM;
+	t->cache_dir = d->cfg.cache_dir;
+	t->cache = d->cache;
+	if ((t->path = strdup(path)) == NULL || (n_targets && (t->targets = calloc(n_targets, sizeof *t->targets)) == NULL))
+		goto nomem;
+	for (size_t i = 0; i < n_targets; i++, t->n_targets++)
+		if ((t->targets[i] = strdup(targets[i])) == NULL)
+			goto nomem;
+	return kj__offloop_task(d, c, id, &export_ops, t);
+nomem:
+	export_free(t);
+	return KJIT_ENOMEM;
 }
 
 /* ---- import ---- */
@@ -560,55 +598,156 @@ static int check_objects(int fd, const struct bentry *be, uint32_t count, char *
 	return 0;
 }
 
-/* Publishes each entry the cache does not have yet (counted in
- * *imported; the others in *present).  0, or the first failure with err
- * set. */
-static int publish_all(struct kj__daemon *d, int fd, struct bentry *be, uint32_t count, uint64_t *imported,
-		       uint64_t *present, char *err, size_t errlen)
+/* An import as one task of offloop.c: its run, on a thread, checks the
+ * whole bundle, then places each entry the index lacks through a bulk
+ * publish (cache/bulk.c); its finish, on the loop, enters them in the
+ * table.  kj__bundle_import is the same two steps in a row. */
+struct import_task {
+	struct kj__cache *cache;
+	char *path;
+	struct kj__cache_bulk *bulk;
+	uint64_t placed, present, imported;
+	int r;
+	char err[512];
+};
+
+/* Places each entry the index does not have yet (counted in t->placed;
+ * the others in t->present).  0, or the first failure with t->err set. */
+static int place_all(struct import_task *t, int fd, struct bentry *be, uint32_t count)
 {
+	int r;
+
+	if ((r = kj__cache_bulk_new(t->cache, &t->bulk)) < 0) {
+		snprintf(t->err, sizeof t->err, "importing: cannot open the index: %s", kjit_strerror(r));
+		return r;
+	}
 	for (uint32_t i = 0; i < count; i++) {
-		struct kj__cache_entry cur;
 		uint8_t *data;
-		int r;
-		if (kj__cache_get(d->cache, be[i].e.key, &cur) == 0) {
-			kj__cache_entry_free(&cur);
-			(*present)++;
+		if (kj__cache_bulk_has(t->bulk, be[i].e.key)) {
+			t->present++;
 			continue;
 		}
 		r = load_object(fd, &be[i], &data);
 		if (r == 0)
-			r = kj__cache_publish(d->cache, &be[i].e, data, be[i].e.size);
+			r = kj__cache_bulk_add(t->bulk, &be[i].e, data, be[i].e.size);
 		free(data);
-		if (r < 0) {
-			snprintf(err, errlen, "importing %s failed after %llu entries: %s", be[i].e.key,
-				 (unsigned long long)*imported, kjit_strerror(r));
-			return r;
-		}
-		(*imported)++;
+		if (r < 0)
+			break;
+		t->placed++;
 	}
-	return 0;
+	int e = kj__cache_bulk_end(t->bulk);
+	if (r >= 0 && e < 0)
+		r = e;
+	if (r < 0)
+		snprintf(t->err, sizeof t->err, "importing failed after %llu entries: %s", (unsigned long long)t->placed,
+			 kjit_strerror(r));
+	return r < 0 ? r : 0;
 }
 
-int kj__bundle_import(struct kj__daemon *d, const char *path, uint64_t *imported, uint64_t *present, char *err,
-		      size_t errlen)
+static void import_run(void *arg)
 {
+	struct import_task *t = arg;
 	uint8_t hdr[BUNDLE_HDR_SIZE];
 	struct bentry *be = NULL;
 	uint32_t count = 0;
 	uint64_t size = 0;
 	int fd, r;
 
-	*imported = *present = 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if ((r = check_header(fd, path, hdr, &size, err, errlen)) < 0 ||
-	    (r = check_trailer(fd, path, size, err, errlen)) < 0 ||
-	    (r = read_manifest(fd, path, hdr, size, &be, &count, err, errlen)) < 0 ||
-	    (r = check_objects(fd, be, count, err, errlen)) < 0)
+	fd = open(t->path, O_RDONLY | O_CLOEXEC);
+	if ((r = check_header(fd, t->path, hdr, &size, t->err, sizeof t->err)) < 0 ||
+	    (r = check_trailer(fd, t->path, size, t->err, sizeof t->err)) < 0 ||
+	    (r = read_manifest(fd, t->path, hdr, size, &be, &count, t->err, sizeof t->err)) < 0 ||
+	    (r = check_objects(fd, be, count, t->err, sizeof t->err)) < 0)
 		goto out;
-	r = publish_all(d, fd, be, count, imported, present, err, errlen);
+	r = place_all(t, fd, be, count);
 out:
 	bentries_free(be, count);
 	if (fd >= 0)
 		close(fd);
+	t->r = r;
+}
+
+/* The loop's step: what was placed enters the table. */
+static int import_enter(struct kj__daemon *d, struct import_task *t)
+{
+	int r = 0;
+
+	if (t->bulk) {
+		r = kj__cache_bulk_finish(d->cache, t->bulk, &t->imported);
+		if (t->imported)
+			kj__hits_invalidate(d, "import added objects");
+	}
+	if (t->r < 0)
+		return t->r;
+	if (r < 0)
+		snprintf(t->err, sizeof t->err, "importing: %s", kjit_strerror(r));
+	return r;
+}
+
+static int import_finish(struct kj__daemon *d, void *arg, struct kj__buf *text, struct kj__buf *json, char *err,
+			 size_t errlen)
+{
+	struct import_task *t = arg;
+	int r = import_enter(d, t);
+
+	if (r < 0) {
+		snprintf(err, errlen, "%s", t->err);
+		return r;
+	}
+	kj__log(d, "imported %llu entries from %s (%llu already present)", (unsigned long long)t->imported, t->path,
+		(unsigned long long)t->present);
+	r = kj__buf_printf(text, "import: %llu entries added, %llu already cached\n", (unsigned long long)t->imported,
+			   (unsigned long long)t->present);
+	r |= kj__buf_printf(json, "{\"imported\":%llu,\"present\":%llu}", (unsigned long long)t->imported,
+			    (unsigned long long)t->present);
+	return r ? KJIT_ENOMEM : 0;
+}
+
+static void import_free(void *arg)
+{
+	struct import_task *t = arg;
+
+	kj__cache_bulk_free(t->bulk);
+	free(t->path);
+	free(t);
+}
+
+static const struct kj__offloop_ops import_ops = { "import", NULL, import_run, import_finish, import_free };
+
+static struct import_task *import_new(struct kj__daemon *d, const char *path)
+{
+	struct import_task *t = calloc(1, sizeof *t);
+
+	if (t == NULL || (t->path = strdup(path)) == NULL) {
+		free(t);
+		return NULL;
+	}
+	t->cache = d->cache;
+	return t;
+}
+
+int kj__bundle_import_task(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const char *path)
+{
+	struct import_task *t = import_new(d, path);
+
+	return t ? kj__offloop_task(d, c, id, &import_ops, t) : KJIT_ENOMEM;
+}
+
+int kj__bundle_import(struct kj__daemon *d, const char *path, uint64_t *imported, uint64_t *present, char *err,
+		      size_t errlen)
+{
+	struct import_task *t = import_new(d, path);
+	int r;
+
+	*imported = *present = 0;
+	if (t == NULL)
+		return KJIT_ENOMEM;
+	import_run(t);
+	r = import_enter(d, t);
+	if (r < 0)
+		snprintf(err, errlen, "%s", t->err);
+	*imported = t->imported;
+	*present = t->present;
+	import_free(t);
 	return r;
 }

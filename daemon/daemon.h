@@ -569,11 +569,16 @@ int kj__admin_show(struct kj__daemon *d, struct kj__conn *c, const char *arg, st
 
 /* bundle.c: export (entries of the given targets, or all) to path, and
  * import from path.  Import checks everything before it publishes
- * anything.  0 or a negative code with a one-line reason in err. */
-int kj__bundle_export(struct kj__daemon *d, const char *path, const char *const *targets, size_t n_targets,
-		      uint64_t *exported, uint64_t *skipped, char *err, size_t errlen);
+ * anything.  Export is an offloop.c task that answers request id on c
+ * when done: 0 queued, or KJIT_ENOMEM.  Import: 0 or a negative code with
+ * a one-line reason in err. */
+int kj__bundle_export(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const char *path,
+		      const char *const *targets, size_t n_targets);
 int kj__bundle_import(struct kj__daemon *d, const char *path, uint64_t *imported, uint64_t *present, char *err,
 		      size_t errlen);
+/* The same as an offloop.c task answering request id on c when done: 0
+ * queued, or KJIT_ENOMEM. */
+int kj__bundle_import_task(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const char *path);
 
 /* replay.c: records the recipe of a compiled request (called on publish)
  * and answers ADMIN replay [DAYS]. */

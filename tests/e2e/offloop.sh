@@ -1,11 +1,11 @@
 #!/bin/sh
-# offloop.sh: gc, verify and clear run off kjitd's loop (daemon/offloop.c,
-# cache/job.c; issue 25).  On a cache of some thousands of entries, a
-# `kjit ping` is answered while a verify (then a gc, then a clear) is still
-# running, within PING_MAX_MS; the commands' results stay right (planted
-# corruption found and dropped, gc under its cap keeping the entry used
-# last, an orphan file swept, clear leaving nothing); the daemon serves a
-# hit afterwards.
+# offloop.sh: gc, verify, clear, export and import run off kjitd's loop
+# (daemon/offloop.c, cache/job.c, cache/bulk.c, daemon/bundle.c; issue
+# 25).  On a cache of some thousands of entries, `kjit ping` is answered
+# while each of them is still running, within PING_MAX_MS; the commands'
+# results stay right (planted corruption found and dropped, gc under its
+# cap keeping the entry used last, an orphan file swept, clear leaving
+# nothing, an export imported back whole, with the same bytes).
 . "$(dirname "$0")/lib.sh"
 
 N=${OFFLOOP_N:-20000}           # synthetic entries
@@ -103,10 +103,30 @@ if [ "$HAVE_REAL" = 1 ]; then
 fi
 check "verify after gc is clean" "$KJIT" verify
 
+before=$("$KJIT" stats --json | grep -o '"entries":[0-9]*' | head -n 1 | cut -d: -f2)
+pings_during export -o "$T/all.kjb"
+check "export exits 0" [ "$RC" -eq 0 ]
+check "each within ${PING_MAX_MS} ms during export (slowest ${PMAX} ms)" [ "$PMAX" -le "$PING_MAX_MS" ]
+check "export wrote every entry" grep -q "export: $before entries" "$T/cmd.out"
+
 pings_during clear
 check "clear exits 0" [ "$RC" -eq 0 ]
 check "clear leaves no entry" [ "$("$KJIT" stats --json | grep -o '"entries":[0-9]*' | head -n 1 | cut -d: -f2)" -eq 0 ]
 check "clear leaves no object file" [ "$(find "$KJIT_CACHE_DIR" -name '*.hsaco' -o -name '*.spv' | wc -l)" -eq 0 ]
+
+pings_during import "$T/all.kjb"
+check "import exits 0" [ "$RC" -eq 0 ]
+check "each within ${PING_MAX_MS} ms during import (slowest ${PMAX} ms)" [ "$PMAX" -le "$PING_MAX_MS" ]
+check "import adds every entry back" grep -q "import: $before entries added" "$T/cmd.out"
+check "the entries are in the table" [ "$("$KJIT" stats --json | grep -o '"entries":[0-9]*' | head -n 1 | cut -d: -f2)" -eq "$before" ]
+check "verify after import is clean" "$KJIT" verify
+if [ "$HAVE_REAL" = 1 ]; then
+	"$KJIT" get --kernel add_f32 --backend vulkan --target vulkan1.2 -o "$T/c.spv" >"$T/r" 2>&1
+	check "an imported entry is a hit" grep -q '^hit' "$T/r"
+	check "with the same bytes" cmp -s "$T/a.spv" "$T/c.spv"
+fi
+"$KJIT" import "$T/all.kjb" >"$T/cmd.out" 2>&1
+check "importing twice adds nothing" grep -q "import: 0 entries added, $before already cached" "$T/cmd.out"
 check "kjitd still answers" "$KJIT" ping
 stop_daemon
 exit 0
