@@ -136,11 +136,19 @@ static int begin_clear(struct kj__cache_job *j, const char *target)
 		return KJIT_ENOMEM;
 	if ((r = tuples_copy(j)) < 0)
 		return r;
-	for (size_t i = c->n; i-- > 0;)
-		if (target == NULL || strcmp(c->tuples[c->ents[i].tuple].target, target) == 0)
-			to_delete(j, i);
-	if (target == NULL)
+	if (target == NULL) { /* all of it: no entry-by-entry removal */
+		for (size_t i = 0; i < c->n; i++) {
+			memcpy(j->ents[i].key, c->ents[i].key, KJ_SHA256_LEN);
+			j->ents[i].size = c->ents[i].size;
+			j->ents[i].tuple = c->ents[i].tuple;
+		}
+		j->n = c->n;
 		kj__tab_clear(c); /* also forgets dirty keys */
+		kj__hot_free_all(c);
+	}
+	for (size_t i = c->n; target && i-- > 0;)
+		if (strcmp(c->tuples[c->ents[i].tuple].target, target) == 0)
+			to_delete(j, i);
 	j->res.removed = j->n;
 	j->phase = KJ_JOB_PHASE_DELETE;
 	return 0;
