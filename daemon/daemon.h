@@ -425,6 +425,14 @@ struct kj__flight *kj__flight_new(struct kj__daemon *d, const char *key);
 int kj__flight_add_waiter(struct kj__flight *f, struct kj__conn *c, uint32_t id);
 /* Drops the waiters' references and frees f and what it owns (NULL ok). */
 void kj__flight_free(struct kj__flight *f);
+/* The one publish sequence of a flight that got its object (a compile,
+ * a remote hit): answers every waiter (w[0] with status, the others with
+ * join_status), then puts the object in the shared hit table, the cache,
+ * its recipe and its requesters.  compile_ms: what a hit will save.  0,
+ * or the cache's error (logged and counted: the clients have their
+ * answer, the object is just not cached). */
+int kj__flight_publish(struct kj__flight *f, int status, int join_status, const uint8_t *data, size_t len,
+		       const char *log, const char *lowered, uint64_t compile_ms);
 /* Calls fn on every open flight (fn must not add or remove flights). */
 void kj__flights_foreach(struct kj__flights *t, void (*fn)(struct kj__flight *f, void *arg), void *arg);
 
