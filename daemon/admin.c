@@ -452,10 +452,70 @@ void kj__admin_answer(struct kj__conn *c, uint32_t id, int r, struct kj__buf *te
 	kj__conn_send(c, &b);
 }
 
+/* What a command's row gets; its run returns 0 with a filled, a negative
+ * code (a.error may say why), or LATER when it answers by itself. */
+struct admin_call {
+	struct kj__daemon *d;
+	struct kj__conn *c;
+	uint32_t id;
+	const char *cmd;
+	char *arg;
+	struct answer *a;
+};
+#define LATER 1
+
+static int cmd_stats(struct admin_call *x)
+{
+	kj__conn_harvest_all(x->d); /* fast-path hits up to this moment */
+	return do_stats(x->d, x->arg, x->a);
+}
+static int cmd_targets(struct admin_call *x) { return do_targets(x->d, x->a); }
+static int cmd_remote(struct admin_call *x) { return do_remote(x->d, x->a); }
+static int cmd_kernels(struct admin_call *x) { return do_kernels(x->d, x->arg, x->a); }
+static int cmd_ls(struct admin_call *x) { return kj__admin_ls(x->d, x->c, x->arg, &x->a->text, &x->a->json); }
+static int cmd_show(struct admin_call *x)
+{
+	return kj__admin_show(x->d, x->c, x->arg, &x->a->text, &x->a->json, x->a->error, sizeof x->a->error);
+}
+static int cmd_replay(struct admin_call *x)
+{
+	kj__handle_replay(x->d, x->c, x->id, x->arg); /* answers when every recipe has */
+	return LATER;
+}
+static int cmd_maint(struct admin_call *x)
+{
+	int r = start_maint(x->d, x->c, x->id, x->cmd, x->arg, x->a);
+	return r == 0 ? LATER : r; /* offloop.c answers when the job has finished */
+}
+static int cmd_export(struct admin_call *x)
+{
+	int r = do_export(x->d, x->c, x->id, x->arg, x->a);
+	return r == 0 ? LATER : r;
+}
+static int cmd_import(struct admin_call *x)
+{
+	int r = do_import(x->d, x->c, x->id, x->arg, x->a);
+	return r == 0 ? LATER : r;
+}
+
+/* The one list of admin commands.  restricted: it changes or stops the
+ * service, administrators only (access.c); "stats zero" is too. */
+static const struct admin_cmd {
+	const char *name;
+	int restricted;
+	int (*run)(struct admin_call *x);
+} admin_cmds[] = {
+	{ "stats", 0, cmd_stats },   { "targets", 0, cmd_targets }, { "remote", 0, cmd_remote },
+	{ "kernels", 0, cmd_kernels }, { "ls", 0, cmd_ls },         { "show", 0, cmd_show },
+	{ "replay", 1, cmd_replay }, { "gc", 1, cmd_maint },        { "verify", 1, cmd_maint },
+	{ "clear", 1, cmd_maint },   { "export", 1, cmd_export },   { "import", 1, cmd_import },
+};
+
 void kj__handle_admin(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const struct kj__msg *m)
 {
 	struct answer a = { 0 };
 	char *cmd = NULL, *arg = NULL;
+	const struct admin_cmd *row = NULL;
 	int r;
 
 	if (kj__field_strdup(kj__msg_get(m, KJ_F_CMD), 32, &cmd) < 0 || cmd == NULL ||
@@ -463,47 +523,17 @@ void kj__handle_admin(struct kj__daemon *d, struct kj__conn *c, uint32_t id, con
 		kj__conn_error(c, id, KJIT_EINVAL, "malformed admin request");
 		goto out;
 	}
-	/* Requests that change or stop the service: administrators only. */
-	static const char *const admin_only[] = { "replay", "gc", "verify", "clear", "export", "import" };
-	char what[64];
-	snprintf(what, sizeof what, "%s%s", cmd,
-		 strcmp(cmd, "stats") == 0 && arg && strcmp(arg, "zero") == 0 ? " zero" : "");
-	int restricted = strcmp(what, "stats zero") == 0;
-	for (size_t i = 0; i < KJ_ARRAY_SIZE(admin_only); i++)
-		restricted |= strcmp(cmd, admin_only[i]) == 0;
-	if (restricted && kj__admin_refused(d, c, id, what))
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(admin_cmds) && row == NULL; i++)
+		if (strcmp(cmd, admin_cmds[i].name) == 0)
+			row = &admin_cmds[i];
+	int zero = row && row->run == cmd_stats && arg && strcmp(arg, "zero") == 0;
+	if (row && (row->restricted || zero) && kj__admin_refused(d, c, id, zero ? "stats zero" : cmd))
 		goto out;
-	if (strcmp(cmd, "replay") == 0) {
-		kj__handle_replay(d, c, id, arg); /* answers when every recipe has */
-		goto out;
-	}
-	if (strcmp(cmd, "stats") == 0)
-		kj__conn_harvest_all(d); /* fast-path hits up to this moment */
-	if (strcmp(cmd, "stats") == 0)
-		r = do_stats(d, arg, &a);
-	else if (strcmp(cmd, "targets") == 0)
-		r = do_targets(d, &a);
-	else if (strcmp(cmd, "remote") == 0)
-		r = do_remote(d, &a);
-	else if (strcmp(cmd, "kernels") == 0)
-		r = do_kernels(d, arg, &a);
-	else if (strcmp(cmd, "ls") == 0)
-		r = kj__admin_ls(d, c, arg, &a.text, &a.json);
-	else if (strcmp(cmd, "show") == 0)
-		r = kj__admin_show(d, c, arg, &a.text, &a.json, a.error, sizeof a.error);
-	else if (strcmp(cmd, "gc") == 0 || strcmp(cmd, "verify") == 0 || strcmp(cmd, "clear") == 0) {
-		if ((r = start_maint(d, c, id, cmd, arg, &a)) == 0)
-			goto out; /* offloop.c answers when the job has finished */
-	}
-	else if (strcmp(cmd, "export") == 0) {
-		if ((r = do_export(d, c, id, arg, &a)) == 0)
-			goto out; /* answered when the export has finished */
-	} else if (strcmp(cmd, "import") == 0) {
-		if ((r = do_import(d, c, id, arg, &a)) == 0)
-			goto out; /* answered when the import has finished */
-	} else {
+	if (row == NULL) {
 		snprintf(a.error, sizeof a.error, "unknown admin command '%s'", cmd);
 		r = KJIT_EINVAL;
+	} else if ((r = row->run(&(struct admin_call){ d, c, id, cmd, arg, &a })) == LATER) {
+		goto out;
 	}
 	if (r < 0 && a.error[0] == '\0')
 		snprintf(a.error, sizeof a.error, "%s failed: %s", cmd, kjit_strerror(r));
