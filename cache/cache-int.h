@@ -108,6 +108,7 @@ struct kj__cache {
 	int check_index;     /* last close was not clean: run quick_check */
 	int opened;          /* fully open: close leaves the clean marker */
 	size_t bad_rows;     /* rows skipped at load (dropped by verify) */
+	int wal_pages;       /* the WAL after our last commit (kj__cache_wal_offload) */
 
 	/* hot.c: verified objects in memory, most recently used first. */
 	struct hot **hot_tab;

@@ -210,6 +210,15 @@ int kj__cache_bulk_add(struct kj__cache_bulk *b, struct kj__cache_entry *e, cons
 int kj__cache_bulk_end(struct kj__cache_bulk *b);
 int kj__cache_bulk_finish(struct kj__cache *c, struct kj__cache_bulk *b, uint64_t *added);
 void kj__cache_bulk_free(struct kj__cache_bulk *b);
+/* Takes the index's checkpoints off the cache's thread: from this call on
+ * its own commits never copy the WAL back into the database (that
+ * fsyncs).  wal_pages (the cache's thread): the WAL's length in pages
+ * after the last commit made there.  checkpoint (any thread, a connection
+ * of its own): a PASSIVE checkpoint; 0 or KJIT_EIO (logged).  Closing the
+ * cache still checkpoints, on its thread. */
+void kj__cache_wal_offload(struct kj__cache *c);
+int kj__cache_wal_pages(const struct kj__cache *c);
+int kj__cache_checkpoint(struct kj__cache *c);
 /* 1 if run may go to another thread (SQLite was built thread-safe). */
 int kj__cache_job_threaded(void);
 

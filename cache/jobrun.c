@@ -405,3 +405,37 @@ out:
 	sqlite3_close(db);
 	return r;
 }
+
+/* The WAL hook of the cache's own connection: remembers the WAL's length
+ * instead of checkpointing (the default hook would, on this thread). */
+static int wal_note(void *arg, sqlite3 *db, const char *name, int pages)
+{
+	struct kj__cache *c = arg;
+
+	(void)db;
+	(void)name;
+	c->wal_pages = pages;
+	return SQLITE_OK;
+}
+
+void kj__cache_wal_offload(struct kj__cache *c)
+{
+	sqlite3_wal_hook(c->db, wal_note, c);
+}
+
+int kj__cache_wal_pages(const struct kj__cache *c)
+{
+	return c->wal_pages;
+}
+
+int kj__cache_checkpoint(struct kj__cache *c)
+{
+	sqlite3 *db = NULL;
+	int r = db_open(c, &db);
+
+	if (r == 0 && sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL) != SQLITE_OK &&
+	    sqlite3_errcode(db) != SQLITE_BUSY)
+		r = db_say(c, db, "checkpoint");
+	sqlite3_close(db);
+	return r;
+}

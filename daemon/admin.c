@@ -55,6 +55,7 @@ void kj__stats_flush(struct kj__daemon *d)
 			d->stats_flushed[i] = d->stats[i];
 	}
 	kj__cache_flush(d->cache);
+	kj__offloop_checkpoint(d); /* the WAL's copy back, fsync included, on a thread */
 	/* The size cap, kept off the request path and off the loop: a gc on
 	 * the thread pool (offloop.c), started here, on the flush timer.
 	 * Objects being sent are never at risk: a reply's bytes are already

@@ -241,6 +241,8 @@ struct kj__daemon {
 	int sock_lost;               /* it was: do not unlink whatever is at the path now */
 	/* offloop.c: gc, verify and clear jobs; the head runs, the rest wait. */
 	struct kj__offloop *offloop_head, *offloop_tail;
+	uv_work_t ckpt_work;         /* offloop.c: the index's checkpoint, on a thread */
+	int ckpt_busy;
 };
 
 /* quota.c: connections and request bytes per peer uid (docs in quota.c).
@@ -566,6 +568,9 @@ int kj__offloop_task(struct kj__daemon *d, struct kj__conn *c, uint32_t id, cons
 int kj__offloop_start(struct kj__daemon *d, struct kj__conn *c, uint32_t id, int kind, uint64_t cap,
 		      const char *target);
 int kj__offloop_busy(const struct kj__daemon *d);
+/* Checkpoints the index's WAL on a thread when it has grown past
+ * KJ_WAL_CHECKPOINT_PAGES and no checkpoint runs (the flush timer). */
+void kj__offloop_checkpoint(struct kj__daemon *d);
 
 /* entries.c: `ls [TARGET]` and `show KEY` for c's peer (every entry for an
  * administrator, else those it requested), into text and json.  0 or a

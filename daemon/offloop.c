@@ -157,6 +157,33 @@ int kj__offloop_busy(const struct kj__daemon *d)
 	return d->offloop_head != NULL;
 }
 
+/* ---- the index's checkpoint ---- */
+
+static void ckpt_run(uv_work_t *w)
+{
+	struct kj__daemon *d = w->data;
+
+	kj__cache_checkpoint(d->cache); /* logged if it fails; tried again at the next flush */
+}
+
+static void ckpt_done(uv_work_t *w, int status)
+{
+	struct kj__daemon *d = w->data;
+
+	(void)status;
+	d->ckpt_busy = 0;
+}
+
+void kj__offloop_checkpoint(struct kj__daemon *d)
+{
+	if (d->stopping || d->ckpt_busy || kj__cache_wal_pages(d->cache) < KJ_WAL_CHECKPOINT_PAGES ||
+	    !kj__cache_job_threaded())
+		return;
+	d->ckpt_work.data = d;
+	if (uv_queue_work(d->loop, &d->ckpt_work, ckpt_run, ckpt_done) == 0)
+		d->ckpt_busy = 1;
+}
+
 /* ---- gc, verify and clear: cache/job.c's steps ---- */
 
 struct cachejob {
