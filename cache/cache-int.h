@@ -16,9 +16,10 @@
  *   store.c   the object files: directories, read-and-verify, temporary
  *             write, publish, drop, sweep
  *   maint.c   gc, verify, clear; gc's victims; invalid rows
- *   job.c     the same in steps, the slow part on another thread
- * All of them run on one thread (kjitd's loop), but for job.c's run, and
- * reach the file system
+ *   job.c     the same in steps; jobrun.c their slow part, on another thread
+ *   bulk.c    many objects published at once (import), written on another thread
+ * All of them run on one thread (kjitd's loop), but for jobrun.c and the
+ * writing half of bulk.c, which say what they touch; all reach the file system
  * only through c->fs and memory only through c->mem (cache.h), so tests
  * can make any call fail.
  */

@@ -672,11 +672,8 @@ static int import_enter(struct kj__daemon *d, struct import_task *t)
 {
 	int r = 0;
 
-	if (t->bulk) {
+	if (t->bulk) /* new entries only: nothing in the hit table goes stale */
 		r = kj__cache_bulk_finish(d->cache, t->bulk, &t->imported);
-		if (t->imported)
-			kj__hits_invalidate(d, "import added objects");
-	}
 	if (t->r < 0)
 		return t->r;
 	if (r < 0)
