@@ -2,7 +2,7 @@
 # issue25.sh: kjitd's loop while admin commands run (issue 25), the daemon
 # under test against a baseline kjitd, in one run.
 #
-#   bench/issue25.sh BASE_KJITD [N]
+#   bench/issue25.sh BASE_KJITD [N | hits]
 #
 # For each daemon (BASE_KJITD, then this tree's build/kjitd): a cache of N
 # entries (default 100000: one real Vulkan entry plus N-1 synthetic ones of
@@ -70,6 +70,28 @@ one() { # KJITD NAME
 	rm -rf "${T:?}/$NAME" "$T/$NAME.kjb"
 }
 
+# bench/issue25.sh BASE_KJITD hits: hit latency only, the two daemons
+# alternating for three rounds on a one-entry cache (less noise than the
+# figure of a single run).
+hits() { # KJITD NAME
+	start_daemon "$1" "$2"
+	"$KJIT" get $REQ -o /dev/null >/dev/null || { echo "no real entry" >&2; exit 1; }
+	fast=$("$BIN/bench-hitlat" $REQ -n 20000 -w 200)
+	sock=$(KJIT_FAST_PATH=0 "$BIN/bench-hitlat" $REQ -n 10000 -w 200)
+	printf '%-6s hit p50/p99 us: fast path %s / %s, socket path %s / %s\n' "$2" \
+		"$(echo "$fast" | cut -d' ' -f1)" "$(echo "$fast" | cut -d' ' -f2)" \
+		"$(echo "$sock" | cut -d' ' -f1)" "$(echo "$sock" | cut -d' ' -f2)"
+	stop_daemon
+	rm -rf "${T:?}/$2"
+}
+
 date -u "+# %Y-%m-%d %H:%M UTC, $(nproc) cores, N=$N"
+if [ "$N" = hits ]; then
+	for round in 1 2 3; do
+		hits "$BASE" base
+		hits "$TOP/$BUILD/kjitd" new
+	done
+	exit 0
+fi
 NAME=base one "$BASE" base
 NAME=new one "$TOP/$BUILD/kjitd" new

@@ -6,6 +6,8 @@
  * then enters the committed ones in its table (kj__cache_bulk_finish).
  *
  * Invariants:
+ *  - finish enters at most max entries per call, so that the loop stays
+ *    free between calls.
  *  - new, has, add and end run on one thread (any), and touch of the cache
  *    only what never changes after open (dir, fs, mem, log, modes), as
  *    jobrun.c does; finish and free run on the cache's thread.
@@ -51,6 +53,7 @@ struct kj__cache_bulk {
 	sqlite3_stmt *ins, *has;
 	struct bulk_item *items;  /* [0, done) committed; [done, n) in the open batch */
 	size_t n, cap, done;
+	size_t entered;           /* finish: items [0, entered) are in the table (or skipped) */
 	uint64_t tmp_seq;
 	char dirs[BULK_DIRS_MAX][PATH_MAX]; /* to fsync before the batch commits */
 	size_t ndirs;
@@ -222,21 +225,21 @@ int kj__cache_bulk_end(struct kj__cache_bulk *b)
 	return b->err;
 }
 
-int kj__cache_bulk_finish(struct kj__cache *c, struct kj__cache_bulk *b, uint64_t *added)
+int kj__cache_bulk_finish(struct kj__cache *c, struct kj__cache_bulk *b, size_t max, uint64_t *added)
 {
-	int r = 0;
+	size_t end = b->done - b->entered > max ? b->entered + max : b->done;
 
-	*added = 0;
-	for (size_t i = 0; i < b->done; i++) {
-		const struct bulk_item *it = &b->items[i];
+	for (; b->entered < end; b->entered++) {
+		const struct bulk_item *it = &b->items[b->entered];
 		struct ent en;
+		int r;
 		if (kj__tab_find(c, it->key) != NONE)
 			continue; /* published meanwhile */
 		memset(&en, 0, sizeof en);
 		memcpy(en.key, it->key, KJ_SHA256_LEN);
 		if ((r = kj__tuple_intern(c, it->backend, it->target, it->version, it->ext, &en.tuple)) < 0 ||
 		    (r = kj__tab_reserve(c, c->n + 1)) < 0)
-			break; /* the rest is back at the next open */
+			return r; /* the rest is back at the next open */
 		en.size = it->size;
 		en.compile_ms = it->compile_ms;
 		en.last_used = (uint32_t)kj__wall_s();
@@ -244,7 +247,7 @@ int kj__cache_bulk_finish(struct kj__cache *c, struct kj__cache_bulk *b, uint64_
 		kj__tab_add(c, &en);
 		(*added)++;
 	}
-	return r;
+	return b->entered < b->done;
 }
 
 void kj__cache_bulk_free(struct kj__cache_bulk *b)

@@ -200,15 +200,16 @@ int kj__cache_scan(struct kj__cache *c, int (*fn)(const struct kj__cache_entry *
  * digest, size and times filled in as kj__cache_publish does (e must stay
  * valid until end); rows are committed by batches, each after its files are durable; 0 or the first
  * error (sticky: the bulk stops there, what was committed stays).  end:
- * commits the last batch; 0 or the bulk's error.  finish: enters what
- * was committed in the table (keys it has already are skipped), counted
- * in *added; 0 or KJIT_ENOMEM (the rest is back at the next open). */
+ * commits the last batch; 0 or the bulk's error.  finish: enters at most
+ * max more of what was committed in the table (keys it has already are
+ * skipped), adding to *added; 1 while some are left, 0 when all are in,
+ * or KJIT_ENOMEM (the rest is back at the next open). */
 struct kj__cache_bulk;
 int kj__cache_bulk_new(struct kj__cache *c, struct kj__cache_bulk **out);
 int kj__cache_bulk_has(struct kj__cache_bulk *b, const char *key);
 int kj__cache_bulk_add(struct kj__cache_bulk *b, struct kj__cache_entry *e, const uint8_t *data, size_t len);
 int kj__cache_bulk_end(struct kj__cache_bulk *b);
-int kj__cache_bulk_finish(struct kj__cache *c, struct kj__cache_bulk *b, uint64_t *added);
+int kj__cache_bulk_finish(struct kj__cache *c, struct kj__cache_bulk *b, size_t max, uint64_t *added);
 void kj__cache_bulk_free(struct kj__cache_bulk *b);
 /* Takes the index's checkpoints off the cache's thread: from this call on
  * its own commits never copy the WAL back into the database (that

@@ -308,6 +308,7 @@ struct import_task {
 	struct kj__cache_bulk *bulk;
 	uint64_t placed, present, imported;
 	int r;
+	int entering;        /* the checks and the placing are done: runs are empty */
 	char err[512];
 };
 
@@ -353,6 +354,8 @@ static void import_run(void *arg)
 	uint64_t size = 0;
 	int fd, r;
 
+	if (t->entering)
+		return;
 	fd = open(t->path, O_RDONLY | O_CLOEXEC);
 	if ((r = check_header(fd, t->path, hdr, &size, t->err, sizeof t->err)) < 0 ||
 	    (r = check_trailer(fd, t->path, size, t->err, sizeof t->err)) < 0 ||
@@ -367,13 +370,14 @@ out:
 	t->r = r;
 }
 
-/* The loop's step: what was placed enters the table. */
+/* The loop's step: what was placed enters the table, at most
+ * KJ_IMPORT_ENTER_MAX entries per step (1: more steps to come). */
 static int import_enter(struct kj__daemon *d, struct import_task *t)
 {
 	int r = 0;
 
-	if (t->bulk) /* new entries only: nothing in the hit table goes stale */
-		r = kj__cache_bulk_finish(d->cache, t->bulk, &t->imported);
+	if (t->bulk && (r = kj__cache_bulk_finish(d->cache, t->bulk, KJ_IMPORT_ENTER_MAX, &t->imported)) == 1)
+		return 1;
 	if (t->r < 0)
 		return t->r;
 	if (r < 0)
@@ -387,6 +391,10 @@ static int import_finish(struct kj__daemon *d, void *arg, struct kj__buf *text, 
 	struct import_task *t = arg;
 	int r = import_enter(d, t);
 
+	if (r == 1) {
+		t->entering = 1; /* the next run does nothing: a turn of the loop between two slices */
+		return 1;
+	}
 	if (r < 0) {
 		snprintf(err, errlen, "%s", t->err);
 		return r;
@@ -440,7 +448,8 @@ int kj__bundle_import(struct kj__daemon *d, const char *path, uint64_t *imported
 	if (t == NULL)
 		return KJIT_ENOMEM;
 	import_run(t);
-	r = import_enter(d, t);
+	while ((r = import_enter(d, t)) == 1)
+		;
 	if (r < 0)
 		snprintf(err, errlen, "%s", t->err);
 	*imported = t->imported;
