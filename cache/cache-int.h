@@ -15,8 +15,11 @@
  *   recipe.c  recipes (<dir>/recipes and recipe_of), for replay
  *   store.c   the object files: directories, read-and-verify, temporary
  *             write, publish, drop, sweep
- *   maint.c   gc, verify, clear
- * All of them run on one thread (kjitd's loop) and reach the file system
+ *   maint.c   gc, verify, clear; gc's victims; invalid rows
+ *   job.c     the same in steps; jobrun.c their slow part, on another thread
+ *   bulk.c    many objects published at once (import), written on another thread
+ * All of them run on one thread (kjitd's loop), but for jobrun.c and the
+ * writing half of bulk.c, which say what they touch; all reach the file system
  * only through c->fs and memory only through c->mem (cache.h), so tests
  * can make any call fail.
  */
@@ -108,6 +111,7 @@ struct kj__cache {
 	int check_index;     /* last close was not clean: run quick_check */
 	int opened;          /* fully open: close leaves the clean marker */
 	size_t bad_rows;     /* rows skipped at load (dropped by verify) */
+	int wal_pages;       /* the WAL after our last commit (kj__cache_wal_offload) */
 
 	/* hot.c: verified objects in memory, most recently used first. */
 	struct hot **hot_tab;
@@ -185,12 +189,14 @@ int kj__db_corrupt_rc(int rc);
 
 /* ---- share.c: each uid's share of the cache ---- */
 
-/* gc's victims while the cache (c->bytes) is over cap: first the least
- * recently used objects of owners over share (each down to its share),
- * then the least recently used of all.  *keys (from c->mem, the caller
- * frees), *n of them, *gone bytes.  0, KJIT_ENOMEM or KJIT_EIO. */
-int kj__share_victims(struct kj__cache *c, uint64_t cap, uint64_t share, uint8_t (**keys)[KJ_SHA256_LEN],
-		      size_t *n, uint64_t *gone);
+/* gc's victims while total is over cap: calls take for the least recently
+ * used objects of owners over share (each down to its share), then for
+ * the least recently used of all, until the sizes taken bring total to
+ * cap or below.  Reads only the rows, through db (any thread's
+ * connection; never the table in memory).  0, KJIT_ENOMEM, KJIT_EIO
+ * (logged) or take's error. */
+int kj__share_victims(struct kj__cache *c, sqlite3 *db, uint64_t total, uint64_t cap, uint64_t share,
+		      int (*take)(void *arg, const uint8_t key[KJ_SHA256_LEN]), void *arg);
 
 /* ---- schema.c: the schema and its upgrades ---- */
 
@@ -214,6 +220,13 @@ int kj__db_load(struct kj__cache *c);
 /* The digest the index holds for key.  0, KJIT_ENOENT (no row, or not a
  * digest), KJIT_EIO. */
 int kj__db_row_digest(struct kj__cache *c, const uint8_t key[KJ_SHA256_LEN], uint8_t out[KJ_SHA256_LEN]);
+/* The statement that inserts (or replaces) a row, and its bindings: e's
+ * fields and use sequence seq (e's strings bound SQLITE_STATIC). */
+#define KJ_DB_INSERT_SQL "INSERT OR REPLACE INTO objects(key, backend, target, version, ext, size," \
+	" sha256, created, last_used, used_seq, hits, compile_ms, source_name," \
+	" options, compiler, log, lowered)" \
+	" VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 0, ?11, ?12, ?13, ?14, ?15, ?16)"
+void kj__db_bind_entry(sqlite3_stmt *st, const struct kj__cache_entry *e, uint64_t seq);
 /* Inserts (or replaces) the row of e with use sequence seq.  0 or KJIT_EIO. */
 int kj__db_insert_row(struct kj__cache *c, const struct kj__cache_entry *e, uint64_t seq);
 /* Deletes key's row (hex).  0 or KJIT_EIO. */
@@ -243,6 +256,10 @@ int kj__obj_mkdir_below(struct kj__cache *c, const char *path);
 /* Unlinks entry en's file, unless its directory is not a real directory
  * (then nothing is removed elsewhere).  Failures other than ENOENT logged. */
 void kj__obj_unlink(struct kj__cache *c, const struct ent *en);
+/* Is e a valid entry for data (len bytes)?  0, KJIT_EINVAL or KJIT_ETOOBIG. */
+int kj__obj_entry_ok(const struct kj__cache_entry *e, const uint8_t *data, size_t len);
+/* Best effort: makes a rename in dir durable.  Failures are logged. */
+void kj__obj_fsync_dir(struct kj__cache *c, const char *dir);
 /* Writes data to a new file at tmp and makes it durable.  0 or KJIT_EIO
  * with errno kept; *created says whether tmp exists (the caller unlinks
  * it on failure). */
@@ -256,8 +273,80 @@ int kj__obj_read(struct kj__cache *c, const struct ent *en, uint8_t **out, struc
 		 size_t whylen);
 /* Removes entry idx: its row first, then its file, then the table entry. */
 void kj__obj_drop(struct kj__cache *c, size_t idx);
+/* Is name "<64 hex>.<ext>"?  1 with key and *ext filled, else 0. */
+int kj__obj_name(const char *name, uint8_t key[KJ_SHA256_LEN], const char **ext);
+/* Should file name in object directory sub go?  Temporary files always;
+ * with orphans, also object files no entry of the table names there (the
+ * table: the loop's thread only; without orphans, any thread). */
+int kj__obj_sweepable(const struct kj__cache *c, const char *sub, const char *name, int orphans);
 /* Deletes stale temporary files (and, with orphans, object files without
  * a row) in every object directory.  Returns how many went. */
 uint64_t kj__obj_sweep(struct kj__cache *c, int orphans);
+
+/* ---- maint.c ---- */
+
+/* gc's choice: calls take for each key to evict, owners over their share
+ * first (share.c), least recently used first, until the sizes taken bring
+ * total to cap or below; reads the
+ * index through db (any thread's connection).  0, KJIT_EIO (logged) or
+ * take's error. */
+int kj__maint_victims(struct kj__cache *c, sqlite3 *db, uint64_t total, uint64_t cap,
+		      int (*take)(void *arg, const uint8_t key[KJ_SHA256_LEN]), void *arg);
+/* Drops the rows the load skipped (c->bad_rows), calling fn for each and
+ * adding them to *bad.  The loop's thread.  0, KJIT_EIO or KJIT_ENOMEM. */
+int kj__maint_drop_bad_rows(struct kj__cache *c, void (*fn)(const struct kj__cache_entry *e, const char *why, void *arg),
+			    void *arg, uint64_t *bad);
+
+/* ---- job.c and jobrun.c: maintenance in steps ---- */
+
+enum { KJ_JOB_PHASE_CHECK = 1, KJ_JOB_PHASE_DELETE };
+enum { KJ_JOB_FOUND_FILE = 1, KJ_JOB_FOUND_NOFILE, KJ_JOB_FOUND_ROW }; /* what a corrupt object was */
+
+/* An entry as run sees it: the tuple indexes the job's own copy. */
+struct kj__job_ent {
+	uint8_t key[KJ_SHA256_LEN];
+	uint32_t size;
+	uint32_t tuple;
+};
+
+struct kj__job_tuple {
+	char *sub; /* "<target>-<version>" */
+	char *ext;
+	int dir;   /* run's check of <dir>/<sub>: 0 not yet, 1 real, else a KJIT_E* code */
+};
+
+/* An object run found corrupt (verify), or a victim (gc: key only). */
+struct kj__job_found {
+	uint8_t key[KJ_SHA256_LEN];
+	int what;
+	char why[96];
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtim;
+};
+
+struct kj__cache_job {
+	struct kj__cache *c;
+	int kind, phase;
+	uint64_t cap, total, seq0;
+	struct kj__job_ent *ents;
+	size_t n;
+	struct kj__job_tuple *tuples;
+	size_t ntuples;
+	struct kj__job_found *found;
+	size_t nfound, capfound;
+	char *sweep;           /* "sub\0name\0" pairs run would remove */
+	size_t sweep_len, sweep_cap;
+	int err;               /* the first error of a run */
+	struct kj__cache_job_result res;
+};
+
+/* Grows *p (of *cap elements of size bytes) to hold want.  0 or KJIT_ENOMEM. */
+int kj__job_grow(struct kj__cache *c, void **p, size_t *cap, size_t want, size_t size);
+/* A zeroed record of key at the end of j->found; NULL on ENOMEM. */
+struct kj__job_found *kj__job_found_add(struct kj__cache_job *j, const uint8_t *key);
+/* Keeps r as the run's first error. */
+void kj__job_fail(struct kj__cache_job *j, int r);
 
 #endif /* KJ_CACHE_INT_H */

@@ -6,7 +6,8 @@
  * same directory, fsync, rename, then the index row); an object is served
  * only after its SHA-256 matched the digest in the index; a corrupt or
  * missing object is a miss (its row and file are dropped), never a wrong
- * answer.  All calls come from one thread (kjitd's loop).  All file system
+ * answer.  All calls come from one thread (kjitd's loop), except
+ * kj__cache_job_run, made to run on another.  All file system
  * calls go through a kj__fsys table, and allocations through a
  * kj__cache_alloc table, so tests can make any of them fail.
  */
@@ -160,6 +161,70 @@ int kj__cache_verify(struct kj__cache *c, void (*fn)(const struct kj__cache_entr
 		     void *arg, uint64_t *checked, uint64_t *bad);
 /* Removes every entry (of target only, when not NULL). *removed may be NULL. */
 int kj__cache_clear(struct kj__cache *c, const char *target, uint64_t *removed);
+
+/* The same three in steps, so that the slow part runs on another thread
+ * while the caller's thread goes on using the cache (job.c; kjitd's loop
+ * and the libuv thread pool).  begin and finish on the cache's thread;
+ * run on any one thread at a time, concurrently with every other call on
+ * the cache (it uses a connection of its own to the index; c's fs and
+ * allocator tables must then be thread-safe, as the defaults are).
+ * finish returns 1 when the job needs another run and finish (gc's and
+ * clear's deletions), 0 when done, or an error (done too).  A job is
+ * freed with kj__cache_job_free, whatever happened. */
+enum kj__cache_job_kind { KJ_CACHE_JOB_GC = 1, KJ_CACHE_JOB_VERIFY, KJ_CACHE_JOB_CLEAR };
+struct kj__cache_job_result {
+	uint64_t evicted, freed;  /* gc */
+	uint64_t checked, bad;    /* verify */
+	uint64_t removed;         /* clear */
+	uint64_t redropped;       /* entries published again during a deletion, dropped */
+};
+struct kj__cache_job;
+/* max_size: gc's cap (0: the configured one); target: clear's (NULL: all).
+ * clear takes its entries out of the table here.  0, KJIT_EINVAL,
+ * KJIT_ENOMEM or KJIT_EIO (nothing changed). */
+int kj__cache_job_begin(struct kj__cache *c, int kind, uint64_t max_size, const char *target,
+			struct kj__cache_job **out);
+void kj__cache_job_run(struct kj__cache_job *j);
+/* fn (may be NULL) is called for each object verify drops. */
+int kj__cache_job_finish(struct kj__cache_job *j, void (*fn)(const struct kj__cache_entry *e, const char *why, void *arg),
+			 void *arg);
+void kj__cache_job_result(const struct kj__cache_job *j, struct kj__cache_job_result *res);
+void kj__cache_job_free(struct kj__cache_job *j);
+/* Calls fn for every valid row of the index, most recently used first,
+ * read through a connection of its own: from any thread, while the
+ * cache's thread goes on (what it has not flushed yet is not seen; e's
+ * strings live until fn returns).  0, fn's nonzero return, or KJIT_EIO. */
+int kj__cache_scan(struct kj__cache *c, int (*fn)(const struct kj__cache_entry *e, void *arg), void *arg);
+/* Many objects published at once (bulk.c; kjit import), the writing on
+ * one other thread: new, has, add and end there; finish and free on the
+ * cache's thread, after end.  new: a connection of its own to the index;
+ * 0, KJIT_ENOMEM or KJIT_EIO.  has: 1 if the index has a row for key
+ * (hex).  add: places e's object (data, len bytes) whole and its row, e's
+ * digest, size and times filled in as kj__cache_publish does (e must stay
+ * valid until end); rows are committed by batches, each after its files are durable; 0 or the first
+ * error (sticky: the bulk stops there, what was committed stays).  end:
+ * commits the last batch; 0 or the bulk's error.  finish: enters at most
+ * max more of what was committed in the table (keys it has already are
+ * skipped), adding to *added; 1 while some are left, 0 when all are in,
+ * or KJIT_ENOMEM (the rest is back at the next open). */
+struct kj__cache_bulk;
+int kj__cache_bulk_new(struct kj__cache *c, struct kj__cache_bulk **out);
+int kj__cache_bulk_has(struct kj__cache_bulk *b, const char *key);
+int kj__cache_bulk_add(struct kj__cache_bulk *b, struct kj__cache_entry *e, const uint8_t *data, size_t len);
+int kj__cache_bulk_end(struct kj__cache_bulk *b);
+int kj__cache_bulk_finish(struct kj__cache *c, struct kj__cache_bulk *b, size_t max, uint64_t *added);
+void kj__cache_bulk_free(struct kj__cache_bulk *b);
+/* Takes the index's checkpoints off the cache's thread: from this call on
+ * its own commits never copy the WAL back into the database (that
+ * fsyncs).  wal_pages (the cache's thread): the WAL's length in pages
+ * after the last commit made there.  checkpoint (any thread, a connection
+ * of its own): a PASSIVE checkpoint; 0 or KJIT_EIO (logged).  Closing the
+ * cache still checkpoints, on its thread. */
+void kj__cache_wal_offload(struct kj__cache *c);
+int kj__cache_wal_pages(const struct kj__cache *c);
+int kj__cache_checkpoint(struct kj__cache *c);
+/* 1 if run may go to another thread (SQLite was built thread-safe). */
+int kj__cache_job_threaded(void);
 
 /* Totals for stats. */
 struct kj__cache_totals {

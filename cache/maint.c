@@ -1,18 +1,20 @@
 /* maint.c: the maintenance of a cache: gc (evict least recently used
  * objects down to a size), verify (re-hash every object from disk, drop
  * the corrupt and the invalid rows) and clear (remove everything, or one
- * target).
+ * target), here as calls that do it all on the caller's thread; job.c
+ * runs the same steps with the slow part on another thread (kjitd).
+ * Here also: gc's choice of victims (kj__maint_victims) and the dropping
+ * of invalid rows.
  *
  * Invariants:
- *  - Removal keeps the order of store.c: the rows go first, in one
- *    transaction, then the files, then the table entries.  A transaction
- *    that fails removes nothing.
  *  - gc evicts in LRU order (last_used, then the use sequence), owners
  *    over their share of the cache first (share.c picks the victims),
  *    after a flush so that order includes the hits counted in memory.
  *  - verify reads from disk, never from the hot set, and treats an I/O
  *    error as "unknown" (the object stays), corruption as "drop".
  *  - gc and verify also sweep files no row names (orphans of a crash).
+ *  - Removal: the entries leave the table, then their rows go (in
+ *    batches), then their files (job.c says why in that order).
  * Nothing here keeps state between calls.
  */
 #include <errno.h>
@@ -27,69 +29,41 @@
 #include "kj_types.h"
 #include "util.h"
 
-/* Deletes the rows of keys[0..n) in one transaction, then
- * their files, then drops them from the table.  0 or KJIT_EIO (nothing
- * removed). */
-static int remove_entries(struct kj__cache *c, uint8_t (*keys)[KJ_SHA256_LEN], size_t n)
+int kj__maint_victims(struct kj__cache *c, sqlite3 *db, uint64_t total, uint64_t cap,
+		      int (*take)(void *arg, const uint8_t key[KJ_SHA256_LEN]), void *arg)
 {
-	char hex[KJ_SHA256_HEX_LEN + 1];
+	return kj__share_victims(c, db, total, cap, kj__cache_share(c, cap), take, arg);
+}
+
+/* begin, run and finish in a row, on the caller's thread (job.c). */
+static int job_sync(struct kj__cache *c, int kind, uint64_t max_size, const char *target,
+		    void (*fn)(const struct kj__cache_entry *e, const char *why, void *arg), void *arg,
+		    struct kj__cache_job_result *res)
+{
+	struct kj__cache_job *j = NULL;
 	int r;
 
-	if (n == 0)
-		return 0;
-	if ((r = kj__db_begin(c)) < 0)
+	memset(res, 0, sizeof *res);
+	if ((r = kj__cache_job_begin(c, kind, max_size, target, &j)) < 0)
 		return r;
-	for (size_t i = 0; i < n; i++) {
-		kj__hex(keys[i], hex);
-		if ((r = kj__db_delete_row(c, hex)) < 0) {
-			kj__db_rollback(c);
-			return r;
-		}
-	}
-	if ((r = kj__db_commit(c)) < 0)
-		return r;
-	for (size_t i = 0; i < n; i++) {
-		size_t k = kj__tab_find(c, keys[i]);
-		if (k == NONE)
-			continue;
-		kj__obj_unlink(c, &c->ents[k]);
-		kj__tab_remove(c, k);
-	}
-	return 0;
+	do {
+		kj__cache_job_run(j);
+		r = kj__cache_job_finish(j, fn, arg);
+	} while (r == 1);
+	kj__cache_job_result(j, res);
+	kj__cache_job_free(j);
+	return r;
 }
 
 int kj__cache_gc(struct kj__cache *c, uint64_t max_size, uint64_t *evicted, uint64_t *freed)
 {
-	uint64_t cap = max_size ? max_size : c->max_size, total = c->bytes, gone = 0;
-	uint8_t (*keys)[KJ_SHA256_LEN] = NULL;
-	size_t n = 0;
-	int r;
+	struct kj__cache_job_result res;
+	int r = job_sync(c, KJ_CACHE_JOB_GC, max_size, NULL, NULL, NULL, &res);
 
 	if (evicted)
-		*evicted = 0;
+		*evicted = res.evicted;
 	if (freed)
-		*freed = 0;
-	if ((r = kj__cache_flush(c)) < 0)
-		return r;
-	kj__obj_sweep(c, 1);
-	if (total <= cap)
-		return 0;
-	if ((r = kj__share_victims(c, cap, kj__cache_share(c, max_size), &keys, &n, &gone)) < 0)
-		goto out;
-	if ((r = remove_entries(c, keys, n)) < 0)
-		goto out;
-	if (n) {
-		kj__cache_counter_add(c, "evictions", (int64_t)n);
-		kj__cache_say(c, "gc: evicted %zu object(s), %llu bytes, to stay under %llu bytes", n,
-			      (unsigned long long)gone, (unsigned long long)cap);
-	}
-	if (evicted)
-		*evicted = n;
-	if (freed)
-		*freed = gone;
-	r = 0;
-out:
-	c->mem->free(keys);
+		*freed = res.freed;
 	return r;
 }
 
@@ -120,8 +94,8 @@ static int key_text_add(struct kj__cache *c, struct key_text *t, const char *key
 
 /* Drops rows the load skipped (bad fields): they are in the index only.
  * Their keys are collected first, then deleted in one transaction. */
-static int drop_bad_rows(struct kj__cache *c, void (*fn)(const struct kj__cache_entry *e, const char *why, void *arg),
-			 void *arg, uint64_t *bad)
+int kj__maint_drop_bad_rows(struct kj__cache *c, void (*fn)(const struct kj__cache_entry *e, const char *why, void *arg),
+			    void *arg, uint64_t *bad)
 {
 	sqlite3_stmt *st = NULL;
 	struct kj__cache_entry e;
@@ -171,64 +145,22 @@ out:
 int kj__cache_verify(struct kj__cache *c, void (*fn)(const struct kj__cache_entry *e, const char *why, void *arg),
 		     void *arg, uint64_t *checked, uint64_t *bad)
 {
-	uint64_t nchecked = 0, nbad = 0;
-	int r, first = 0;
+	struct kj__cache_job_result res;
+	int r = job_sync(c, KJ_CACHE_JOB_VERIFY, 0, NULL, fn, arg, &res);
 
-	/* Downwards: dropping entry i moves the last entry, already checked,
-	 * into i. */
-	for (size_t i = c->n; i-- > 0;) {
-		struct kj__cache_entry e;
-		uint8_t *buf = NULL;
-		char why[128];
-		struct stat st;
-		nchecked++;
-		r = kj__obj_read(c, &c->ents[i], &buf, &st, why, sizeof why); /* the disk, not the hot set */
-		c->mem->free(buf);
-		if (r == KJIT_ECORRUPT) {
-			kj__tab_fill_entry(c, &c->ents[i], &e);
-			kj__cache_say(c, "object %s corrupt (%s); dropped, will recompile", e.key, why);
-			if (fn)
-				fn(&e, why, arg);
-			kj__obj_drop(c, i);
-			kj__cache_counter_add(c, "corrupt", 1);
-			nbad++;
-		} else if (r < 0 && first == 0) {
-			first = r; /* logged; the object stays */
-		}
-	}
-	if (c->bad_rows && (r = drop_bad_rows(c, fn, arg, &nbad)) < 0 && first == 0)
-		first = r;
-	kj__obj_sweep(c, 1);
 	if (checked)
-		*checked = nchecked;
+		*checked = res.checked;
 	if (bad)
-		*bad = nbad;
-	return first;
+		*bad = res.bad;
+	return r;
 }
 
 int kj__cache_clear(struct kj__cache *c, const char *target, uint64_t *removed)
 {
-	uint8_t (*keys)[KJ_SHA256_LEN] = NULL;
-	size_t n = 0;
-	int r;
+	struct kj__cache_job_result res;
+	int r = job_sync(c, KJ_CACHE_JOB_CLEAR, 0, target, NULL, NULL, &res);
 
 	if (removed)
-		*removed = 0;
-	if (c->n) {
-		keys = c->mem->malloc(c->n * sizeof *keys);
-		if (keys == NULL)
-			return KJIT_ENOMEM;
-	}
-	for (size_t i = 0; i < c->n; i++)
-		if (target == NULL || strcmp(c->tuples[c->ents[i].tuple].target, target) == 0)
-			memcpy(keys[n++], c->ents[i].key, KJ_SHA256_LEN);
-	r = remove_entries(c, keys, n);
-	c->mem->free(keys);
-	if (r < 0)
-		return r;
-	if (target == NULL)
-		kj__tab_clear(c); /* also forgets dirty keys */
-	if (removed)
-		*removed = n;
-	return 0;
+		*removed = res.removed;
+	return r;
 }

@@ -20,9 +20,11 @@
  * With one owner this is plain LRU.  Both passes read the rows in the
  * same order, so the second skips exactly the first k rows of each owner
  * the first took (an owner's victims are a prefix of its rows).
- * The owners' totals come from the table in memory (struct ent's owner,
- * loaded with the index and set with the row by kj__cache_note_user); the
- * order from the index's objects_lru.  Nothing here keeps state between
+ * gc runs this on a thread of its own with a connection of its own
+ * (cache/jobrun.c), so the owners and their totals come from the rows
+ * (objects.owner, set with the table's copy by kj__cache_note_user), never
+ * from the table in memory, which only the loop touches; `kjit stats`
+ * totals them from the table.  The order is the index's objects_lru.  Nothing here keeps state between
  * calls.
  */
 #include <sqlite3.h>
@@ -45,11 +47,12 @@ struct owner {
 _Static_assert(sizeof(struct ent) == 64, "struct ent grew");
 
 struct victims {
+	struct kj__cache *c;
 	struct owner *own;
 	size_t n_own;
-	uint8_t (*keys)[KJ_SHA256_LEN];
-	size_t n, cap;
-	uint64_t total, gone;
+	uint64_t total;
+	int (*take)(void *arg, const uint8_t key[KJ_SHA256_LEN]);
+	void *arg;
 };
 
 static struct owner *owner_of(struct victims *v, uid_t uid)
@@ -66,105 +69,132 @@ static uid_t owner_uid(const struct kj__cache *c, const struct ent *en)
 	return en->owner ? (uid_t)(en->owner - 1) : c->dir_uid;
 }
 
+/* The uid a row's owner column counts against (column i of st). */
+static uid_t row_owner(const struct kj__cache *c, sqlite3_stmt *st, int i)
+{
+	sqlite3_int64 o = sqlite3_column_int64(st, i);
+	return sqlite3_column_type(st, i) == SQLITE_NULL || o < 0 || o >= UINT32_MAX ? c->dir_uid : (uid_t)o;
+}
+
+/* Adds bytes of one object to uid's total in *own (of *n owners). */
+static int owner_add(struct kj__cache *c, struct owner **own, size_t *n, uid_t uid, uint64_t bytes)
+{
+	size_t k;
+
+	for (k = 0; k < *n && (*own)[k].uid != uid; k++)
+		;
+	if (k == *n) {
+		void *p = c->mem->realloc(*own, (*n + 1) * sizeof **own);
+		if (p == NULL)
+			return KJIT_ENOMEM;
+		*own = p;
+		(*own)[(*n)++] = (struct owner){ .uid = uid };
+	}
+	(*own)[k].bytes += bytes;
+	(*own)[k].entries++;
+	return 0;
+}
+
 /* Each owner's bytes and entries, from the table in memory: one pass,
- * no SQL (gc runs every second while a full cache takes compiles). */
+ * no SQL (kjit stats). */
 static int owner_totals(struct kj__cache *c, struct owner **out, size_t *n_out)
 {
-	struct owner *own = NULL, *o;
-	size_t n = 0, k = 0;
+	struct owner *own = NULL;
+	size_t n = 0;
+	int r = 0;
 
-	for (size_t i = 0; i < c->n; i++) {
-		uid_t uid = owner_uid(c, &c->ents[i]);
-		if (k >= n || own[k].uid != uid) /* runs of one owner are common: try the last first */
-			for (k = 0; k < n && own[k].uid != uid; k++)
-				;
-		if (k == n) {
-			void *p = c->mem->realloc(own, (n + 1) * sizeof *own);
-			if (p == NULL) {
-				c->mem->free(own);
-				return KJIT_ENOMEM;
-			}
-			own = p;
-			own[n++] = (struct owner){ .uid = uid };
-		}
-		o = &own[k];
-		o->bytes += c->ents[i].size;
-		o->entries++;
+	for (size_t i = 0; r == 0 && i < c->n; i++)
+		r = owner_add(c, &own, &n, owner_uid(c, &c->ents[i]), c->ents[i].size);
+	if (r < 0) {
+		c->mem->free(own);
+		return r;
 	}
 	*out = own;
 	*n_out = n;
 	return 0;
 }
 
-static int take(struct kj__cache *c, struct victims *v, const uint8_t *k, uint64_t size)
+/* The same totals from the rows of db (gc's thread: it may not read the
+ * table, which only the loop touches). */
+static int owner_totals_db(struct kj__cache *c, sqlite3 *db, struct owner **out, size_t *n_out)
 {
-	if (v->n == v->cap) {
-		size_t cap = v->cap ? v->cap * 2 : 64;
-		void *p = c->mem->realloc(v->keys, cap * sizeof *v->keys);
-		if (p == NULL)
-			return KJIT_ENOMEM;
-		v->keys = p;
-		v->cap = cap;
+	sqlite3_stmt *st = NULL;
+	struct owner *own = NULL;
+	size_t n = 0;
+	int rc, r = 0;
+
+	if (sqlite3_prepare_v2(db, "SELECT owner, size FROM objects", -1, &st, NULL) != SQLITE_OK) {
+		kj__cache_say(c, "index %s/index.sqlite: gc: %s", c->dir, sqlite3_errmsg(db));
+		return KJIT_EIO;
 	}
-	memcpy(v->keys[v->n++], k, KJ_SHA256_LEN);
-	v->total -= size;
-	v->gone += size;
+	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		sqlite3_int64 size = sqlite3_column_int64(st, 1);
+		r = owner_add(c, &own, &n, row_owner(c, st, 0), size > 0 ? (uint64_t)size : 0);
+	}
+	if (r == 0 && rc != SQLITE_DONE) {
+		kj__cache_say(c, "index %s/index.sqlite: gc: %s", c->dir, sqlite3_errmsg(db));
+		r = KJIT_EIO;
+	}
+	sqlite3_finalize(st);
+	if (r < 0) {
+		c->mem->free(own);
+		return r;
+	}
+	*out = own;
+	*n_out = n;
 	return 0;
 }
 
 /* One pass over the rows in LRU order: pass 1 takes from owners over
  * share, pass 2 from anyone (after the rows pass 1 took). */
-static int pass(struct kj__cache *c, sqlite3_stmt *st, struct victims *v, uint64_t cap, uint64_t share, int second)
+static int pass(struct victims *v, sqlite3 *db, sqlite3_stmt *st, uint64_t cap, uint64_t share, int second)
 {
 	int rc = SQLITE_DONE, r = 0;
 
 	sqlite3_reset(st);
 	while (v->total > cap && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *hex = kj__db_col_text(st, 0);
+		sqlite3_int64 ssize = sqlite3_column_int64(st, 1);
 		struct owner *o;
 		uint8_t k[KJ_SHA256_LEN];
-		size_t i;
-		if (!hex || !kj__hex_ok(hex) || (kj__cache_unhex(hex, k), i = kj__tab_find(c, k)) == NONE ||
-		    (o = owner_of(v, owner_uid(c, &c->ents[i]))) == NULL)
+		if (!hex || !kj__hex_ok(hex) || ssize < 0 || (o = owner_of(v, row_owner(v->c, st, 2))) == NULL)
 			continue; /* an invalid row: verify's business */
+		uint64_t size = (uint64_t)ssize;
 		if (second ? o->seen++ < o->taken : o->bytes <= share)
 			continue;
-		if ((r = take(c, v, k, c->ents[i].size)) < 0)
+		kj__cache_unhex(hex, k);
+		if ((r = v->take(v->arg, k)) < 0)
 			return r;
-		o->bytes -= o->bytes < c->ents[i].size ? o->bytes : c->ents[i].size;
+		v->total -= size < v->total ? size : v->total;
+		o->bytes -= o->bytes < size ? o->bytes : size;
 		o->taken += !second;
 	}
-	if (v->total > cap && rc != SQLITE_DONE)
-		return kj__db_fail(c, "gc");
+	if (v->total > cap && rc != SQLITE_DONE) {
+		kj__cache_say(v->c, "index %s/index.sqlite: gc: %s", v->c->dir, sqlite3_errmsg(db));
+		return KJIT_EIO;
+	}
 	return 0;
 }
 
-int kj__share_victims(struct kj__cache *c, uint64_t cap, uint64_t share, uint8_t (**keys)[KJ_SHA256_LEN],
-		      size_t *n, uint64_t *gone)
+int kj__share_victims(struct kj__cache *c, sqlite3 *db, uint64_t total, uint64_t cap, uint64_t share,
+		      int (*take)(void *arg, const uint8_t key[KJ_SHA256_LEN]), void *arg)
 {
-	struct victims v = { .total = c->bytes };
+	struct victims v = { .c = c, .total = total, .take = take, .arg = arg };
 	sqlite3_stmt *st = NULL;
 	int r;
 
-	*keys = NULL;
-	*n = 0;
-	*gone = 0;
-	if ((r = owner_totals(c, &v.own, &v.n_own)) < 0)
+	if ((r = owner_totals_db(c, db, &v.own, &v.n_own)) < 0)
 		goto out;
-	if (sqlite3_prepare_v2(c->db, "SELECT key FROM objects ORDER BY last_used, used_seq, key", -1, &st, NULL) !=
-	    SQLITE_OK) {
-		r = kj__db_fail(c, "gc");
+	if (sqlite3_prepare_v2(db, "SELECT key, size, owner FROM objects ORDER BY last_used, used_seq, key", -1, &st,
+			       NULL) != SQLITE_OK) {
+		kj__cache_say(c, "index %s/index.sqlite: gc: %s", c->dir, sqlite3_errmsg(db));
+		r = KJIT_EIO;
 		goto out;
 	}
-	if ((r = pass(c, st, &v, cap, share, 0)) < 0 || (r = pass(c, st, &v, cap, share, 1)) < 0)
-		goto out;
-	*keys = v.keys;
-	*n = v.n;
-	*gone = v.gone;
-	v.keys = NULL;
+	if ((r = pass(&v, db, st, cap, share, 0)) == 0)
+		r = pass(&v, db, st, cap, share, 1);
 out:
 	sqlite3_finalize(st);
-	c->mem->free(v.keys);
 	c->mem->free(v.own);
 	return r;
 }

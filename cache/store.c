@@ -120,8 +120,7 @@ void kj__obj_unlink(struct kj__cache *c, const struct ent *en)
 		kj__cache_say(c, "cannot remove %s: %s", path, strerror(errno));
 }
 
-/* Best effort: makes a rename in dir durable.  Failures are logged. */
-static void fsync_dir(struct kj__cache *c, const char *dir)
+void kj__obj_fsync_dir(struct kj__cache *c, const char *dir)
 {
 	int fd = c->fs->open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
 
@@ -135,8 +134,7 @@ static void fsync_dir(struct kj__cache *c, const char *dir)
 		kj__cache_say(c, "close %s: %s", dir, strerror(errno));
 }
 
-/* Is name "<64 hex>.<ext>"?  Fills key and *ext. */
-static int object_name(const char *name, uint8_t key[KJ_SHA256_LEN], const char **ext)
+int kj__obj_name(const char *name, uint8_t key[KJ_SHA256_LEN], const char **ext)
 {
 	char hex[KJ_SHA256_HEX_LEN + 1];
 
@@ -151,10 +149,9 @@ static int object_name(const char *name, uint8_t key[KJ_SHA256_LEN], const char 
 	return 1;
 }
 
-/* Should file name in object directory sub go?  Temporary files always (we
- * hold the lock: no one else is writing); with orphans, also object files
- * that no row of the table names at exactly that place. */
-static int sweepable(const struct kj__cache *c, const char *sub, const char *name, int orphans)
+/* Temporary files: we hold the lock, no one else is writing, and a
+ * publish runs whole between two steps of the loop. */
+int kj__obj_sweepable(const struct kj__cache *c, const char *sub, const char *name, int orphans)
 {
 	uint8_t key[KJ_SHA256_LEN];
 	const char *ext;
@@ -173,9 +170,9 @@ static int sweepable(const struct kj__cache *c, const char *sub, const char *nam
 		if (strcmp(sub, "recipes") == 0)
 			return n == KJ_SHA256_HEX_LEN + 4 && strcmp(base + KJ_SHA256_HEX_LEN, ".req") == 0 &&
 			       strspn(base, "0123456789abcdef") == KJ_SHA256_HEX_LEN;
-		return object_name(base, key, &ext);
+		return kj__obj_name(base, key, &ext);
 	}
-	if (!orphans || !object_name(name, key, &ext))
+	if (!orphans || !kj__obj_name(name, key, &ext))
 		return 0;
 	size_t i = kj__tab_find(c, key);
 	if (i == NONE)
@@ -209,7 +206,7 @@ uint64_t kj__obj_sweep(struct kj__cache *c, int orphans)
 			continue; /* not a directory (DT_UNKNOWN), or unreadable */
 		while ((fe = readdir(d)) != NULL) {
 			char file[PATH_MAX];
-			if (!sweepable(c, de->d_name, fe->d_name, orphans) ||
+			if (!kj__obj_sweepable(c, de->d_name, fe->d_name, orphans) ||
 			    kj__cache_pathf(file, sizeof file, "%s/%s", path, fe->d_name) < 0)
 				continue;
 			if (c->fs->unlink(file) < 0 && errno != ENOENT)
@@ -344,7 +341,7 @@ void kj__obj_drop(struct kj__cache *c, size_t idx)
 
 /* ---- publishing ---- */
 
-static int entry_ok(const struct kj__cache_entry *e, const uint8_t *data, size_t len)
+int kj__obj_entry_ok(const struct kj__cache_entry *e, const uint8_t *data, size_t len)
 {
 	if (e == NULL || !kj__hex_ok(e->key) || kjit_backend_name(e->backend) == NULL ||
 	    !kj__token_ok(e->target, KJ_TARGET_MAX) || !kj__token_ok(e->version, KJ_VERSION_STR_MAX) ||
@@ -411,7 +408,7 @@ static int publish_prepare(struct kj__cache *c, struct kj__cache_entry *e, const
 {
 	int r;
 
-	if ((r = entry_ok(e, data, len)) < 0)
+	if ((r = kj__obj_entry_ok(e, data, len)) < 0)
 		return r;
 	memset(en, 0, sizeof *en);
 	kj__cache_unhex(e->key, en->key);
@@ -451,7 +448,7 @@ static int place_file(struct kj__cache *c, const struct publish_paths *p, const 
 		return KJIT_EIO;
 	}
 	*created = 0;
-	fsync_dir(c, p->sub);
+	kj__obj_fsync_dir(c, p->sub);
 	return 0;
 }
 

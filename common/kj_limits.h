@@ -46,6 +46,10 @@
 #define KJ_MEMO_BYTES_MAX (64u << 20)      /* request bodies remembered with their cache key */
 #define KJ_NEGCACHE_MAX 64                 /* failed compiles remembered (daemon/negcache.c) */
 #define KJ_FAILED_TTL_MS 5000              /* --failed-ttl default: a startup storm, not an edit cycle */
+#define KJ_MAINT_DELETE_BATCH 256          /* index rows a maintenance thread deletes per transaction: the loop's own writes wait at most one batch */
+#define KJ_IMPORT_ENTER_MAX 4096          /* imported entries the loop enters in its table per turn (a few ms) */
+#define KJ_WAL_CHECKPOINT_PAGES 1000      /* the index's WAL is checkpointed (on a thread) past this many pages: SQLite's own default */
+#define KJ_MAINT_BUSY_MS 5000              /* a maintenance thread's index connection waits this long for the loop's write to end */
 
 /* What one local user may hold of the daemon (daemon/quota.c, docs/reliability.md). */
 #define KJ_CONN_PER_UID_MAX 256            /* connections per uid (not owner/root): a build with a client per core fits */

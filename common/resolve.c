@@ -12,7 +12,6 @@
  *   vulkan: KJIT_VULKAN_ENV;  no version variable
  * Detection, the daemon's half, lives in daemon/detect/.  No state.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,18 +22,6 @@
 #include "util.h"
 
 #define QUOTE_MAX 64 /* longest piece of a user's value echoed in a message */
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 const char *kj__target_env_name(int backend)
 {
@@ -99,7 +86,7 @@ static int target_from_var(int backend, const char *var, const char *v, char tar
 
 	if (rc != 0) {
 		target[0] = '\0';
-		seterr(err, errlen, "%s=%s: %s", var, quote(q, v), why);
+		kj__seterr(err, errlen, "%s=%s: %s", var, quote(q, v), why);
 		return rc == KJIT_EINVAL ? KJIT_ETARGET : rc;
 	}
 	return 0;
@@ -145,7 +132,7 @@ static int hip_override(const char *(*get)(const char *), const char *v, char ta
 	char proc[32], why[256], q[QUOTE_MAX + 4];
 
 	if (kj__hsa_override_to_processor(v, proc, sizeof proc, why, sizeof why) != 0) {
-		seterr(err, errlen, "HSA_OVERRIDE_GFX_VERSION=%s: %s", quote(q, v), why);
+		kj__seterr(err, errlen, "HSA_OVERRIDE_GFX_VERSION=%s: %s", quote(q, v), why);
 		return KJIT_EINVAL;
 	}
 	snprintf(target, KJ_TARGET_MAX, "%s", proc);
@@ -169,7 +156,7 @@ static int resolve_version(const char *(*get)(const char *), const char *const *
 		if (v == NULL)
 			continue;
 		if (!version_ok(v)) {
-			seterr(err, errlen, "%s=%s: expected a version like 5.2 or 6.1.3 (digits and dots)",
+			kj__seterr(err, errlen, "%s=%s: expected a version like 5.2 or 6.1.3 (digits and dots)",
 			       vars[i], quote(q, v));
 			return KJIT_EINVAL;
 		}
@@ -230,7 +217,7 @@ int kj__resolve_env(int backend, const char *(*getenv_fn)(const char *name),
 		}
 		break;
 	default:
-		seterr(err, errlen, "unknown backend %d (expected hip, cuda or vulkan)", backend);
+		kj__seterr(err, errlen, "unknown backend %d (expected hip, cuda or vulkan)", backend);
 		return KJIT_EBACKEND;
 	}
 	if (rc != 0) {

@@ -22,7 +22,6 @@
  * does not know).  No state; every function is reentrant.
  */
 #include <ctype.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,19 +91,6 @@ int kj__amd_processor_supports(const char *name, int *xnack, int *sramecc)
 	return 0;
 }
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 /* Copies at most n bytes of s into a printable, bounded quote buffer. */
 static const char *quote(char out[QUOTE_MAX + 4], const char *s, size_t n)
 {
@@ -129,7 +115,7 @@ static int parse_feature(const struct processor *p, const char *seg, size_t len,
 	unsigned need;
 
 	if (len == 0) {
-		seterr(err, errlen, "empty target feature (features look like ':xnack+' or ':sramecc-')");
+		kj__seterr(err, errlen, "empty target feature (features look like ':xnack+' or ':sramecc-')");
 		return KJIT_ETARGET;
 	}
 	char sign = seg[len - 1];
@@ -141,20 +127,20 @@ static int parse_feature(const struct processor *p, const char *seg, size_t len,
 		slot = &t->xnack;
 		need = F_XNACK;
 	} else {
-		seterr(err, errlen, "unknown target feature '%s' (known: sramecc, xnack)", quote(q, seg, nlen));
+		kj__seterr(err, errlen, "unknown target feature '%s' (known: sramecc, xnack)", quote(q, seg, nlen));
 		return KJIT_ETARGET;
 	}
 	if (nlen == len) {
-		seterr(err, errlen, "target feature '%s' needs '+' or '-' (%s+ or %s-)", quote(q, seg, nlen),
+		kj__seterr(err, errlen, "target feature '%s' needs '+' or '-' (%s+ or %s-)", quote(q, seg, nlen),
 		       q, q);
 		return KJIT_ETARGET;
 	}
 	if (*slot != KJ_FEAT_ANY) {
-		seterr(err, errlen, "target feature '%s' given twice", quote(q, seg, nlen));
+		kj__seterr(err, errlen, "target feature '%s' given twice", quote(q, seg, nlen));
 		return KJIT_ETARGET;
 	}
 	if (!(p->flags & need)) {
-		seterr(err, errlen, "%s does not support the %s feature (leave it out)", p->name,
+		kj__seterr(err, errlen, "%s does not support the %s feature (leave it out)", p->name,
 		       quote(q, seg, nlen));
 		return KJIT_ETARGET;
 	}
@@ -175,7 +161,7 @@ static int check_chars(const char *s, size_t n, char *err, size_t errlen)
 			continue;
 		}
 		if (!(islower(c) || isdigit(c) || c == ':' || c == '+' || c == '-')) {
-			seterr(err, errlen, "character '%c' not allowed in an AMD target ID (use e.g. gfx90a:xnack-)",
+			kj__seterr(err, errlen, "character '%c' not allowed in an AMD target ID (use e.g. gfx90a:xnack-)",
 			       isprint(c) ? c : '?');
 			return KJIT_ETARGET;
 		}
@@ -183,7 +169,7 @@ static int check_chars(const char *s, size_t n, char *err, size_t errlen)
 	if (upper) {
 		for (size_t i = 0; i <= n; i++)
 			lower[i] = (char)tolower((unsigned char)s[i]);
-		seterr(err, errlen, "AMD target IDs are lower case: write '%s'", lower);
+		kj__seterr(err, errlen, "AMD target IDs are lower case: write '%s'", lower);
 		return KJIT_ETARGET;
 	}
 	return 0;
@@ -196,12 +182,12 @@ int kj__amd_target_parse(const char *s, struct kj__amd_target *t, char *err, siz
 	int rc;
 
 	if (s == NULL || s[0] == '\0') {
-		seterr(err, errlen, "empty AMD target ID (expected e.g. gfx90a or gfx90a:xnack-)");
+		kj__seterr(err, errlen, "empty AMD target ID (expected e.g. gfx90a or gfx90a:xnack-)");
 		return KJIT_ETARGET;
 	}
 	size_t n = strlen(s);
 	if (n >= KJ_TARGET_MAX) {
-		seterr(err, errlen, "AMD target ID longer than %d characters", KJ_TARGET_MAX - 1);
+		kj__seterr(err, errlen, "AMD target ID longer than %d characters", KJ_TARGET_MAX - 1);
 		return KJIT_ETARGET;
 	}
 	if ((rc = check_chars(s, n, err, errlen)) != 0)
@@ -210,13 +196,13 @@ int kj__amd_target_parse(const char *s, struct kj__amd_target *t, char *err, siz
 	size_t plen = colon ? (size_t)(colon - s) : n;
 	if (memchr(s, '-', plen) != NULL && strncmp(s, "amdgcn", 6) == 0) {
 		const char *tail = strstr(s, "--");
-		seterr(err, errlen, "give the target ID without the triple: '%s', not '%s'",
+		kj__seterr(err, errlen, "give the target ID without the triple: '%s', not '%s'",
 		       tail ? quote(q, tail + 2, strlen(tail + 2)) : "gfx90a", s);
 		return KJIT_ETARGET;
 	}
 	const struct processor *p = processor_find(s, plen);
 	if (p == NULL) {
-		seterr(err, errlen, "unknown AMD processor '%s' (expected e.g. gfx90a, gfx942, gfx1030, gfx1100)",
+		kj__seterr(err, errlen, "unknown AMD processor '%s' (expected e.g. gfx90a, gfx942, gfx1030, gfx1100)",
 		       quote(q, s, plen));
 		return KJIT_ETARGET;
 	}
@@ -313,23 +299,23 @@ int kj__hsa_override_to_processor(const char *s, char *out, size_t outlen, char 
 	const char *p = s;
 
 	if (s == NULL || s[0] == '\0') {
-		seterr(err, errlen, "empty; expected major.minor.stepping, e.g. 10.3.0");
+		kj__seterr(err, errlen, "empty; expected major.minor.stepping, e.g. 10.3.0");
 		return KJIT_EINVAL;
 	}
 	if ((major = parse_field(&p, '.')) < 0 || (minor = parse_field(&p, '.')) < 0 ||
 	    (step = parse_field(&p, '\0')) < 0) {
-		seterr(err, errlen, "'%s' is not major.minor.stepping, e.g. 10.3.0 or 9.0.10 (three decimal numbers)",
+		kj__seterr(err, errlen, "'%s' is not major.minor.stepping, e.g. 10.3.0 or 9.0.10 (three decimal numbers)",
 		       quote(q, s, strlen(s)));
 		return KJIT_EINVAL;
 	}
 	if (major == 0 || major > 63 || minor > 15 || step > 15) {
-		seterr(err, errlen, "%ld.%ld.%ld is out of range: major 1..63, minor and stepping 0..15 "
+		kj__seterr(err, errlen, "%ld.%ld.%ld is out of range: major 1..63, minor and stepping 0..15 "
 		       "(expected major.minor.stepping, e.g. 10.3.0)", major, minor, step);
 		return KJIT_EINVAL;
 	}
 	if (kj__amd_processor_from_version((unsigned)major, (unsigned)minor, (unsigned)step, out,
 					   outlen) != 0) {
-		seterr(err, errlen, "%ld.%ld.%ld names no known AMD processor (gfx%ld%lx%lx); expected "
+		kj__seterr(err, errlen, "%ld.%ld.%ld names no known AMD processor (gfx%ld%lx%lx); expected "
 		       "major.minor.stepping, e.g. 10.3.0", major, minor, step, major, minor, step);
 		return KJIT_EINVAL;
 	}
@@ -343,7 +329,7 @@ int kj__cuda_target_parse(const char *s, int *ptx, char *err, size_t errlen)
 	int is_ptx;
 
 	if (s == NULL || s[0] == '\0') {
-		seterr(err, errlen, "empty CUDA target (expected sm_90 for cubin or compute_90 for PTX)");
+		kj__seterr(err, errlen, "empty CUDA target (expected sm_90 for cubin or compute_90 for PTX)");
 		return KJIT_ETARGET;
 	}
 	if (strncmp(s, "sm_", 3) == 0) {
@@ -353,7 +339,7 @@ int kj__cuda_target_parse(const char *s, int *ptx, char *err, size_t errlen)
 		p = s + 8;
 		is_ptx = 1;
 	} else {
-		seterr(err, errlen, "unknown CUDA target '%s' (expected sm_NN for cubin or compute_NN for PTX, "
+		kj__seterr(err, errlen, "unknown CUDA target '%s' (expected sm_NN for cubin or compute_NN for PTX, "
 		       "e.g. sm_90)", quote(q, s, strlen(s)));
 		return KJIT_ETARGET;
 	}
@@ -364,7 +350,7 @@ int kj__cuda_target_parse(const char *s, int *ptx, char *err, size_t errlen)
 	if (ok && suffix[0] != '\0' && !((suffix[0] == 'a' || suffix[0] == 'f') && suffix[1] == '\0'))
 		ok = 0;
 	if (!ok) {
-		seterr(err, errlen, "malformed CUDA target '%s' (expected sm_NN, sm_NNa, compute_NN or "
+		kj__seterr(err, errlen, "malformed CUDA target '%s' (expected sm_NN, sm_NNa, compute_NN or "
 		       "compute_NNa with NN the compute capability, e.g. sm_90)", quote(q, s, strlen(s)));
 		return KJIT_ETARGET;
 	}
@@ -385,7 +371,7 @@ int kj__vulkan_target_parse(const char *s, char *err, size_t errlen)
 	if (s != NULL && (strcmp(s, "vulkan1.1") == 0 || strcmp(s, "vulkan1.2") == 0 ||
 			  strcmp(s, "vulkan1.3") == 0))
 		return 0;
-	seterr(err, errlen, "unknown Vulkan target '%s' (expected vulkan1.1, vulkan1.2 or vulkan1.3)",
+	kj__seterr(err, errlen, "unknown Vulkan target '%s' (expected vulkan1.1, vulkan1.2 or vulkan1.3)",
 	       s ? quote(q, s, strlen(s)) : "");
 	return KJIT_ETARGET;
 }
@@ -409,7 +395,7 @@ int kj__target_canon(int backend, const char *s, char *out, size_t outlen, char 
 		rc = kj__vulkan_target_parse(s, err, errlen);
 		break;
 	default:
-		seterr(err, errlen, "unknown backend %d (expected hip, cuda or vulkan)", backend);
+		kj__seterr(err, errlen, "unknown backend %d (expected hip, cuda or vulkan)", backend);
 		return KJIT_EBACKEND;
 	}
 	if (rc != 0)

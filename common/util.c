@@ -276,3 +276,19 @@ int kj__parse_size(const char *s, uint64_t *out)
 	*out = (uint64_t)v * mul;
 	return 0;
 }
+
+void kj__vseterr(char *err, size_t errlen, const char *fmt, va_list ap)
+{
+	if (err == NULL || errlen == 0)
+		return;
+	vsnprintf(err, errlen, fmt, ap);
+}
+
+void kj__seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	kj__vseterr(err, errlen, fmt, ap);
+	va_end(ap);
+}

@@ -5,6 +5,7 @@
 #ifndef KJ_UTIL_H
 #define KJ_UTIL_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -15,6 +16,11 @@
 char *kj__strdup(const char *s);
 char *kj__strndup(const char *s, size_t n);
 char *kj__asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The one error-setting helper: formats into err (errlen bytes, always
+ * terminated, truncated if need be); nothing when err is NULL or errlen
+ * 0.  The v form takes a va_list. */
+void kj__seterr(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void kj__vseterr(char *err, size_t errlen, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
 
 /* Writes n bytes to fd, retrying on EINTR and short writes.  0 or -errno. */
 int kj__write_all(int fd, const void *p, size_t n);

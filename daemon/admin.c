@@ -57,18 +57,15 @@ void kj__stats_flush(struct kj__daemon *d)
 			d->stats_flushed[i] = d->stats[i];
 	}
 	kj__cache_flush(d->cache);
-	/* The size cap, kept off the request path: here, on the flush timer.
+	kj__offloop_checkpoint(d); /* the WAL's copy back, fsync included, on a thread */
+	/* The size cap, kept off the request path and off the loop: a gc on
+	 * the thread pool (offloop.c), started here, on the flush timer.
 	 * Objects being sent are never at risk: a reply's bytes are already
 	 * in the socket or in a buffer of their own. */
 	struct kj__cache_totals t;
-	uint64_t evicted = 0, freed = 0;
-	if (kj__cache_totals(d->cache, &t) == 0 && t.bytes > kj__cache_max_size(d->cache) &&
-	    kj__cache_gc(d->cache, 0, &evicted, &freed) == 0 && evicted) {
-		kj__hits_invalidate(d, "the size cap evicted objects");
-		kj__log(d, "over the %llu-byte cap: evicted %llu least recently used entries (%llu bytes)",
-			(unsigned long long)kj__cache_max_size(d->cache), (unsigned long long)evicted,
-			(unsigned long long)freed);
-	}
+	if (!d->stopping && !kj__offloop_busy(d) && kj__cache_totals(d->cache, &t) == 0 &&
+	    t.bytes > kj__cache_max_size(d->cache) && kj__offloop_start(d, NULL, 0, KJ_CACHE_JOB_GC, 0, NULL) < 0)
+		kj__log(d, "over the size cap, and no memory to start a gc");
 }
 
 /* A counter as saved in the index plus what is not saved yet (the index
@@ -448,73 +445,19 @@ static int do_kernels(struct kj__daemon *d, const char *arg, struct answer *a)
 	return r ? KJIT_ENOMEM : 0;
 }
 
-static int do_gc(struct kj__daemon *d, const char *arg, struct answer *a)
+/* gc, verify and clear: checked here, run by offloop.c, which answers. */
+static int start_maint(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const char *cmd, const char *arg,
+		       struct answer *a)
 {
-	uint64_t cap = 0, evicted = 0, freed = 0;
-	struct kj__cache_totals t = { 0 };
+	uint64_t cap = 0;
+	int kind = strcmp(cmd, "gc") == 0 ? KJ_CACHE_JOB_GC : strcmp(cmd, "verify") == 0 ? KJ_CACHE_JOB_VERIFY
+											: KJ_CACHE_JOB_CLEAR;
 
-	if (arg && *arg && kj__parse_size(arg, &cap) < 0) {
+	if (kind == KJ_CACHE_JOB_GC && arg && *arg && kj__parse_size(arg, &cap) < 0) {
 		snprintf(a->error, sizeof a->error, "bad size '%s' (e.g. 512M, 5G)", arg);
 		return KJIT_EINVAL;
 	}
-	kj__cache_flush(d->cache);
-	int r = kj__cache_gc(d->cache, cap, &evicted, &freed);
-	if (evicted)
-		kj__hits_invalidate(d, "gc evicted objects");
-	if (r < 0)
-		return r;
-	kj__cache_totals(d->cache, &t);
-	r = kj__buf_printf(&a->text, "gc: evicted %llu entries, freed %llu bytes; %llu entries, %llu bytes remain\n",
-			   (unsigned long long)evicted, (unsigned long long)freed, (unsigned long long)t.entries,
-			   (unsigned long long)t.bytes);
-	r |= kj__buf_printf(&a->json, "{\"evicted\":%llu,\"freed\":%llu,\"entries\":%llu,\"bytes\":%llu}",
-			    (unsigned long long)evicted, (unsigned long long)freed, (unsigned long long)t.entries,
-			    (unsigned long long)t.bytes);
-	return r ? KJIT_ENOMEM : 0;
-}
-
-static void verify_bad(const struct kj__cache_entry *e, const char *why, void *arg)
-{
-	struct answer *a = arg;
-	kj__buf_printf(&a->text, "corrupt %s %s-%s: %s (dropped)\n", e->key, e->target, e->version, why);
-}
-
-static int do_verify(struct kj__daemon *d, struct answer *a)
-{
-	uint64_t checked = 0, bad = 0;
-
-	kj__cache_flush(d->cache);
-	int r = kj__cache_verify(d->cache, verify_bad, a, &checked, &bad);
-	if (bad)
-		kj__hits_invalidate(d, "verify dropped objects");
-	if (r < 0)
-		return r;
-	r = kj__buf_printf(&a->text, "verify: %llu objects checked, %llu corrupt or missing (dropped)\n",
-			   (unsigned long long)checked, (unsigned long long)bad);
-	r |= kj__buf_printf(&a->json, "{\"checked\":%llu,\"bad\":%llu}", (unsigned long long)checked,
-			    (unsigned long long)bad);
-	if (r)
-		return KJIT_ENOMEM;
-	if (bad) {
-		snprintf(a->error, sizeof a->error, "verify found %llu corrupt or missing objects (dropped; they will be recompiled)",
-			 (unsigned long long)bad);
-		return KJIT_ECORRUPT;
-	}
-	return 0;
-}
-
-static int do_clear(struct kj__daemon *d, const char *arg, struct answer *a)
-{
-	uint64_t removed = 0;
-	int r = kj__cache_clear(d->cache, arg && *arg ? arg : NULL, &removed);
-
-	if (removed)
-		kj__hits_invalidate(d, "clear removed objects");
-	if (r < 0)
-		return r;
-	r = kj__buf_printf(&a->text, "clear: removed %llu entries\n", (unsigned long long)removed);
-	r |= kj__buf_printf(&a->json, "{\"removed\":%llu}", (unsigned long long)removed);
-	return r ? KJIT_ENOMEM : 0;
+	return kj__offloop_start(d, c, id, kind, cap, kind == KJ_CACHE_JOB_CLEAR && arg && *arg ? arg : NULL);
 }
 
 /* export and import read and write files by path: only for the daemon's
@@ -536,11 +479,11 @@ static int path_allowed(struct kj__conn *c, const char *arg, struct answer *a)
 	return 0;
 }
 
-static int do_export(struct kj__daemon *d, struct kj__conn *c, char *arg, struct answer *a)
+/* Answered by the export task (bundle.c, offloop.c) when it has finished. */
+static int do_export(struct kj__daemon *d, struct kj__conn *c, uint32_t id, char *arg, struct answer *a)
 {
 	const char *targets[64];
 	size_t n = 0;
-	uint64_t done = 0, skipped = 0;
 	int r = path_allowed(c, arg, a);
 
 	if (r < 0)
@@ -556,43 +499,97 @@ static int do_export(struct kj__daemon *d, struct kj__conn *c, char *arg, struct
 			targets[n++] = t;
 		}
 	}
-	r = kj__bundle_export(d, arg, targets, n, &done, &skipped, a->error, sizeof a->error);
-	if (r < 0)
-		return r;
-	kj__log(d, "exported %llu entries to %s", (unsigned long long)done, arg);
-	r = kj__buf_printf(&a->text, "export: %llu entries written to %s%s\n", (unsigned long long)done, arg,
-			   skipped ? " (some corrupt objects skipped; run `kjit verify`)" : "");
-	r |= kj__buf_printf(&a->json, "{\"exported\":%llu,\"skipped\":%llu,\"file\":", (unsigned long long)done,
-			    (unsigned long long)skipped);
-	r |= kj__json_str(&a->json, arg);
-	r |= kj__buf_printf(&a->json, "}");
-	return r ? KJIT_ENOMEM : 0;
+	return kj__bundle_export(d, c, id, arg, targets, n);
 }
 
-static int do_import(struct kj__daemon *d, struct kj__conn *c, const char *arg, struct answer *a)
+/* Answered by the import task (bundle.c, offloop.c) when it has finished. */
+static int do_import(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const char *arg, struct answer *a)
 {
-	uint64_t done = 0, present = 0;
 	int r = path_allowed(c, arg, a);
 
-	if (r < 0)
-		return r;
-	r = kj__bundle_import(d, arg, &done, &present, a->error, sizeof a->error);
-	if (r < 0)
-		return r;
-	kj__log(d, "imported %llu entries from %s (%llu already present)", (unsigned long long)done, arg,
-		(unsigned long long)present);
-	r = kj__buf_printf(&a->text, "import: %llu entries added, %llu already cached\n", (unsigned long long)done,
-			   (unsigned long long)present);
-	r |= kj__buf_printf(&a->json, "{\"imported\":%llu,\"present\":%llu}", (unsigned long long)done,
-			    (unsigned long long)present);
-	return r ? KJIT_ENOMEM : 0;
+	return r < 0 ? r : kj__bundle_import_task(d, c, id, arg);
 }
+
+void kj__admin_answer(struct kj__conn *c, uint32_t id, int r, struct kj__buf *text, struct kj__buf *json,
+		      const char *err)
+{
+	struct kj__buf b = { 0 };
+
+	if (kj__buf_append(text, "", 1) < 0 || kj__buf_append(json, "", 1) < 0 ||
+	    kj__msg_begin(&b, KJ_MSG_REPLY, id) < 0 || kj__msg_put_i32(&b, KJ_F_CODE, r) < 0 ||
+	    kj__msg_put_str(&b, KJ_F_TEXT, (char *)text->p) < 0 || kj__msg_put_str(&b, KJ_F_JSON, (char *)json->p) < 0 ||
+	    (r < 0 && kj__msg_put_str(&b, KJ_F_ERROR, err) < 0)) {
+		kj__buf_free(&b);
+		kj__conn_error(c, id, KJIT_ENOMEM, "kjitd is out of memory; retry later");
+		return;
+	}
+	kj__conn_send(c, &b);
+}
+
+/* What a command's row gets; its run returns 0 with a filled, a negative
+ * code (a.error may say why), or LATER when it answers by itself. */
+struct admin_call {
+	struct kj__daemon *d;
+	struct kj__conn *c;
+	uint32_t id;
+	const char *cmd;
+	char *arg;
+	struct answer *a;
+};
+#define LATER 1
+
+static int cmd_stats(struct admin_call *x)
+{
+	kj__conn_harvest_all(x->d); /* fast-path hits up to this moment */
+	return do_stats(x->d, x->c, x->arg, x->a);
+}
+static int cmd_targets(struct admin_call *x) { return do_targets(x->d, x->a); }
+static int cmd_remote(struct admin_call *x) { return do_remote(x->d, x->a); }
+static int cmd_kernels(struct admin_call *x) { return do_kernels(x->d, x->arg, x->a); }
+static int cmd_ls(struct admin_call *x) { return kj__admin_ls(x->d, x->c, x->arg, &x->a->text, &x->a->json); }
+static int cmd_show(struct admin_call *x)
+{
+	return kj__admin_show(x->d, x->c, x->arg, &x->a->text, &x->a->json, x->a->error, sizeof x->a->error);
+}
+static int cmd_replay(struct admin_call *x)
+{
+	kj__handle_replay(x->d, x->c, x->id, x->arg); /* answers when every recipe has */
+	return LATER;
+}
+static int cmd_maint(struct admin_call *x)
+{
+	int r = start_maint(x->d, x->c, x->id, x->cmd, x->arg, x->a);
+	return r == 0 ? LATER : r; /* offloop.c answers when the job has finished */
+}
+static int cmd_export(struct admin_call *x)
+{
+	int r = do_export(x->d, x->c, x->id, x->arg, x->a);
+	return r == 0 ? LATER : r;
+}
+static int cmd_import(struct admin_call *x)
+{
+	int r = do_import(x->d, x->c, x->id, x->arg, x->a);
+	return r == 0 ? LATER : r;
+}
+
+/* The one list of admin commands.  restricted: it changes or stops the
+ * service, administrators only (access.c); "stats zero" is too. */
+static const struct admin_cmd {
+	const char *name;
+	int restricted;
+	int (*run)(struct admin_call *x);
+} admin_cmds[] = {
+	{ "stats", 0, cmd_stats },   { "targets", 0, cmd_targets }, { "remote", 0, cmd_remote },
+	{ "kernels", 0, cmd_kernels }, { "ls", 0, cmd_ls },         { "show", 0, cmd_show },
+	{ "replay", 1, cmd_replay }, { "gc", 1, cmd_maint },        { "verify", 1, cmd_maint },
+	{ "clear", 1, cmd_maint },   { "export", 1, cmd_export },   { "import", 1, cmd_import },
+};
 
 void kj__handle_admin(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const struct kj__msg *m)
 {
 	struct answer a = { 0 };
-	struct kj__buf b = { 0 };
 	char *cmd = NULL, *arg = NULL;
+	const struct admin_cmd *row = NULL;
 	int r;
 
 	if (kj__field_strdup(kj__msg_get(m, KJ_F_CMD), 32, &cmd) < 0 || cmd == NULL ||
@@ -600,59 +597,21 @@ void kj__handle_admin(struct kj__daemon *d, struct kj__conn *c, uint32_t id, con
 		kj__conn_error(c, id, KJIT_EINVAL, "malformed admin request");
 		goto out;
 	}
-	/* Requests that change or stop the service: administrators only. */
-	static const char *const admin_only[] = { "replay", "gc", "verify", "clear", "export", "import" };
-	char what[64];
-	snprintf(what, sizeof what, "%s%s", cmd,
-		 strcmp(cmd, "stats") == 0 && arg && strcmp(arg, "zero") == 0 ? " zero" : "");
-	int restricted = strcmp(what, "stats zero") == 0;
-	for (size_t i = 0; i < KJ_ARRAY_SIZE(admin_only); i++)
-		restricted |= strcmp(cmd, admin_only[i]) == 0;
-	if (restricted && kj__admin_refused(d, c, id, what))
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(admin_cmds) && row == NULL; i++)
+		if (strcmp(cmd, admin_cmds[i].name) == 0)
+			row = &admin_cmds[i];
+	int zero = row && row->run == cmd_stats && arg && strcmp(arg, "zero") == 0;
+	if (row && (row->restricted || zero) && kj__admin_refused(d, c, id, zero ? "stats zero" : cmd))
 		goto out;
-	if (strcmp(cmd, "replay") == 0) {
-		kj__handle_replay(d, c, id, arg); /* answers when every recipe has */
-		goto out;
-	}
-	if (strcmp(cmd, "stats") == 0)
-		kj__conn_harvest_all(d); /* fast-path hits up to this moment */
-	if (strcmp(cmd, "stats") == 0)
-		r = do_stats(d, c, arg, &a);
-	else if (strcmp(cmd, "targets") == 0)
-		r = do_targets(d, &a);
-	else if (strcmp(cmd, "remote") == 0)
-		r = do_remote(d, &a);
-	else if (strcmp(cmd, "kernels") == 0)
-		r = do_kernels(d, arg, &a);
-	else if (strcmp(cmd, "ls") == 0)
-		r = kj__admin_ls(d, c, arg, &a.text, &a.json);
-	else if (strcmp(cmd, "show") == 0)
-		r = kj__admin_show(d, c, arg, &a.text, &a.json, a.error, sizeof a.error);
-	else if (strcmp(cmd, "gc") == 0)
-		r = do_gc(d, arg, &a);
-	else if (strcmp(cmd, "verify") == 0)
-		r = do_verify(d, &a);
-	else if (strcmp(cmd, "clear") == 0)
-		r = do_clear(d, arg, &a);
-	else if (strcmp(cmd, "export") == 0)
-		r = do_export(d, c, arg, &a);
-	else if (strcmp(cmd, "import") == 0)
-		r = do_import(d, c, arg, &a);
-	else {
+	if (row == NULL) {
 		snprintf(a.error, sizeof a.error, "unknown admin command '%s'", cmd);
 		r = KJIT_EINVAL;
+	} else if ((r = row->run(&(struct admin_call){ d, c, id, cmd, arg, &a })) == LATER) {
+		goto out;
 	}
 	if (r < 0 && a.error[0] == '\0')
 		snprintf(a.error, sizeof a.error, "%s failed: %s", cmd, kjit_strerror(r));
-	if (kj__buf_append(&a.text, "", 1) < 0 || kj__buf_append(&a.json, "", 1) < 0 ||
-	    kj__msg_begin(&b, KJ_MSG_REPLY, id) < 0 || kj__msg_put_i32(&b, KJ_F_CODE, r) < 0 ||
-	    kj__msg_put_str(&b, KJ_F_TEXT, (char *)a.text.p) < 0 || kj__msg_put_str(&b, KJ_F_JSON, (char *)a.json.p) < 0 ||
-	    (r < 0 && kj__msg_put_str(&b, KJ_F_ERROR, a.error) < 0)) {
-		kj__buf_free(&b);
-		kj__conn_error(c, id, KJIT_ENOMEM, "kjitd is out of memory; retry later");
-		goto out;
-	}
-	kj__conn_send(c, &b);
+	kj__admin_answer(c, id, r, &a.text, &a.json, a.error);
 out:
 	kj__buf_free(&a.text);
 	kj__buf_free(&a.json);

@@ -9,9 +9,12 @@
  *     SHA-256 of every byte before it (32 bytes)
  * Import checks the trailer, the format, every record and every object's
  * digest before it publishes anything, so a damaged or truncated bundle
- * leaves the cache untouched.  Both read and write files by path, so they
- * are refused to peers other than the daemon's own user (or root): a
- * system kjitd must not write or probe files for other users.
+ * leaves the cache untouched.  Export runs on a thread of offloop.c (it
+ * reads the index through a connection of its own and the object files,
+ * and writes the bundle: bundle-export.c); kjitd's loop only answers.
+ * Both read and write files by path, so they are refused to peers other
+ * than the daemon's own user (or root): a system kjitd must not write or
+ * probe files for other users.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,277 +23,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bundle-int.h"
 #include "daemon.h"
-#include "outfile.h"
 #include "kj_types.h"
 #include "lowered.h"
 #include "sha.h"
 #include "util.h"
-
-#define BUNDLE_MAGIC "KJITBNDL"
-#define BUNDLE_VERSION 1
-#define BUNDLE_HDR_SIZE 24           /* magic, version, count, manifest length */
-#define BUNDLE_RECORD_MAX (1u << 20) /* one entry's metadata, its log included */
-#define BUNDLE_ENTRIES_MAX 10000000u
-/* The least a valid record takes: its length, the headers of its twelve
- * fields, two 64-digit hex strings and three u64s.  Bounds the entry count
- * by the manifest's length before anything is allocated for it. */
-#define BUNDLE_RECORD_MIN (4 + 12 * 6 + 2 * 64 + 3 * 8)
-
-enum bundle_tag {
-	B_KEY = 1, B_BACKEND, B_TARGET, B_VERSION, B_EXT, B_SIZE, B_SHA256, B_SOURCE_NAME,
-	B_OPTIONS, B_COMPILER, B_COMPILE_MS, B_LOG,
-	B_LOWERED, /* optional: a bundle of older kjit has its lowered names in B_LOG */
-};
-
-static void put32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> 8 * i); }
-static void put64(uint8_t *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> 8 * i); }
-static uint32_t get32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
-static uint64_t get64(const uint8_t *p) { return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32; }
-
-static int put_field(struct kj__buf *b, uint16_t tag, const void *p, size_t n)
-{
-	uint8_t h[6] = { (uint8_t)tag, (uint8_t)(tag >> 8) };
-	put32(h + 2, (uint32_t)n);
-	int r = kj__buf_append(b, h, sizeof h);
-	return r ? r : kj__buf_append(b, p, n);
-}
-
-static int put_str(struct kj__buf *b, uint16_t tag, const char *s)
-{
-	return put_field(b, tag, s ? s : "", s ? strlen(s) : 0);
-}
-
-static int put_u64(struct kj__buf *b, uint16_t tag, uint64_t v)
-{
-	uint8_t p[8];
-	put64(p, v);
-	return put_field(b, tag, p, sizeof p);
-}
-
-/* ---- export ---- */
-
-struct key_list {
-	char (*keys)[65];
-	size_t n, cap;
-	const char *const *targets;
-	size_t n_targets;
-};
-
-static int collect(const struct kj__cache_entry *e, void *arg)
-{
-	struct key_list *l = arg;
-	int want = l->n_targets == 0;
-
-	for (size_t i = 0; i < l->n_targets && !want; i++)
-		want = strcmp(l->targets[i], e->target) == 0;
-	if (!want)
-		return 0;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 64;
-		char (*k)[65] = realloc(l->keys, cap * sizeof *k);
-		if (k == NULL)
-			return KJIT_ENOMEM;
-		l->keys = k;
-		l->cap = cap;
-	}
-	memcpy(l->keys[l->n++], e->key, 65);
-	return 0;
-}
-
-/* Reads an entry's object and checks it against the index's digest. */
-static int read_verified(struct kj__daemon *d, const struct kj__cache_entry *e, uint8_t **data, size_t *len)
-{
-	uint8_t dg[KJ_SHA256_LEN];
-	char hex[65];
-	char *path = kj__asprintf("%s/%s-%s/%s.%s", d->cfg.cache_dir, e->target, e->version, e->key, e->ext);
-	int r;
-
-	if (path == NULL)
-		return KJIT_ENOMEM;
-	r = kj__read_file(path, KJ_OBJECT_MAX, data, len);
-	free(path);
-	if (r < 0)
-		return KJIT_EIO;
-	if (kj__sha256(*data, *len, dg) < 0) {
-		free(*data);
-		return KJIT_EINTERNAL;
-	}
-	kj__hex(dg, hex);
-	if (*len != e->size || strcmp(hex, e->sha256) != 0) {
-		free(*data);
-		*data = NULL;
-		return KJIT_ECORRUPT;
-	}
-	return 0;
-}
-
-static int record_of(const struct kj__cache_entry *e, struct kj__buf *rec)
-{
-	int r = put_str(rec, B_KEY, e->key);
-	r |= put_u64(rec, B_BACKEND, (uint64_t)e->backend);
-	r |= put_str(rec, B_TARGET, e->target);
-	r |= put_str(rec, B_VERSION, e->version);
-	r |= put_str(rec, B_EXT, e->ext);
-	r |= put_u64(rec, B_SIZE, e->size);
-	r |= put_str(rec, B_SHA256, e->sha256);
-	r |= put_str(rec, B_SOURCE_NAME, e->source_name);
-	r |= put_str(rec, B_OPTIONS, e->options);
-	r |= put_str(rec, B_COMPILER, e->compiler);
-	r |= put_u64(rec, B_COMPILE_MS, e->compile_ms);
-	r |= put_str(rec, B_LOG, e->log);
-	r |= put_str(rec, B_LOWERED, e->lowered);
-	return r ? KJIT_ENOMEM : 0;
-}
-
-/* Writes n bytes to fd and into the running digest. */
-static int emit(int fd, struct kj__sha *sha, const void *p, size_t n)
-{
-	if (kj__sha_update(sha, p, n) < 0)
-		return KJIT_EINTERNAL;
-	int r = kj__write_all(fd, p, n);
-	if (r < 0) {
-		errno = -r;
-		return KJIT_EIO;
-	}
-	return 0;
-}
-
-/* The message of a failed write of the bundle at path; KJIT_EIO. */
-static int write_failed(const char *path, char *err, size_t errlen)
-{
-	snprintf(err, errlen, "writing %s: %s", path, strerror(errno));
-	return KJIT_EIO;
-}
-
-/* Pass 1: the metadata of each listed entry whose object is there and
- * holds its digest, appended to manifest as records; the others are
- * logged and counted in *skipped.  Fills ents[0..*n_ok) (each freed with
- * kj__cache_entry_free by the caller).  0 or KJIT_ENOMEM. */
-static int build_manifest(struct kj__daemon *d, const struct key_list *l, struct kj__cache_entry *ents,
-			  size_t *n_ok, struct kj__buf *manifest, uint64_t *skipped)
-{
-	struct kj__buf rec = { 0 };
-	uint8_t *data = NULL, rl[4];
-	size_t len;
-	int r = 0;
-
-	for (size_t i = 0; i < l->n; i++) {
-		struct kj__cache_entry *e = &ents[*n_ok];
-		if (kj__cache_get(d->cache, l->keys[i], e) < 0)
-			continue;
-		if (read_verified(d, e, &data, &len) < 0) {
-			kj__log(d, "export: skipping %s: object missing or corrupt (`kjit verify` drops it)", l->keys[i]);
-			kj__cache_entry_free(e);
-			(*skipped)++;
-			continue;
-		}
-		free(data);
-		data = NULL;
-		rec.len = 0;
-		if ((r = record_of(e, &rec)) == 0) {
-			put32(rl, (uint32_t)rec.len);
-			if (kj__buf_append(manifest, rl, 4) < 0 || kj__buf_append(manifest, rec.p, rec.len) < 0)
-				r = KJIT_ENOMEM;
-		}
-		if (r < 0) {
-			kj__cache_entry_free(e);
-			break;
-		}
-		(*n_ok)++;
-	}
-	kj__buf_free(&rec);
-	return r;
-}
-
-/* Writes the bundle of ents[0..n) with its manifest to fd: header,
- * manifest, the objects (pass 2: each read and checked again as it is
- * copied), the trailer, fsync.  0, or a negative code with err set. */
-static int write_bundle(struct kj__daemon *d, int fd, const char *path, const struct kj__buf *manifest,
-			const struct kj__cache_entry *ents, size_t n, char *err, size_t errlen)
-{
-	uint8_t hdr[BUNDLE_HDR_SIZE], dg[KJ_SHA256_LEN], *data = NULL;
-	struct kj__sha *sha = NULL;
-	size_t len;
-	int r;
-
-	if (kj__sha_new(&sha) < 0)
-		return KJIT_ENOMEM;
-	memcpy(hdr, BUNDLE_MAGIC, 8);
-	put32(hdr + 8, BUNDLE_VERSION);
-	put32(hdr + 12, (uint32_t)n);
-	put64(hdr + 16, manifest->len);
-	if ((r = emit(fd, sha, hdr, sizeof hdr)) < 0 || (r = emit(fd, sha, manifest->p, manifest->len)) < 0)
-		goto io_fail;
-	for (size_t i = 0; i < n; i++) {
-		r = read_verified(d, &ents[i], &data, &len);
-		if (r < 0) {
-			snprintf(err, errlen, "object %s changed during the export; run it again", ents[i].key);
-			goto out;
-		}
-		r = emit(fd, sha, data, len);
-		free(data);
-		data = NULL;
-		if (r < 0)
-			goto io_fail;
-	}
-	if (kj__sha_final(sha, dg) < 0 || kj__write_all(fd, dg, sizeof dg) < 0 || fsync(fd) < 0)
-		goto io_fail;
-	r = 0;
-	goto out;
-io_fail:
-	r = write_failed(path, err, errlen);
-out:
-	kj__sha_free(sha);
-	return r;
-}
-
-int kj__bundle_export(struct kj__daemon *d, const char *path, const char *const *targets, size_t n_targets,
-		      uint64_t *exported, uint64_t *skipped, char *err, size_t errlen)
-{
-	struct key_list l = { .targets = targets, .n_targets = n_targets };
-	struct kj__buf manifest = { 0 };
-	struct kj__cache_entry *ents = NULL;
-	struct kj__outfile o = { .fd = -1 };
-	size_t n_ok = 0;
-	int r;
-
-	*exported = *skipped = 0;
-	kj__cache_flush(d->cache);
-	r = kj__cache_foreach(d->cache, NULL, collect, &l);
-	if (r < 0)
-		goto out;
-	ents = calloc(l.n ? l.n : 1, sizeof *ents);
-	if (ents == NULL) {
-		r = KJIT_ENOMEM;
-		goto out;
-	}
-	if ((r = build_manifest(d, &l, ents, &n_ok, &manifest, skipped)) < 0)
-		goto out;
-	/* As cp would: a regular file replaced whole, a symlink followed; the
-	 * loop must not block, so no device or FIFO (common/outfile.h). */
-	if (kj__outfile_open(&o, path, KJ_OUT_REGULAR_ONLY, err, errlen) < 0) {
-		r = KJIT_EIO;
-		goto out;
-	}
-	if ((r = write_bundle(d, o.fd, path, &manifest, ents, n_ok, err, errlen)) < 0)
-		goto out;
-	if (kj__outfile_commit(&o, err, errlen) < 0) {
-		r = KJIT_EIO;
-		goto out;
-	}
-	*exported = n_ok;
-	r = 0;
-out:
-	if (o.fd >= 0)
-		kj__outfile_abort(&o);
-	for (size_t i = 0; ents && i < n_ok; i++)
-		kj__cache_entry_free(&ents[i]);
-	free(ents);
-	free(l.keys);
-	kj__buf_free(&manifest);
-	return r;
-}
 
 /* ---- import ---- */
 
@@ -560,55 +298,162 @@ static int check_objects(int fd, const struct bentry *be, uint32_t count, char *
 	return 0;
 }
 
-/* Publishes each entry the cache does not have yet (counted in
- * *imported; the others in *present).  0, or the first failure with err
- * set. */
-static int publish_all(struct kj__daemon *d, int fd, struct bentry *be, uint32_t count, uint64_t *imported,
-		       uint64_t *present, char *err, size_t errlen)
+/* An import as one task of offloop.c: its run, on a thread, checks the
+ * whole bundle, then places each entry the index lacks through a bulk
+ * publish (cache/bulk.c); its finish, on the loop, enters them in the
+ * table.  kj__bundle_import is the same two steps in a row. */
+struct import_task {
+	struct kj__cache *cache;
+	char *path;
+	struct kj__cache_bulk *bulk;
+	uint64_t placed, present, imported;
+	int r;
+	int entering;        /* the checks and the placing are done: runs are empty */
+	char err[512];
+};
+
+/* Places each entry the index does not have yet (counted in t->placed;
+ * the others in t->present).  0, or the first failure with t->err set. */
+static int place_all(struct import_task *t, int fd, struct bentry *be, uint32_t count)
 {
+	int r;
+
+	if ((r = kj__cache_bulk_new(t->cache, &t->bulk)) < 0) {
+		snprintf(t->err, sizeof t->err, "importing: cannot open the index: %s", kjit_strerror(r));
+		return r;
+	}
 	for (uint32_t i = 0; i < count; i++) {
-		struct kj__cache_entry cur;
 		uint8_t *data;
-		int r;
-		if (kj__cache_get(d->cache, be[i].e.key, &cur) == 0) {
-			kj__cache_entry_free(&cur);
-			(*present)++;
+		if (kj__cache_bulk_has(t->bulk, be[i].e.key)) {
+			t->present++;
 			continue;
 		}
 		r = load_object(fd, &be[i], &data);
 		if (r == 0)
-			r = kj__cache_publish(d->cache, &be[i].e, data, be[i].e.size);
+			r = kj__cache_bulk_add(t->bulk, &be[i].e, data, be[i].e.size);
 		free(data);
-		if (r < 0) {
-			snprintf(err, errlen, "importing %s failed after %llu entries: %s", be[i].e.key,
-				 (unsigned long long)*imported, kjit_strerror(r));
-			return r;
-		}
-		(*imported)++;
+		if (r < 0)
+			break;
+		t->placed++;
 	}
-	return 0;
+	int e = kj__cache_bulk_end(t->bulk);
+	if (r >= 0 && e < 0)
+		r = e;
+	if (r < 0)
+		snprintf(t->err, sizeof t->err, "importing failed after %llu entries: %s", (unsigned long long)t->placed,
+			 kjit_strerror(r));
+	return r < 0 ? r : 0;
 }
 
-int kj__bundle_import(struct kj__daemon *d, const char *path, uint64_t *imported, uint64_t *present, char *err,
-		      size_t errlen)
+static void import_run(void *arg)
 {
+	struct import_task *t = arg;
 	uint8_t hdr[BUNDLE_HDR_SIZE];
 	struct bentry *be = NULL;
 	uint32_t count = 0;
 	uint64_t size = 0;
 	int fd, r;
 
-	*imported = *present = 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if ((r = check_header(fd, path, hdr, &size, err, errlen)) < 0 ||
-	    (r = check_trailer(fd, path, size, err, errlen)) < 0 ||
-	    (r = read_manifest(fd, path, hdr, size, &be, &count, err, errlen)) < 0 ||
-	    (r = check_objects(fd, be, count, err, errlen)) < 0)
+	if (t->entering)
+		return;
+	fd = open(t->path, O_RDONLY | O_CLOEXEC);
+	if ((r = check_header(fd, t->path, hdr, &size, t->err, sizeof t->err)) < 0 ||
+	    (r = check_trailer(fd, t->path, size, t->err, sizeof t->err)) < 0 ||
+	    (r = read_manifest(fd, t->path, hdr, size, &be, &count, t->err, sizeof t->err)) < 0 ||
+	    (r = check_objects(fd, be, count, t->err, sizeof t->err)) < 0)
 		goto out;
-	r = publish_all(d, fd, be, count, imported, present, err, errlen);
+	r = place_all(t, fd, be, count);
 out:
 	bentries_free(be, count);
 	if (fd >= 0)
 		close(fd);
+	t->r = r;
+}
+
+/* The loop's step: what was placed enters the table, at most
+ * KJ_IMPORT_ENTER_MAX entries per step (1: more steps to come). */
+static int import_enter(struct kj__daemon *d, struct import_task *t)
+{
+	int r = 0;
+
+	if (t->bulk && (r = kj__cache_bulk_finish(d->cache, t->bulk, KJ_IMPORT_ENTER_MAX, &t->imported)) == 1)
+		return 1;
+	if (t->r < 0)
+		return t->r;
+	if (r < 0)
+		snprintf(t->err, sizeof t->err, "importing: %s", kjit_strerror(r));
+	return r;
+}
+
+static int import_finish(struct kj__daemon *d, void *arg, struct kj__buf *text, struct kj__buf *json, char *err,
+			 size_t errlen)
+{
+	struct import_task *t = arg;
+	int r = import_enter(d, t);
+
+	if (r == 1) {
+		t->entering = 1; /* the next run does nothing: a turn of the loop between two slices */
+		return 1;
+	}
+	if (r < 0) {
+		snprintf(err, errlen, "%s", t->err);
+		return r;
+	}
+	kj__log(d, "imported %llu entries from %s (%llu already present)", (unsigned long long)t->imported, t->path,
+		(unsigned long long)t->present);
+	r = kj__buf_printf(text, "import: %llu entries added, %llu already cached\n", (unsigned long long)t->imported,
+			   (unsigned long long)t->present);
+	r |= kj__buf_printf(json, "{\"imported\":%llu,\"present\":%llu}", (unsigned long long)t->imported,
+			    (unsigned long long)t->present);
+	return r ? KJIT_ENOMEM : 0;
+}
+
+static void import_free(void *arg)
+{
+	struct import_task *t = arg;
+
+	kj__cache_bulk_free(t->bulk);
+	free(t->path);
+	free(t);
+}
+
+static const struct kj__offloop_ops import_ops = { "import", NULL, import_run, import_finish, import_free };
+
+static struct import_task *import_new(struct kj__daemon *d, const char *path)
+{
+	struct import_task *t = calloc(1, sizeof *t);
+
+	if (t == NULL || (t->path = strdup(path)) == NULL) {
+		free(t);
+		return NULL;
+	}
+	t->cache = d->cache;
+	return t;
+}
+
+int kj__bundle_import_task(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const char *path)
+{
+	struct import_task *t = import_new(d, path);
+
+	return t ? kj__offloop_task(d, c, id, &import_ops, t) : KJIT_ENOMEM;
+}
+
+int kj__bundle_import(struct kj__daemon *d, const char *path, uint64_t *imported, uint64_t *present, char *err,
+		      size_t errlen)
+{
+	struct import_task *t = import_new(d, path);
+	int r;
+
+	*imported = *present = 0;
+	if (t == NULL)
+		return KJIT_ENOMEM;
+	import_run(t);
+	while ((r = import_enter(d, t)) == 1)
+		;
+	if (r < 0)
+		snprintf(err, errlen, "%s", t->err);
+	*imported = t->imported;
+	*present = t->present;
+	import_free(t);
 	return r;
 }

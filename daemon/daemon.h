@@ -249,6 +249,10 @@ struct kj__daemon {
 	dev_t sock_dev;              /* the socket file we bound, to notice it removed or replaced */
 	ino_t sock_ino;
 	int sock_lost;               /* it was: do not unlink whatever is at the path now */
+	/* offloop.c: gc, verify and clear jobs; the head runs, the rest wait. */
+	struct kj__offloop *offloop_head, *offloop_tail;
+	uv_work_t ckpt_work;         /* offloop.c: the index's checkpoint, on a thread */
+	int ckpt_busy;
 };
 
 /* quota.c: connections and request bytes per peer uid (docs in quota.c).
@@ -473,6 +477,14 @@ struct kj__flight *kj__flight_new(struct kj__daemon *d, const char *key);
 int kj__flight_add_waiter(struct kj__flight *f, struct kj__conn *c, uint32_t id);
 /* Drops the waiters' references and frees f and what it owns (NULL ok). */
 void kj__flight_free(struct kj__flight *f);
+/* The one publish sequence of a flight that got its object (a compile,
+ * a remote hit): answers every waiter (w[0] with status, the others with
+ * join_status), then puts the object in the shared hit table, the cache,
+ * its recipe and its requesters.  compile_ms: what a hit will save.  0,
+ * or the cache's error (logged and counted: the clients have their
+ * answer, the object is just not cached). */
+int kj__flight_publish(struct kj__flight *f, int status, int join_status, const uint8_t *data, size_t len,
+		       const char *log, const char *lowered, uint64_t compile_ms);
 /* Calls fn on every open flight (fn must not add or remove flights). */
 void kj__flights_foreach(struct kj__flights *t, void (*fn)(struct kj__flight *f, void *arg), void *arg);
 
@@ -577,6 +589,40 @@ int kj__admin_refused(struct kj__daemon *d, struct kj__conn *c, uint32_t id, con
 void kj__handle_admin(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const struct kj__msg *m);
 /* Adds counters not yet persisted to the cache's counters. */
 void kj__stats_flush(struct kj__daemon *d);
+/* The reply to admin request id: code r, its text and JSON (may be empty),
+ * and err when r < 0.  An encoding failure answers KJIT_ENOMEM instead. */
+void kj__admin_answer(struct kj__conn *c, uint32_t id, int r, struct kj__buf *text, struct kj__buf *json,
+		      const char *err);
+
+/* offloop.c: admin tasks with their slow part on libuv's thread pool, one
+ * at a time in arrival order.  A task's steps: begin on the loop (0, or an
+ * error answered at once with err), run on a thread (touching only what
+ * its task owns, and what its own contract allows), finish on the loop
+ * (1: run again; 0 done with text and json filled; or an error with err).
+ * free (may be NULL) releases arg, whatever happened.  task: queues one
+ * and answers request id on c when it has finished (c NULL: no answer;
+ * an error is logged).  0 or KJIT_ENOMEM (arg freed).  start: queues kind
+ * (KJ_CACHE_JOB_*; cap for gc, 0 the configured one; target for clear,
+ * NULL all) and answers request id on c when it has finished (c NULL: the
+ * size cap's own gc, logged).  0 or KJIT_ENOMEM (nothing queued).  busy:
+ * 1 while a job runs or waits. */
+struct kj__offloop;
+struct kj__offloop_ops {
+	const char *name;
+	int (*begin)(struct kj__daemon *d, void *arg, char *err, size_t errlen);
+	void (*run)(void *arg);
+	int (*finish)(struct kj__daemon *d, void *arg, struct kj__buf *text, struct kj__buf *json, char *err,
+		      size_t errlen);
+	void (*free)(void *arg);
+};
+int kj__offloop_task(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const struct kj__offloop_ops *ops,
+		     void *arg);
+int kj__offloop_start(struct kj__daemon *d, struct kj__conn *c, uint32_t id, int kind, uint64_t cap,
+		      const char *target);
+int kj__offloop_busy(const struct kj__daemon *d);
+/* Checkpoints the index's WAL on a thread when it has grown past
+ * KJ_WAL_CHECKPOINT_PAGES and no checkpoint runs (the flush timer). */
+void kj__offloop_checkpoint(struct kj__daemon *d);
 
 /* entries.c: `ls [TARGET]` and `show KEY` for c's peer (every entry for an
  * administrator, else those it requested), into text and json.  0 or a
@@ -588,11 +634,16 @@ int kj__admin_show(struct kj__daemon *d, struct kj__conn *c, const char *arg, st
 
 /* bundle.c: export (entries of the given targets, or all) to path, and
  * import from path.  Import checks everything before it publishes
- * anything.  0 or a negative code with a one-line reason in err. */
-int kj__bundle_export(struct kj__daemon *d, const char *path, const char *const *targets, size_t n_targets,
-		      uint64_t *exported, uint64_t *skipped, char *err, size_t errlen);
+ * anything.  Export is an offloop.c task that answers request id on c
+ * when done: 0 queued, or KJIT_ENOMEM.  Import: 0 or a negative code with
+ * a one-line reason in err. */
+int kj__bundle_export(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const char *path,
+		      const char *const *targets, size_t n_targets);
 int kj__bundle_import(struct kj__daemon *d, const char *path, uint64_t *imported, uint64_t *present, char *err,
 		      size_t errlen);
+/* The same as an offloop.c task answering request id on c when done: 0
+ * queued, or KJIT_ENOMEM. */
+int kj__bundle_import_task(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const char *path);
 
 /* replay.c: records the recipe of a compiled request (called on publish)
  * and answers ADMIN replay [DAYS]. */

@@ -202,20 +202,15 @@ static void serve_remote(struct kj__flight *f, const struct kj__remote_object *o
 	free(all);
 	kj__flights_remove(d->flights, f);
 	d->stats[KJ_STAT_REMOTE_HITS] += f->n_w;
-	kj__flight_answer(f, KJIT_STATUS_REMOTE, o->data, o->size, log, lowered);
+	if (split) /* the one publish sequence: waiters, hit table, cache, recipe, requesters */
+		kj__flight_publish(f, KJIT_STATUS_REMOTE, KJIT_STATUS_REMOTE, o->data, o->size, log, lowered, 0);
+	else { /* answered, not cached, as any failed publish */
+		kj__flight_answer(f, KJIT_STATUS_REMOTE, o->data, o->size, log, lowered);
+		d->stats[KJ_STAT_PUBLISH_ERRORS]++;
+		kj__log(d, "could not store %s (%s): served, not cached", f->key, kjit_strerror(KJIT_ENOMEM));
+	}
 	kj__log(d, "remote hit %s: %s for %s (%zu bytes, %s, %zu request%s)", f->key, f->source_name, f->e.target,
 		o->size, how, f->n_w, f->n_w == 1 ? "" : "s");
-	f->e.log = log;
-	f->e.lowered = lowered;
-	f->e.compile_ms = 0;
-	int r = split ? kj__cache_publish(d->cache, &f->e, o->data, o->size) : KJIT_ENOMEM;
-	if (r < 0) {
-		d->stats[KJ_STAT_PUBLISH_ERRORS]++;
-		kj__log(d, "could not store %s (%s): served, not cached", f->key, kjit_strerror(r));
-	} else {
-		kj__flight_store_recipe(f);
-	}
-	f->e.log = f->e.lowered = NULL;
 	free(log);
 	free(lowered);
 	kj__flight_free(f);

@@ -8,6 +8,11 @@
  * in the table from kj__flights_insert until kj__flights_remove, which
  * get.c calls when its job ends and before it answers the waiters.  Each
  * waiter holds a reference on its connection until the flight is freed.
+ *
+ * kj__flight_publish is the one sequence that ends a flight with an
+ * object, whatever brought it (a compile, get.c; a remote hit, fleet.c):
+ * the waiters are answered first, then the object enters the shared hit
+ * table, the cache (file, index row), its recipe and its requesters.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -165,4 +170,37 @@ void kj__flight_free(struct kj__flight *f)
 	free(f->options);
 	free(f->compiler);
 	free(f);
+}
+
+int kj__flight_publish(struct kj__flight *f, int status, int join_status, const uint8_t *data, size_t len,
+		       const char *log, const char *lowered, uint64_t compile_ms)
+{
+	struct kj__daemon *d = f->d;
+	struct kj__obj_reply o = { f->key, f->e.target, f->e.version, log, lowered, NULL };
+
+	for (size_t i = 0; i < f->n_w; i++) {
+		o.explain = f->w[i].explain; /* --explain: this waiter's own */
+		kj__send_object(d, f->w[i].c, f->w[i].id, i ? join_status : status, &o, data, len);
+	}
+	/* What every waiter was just sent.  Not if the table was invalidated
+	 * while the flight was open (a header changed). */
+	if (f->has_fp)
+		kj__hits_put_fp(d, f->fp, f->hits_gen, f->key, f->e.target, f->e.version, data, len);
+	f->e.compile_ms = compile_ms;
+	f->e.log = log;
+	f->e.lowered = lowered;
+	int r = kj__cache_publish(d->cache, &f->e, data, len);
+	f->e.log = f->e.lowered = NULL;
+	if (r < 0) {
+		d->stats[KJ_STAT_PUBLISH_ERRORS]++;
+		kj__log(d, "could not store %s (%s): served, not cached", f->key, kjit_strerror(r));
+		return r;
+	}
+	kj__flight_store_recipe(f);
+	/* who asked: `kjit ls` shows a user only its own entries */
+	for (size_t i = 0; i < f->n_w; i++)
+		if (kj__cache_note_user(d->cache, f->key, kj__conn_uid(f->w[i].c)) < 0)
+			kj__log(d, "could not record uid %u as a requester of %s", (unsigned)kj__conn_uid(f->w[i].c),
+				f->key);
+	return 0;
 }

@@ -170,45 +170,20 @@ static void job_failed(struct kj__flight *f, const struct job_result *jr, const 
 }
 
 /* Every waiter gets the object (the first "compiled", the others
- * "joined"), then it is published: hit table, cache, recipe, requesters,
- * fleet. */
+ * "joined"), then it is published (flight.c), then offered to the fleet. */
 static void job_compiled(struct kj__flight *f, const struct job_result *jr)
 {
 	struct kj__daemon *d = f->d;
 	const uint8_t *data = jr->data->p;
 	size_t len = jr->data->len;
-	struct kj__obj_reply o = { f->key, f->e.target, f->e.version, jr->log, jr->lowered, NULL };
 
 	d->stats[KJ_STAT_COMPILES]++;
 	d->stats[KJ_STAT_COMPILE_MS] += jr->us / 1000;
-	for (size_t i = 0; i < f->n_w; i++) {
-		if (i > 0) {
-			d->stats[KJ_STAT_JOINED]++;
-			d->stats[KJ_STAT_SAVED_MS] += jr->us / 1000;
-		}
-		o.explain = f->w[i].explain; /* --explain: this waiter's own */
-		kj__send_object(d, f->w[i].c, f->w[i].id, i ? KJIT_STATUS_JOINED : KJIT_STATUS_COMPILED, &o, data, len);
+	if (f->n_w > 1) {
+		d->stats[KJ_STAT_JOINED] += f->n_w - 1;
+		d->stats[KJ_STAT_SAVED_MS] += (f->n_w - 1) * (jr->us / 1000);
 	}
-	/* Fresh from the compiler: what every waiter was just sent.  Not if
-	 * the table was invalidated while it compiled (a header changed). */
-	if (f->has_fp)
-		kj__hits_put_fp(d, f->fp, f->hits_gen, f->key, f->e.target, f->e.version, data, len);
-	f->e.compile_ms = jr->us / 1000;
-	f->e.log = jr->log;
-	f->e.lowered = jr->lowered;
-	int r = kj__cache_publish(d->cache, &f->e, data, len);
-	if (r < 0) {
-		d->stats[KJ_STAT_PUBLISH_ERRORS]++;
-		kj__log(d, "could not store %s (%s): served, not cached", f->key, kjit_strerror(r));
-	} else {
-		kj__flight_store_recipe(f);
-		/* who asked: `kjit ls` shows a user only its own entries */
-		for (size_t i = 0; i < f->n_w; i++)
-			if (kj__cache_note_user(d->cache, f->key, kj__conn_uid(f->w[i].c)) < 0)
-				kj__log(d, "could not record uid %u as a requester of %s", (unsigned)kj__conn_uid(f->w[i].c),
-					f->key);
-	}
-	f->e.log = f->e.lowered = NULL;
+	kj__flight_publish(f, KJIT_STATUS_COMPILED, KJIT_STATUS_JOINED, data, len, jr->log, jr->lowered, jr->us / 1000);
 	kj__fleet_compiled(f, data, len, jr->log, jr->lowered);
 }
 

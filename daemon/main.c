@@ -167,6 +167,8 @@ static int claim_cache(struct kj__daemon *d)
 			fprintf(d->log, "kjitd: cannot open the cache %s: %s\n", d->cfg.cache_dir, kjit_strerror(r));
 		return 1;
 	}
+	if (kj__cache_job_threaded())
+		kj__cache_wal_offload(d->cache); /* checkpoints on a thread (offloop.c), not on the loop */
 	return 0;
 }
 

@@ -555,6 +555,68 @@ static void on_bad(const struct kj__cache_entry *e, const char *why, void *arg)
 	snprintf(s->why, sizeof s->why, "%s", why);
 }
 
+/* The steps of a job (job.c) with the cache used between run and finish,
+ * as kjitd's loop does while a thread runs: an entry used since gc began
+ * is not evicted; an object published again after verify found it
+ * corrupt is not dropped; a file published between a sweep's listing and
+ * its finish stays; an entry published again while clear deleted it goes
+ * (a miss), never served wrong. */
+static void test_job_steps_recheck(void)
+{
+	struct kj__cache *c;
+	struct kj__cache_job *j = NULL;
+	struct kj__cache_job_result res;
+	char path[512];
+
+	setup();
+	c = open_fs(NULL, 350);
+	for (int i = 0; i < 5; i++)
+		CHECK_EQ_INT(publish(c, i, "gfx90a", 100), 0);
+	/* gc: 0 and 1 are the least recently used; 0 is used after begin */
+	CHECK_EQ_INT(kj__cache_job_begin(c, KJ_CACHE_JOB_GC, 0, NULL, &j), 0);
+	kj__cache_job_run(j);
+	CHECK_EQ_INT(lookup(c, 0, 100), 0);
+	int r = kj__cache_job_finish(j, NULL, NULL);
+	CHECK_EQ_INT(r, 1); /* the deletions come next */
+	kj__cache_job_run(j);
+	CHECK_EQ_INT(kj__cache_job_finish(j, NULL, NULL), 0);
+	kj__cache_job_result(j, &res);
+	kj__cache_job_free(j);
+	CHECK_EQ_INT(res.evicted, 1);
+	CHECK_EQ_INT(lookup(c, 0, 100), 0);
+	CHECK_EQ_INT(lookup(c, 1, 100), KJIT_ENOENT);
+	CHECK_EQ_INT(consistent(c), 4);
+	/* verify: 2 corrupt when run looks, published again before finish */
+	obj_path(2, "gfx90a", path, sizeof path);
+	flip_byte(path, 0);
+	CHECK_EQ_INT(kj__cache_job_begin(c, KJ_CACHE_JOB_VERIFY, 0, NULL, &j), 0);
+	kj__cache_job_run(j);
+	CHECK_EQ_INT(unlink(path), 0);
+	CHECK_EQ_INT(publish(c, 2, "gfx90a", 100), 0);
+	CHECK_EQ_INT(publish(c, 6, "gfx90a", 100), 0); /* not listed, not swept */
+	CHECK_EQ_INT(kj__cache_job_finish(j, NULL, NULL), 0);
+	kj__cache_job_result(j, &res);
+	kj__cache_job_free(j);
+	CHECK_EQ_INT(res.checked, 4);
+	CHECK_EQ_INT(res.bad, 0);
+	CHECK_EQ_INT(lookup(c, 2, 100), 0);
+	CHECK_EQ_INT(lookup(c, 6, 100), 0);
+	/* clear: 3 published again while its row and file are deleted */
+	CHECK_EQ_INT(kj__cache_job_begin(c, KJ_CACHE_JOB_CLEAR, 0, NULL, &j), 0);
+	CHECK_EQ_INT(lookup(c, 3, 100), KJIT_ENOENT); /* out of the table at begin */
+	CHECK_EQ_INT(publish(c, 3, "gfx90a", 100), 0);
+	kj__cache_job_run(j);
+	CHECK_EQ_INT(kj__cache_job_finish(j, NULL, NULL), 0);
+	kj__cache_job_result(j, &res);
+	kj__cache_job_free(j);
+	CHECK_EQ_INT(res.removed, 5);
+	CHECK_EQ_INT(res.redropped, 1);
+	CHECK_EQ_INT(lookup(c, 3, 100), KJIT_ENOENT);
+	CHECK_EQ_INT(consistent(c), 0);
+	kj__cache_close(c);
+	cleanup();
+}
+
 static void test_verify_finds_corruption(void)
 {
 	struct kj__cache *c;
@@ -1409,7 +1471,7 @@ TEST_LIST(TEST(publish_lookup) TEST(publish_rejects_bad_entries) TEST(restart_st
 	  TEST(integrity_check_after_unclean_close) TEST(hot_set)
 	  TEST(lock_same_process) TEST(lock_other_process) TEST(corrupt_byte_is_a_miss)
 	  TEST(deleted_file_is_a_miss) TEST(truncated_index_is_rebuilt)
-	  TEST(gc_keeps_most_recently_used) TEST(foreach_order_and_filter)
+	  TEST(gc_keeps_most_recently_used) TEST(job_steps_recheck) TEST(foreach_order_and_filter)
 	  TEST(verify_finds_corruption) TEST(clear_by_target) TEST(counters_persist)
 	  TEST(stale_tmp_removed_at_open) TEST(faults_during_publish) TEST(faults_during_lookup)
 	  TEST(faults_during_open) TEST(out_of_memory) TEST(ten_thousand_entries)

@@ -10,7 +10,6 @@
  * no driver, so that a GPU-less build machine still keys its PTX correctly.
  */
 #include <dlfcn.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -33,18 +32,6 @@ struct cuda_api {
 	kj_CUresult (*attribute)(int *v, int attr, kj_CUdevice d);
 	kj_CUresult (*name)(char *name, int len, kj_CUdevice d);
 };
-
-static void note_set(char *note, size_t notelen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void note_set(char *note, size_t notelen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (note == NULL || notelen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(note, notelen, fmt, ap);
-	va_end(ap);
-}
 
 /* Resolves the entry points.  0, or -1 naming the missing one in *missing. */
 static int cuda_bind(void *h, struct cuda_api *a, const char **missing)
@@ -87,23 +74,23 @@ int kj__detect_cuda(struct kj__gpu *gpus, size_t max, size_t *n, char *note, siz
 	if (note && notelen)
 		note[0] = '\0';
 	if ((h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) == NULL) {
-		note_set(note, notelen, "no NVIDIA GPU: libcuda.so.1 not found; set KJIT_CUDA_ARCH (e.g. sm_90)");
+		kj__seterr(note, notelen, "no NVIDIA GPU: libcuda.so.1 not found; set KJIT_CUDA_ARCH (e.g. sm_90)");
 		return 0;
 	}
 	if (cuda_bind(h, &a, &missing) != 0) {
-		note_set(note, notelen, "no NVIDIA GPU: libcuda.so.1 lacks %s; set KJIT_CUDA_ARCH (e.g. sm_90)",
+		kj__seterr(note, notelen, "no NVIDIA GPU: libcuda.so.1 lacks %s; set KJIT_CUDA_ARCH (e.g. sm_90)",
 			 missing);
 		goto out;
 	}
 	if ((cr = a.init(0)) != 0) {
-		note_set(note, notelen, "no NVIDIA GPU: cuInit failed (CUDA error %d%s); set KJIT_CUDA_ARCH "
+		kj__seterr(note, notelen, "no NVIDIA GPU: cuInit failed (CUDA error %d%s); set KJIT_CUDA_ARCH "
 			 "(e.g. sm_90)", cr, cr == KJ_CU_ERROR_NO_DEVICE ? ", no device" : "");
 		goto out;
 	}
 	if (a.driver_version(&dv) == 0)
 		version_string(dv, version, sizeof version);
 	if (a.device_count(&count) != 0 || count <= 0) {
-		note_set(note, notelen, "no NVIDIA GPU: the driver reports none; set KJIT_CUDA_ARCH (e.g. sm_90)");
+		kj__seterr(note, notelen, "no NVIDIA GPU: the driver reports none; set KJIT_CUDA_ARCH (e.g. sm_90)");
 		goto out;
 	}
 	for (int i = 0; i < count && *n < max; i++) {
@@ -123,7 +110,7 @@ int kj__detect_cuda(struct kj__gpu *gpus, size_t max, size_t *n, char *note, siz
 		snprintf(g->version, sizeof g->version, "%s", version);
 	}
 	if (*n == 0)
-		note_set(note, notelen, "no NVIDIA GPU: no device answered; set KJIT_CUDA_ARCH (e.g. sm_90)");
+		kj__seterr(note, notelen, "no NVIDIA GPU: no device answered; set KJIT_CUDA_ARCH (e.g. sm_90)");
 out:
 	dlclose(h);
 	return 0;

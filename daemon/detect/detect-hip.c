@@ -35,7 +35,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,18 +51,6 @@ extern char **environ;
 #define SRAM_EDCSUPPORTED 0x04000000u /* HSA_CAP_SRAM_EDCSUPPORTED, kfd_sysfs.h */
 #define DIR_MAX 3072                   /* a sysfs root longer than this is not looked at */
 #define NODES_MAX 1024                 /* KFD nodes we look at (CPUs + GPUs + XCP partitions) */
-
-static void note_set(char *note, size_t notelen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void note_set(char *note, size_t notelen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (note == NULL || notelen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(note, notelen, fmt, ap);
-	va_end(ap);
-}
 
 /* Reads a small sysfs file into out with trailing whitespace removed.
  * 0, or -1 when absent or empty. */
@@ -234,10 +221,10 @@ static int hip_from_sysfs(const char *root, struct kj__gpu *gpus, size_t max, si
 	}
 	*n = found;
 	if (found == 0)
-		note_set(note, notelen, "no AMD GPU: the KFD topology in %s has no GPU node%s%s; set "
+		kj__seterr(note, notelen, "no AMD GPU: the KFD topology in %s has no GPU node%s%s; set "
 			 "KJIT_HIP_ARCH (e.g. gfx90a)", dir, skipped ? ": " : "", why);
 	else if (skipped)
-		note_set(note, notelen, "%s", why);
+		kj__seterr(note, notelen, "%s", why);
 	return 0;
 }
 
@@ -462,12 +449,12 @@ int kj__detect_hip(const char *sysfs_root, struct kj__gpu *gpus, size_t max, siz
 		if (rr == 0)
 			kj__hip_parse_rocminfo(text, gpus, max, n);
 		if (*n == 0)
-			note_set(note, notelen, "no AMD GPU: %s/class/kfd absent (amdgpu's KFD not loaded) and "
+			kj__seterr(note, notelen, "no AMD GPU: %s/class/kfd absent (amdgpu's KFD not loaded) and "
 				 "rocminfo %s; set KJIT_HIP_ARCH (e.g. gfx90a)", root,
 				 rr == -ENOENT ? "not installed" : rr == 0 ? "lists no GPU agent"
 				 : rr == -ETIMEDOUT ? "timed out" : "failed");
 	} else if (r == -ENOENT) {
-		note_set(note, notelen, "no AMD GPU: %s/class/kfd absent (amdgpu's KFD not loaded); set "
+		kj__seterr(note, notelen, "no AMD GPU: %s/class/kfd absent (amdgpu's KFD not loaded); set "
 			 "KJIT_HIP_ARCH (e.g. gfx90a)", root);
 	}
 	free(text);

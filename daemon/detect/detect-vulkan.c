@@ -12,7 +12,6 @@
  */
 #define VK_NO_PROTOTYPES
 #include <dlfcn.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,18 +23,6 @@
 
 #define VENDOR_NVIDIA 0x10DEu /* encodes driverVersion as 10.8.8.6 bits */
 #define DEVICES_MAX 64        /* physical devices we look at */
-
-static void note_set(char *note, size_t notelen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void note_set(char *note, size_t notelen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (note == NULL || notelen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(note, notelen, fmt, ap);
-	va_end(ap);
-}
 
 static PFN_vkGetInstanceProcAddr loader_gipa(void *h)
 {
@@ -103,14 +90,14 @@ int kj__detect_vulkan(struct kj__gpu *gpus, size_t max, size_t *n, char *note, s
 	if (note && notelen)
 		note[0] = '\0';
 	if ((h = dlopen("libvulkan.so.1", RTLD_NOW | RTLD_LOCAL)) == NULL) {
-		note_set(note, notelen, "no Vulkan device: libvulkan.so.1 (the Vulkan loader) not found; set "
+		kj__seterr(note, notelen, "no Vulkan device: libvulkan.so.1 (the Vulkan loader) not found; set "
 			 "KJIT_VULKAN_ENV (e.g. vulkan1.3)");
 		return 0;
 	}
 	PFN_vkGetInstanceProcAddr gipa = loader_gipa(h);
 	PFN_vkCreateInstance create = gipa ? (PFN_vkCreateInstance)gipa(NULL, "vkCreateInstance") : NULL;
 	if (create == NULL) {
-		note_set(note, notelen, "no Vulkan device: the loader lacks vkCreateInstance; set KJIT_VULKAN_ENV "
+		kj__seterr(note, notelen, "no Vulkan device: the loader lacks vkCreateInstance; set KJIT_VULKAN_ENV "
 			 "(e.g. vulkan1.3)");
 		goto out;
 	}
@@ -124,7 +111,7 @@ int kj__detect_vulkan(struct kj__gpu *gpus, size_t max, size_t *n, char *note, s
 	VkInstanceCreateInfo ci = { .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, .pApplicationInfo = &app };
 	VkResult vr = create(&ci, NULL, &inst);
 	if (vr != VK_SUCCESS) {
-		note_set(note, notelen, "no Vulkan device: vkCreateInstance failed (VkResult %d; no driver "
+		kj__seterr(note, notelen, "no Vulkan device: vkCreateInstance failed (VkResult %d; no driver "
 			 "installed?); set KJIT_VULKAN_ENV (e.g. vulkan1.3)", (int)vr);
 		inst = VK_NULL_HANDLE;
 		goto out;
@@ -135,7 +122,7 @@ int kj__detect_vulkan(struct kj__gpu *gpus, size_t max, size_t *n, char *note, s
 	PFN_vkGetPhysicalDeviceProperties props =
 		(PFN_vkGetPhysicalDeviceProperties)gipa(inst, "vkGetPhysicalDeviceProperties");
 	if (enumerate == NULL || props == NULL || destroy == NULL) {
-		note_set(note, notelen, "no Vulkan device: the loader lacks core entry points; set "
+		kj__seterr(note, notelen, "no Vulkan device: the loader lacks core entry points; set "
 			 "KJIT_VULKAN_ENV (e.g. vulkan1.3)");
 		goto out;
 	}
@@ -151,7 +138,7 @@ int kj__detect_vulkan(struct kj__gpu *gpus, size_t max, size_t *n, char *note, s
 			old++;
 	}
 	if (*n == 0)
-		note_set(note, notelen, "no Vulkan device: the loader lists %u device%s%s; set KJIT_VULKAN_ENV "
+		kj__seterr(note, notelen, "no Vulkan device: the loader lists %u device%s%s; set KJIT_VULKAN_ENV "
 			 "(e.g. vulkan1.3)", ndev, ndev == 1 ? "" : "s",
 			 old ? " (only Vulkan 1.0, below vulkan1.1)" : "");
 out:

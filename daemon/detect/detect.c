@@ -4,23 +4,11 @@
  * short-lived child, so no driver library is ever loaded into kjitd and
  * none into libkjit.  No state.
  */
-#include <stdarg.h>
 #include <stdio.h>
 
 #include "detect.h"
 #include "kj_types.h"
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
+#include "util.h"
 
 int kj__detect(int backend, const char *sysfs_root, struct kj__gpu *gpus, size_t max, size_t *n,
 	       char *note, size_t notelen)
@@ -36,7 +24,7 @@ int kj__detect(int backend, const char *sysfs_root, struct kj__gpu *gpus, size_t
 		return kj__detect_vulkan(gpus, max, n, note, notelen);
 	default:
 		*n = 0;
-		seterr(note, notelen, "unknown backend %d (expected hip, cuda or vulkan)", backend);
+		kj__seterr(note, notelen, "unknown backend %d (expected hip, cuda or vulkan)", backend);
 		return KJIT_EBACKEND;
 	}
 }
