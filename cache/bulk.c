@@ -91,6 +91,16 @@ fail:
 
 int kj__cache_bulk_has(struct kj__cache_bulk *b, const char *key)
 {
+	uint8_t k[KJ_SHA256_LEN];
+
+	/* The open batch's rows are not written yet: a bundle naming a key
+	 * twice must not place a second file under the first one's row. */
+	if (kj__hex_ok(key)) {
+		kj__cache_unhex(key, k);
+		for (size_t i = b->done; i < b->n; i++)
+			if (memcmp(b->items[i].key, k, KJ_SHA256_LEN) == 0)
+				return 1;
+	}
 	sqlite3_bind_text(b->has, 1, key, -1, SQLITE_TRANSIENT);
 	int rc = sqlite3_step(b->has);
 	sqlite3_reset(b->has);

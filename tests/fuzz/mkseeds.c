@@ -269,9 +269,11 @@ static void field_u64(struct kj__buf *b, uint16_t tag, uint64_t v)
 	field(b, tag, p, 8);
 }
 
-/* A bundle of n objects of the given sizes.  The trailer is left zero: the
+/* A bundle of n objects of the given sizes, each under a key of its own or,
+ * with same_key, all under one (an importer that placed each would leave a
+ * file of one under the row of another).  The trailer is left zero: the
  * harness rewrites it for inputs whose first byte is odd ('K' is). */
-static void seed_bundle(const char *name, size_t n, const size_t *sizes)
+static void seed_bundle(const char *name, size_t n, const size_t *sizes, int same_key)
 {
 	struct kj__buf man = { 0 }, rec = { 0 }, out = { 0 };
 	uint8_t hdr[24], dg[KJ_SHA256_LEN], obj[512];
@@ -281,7 +283,7 @@ static void seed_bundle(const char *name, size_t n, const size_t *sizes)
 		memset(obj, (int)('a' + i), sizeof obj);
 		check(kj__sha256(obj, sizes[i], dg), "sha");
 		kj__hex(dg, hex);
-		snprintf(key, sizeof key, "%064zx", i + 1);
+		snprintf(key, sizeof key, "%064zx", same_key ? (size_t)1 : i + 1);
 		rec.len = 0;
 		field(&rec, 1, key, 64);
 		field_u64(&rec, 2, 1);
@@ -321,9 +323,10 @@ static void seed_bundle(const char *name, size_t n, const size_t *sizes)
 static void seeds_bundle(void)
 {
 	static const size_t one[] = { 100 }, three[] = { 1, 300, 512 };
-	seed_bundle("one", 1, one);
-	seed_bundle("three", 3, three);
-	seed_bundle("empty", 0, NULL);
+	seed_bundle("one", 1, one, 0);
+	seed_bundle("three", 3, three, 0);
+	seed_bundle("same-key", 3, three, 1);
+	seed_bundle("empty", 0, NULL, 0);
 	put_str("bundle", "not-a-bundle", "KJITBNDX and then some bytes that are not a bundle at all.......");
 }
 
