@@ -14,6 +14,10 @@
 #   - a trickling or silent Redis costs a miss at most its deadline plus the
 #     compile; kjitd answers ping meanwhile; remote_timeouts counts; a reply
 #     announcing more than any value is dropped at its header
+#   - a hostile server (or link): a reply to no request, an array of 2^31
+#     elements for a GET, a one-element pub/sub message, 600 MiB streamed on
+#     the subscription: kjitd neither aborts (hiredis 0.14 asserts), stalls
+#     nor buffers them; it drops the connection, says why, and compiles
 . "$(dirname "$0")/lib.sh"
 
 if ! command -v redis-server >/dev/null 2>&1 || ! command -v python3 >/dev/null 2>&1; then
@@ -278,5 +282,54 @@ check "size term: compiled ($(cat "$T/sb.line"))" grep -q '^compiled ' "$T/sb.li
 check "size term: read whole (corrupt $(rstat 7 corrupt), not timed out: $(rstat 7 timeouts))" \
 	[ "$(rstat 7 corrupt)" -ge 1 -a "$(rstat 7 timeouts)" = 0 ]
 unnode 7
+# ---- a hostile Redis server (or whoever sits on the unencrypted link) ----
+# hiredis 0.14 aborts on a reply nobody asked for and on a malformed pub/sub
+# message, callocs a pointer per announced array element, and buffers a bulk
+# of any announced size on a connection without a deadline (the
+# subscription): remote/remote-guard.c and remote-conn.c refuse these and
+# drop the connection; kjitd goes on.
+fake_start() { # MODE
+	rm -f "$T/fake.sock"
+	$TOOL fake "$T/fake.sock" "$1" &
+	FAKE_PID=$!
+	i=0
+	until [ -S "$T/fake.sock" ] || [ $i -ge 100 ]; do sleep 0.05; i=$((i + 1)); done
+	node "$2" "unix://$T/fake.sock" --remote-lookup-timeout 3000 || { not_ok fleet-trust "node $2"; exit 1; }
+	sleep 0.3
+}
+fake_stop() { # N
+	unnode "$1"
+	kill "$FAKE_PID" 2>/dev/null
+	wait "$FAKE_PID" 2>/dev/null
+	FAKE_PID=""
+	rm -f "$T/fake.sock"
+}
+alive() { p=$(eval "echo \${PID_$1:-}"); [ -n "$p" ] && kill -0 "$p" 2>/dev/null && kj "$1" ping >/dev/null 2>&1; }
+hostile() { # MODE N WHY: a get against the fake in MODE: kjitd lives, compiles at once, logs WHY
+	fake_start "$1" "$2"
+	t0=$(ms)
+	get "$2" "$(src "$1")" "$T/h$1"
+	dt=$(($(ms) - t0))
+	sleep 0.3
+	check "hostile $1: compiled ($(cat "$T/h$1.line"))" grep -q '^compiled ' "$T/h$1.line"
+	check "hostile $1: kjitd alive" alive "$2"
+	check "hostile $1: dropped at once, not at the 3 s deadline (${dt} ms < 2000)" [ $dt -lt 2000 ]
+	check "hostile $1: logged ($3)" grep -q "$3" "$T/log.$2"
+	fake_stop "$2"
+}
+hostile extra 8 'a reply to no request'
+hostile array 9 'an array reply to a command never answered with one'
+fake_start badsub 10 # a one-element message on the subscription
+sleep 0.7
+check "hostile badsub: kjitd alive" alive 10
+check "hostile badsub: logged" grep -q 'a malformed pub/sub message' "$T/log.10"
+fake_stop 10
+fake_start flood 11 # 600 MiB of a 900 MB message on the subscription
+sleep 1.5
+rss=$(awk '/^VmHWM/ {print $2}' "/proc/$PID_11/status")
+check "hostile flood: kjitd alive" alive 11
+check "hostile flood: peak RSS ${rss} kB < 64 MiB" [ "${rss:-999999}" -lt 65536 ]
+check "hostile flood: logged" grep -q 'a pub/sub message larger than any' "$T/log.11"
+fake_stop 11
 echo "# fleet-trust.sh took $(($(date +%s) - t_start)) s"
 [ $FAILS = 0 ]

@@ -14,11 +14,14 @@ trickles or stalls every GET.  Standard library only.
                                    replaced, signed for key K with secret S
   verify VALUE KEY SECRET [OBJ]    exit 0 if VALUE is KJO2, its HMAC verifies
                                    for KEY, and (given OBJ) its object is OBJ
-  fake SOCK trickle|silent|huge|slowbulk
+  fake SOCK trickle|silent|huge|slowbulk|extra|array|badsub|flood
                                    a fake Redis on SOCK until killed: GET
                                    trickles 1 MB, stops mid-reply, announces
-                                   900 GB and trickles, or sends 3 MiB of
-                                   garbage in 1.5 s
+                                   900 GB and trickles, sends 3 MiB of
+                                   garbage in 1.5 s, answers twice, answers
+                                   an array of 2^31 elements; or the
+                                   subscription gets a one-element message,
+                                   or 600 MiB of a 900 MB message
 """
 import hashlib
 import hmac
@@ -28,6 +31,8 @@ import struct
 import sys
 import threading
 import time
+
+FLOOD_MIB = 600  # mode flood: what the fake sends on the subscription before it waits
 
 HDR = struct.Struct("<4sIQIIIIII32s")  # 72 bytes
 
@@ -111,6 +116,18 @@ def fake_client(c, mode):
                 elif name == b"SUBSCRIBE":
                     ch = cmd[1]
                     c.sendall(b"*3\r\n$9\r\nsubscribe\r\n$%d\r\n%s\r\n:1\r\n" % (len(ch), ch))
+                    if mode == "badsub":  # a message hiredis 0.14 asserts on (fewer than 2 elements)
+                        time.sleep(0.5)
+                        c.sendall(b"*1\r\n$7\r\nmessage\r\n")
+                    if mode == "flood":  # a bulk nobody asked for, streamed on the idle subscription
+                        c.sendall(b"*3\r\n$7\r\nmessage\r\n$%d\r\n%s\r\n$900000000\r\n" % (len(ch), ch))
+                        chunk = b"x" * (1 << 20)
+                        for _ in range(FLOOD_MIB):
+                            c.sendall(chunk)
+                elif name == b"GET" and mode == "extra":
+                    c.sendall(b"$-1\r\n+OK\r\n")  # a miss, then a reply to nothing
+                elif name == b"GET" and mode == "array":
+                    c.sendall(b"*2147483647\r\n" + b":1\r\n" * 100000)  # an array nobody can GET
                 elif name == b"GET" and mode == "slowbulk":
                     c.sendall(b"$3145728\r\n")  # 3 MiB of garbage over about 1.5 s, then its end
                     for _ in range(24):
