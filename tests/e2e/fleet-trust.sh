@@ -8,6 +8,8 @@
 #     other entry points: each is answered `compiled` with the bytes of a
 #     reference compile, counted in remote_forged, and overwritten in Redis
 #     by the node's own signed value
+#   - a planted lease (no expiry, or longer than any node sets) is not
+#     waited for: the miss compiles at once, counted as forged
 #   - a node without a secret warns at start, reads KJO1 and unsigned KJO2
 #     (as documented), and its unsigned values are forged to a secret node
 #   - the secret file is refused when loose, foreign or short
@@ -175,6 +177,27 @@ wait_key "$(key_of "$T/g.1.line")"
 get 2 "$s" "$T/g.2"
 check "genuine signed value: remote hit ($(cat "$T/g.2.line"))" grep -q '^remote hit ' "$T/g.2.line"
 check "genuine: same bytes" cmp -s "$T/g.1" "$T/g.2"
+
+# a lease no node set (no expiry, or one longer than any node's): each miss
+# on the key would wait for it the whole 70 s a live owner may take; not
+# waited for, counted, compiled alone
+for how in "" "PX 3600000"; do
+	c=lease$(echo "$how" | tr -dc 0-9)
+	s=$(src "$c")
+	get 1 "$s" "$T/$c.1"
+	k=$(key_of "$T/$c.1.line")
+	wait_key "$k"
+	redis-cli -s "$RS" del "kjit:v2:$k" >/dev/null
+	redis-cli -s "$RS" set "kjit:v2:lease:$k" evil $how >/dev/null
+	f0=$(rstat 2 forged)
+	t0=$(ms)
+	timeout 20 sh -c "KJIT_SOCKET='$T/n/2.sock' '$KJIT' get --source '$s' --backend hip --target gfx90a -o '$T/$c.2' >'$T/$c.2.line' 2>&1"
+	dt=$(($(ms) - t0))
+	check "planted lease ${how:-without expiry}: not waited for (${dt} ms < 5000; $(cat "$T/$c.2.line"))" \
+		sh -c "grep -q '^compiled ' '$T/$c.2.line' && [ $dt -lt 5000 ]"
+	check "planted lease ${how:-without expiry}: counted forged ($f0 -> $(rstat 2 forged)) and logged" \
+		sh -c "[ $(rstat 2 forged) -gt $f0 ] && grep -q 'not waiting for it' '$T/log.2'"
+done
 
 # ---- a node without a secret ----
 node 3 "unix://$RS" --remote-lookup-timeout 3000 || { not_ok fleet-trust "node 3"; exit 1; }
