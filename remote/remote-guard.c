@@ -14,7 +14,10 @@
  * logged), never an abort.
  *
  * Invariants:
- *  - CMD and PUT (and SUB before its subscription is confirmed): a
+ *  - An error reply is always accepted: hiredis gives it to the op waiting
+ *    for it or, none waiting, drops the connection with it as the reason
+ *    (NOAUTH for a SUBSCRIBE sent without a valid password).
+ *  - CMD and PUT (and SUB before its subscription is confirmed): any other
  *    top-level reply is accepted only while an op waits for it (c->head;
  *    every command on them is an op, so ops and hiredis's callbacks are the
  *    same FIFO), and it is never an array: nothing kjit sends is answered
@@ -41,7 +44,9 @@ static int allowed(struct conn *c, const redisReadTask *t, int type, int element
 {
 	const char *why = NULL;
 
-	if (t->parent == NULL && (c->role != C_SUB || c->head)) {
+	if (t->parent == NULL && type == REDIS_REPLY_ERROR) {
+		; /* answers an op, or (none waiting) hiredis drops the connection with it as the reason */
+	} else if (t->parent == NULL && (c->role != C_SUB || c->head)) {
 		if (c->head == NULL)
 			why = "a reply to no request";
 		else if (type == REDIS_REPLY_ARRAY)
