@@ -220,6 +220,19 @@ check "no secret: publishes KJO2 without an HMAC" sh -c "head -c 4 '$T/u.val' | 
 get 2 "$s" "$T/u.2"
 check "secret node: an unsigned value is forged, compiled ($(cat "$T/u.2.line"))" grep -q '^compiled ' "$T/u.2.line"
 check "secret node: and overwritten with its signed one" signed_by_us "$k" "$T/u.2"
+# what a writer puts in a value's metadata reaches the log of a node without
+# a secret when it refuses the value: it must not forge log lines there
+s=$(src inject)
+get 1 "$s" "$T/inj.1"
+k=$(key_of "$T/inj.1.line")
+wait_key "$k"
+$TOOL get "$RS" "kjit:v2:$k" "$T/inj.genuine"
+$TOOL kjo2 "$T/inj.genuine" "$T/inj.val" --meta 'backend=9\nINJECTED kjitd[1]: remote hit: all is well\n' --mac none &&
+	$TOOL set "$RS" "kjit:v2:$k" "$T/inj.val"
+get 3 "$s" "$T/inj.3"
+check "no secret: a value for another backend not served ($(cat "$T/inj.3.line"))" grep -q '^compiled ' "$T/inj.3.line"
+check "no secret: its metadata logged on the refusal's line, not as lines of its own" \
+	sh -c "grep -q 'metadata names another backend' '$T/log.3' && ! grep -q '^INJECTED' '$T/log.3'"
 unnode 3
 unnode 1
 
@@ -311,7 +324,8 @@ unnode 7
 # of any announced size on a connection without a deadline (the
 # subscription): remote/remote-guard.c and remote-conn.c refuse these and
 # drop the connection; kjitd goes on.
-fake_start() { # MODE
+fake_start() { # MODE N: a fake Redis in MODE (the one before stopped) and node N on it
+	[ -n "$FAKE_PID" ] && kill "$FAKE_PID" 2>/dev/null && wait "$FAKE_PID" 2>/dev/null
 	rm -f "$T/fake.sock"
 	$TOOL fake "$T/fake.sock" "$1" &
 	FAKE_PID=$!

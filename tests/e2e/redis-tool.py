@@ -9,9 +9,10 @@ trickles or stalls every GET.  Standard library only.
   get SOCK KEY OUT                 the value of KEY into OUT (exit 1: none)
   set SOCK KEY FILE                SET KEY to FILE's bytes
   kjo1 OBJ OUT                     a well-formed KJO1 value of OBJ (right digest)
-  kjo2 IN OUT [--object F] [--entries a,b] [--key K --secret S] [--mac good|none|bad]
-                                   IN (a KJO2 value) rebuilt: object or entries
-                                   replaced, signed for key K with secret S
+  kjo2 IN OUT [--object F] [--meta M] [--entries a,b] [--key K --secret S] [--mac good|none|bad]
+                                   IN (a KJO2 value) rebuilt: object, metadata
+                                   (\n escapes) or entries replaced, signed
+                                   for key K with secret S
   verify VALUE KEY SECRET [OBJ]    exit 0 if VALUE is KJO2, its HMAC verifies
                                    for KEY, and (given OBJ) its object is OBJ
   fake SOCK trickle|silent|huge|slowbulk|extra|array|badsub|flood
@@ -202,6 +203,8 @@ def main(a):
         opts = dict(zip(a[3::2], a[4::2]))
         if "--object" in opts:
             parts["object"] = open(opts["--object"], "rb").read()
+        if "--meta" in opts:  # backslash escapes (\n) decoded
+            parts["meta"] = opts["--meta"].encode().decode("unicode_escape").encode()
         if "--entries" in opts:
             parts["entries"] = b"".join(e.encode() + b"\0" for e in opts["--entries"].split(",") if e)
         sec = secret_of(opts["--secret"]) if "--secret" in opts else None
