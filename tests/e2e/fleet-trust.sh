@@ -361,6 +361,11 @@ sleep 0.7
 check "hostile badsub: kjitd alive" alive 10
 check "hostile badsub: logged" grep -q 'a malformed pub/sub message' "$T/log.10"
 fake_stop 10
+fake_start errinject 12 # an error reply with a newline: the outage line keeps it on one line
+sleep 0.6
+check "hostile errinject: the server's error logged on kjitd's line, not as a line of its own" \
+	sh -c "grep -q 'ERR evil.2026' '$T/log.12' && ! grep -q '^2026-01-01T00:00:00 kjitd.1.: INJECTED' '$T/log.12'"
+fake_stop 12
 fake_start flood 11 # 600 MiB of a 900 MB message on the subscription
 sleep 1.5
 rss=$(awk '/^VmHWM/ {print $2}' "/proc/$PID_11/status")

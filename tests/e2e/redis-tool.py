@@ -15,14 +15,15 @@ trickles or stalls every GET.  Standard library only.
                                    for key K with secret S
   verify VALUE KEY SECRET [OBJ]    exit 0 if VALUE is KJO2, its HMAC verifies
                                    for KEY, and (given OBJ) its object is OBJ
-  fake SOCK trickle|silent|huge|slowbulk|extra|array|badsub|flood
+  fake SOCK trickle|silent|huge|slowbulk|extra|array|badsub|errinject|flood
                                    a fake Redis on SOCK until killed: GET
                                    trickles 1 MB, stops mid-reply, announces
                                    900 GB and trickles, sends 3 MiB of
                                    garbage in 1.5 s, answers twice, answers
                                    an array of 2^31 elements; or the
                                    subscription gets a one-element message,
-                                   or 600 MiB of a 900 MB message
+                                   an error with a newline in it, or 600
+                                   MiB of a 900 MB message
 """
 import hashlib
 import hmac
@@ -120,6 +121,9 @@ def fake_client(c, mode):
                     if mode == "badsub":  # a message hiredis 0.14 asserts on (fewer than 2 elements)
                         time.sleep(0.5)
                         c.sendall(b"*1\r\n$7\r\nmessage\r\n")
+                    if mode == "errinject":  # an error whose text would be a log line of its own
+                        time.sleep(0.3)
+                        c.sendall(b"-ERR evil\n2026-01-01T00:00:00 kjitd[1]: INJECTED\r\n")
                     if mode == "flood":  # a bulk nobody asked for, streamed on the idle subscription
                         c.sendall(b"*3\r\n$7\r\nmessage\r\n$%d\r\n%s\r\n$900000000\r\n" % (len(ch), ch))
                         chunk = b"x" * (1 << 20)
