@@ -1155,6 +1155,26 @@ static void test_secret_file(void)
 	CHECK_EQ_INT(kj__remote_secret_load(path, &sec, &n, err, sizeof err), KJIT_EINVAL);
 	CHECK(strstr(err, "bytes") != NULL);
 	CHECK_EQ_INT(kj__remote_secret_load(dir, &sec, &n, err, sizeof err), KJIT_EINVAL); /* a directory */
+	/* a symlink to a good secret (swapped in by whoever can write the
+	 * directory): not followed */
+	char good[160], link[160];
+	snprintf(good, sizeof good, "%s/good", dir);
+	snprintf(link, sizeof link, "%s/link", dir);
+	write_secret(good, "a-fleet-secret-of-32-bytes-long!", 0600);
+	CHECK(symlink(good, link) == 0);
+	CHECK_EQ_INT(kj__remote_secret_load(link, &sec, &n, err, sizeof err), KJIT_EINVAL);
+	CHECK(sec == NULL && strstr(err, "cannot open") != NULL);
+	/* a FIFO: refused at once, not a read that blocks kjitd's start */
+	snprintf(link, sizeof link, "%s/fifo", dir);
+	CHECK(mkfifo(link, 0600) == 0);
+	CHECK_EQ_INT(kj__remote_secret_load(link, &sec, &n, err, sizeof err), KJIT_EINVAL);
+	CHECK(strstr(err, "not a regular file") != NULL);
+	/* a file another (non-root) user owns, mode 0600 or not: refused */
+	if (geteuid() == 0) {
+		CHECK(chown(good, 65534, 65534) == 0);
+		CHECK_EQ_INT(kj__remote_secret_load(good, &sec, &n, err, sizeof err), KJIT_EINVAL);
+		CHECK(strstr(err, "owned by uid 65534") != NULL);
+	}
 	snprintf(path, sizeof path, "%s/none", dir);
 	CHECK_EQ_INT(kj__remote_secret_load(path, &sec, &n, err, sizeof err), KJIT_EINVAL);
 	snprintf(path, sizeof path, "rm -rf %s", dir);
