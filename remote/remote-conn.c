@@ -20,6 +20,11 @@
  *  - Every op's done function is called exactly once, with the reply, or
  *    with NULL when the connection fails or is dropped (then
  *    kj__remote_conn_failure says why), and the op is freed here after it.
+ *  - A connection's reader holds at most buffer_cap unparsed bytes (one
+ *    value, or Redis's pub/sub limit on SUB, which has no deadline): past
+ *    it reading stops (c->overfull) and the tick drops c, so a server
+ *    streaming an endless bulk costs bounded memory; remote-guard.c checks
+ *    the replies themselves.
  *  - A connection is dropped only from the tick or from close, never from
  *    inside a hiredis callback.  A lost one is S_DOWN and connects again
  *    after a backoff doubling from KJ_REMOTE_RETRY_MIN_MS to
@@ -312,7 +317,8 @@ static void conn_hello(struct conn *c)
 }
 
 /* The most bytes c's reader may hold unparsed: one reply as large as any
- * value (CMD, PUT) or a pub/sub message (SUB), plus one read. */
+ * value (CMD, PUT), or as much as Redis itself lets pile up for a
+ * subscriber (SUB), plus slack for the read in progress. */
 static uint64_t value_cap(const struct kj__remote *r)
 {
 	return r->max_object + KJ_REMOTE_META_MAX + KJ_REMOTE_ENTRIES_MAX + KJ_LOWERED_MAX + KJ_REMOTE_LOG_MAX +
@@ -321,7 +327,7 @@ static uint64_t value_cap(const struct kj__remote *r)
 
 static uint64_t buffer_cap(const struct conn *c)
 {
-	return (c->role == C_SUB ? 0 : value_cap(c->r)) + KJ_REMOTE_SUB_BUF_MAX;
+	return (c->role == C_SUB ? KJ_REMOTE_SUB_BUF_MAX : value_cap(c->r)) + KJ_REMOTE_READ_SLACK;
 }
 
 /* The libuv adapter's poll callback, then a look at what the reader holds:

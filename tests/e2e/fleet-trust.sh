@@ -370,7 +370,7 @@ fake_start flood 11 # 600 MiB of a 900 MB message on the subscription
 sleep 1.5
 rss=$(awk '/^VmHWM/ {print $2}' "/proc/$PID_11/status")
 check "hostile flood: kjitd alive" alive 11
-check "hostile flood: peak RSS ${rss} kB < 64 MiB" [ "${rss:-999999}" -lt 65536 ]
+check "hostile flood: peak RSS ${rss} kB < 128 MiB (32 MiB held at most)" [ "${rss:-999999}" -lt 131072 ]
 check "hostile flood: logged" grep -q 'a pub/sub message larger than any' "$T/log.11"
 fake_stop 11
 echo "# fleet-trust.sh took $(($(date +%s) - t_start)) s"
