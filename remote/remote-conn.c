@@ -330,6 +330,8 @@ static uint64_t buffer_cap(const struct conn *c)
 	return (c->role == C_SUB ? KJ_REMOTE_SUB_BUF_MAX : value_cap(c->r)) + KJ_REMOTE_READ_SLACK;
 }
 
+static void guarded_events(redisLibuvEvents *p, int add, int del);
+
 /* The libuv adapter's poll callback, then a look at what the reader holds:
  * over buffer_cap (a bulk larger than any value, streamed on a connection
  * whose tick is idle, or on SUB, which has no deadline), reading stops and
@@ -345,7 +347,7 @@ static void guarded_poll(uv_poll_t *h, int status, int events)
 		return;
 	if (ac->c.reader->len - ac->c.reader->pos > buffer_cap(c)) {
 		c->overfull = 1;
-		redisLibuvDelRead(p);
+		guarded_events(p, 0, UV_READABLE);
 		kj__remote_tick_ensure(c->r);
 	}
 }
