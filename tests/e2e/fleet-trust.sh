@@ -199,6 +199,9 @@ for how in "" "PX 3600000"; do
 		sh -c "[ $(rstat 2 forged) -gt $f0 ] && grep -q 'not waiting for it' '$T/log.2'"
 done
 
+check "the secret is in no log (nodes 1 and 2, after every refusal above)" \
+	sh -c "! grep -qF '$(tr -d '\n' <"$T/secret")' '$T/log.1' '$T/log.2'"
+
 # ---- a node without a secret ----
 node 3 "unix://$RS" --remote-lookup-timeout 3000 || { not_ok fleet-trust "node 3"; exit 1; }
 check "no secret: one loud WARNING at start" sh -c "[ \$(grep -c 'WARNING.*anyone who can write to' '$T/log.3') = 1 ]"
