@@ -95,6 +95,8 @@
 #define KJ_REMOTE_RETRY_MIN_MS 100         /* first reconnect delay, doubled up to the max */
 #define KJ_REMOTE_RETRY_MAX_MS 5000        /* reconnects never wait longer than this */
 #define KJ_REMOTE_TICK_MS 50               /* the watchdog's period while work is pending */
+#define KJ_REMOTE_READ_SLACK (64u << 10)  /* unparsed bytes a fleet connection may hold beyond its largest reply; more is dropped */
+#define KJ_REMOTE_SUB_BUF_MAX (32u << 20) /* ... on the subscription: Redis's own pub/sub output limit, so a writer gains no cheaper way to drop it */
 #define KJ_REMOTE_URL_MAX 1024             /* a --remote URL */
 
 /* Client. */

@@ -150,6 +150,19 @@ static char *meta_of(const struct kj__flight *f)
 	return kj__asprintf("backend=%d\ntarget=%s\nversion=%s\n", f->e.backend, f->e.target, f->e.version);
 }
 
+/* s[0..n) for a log line: at most cap - 1 bytes, each control or non-ASCII
+ * byte a '.', so what a writer to the Redis put in a value (its metadata,
+ * its object's symbol names) cannot forge lines of kjitd's log.  out may
+ * be s. */
+static void printable(char *out, size_t cap, const char *s, size_t n)
+{
+	size_t i = 0;
+
+	for (; i < n && i + 1 < cap; i++)
+		out[i] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '.';
+	out[i] = '\0';
+}
+
 /* 1 if o (verified by remote.c) is what f asked for; else 0, counted as
  * forged and logged (why). */
 static int remote_fits(struct kj__flight *f, const struct kj__remote_object *o)
@@ -173,6 +186,7 @@ static int remote_fits(struct kj__flight *f, const struct kj__remote_object *o)
 	if (err[0] == '\0')
 		return 1;
 	kj__remote_note_forged(f->d->remote);
+	printable(err, sizeof err, err, strlen(err)); /* its metadata, the object's symbol names */
 	kj__log(f->d, "remote value for %s not served: %s; compiling it here (remote forged)", f->key, err);
 	return 0;
 }

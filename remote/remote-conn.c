@@ -20,6 +20,11 @@
  *  - Every op's done function is called exactly once, with the reply, or
  *    with NULL when the connection fails or is dropped (then
  *    kj__remote_conn_failure says why), and the op is freed here after it.
+ *  - A connection's reader holds at most buffer_cap unparsed bytes (one
+ *    value, or Redis's pub/sub limit on SUB, which has no deadline): past
+ *    it reading stops (c->overfull) and the tick drops c, so a server
+ *    streaming an endless bulk costs bounded memory; remote-guard.c checks
+ *    the replies themselves.
  *  - A connection is dropped only from the tick or from close, never from
  *    inside a hiredis callback.  A lost one is S_DOWN and connects again
  *    after a backoff doubling from KJ_REMOTE_RETRY_MIN_MS to
@@ -202,7 +207,12 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
 	if (c == NULL || c->ac == NULL)
 		return; /* we dropped it ourselves and already know */
 	c->ac = NULL;
-	conn_lost(c, status == REDIS_OK ? "connection closed" : ac->errstr[0] ? ac->errstr : "I/O error");
+	if (c->refused)
+		c->r->st.errors++;
+	conn_lost(c, c->refused           ? c->refused
+		     : status == REDIS_OK ? "connection closed"
+		     : ac->errstr[0]      ? ac->errstr
+					  : "I/O error");
 }
 
 void kj__remote_conn_drop(struct conn *c, int code, const char *why)
@@ -213,6 +223,7 @@ void kj__remote_conn_drop(struct conn *c, int code, const char *why)
 		return;
 	c->drop_code = code;
 	c->ac = NULL;
+	c->overfull = 0;
 	c->state = S_DOWN;
 	if (c->role == C_CMD)
 		c->r->st.up = 0;
@@ -305,6 +316,78 @@ static void conn_hello(struct conn *c)
 		c->state = S_CONNECTING; /* the tick's connect deadline drops it */
 }
 
+/* The most bytes c's reader may hold unparsed: one reply as large as any
+ * value (CMD, PUT), or as much as Redis itself lets pile up for a
+ * subscriber (SUB), plus slack for the read in progress. */
+static uint64_t value_cap(const struct kj__remote *r)
+{
+	return r->max_object + KJ_REMOTE_META_MAX + KJ_REMOTE_ENTRIES_MAX + KJ_LOWERED_MAX + KJ_REMOTE_LOG_MAX +
+	       KJ_FRAME_MAX + 256;
+}
+
+static uint64_t buffer_cap(const struct conn *c)
+{
+	return (c->role == C_SUB ? KJ_REMOTE_SUB_BUF_MAX : value_cap(c->r)) + KJ_REMOTE_READ_SLACK;
+}
+
+static void guarded_events(redisLibuvEvents *p, int add, int del);
+
+/* The libuv adapter's poll callback, then a look at what the reader holds:
+ * over buffer_cap (a bulk larger than any value, streamed on a connection
+ * whose tick is idle, or on SUB, which has no deadline), reading stops and
+ * the tick drops c, so memory stays bounded whatever the server sends. */
+static void guarded_poll(uv_poll_t *h, int status, int events)
+{
+	redisLibuvEvents *p = h->data;
+
+	redisLibuvPoll(h, status, events);
+	redisAsyncContext *ac = p->context; /* NULL: hiredis let go of it */
+	struct conn *c = ac ? ac->data : NULL;
+	if (c == NULL || c->ac != ac || ac->c.reader == NULL)
+		return;
+	if (ac->c.reader->len - ac->c.reader->pos > buffer_cap(c)) {
+		c->overfull = 1;
+		guarded_events(p, 0, UV_READABLE);
+		kj__remote_tick_ensure(c->r);
+	}
+}
+
+/* The adapter's event switches, with guarded_poll as the callback (and no
+ * reading once overfull). */
+static void guarded_events(redisLibuvEvents *p, int add, int del)
+{
+	redisAsyncContext *ac = p->context;
+	const struct conn *c = ac ? ac->data : NULL;
+
+	p->events = (p->events | add) & ~del;
+	if (c && c->overfull)
+		p->events &= ~UV_READABLE;
+	if (p->events)
+		uv_poll_start(&p->handle, p->events, guarded_poll);
+	else
+		uv_poll_stop(&p->handle);
+}
+
+static void guarded_add_read(void *p)
+{
+	guarded_events(p, UV_READABLE, 0);
+}
+
+static void guarded_del_read(void *p)
+{
+	guarded_events(p, 0, UV_READABLE);
+}
+
+static void guarded_add_write(void *p)
+{
+	guarded_events(p, UV_WRITABLE, 0);
+}
+
+static void guarded_del_write(void *p)
+{
+	guarded_events(p, 0, UV_WRITABLE);
+}
+
 static void conn_start_at(struct conn *c, const char *ip)
 {
 	struct kj__remote *r = c->r;
@@ -325,6 +408,12 @@ static void conn_start_at(struct conn *c, const char *ip)
 		conn_lost(c, "cannot attach to the loop");
 		return;
 	}
+	kj__remote_guard_attach(c, ac);
+	ac->ev.addRead = guarded_add_read;
+	ac->ev.delRead = guarded_del_read;
+	ac->ev.addWrite = guarded_add_write;
+	ac->ev.delWrite = guarded_del_write;
+	c->overfull = 0;
 	redisAsyncSetConnectCallback(ac, on_connect);
 	redisAsyncSetDisconnectCallback(ac, on_disconnect);
 	c->ac = ac;
@@ -381,7 +470,7 @@ void kj__remote_conn_connect(struct conn *c)
 
 int kj__remote_conn_busy(const struct conn *c)
 {
-	return c->head || c->state == S_CONNECTING || c->state == S_RESOLVING || c->state == S_DOWN;
+	return c->head || c->overfull || c->state == S_CONNECTING || c->state == S_RESOLVING || c->state == S_DOWN;
 }
 
 /* The bulk length of the reply being read on c, once its header is in the
@@ -421,8 +510,7 @@ static int size_head(struct conn *c)
 	o->sized = 1;
 	if (len <= 0)
 		return 0;
-	if ((unsigned long long)len > c->r->max_object + KJ_REMOTE_META_MAX + KJ_REMOTE_ENTRIES_MAX + KJ_LOWERED_MAX +
-					     KJ_REMOTE_LOG_MAX + KJ_FRAME_MAX + 256)
+	if ((unsigned long long)len > value_cap(c->r))
 		return KJIT_ETOOBIG;
 	uint64_t mib = ((uint64_t)len + (1u << 20) - 1) >> 20;
 	o->deadline_us += mib * o->per_mib_us;
@@ -436,9 +524,10 @@ void kj__remote_conn_tick(struct conn *c, uint64_t now)
 			kj__remote_conn_connect(c);
 		return;
 	}
-	if (size_head(c) < 0) {
+	if (c->overfull || size_head(c) < 0) {
 		c->r->st.errors++;
-		kj__remote_conn_drop(c, KJIT_EPROTO, "a reply larger than any value");
+		kj__remote_conn_drop(c, KJIT_EPROTO, c->role == C_SUB ? "a pub/sub message larger than any"
+									: "a reply larger than any value");
 		return;
 	}
 	int late = c->state == S_CONNECTING && now - c->since_us > c->r->timeout_us;

@@ -14,6 +14,8 @@
  *   remote-object.c  the value layout, lookup, publish
  *   remote-lease.c   struct kj__remote_lease and r->leases: single-flight
  *                    across machines (acquire, renew, wait, take over)
+ *   remote-guard.c   the reply objects a hostile server may make hiredis
+ *                    build (c->fns)
  *
  * Everything runs on the daemon's libuv loop, on one thread.  The handle
  * owns its connections, ops and leases; a lease is handed to the caller
@@ -61,6 +63,10 @@ struct conn {
 	uv_getaddrinfo_t gai;
 	int gai_busy;
 	char why[128];              /* an error reply during the handshake (AUTH refused) */
+	redisReplyObjectFunctions fns; /* the reader's: remote-guard.c's checks, then dflt's */
+	redisReplyObjectFunctions *dflt; /* hiredis's own object functions */
+	const char *refused;        /* why remote-guard.c refused a reply (the drop's reason) */
+	int overfull;               /* the reader holds more than any reply: reading stopped, the tick drops c */
 };
 
 struct op {
@@ -179,6 +185,12 @@ void kj__remote_get(struct kj__remote *r, const char *key, kj__remote_done_fn *d
  * o's connection failed); counts. */
 int kj__remote_get_result(struct kj__remote *r, const struct op *o, const redisReply *rep,
 			  struct kj__remote_object *obj);
+
+/* remote-guard.c */
+/* Makes ac's reader build its replies through c->fns, which refuse what no
+ * command of c is answered with (c->refused says why; hiredis drops the
+ * connection).  Call once per new connection, before any byte is read. */
+void kj__remote_guard_attach(struct conn *c, redisAsyncContext *ac);
 
 /* remote-lease.c */
 /* Takes l off r->leases (no-op if it is not on it). */

@@ -8,6 +8,10 @@
  * is out) when a publish message names its key, and every poll_ms: the
  * object means PUBLISHED; absent or corrupt, it tries SET NX again, and
  * wins once a dead owner's lease has expired (a takeover, then OWNED).
+ * A lease it cannot take is looked at first (PTTL): one without an expiry,
+ * or living longer than two lease lives, no node set (a writer to the
+ * Redis planted it): counted as forged, UNAVAILABLE at once, never waited
+ * for.
  * CMD down, or wait_max_ms over, means UNAVAILABLE.  L_DONE once the
  * caller has been answered and holds nothing, or gave the lease back.
  *
@@ -40,6 +44,7 @@ static const char renew_lua[] =
 	"return 0";
 
 static void lease_poll(struct kj__remote_lease *l);
+static int lease_send_pttl(struct kj__remote_lease *l);
 
 void kj__remote_lease_unlink(struct kj__remote_lease *l)
 {
@@ -95,6 +100,72 @@ static void lease_finish(struct kj__remote_lease *l, int outcome, const struct k
 	kj__remote_lease_unref(l);
 }
 
+/* Another node holds the lease: wait for its publish. */
+static void lease_held(struct kj__remote_lease *l)
+{
+	struct kj__remote *r = l->r;
+
+	if (l->state == L_ACQUIRING) {
+		r->st.lease_waits++;
+		l->state = L_WAITING;
+		lease_poll(l);   /* it may have published between our GET and SET */
+		return;
+	}
+	l->state = L_WAITING;
+	l->next_us = kj__now_us() + (uint64_t)r->poll_ms * 1000;
+	if (l->woken) {
+		l->woken = 0;
+		lease_poll(l);
+	}
+}
+
+/* The PTTL of a lease we could not take.  A node always sets its lease
+ * with PX lease_ms and renews it to that: one without an expiry, or
+ * outliving two lease lives, was planted by someone else (a writer to the
+ * Redis), and waiting for it would cost every miss on the key the whole
+ * wait_max_ms; it is counted as forged and the node compiles alone. */
+static void lease_on_pttl(struct kj__remote_lease *l, const redisReply *rep)
+{
+	struct kj__remote *r = l->r;
+
+	if (r == NULL || l->state == L_DONE)
+		return;
+	if (rep == NULL || rep->type != REDIS_REPLY_INTEGER) {
+		lease_finish(l, KJ_LEASE_UNAVAILABLE, NULL);
+	} else if (rep->integer == -1 || rep->integer > 2 * (long long)r->lease_ms) {
+		r->st.forged++;
+		kj__remote_say(r, "lease on %.16s... %s than any node sets: not waiting for it; compiling alone "
+			       "(remote forged)", l->key, rep->integer == -1 ? "has no expiry, longer" : "lives longer");
+		lease_finish(l, KJ_LEASE_UNAVAILABLE, NULL);
+	} else {
+		lease_held(l);
+	}
+}
+
+static void lease_pttl_done(struct op *o, redisAsyncContext *ac, const redisReply *rep)
+{
+	lease_on_pttl(o->lease, rep);
+	kj__remote_lease_unref(o->lease);
+}
+
+static int lease_send_pttl(struct kj__remote_lease *l)
+{
+	struct kj__remote *r = l->r;
+	char *lk = kj__remote_key(r, "lease:", l->key);
+	struct op *o = lk ? kj__remote_op_new(&r->conns[C_CMD], lease_pttl_done) : NULL;
+	int rc = KJIT_ENOMEM;
+
+	if (o) {
+		const char *av[2] = { "PTTL", lk };
+		o->lease = l;
+		l->refs++;
+		if ((rc = kj__remote_op_send(o, 2, av, NULL, NULL, 0)) < 0)
+			l->refs--;
+	}
+	free(lk);
+	return rc;
+}
+
 static void lease_on_set(struct kj__remote_lease *l, int code, const redisReply *rep)
 {
 	struct kj__remote *r = l->r;
@@ -110,19 +181,9 @@ static void lease_on_set(struct kj__remote_lease *l, int code, const redisReply 
 		lease_finish(l, KJ_LEASE_OWNED, NULL);
 		return;
 	}
-	/* held by another node: wait for its publish */
-	if (l->state == L_ACQUIRING) {
-		r->st.lease_waits++;
-		l->state = L_WAITING;
-		lease_poll(l);   /* it may have published between our GET and SET */
-		return;
-	}
-	l->state = L_WAITING;
-	l->next_us = kj__now_us() + (uint64_t)r->poll_ms * 1000;
-	if (l->woken) {
-		l->woken = 0;
-		lease_poll(l);
-	}
+	/* held: by another node, or planted (lease_pttl_done looks first) */
+	if (lease_send_pttl(l) < 0)
+		lease_held(l);
 }
 
 static void lease_set_done(struct op *o, redisAsyncContext *ac, const redisReply *rep)

@@ -16,6 +16,8 @@
  *    leases or a retry pending it is KJ_REMOTE_TICK_MS.
  *  - The fleet secret is copied into the handle and wiped when it is
  *    freed; nothing logs it.
+ *  - Every line logged (kj__remote_say) is one line: control bytes in it
+ *    (an error reply's text, from the server) are written as '.'.
  *  - close fails pending lookups with KJIT_ESHUTDOWN and answers waiting
  *    leases UNAVAILABLE at once; the memory goes only once the timer is
  *    closed and no name resolution is in flight (kj__remote_free).
@@ -46,6 +48,9 @@ void kj__remote_say(struct kj__remote *r, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof line, fmt, ap);
 	va_end(ap);
+	for (char *p = line; *p; p++) /* what the server said (an error reply) stays on this line */
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '.';
 	if (r->log)
 		r->log(r->log_arg, line);
 	else

@@ -20,6 +20,7 @@
 #include <uv.h>
 
 #include "buf.h"
+#include "kj_limits.h"
 #include "kjit.h"
 #include "remote.h"
 #include "sha.h"
@@ -1095,6 +1096,37 @@ static void test_value_hmac(void)
 	free(obj.p);
 }
 
+/* A writer plants 64 MiB values (the largest object) that are not signed:
+ * a secret node refuses them from the header, without hashing the object
+ * (it hashed all of it first: ~40 ms of the loop each, and called a KJO1
+ * value with a wrong digest corrupt rather than forged). */
+static void test_forged_cost(void)
+{
+	struct kj__buf b = { 0 };
+	struct kj__remote_object v;
+	struct object obj = { calloc(1, KJ_REMOTE_OBJECT_MAX), KJ_REMOTE_OBJECT_MAX, "" };
+	uint8_t hdr[52] = "KJO1";
+
+	CHECK(obj.p != NULL);
+	memset(obj.digest, '0', 64); /* not its digest */
+	for (int i = 0; i < 8; i++)
+		hdr[4 + i] = (uint8_t)((uint64_t)obj.n >> (8 * i));
+	CHECK(kj__buf_append(&b, hdr, sizeof hdr) == 0 && kj__buf_append(&b, obj.p, obj.n) == 0);
+	uint64_t t0 = kj__now_us();
+	CHECK_EQ_INT(decode("kjit:v2:00aa", &b, test_secret, &v), KJIT_EDENIED);
+	uint64_t kjo1_us = kj__now_us() - t0;
+	encode("kjit:v2:00aa", &obj, NULL, &b); /* KJO2 without an HMAC */
+	t0 = kj__now_us();
+	CHECK_EQ_INT(decode("kjit:v2:00aa", &b, test_secret, &v), KJIT_EDENIED);
+	uint64_t nomac_us = kj__now_us() - t0;
+	printf("# 64 MiB planted: KJO1 refused in %llu us, unsigned KJO2 in %llu us\n", (unsigned long long)kjo1_us,
+	       (unsigned long long)nomac_us);
+	CHECK(kjo1_us < 5000 && nomac_us < 5000);
+	CHECK_EQ_INT(decode("kjit:v2:00aa", &b, NULL, &v), KJIT_ECORRUPT); /* no secret: its digest is checked */
+	kj__buf_free(&b);
+	free(obj.p);
+}
+
 static void write_secret(const char *path, const char *bytes, mode_t mode)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -1123,6 +1155,26 @@ static void test_secret_file(void)
 	CHECK_EQ_INT(kj__remote_secret_load(path, &sec, &n, err, sizeof err), KJIT_EINVAL);
 	CHECK(strstr(err, "bytes") != NULL);
 	CHECK_EQ_INT(kj__remote_secret_load(dir, &sec, &n, err, sizeof err), KJIT_EINVAL); /* a directory */
+	/* a symlink to a good secret (swapped in by whoever can write the
+	 * directory): not followed */
+	char good[160], link[160];
+	snprintf(good, sizeof good, "%s/good", dir);
+	snprintf(link, sizeof link, "%s/link", dir);
+	write_secret(good, "a-fleet-secret-of-32-bytes-long!", 0600);
+	CHECK(symlink(good, link) == 0);
+	CHECK_EQ_INT(kj__remote_secret_load(link, &sec, &n, err, sizeof err), KJIT_EINVAL);
+	CHECK(sec == NULL && strstr(err, "cannot open") != NULL);
+	/* a FIFO: refused at once, not a read that blocks kjitd's start */
+	snprintf(link, sizeof link, "%s/fifo", dir);
+	CHECK(mkfifo(link, 0600) == 0);
+	CHECK_EQ_INT(kj__remote_secret_load(link, &sec, &n, err, sizeof err), KJIT_EINVAL);
+	CHECK(strstr(err, "not a regular file") != NULL);
+	/* a file another (non-root) user owns, mode 0600 or not: refused */
+	if (geteuid() == 0) {
+		CHECK(chown(good, 65534, 65534) == 0);
+		CHECK_EQ_INT(kj__remote_secret_load(good, &sec, &n, err, sizeof err), KJIT_EINVAL);
+		CHECK(strstr(err, "owned by uid 65534") != NULL);
+	}
 	snprintf(path, sizeof path, "%s/none", dir);
 	CHECK_EQ_INT(kj__remote_secret_load(path, &sec, &n, err, sizeof err), KJIT_EINVAL);
 	snprintf(path, sizeof path, "rm -rf %s", dir);
@@ -1131,4 +1183,4 @@ static void test_secret_file(void)
 
 TEST_LIST(TEST(url_parse) TEST(publish_lookup) TEST(corrupt_is_miss) TEST(lease_wait_publish) TEST(lease_stampede)
 	  TEST(lease_expiry_takeover) TEST(outage_reconnect) TEST(ro_never_writes) TEST(slow_server_times_out)
-	  TEST(tcp_auth_select) TEST(value_hmac) TEST(secret_file))
+	  TEST(tcp_auth_select) TEST(value_hmac) TEST(forged_cost) TEST(secret_file))

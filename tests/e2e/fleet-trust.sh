@@ -8,12 +8,18 @@
 #     other entry points: each is answered `compiled` with the bytes of a
 #     reference compile, counted in remote_forged, and overwritten in Redis
 #     by the node's own signed value
+#   - a planted lease (no expiry, or longer than any node sets) is not
+#     waited for: the miss compiles at once, counted as forged
 #   - a node without a secret warns at start, reads KJO1 and unsigned KJO2
 #     (as documented), and its unsigned values are forged to a secret node
 #   - the secret file is refused when loose, foreign or short
 #   - a trickling or silent Redis costs a miss at most its deadline plus the
 #     compile; kjitd answers ping meanwhile; remote_timeouts counts; a reply
 #     announcing more than any value is dropped at its header
+#   - a hostile server (or link): a reply to no request, an array of 2^31
+#     elements for a GET, a one-element pub/sub message, 600 MiB streamed on
+#     the subscription: kjitd neither aborts (hiredis 0.14 asserts), stalls
+#     nor buffers them; it drops the connection, says why, and compiles
 . "$(dirname "$0")/lib.sh"
 
 if ! command -v redis-server >/dev/null 2>&1 || ! command -v python3 >/dev/null 2>&1; then
@@ -172,6 +178,30 @@ get 2 "$s" "$T/g.2"
 check "genuine signed value: remote hit ($(cat "$T/g.2.line"))" grep -q '^remote hit ' "$T/g.2.line"
 check "genuine: same bytes" cmp -s "$T/g.1" "$T/g.2"
 
+# a lease no node set (no expiry, or one longer than any node's): each miss
+# on the key would wait for it the whole 70 s a live owner may take; not
+# waited for, counted, compiled alone
+for how in "" "PX 3600000"; do
+	c=lease$(echo "$how" | tr -dc 0-9)
+	s=$(src "$c")
+	get 1 "$s" "$T/$c.1"
+	k=$(key_of "$T/$c.1.line")
+	wait_key "$k"
+	redis-cli -s "$RS" del "kjit:v2:$k" >/dev/null
+	redis-cli -s "$RS" set "kjit:v2:lease:$k" evil $how >/dev/null
+	f0=$(rstat 2 forged)
+	t0=$(ms)
+	timeout 20 sh -c "KJIT_SOCKET='$T/n/2.sock' '$KJIT' get --source '$s' --backend hip --target gfx90a -o '$T/$c.2' >'$T/$c.2.line' 2>&1"
+	dt=$(($(ms) - t0))
+	check "planted lease ${how:-without expiry}: not waited for (${dt} ms < 5000; $(cat "$T/$c.2.line"))" \
+		sh -c "grep -q '^compiled ' '$T/$c.2.line' && [ $dt -lt 5000 ]"
+	check "planted lease ${how:-without expiry}: counted forged ($f0 -> $(rstat 2 forged)) and logged" \
+		sh -c "[ $(rstat 2 forged) -gt $f0 ] && grep -q 'not waiting for it' '$T/log.2'"
+done
+
+check "the secret is in no log (nodes 1 and 2, after every refusal above)" \
+	sh -c "! grep -qF '$(tr -d '\n' <"$T/secret")' '$T/log.1' '$T/log.2'"
+
 # ---- a node without a secret ----
 node 3 "unix://$RS" --remote-lookup-timeout 3000 || { not_ok fleet-trust "node 3"; exit 1; }
 check "no secret: one loud WARNING at start" sh -c "[ \$(grep -c 'WARNING.*anyone who can write to' '$T/log.3') = 1 ]"
@@ -193,6 +223,19 @@ check "no secret: publishes KJO2 without an HMAC" sh -c "head -c 4 '$T/u.val' | 
 get 2 "$s" "$T/u.2"
 check "secret node: an unsigned value is forged, compiled ($(cat "$T/u.2.line"))" grep -q '^compiled ' "$T/u.2.line"
 check "secret node: and overwritten with its signed one" signed_by_us "$k" "$T/u.2"
+# what a writer puts in a value's metadata reaches the log of a node without
+# a secret when it refuses the value: it must not forge log lines there
+s=$(src inject)
+get 1 "$s" "$T/inj.1"
+k=$(key_of "$T/inj.1.line")
+wait_key "$k"
+$TOOL get "$RS" "kjit:v2:$k" "$T/inj.genuine"
+$TOOL kjo2 "$T/inj.genuine" "$T/inj.val" --meta 'backend=9\nINJECTED kjitd[1]: remote hit: all is well\n' --mac none &&
+	$TOOL set "$RS" "kjit:v2:$k" "$T/inj.val"
+get 3 "$s" "$T/inj.3"
+check "no secret: a value for another backend not served ($(cat "$T/inj.3.line"))" grep -q '^compiled ' "$T/inj.3.line"
+check "no secret: its metadata logged on the refusal's line, not as lines of its own" \
+	sh -c "grep -q 'metadata names another backend' '$T/log.3' && ! grep -q '^INJECTED' '$T/log.3'"
 unnode 3
 unnode 1
 
@@ -278,5 +321,65 @@ check "size term: compiled ($(cat "$T/sb.line"))" grep -q '^compiled ' "$T/sb.li
 check "size term: read whole (corrupt $(rstat 7 corrupt), not timed out: $(rstat 7 timeouts))" \
 	[ "$(rstat 7 corrupt)" -ge 1 -a "$(rstat 7 timeouts)" = 0 ]
 unnode 7
+# ---- a hostile Redis server (or whoever sits on the unencrypted link) ----
+# hiredis 0.14 aborts on a reply nobody asked for and on a malformed pub/sub
+# message, callocs a pointer per announced array element, and buffers a bulk
+# of any announced size on a connection without a deadline (the
+# subscription): remote/remote-guard.c and remote-conn.c refuse these and
+# drop the connection; kjitd goes on.
+fake_start() { # MODE N: a fake Redis in MODE (the one before stopped) and node N on it
+	[ -n "$FAKE_PID" ] && kill "$FAKE_PID" 2>/dev/null && wait "$FAKE_PID" 2>/dev/null
+	rm -f "$T/fake.sock"
+	$TOOL fake "$T/fake.sock" "$1" &
+	FAKE_PID=$!
+	i=0
+	until [ -S "$T/fake.sock" ] || [ $i -ge 100 ]; do sleep 0.05; i=$((i + 1)); done
+	node "$2" "unix://$T/fake.sock" --remote-lookup-timeout 3000 || { not_ok fleet-trust "node $2"; exit 1; }
+	sleep 0.3
+}
+fake_stop() { # N
+	unnode "$1"
+	kill "$FAKE_PID" 2>/dev/null
+	wait "$FAKE_PID" 2>/dev/null
+	FAKE_PID=""
+	rm -f "$T/fake.sock"
+}
+alive() { p=$(eval "echo \${PID_$1:-}"); [ -n "$p" ] && kill -0 "$p" 2>/dev/null && kj "$1" ping >/dev/null 2>&1; }
+hostile() { # MODE N WHY: a get against the fake in MODE: kjitd lives, compiles at once, logs WHY
+	fake_start "$1" "$2"
+	t0=$(ms)
+	get "$2" "$(src "$1")" "$T/h$1"
+	dt=$(($(ms) - t0))
+	sleep 0.3
+	check "hostile $1: compiled ($(cat "$T/h$1.line"))" grep -q '^compiled ' "$T/h$1.line"
+	check "hostile $1: kjitd alive" alive "$2"
+	check "hostile $1: dropped at once, not at the 3 s deadline (${dt} ms < 2000)" [ $dt -lt 2000 ]
+	check "hostile $1: logged ($3)" grep -q "$3" "$T/log.$2"
+	fake_stop "$2"
+}
+hostile extra 8 'a reply to no request'
+hostile array 9 'an array reply to a command never answered with one'
+fake_start badsub 10 # a one-element message on the subscription
+sleep 0.7
+check "hostile badsub: kjitd alive" alive 10
+check "hostile badsub: logged" grep -q 'a malformed pub/sub message' "$T/log.10"
+fake_stop 10
+fake_start errinject 12 # an error reply with a newline: the outage line keeps it on one line
+sleep 0.6
+check "hostile errinject: the server's error logged on kjitd's line, not as a line of its own" \
+	sh -c "grep -q 'ERR evil.2026' '$T/log.12' && ! grep -q '^2026-01-01T00:00:00 kjitd.1.: INJECTED' '$T/log.12'"
+fake_stop 12
+# 600 MiB of a 900 MB message on the subscription (under ASan, freed buffers
+# would wait in its quarantine and count: measured without it)
+asan_was=${ASAN_OPTIONS-unset}
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=0"
+fake_start flood 11
+if [ "$asan_was" = unset ]; then unset ASAN_OPTIONS; else ASAN_OPTIONS=$asan_was; fi
+sleep 1.5
+rss=$(awk '/^VmHWM/ {print $2}' "/proc/$PID_11/status")
+check "hostile flood: kjitd alive" alive 11
+check "hostile flood: peak RSS ${rss} kB < 128 MiB (32 MiB held at most)" [ "${rss:-999999}" -lt 131072 ]
+check "hostile flood: logged" grep -q 'a pub/sub message larger than any' "$T/log.11"
+fake_stop 11
 echo "# fleet-trust.sh took $(($(date +%s) - t_start)) s"
 [ $FAILS = 0 ]

@@ -9,16 +9,21 @@ trickles or stalls every GET.  Standard library only.
   get SOCK KEY OUT                 the value of KEY into OUT (exit 1: none)
   set SOCK KEY FILE                SET KEY to FILE's bytes
   kjo1 OBJ OUT                     a well-formed KJO1 value of OBJ (right digest)
-  kjo2 IN OUT [--object F] [--entries a,b] [--key K --secret S] [--mac good|none|bad]
-                                   IN (a KJO2 value) rebuilt: object or entries
-                                   replaced, signed for key K with secret S
+  kjo2 IN OUT [--object F] [--meta M] [--entries a,b] [--key K --secret S] [--mac good|none|bad]
+                                   IN (a KJO2 value) rebuilt: object, metadata
+                                   (\n escapes) or entries replaced, signed
+                                   for key K with secret S
   verify VALUE KEY SECRET [OBJ]    exit 0 if VALUE is KJO2, its HMAC verifies
                                    for KEY, and (given OBJ) its object is OBJ
-  fake SOCK trickle|silent|huge|slowbulk
+  fake SOCK trickle|silent|huge|slowbulk|extra|array|badsub|errinject|flood
                                    a fake Redis on SOCK until killed: GET
                                    trickles 1 MB, stops mid-reply, announces
-                                   900 GB and trickles, or sends 3 MiB of
-                                   garbage in 1.5 s
+                                   900 GB and trickles, sends 3 MiB of
+                                   garbage in 1.5 s, answers twice, answers
+                                   an array of 2^31 elements; or the
+                                   subscription gets a one-element message,
+                                   an error with a newline in it, or 600
+                                   MiB of a 900 MB message
 """
 import hashlib
 import hmac
@@ -28,6 +33,8 @@ import struct
 import sys
 import threading
 import time
+
+FLOOD_MIB = 600  # mode flood: what the fake sends on the subscription before it waits
 
 HDR = struct.Struct("<4sIQIIIIII32s")  # 72 bytes
 
@@ -111,6 +118,21 @@ def fake_client(c, mode):
                 elif name == b"SUBSCRIBE":
                     ch = cmd[1]
                     c.sendall(b"*3\r\n$9\r\nsubscribe\r\n$%d\r\n%s\r\n:1\r\n" % (len(ch), ch))
+                    if mode == "badsub":  # a message hiredis 0.14 asserts on (fewer than 2 elements)
+                        time.sleep(0.5)
+                        c.sendall(b"*1\r\n$7\r\nmessage\r\n")
+                    if mode == "errinject":  # an error whose text would be a log line of its own
+                        time.sleep(0.3)
+                        c.sendall(b"-ERR evil\n2026-01-01T00:00:00 kjitd[1]: INJECTED\r\n")
+                    if mode == "flood":  # a bulk nobody asked for, streamed on the idle subscription
+                        c.sendall(b"*3\r\n$7\r\nmessage\r\n$%d\r\n%s\r\n$900000000\r\n" % (len(ch), ch))
+                        chunk = b"x" * (1 << 20)
+                        for _ in range(FLOOD_MIB):
+                            c.sendall(chunk)
+                elif name == b"GET" and mode == "extra":
+                    c.sendall(b"$-1\r\n+OK\r\n")  # a miss, then a reply to nothing
+                elif name == b"GET" and mode == "array":
+                    c.sendall(b"*2147483647\r\n" + b":1\r\n" * 100000)  # an array nobody can GET
                 elif name == b"GET" and mode == "slowbulk":
                     c.sendall(b"$3145728\r\n")  # 3 MiB of garbage over about 1.5 s, then its end
                     for _ in range(24):
@@ -185,6 +207,8 @@ def main(a):
         opts = dict(zip(a[3::2], a[4::2]))
         if "--object" in opts:
             parts["object"] = open(opts["--object"], "rb").read()
+        if "--meta" in opts:  # backslash escapes (\n) decoded
+            parts["meta"] = opts["--meta"].encode().decode("unicode_escape").encode()
         if "--entries" in opts:
             parts["entries"] = b"".join(e.encode() + b"\0" for e in opts["--entries"].split(",") if e)
         sec = secret_of(opts["--secret"]) if "--secret" in opts else None
