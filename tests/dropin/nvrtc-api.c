@@ -202,6 +202,29 @@ static void case_forwarded(const char *why, int n, const char *const *opts)
 	printf("  destroy rc=%d\n", A.nvrtcDestroyProgram(&p));
 }
 
+/* Headers named with '/', as jitify gives them ("cuda/std/..."): served
+ * when every include names a header as given (a warning in one of them
+ * shows its name in the log); an include by a tail of such a name, which
+ * NVRTC does not find, and one spelled with "..", go to the real library. */
+static void case_slash(const char *what, const char *src)
+{
+	static const char util[] = "#pragma once\n#include \"kjd/std/base.h\"\n"
+				   "template <typename T> __device__ T thrice(T x) { int unused_in_header; return x + twice(x); }\n";
+	const char *hs[] = { util, hdr_util }, *hn[] = { "kjd/std/util.h", "kjd/std/base.h" };
+	const char *opts[] = { "--gpu-architecture=sm_90", "-DSCALE=2" };
+	prog_t p = NULL;
+	const char *low = NULL;
+
+	printf("slash headers %s\n", what);
+	printf("  create rc=%d\n", A.nvrtcCreateProgram(&p, src, "dropin_s.cu", 2, hs, hn));
+	printf("  add rc=%d\n", A.nvrtcAddNameExpression(p, "triple<float>"));
+	printf("  compile rc=%d\n", A.nvrtcCompileProgram(p, 2, opts));
+	outputs(p);
+	res_t r = A.nvrtcGetLoweredName(p, "triple<float>", &low);
+	printf("  lowered rc=%d %s\n", r, r == 0 && low ? low : "(none)");
+	printf("  destroy rc=%d\n", A.nvrtcDestroyProgram(&p));
+}
+
 static int flow_cb(void *a, void *b)
 {
 	(void)a;
@@ -337,6 +360,12 @@ int main(int argc, char **argv)
 	case_forwarded("include path", 2, inc);
 	const char *badarch[] = { "--gpu-architecture=sm_1" };
 	case_forwarded("bad arch", 1, badarch);
+	case_slash("served", "#include \"kjd/std/util.h\"\n"
+			     "template <typename T> __global__ void triple(T *x) { x[0] = thrice(x[0]) * SCALE; }\n");
+	case_slash("by a tail (forwarded)", "#include \"std/util.h\"\n"
+					    "template <typename T> __global__ void triple(T *x) { x[0] = thrice(x[0]); }\n");
+	case_slash("with .. (forwarded)", "#include \"kjd/../kjd/std/util.h\"\n"
+					  "template <typename T> __global__ void triple(T *x) { x[0] = thrice(x[0]); }\n");
 	case_edges();
 	return 0;
 }
