@@ -37,6 +37,8 @@ struct kj__dp_prog {
 	char *target;            /* the target of the served compile */
 	char **opts;             /* its options as given, for the PTX fetch or a late forward */
 	int n_opts;
+	kjit_header *inc;        /* NVRTC -I: p's headers, then those read from the folders (sent instead) */
+	size_t n_inc;
 };
 
 #define KJ_DP_MAGIC 0x6b6a6470u

@@ -225,6 +225,30 @@ static void case_slash(const char *what, const char *src)
 	printf("  destroy rc=%d\n", A.nvrtcDestroyProgram(&p));
 }
 
+/* -I DIR (CuPy passes its include folder): the source includes a header
+ * of $KJD_INC_DIR, which dropin.sh fills (kjd_inc.h; kjd_warn.h, whose
+ * warning names the path NVRTC found it under).  Served when nothing can
+ * depend on where the file lay; a warning or line info go to the real
+ * library. */
+static void case_include_dir(const char *what, const char *hdr, const char *extra)
+{
+	const char *dir = getenv("KJD_INC_DIR");
+	char src[256], inc[4096];
+	const char *opts[] = { "--gpu-architecture=sm_90", inc, extra };
+	prog_t p = NULL;
+
+	if (dir == NULL)
+		return;
+	snprintf(inc, sizeof inc, "-I%s", dir);
+	snprintf(src, sizeof src, "#include \"%s\"\nextern \"C\" __global__ void inc(float *x) { x[0] = from_inc(x[0]); }\n",
+		 hdr);
+	printf("include dir %s\n", what);
+	printf("  create rc=%d\n", A.nvrtcCreateProgram(&p, src, "dropin_i.cu", 0, NULL, NULL));
+	printf("  compile rc=%d\n", A.nvrtcCompileProgram(p, extra ? 3 : 2, opts));
+	outputs(p);
+	printf("  destroy rc=%d\n", A.nvrtcDestroyProgram(&p));
+}
+
 static int flow_cb(void *a, void *b)
 {
 	(void)a;
@@ -366,6 +390,9 @@ int main(int argc, char **argv)
 					    "template <typename T> __global__ void triple(T *x) { x[0] = thrice(x[0]); }\n");
 	case_slash("with .. (forwarded)", "#include \"kjd/../kjd/std/util.h\"\n"
 					  "template <typename T> __global__ void triple(T *x) { x[0] = thrice(x[0]); }\n");
+	case_include_dir("served", "kjd_inc.h", NULL);
+	case_include_dir("a warning in the header (forwarded)", "kjd_warn.h", NULL);
+	case_include_dir("line info (forwarded)", "kjd_inc.h", "-lineinfo");
 	case_edges();
 	return 0;
 }

@@ -97,6 +97,11 @@ if [ ! -e "$REAL_NVRTC_DIR/libnvrtc.so.13" ]; then
 fi
 
 # ---- NVRTC: every call, real vs kjit, twice ----
+# nvrtc-api's -I case reads this folder (the same path in every run)
+export KJD_INC_DIR="$T/inc"
+mkdir -p "$KJD_INC_DIR"
+printf '#pragma once\n__device__ float from_inc(float x) { return x * 5.0f; }\n' >"$KJD_INC_DIR/kjd_inc.h"
+printf '#pragma once\n__device__ float from_inc(float x) { int unused_w; return x; }\n' >"$KJD_INC_DIR/kjd_warn.h"
 real "$API" >"$T/real.txt" 2>"$T/real.err" || not_ok "dropin: nvrtc-api (real)" "exit $?"
 c0=$(stat_value compiles)
 dropin "$API" >"$T/kj1.txt" 2>"$T/kj1.err"
