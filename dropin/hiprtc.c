@@ -235,7 +235,13 @@ static int served_compile(struct kj__dp_prog *p, int n, const char **opts, kjit_
 		snprintf(detail, dlen, "%s%.150s", *bad == ' ' || *bad == '\0' ? "" : " ", bad);
 		return why;
 	}
-	r = kj__dp_fetch(p, KJIT_BACKEND_HIP, "hiprtc", target, kept, n_kept, res, &why);
+	/* hiprtc 5.2 names every source "CompileSource" (the same code object
+	 * for any name, NULL too: checked), so a name kjit's protocol cannot
+	 * carry is replaced, not forwarded for. */
+	struct kj__dp_prog q = *p;
+	if (q.name == NULL || !kj__name_ok(q.name))
+		q.name = (char *)"hiprtc_program.cpp";
+	r = kj__dp_fetch(&q, KJIT_BACKEND_HIP, "hiprtc", target, kept, n_kept, res, &why);
 	if (r == 0 && res->log != NULL && res->log[0] != '\0') {
 		snprintf(detail, dlen, " (the compile has a log: warnings)");
 		why = KJ_DS_LOG;

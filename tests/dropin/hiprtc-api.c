@@ -229,6 +229,17 @@ int main(int argc, char **argv)
 	compile_case("two architectures (forwarded)", good, 2, o7, NULL, 0);
 	compile_case("a name given twice (forwarded)", good, 2, o1, dup, 0);
 	compile_case("broken (forwarded)", broken, 2, o1, NULL, 1);
+	printf("names kjit cannot carry (served: hiprtc ignores the name)\n");
+	for (int i = 0; i < 2; i++) {
+		const char *hs[] = { hdr }, *hn[] = { "kjd_util.h" };
+		prog_t q = NULL;
+		printf("  create rc=%d\n", A.create(&q, good, i ? NULL : "my kernel.cpp", 1, hs, hn));
+		printf("  add rc=%d\n", A.add_name(q, "scale<float>"));
+		printf("  compile rc=%d\n", A.compile(q, 2, o1));
+		outputs(q);
+		lowered(q, "scale<float>");
+		printf("  destroy rc=%d\n", A.destroy(&q));
+	}
 	printf("header named with /\n");
 	prog_t p = create(slash, "sub/kjd_util.h");
 	printf("  compile rc=%d\n", A.compile(p, 2, o1));
