@@ -156,7 +156,6 @@ static void compile_case(const char *what, const char *src, int n, const char **
 static void states(void)
 {
 	const char *opts[] = { "--offload-arch=gfx90a", "-DKJD=1" }, *low = NULL;
-	size_t n;
 	prog_t p, q = NULL;
 
 	printf("states\n");
@@ -187,7 +186,6 @@ static void states(void)
 	printf("  create NULL prog rc=%d, n -1 rc=%d, no arrays rc=%d, empty source rc=%d\n",
 	       A.create(NULL, good, "a.cpp", 0, NULL, NULL), A.create(&q, good, "a.cpp", -1, NULL, NULL),
 	       A.create(&q, good, "a.cpp", 1, NULL, NULL), A.create(&q, "", "a.cpp", 0, NULL, NULL));
-	(void)n;
 }
 
 int main(int argc, char **argv)
