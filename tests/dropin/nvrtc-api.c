@@ -380,8 +380,8 @@ int main(int argc, char **argv)
 	case_forwarded("lto", 2, lto);
 	const char *bogus[] = { "--gpu-architecture=sm_90", "--no-such-option" };
 	case_forwarded("unknown option", 2, bogus);
-	const char *inc[] = { "-arch=sm_90", "-I/nonexistent/include" };
-	case_forwarded("include path", 2, inc);
+	const char *inc[] = { "-arch=sm_90", "-I", "/nonexistent/include" }; /* -IDIR: case_include_dir */
+	case_forwarded("include path as two arguments", 3, inc);
 	const char *badarch[] = { "--gpu-architecture=sm_1" };
 	case_forwarded("bad arch", 1, badarch);
 	case_slash("served", "#include \"kjd/std/util.h\"\n"
