@@ -22,7 +22,7 @@ enum kj__dropstat_why {
 	KJ_DS_REFUSED,       /* kjitd answered an error other than a compile failure */
 	KJ_DS_OPTION_ERROR,  /* the compiler rejected an option: the real library gives the exact code */
 	KJ_DS_TRUNCATED,     /* the compile log was past kjit's log cap */
-	KJ_DS_HIPRTC,        /* a hiprtc compile: libhiprtc forwards them all (docs/dropin.md) */
+	KJ_DS_LOG,           /* hiprtc: a log kjit cannot give byte for byte (it names comgr's random folder) */
 	KJ_DS_COUNT
 };
 

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ccopts.h"
 #include "client_int.h"
 #include "dropin.h"
 #include "dropstat.h"
@@ -89,6 +90,9 @@ void kj__dp_prog_reset(struct kj__dp_prog *p)
 	p->opts = NULL;
 	p->n_opts = 0;
 	p->target = NULL;
+	kj__headers_free(p->inc, p->n_inc);
+	p->inc = NULL;
+	p->n_inc = 0;
 	p->ptx_state = 0;
 	p->res_is_ptx = 0;
 	p->state = KJ_DP_NEW;
@@ -183,11 +187,11 @@ int kj__dp_fetch(const struct kj__dp_prog *p, int backend, const char *compiler,
 	int r;
 
 	memset(res, 0, sizeof *res);
-	if (p->n_headers > 0 && (h = calloc((size_t)p->n_headers, sizeof *h)) == NULL) {
+	if (p->inc == NULL && p->n_headers > 0 && (h = calloc((size_t)p->n_headers, sizeof *h)) == NULL) {
 		*why = KJ_DS_REFUSED;
 		return KJIT_ENOMEM;
 	}
-	for (int i = 0; i < p->n_headers; i++)
+	for (int i = 0; h && i < p->n_headers; i++)
 		h[i] = (kjit_header){ p->hdr_names[i], p->hdr_data[i], strlen(p->hdr_data[i]) };
 	memset(&rq, 0, sizeof rq);
 	rq.backend = backend;
@@ -198,8 +202,8 @@ int kj__dp_fetch(const struct kj__dp_prog *p, int backend, const char *compiler,
 	rq.source_name = p->name ? p->name : "default_program";
 	rq.options = opts;
 	rq.n_options = (size_t)n_opts;
-	rq.headers = h;
-	rq.n_headers = (size_t)p->n_headers;
+	rq.headers = p->inc ? p->inc : h;
+	rq.n_headers = p->inc ? p->n_inc : (size_t)p->n_headers;
 	rq.no_env = 1;
 	rq.name_expressions = (const char *const *)p->exprs;
 	rq.n_name_expressions = (size_t)p->n_exprs;

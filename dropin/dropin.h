@@ -25,6 +25,7 @@ struct kj__dp_prog {
 	char **hdr_names;        /* [n_headers] */
 	char **exprs;            /* name expressions, in the order added */
 	int n_exprs;
+	int n_exprs_compiled;    /* hiprtc: how many of them its served compile had */
 	int state;               /* KJ_DP_NEW, KJ_DP_OK, KJ_DP_FAILED */
 	void *real;              /* the real library's program, once forwarded */
 	void *flow_cb;           /* a flow callback given before the compile (forces forwarding) */
@@ -36,6 +37,8 @@ struct kj__dp_prog {
 	char *target;            /* the target of the served compile */
 	char **opts;             /* its options as given, for the PTX fetch or a late forward */
 	int n_opts;
+	kjit_header *inc;        /* NVRTC -I: p's headers, then those read from the folders (sent instead) */
+	size_t n_inc;
 };
 
 #define KJ_DP_MAGIC 0x6b6a6470u

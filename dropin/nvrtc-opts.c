@@ -4,11 +4,14 @@
  * Served options are the ones the nvrtc compile worker passes on as given
  * and that change nothing but the object: macros, the C++ standard, math
  * modes, register caps, line info, warnings, the default execution space.
- * The architecture becomes the request's target.  Everything else (-I and
- * --include-path, which read files; -dlto and --optix-ir, other outputs;
- * PCH options; --time and other side effects; -G; anything unknown or
- * misspelled) is the real library's, so its answer and its error codes
- * are NVRTC's own.  The list errs on the side of forwarding.
+ * The architecture becomes the request's target; -IDIR and
+ * --include-path=DIR leave the options for nvrtc-inc.c, which reads the
+ * headers they give where that is faithful.  Everything else (-dlto and
+ * --optix-ir, other outputs; PCH options; --time and other side effects;
+ * -G; anything unknown or misspelled) is the real library's, so its answer
+ * and its error codes are NVRTC's own.  The list errs on the side of
+ * forwarding.  Headers named with '/' (jitify) are served when every
+ * include resolves in kjit's worker as in NVRTC.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +40,13 @@ static int arch_ok(const char *t)
 	while (d[n] >= '0' && d[n] <= '9')
 		n++;
 	return n >= 2 && n <= 4 && (d[n] == '\0' || ((d[n] == 'a' || d[n] == 'f') && d[n + 1] == '\0'));
+}
+
+/* The folder of "-IDIR" or "--include-path=DIR", else NULL. */
+static const char *inc_dir(const char *o)
+{
+	const char *d = strncmp(o, "-I", 2) == 0 ? o + 2 : strncmp(o, "--include-path=", 15) == 0 ? o + 15 : NULL;
+	return d && *d && *d != ' ' ? d : NULL;
 }
 
 static int served(const char *o)
@@ -77,6 +87,8 @@ int kj__nv_opts_split(int n, const char *const *opts, const char **target, const
 		}
 		if (arch)
 			*target = arch;
+		else if (inc_dir(o) != NULL)
+			continue; /* kj__nv_read_includes reads it */
 		else if (served(o))
 			kept[(*n_kept)++] = o;
 		else {
@@ -91,20 +103,80 @@ int kj__nv_opts_split(int n, const char *const *opts, const char **target, const
 	return KJ_DS_SERVED;
 }
 
+/* 1 if some header of p is named with name as a proper tail of its path
+ * ("c.h" or "b/c.h" for "a/b/c.h") and none is named name itself: kjit's
+ * nvrtc worker offers such a header under the tail too, where NVRTC finds
+ * nothing. */
+static int tail_alias(const struct kj__dp_prog *p, const char *name, size_t l)
+{
+	int tail = 0;
+
+	for (int i = 0; i < p->n_headers; i++) {
+		const char *h = p->hdr_names[i];
+		size_t n = strlen(h);
+		if (n == l && memcmp(h, name, l) == 0)
+			return 0;
+		tail |= n > l && h[n - l - 1] == '/' && memcmp(h + n - l, name, l) == 0;
+	}
+	return tail;
+}
+
+/* 1 when text includes nothing kjit's worker would find where NVRTC
+ * does not: an include spelled with "..", a tail of a header's path, or a
+ * computed #include (name unknown). */
+static int includes_faithful(const struct kj__dp_prog *p, const char *t)
+{
+	for (const char *q = t; (q = strchr(q, '#')) != NULL;) {
+		q++;
+		while (*q == ' ' || *q == '\t')
+			q++;
+		if (strncmp(q, "include", 7) != 0)
+			continue;
+		q += 7;
+		while (*q == ' ' || *q == '\t')
+			q++;
+		const char *e = *q == '"' ? strchr(q + 1, '"') : *q == '<' ? strchr(q + 1, '>') : NULL;
+		if (e == NULL || memchr(q, '\n', (size_t)(e - q)) != NULL)
+			return 0;
+		size_t l = (size_t)(e - q - 1);
+		for (size_t k = 1; k + 1 <= l; k++)
+			if (q[k] == '.' && q[k + 1] == '.')
+				return 0;
+		if (tail_alias(p, q + 1, l))
+			return 0;
+		q = e;
+	}
+	return 1;
+}
+
 int kj__nv_input_ok(const struct kj__dp_prog *p, const char **bad)
 {
+	int slash = 0;
+
 	if (p->name && !kj__name_ok(p->name)) {
 		*bad = " (program name)";
 		return KJ_DS_INPUT;
 	}
 	for (int i = 0; i < p->n_headers; i++) {
 		const char *h = p->hdr_names[i];
-		if (h == NULL || p->hdr_data[i] == NULL || *h == '\0' || *h == '/' || *h == '.' ||
-		    strchr(h, '/') != NULL || strlen(h) > KJ_NAME_MAX) {
+		if (h == NULL || p->hdr_data[i] == NULL || !kj__path_ok(h) || *h == '.' || strstr(h, "/.") != NULL) {
 			*bad = " (a header name)";
 			return KJ_DS_INPUT;
 		}
+		for (int j = 0; j < i; j++)
+			if (strcmp(h, p->hdr_names[j]) == 0) {
+				*bad = " (two headers of one name)";
+				return KJ_DS_INPUT;
+			}
+		slash |= strchr(h, '/') != NULL;
 	}
+	/* Headers named with '/' (jitify's "cuda/std/..."): served when every
+	 * include resolves in kjit's worker exactly as in NVRTC. */
+	for (int i = -1; slash && i < p->n_headers; i++)
+		if (!includes_faithful(p, i < 0 ? p->src : p->hdr_data[i])) {
+			*bad = " (an include of a header named with '/' by its tail, or with ..)";
+			return KJ_DS_INPUT;
+		}
 	return KJ_DS_SERVED;
 }
 

@@ -247,15 +247,23 @@ KJ_DP_EXPORT nvrtcResult nvrtcCompileProgram(nvrtcProgram prog, int n, const cha
 	why = kj__nv_opts_split(n, opts, &target, kept, &n_kept, &bad);
 	if (why == KJ_DS_SERVED)
 		why = kj__nv_input_ok(p, &bad);
+	kj__dp_prog_reset(p);
+	if (why == KJ_DS_SERVED)
+		why = kj__nv_read_includes(p, n, opts, &bad);
 	if (why != KJ_DS_SERVED)
 		return kj__nv_forward(p, n, opts, why, bad);
-	kj__dp_prog_reset(p);
 	int r = kj__dp_fetch(p, KJIT_BACKEND_CUDA, "nvrtc", target, kept, n_kept, &res, &why);
 	if (r == KJIT_ECOMPILE && (why = kj__nv_failure_servable(res.log)) != KJ_DS_SERVED)
 		r = KJIT_EINVAL;
+	if (p->inc && (r == KJIT_ECOMPILE || (r == 0 && res.log && *res.log))) {
+		r = KJIT_EINVAL; /* NVRTC names -I headers by the path it found them under */
+		why = KJ_DS_OPTION;
+	}
 	if (r < 0 && r != KJIT_ECOMPILE) {
 		char detail[160];
-		snprintf(detail, sizeof detail, " (%.150s)", res.error ? res.error : kjit_strerror(r));
+		snprintf(detail, sizeof detail, " (%.150s)",
+			 p->inc && why == KJ_DS_OPTION ? "-I: only a success with an empty log is served"
+			 : res.error ? res.error : kjit_strerror(r));
 		kjit_result_free(&res);
 		return kj__nv_forward(p, n, opts, why, detail);
 	}

@@ -1,11 +1,16 @@
 /* hiprtc-api.c: a program written against hiprtc that calls every function
  * of the installed hiprtc.h (ROCm 5.2: 11 functions) and prints every
  * answer: codes, sizes, an FNV-1a digest of the code object, the log, the
- * lowered names, error strings, version.
+ * lowered names, error strings, version.  It walks hiprtc 5.2's program
+ * states (docs/dropin.md): the answers before a compile, name expressions
+ * added after one, a program compiled twice (options and logs accumulate),
+ * NULL arguments hiprtc checks, failures, warnings, options kjit serves and
+ * options it forwards.
  *
  * It loads the library by name as ROCm 6 programs load hiprtc:
  * dlopen("libhiprtc.so.6"), or the name given as argv[1] (the real hiprtc
- * of Debian 12 is inside libamdhip64.so.5).  tests/e2e/dropin.sh runs it
+ * of Debian 12 is inside libamdhip64.so.5); argv[2] "one" runs one served
+ * compile only (the 16-process check).  tests/e2e/dropin.sh runs it
  * against the real hiprtc and through kjit's libhiprtc.so.6 and compares
  * the outputs byte for byte.  Exit status 0 when it ran to the end.
  */
@@ -69,72 +74,174 @@ static uint64_t fnv(const void *p, size_t n)
 	return h;
 }
 
+/* The log: hiprtc 5.2's size counts no NUL and GetProgramLog writes
+ * exactly that many bytes (the byte after them is checked untouched). */
 static void outputs(prog_t p)
 {
-	size_t n = 0;
+	size_t n = 77;
 	res_t r = A.log_size(p, &n);
 
 	printf("  log size rc=%d size=%zu", r, n);
-	if (r == 0 && n > 0) {
-		char *b = calloc(1, n + 1);
+	if (r == 0) {
+		char *b = malloc(n + 2);
 		if (b == NULL)
 			exit(1);
+		memset(b, '#', n + 2);
 		r = A.log(p, b);
-		printf(" get rc=%d\n---\n%s---", r, b);
+		printf(" get rc=%d after=%c\n---\n%.*s---", r, b[n], (int)n, b);
 		free(b);
 	}
-	n = 0;
+	n = 77;
 	r = A.code_size(p, &n);
 	printf("\n  code size rc=%d size=%zu", r, n);
-	if (r == 0 && n > 0) {
-		char *b = malloc(n);
+	if (r == 0) {
+		char *b = malloc(n + 1);
 		if (b == NULL)
 			exit(1);
+		memset(b, '#', n + 1);
 		r = A.code(p, b);
 		/* a code object's digest: the ELF is deterministic for a source */
-		printf(" get rc=%d fnv=%016llx", r, (unsigned long long)fnv(b, n));
+		printf(" get rc=%d fnv=%016llx after=%c", r, (unsigned long long)fnv(b, n), b[n]);
 		free(b);
 	}
 	printf("\n");
 }
 
-static void compile_case(const char *what, const char *src, int n, const char **opts, int names)
+static void lowered(prog_t p, const char *expr)
 {
-	static const char hdr[] = "#pragma once\ntemplate <typename T> __device__ T twice(T x) { return x + x; }\n";
-	const char *hs[] = { hdr }, *hn[] = { "kjd_util.h" };
-	prog_t p = NULL;
 	const char *low = NULL;
+	res_t r = A.lowered(p, expr, &low);
+
+	printf("  lowered %s rc=%d %s\n", expr, r, r == 0 && low ? low : "(none)");
+}
+
+static const char hdr[] = "#pragma once\ntemplate <typename T> __device__ T twice(T x) { return x + x; }\n";
+static const char good[] = "#include \"kjd_util.h\"\n"
+			   "template <typename T> __global__ void scale(T *x) { x[threadIdx.x] = twice(x[threadIdx.x]); }\n";
+
+static prog_t create(const char *src, const char *hname)
+{
+	const char *hs[] = { hdr }, *hn[] = { hname };
+	prog_t p = NULL;
+
+	printf("  create rc=%d\n", A.create(&p, src, "dropin_h.cpp", 1, hs, hn));
+	return p;
+}
+
+/* One program: create, names, compile with opts, every answer, destroy.
+ * again: compile it a second time with the same options. */
+static void compile_case(const char *what, const char *src, int n, const char **opts, const char *const *names,
+			 int again)
+{
+	prog_t p;
 
 	printf("%s\n", what);
-	printf("  create rc=%d\n", A.create(&p, src, "dropin_h.cpp", 1, hs, hn));
-	if (names)
-		printf("  add rc=%d\n", A.add_name(p, "scale<float>"));
+	p = create(src, "kjd_util.h");
+	for (int i = 0; names && names[i]; i++)
+		printf("  add %s rc=%d\n", names[i], A.add_name(p, names[i]));
 	printf("  compile rc=%d\n", A.compile(p, n, opts));
 	outputs(p);
-	if (names) {
-		res_t r = A.lowered(p, "scale<float>", &low);
-		printf("  lowered rc=%d %s\n", r, r == 0 && low ? low : "(none)");
+	for (int i = 0; names && names[i]; i++)
+		lowered(p, names[i]);
+	if (again) {
+		printf("  compile again rc=%d\n", A.compile(p, n, opts));
+		outputs(p);
+		for (int i = 0; names && names[i]; i++)
+			lowered(p, names[i]);
 	}
-	res_t r = A.destroy(&p);
-	printf("  destroy rc=%d\n", r);
+	printf("  destroy rc=%d\n", A.destroy(&p));
+}
+
+/* A served program's states call by call, and the arguments hiprtc checks. */
+static void states(void)
+{
+	const char *opts[] = { "--offload-arch=gfx90a", "-DKJD=1" }, *low = NULL;
+	prog_t p, q = NULL;
+
+	printf("states\n");
+	p = create(good, "kjd_util.h");
+	outputs(p);
+	lowered(p, "scale<float>");
+	printf("  add NULL rc=%d add empty rc=%d\n", A.add_name(p, NULL), A.add_name(p, ""));
+	printf("  add rc=%d\n", A.add_name(p, "scale<float>"));
+	printf("  add rc=%d\n", A.add_name(p, "scale<int>"));
+	lowered(p, "scale<float>");
+	printf("  compile rc=%d\n", A.compile(p, 2, opts));
+	outputs(p);
+	lowered(p, "scale<float>");
+	lowered(p, "scale<int>");
+	lowered(p, "scale<double>");
+	printf("  lowered NULL expr rc=%d NULL out rc=%d\n", A.lowered(p, NULL, &low),
+	       A.lowered(p, "scale<float>", NULL));
+	printf("  NULL sizes rc=%d %d, NULL buffers rc=%d %d\n", A.log_size(p, NULL), A.code_size(p, NULL),
+	       A.log(p, NULL), A.code(p, NULL));
+	printf("  add after rc=%d\n", A.add_name(p, "scale<double>"));
+	lowered(p, "scale<double>");
+	printf("  compile again rc=%d\n", A.compile(p, 2, opts));
+	outputs(p);
+	lowered(p, "scale<float>");
+	lowered(p, "scale<double>");
+	printf("  destroy rc=%d same handle=%d\n", A.destroy(&p), p != NULL);
+	printf("  destroy NULL rc=%d, of NULL rc=%d\n", A.destroy(NULL), A.destroy(&q));
+	printf("  create NULL prog rc=%d, n -1 rc=%d, no arrays rc=%d, empty source rc=%d\n",
+	       A.create(NULL, good, "a.cpp", 0, NULL, NULL), A.create(&q, good, "a.cpp", -1, NULL, NULL),
+	       A.create(&q, good, "a.cpp", 1, NULL, NULL), A.create(&q, "", "a.cpp", 0, NULL, NULL));
 }
 
 int main(int argc, char **argv)
 {
-	static const char good[] = "#include \"kjd_util.h\"\n"
-				   "template <typename T> __global__ void scale(T *x) { x[threadIdx.x] = twice(x[threadIdx.x]); }\n";
-	const char *opts[] = { "--offload-arch=gfx90a", "-DKJD=1" };
+	static const char broken[] = "__global__ void k() { int x = ; }\n";
+	static const char warn[] = "__global__ void k(int *x) { int y; *x = 1; }\n";
+	static const char slash[] = "#include \"sub/kjd_util.h\"\n__global__ void k(float *x) { x[0] = twice(x[0]); }\n";
+	const char *names[] = { "scale<float>", NULL }, *two[] = { "scale<float>", "scale<int>", NULL };
+	const char *dup[] = { "scale<float>", "scale<float>", NULL };
+	const char *o1[] = { "--offload-arch=gfx90a", "-DKJD=1" };
+	const char *o2[] = { "-DKJD=2", "--gpu-architecture=gfx90a", "-O3", "-std=c++17" };
+	const char *o3[] = { "--offload-arch=gfx90a:xnack-", "-ffast-math" };
+	const char *o4[] = { "--offload-arch=gfx908", "-Wall" };
+	const char *o5[] = { "-DKJD=1" };
+	const char *o6[] = { "--offload-arch=gfx90a", "-fno-such-option" };
+	const char *o7[] = { "--offload-arch=gfx90a", "--offload-arch=gfx908" };
 	int major = -1, minor = -1;
 
 	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
 	if (load(argc > 1 ? argv[1] : "libhiprtc.so.6") < 0)
 		return 2;
+	if (argc > 2 && strcmp(argv[2], "one") == 0) {
+		compile_case("one", good, 2, o1, two, 0);
+		return 0;
+	}
 	res_t r = A.version(&major, &minor);
 	printf("version rc=%d %d.%d\n", r, major, minor);
-	for (int e = -1; e <= 12; e++)
-		printf("error %d: %s\n", e, A.errstr(e));
-	compile_case("good", good, 2, opts, 1);
-	compile_case("broken", "__global__ void k() { int x = ; }\n", 2, opts, 0);
-	printf("create null rc=%d\n", A.create(NULL, "x", NULL, 0, NULL, NULL));
+	for (int e = -1; e <= 12; e++) {
+		const char *s = A.errstr(e);
+		printf("error %d: %s\n", e, s ? s : "(NULL)");
+	}
+	states();
+	compile_case("good", good, 2, o1, names, 0);
+	compile_case("good, two names, other options", good, 4, o2, two, 0);
+	compile_case("good, no names, compiled twice", good, 2, o3, NULL, 1);
+	compile_case("warnings (forwarded: the log)", warn, 2, o4, NULL, 0);
+	compile_case("no architecture (forwarded)", good, 1, o5, names, 1);
+	compile_case("unknown option (forwarded)", good, 2, o6, NULL, 0);
+	compile_case("two architectures (forwarded)", good, 2, o7, NULL, 0);
+	compile_case("a name given twice (forwarded)", good, 2, o1, dup, 0);
+	compile_case("broken (forwarded)", broken, 2, o1, NULL, 1);
+	printf("names kjit cannot carry (served: hiprtc ignores the name)\n");
+	for (int i = 0; i < 2; i++) {
+		const char *hs[] = { hdr }, *hn[] = { "kjd_util.h" };
+		prog_t q = NULL;
+		printf("  create rc=%d\n", A.create(&q, good, i ? NULL : "my kernel.cpp", 1, hs, hn));
+		printf("  add rc=%d\n", A.add_name(q, "scale<float>"));
+		printf("  compile rc=%d\n", A.compile(q, 2, o1));
+		outputs(q);
+		lowered(q, "scale<float>");
+		printf("  destroy rc=%d\n", A.destroy(&q));
+	}
+	printf("header named with /\n");
+	prog_t p = create(slash, "sub/kjd_util.h");
+	printf("  compile rc=%d\n", A.compile(p, 2, o1));
+	outputs(p);
+	printf("  destroy rc=%d\n", A.destroy(&p));
 	return 0;
 }

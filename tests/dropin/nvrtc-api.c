@@ -202,6 +202,53 @@ static void case_forwarded(const char *why, int n, const char *const *opts)
 	printf("  destroy rc=%d\n", A.nvrtcDestroyProgram(&p));
 }
 
+/* Headers named with '/', as jitify gives them ("cuda/std/..."): served
+ * when every include names a header as given (a warning in one of them
+ * shows its name in the log); an include by a tail of such a name, which
+ * NVRTC does not find, and one spelled with "..", go to the real library. */
+static void case_slash(const char *what, const char *src)
+{
+	static const char util[] = "#pragma once\n#include \"kjd/std/base.h\"\n"
+				   "template <typename T> __device__ T thrice(T x) { int unused_in_header; return x + twice(x); }\n";
+	const char *hs[] = { util, hdr_util }, *hn[] = { "kjd/std/util.h", "kjd/std/base.h" };
+	const char *opts[] = { "--gpu-architecture=sm_90", "-DSCALE=2" };
+	prog_t p = NULL;
+	const char *low = NULL;
+
+	printf("slash headers %s\n", what);
+	printf("  create rc=%d\n", A.nvrtcCreateProgram(&p, src, "dropin_s.cu", 2, hs, hn));
+	printf("  add rc=%d\n", A.nvrtcAddNameExpression(p, "triple<float>"));
+	printf("  compile rc=%d\n", A.nvrtcCompileProgram(p, 2, opts));
+	outputs(p);
+	res_t r = A.nvrtcGetLoweredName(p, "triple<float>", &low);
+	printf("  lowered rc=%d %s\n", r, r == 0 && low ? low : "(none)");
+	printf("  destroy rc=%d\n", A.nvrtcDestroyProgram(&p));
+}
+
+/* -I DIR (CuPy passes its include folder): the source includes a header
+ * of $KJD_INC_DIR, which dropin.sh fills (kjd_inc.h; kjd_warn.h, whose
+ * warning names the path NVRTC found it under).  Served when nothing can
+ * depend on where the file lay; a warning or line info go to the real
+ * library. */
+static void case_include_dir(const char *what, const char *hdr, const char *extra)
+{
+	const char *dir = getenv("KJD_INC_DIR");
+	char src[256], inc[4096];
+	const char *opts[] = { "--gpu-architecture=sm_90", inc, extra };
+	prog_t p = NULL;
+
+	if (dir == NULL)
+		return;
+	snprintf(inc, sizeof inc, "-I%s", dir);
+	snprintf(src, sizeof src, "#include \"%s\"\nextern \"C\" __global__ void inc(float *x) { x[0] = from_inc(x[0]); }\n",
+		 hdr);
+	printf("include dir %s\n", what);
+	printf("  create rc=%d\n", A.nvrtcCreateProgram(&p, src, "dropin_i.cu", 0, NULL, NULL));
+	printf("  compile rc=%d\n", A.nvrtcCompileProgram(p, extra ? 3 : 2, opts));
+	outputs(p);
+	printf("  destroy rc=%d\n", A.nvrtcDestroyProgram(&p));
+}
+
 static int flow_cb(void *a, void *b)
 {
 	(void)a;
@@ -333,10 +380,19 @@ int main(int argc, char **argv)
 	case_forwarded("lto", 2, lto);
 	const char *bogus[] = { "--gpu-architecture=sm_90", "--no-such-option" };
 	case_forwarded("unknown option", 2, bogus);
-	const char *inc[] = { "-arch=sm_90", "-I/nonexistent/include" };
-	case_forwarded("include path", 2, inc);
+	const char *inc[] = { "-arch=sm_90", "-I", "/nonexistent/include" }; /* -IDIR: case_include_dir */
+	case_forwarded("include path as two arguments", 3, inc);
 	const char *badarch[] = { "--gpu-architecture=sm_1" };
 	case_forwarded("bad arch", 1, badarch);
+	case_slash("served", "#include \"kjd/std/util.h\"\n"
+			     "template <typename T> __global__ void triple(T *x) { x[0] = thrice(x[0]) * SCALE; }\n");
+	case_slash("by a tail (forwarded)", "#include \"std/util.h\"\n"
+					    "template <typename T> __global__ void triple(T *x) { x[0] = thrice(x[0]); }\n");
+	case_slash("with .. (forwarded)", "#include \"kjd/../kjd/std/util.h\"\n"
+					  "template <typename T> __global__ void triple(T *x) { x[0] = thrice(x[0]); }\n");
+	case_include_dir("served", "kjd_inc.h", NULL);
+	case_include_dir("a warning in the header (forwarded)", "kjd_warn.h", NULL);
+	case_include_dir("line info (forwarded)", "kjd_inc.h", "-lineinfo");
 	case_edges();
 	return 0;
 }
