@@ -401,8 +401,14 @@ int kj__cache_foreach_of(struct kj__cache *c, const char *target, uid_t uid,
 
 int kj__cache_totals(struct kj__cache *c, struct kj__cache_totals *t)
 {
+	uint64_t pb = 0;
+
 	t->entries = c->n;
 	t->bytes = c->bytes;
+	if (c->pubs) { /* being published: entries already for whoever asks */
+		t->entries += kj__cache_pub_count(c, &pb);
+		t->bytes += pb;
+	}
 	return 0;
 }
 

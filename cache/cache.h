@@ -258,7 +258,7 @@ int kj__cache_checkpoint(struct kj__cache *c);
 /* 1 if run may go to another thread (SQLite was built thread-safe). */
 int kj__cache_job_threaded(void);
 
-/* Totals for stats. */
+/* Totals for stats (publishes in flight included). */
 struct kj__cache_totals {
 	uint64_t entries;
 	uint64_t bytes;

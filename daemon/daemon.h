@@ -253,9 +253,12 @@ struct kj__daemon {
 	struct kj__offloop *offloop_head, *offloop_tail;
 	uv_work_t ckpt_work;         /* offloop.c: the index's checkpoint, on a thread */
 	int ckpt_busy;
+	int offloop_wait_pub;        /* offloop.c: the head task waits for publishes in flight */
 	size_t pub_n;                /* publish.c: publishes in flight, and their object bytes */
 	uint64_t pub_bytes;
-	struct kj__pub_idle *pub_idle; /* publish.c: callbacks waiting for none to be in flight */
+	uint64_t pub_seq;            /* publish.c: publishes begun */
+	struct kj__publish *pubs;    /* publish.c: those in flight */
+	struct kj__pub_idle *pub_idle; /* publish.c: callbacks waiting for those in flight to finish */
 };
 
 /* quota.c: connections and request bytes per peer uid (docs in quota.c).
@@ -606,9 +609,10 @@ void kj__admin_answer(struct kj__conn *c, uint32_t id, int r, struct kj__buf *te
  * negative code (logged and counted as a publish error: not cached). */
 int kj__publish_start(struct kj__daemon *d, const struct kj__cache_entry *e, const uint8_t *data, size_t len,
 		      const struct kj__buf *recipe, const uid_t *uids, size_t n_uids);
-/* Calls fn(arg) on the loop once no publish is in flight: now if none is
- * (or when out of memory), else after the last one in flight finishes
- * (`kjit warm --replay` reads every recipe: those being written too). */
+/* Calls fn(arg) on the loop once the publishes in flight now have
+ * finished (later ones are not waited for): at once if none is (or when
+ * out of memory).  What was answered before an admin command is in the
+ * index when it runs (replay's recipes, export's rows). */
 void kj__publish_when_idle(struct kj__daemon *d, void (*fn)(void *arg), void *arg);
 
 /* offloop.c: admin tasks with their slow part on libuv's thread pool, one

@@ -32,6 +32,8 @@
 struct kj__publish {
 	uv_work_t work;
 	struct kj__daemon *d;
+	uint64_t seq;                /* order of begin (kj__publish_when_idle) */
+	struct kj__publish *next;    /* d->pubs: in flight */
 	struct kj__cache_pub *p;
 	char key[65];
 	size_t len;
@@ -43,22 +45,39 @@ static void pub_free(struct kj__publish *t)
 	free(t);
 }
 
-/* A callback waiting for no publish to be in flight. */
+/* A callback waiting for the publishes in flight when it was queued (those
+ * begun up to seq) to finish; later ones are not waited for, so a stream of
+ * misses never holds it. */
 struct kj__pub_idle {
 	void (*fn)(void *arg);
 	void *arg;
+	uint64_t seq;
 	struct kj__pub_idle *next;
 };
 
+/* Runs the callbacks no publish in flight holds back any more. */
 static void run_idle(struct kj__daemon *d)
 {
-	struct kj__pub_idle *q = d->pub_idle, *next;
+	uint64_t oldest = UINT64_MAX;
+	struct kj__pub_idle **pp = &d->pub_idle, *q, *ready = NULL, **tail = &ready;
 
-	d->pub_idle = NULL;
-	for (; q; q = next) {
-		next = q->next;
-		q->fn(q->arg);
-		free(q);
+	for (struct kj__publish *t = d->pubs; t; t = t->next)
+		if (t->seq < oldest)
+			oldest = t->seq;
+	while ((q = *pp) != NULL) {
+		if (q->seq < oldest) {
+			*pp = q->next;
+			q->next = NULL;
+			*tail = q;
+			tail = &q->next;
+		} else {
+			pp = &q->next;
+		}
+	}
+	for (; ready; ready = q) { /* in the order they came */
+		q = ready->next;
+		ready->fn(ready->arg);
+		free(ready);
 	}
 }
 
@@ -66,15 +85,26 @@ void kj__publish_when_idle(struct kj__daemon *d, void (*fn)(void *arg), void *ar
 {
 	struct kj__pub_idle *q, **pp;
 
-	if (d->pub_n == 0 || (q = calloc(1, sizeof *q)) == NULL) {
+	if (d->pubs == NULL || (q = calloc(1, sizeof *q)) == NULL) {
 		fn(arg); /* out of memory: now, without what is being published */
 		return;
 	}
 	q->fn = fn;
 	q->arg = arg;
+	q->seq = d->pub_seq;
 	for (pp = &d->pub_idle; *pp; pp = &(*pp)->next)
 		;
 	*pp = q;
+}
+
+static void unlist(struct kj__daemon *d, struct kj__publish *t)
+{
+	struct kj__publish **pp;
+
+	for (pp = &d->pubs; *pp && *pp != t; pp = &(*pp)->next)
+		;
+	if (*pp)
+		*pp = t->next;
 }
 
 static void on_run(uv_work_t *w)
@@ -97,7 +127,8 @@ static void on_done(uv_work_t *w, int status)
 	r = kj__cache_pub_finish(t->p);
 	d->pub_n--;
 	d->pub_bytes -= t->len;
-	if (d->pub_n == 0)
+	unlist(d, t);
+	if (d->pub_idle)
 		run_idle(d);
 	if (r < 0) {
 		d->stats[KJ_STAT_PUBLISH_ERRORS]++;
@@ -131,6 +162,9 @@ int kj__publish_start(struct kj__daemon *d, const struct kj__cache_entry *e, con
 		goto fail;
 	d->pub_n++;
 	d->pub_bytes += len;
+	t->seq = ++d->pub_seq;
+	t->next = d->pubs;
+	d->pubs = t;
 	if (d->pub_bytes <= KJ_PUBLISH_PENDING_MAX && kj__cache_job_threaded() &&
 	    uv_queue_work(d->loop, &t->work, on_run, on_done) == 0)
 		return 0;
