@@ -69,9 +69,9 @@ check "ping-during-publish ($((t1 - t0)) ms)" [ $((t1 - t0)) -lt 1000 ]
 check "nothing-recompiled" [ "$(stat_value compiles)" = 1 ]
 KEY=$(awk 'NR == 1 { print $2 }' "$T/a.get")
 "$KJIT" ls >"$T/ls" 2>&1
-check "ls-during-publish" grep -q "$KEY" "$T/ls"
-check "stats-entries-during-publish" [ "$(stat_value entries)" = 1 ]
-# an export begins once the publish in flight has finished: the object is in it
+check "ls-sees-answered-object" grep -q "$KEY" "$T/ls"
+check "stats-counts-answered-object" [ "$(stat_value entries)" = 1 ]
+# admin commands begin once the publishes in flight have finished: they see the object
 "$KJIT" export -o "$T/x.kjb" >/dev/null 2>&1
 check "export-waits-for-publish" [ "$(wc -c <"$T/x.kjb" 2>/dev/null || echo 0)" -ge 4000000 ]
 i=0
