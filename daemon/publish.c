@@ -125,17 +125,17 @@ static void on_done(uv_work_t *w, int status)
 	if (status < 0) /* cannot happen: work is never cancelled; done here then */
 		kj__cache_pub_run(t->p);
 	r = kj__cache_pub_finish(t->p);
-	d->pub_n--;
-	d->pub_bytes -= t->len;
-	unlist(d, t);
-	if (d->pub_idle)
-		run_idle(d);
-	if (r < 0) {
+	if (r < 0) { /* counted before the commands waiting for it run */
 		d->stats[KJ_STAT_PUBLISH_ERRORS]++;
 		kj__log(d, "could not store %s (%s%s%s): served, not cached", t->key, kjit_strerror(r),
 			r == KJIT_EIO ? ": " : "", r == KJIT_EIO ? strerror(errno) : "");
 	}
+	d->pub_n--;
+	d->pub_bytes -= t->len;
+	unlist(d, t);
 	pub_free(t);
+	if (d->pub_idle)
+		run_idle(d);
 }
 
 int kj__publish_start(struct kj__daemon *d, const struct kj__cache_entry *e, const uint8_t *data, size_t len,
@@ -151,7 +151,7 @@ int kj__publish_start(struct kj__daemon *d, const struct kj__cache_entry *e, con
 	t->len = len;
 	snprintf(t->key, sizeof t->key, "%s", e->key);
 	int has_recipe = recipe && recipe->len > KJ_FRAME_HDR_SIZE;
-	/* the recipe's body: the frame less its header, as replay.c reads it */
+	/* the recipe: the GET frame replay.c sends again, named by its body's digest */
 	r = kj__cache_pub_begin(d->cache, e, data, len, has_recipe ? recipe->p : NULL, has_recipe ? recipe->len : 0,
 				uids, n_uids, &t->p);
 	if (r == KJIT_EBUSY) { /* the same key is being published: same object */
