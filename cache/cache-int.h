@@ -14,18 +14,22 @@
  *   schema.c  the index's schema and the upgrades of older ones
  *   recipe.c  recipes (<dir>/recipes and recipe_of), for replay
  *   store.c   the object files: directories, read-and-verify, temporary
- *             write, publish, drop, sweep
+ *             write, the steps of a publish, drop, sweep
+ *   publish.c a publish in steps (its file written on another thread), the
+ *             objects whose publish is in flight (c->pubs), served from memory
  *   maint.c   gc, verify, clear; gc's victims; invalid rows
  *   job.c     the same in steps; jobrun.c their slow part, on another thread
  *   bulk.c    many objects published at once (import), written on another thread
- * All of them run on one thread (kjitd's loop), but for jobrun.c and the
- * writing half of bulk.c, which say what they touch; all reach the file system
+ * All of them run on one thread (kjitd's loop), but for jobrun.c, the
+ * writing half of bulk.c and a publish's run (publish.c), which say what
+ * they touch; all reach the file system
  * only through c->fs and memory only through c->mem (cache.h), so tests
  * can make any call fail.
  */
 #ifndef KJ_CACHE_INT_H
 #define KJ_CACHE_INT_H
 
+#include <limits.h>
 #include <sqlite3.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -113,6 +117,10 @@ struct kj__cache {
 	size_t bad_rows;     /* rows skipped at load (dropped by verify) */
 	int wal_pages;       /* the WAL after our last commit (kj__cache_wal_offload) */
 
+	/* publish.c: objects whose publish is in flight, newest first; the
+	 * cache's thread only (a run touches only its own struct). */
+	struct kj__cache_pub *pubs;
+
 	/* hot.c: verified objects in memory, most recently used first. */
 	struct hot **hot_tab;
 	size_t hot_cap, hot_n;
@@ -160,6 +168,9 @@ void kj__tab_free(struct kj__cache *c);
 
 /* ---- hot.c: the hot set of verified objects ---- */
 
+/* Keeps data (from c->mem, taken over: freed here if not kept) as the
+ * verified copy of key's file st; best effort. */
+void kj__hot_put_owned(struct kj__cache *c, const uint8_t *key, uint8_t *data, size_t size, const struct stat *st);
 /* Keeps a copy of verified bytes with the file's identity; best effort. */
 void kj__hot_put(struct kj__cache *c, const uint8_t *key, const uint8_t *data, size_t size,
 		 const struct stat *st);
@@ -264,6 +275,57 @@ void kj__obj_fsync_dir(struct kj__cache *c, const char *dir);
  * with errno kept; *created says whether tmp exists (the caller unlinks
  * it on failure). */
 int kj__obj_write_tmp(struct kj__cache *c, const char *tmp, const uint8_t *data, size_t len, int *created);
+/* What a publish writes: the object's directory, its final name and the
+ * temporary file it is written to first. */
+struct kj__pub_paths {
+	char sub[PATH_MAX];
+	char final[PATH_MAX];
+	char tmp[PATH_MAX];
+};
+/* A publish's first step, the cache's thread: e checked by the caller,
+ * completed here (size, times), en filled (tuple interned, a new use
+ * sequence), the paths (a unique temporary name).  0 or a negative code;
+ * nothing changed on disk or in the index. */
+int kj__obj_prepare(struct kj__cache *c, struct kj__cache_entry *e, size_t len, struct ent *en,
+		    struct kj__pub_paths *p);
+/* Any thread (touches c's fs, dir, modes and log only): the object's
+ * directory, a durable temporary file, the rename, the directory's fsync,
+ * then st the file's stat (zeroed if that fails).  0, or a negative code
+ * with errno saying why; no temporary file is left. */
+int kj__obj_place(struct kj__cache *c, const struct kj__pub_paths *p, const uint8_t *data, size_t len,
+		  struct stat *st);
+/* The cache's thread: e's row after its file is in place (prior: the
+ * key's entry or NONE; dg: the object's digest).  On failure the file is
+ * not indexed: a prior row is kept only for the same bytes, else dropped,
+ * and without one the file is removed.  0 or KJIT_EIO. */
+int kj__obj_index_row(struct kj__cache *c, const struct kj__cache_entry *e, const struct ent *en, size_t prior,
+		      const uint8_t dg[KJ_SHA256_LEN], const char *final);
+/* Puts en in the table (room reserved), in place of the prior entry of its
+ * key if any (keeping that entry's pending hits). */
+void kj__obj_table_update(struct kj__cache *c, struct ent *en, size_t prior);
+/* publish.c: the publish in flight of key, or NULL (the cache's thread). */
+struct kj__cache_pub *kj__pub_find(const struct kj__cache *c, const uint8_t key[KJ_SHA256_LEN]);
+/* The bytes of key's publish in flight (valid until its finish) and what
+ * a hit saves: 0, or KJIT_ENOENT when none is in flight. */
+int kj__pub_peek(struct kj__cache *c, const uint8_t key[KJ_SHA256_LEN], const uint8_t **data, size_t *len,
+		 uint32_t *compile_ms);
+/* e of key's publish in flight (sha256 empty: not hashed yet), its
+ * strings copies (dup: free with kj__cache_entry_free) or the pub's own
+ * (valid until its finish).  0, KJIT_ENOENT or KJIT_ENOMEM. */
+int kj__pub_entry(struct kj__cache *c, const uint8_t key[KJ_SHA256_LEN], struct kj__cache_entry *e, int dup);
+/* 1 if uid is among the requesters of key's publish in flight. */
+int kj__pub_requested(const struct kj__cache *c, const uint8_t key[KJ_SHA256_LEN], uid_t uid);
+/* Calls fn for each publish in flight (of target only, unless NULL; of
+ * uid's requests only, unless all), newest first; fn's nonzero return
+ * stops it and is returned. */
+int kj__pub_foreach(struct kj__cache *c, const char *target, int all, uid_t uid,
+		    int (*fn)(const struct kj__cache_entry *e, void *arg), void *arg);
+/* recipe.c, in two steps: the file (any thread; seq makes the temporary
+ * name unique, from the cache's thread), then the row (the cache's
+ * thread).  0 or a negative code. */
+int kj__recipe_write(struct kj__cache *c, const char *recipe, const uint8_t *body, size_t len, uint64_t seq);
+int kj__recipe_link(struct kj__cache *c, const char *key, const char *recipe);
+
 /* Reads the object of en from disk and checks it against the index's
  * digest.  0 with *out from c->mem and *out_st the file's stat;
  * KJIT_ECORRUPT with why set (missing, wrong size, wrong digest);

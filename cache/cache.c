@@ -16,6 +16,8 @@
  *    memory for kj__cache_flush (index.c).
  *  - A corrupt object found on the hit path is dropped and reported as a
  *    miss (KJIT_ENOENT), so the caller recompiles.
+ *  - An object whose publish is in flight (publish.c, c->pubs) is served
+ *    from its copy in memory, before the table is asked.
  *  - A close that flushed leaves <dir>/clean; an open that does not find it
  *    runs SQLite's quick_check and sweeps temporary files.
  * Ownership: struct kj__cache (cache-int.h) owns the lock descriptor, the
@@ -263,7 +265,7 @@ int kj__cache_peek_exists(struct kj__cache *c, const char *key)
 {
 	uint8_t k[KJ_SHA256_LEN];
 
-	return kj__cache_key_arg(key, k) == 0 && kj__tab_find(c, k) != NONE;
+	return kj__cache_key_arg(key, k) == 0 && (kj__tab_find(c, k) != NONE || (c->pubs && kj__pub_find(c, k)));
 }
 
 int kj__cache_peek(struct kj__cache *c, const char *key, const uint8_t **data, size_t *len,
@@ -276,6 +278,8 @@ int kj__cache_peek(struct kj__cache *c, const char *key, const uint8_t **data, s
 
 	if ((r = kj__cache_key_arg(key, k)) < 0)
 		return r;
+	if (c->pubs && kj__pub_peek(c, k, data, len, compile_ms) == 0)
+		return 0; /* its publish is in flight (publish.c) */
 	if ((i = kj__tab_find(c, k)) == NONE || (h = kj__hot_get(c, &c->ents[i])) == NULL)
 		return KJIT_ENOENT;
 	if ((r = kj__tab_touch(c, i)) < 0)
@@ -298,6 +302,16 @@ int kj__cache_lookup(struct kj__cache *c, const char *key, uint8_t **data, size_
 	*len = 0;
 	if ((r = kj__cache_key_arg(key, k)) < 0)
 		return r;
+	const uint8_t *pd;
+	if (c->pubs && kj__pub_peek(c, k, &pd, len, NULL) == 0) { /* its publish is in flight */
+		if ((buf = c->mem->malloc(*len)) == NULL)
+			return KJIT_ENOMEM;
+		memcpy(buf, pd, *len);
+		if (e)
+			kj__pub_entry(c, k, e, 0);
+		*data = buf;
+		return 0;
+	}
 	i = kj__tab_find(c, k);
 	if (i == NONE)
 		return KJIT_ENOENT;
@@ -344,6 +358,8 @@ static int foreach_rows(struct kj__cache *c, const char *target, int all, uid_t 
 	int rc, r;
 
 	kj__cache_flush(c); /* so the order is exact; a failure only costs that */
+	if (c->pubs && (r = kj__pub_foreach(c, target, all, uid, fn, arg)) != 0)
+		return r; /* the newest: published as we speak */
 	rc = sqlite3_prepare_v2(c->db,
 				"SELECT " ENTRY_COLS " FROM objects WHERE (?1 IS NULL OR target = ?1)"
 				" AND (?2 OR key IN (SELECT key FROM object_uids WHERE uid = ?3))"
@@ -358,6 +374,9 @@ static int foreach_rows(struct kj__cache *c, const char *target, int all, uid_t 
 	r = 0;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		kj__db_row_entry(st, &e);
+		uint8_t k[KJ_SHA256_LEN];
+		if (c->pubs && kj__hex_ok(e.key) && (kj__cache_unhex(e.key, k), kj__pub_find(c, k)))
+			continue; /* listed above, as it is being published again */
 		kj__db_merge_pending(c, &e);
 		if ((r = fn(&e, arg)) != 0)
 			break;
@@ -382,8 +401,14 @@ int kj__cache_foreach_of(struct kj__cache *c, const char *target, uid_t uid,
 
 int kj__cache_totals(struct kj__cache *c, struct kj__cache_totals *t)
 {
+	uint64_t pb = 0;
+
 	t->entries = c->n;
 	t->bytes = c->bytes;
+	if (c->pubs) { /* being published: entries already for whoever asks */
+		t->entries += kj__cache_pub_count(c, &pb);
+		t->bytes += pb;
+	}
 	return 0;
 }
 

@@ -124,8 +124,40 @@ int kj__cache_peek_exists(struct kj__cache *c, const char *key);
 
 /* Stores an object: temporary file, fsync, rename, then the index row.
  * e->sha256, size, created and last_used are filled in here.  Returns 0 or
- * a negative code (the cache is left unchanged and consistent on error). */
+ * a negative code (the cache is left unchanged and consistent on error).
+ * The steps below, run one after the other on the caller's thread. */
 int kj__cache_publish(struct kj__cache *c, struct kj__cache_entry *e, const uint8_t *data, size_t len);
+
+/* A publish in steps (publish.c), so that its disk work and digest run on
+ * another thread while the cache's thread goes on.  begin (the cache's
+ * thread) checks e, copies it (its strings too) and data (len bytes) and
+ * recipe (the GET frame behind the object, recipe_len bytes, named by the
+ * digest of its body as kj__cache_recipe_store's callers do; NULL: none),
+ * and from then until finish the object is served from that copy:
+ * kj__cache_peek, kj__cache_lookup, kj__cache_peek_exists, kj__cache_get,
+ * the listings and kj__cache_requested_by find it (uids: its requesters,
+ * n_uids of them, recorded with kj__cache_note_user at finish), and no
+ * sweep of the cache's thread removes its files.  0, KJIT_EINVAL, KJIT_ETOOBIG, KJIT_ENOMEM, or KJIT_EBUSY when a
+ * publish of the same key is in flight (same key: same object; this one
+ * is not needed).  run (any one thread, concurrently with other calls on
+ * the cache; c's fs and allocator tables thread-safe, as the defaults
+ * are): the digest, the file (temporary, fsync, rename, the directory's
+ * fsync) and the recipe's file; touches nothing but its own pub and the
+ * file system.  finish (the cache's thread, after run): the index row,
+ * the entry table, the hot set (the copy moves there), the recipe's row;
+ * the object is no longer served from the pub.  0, or the run's or the
+ * row's negative code (the cache is left consistent, the object not
+ * stored; errno says why for KJIT_EIO).  free (the cache's thread): after
+ * finish, or instead of run and finish (nothing is stored). */
+struct kj__cache_pub;
+int kj__cache_pub_begin(struct kj__cache *c, const struct kj__cache_entry *e, const uint8_t *data, size_t len,
+			const uint8_t *recipe, size_t recipe_len, const uid_t *uids, size_t n_uids,
+			struct kj__cache_pub **out);
+void kj__cache_pub_run(struct kj__cache_pub *p);
+int kj__cache_pub_finish(struct kj__cache_pub *p);
+void kj__cache_pub_free(struct kj__cache_pub *p);
+/* How many publishes are in flight, and their bytes (the cache's thread). */
+size_t kj__cache_pub_count(const struct kj__cache *c, uint64_t *bytes);
 
 /* Writes in-memory hit counters and last-used times to the index. */
 int kj__cache_flush(struct kj__cache *c);
@@ -226,7 +258,7 @@ int kj__cache_checkpoint(struct kj__cache *c);
 /* 1 if run may go to another thread (SQLite was built thread-safe). */
 int kj__cache_job_threaded(void);
 
-/* Totals for stats. */
+/* Totals for stats (publishes in flight included). */
 struct kj__cache_totals {
 	uint64_t entries;
 	uint64_t bytes;

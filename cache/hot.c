@@ -120,23 +120,26 @@ static int hot_grow(struct kj__cache *c)
 	return 0;
 }
 
-void kj__hot_put(struct kj__cache *c, const uint8_t *key, const uint8_t *data, size_t size,
-		 const struct stat *st)
+void kj__hot_put_owned(struct kj__cache *c, const uint8_t *key, uint8_t *data, size_t size, const struct stat *st)
 {
-	if (c->hot_max == 0 || size > c->hot_max / HOT_OBJECT_SHARE)
+	if (c->hot_max == 0 || size > c->hot_max / HOT_OBJECT_SHARE) {
+		c->mem->free(data);
 		return;
+	}
 	kj__hot_remove(c, key);
-	if (hot_grow(c) < 0)
+	if (hot_grow(c) < 0) {
+		c->mem->free(data);
 		return;
+	}
 	while (c->hot_tail && c->hot_bytes + size > c->hot_max)
 		kj__hot_remove(c, c->hot_tail->key);
 	struct hot *h = c->mem->calloc(1, sizeof *h);
-	if (h == NULL || (h->data = c->mem->malloc(size)) == NULL) {
-		c->mem->free(h);
+	if (h == NULL) {
+		c->mem->free(data);
 		return;
 	}
 	memcpy(h->key, key, KJ_SHA256_LEN);
-	memcpy(h->data, data, size);
+	h->data = data;
 	h->size = size;
 	h->dev = st->st_dev;
 	h->ino = st->st_ino;
@@ -147,6 +150,18 @@ void kj__hot_put(struct kj__cache *c, const uint8_t *key, const uint8_t *data, s
 	hot_push_front(c, h);
 	c->hot_bytes += size;
 	c->hot_n++;
+}
+
+void kj__hot_put(struct kj__cache *c, const uint8_t *key, const uint8_t *data, size_t size,
+		 const struct stat *st)
+{
+	if (c->hot_max == 0 || size > c->hot_max / HOT_OBJECT_SHARE)
+		return;
+	uint8_t *copy = c->mem->malloc(size);
+	if (copy == NULL)
+		return;
+	memcpy(copy, data, size);
+	kj__hot_put_owned(c, key, copy, size, st);
 }
 
 struct hot *kj__hot_get(struct kj__cache *c, const struct ent *en)

@@ -542,6 +542,8 @@ int kj__cache_get(struct kj__cache *c, const char *key, struct kj__cache_entry *
 	memset(e, 0, sizeof *e);
 	if ((r = kj__cache_key_arg(key, k)) < 0)
 		return r;
+	if (c->pubs && (r = kj__pub_entry(c, k, e, 1)) != KJIT_ENOENT)
+		return r; /* its publish is in flight (publish.c) */
 	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
@@ -603,6 +605,9 @@ int kj__cache_requested_by(struct kj__cache *c, const char *key, uid_t uid)
 
 	if (!kj__hex_ok(key))
 		return 0;
+	uint8_t k[KJ_SHA256_LEN];
+	if (c->pubs && (kj__cache_unhex(key, k), kj__pub_requested(c, k, uid)))
+		return 1; /* its publish is in flight (publish.c) */
 	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)uid);
 	rc = sqlite3_step(st);

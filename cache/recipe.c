@@ -32,18 +32,17 @@
 #include "kj_types.h"
 #include "util.h"
 
-int kj__cache_recipe_store(struct kj__cache *c, const char *key, const char *recipe, const uint8_t *body,
-			   size_t len)
+int kj__recipe_write(struct kj__cache *c, const char *recipe, const uint8_t *body, size_t len, uint64_t seq)
 {
 	char dir[PATH_MAX], path[PATH_MAX], tmp[PATH_MAX];
 	struct stat st;
 	int created = 0, fd, r;
 
-	if (!kj__hex_ok(key) || !kj__hex_ok(recipe))
+	if (!kj__hex_ok(recipe))
 		return KJIT_EINVAL;
 	if ((r = kj__cache_pathf(dir, sizeof dir, "%s/recipes", c->dir)) < 0 ||
 	    (r = kj__cache_pathf(path, sizeof path, "%s/%s.req", dir, recipe)) < 0 ||
-	    (r = kj__cache_pathf(tmp, sizeof tmp, "%s.tmp.%d.%llu", path, (int)getpid(), (unsigned long long)++c->tmp_seq)) < 0)
+	    (r = kj__cache_pathf(tmp, sizeof tmp, "%s.tmp.%d.%llu", path, (int)getpid(), (unsigned long long)seq)) < 0)
 		return r;
 	/* Content-addressed: a recipe already stored is the same bytes.  A
 	 * recipes/ that is not a real directory is refused, never followed. */
@@ -52,23 +51,29 @@ int kj__cache_recipe_store(struct kj__cache *c, const char *key, const char *rec
 	fd = c->fs->open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
 	if (fd >= 0 && c->fs->fstat(fd, &st) == 0 && (size_t)st.st_size == len) {
 		c->fs->close(fd);
-	} else {
-		if (fd >= 0)
-			c->fs->close(fd);
-		if ((r = kj__obj_mkdir_below(c, dir)) < 0)
-			return r;
-		r = kj__obj_write_tmp(c, tmp, body, len, &created);
-		if (r == 0 && c->fs->rename(tmp, path) < 0) {
-			kj__cache_say(c, "rename %s: %s", tmp, strerror(errno));
-			r = KJIT_EIO;
-		}
-		if (r < 0) {
-			if (created)
-				c->fs->unlink(tmp);
-			return r;
-		}
+		return 0;
 	}
+	if (fd >= 0)
+		c->fs->close(fd);
+	if ((r = kj__obj_mkdir_below(c, dir)) < 0)
+		return r;
+	r = kj__obj_write_tmp(c, tmp, body, len, &created);
+	if (r == 0 && c->fs->rename(tmp, path) < 0) {
+		kj__cache_say(c, "rename %s: %s", tmp, strerror(errno));
+		r = KJIT_EIO;
+	}
+	if (r < 0 && created)
+		c->fs->unlink(tmp);
+	return r;
+}
+
+int kj__recipe_link(struct kj__cache *c, const char *key, const char *recipe)
+{
 	sqlite3_stmt *st2 = NULL;
+	int r;
+
+	if (!kj__hex_ok(key) || !kj__hex_ok(recipe))
+		return KJIT_EINVAL;
 	if (sqlite3_prepare_v2(c->db, "INSERT OR REPLACE INTO recipe_of(key, recipe) VALUES(?1, ?2)", -1, &st2,
 			       NULL) != SQLITE_OK)
 		return kj__db_fail(c, "recipe");
@@ -77,6 +82,18 @@ int kj__cache_recipe_store(struct kj__cache *c, const char *key, const char *rec
 	r = sqlite3_step(st2) == SQLITE_DONE ? 0 : kj__db_fail(c, "recipe");
 	sqlite3_finalize(st2);
 	return r;
+}
+
+int kj__cache_recipe_store(struct kj__cache *c, const char *key, const char *recipe, const uint8_t *body,
+			   size_t len)
+{
+	int r;
+
+	if (!kj__hex_ok(key) || !kj__hex_ok(recipe))
+		return KJIT_EINVAL;
+	if ((r = kj__recipe_write(c, recipe, body, len, ++c->tmp_seq)) < 0)
+		return r;
+	return kj__recipe_link(c, key, recipe);
 }
 
 int kj__cache_recipe_load(struct kj__cache *c, const char *recipe, uint8_t **body, size_t *len)

@@ -20,12 +20,16 @@
  *    removed, and a file renamed into place whose row could not be written
  *    is removed too (or, if an older row names the same key, kept only
  *    when the bytes are the same).
+ *  - A publish is in steps (publish.c): prepare on the cache's thread,
+ *    kj__obj_place (digest, file, fsyncs, rename) on any thread, the row
+ *    and the table back on the cache's thread.
  * Every file system call goes through c->fs; listing directories
  * (opendir/readdir) is the one direct call.  Nothing below the cache
  * directory is followed: object directories are checked with lstat
  * (kj__obj_dir_check) before anything in them is created, read, listed or
  * removed, and files are opened O_NOFOLLOW.  store.c owns no state of its
- * own beyond c->tmp_seq, the counter that makes temporary names unique.
+ * own beyond c->tmp_seq, the counter that makes temporary names unique
+ * (the cache's thread only).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -149,14 +153,35 @@ int kj__obj_name(const char *name, uint8_t key[KJ_SHA256_LEN], const char **ext)
 	return 1;
 }
 
-/* Temporary files: we hold the lock, no one else is writing, and a
- * publish runs whole between two steps of the loop. */
+/* 1 if name ("<64 hex>.<ext>", or that and ".tmp.<pid>.<n>") is a file
+ * of an object whose publish is in flight (the cache's thread). */
+static int pub_file(const struct kj__cache *c, const char *name)
+{
+	uint8_t key[KJ_SHA256_LEN];
+	char hex[KJ_SHA256_HEX_LEN + 1];
+
+	if (strlen(name) <= KJ_SHA256_HEX_LEN || name[KJ_SHA256_HEX_LEN] != '.')
+		return 0;
+	memcpy(hex, name, KJ_SHA256_HEX_LEN);
+	hex[KJ_SHA256_HEX_LEN] = '\0';
+	if (!kj__hex_ok(hex))
+		return 0;
+	kj__cache_unhex(hex, key);
+	return kj__pub_find(c, key) != NULL;
+}
+
+/* Temporary files: we hold the lock, and no one else writes but our own
+ * publishes in flight (publish.c), whose files (temporary, or renamed
+ * before their row is in) the loop's check (orphans) leaves alone; the
+ * check without orphans only lists candidates. */
 int kj__obj_sweepable(const struct kj__cache *c, const char *sub, const char *name, int orphans)
 {
 	uint8_t key[KJ_SHA256_LEN];
 	const char *ext;
 	char want[PATH_MAX];
 
+	if (orphans && c->pubs && (strcmp(sub, "recipes") == 0 || pub_file(c, name)))
+		return 0;
 	const char *tmp = strstr(name, ".tmp.");
 	if (tmp != NULL) {
 		/* a temporary file is an object name plus ".tmp.<pid>.<n>" */
@@ -391,36 +416,24 @@ fail:
 	return KJIT_EIO;
 }
 
-/* What a publish writes: the object's directory, its final name and the
- * temporary file it is written to first. */
-struct publish_paths {
-	char sub[PATH_MAX];
-	char final[PATH_MAX];
-	char tmp[PATH_MAX];
-};
-
 /* Everything a publish needs before it touches the disk: e checked and
- * completed (digest, size, times), its table entry en (tuple interned,
- * room reserved, a new use sequence) and the paths.  0 or a negative
- * code; nothing on disk or in the index changed either way. */
-static int publish_prepare(struct kj__cache *c, struct kj__cache_entry *e, const uint8_t *data, size_t len,
-			   struct ent *en, uint8_t dg[KJ_SHA256_LEN], struct publish_paths *p)
+ * completed (size, times), its table entry en (tuple interned, a new use
+ * sequence) and the paths, the temporary name unique by c->tmp_seq.  The
+ * cache's thread.  0 or a negative code; nothing on disk or in the index
+ * changed either way.  The digest is the run's (kj__obj_place). */
+int kj__obj_prepare(struct kj__cache *c, struct kj__cache_entry *e, size_t len, struct ent *en,
+		    struct kj__pub_paths *p)
 {
 	int r;
 
-	if ((r = kj__obj_entry_ok(e, data, len)) < 0)
-		return r;
 	memset(en, 0, sizeof *en);
 	kj__cache_unhex(e->key, en->key);
-	if ((r = kj__sha256(data, len, dg)) < 0 ||
-	    (r = kj__tuple_intern(c, e->backend, e->target, e->version, e->ext, &en->tuple)) < 0 ||
-	    (r = kj__tab_reserve(c, c->n + 1)) < 0 ||
+	if ((r = kj__tuple_intern(c, e->backend, e->target, e->version, e->ext, &en->tuple)) < 0 ||
 	    (r = kj__obj_subdir(c, &c->tuples[en->tuple], p->sub, sizeof p->sub)) < 0 ||
 	    (r = kj__obj_path(c, en, p->final, sizeof p->final)) < 0 ||
 	    (r = kj__cache_pathf(p->tmp, sizeof p->tmp, "%s.tmp.%ld.%llu", p->final, (long)getpid(),
 				 (unsigned long long)++c->tmp_seq)) < 0)
 		return r;
-	kj__hex(dg, e->sha256);
 	e->size = len;
 	e->created = e->last_used = kj__wall_s();
 	e->hits = 0;
@@ -431,25 +444,32 @@ static int publish_prepare(struct kj__cache *c, struct kj__cache_entry *e, const
 	return 0;
 }
 
-/* Puts data at p->final: its directory, a durable temporary file, the
- * rename, the directory's fsync.  0, or KJIT_EIO with errno saying why;
- * *created says whether p->tmp is left for the caller to remove. */
-static int place_file(struct kj__cache *c, const struct publish_paths *p, const uint8_t *data, size_t len,
-		      int *created)
+int kj__obj_place(struct kj__cache *c, const struct kj__pub_paths *p, const uint8_t *data, size_t len,
+		  struct stat *st)
 {
-	int r;
+	int r, created = 0, err = 0;
 
-	if ((r = kj__obj_mkdir_below(c, p->sub)) < 0)
-		return r;
-	if ((r = kj__obj_write_tmp(c, p->tmp, data, len, created)) < 0)
-		return r;
-	if (c->fs->rename(p->tmp, p->final) < 0) {
-		kj__cache_say(c, "rename %s to %s: %s", p->tmp, p->final, strerror(errno));
-		return KJIT_EIO;
+	if ((r = kj__obj_mkdir_below(c, p->sub)) < 0 || (r = kj__obj_write_tmp(c, p->tmp, data, len, &created)) < 0) {
+		err = errno;
+		goto out;
 	}
-	*created = 0;
+	if (c->fs->rename(p->tmp, p->final) < 0) {
+		err = errno;
+		kj__cache_say(c, "rename %s to %s: %s", p->tmp, p->final, strerror(errno));
+		r = KJIT_EIO;
+		goto out;
+	}
+	created = 0;
 	kj__obj_fsync_dir(c, p->sub);
-	return 0;
+	/* the file's identity for the hot set; without it (zeroed), no hot copy */
+	if (c->fs->stat(p->final, st) < 0)
+		memset(st, 0, sizeof *st);
+out:
+	if (created && c->fs->unlink(p->tmp) < 0 && errno != ENOENT)
+		kj__cache_say(c, "cannot remove %s: %s", p->tmp, strerror(errno));
+	if (r < 0)
+		errno = err ? err : EIO;
+	return r;
 }
 
 /* Inserts e's row now that its file is in place.  If that fails the file
@@ -457,8 +477,8 @@ static int place_file(struct kj__cache *c, const struct publish_paths *p, const 
  * now names these bytes: it is kept only if they are the same bytes;
  * otherwise it is dropped, or, with no prior row, the file is removed.
  * 0 or KJIT_EIO. */
-static int index_row(struct kj__cache *c, const struct kj__cache_entry *e, const struct ent *en, size_t prior,
-		     const uint8_t dg[KJ_SHA256_LEN], const char *final)
+int kj__obj_index_row(struct kj__cache *c, const struct kj__cache_entry *e, const struct ent *en, size_t prior,
+		      const uint8_t dg[KJ_SHA256_LEN], const char *final)
 {
 	uint8_t prior_dg[KJ_SHA256_LEN];
 	int r = kj__db_insert_row(c, e, en->seq);
@@ -475,9 +495,7 @@ static int index_row(struct kj__cache *c, const struct kj__cache_entry *e, const
 	return r;
 }
 
-/* Puts en in the table, in place of the prior entry of its key if any
- * (keeping that entry's pending hits: its key may be in c->dirty). */
-static void table_update(struct kj__cache *c, struct ent *en, size_t prior)
+void kj__obj_table_update(struct kj__cache *c, struct ent *en, size_t prior)
 {
 	if (prior == NONE) {
 		kj__tab_add(c, en);
@@ -487,38 +505,4 @@ static void table_update(struct kj__cache *c, struct ent *en, size_t prior)
 	c->bytes += en->size;
 	en->pending = c->ents[prior].pending;
 	c->ents[prior] = *en;
-}
-
-int kj__cache_publish(struct kj__cache *c, struct kj__cache_entry *e, const uint8_t *data, size_t len)
-{
-	struct publish_paths p;
-	uint8_t dg[KJ_SHA256_LEN];
-	struct ent en;
-	struct stat fst;
-	size_t prior;
-	int r, created = 0, err = 0;
-
-	if ((r = publish_prepare(c, e, data, len, &en, dg, &p)) < 0)
-		return r;
-	if ((r = place_file(c, &p, data, len, &created)) < 0) {
-		err = errno;
-		goto out;
-	}
-	prior = kj__tab_find(c, en.key);
-	if ((r = index_row(c, e, &en, prior, dg, p.final)) < 0) {
-		err = EIO;
-		goto out;
-	}
-	table_update(c, &en, prior);
-	/* Just compiled: likely asked for again soon.  The bytes are the
-	 * ones hashed above, so they count as verified. */
-	if (c->fs->stat(p.final, &fst) == 0)
-		kj__hot_put(c, en.key, data, len, &fst);
-	r = 0;
-out:
-	if (created && c->fs->unlink(p.tmp) < 0 && errno != ENOENT)
-		kj__cache_say(c, "cannot remove %s: %s", p.tmp, strerror(errno));
-	if (r == KJIT_EIO)
-		errno = err;
-	return r;
 }

@@ -11,6 +11,7 @@
 #define KJ_SOURCE_MAX (4u << 20)           /* a kernel source larger than this is a mistake */
 #define KJ_HEADERS_MAX_TOTAL (16u << 20)   /* all headers of one request together */
 #define KJ_OBJECT_MAX (48u << 20)          /* largest code object we store or serve */
+#define KJ_PUBLISH_PENDING_MAX (256ull << 20) /* object bytes whose publish may wait on a thread (daemon/publish.c); past it, on the loop */
 #define KJ_LOG_MAX (256u << 10)            /* compiler logs are cut (marked) past this */
 #define KJ_LOWERED_MAX (512u << 10)        /* lowered names of one compile (common/lowered.h): 256 expressions of 1 KiB and their mangled names; past it the compile fails */
 #define KJ_NAME_MAX 255                    /* source, kernel, entry and header names */

@@ -585,18 +585,14 @@ static const struct admin_cmd {
 	{ "clear", 1, cmd_maint },   { "export", 1, cmd_export },   { "import", 1, cmd_import },
 };
 
-void kj__handle_admin(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const struct kj__msg *m)
+/* Runs cmd (arg) for request id on c and answers, or leaves the answer to
+ * the command (LATER). */
+static void admin_run(struct kj__daemon *d, struct kj__conn *c, uint32_t id, char *cmd, char *arg)
 {
 	struct answer a = { 0 };
-	char *cmd = NULL, *arg = NULL;
 	const struct admin_cmd *row = NULL;
 	int r;
 
-	if (kj__field_strdup(kj__msg_get(m, KJ_F_CMD), 32, &cmd) < 0 || cmd == NULL ||
-	    kj__field_strdup(kj__msg_get(m, KJ_F_ARG), 4096, &arg) < 0) {
-		kj__conn_error(c, id, KJIT_EINVAL, "malformed admin request");
-		goto out;
-	}
 	for (size_t i = 0; i < KJ_ARRAY_SIZE(admin_cmds) && row == NULL; i++)
 		if (strcmp(cmd, admin_cmds[i].name) == 0)
 			row = &admin_cmds[i];
@@ -615,6 +611,47 @@ void kj__handle_admin(struct kj__daemon *d, struct kj__conn *c, uint32_t id, con
 out:
 	kj__buf_free(&a.text);
 	kj__buf_free(&a.json);
+}
+
+/* An admin command waiting for the publishes in flight (publish.c). */
+struct admin_later {
+	struct kj__daemon *d;
+	struct kj__conn *c; /* referenced */
+	uint32_t id;
+	char *cmd, *arg;
+};
+
+static void admin_later_run(void *p)
+{
+	struct admin_later *l = p;
+
+	admin_run(l->d, l->c, l->id, l->cmd, l->arg);
+	kj__conn_unref(l->c);
+	free(l->cmd);
+	free(l->arg);
+	free(l);
+}
+
+void kj__handle_admin(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const struct kj__msg *m)
+{
+	char *cmd = NULL, *arg = NULL;
+	struct admin_later *l;
+
+	if (kj__field_strdup(kj__msg_get(m, KJ_F_CMD), 32, &cmd) < 0 || cmd == NULL ||
+	    kj__field_strdup(kj__msg_get(m, KJ_F_ARG), 4096, &arg) < 0) {
+		kj__conn_error(c, id, KJIT_EINVAL, "malformed admin request");
+		goto out;
+	}
+	/* A command sees every object answered before it (its row, its
+	 * counters): it runs once the publishes in flight now are done. */
+	if (d->pubs && (l = calloc(1, sizeof *l)) != NULL) {
+		*l = (struct admin_later){ d, c, id, cmd, arg };
+		kj__conn_ref(c);
+		kj__publish_when_idle(d, admin_later_run, l);
+		return;
+	}
+	admin_run(d, c, id, cmd, arg);
+out:
 	free(cmd);
 	free(arg);
 }

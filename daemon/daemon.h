@@ -253,6 +253,12 @@ struct kj__daemon {
 	struct kj__offloop *offloop_head, *offloop_tail;
 	uv_work_t ckpt_work;         /* offloop.c: the index's checkpoint, on a thread */
 	int ckpt_busy;
+	int offloop_wait_pub;        /* offloop.c: the head task waits for publishes in flight */
+	size_t pub_n;                /* publish.c: publishes in flight, and their object bytes */
+	uint64_t pub_bytes;
+	uint64_t pub_seq;            /* publish.c: publishes begun */
+	struct kj__publish *pubs;    /* publish.c: those in flight */
+	struct kj__pub_idle *pub_idle; /* publish.c: callbacks waiting for those in flight to finish */
 };
 
 /* quota.c: connections and request bytes per peer uid (docs in quota.c).
@@ -479,10 +485,12 @@ int kj__flight_add_waiter(struct kj__flight *f, struct kj__conn *c, uint32_t id)
 void kj__flight_free(struct kj__flight *f);
 /* The one publish sequence of a flight that got its object (a compile,
  * a remote hit): answers every waiter (w[0] with status, the others with
- * join_status), then puts the object in the shared hit table, the cache,
- * its recipe and its requesters.  compile_ms: what a hit will save.  0,
- * or the cache's error (logged and counted: the clients have their
- * answer, the object is just not cached). */
+ * join_status), then puts the object in the shared hit table and starts
+ * its publish (publish.c: the cache, its recipe and its requesters, the
+ * disk work on a thread; served from memory meanwhile).  compile_ms: what
+ * a hit will save.  0, or the error of starting it (logged and counted:
+ * the clients have their answer, the object is just not cached); a later
+ * failure is logged and counted the same way. */
 int kj__flight_publish(struct kj__flight *f, int status, int join_status, const uint8_t *data, size_t len,
 		       const char *log, const char *lowered, uint64_t compile_ms);
 /* Calls fn on every open flight (fn must not add or remove flights). */
@@ -593,6 +601,19 @@ void kj__stats_flush(struct kj__daemon *d);
  * and err when r < 0.  An encoding failure answers KJIT_ENOMEM instead. */
 void kj__admin_answer(struct kj__conn *c, uint32_t id, int r, struct kj__buf *text, struct kj__buf *json,
 		      const char *err);
+
+/* publish.c: the cache's part of a flight's publish (flight.c), its disk
+ * work and digest on libuv's thread pool: e's object (data, len bytes,
+ * copied), its recipe (a GET frame, or NULL) and its requesters (uids)
+ * enter the cache; meanwhile the object is served from memory.  0, or a
+ * negative code (logged and counted as a publish error: not cached). */
+int kj__publish_start(struct kj__daemon *d, const struct kj__cache_entry *e, const uint8_t *data, size_t len,
+		      const struct kj__buf *recipe, const uid_t *uids, size_t n_uids);
+/* Calls fn(arg) on the loop once the publishes in flight now have
+ * finished (later ones are not waited for): at once if none is (or when
+ * out of memory).  What was answered before an admin command is in the
+ * index when it runs (replay's recipes, export's rows). */
+void kj__publish_when_idle(struct kj__daemon *d, void (*fn)(void *arg), void *arg);
 
 /* offloop.c: admin tasks with their slow part on libuv's thread pool, one
  * at a time in arrival order.  A task's steps: begin on the loop (0, or an

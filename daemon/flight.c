@@ -12,7 +12,9 @@
  * kj__flight_publish is the one sequence that ends a flight with an
  * object, whatever brought it (a compile, get.c; a remote hit, fleet.c):
  * the waiters are answered first, then the object enters the shared hit
- * table, the cache (file, index row), its recipe and its requesters.
+ * table, and its publish starts (publish.c: the file, its fsyncs and the
+ * digest on a thread; the index row, the recipe and the requesters back on
+ * the loop), the object served from memory until it is done.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -20,8 +22,10 @@
 #include "daemon.h"
 #include "kj_types.h"
 #include "remote.h"
+#include "util.h"
 
 #define FLIGHTS_MIN_CAP 64 /* slots at first use; doubles when half full */
+#define KJ_PUBLISH_UIDS_MAX 64 /* distinct requesters recorded per publish; more are rare and only cost `kjit ls` lines */
 
 struct kj__flights {
 	struct kj__flight **slot; /* cap slots, NULL = empty */
@@ -189,18 +193,17 @@ int kj__flight_publish(struct kj__flight *f, int status, int join_status, const 
 	f->e.compile_ms = compile_ms;
 	f->e.log = log;
 	f->e.lowered = lowered;
-	int r = kj__cache_publish(d->cache, &f->e, data, len);
-	f->e.log = f->e.lowered = NULL;
-	if (r < 0) {
-		d->stats[KJ_STAT_PUBLISH_ERRORS]++;
-		kj__log(d, "could not store %s (%s): served, not cached", f->key, kjit_strerror(r));
-		return r;
+	uid_t uids[KJ_PUBLISH_UIDS_MAX];
+	size_t n = 0;
+	for (size_t i = 0; i < f->n_w && n < KJ_ARRAY_SIZE(uids); i++) {
+		uid_t u = kj__conn_uid(f->w[i].c);
+		size_t j = 0;
+		while (j < n && uids[j] != u)
+			j++;
+		if (j == n)
+			uids[n++] = u;
 	}
-	kj__flight_store_recipe(f);
-	/* who asked: `kjit ls` shows a user only its own entries */
-	for (size_t i = 0; i < f->n_w; i++)
-		if (kj__cache_note_user(d->cache, f->key, kj__conn_uid(f->w[i].c)) < 0)
-			kj__log(d, "could not record uid %u as a requester of %s", (unsigned)kj__conn_uid(f->w[i].c),
-				f->key);
-	return 0;
+	int r = kj__publish_start(d, &f->e, data, len, &f->recipe, uids, n);
+	f->e.log = f->e.lowered = NULL;
+	return r;
 }

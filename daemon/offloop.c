@@ -17,6 +17,9 @@
  *    only in begin and finish; run touches what its task says it may.
  *  - A task holds a reference to its connection until it has answered; a
  *    client gone meanwhile is answered into a closed connection (nothing).
+ *  - A task begins once the publishes in flight when it reached the head
+ *    of the queue have finished (publish.c): it sees every object
+ *    answered before it.
  *  - When kjitd stops, the task running completes (the loop runs until it
  *    has); the ones queued are answered with KJIT_ESHUTDOWN.
  */
@@ -98,8 +101,33 @@ static void on_done(uv_work_t *w, int status)
 	start_next(d);
 }
 
-/* Begins the task at the head of the queue, answering those that cannot. */
+static void start_next_now(struct kj__daemon *d);
+
+static void start_after_publishes(void *arg)
+{
+	struct kj__daemon *d = arg;
+
+	d->offloop_wait_pub = 0;
+	start_next_now(d);
+}
+
+/* Begins the task at the head of the queue once the publishes in flight
+ * have finished (publish.c): a command sees in the index every object
+ * answered before it. */
 static void start_next(struct kj__daemon *d)
+{
+	if (d->offloop_wait_pub)
+		return;
+	if (d->offloop_head && d->pubs) {
+		d->offloop_wait_pub = 1;
+		kj__publish_when_idle(d, start_after_publishes, d);
+		return;
+	}
+	start_next_now(d);
+}
+
+/* Begins the task at the head of the queue, answering those that cannot. */
+static void start_next_now(struct kj__daemon *d)
 {
 	struct kj__offloop *m;
 

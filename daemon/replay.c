@@ -38,6 +38,7 @@ struct replay {
 	size_t answered;
 	uint64_t compiled, cached, failed;
 	struct kj__buf failures;     /* one line per failure */
+	int64_t since;               /* recipes of objects used at or after (unix seconds) */
 };
 
 int kj__replay_days_parse(const char *arg, unsigned *days)
@@ -170,11 +171,12 @@ static void submit(struct replay *rp, size_t i)
 	free(frame);
 }
 
+static void replay_start(void *arg);
+
 void kj__handle_replay(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const char *arg)
 {
 	struct replay *rp = calloc(1, sizeof *rp);
 	unsigned days;
-	int r;
 
 	if (rp == NULL) {
 		kj__conn_error(c, id, KJIT_ENOMEM, "kjitd is out of memory; retry later");
@@ -188,8 +190,19 @@ void kj__handle_replay(struct kj__daemon *d, struct kj__conn *c, uint32_t id, co
 	rp->d = d;
 	rp->admin = c;
 	rp->admin_id = id;
+	rp->since = kj__wall_s() - (int64_t)days * 86400;
 	kj__conn_ref(c);
-	r = kj__cache_recipes(d->cache, kj__wall_s() - (int64_t)days * 86400, collect, rp);
+	/* what was just compiled has its recipe once its publish is done */
+	kj__publish_when_idle(d, replay_start, rp);
+}
+
+static void replay_start(void *arg)
+{
+	struct replay *rp = arg;
+	struct kj__daemon *d = rp->d;
+	struct kj__conn *c = rp->admin;
+	uint32_t id = rp->admin_id;
+	int r = kj__cache_recipes(d->cache, rp->since, collect, rp);
 	if (r < 0) {
 		kj__conn_error(c, id, r, "replay: cannot read the recipes from the index: %s", kjit_strerror(r));
 		rp->n = 0;

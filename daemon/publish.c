@@ -1,0 +1,180 @@
+/* publish.c: the cache's part of a flight's publish (flight.c), off the
+ * loop: cache/publish.c's steps, begin and finish on the loop, run (the
+ * object's digest, its file: temporary, fsync, rename, the directory's
+ * fsync; the recipe's file) on libuv's thread pool, as offloop.c does for
+ * the admin commands.  The waiters were answered before begin; from begin
+ * to finish a request for the key is served from the copy begin made
+ * (cache/publish.c), so nothing is recompiled and no half-written file is
+ * read.
+ *
+ * Invariants:
+ *  - The loop's tables (entry table, hot set) change only in finish, on
+ *    the loop; a run touches its own pub and the file system only.
+ *  - A failure (a full disk) costs the clients nothing: it is logged and
+ *    counted (publish_errors), and the object is simply not cached.
+ *  - Publishes in flight are not bounded by count but by bytes: past
+ *    KJ_PUBLISH_PENDING_MAX bytes held, or with no thread to be had (a
+ *    SQLite that is not thread-safe, a failed queue), a publish runs on the
+ *    loop, as it always did: slower, never lost.
+ *  - kjitd's loop does not end while a publish is in flight (a queued
+ *    uv_work_t keeps it alive): a stop finishes them, and the cache is
+ *    closed after (main.c).  A crash leaves at worst a temporary file or a
+ *    file without a row (cache/store.c), swept later.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+#include "kj_limits.h"
+#include "kj_types.h"
+
+struct kj__publish {
+	uv_work_t work;
+	struct kj__daemon *d;
+	uint64_t seq;                /* order of begin (kj__publish_when_idle) */
+	struct kj__publish *next;    /* d->pubs: in flight */
+	struct kj__cache_pub *p;
+	char key[65];
+	size_t len;
+};
+
+static void pub_free(struct kj__publish *t)
+{
+	kj__cache_pub_free(t->p);
+	free(t);
+}
+
+/* A callback waiting for the publishes in flight when it was queued (those
+ * begun up to seq) to finish; later ones are not waited for, so a stream of
+ * misses never holds it. */
+struct kj__pub_idle {
+	void (*fn)(void *arg);
+	void *arg;
+	uint64_t seq;
+	struct kj__pub_idle *next;
+};
+
+/* Runs the callbacks no publish in flight holds back any more. */
+static void run_idle(struct kj__daemon *d)
+{
+	uint64_t oldest = UINT64_MAX;
+	struct kj__pub_idle **pp = &d->pub_idle, *q, *ready = NULL, **tail = &ready;
+
+	for (struct kj__publish *t = d->pubs; t; t = t->next)
+		if (t->seq < oldest)
+			oldest = t->seq;
+	while ((q = *pp) != NULL) {
+		if (q->seq < oldest) {
+			*pp = q->next;
+			q->next = NULL;
+			*tail = q;
+			tail = &q->next;
+		} else {
+			pp = &q->next;
+		}
+	}
+	for (; ready; ready = q) { /* in the order they came */
+		q = ready->next;
+		ready->fn(ready->arg);
+		free(ready);
+	}
+}
+
+void kj__publish_when_idle(struct kj__daemon *d, void (*fn)(void *arg), void *arg)
+{
+	struct kj__pub_idle *q, **pp;
+
+	if (d->pubs == NULL || (q = calloc(1, sizeof *q)) == NULL) {
+		fn(arg); /* out of memory: now, without what is being published */
+		return;
+	}
+	q->fn = fn;
+	q->arg = arg;
+	q->seq = d->pub_seq;
+	for (pp = &d->pub_idle; *pp; pp = &(*pp)->next)
+		;
+	*pp = q;
+}
+
+static void unlist(struct kj__daemon *d, struct kj__publish *t)
+{
+	struct kj__publish **pp;
+
+	for (pp = &d->pubs; *pp && *pp != t; pp = &(*pp)->next)
+		;
+	if (*pp)
+		*pp = t->next;
+}
+
+static void on_run(uv_work_t *w)
+{
+	struct kj__publish *t = w->data;
+
+	kj__cache_pub_run(t->p);
+}
+
+/* The loop's side: the row, the table, the hot set, the recipe's row, the
+ * requesters (cache/publish.c). */
+static void on_done(uv_work_t *w, int status)
+{
+	struct kj__publish *t = w->data;
+	struct kj__daemon *d = t->d;
+	int r;
+
+	if (status < 0) /* cannot happen: work is never cancelled; done here then */
+		kj__cache_pub_run(t->p);
+	r = kj__cache_pub_finish(t->p);
+	if (r < 0) { /* counted before the commands waiting for it run */
+		d->stats[KJ_STAT_PUBLISH_ERRORS]++;
+		kj__log(d, "could not store %s (%s%s%s): served, not cached", t->key, kjit_strerror(r),
+			r == KJIT_EIO ? ": " : "", r == KJIT_EIO ? strerror(errno) : "");
+	}
+	d->pub_n--;
+	d->pub_bytes -= t->len;
+	unlist(d, t);
+	pub_free(t);
+	if (d->pub_idle)
+		run_idle(d);
+}
+
+int kj__publish_start(struct kj__daemon *d, const struct kj__cache_entry *e, const uint8_t *data, size_t len,
+		      const struct kj__buf *recipe, const uid_t *uids, size_t n_uids)
+{
+	struct kj__publish *t = calloc(1, sizeof *t);
+	int r = KJIT_ENOMEM;
+
+	if (t == NULL)
+		goto fail;
+	t->work.data = t;
+	t->d = d;
+	t->len = len;
+	snprintf(t->key, sizeof t->key, "%s", e->key);
+	int has_recipe = recipe && recipe->len > KJ_FRAME_HDR_SIZE;
+	/* the recipe: the GET frame replay.c sends again, named by its body's digest */
+	r = kj__cache_pub_begin(d->cache, e, data, len, has_recipe ? recipe->p : NULL, has_recipe ? recipe->len : 0,
+				uids, n_uids, &t->p);
+	if (r == KJIT_EBUSY) { /* the same key is being published: same object */
+		pub_free(t);
+		return 0;
+	}
+	if (r < 0)
+		goto fail;
+	d->pub_n++;
+	d->pub_bytes += len;
+	t->seq = ++d->pub_seq;
+	t->next = d->pubs;
+	d->pubs = t;
+	if (d->pub_bytes <= KJ_PUBLISH_PENDING_MAX && kj__cache_job_threaded() &&
+	    uv_queue_work(d->loop, &t->work, on_run, on_done) == 0)
+		return 0;
+	on_run(&t->work); /* over the cap, or no thread to be had: here, as it always was */
+	on_done(&t->work, 0);
+	return 0;
+fail:
+	if (t)
+		pub_free(t);
+	d->stats[KJ_STAT_PUBLISH_ERRORS]++;
+	kj__log(d, "could not store %s (%s): served, not cached", e->key, kjit_strerror(r));
+	return r;
+}

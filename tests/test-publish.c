@@ -1,0 +1,154 @@
+/* test-publish.c: a publish in steps (cache/publish.c): from begin to
+ * finish the object is served from memory (peek, lookup, get, exists,
+ * listing, totals) and nothing of it is on disk but its temporary file; a
+ * second publish of the key is refused; after run and finish the table,
+ * the hot set and the index have it; a publish freed without its run
+ * leaves nothing; a failed run (its directory not a directory) leaves the
+ * cache as it was.  Each test works in its own mkdtemp directory. */
+#include <ftw.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache.h"
+#include "kjit.h"
+#include "sha.h"
+#include "test.h"
+
+static char root[64], dir[128];
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+static struct kj__cache *setup(void)
+{
+	char tmpl[] = "/tmp/kjit-pub-XXXXXX";
+	struct kj__cache_options o = { .log = stderr };
+	struct kj__cache *c = NULL;
+
+	CHECK(mkdtemp(tmpl) != NULL);
+	snprintf(root, sizeof root, "%s", tmpl);
+	snprintf(dir, sizeof dir, "%s/cache", tmpl);
+	CHECK_EQ_INT(kj__cache_open(&c, dir, &o), 0);
+	return c;
+}
+
+static void teardown(struct kj__cache *c)
+{
+	kj__cache_close(c);
+	nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void entry(struct kj__cache_entry *e, const char *name)
+{
+	uint8_t d[KJ_SHA256_LEN];
+
+	memset(e, 0, sizeof *e);
+	e->backend = KJIT_BACKEND_HIP;
+	CHECK_EQ_INT(kj__sha256(name, strlen(name), d), 0);
+	kj__hex(d, e->key);
+	snprintf(e->target, sizeof e->target, "gfx90a");
+	snprintf(e->version, sizeof e->version, "6.0");
+	snprintf(e->ext, sizeof e->ext, "hsaco");
+	e->source_name = "k.hip";
+	e->log = "the log";
+	e->lowered = "f\t_Z1fv\n";
+	e->compile_ms = 40;
+}
+
+static int count_entry(const struct kj__cache_entry *e, void *arg)
+{
+	(*(int *)arg)++;
+	return 0;
+}
+
+static void test_served_from_memory_until_finish(void)
+{
+	struct kj__cache *c = setup();
+	struct kj__cache_entry e, g;
+	struct kj__cache_pub *p, *p2;
+	struct kj__cache_totals t;
+	uint8_t obj[5000], *data;
+	const uint8_t *peek;
+	size_t len;
+	uint32_t ms;
+	char path[512];
+	int n = 0;
+
+	for (size_t i = 0; i < sizeof obj; i++)
+		obj[i] = (uint8_t)(i * 13);
+	entry(&e, "one");
+	static const uint8_t recipe[] = "0123456789abcdefGET body";
+	CHECK_EQ_INT(kj__cache_pub_begin(c, &e, obj, sizeof obj, recipe, sizeof recipe, (uid_t[]){ 7 }, 1, &p), 0);
+	CHECK_EQ_INT(kj__cache_pub_begin(c, &e, obj, sizeof obj, NULL, 0, NULL, 0, &p2), KJIT_EBUSY);
+	/* served from the copy, nothing on disk yet */
+	CHECK_EQ_INT(kj__cache_peek(c, e.key, &peek, &len, &ms), 0);
+	CHECK(len == sizeof obj && memcmp(peek, obj, len) == 0 && ms == 40);
+	CHECK(kj__cache_peek_exists(c, e.key));
+	CHECK_EQ_INT(kj__cache_lookup(c, e.key, &data, &len, &g), 0);
+	CHECK(len == sizeof obj && memcmp(data, obj, len) == 0);
+	free(data);
+	CHECK_EQ_INT(kj__cache_get(c, e.key, &g), 0);
+	CHECK(g.lowered && strcmp(g.lowered, e.lowered) == 0 && g.log && strcmp(g.log, "the log") == 0);
+	kj__cache_entry_free(&g);
+	CHECK(kj__cache_requested_by(c, e.key, 7) && !kj__cache_requested_by(c, e.key, 8));
+	CHECK_EQ_INT(kj__cache_foreach(c, NULL, count_entry, &n), 0);
+	CHECK_EQ_INT(n, 1);
+	CHECK_EQ_INT(kj__cache_totals(c, &t), 0);
+	CHECK(t.entries == 1 && t.bytes == sizeof obj);
+	snprintf(path, sizeof path, "%s/gfx90a-6.0/%s.hsaco", dir, e.key);
+	CHECK(access(path, F_OK) != 0);
+	kj__cache_pub_run(p);
+	CHECK(access(path, F_OK) == 0);
+	CHECK_EQ_INT(kj__cache_pub_finish(p), 0);
+	kj__cache_pub_free(p);
+	/* now from the table and the hot set, and the index */
+	CHECK_EQ_INT(kj__cache_peek(c, e.key, &peek, &len, &ms), 0);
+	CHECK(len == sizeof obj && memcmp(peek, obj, len) == 0);
+	CHECK_EQ_INT(kj__cache_get(c, e.key, &g), 0);
+	CHECK(kj__hex_ok(g.sha256) && g.lowered && strcmp(g.lowered, e.lowered) == 0);
+	kj__cache_entry_free(&g);
+	CHECK(kj__cache_requested_by(c, e.key, 7));
+	char rec[65];
+	CHECK_EQ_INT(kj__cache_recipe_of(c, e.key, rec), 0);
+	CHECK_EQ_INT(kj__cache_totals(c, &t), 0);
+	CHECK(t.entries == 1 && t.bytes == sizeof obj);
+	teardown(c);
+}
+
+static void test_freed_or_failed_leaves_nothing(void)
+{
+	struct kj__cache *c = setup();
+	struct kj__cache_entry e;
+	struct kj__cache_pub *p;
+	struct kj__cache_totals t;
+	const uint8_t *peek;
+	size_t len;
+	uint32_t ms;
+	uint8_t obj[100] = { 1, 2, 3 };
+	char sub[512];
+	FILE *f;
+
+	entry(&e, "two");
+	CHECK_EQ_INT(kj__cache_pub_begin(c, &e, obj, sizeof obj, NULL, 0, NULL, 0, &p), 0);
+	kj__cache_pub_free(p); /* never run */
+	CHECK_EQ_INT(kj__cache_peek(c, e.key, &peek, &len, &ms), KJIT_ENOENT);
+	/* a run that fails: its directory is a file */
+	snprintf(sub, sizeof sub, "%s/gfx90a-6.0", dir);
+	CHECK((f = fopen(sub, "w")) != NULL);
+	fclose(f);
+	CHECK_EQ_INT(kj__cache_pub_begin(c, &e, obj, sizeof obj, NULL, 0, NULL, 0, &p), 0);
+	kj__cache_pub_run(p);
+	CHECK(kj__cache_pub_finish(p) < 0);
+	kj__cache_pub_free(p);
+	CHECK_EQ_INT(kj__cache_peek(c, e.key, &peek, &len, &ms), KJIT_ENOENT);
+	CHECK(!kj__cache_peek_exists(c, e.key));
+	CHECK_EQ_INT(kj__cache_totals(c, &t), 0);
+	CHECK_EQ_INT(t.entries, 0);
+	teardown(c);
+}
+
+TEST_LIST(TEST(served_from_memory_until_finish) TEST(freed_or_failed_leaves_nothing))
