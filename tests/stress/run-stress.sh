@@ -19,7 +19,17 @@ fi
 # (256 MiB and 64 MiB by default); small caps here keep "RSS flat" a check
 # for leaks rather than for cache filling.
 start_daemon --hip-compiler test --jobs 4 --hot-size 2M --memo-size 1M || { not_ok start "kjitd did not start"; exit 1; }
-"$BIN" -p "$DAEMON_PID" -c "$CLIENTS" -n "$REQUESTS" >"$T/out" 2>&1
+# Under AddressSanitizer freed blocks wait in its quarantine (up to 256 MiB)
+# instead of going back, so RSS grows with the traffic whatever is freed:
+# there "RSS flat" allows 64 MB; the plain suite keeps the 20 MB check, and
+# LeakSanitizer (on by default in ASan builds) reports leaks at kjitd's exit.
+slack=""
+if nm "$KJITD" 2>/dev/null | grep -q __asan_init; then
+	slack="--rss-slack 64"
+	echo "# note: ASan build: RSS slack 64 MB for the quarantine; the plain suite checks 20 MB" >&2
+fi
+# shellcheck disable=SC2086
+"$BIN" -p "$DAEMON_PID" -c "$CLIENTS" -n "$REQUESTS" $slack >"$T/out" 2>&1
 rc=$?
 cat "$T/out"
 check "stress ${CLIENTS}x${REQUESTS}: every reply right, none lost, RSS flat, no fd leaked" [ $rc -eq 0 ]
