@@ -154,33 +154,22 @@ static int job_entries(const struct kj__flight *f, struct kj__buf *b, const char
 static int value_entries(const struct kj__flight *f, struct kj__buf *b, const char **v)
 {
 	int r = f->e.entries ? 0 : job_entries(f, b, v);
-	const char *src[2] = { f->e.entries, NULL };
-	size_t ns = 1;
 
 	if (r < 0)
 		return r;
-	if (f->e.entries == NULL)
-		ns = 0;
-	for (size_t s = 0; s < ns; s++)
-		for (const char *p = src[s]; *p;) {
+	for (size_t i = 0; i <= f->n_w; i++) {
+		/* the object's list; else each waiter's entries */
+		const char *p = f->e.entries ? (i ? "" : f->e.entries) : i < f->n_w ? f->w[i].want : NULL;
+		while (p && *p) {
 			const char *nl = strchr(p, '\n');
 			size_t l = nl ? (size_t)(nl - p) : strlen(p);
 			if (b->len + l + 1 > KJ_REMOTE_ENTRIES_MAX)
-				return 0;
+				return 0; /* whole names, as many as fit */
 			if (kj__buf_append(b, p, l) < 0 || kj__buf_append(b, "", 1) < 0)
 				return KJIT_ENOMEM;
 			p += l + (nl != NULL);
 		}
-	for (size_t i = 0; f->e.entries == NULL && i < f->n_w; i++)
-		for (const char *p = f->w[i].want; p && *p;) {
-			const char *nl = strchr(p, '\n');
-			size_t l = (size_t)(nl - p);
-			if (b->len + l + 1 > KJ_REMOTE_ENTRIES_MAX)
-				return 0;
-			if (kj__buf_append(b, p, l) < 0 || kj__buf_append(b, "", 1) < 0)
-				return KJIT_ENOMEM;
-			p = nl + 1;
-		}
+	}
 	return 0;
 }
 
