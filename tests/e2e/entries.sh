@@ -75,6 +75,11 @@ family() {
 	check "$fam: 5 served one key" [ "$(cat "$T"/par.k[abc].* | cut -d' ' -f2 | sort -u | wc -l)" = 1 ] &&
 		[ "$(cat "$T"/par.k[abc].* | grep -c '^[a-z ]* [0-9a-f]\{64\} ')" = 5 ]
 	check "$fam: the missing one its error" grep -q "no entry point 'kd_${fam}2'" "$T"/par.kd.*
+	# its bytes opened or joined the flight: never in the shared hit table
+	x=$(get --source "$src2" --backend "$be" --target "$tg" --entry "kd_${fam}2" "$@")
+	check "$fam: its repeat (fast path first) still its error" [ "$x" = error ]
+	x=$(get --source "$src2" --backend "$be" --target "$tg" --entry "kb_${fam}2" "$@")
+	check "$fam: a joiner's repeat a hit" [ "$(status "$x")" = hit ]
 	rm -f "$T"/par.*
 }
 
