@@ -44,11 +44,12 @@
 
 /* The columns of a struct kj__cache_entry, in kj__db_row_entry's order. */
 #define ENTRY_COLS "key, backend, target, version, ext, size, sha256, created, last_used," \
-	" hits, compile_ms, source_name, options, compiler, log, lowered"
+	" hits, compile_ms, source_name, options, compiler, log, lowered, entries"
 
 enum stmt_id {
 	ST_INSERT, ST_DELETE, ST_TOUCH, ST_COUNTER_ADD, ST_COUNTER_GET, ST_GET,
-	ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_DIGEST, ST_NOTE_USER, ST_HAS_USER, ST_SET_OWNER, ST_COUNT
+	ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_DIGEST, ST_NOTE_USER, ST_HAS_USER, ST_SET_OWNER,
+	ST_ENTRIES, ST_SET_ENTRIES, ST_COUNT
 };
 
 /* One distinct (backend, target, version, ext), its strings owned. */
@@ -212,7 +213,7 @@ int kj__share_victims(struct kj__cache *c, sqlite3 *db, uint64_t total, uint64_t
 /* ---- schema.c: the schema and its upgrades ---- */
 
 /* The schema this kjit writes (PRAGMA user_version). */
-#define KJ_SCHEMA_VERSION 4
+#define KJ_SCHEMA_VERSION 5
 /* Creates the tables the index lacks and upgrades an index of schema
  * version (older, or 0 for a new file) to KJ_SCHEMA_VERSION, in one
  * transaction: all of it or nothing.  0 or KJIT_EIO (logged; *corrupt set
@@ -235,8 +236,8 @@ int kj__db_row_digest(struct kj__cache *c, const uint8_t key[KJ_SHA256_LEN], uin
  * fields and use sequence seq (e's strings bound SQLITE_STATIC). */
 #define KJ_DB_INSERT_SQL "INSERT OR REPLACE INTO objects(key, backend, target, version, ext, size," \
 	" sha256, created, last_used, used_seq, hits, compile_ms, source_name," \
-	" options, compiler, log, lowered)" \
-	" VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 0, ?11, ?12, ?13, ?14, ?15, ?16)"
+	" options, compiler, log, lowered, entries)" \
+	" VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 0, ?11, ?12, ?13, ?14, ?15, ?16, ?17)"
 void kj__db_bind_entry(sqlite3_stmt *st, const struct kj__cache_entry *e, uint64_t seq);
 /* Inserts (or replaces) the row of e with use sequence seq.  0 or KJIT_EIO. */
 int kj__db_insert_row(struct kj__cache *c, const struct kj__cache_entry *e, uint64_t seq);

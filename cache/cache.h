@@ -90,6 +90,10 @@ struct kj__cache_entry {
 	const char *log;             /* compile log; may be NULL */
 	const char *lowered;         /* lowered names of --name-expression, "EXPR\tLOWERED\n"
 				      * each (common/lowered.h); may be NULL */
+	const char *entries;         /* the object's entry points, "NAME\n" each (schema 5):
+				      * what a request's entries are checked against; NULL
+				      * when not known (an older row, or symbols that cannot
+				      * be listed): then not judged */
 };
 
 /* Opens (creating as needed) the cache in dir and takes its lock.  Returns
@@ -174,6 +178,15 @@ int kj__cache_foreach(struct kj__cache *c, const char *target,
 /* The same, limited to the entries uid requested (kj__cache_note_user). */
 int kj__cache_foreach_of(struct kj__cache *c, const char *target, uid_t uid,
 			 int (*fn)(const struct kj__cache_entry *e, void *arg), void *arg);
+
+/* The entry points of key's object, as the index keeps them (schema 5):
+ * 0 with *out malloc'd ("NAME\n" each) or NULL (not known: an older row,
+ * or an object whose symbols cannot be listed); KJIT_ENOENT (no row),
+ * KJIT_EINVAL, KJIT_ENOMEM or KJIT_EIO.  set: fills the list of a row that
+ * has none yet (a known list is never replaced: it is a function of the
+ * key); 0 (also when there was nothing to fill), KJIT_EINVAL or KJIT_EIO. */
+int kj__cache_entries(struct kj__cache *c, const char *key, char **out);
+int kj__cache_set_entries(struct kj__cache *c, const char *key, const char *list);
 
 /* Records that uid requested key's object (its compile, a join, a fetch
  * or an import), so that listing can show a user only its own entries.
@@ -325,6 +338,17 @@ struct kj__key_input {
 	size_t n_missing;
 };
 int kj__cache_key(const struct kj__key_input *in, char hex[65]);
+/* 1 if backend's entry points are part of its keys (vulkan: shaderc's entry
+ * point changes the SPIR-V); 0 for hip and cuda, whose objects are the same
+ * whatever entries are asked: kj__cache_key leaves in->entries out, and
+ * every answer checks the requested entries against the object's list
+ * (kj__cache_entry.entries). */
+int kj__cache_key_entries_in(int backend);
+/* The key as kjit computed it before entries left it: in->entries encoded
+ * for every backend (the same as kj__cache_key for vulkan, and for any
+ * request without entries).  Looked up after a miss of the current key, so
+ * objects cached before still serve (docs/cache.md). */
+int kj__cache_key_legacy(const struct kj__key_input *in, char hex[65]);
 
 /* Include resolution: the headers a source may include, found by scanning
  * every #include line of the source and, recursively, of what it includes

@@ -56,6 +56,8 @@ static const char *const stmt_sql[ST_COUNT] = {
 			 " WHERE EXISTS (SELECT 1 FROM objects WHERE key = ?1)",
 	[ST_HAS_USER] = "SELECT 1 FROM object_uids WHERE key = ?1 AND uid = ?2",
 	[ST_SET_OWNER] = "UPDATE objects SET owner = ?2 WHERE key = ?1 AND owner IS NULL",
+	[ST_ENTRIES] = "SELECT entries FROM objects WHERE key = ?1",
+	[ST_SET_ENTRIES] = "UPDATE objects SET entries = ?2 WHERE key = ?1 AND entries IS NULL",
 };
 
 int kj__db_fail(const struct kj__cache *c, const char *what)
@@ -398,6 +400,7 @@ void kj__db_bind_entry(sqlite3_stmt *st, const struct kj__cache_entry *e, uint64
 	sqlite3_bind_text(st, 14, e->compiler, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 15, e->log, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 16, e->lowered, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 17, e->entries, -1, SQLITE_STATIC);
 }
 
 int kj__db_insert_row(struct kj__cache *c, const struct kj__cache_entry *e, uint64_t seq)
@@ -503,6 +506,7 @@ void kj__db_row_entry(sqlite3_stmt *st, struct kj__cache_entry *e)
 	e->compiler = kj__db_col_text(st, 13);
 	e->log = kj__db_col_text(st, 14);
 	e->lowered = kj__db_col_text(st, 15);
+	e->entries = kj__db_col_text(st, 16);
 }
 
 void kj__db_merge_pending(const struct kj__cache *c, struct kj__cache_entry *e)
@@ -529,7 +533,8 @@ void kj__cache_entry_free(struct kj__cache_entry *e)
 	free((char *)e->compiler);
 	free((char *)e->log);
 	free((char *)e->lowered);
-	e->source_name = e->options = e->compiler = e->log = e->lowered = NULL;
+	free((char *)e->entries);
+	e->source_name = e->options = e->compiler = e->log = e->lowered = e->entries = NULL;
 }
 
 int kj__cache_get(struct kj__cache *c, const char *key, struct kj__cache_entry *e)
@@ -554,8 +559,10 @@ int kj__cache_get(struct kj__cache *c, const char *key, struct kj__cache_entry *
 		e->compiler = kj__cache_strdup(c, row.compiler);
 		e->log = kj__cache_strdup(c, row.log);
 		e->lowered = kj__cache_strdup(c, row.lowered);
+		e->entries = kj__cache_strdup(c, row.entries);
 		if ((row.source_name && !e->source_name) || (row.options && !e->options) ||
-		    (row.compiler && !e->compiler) || (row.log && !e->log) || (row.lowered && !e->lowered)) {
+		    (row.compiler && !e->compiler) || (row.log && !e->log) || (row.lowered && !e->lowered) ||
+		    (row.entries && !e->entries)) {
 			kj__cache_entry_free(e);
 			r = KJIT_ENOMEM;
 		} else {
@@ -569,6 +576,41 @@ int kj__cache_get(struct kj__cache *c, const char *key, struct kj__cache_entry *
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
 	return r;
+}
+
+/* ---- the object's entry points (schema 5) ---- */
+
+int kj__cache_entries(struct kj__cache *c, const char *key, char **out)
+{
+	sqlite3_stmt *st = c->st[ST_ENTRIES];
+	int rc, r = 0;
+
+	*out = NULL;
+	if (!kj__hex_ok(key))
+		return KJIT_EINVAL;
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		const char *t = kj__db_col_text(st, 0);
+		if (t && (*out = kj__cache_strdup(c, t)) == NULL)
+			r = KJIT_ENOMEM;
+	} else {
+		r = rc == SQLITE_DONE ? KJIT_ENOENT : kj__db_fail(c, "entries");
+	}
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return r;
+}
+
+int kj__cache_set_entries(struct kj__cache *c, const char *key, const char *list)
+{
+	sqlite3_stmt *st = c->st[ST_SET_ENTRIES];
+
+	if (!kj__hex_ok(key) || list == NULL)
+		return KJIT_EINVAL;
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, list, -1, SQLITE_STATIC);
+	return kj__db_run(c, ST_SET_ENTRIES, "set entries");
 }
 
 /* ---- who requested an object ---- */

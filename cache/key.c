@@ -11,7 +11,14 @@
  *   3 canonical target
  *   4 runtime version
  *   5 option, once per option, in the caller's order
- *   6 entry point, sorted by strcmp, duplicates dropped
+ *   6 entry point, sorted by strcmp, duplicates dropped: only for the
+ *     vulkan backend (shaderc's entry point changes the SPIR-V); hip and
+ *     cuda (NVRTC, nvcc, hiprtc, hipcc) build the same object whatever
+ *     entries are asked, which every answer checks against the object's
+ *     list instead (daemon/reply.c), so their keys have no tag 6: the key
+ *     an entry-less request always had.  kj__cache_key_legacy keeps tag 6
+ *     for every backend: the key such requests had before (docs/cache.md,
+ *     "Entry points and old caches").
  *   7 source bytes
  *   8 header name, 9 header bytes: a pair per header, sorted by name
  *  10 include name looked for and found nowhere, in the caller's (sorted)
@@ -121,7 +128,13 @@ static int check_input(const struct kj__key_input *in)
 	return 0;
 }
 
-int kj__cache_key(const struct kj__key_input *in, char hex[65])
+int kj__cache_key_entries_in(int backend)
+{
+	return backend == KJIT_BACKEND_VULKAN;
+}
+
+/* The key of in; entries encoded (tag 6) only when with_entries. */
+static int key_of(const struct kj__key_input *in, int with_entries, char hex[65])
 {
 	struct kj__sha *s = NULL;
 	size_t *ent = NULL, *hdr = NULL;
@@ -154,7 +167,7 @@ int kj__cache_key(const struct kj__key_input *in, char hex[65])
 		r = put_str(s, TAG_VERSION, in->version);
 	for (size_t i = 0; r == 0 && i < in->n_options; i++)
 		r = put_str(s, TAG_OPTION, in->options[i]);
-	for (size_t i = 0; r == 0 && i < in->n_entries; i++) {
+	for (size_t i = 0; r == 0 && with_entries && i < in->n_entries; i++) {
 		const char *e = in->entries[ent[i]];
 		if (i > 0 && strcmp(in->entries[ent[i - 1]], e) == 0)
 			continue;
@@ -181,4 +194,14 @@ out:
 	free(ent);
 	free(hdr);
 	return r;
+}
+
+int kj__cache_key(const struct kj__key_input *in, char hex[65])
+{
+	return key_of(in, kj__cache_key_entries_in(in->backend), hex);
+}
+
+int kj__cache_key_legacy(const struct kj__key_input *in, char hex[65])
+{
+	return key_of(in, 1, hex);
 }

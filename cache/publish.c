@@ -98,6 +98,7 @@ void kj__cache_pub_free(struct kj__cache_pub *p)
 	c->mem->free((void *)p->e.compiler);
 	c->mem->free((void *)p->e.log);
 	c->mem->free((void *)p->e.lowered);
+	c->mem->free((void *)p->e.entries);
 	c->mem->free(p->data);
 	c->mem->free(p->recipe);
 	c->mem->free(p->uids);
@@ -137,11 +138,12 @@ int kj__cache_pub_begin(struct kj__cache *c, const struct kj__cache_entry *e, co
 		return KJIT_ENOMEM;
 	p->c = c;
 	p->e = *e;
-	p->e.source_name = p->e.options = p->e.compiler = p->e.log = p->e.lowered = NULL;
+	p->e.source_name = p->e.options = p->e.compiler = p->e.log = p->e.lowered = p->e.entries = NULL;
 	p->e.sha256[0] = '\0'; /* the run's */
 	if ((r = dup_str(c, &p->e.source_name, e->source_name)) < 0 || (r = dup_str(c, &p->e.options, e->options)) < 0 ||
 	    (r = dup_str(c, &p->e.compiler, e->compiler)) < 0 || (r = dup_str(c, &p->e.log, e->log)) < 0 ||
-	    (r = dup_str(c, &p->e.lowered, e->lowered)) < 0 || (r = dup_bytes(c, &p->data, data, len)) < 0 ||
+	    (r = dup_str(c, &p->e.lowered, e->lowered)) < 0 || (r = dup_str(c, &p->e.entries, e->entries)) < 0 ||
+	    (r = dup_bytes(c, &p->data, data, len)) < 0 ||
 	    (recipe && (r = dup_bytes(c, &p->recipe, recipe, recipe_len)) < 0) ||
 	    (n_uids && (r = dup_bytes(c, (uint8_t **)&p->uids, (const uint8_t *)uids, n_uids * sizeof *uids)) < 0) ||
 	    (r = kj__obj_prepare(c, &p->e, len, &p->en, &p->p)) < 0) {
@@ -276,10 +278,10 @@ int kj__pub_entry(struct kj__cache *c, const uint8_t key[KJ_SHA256_LEN], struct 
 	*e = p->e;
 	if (!dup)
 		return 0;
-	e->source_name = e->options = e->compiler = e->log = e->lowered = NULL;
+	e->source_name = e->options = e->compiler = e->log = e->lowered = e->entries = NULL;
 	if (dup_str(c, &e->source_name, p->e.source_name) < 0 || dup_str(c, &e->options, p->e.options) < 0 ||
 	    dup_str(c, &e->compiler, p->e.compiler) < 0 || dup_str(c, &e->log, p->e.log) < 0 ||
-	    dup_str(c, &e->lowered, p->e.lowered) < 0) {
+	    dup_str(c, &e->lowered, p->e.lowered) < 0 || dup_str(c, &e->entries, p->e.entries) < 0) {
 		kj__cache_entry_free(e);
 		r = KJIT_ENOMEM;
 	}

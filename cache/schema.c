@@ -15,6 +15,13 @@
  *      (imported, fetched from the fleet), which count against the cache
  *      directory's owner.  An older index gives each object the smallest
  *      uid of its requesters.
+ *   5  objects.entries, the object's entry points ("NAME\n" each), what a
+ *      request's entries are checked against now that they leave the key
+ *      of hip and cuda objects (cache/key.c).  An older index gets the
+ *      column empty (NULL: not known); kjitd fills a row's list the first
+ *      time a request with entries is answered from it, from the object's
+ *      own symbols (compilers/symbols.c; daemon/reply.c), so the upgrade
+ *      reads no object file and costs an open nothing.
  *
  * Invariants:
  *  - An upgrade is one transaction with the creation of the schema and the
@@ -44,7 +51,7 @@ static const char schema_sql[] =
 	" sha256 TEXT NOT NULL, created INTEGER NOT NULL, last_used INTEGER NOT NULL,"
 	" used_seq INTEGER NOT NULL DEFAULT 0, hits INTEGER NOT NULL DEFAULT 0,"
 	" compile_ms INTEGER NOT NULL DEFAULT 0, source_name TEXT, options TEXT,"
-	" compiler TEXT, log TEXT, lowered TEXT, owner INTEGER);"
+	" compiler TEXT, log TEXT, lowered TEXT, owner INTEGER, entries TEXT);"
 	"CREATE INDEX IF NOT EXISTS objects_lru ON objects(last_used, used_seq);"
 	"CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL);"
 	"CREATE TABLE IF NOT EXISTS recipe_of(key TEXT PRIMARY KEY, recipe TEXT NOT NULL);"
@@ -118,6 +125,19 @@ static int add_owner(struct kj__cache *c, int *corrupt)
 			   corrupt);
 }
 
+/* Schema 5: the entries column, where it is missing; old rows NULL (filled
+ * lazily by kjitd, see above). */
+static int add_entries(struct kj__cache *c, int *corrupt)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(c->db, "SELECT entries FROM objects LIMIT 0", -1, &st, NULL);
+
+	sqlite3_finalize(st);
+	if (rc == SQLITE_OK)
+		return 0; /* a new file, created with it */
+	return kj__db_exec(c, "ALTER TABLE objects ADD COLUMN entries TEXT", corrupt);
+}
+
 int kj__db_schema(struct kj__cache *c, int64_t version, int *corrupt)
 {
 	char uids[128];
@@ -132,6 +152,7 @@ int kj__db_schema(struct kj__cache *c, int64_t version, int *corrupt)
 	    (version < 2 && (r = kj__db_exec(c, uids, corrupt)) < 0) ||
 	    (version < 3 && (r = add_lowered(c, corrupt)) < 0) ||
 	    (version < 4 && (r = add_owner(c, corrupt)) < 0) ||
+	    (version < 5 && (r = add_entries(c, corrupt)) < 0) ||
 	    (r = kj__db_exec(c, "PRAGMA user_version=" KJ_STR(KJ_SCHEMA_VERSION), corrupt)) < 0 ||
 	    (r = kj__db_exec(c, "COMMIT", corrupt)) < 0) {
 		int ignore;

@@ -21,6 +21,7 @@
 #define KJ_WARN_NAME_MAX 64                /* a -W option's name (-Wno-deprecated-declarations is 27): clang's longest are under 50 */
 #define KJ_OPTIONS_MAX_COUNT 256
 #define KJ_ENTRIES_MAX_COUNT 256
+#define KJ_OBJ_ENTRIES_MAX (1u << 20)      /* an object's entry list kept in the index (schema 5): 4096 names of 255 bytes; a longer list is not kept and the object's entries are not judged */
 #define KJ_HEADERS_MAX_COUNT 512
 #define KJ_INCLUDE_DEPTH_MAX 32            /* nested #include levels we follow */
 #define KJ_EXPLAIN_CANDIDATES_MAX 32       /* earlier entries of one source name --explain compares (most recent first): each costs a recipe read and an include scan */

@@ -192,6 +192,12 @@ int kj__system_headers_id(const char *extra, char *out, size_t outlen);
  * err. */
 int kj__entries_check(const uint8_t *obj, size_t len, const char *const *entries, size_t n, char *err,
 		      size_t errlen);
+/* The entry points of obj, as kj__entries_check finds them, into *out
+ * (malloc'd, "NAME\n" each, the names a request may ask for: kj__name_ok;
+ * "" when it has none): what the index keeps beside the object (schema 5).
+ * 0; 1 with *out NULL when its symbols cannot be listed (or their list is
+ * over KJ_OBJ_ENTRIES_MAX: not judged); KJIT_ENOMEM. */
+int kj__entries_list(const uint8_t *obj, size_t len, char **out);
 
 /* Full compilers as child processes (spawn.c). */
 struct kj__proc_out {

@@ -25,6 +25,7 @@
 
 #include "buf.h"
 #include "compint.h"
+#include "kj_limits.h"
 #include "kj_types.h"
 #include "util.h"
 
@@ -264,4 +265,45 @@ int kj__entries_check(const uint8_t *obj, size_t len, const char *const *entries
 		return KJIT_ECOMPILE;
 	}
 	return 0;
+}
+
+/* Appends each requestable name (kj__name_ok), "NAME\n"; 2 past the cap. */
+struct collect {
+	struct kj__buf *b;
+	int nomem;
+};
+
+static int collect(const char *name, size_t len, void *arg)
+{
+	struct collect *k = arg;
+	char nm[KJ_NAME_MAX + 1];
+
+	if (len == 0 || len > KJ_NAME_MAX)
+		return 0;
+	memcpy(nm, name, len);
+	nm[len] = '\0';
+	if (!kj__name_ok(nm))
+		return 0;
+	if (k->b->len + len + 1 > KJ_OBJ_ENTRIES_MAX)
+		return 2;
+	if (kj__buf_append(k->b, nm, len) < 0 || kj__buf_append(k->b, "\n", 1) < 0) {
+		k->nomem = 1;
+		return 2;
+	}
+	return 0;
+}
+
+int kj__entries_list(const uint8_t *obj, size_t len, char **out)
+{
+	struct kj__buf b = { 0 };
+	struct collect k = { &b, 0 };
+	int r = obj ? for_each_entry(obj, len, collect, &k) : 0;
+
+	*out = NULL;
+	if (r == 1 && kj__buf_append(&b, "", 1) == 0) {
+		*out = (char *)b.p;
+		return 0;
+	}
+	kj__buf_free(&b);
+	return k.nomem || r == 1 ? KJIT_ENOMEM : 1;
 }

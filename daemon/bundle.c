@@ -12,6 +12,9 @@
  * leaves the cache untouched.  Export runs on a thread of offloop.c (it
  * reads the index through a connection of its own and the object files,
  * and writes the bundle: bundle-export.c); kjitd's loop only answers.
+ * Each imported object's entry points are read from its own symbols
+ * (compilers/symbols.c) for the index's entries column (schema 5), so
+ * requests for its entries are checked as for a compiled one.
  * Both read and write files by path, so they are refused to peers other
  * than the daemon's own user (or root): a system kjitd must not write or
  * probe files for other users.
@@ -24,6 +27,7 @@
 #include <unistd.h>
 
 #include "bundle-int.h"
+#include "compint.h"
 #include "daemon.h"
 #include "kj_types.h"
 #include "lowered.h"
@@ -34,7 +38,7 @@
 
 struct bentry {
 	struct kj__cache_entry e;
-	char *strs[5];       /* source_name, options, compiler, log, lowered: owned */
+	char *strs[6];       /* source_name, options, compiler, log, lowered, entries: owned */
 	uint64_t offset;     /* of the object in the file */
 };
 
@@ -149,7 +153,7 @@ bad:
 static void bentries_free(struct bentry *be, uint32_t count)
 {
 	for (uint32_t i = 0; be && i < count; i++)
-		for (int k = 0; k < 5; k++)
+		for (int k = 0; k < 6; k++)
 			free(be[i].strs[k]);
 	free(be);
 }
@@ -329,6 +333,10 @@ static int place_all(struct import_task *t, int fd, struct bentry *be, uint32_t 
 			continue;
 		}
 		r = load_object(fd, &be[i], &data);
+		/* its entry points, from its own symbols (the bundle's word is not
+		 * taken): what requests are checked against (reply.c) */
+		if (r == 0 && kj__entries_list(data, be[i].e.size, &be[i].strs[5]) == 0)
+			be[i].e.entries = be[i].strs[5];
 		if (r == 0)
 			r = kj__cache_bulk_add(t->bulk, &be[i].e, data, be[i].e.size);
 		free(data);

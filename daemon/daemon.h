@@ -444,6 +444,10 @@ struct kj__waiter {
 	uint32_t id;
 	int no_compile;              /* fetch only: a miss is refused, not compiled */
 	char *explain;               /* --explain: why it was not a hit (explain.c), sent with the object; owned */
+	char *want;                  /* the entry points it asked for, "NAME\n" each, checked
+				      * against the object (hip, cuda: reply.c); NULL: none; owned */
+	uint8_t fp[32];              /* a joiner's GET body fingerprint, for the hit table */
+	int has_fp;                  /* (w[0]'s is the flight's fp) */
 };
 struct kj__flight {
 	char key[65];
@@ -522,6 +526,26 @@ void kj__record_latency(struct kj__daemon *d, uint64_t t0);
  * code (no entry, the index unreadable, no memory): then a hit cannot carry
  * them. */
 int kj__lowered_of(struct kj__daemon *d, const char *key, char **out, char **log);
+/* Entry points (hip and cuda: not in the key; reply.c).  join: v[0..n)
+ * as "NAME\n" each (malloc'd; NULL when n is 0 or out of memory).
+ * missing: 0 if every name of want is a line of list (or either is NULL:
+ * nothing asked, or the object's entries not known), else KJIT_ECOMPILE
+ * with "no entry point 'X' in WHAT; it has: A, B" in err.  object_entries:
+ * key's list from the index into *list (malloc'd; NULL: not known), and
+ * for a row that has none yet, from data's symbols, recorded in the index;
+ * 0 or a negative code.  flight_check: answers each waiter of f whose
+ * entries list lacks with that error and takes it out of f; 1 if the
+ * waiter that opened f is still in it (its bytes may enter the shared hit
+ * table), else 0. */
+char *kj__entries_join(char *const *v, size_t n);
+int kj__entries_missing(const char *list, const char *want, const char *what, char *err, size_t errlen);
+int kj__object_entries(struct kj__daemon *d, const char *key, const uint8_t *data, size_t len, char **list);
+int kj__flight_check_entries(struct kj__flight *f, const char *list);
+/* After f's publish: each joiner's bytes (has_fp) enter the shared hit
+ * table with the object, as the opener's did; a joiner is there only if
+ * its entries passed (kj__flight_check_entries).  Joiners of one key ask
+ * for other entries of the module since entries left the key. */
+void kj__flight_hits_joiners(struct kj__flight *f, const uint8_t *data, size_t len);
 /* Answers every waiter of f with the object (status KJIT_STATUS_*). */
 void kj__flight_answer(struct kj__flight *f, int status, const uint8_t *data, size_t len, const char *log,
 		       const char *lowered);

@@ -144,6 +144,35 @@ static int job_entries(const struct kj__flight *f, struct kj__buf *b, const char
 	return (int)n;
 }
 
+/* What a published value lists as its entry points, NUL-terminated back
+ * to back in b: the object's full list (f->e.entries), so a node asking
+ * for another entry of the module is served (whole names, up to
+ * KJ_REMOTE_ENTRIES_MAX: a node judges a listable object by its symbols
+ * anyway); for an object whose symbols cannot be listed, the job's and
+ * the waiters' entries, the ones it was asked and served for.  0 or a
+ * negative code. */
+static int value_entries(const struct kj__flight *f, struct kj__buf *b, const char **v)
+{
+	int r = f->e.entries ? 0 : job_entries(f, b, v);
+
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i <= f->n_w; i++) {
+		/* the object's list; else each waiter's entries */
+		const char *p = f->e.entries ? (i ? "" : f->e.entries) : i < f->n_w ? f->w[i].want : NULL;
+		while (p && *p) {
+			const char *nl = strchr(p, '\n');
+			size_t l = nl ? (size_t)(nl - p) : strlen(p);
+			if (b->len + l + 1 > KJ_REMOTE_ENTRIES_MAX)
+				return 0; /* whole names, as many as fit */
+			if (kj__buf_append(b, p, l) < 0 || kj__buf_append(b, "", 1) < 0)
+				return KJIT_ENOMEM;
+			p += l + (nl != NULL);
+		}
+	}
+	return 0;
+}
+
 /* The start of a KJO2 value's metadata for f: what must match. */
 static char *meta_of(const struct kj__flight *f)
 {
@@ -163,6 +192,37 @@ static void printable(char *out, size_t cap, const char *s, size_t n)
 	out[i] = '\0';
 }
 
+/* hip, cuda (entries not in the key): an object whose symbols cannot be
+ * listed is judged by the value's signed entry list, which must cover
+ * every waiter's entries; one whose symbols can be is judged per waiter
+ * when it is answered (reply.c), a missing entry being the request's
+ * error, not the value's.  1 if it fits, else 0 with why in err. */
+static int waiters_covered(const struct kj__flight *f, const struct kj__remote_object *o, char *err, size_t errlen)
+{
+	const char *v[KJ_ENTRIES_MAX_COUNT];
+	char *list = NULL;
+	int r = kj__entries_list(o->data, o->size, &list);
+
+	free(list);
+	if (r <= 0 || o->format != 2)
+		return 1; /* listable (checked per waiter), or a KJO1 value: not judged, as before */
+	for (size_t i = 0; i < f->n_w; i++) {
+		size_t n = 0;
+		for (const char *p = f->w[i].want; p && *p && n < KJ_ENTRIES_MAX_COUNT; p = strchr(p, '\n') + 1)
+			v[n++] = p;
+		for (size_t k = 0; k < n; k++) {
+			char one[KJ_NAME_MAX + 1];
+			const char *one_v[1] = { one };
+			snprintf(one, sizeof one, "%.*s", (int)(strchr(v[k], '\n') - v[k]), v[k]);
+			if (!kj__remote_entries_cover(o, one_v, 1)) {
+				snprintf(err, errlen, "its entry list does not cover the request's");
+				return 0;
+			}
+		}
+	}
+	return 1;
+}
+
 /* 1 if o (verified by remote.c) is what f asked for; else 0, counted as
  * forged and logged (why). */
 static int remote_fits(struct kj__flight *f, const struct kj__remote_object *o)
@@ -179,7 +239,7 @@ static int remote_fits(struct kj__flight *f, const struct kj__remote_object *o)
 			 (int)(o->meta_len > 200 ? 200 : o->meta_len), o->meta ? o->meta : "");
 	else if (o->format == 2 && !kj__remote_entries_cover(o, want, (size_t)n))
 		snprintf(err, sizeof err, "its entry list does not cover the request's");
-	else
+	else if (waiters_covered(f, o, err, sizeof err))
 		kj__entries_check(o->data, o->size, want, (size_t)n, err, sizeof err); /* err set: not there */
 	free(meta);
 	kj__buf_free(&b);
@@ -215,10 +275,18 @@ static void serve_remote(struct kj__flight *f, const struct kj__remote_object *o
 	}
 	free(all);
 	kj__flights_remove(d->flights, f);
+	/* the object's entry points: each waiter's checked, the index keeps them */
+	char *list = NULL;
+	if (kj__entries_list(o->data, o->size, &list) < 0)
+		list = NULL;
+	f->e.entries = list; /* the flight's now */
+	if (!kj__flight_check_entries(f, list))
+		f->has_fp = 0;
 	d->stats[KJ_STAT_REMOTE_HITS] += f->n_w;
-	if (split) /* the one publish sequence: waiters, hit table, cache, recipe, requesters */
+	if (split) { /* the one publish sequence: waiters, hit table, cache, recipe, requesters */
 		kj__flight_publish(f, KJIT_STATUS_REMOTE, KJIT_STATUS_REMOTE, o->data, o->size, log, lowered, 0);
-	else { /* answered, not cached, as any failed publish */
+		kj__flight_hits_joiners(f, o->data, o->size);
+	} else { /* answered, not cached, as any failed publish */
 		kj__flight_answer(f, KJIT_STATUS_REMOTE, o->data, o->size, log, lowered);
 		d->stats[KJ_STAT_PUBLISH_ERRORS]++;
 		kj__log(d, "could not store %s (%s): served, not cached", f->key, kjit_strerror(KJIT_ENOMEM));
@@ -244,8 +312,12 @@ static int refuse_fetch_only(struct kj__flight *f)
 			continue;
 		}
 		d->stats[KJ_STAT_REFUSED]++;
+		if (i == 0 && w->want)
+			f->has_fp = 0; /* the opener's entries go unchecked: its bytes stay out of the hit table */
 		free(w->explain); /* --explain's text: this waiter gets no object */
 		w->explain = NULL;
+		free(w->want);
+		w->want = NULL;
 		if (d->cfg.no_compile)
 			kj__conn_error(w->c, w->id, KJIT_ENOENT,
 				       "kjitd --no-compile: %s for %s (%s) is not cached here%s%s; warm it on a compiling "
@@ -387,7 +459,7 @@ void kj__fleet_compiled(struct kj__flight *f, const uint8_t *data, size_t len, c
 	const char *want[KJ_ENTRIES_MAX_COUNT];
 	char *meta = kj__asprintf("backend=%d\ntarget=%s\nversion=%s\next=%s\ncompiler=%s\n", f->e.backend,
 				  f->e.target, f->e.version, f->e.ext, f->e.compiler ? f->e.compiler : "");
-	if (meta == NULL || job_entries(f, &ents, want) < 0) { /* not published: nothing is lost */
+	if (meta == NULL || value_entries(f, &ents, want) < 0) { /* not published: nothing is lost */
 		free(meta);
 		kj__buf_free(&ents);
 		kj__remote_lease_release(lease);

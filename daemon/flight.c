@@ -153,6 +153,8 @@ int kj__flight_add_waiter(struct kj__flight *f, struct kj__conn *c, uint32_t id)
 	f->w[f->n_w].id = id;
 	f->w[f->n_w].no_compile = 0;
 	f->w[f->n_w].explain = NULL;
+	f->w[f->n_w].want = NULL;
+	f->w[f->n_w].has_fp = 0;
 	f->n_w++;
 	return 0;
 }
@@ -166,6 +168,7 @@ void kj__flight_free(struct kj__flight *f)
 	for (size_t i = 0; i < f->n_w; i++) {
 		kj__conn_unref(f->w[i].c);
 		free(f->w[i].explain);
+		free(f->w[i].want);
 	}
 	free(f->w);
 	kj__buf_free(&f->job.frame);
@@ -173,6 +176,7 @@ void kj__flight_free(struct kj__flight *f)
 	free(f->source_name);
 	free(f->options);
 	free(f->compiler);
+	free((char *)f->e.entries); /* the object's entry list, set by get.c or fleet.c before the publish */
 	free(f);
 }
 

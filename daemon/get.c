@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 
 #include "compiler.h"
+#include "compint.h"
 #include "daemon.h"
 #include "kj_types.h"
 #include "lowered.h"
@@ -57,14 +58,18 @@ static void get_req_free(struct get_req *g)
  * a copy, else read and verified from its file; with lowered, the lowered
  * names the index keeps go with it (--name-expression), and a hit whose
  * names cannot be read is not answered: the compile gives them again; with
- * lowered & 2 (KJ_F_WANT_LOG), the compile's log goes with it too.  1
- * if answered (or the client is gone), 0 if not cached (nothing sent). */
+ * lowered & 2 (KJ_F_WANT_LOG), the compile's log goes with it too.  want
+ * (NULL: none): the entry points asked for, checked against the object's
+ * list (reply.c); a missing one is answered with its error instead.  1 if
+ * answered with the object (or the client is gone), 2 if with an entry
+ * error, 0 if not cached (nothing sent). */
 static int answer_hit(struct kj__daemon *d, struct kj__conn *c, uint32_t id, uint64_t t0, const char *key,
-		      const char *target, const char *version, const uint8_t *body, size_t body_len, int lowered)
+		      const char *target, const char *version, const uint8_t *body, size_t body_len, int lowered,
+		      const char *want)
 {
 	struct kj__obj_reply o = { key, target, version, NULL, NULL, NULL };
-	char *names = NULL, *log = NULL;
-	const uint8_t *hot;
+	char *names = NULL, *log = NULL, *list = NULL, err[1024];
+	const uint8_t *hot, *obj;
 	uint8_t *data = NULL;
 	size_t len = 0;
 	uint32_t saved = 0;
@@ -84,14 +89,10 @@ static int answer_hit(struct kj__daemon *d, struct kj__conn *c, uint32_t id, uin
 	o.lowered = names;
 	o.log = lowered & 2 ? log : NULL; /* KJ_F_WANT_LOG */
 	if (kj__cache_peek(d->cache, key, &hot, &len, &saved) == 0) {
-		d->stats[KJ_STAT_SAVED_MS] += saved;
-		kj__send_object(d, c, id, KJIT_STATUS_HIT, &o, hot, len);
-		kj__hits_put(d, body, body_len, key, target, version, hot, len);
+		obj = hot;
 	} else if ((r = kj__cache_lookup(d->cache, key, &data, &len, &e)) == 0) {
-		d->stats[KJ_STAT_SAVED_MS] += e.compile_ms;
-		kj__send_object(d, c, id, KJIT_STATUS_HIT, &o, data, len);
-		kj__hits_put(d, body, body_len, key, target, version, data, len);
-		free(data);
+		obj = data;
+		saved = (uint32_t)e.compile_ms;
 	} else {
 		if (r == KJIT_ECORRUPT)
 			kj__hits_remove_key(d, key);
@@ -99,11 +100,25 @@ static int answer_hit(struct kj__daemon *d, struct kj__conn *c, uint32_t id, uin
 		free(log);
 		return 0;
 	}
-	free(log);
-	free(names);
+	if (want && (r = kj__object_entries(d, key, obj, len, &list)) == 0 &&
+	    (r = kj__entries_missing(list, want, "the cached object", err, sizeof err)) < 0) {
+		kj__count_error(d, r);
+		kj__send_failure(c, id, r, err, NULL);
+		r = 2;
+		goto out;
+	}
+	d->stats[KJ_STAT_SAVED_MS] += saved;
+	kj__send_object(d, c, id, KJIT_STATUS_HIT, &o, obj, len);
+	kj__hits_put(d, body, body_len, key, target, version, obj, len); /* its entries were checked */
 	d->stats[KJ_STAT_HITS]++;
 	kj__record_latency(d, t0);
-	return 1;
+	r = 1;
+out:
+	free(data);
+	free(list);
+	free(log);
+	free(names);
+	return r;
 }
 
 /* ---- compile completion ---- */
@@ -183,7 +198,16 @@ static void job_compiled(struct kj__flight *f, const struct job_result *jr)
 		d->stats[KJ_STAT_JOINED] += f->n_w - 1;
 		d->stats[KJ_STAT_SAVED_MS] += (f->n_w - 1) * (jr->us / 1000);
 	}
+	/* the object's entry points: every waiter's are checked (hip, cuda:
+	 * not in the key), and the index keeps them beside the object */
+	char *list = NULL;
+	if (kj__entries_list(data, len, &list) < 0)
+		list = NULL; /* not recorded: filled at its first hit with entries */
+	f->e.entries = list; /* the flight's now */
+	if (!kj__flight_check_entries(f, list))
+		f->has_fp = 0; /* the opener's bytes must not find this object in the hit table */
 	kj__flight_publish(f, KJIT_STATUS_COMPILED, KJIT_STATUS_JOINED, data, len, jr->log, jr->lowered, jr->us / 1000);
+	kj__flight_hits_joiners(f, data, len);
 	kj__fleet_compiled(f, data, len, jr->log, jr->lowered);
 }
 
@@ -261,7 +285,9 @@ static int build_job(struct kj__flight *f, const struct kj__get_req *g, const st
 	r = r ? r : kj__msg_put_str(b, KJ_F_TARGET, f->e.target);
 	for (size_t i = 0; r == 0 && i < g->n_options; i++)
 		r = kj__msg_put_str(b, KJ_F_OPTION, g->options[i]);
-	for (size_t i = 0; r == 0 && i < g->n_entries; i++)
+	/* hip, cuda: the object is the module's whatever entries are asked;
+	 * each waiter's are checked against it when it comes (reply.c) */
+	for (size_t i = 0; r == 0 && kj__cache_key_entries_in(g->backend) && i < g->n_entries; i++)
 		r = kj__msg_put_str(b, KJ_F_ENTRY, g->entries[i]);
 	r = r ? r : kj__msg_put_str(b, KJ_F_SOURCE_NAME, f->source_name);
 	r = r ? r : kj__msg_put(b, KJ_F_SOURCE, g->source, g->source_len);
@@ -318,6 +344,8 @@ struct resolved {
 	const char *version;
 	struct kj__includes inc;
 	struct kj__key_input ki;
+	char *incdir;                /* <kernels>/include, for the memo */
+	char *want;                  /* entries to check (hip, cuda), "NAME\n" each; NULL: none */
 };
 
 /* The request's target (else configuration, else detection), canonical. */
@@ -346,23 +374,27 @@ static int resolve_target(struct get_req *g, char canon[KJ_TARGET_MAX], char *er
 /* Resolves g to its key: target, runtime version, includes (the request's
  * headers, else <kernels>/include; names found nowhere are in the key too),
  * then the hash of them all; remembers the resolution in the memo unless
- * the request wants lowered names (a memo hit would not carry them).  0,
- * or a code with the reason in err (rs->inc is freed by the caller either
- * way). */
+ * the request wants lowered names (a memo hit would not carry them) or
+ * has entries to check (hip, cuda: remembered once a hit checked them,
+ * get_resolved, so a memo answer never needs a check).  0, or a code with
+ * the reason in err (rs->inc, incdir and want are freed by the caller
+ * either way). */
 static int resolve_key(struct get_req *g, struct resolved *rs, char *err, size_t errlen)
 {
 	const struct kj__get_req *q = &g->q;
 	struct kj__pool *pool = g->pool;
-	char *incdir = NULL;
 	const char *dir;
 	int r = resolve_target(g, rs->target, err, errlen);
 
 	if (r < 0)
 		return r;
 	rs->version = q->version ? q->version : kj__pool_runtime_version(pool);
-	if ((incdir = kj__asprintf("%s/include", g->d->cfg.kernels_dir)) == NULL)
+	if ((rs->incdir = kj__asprintf("%s/include", g->d->cfg.kernels_dir)) == NULL)
 		return KJIT_ENOMEM;
-	dir = incdir;
+	if (!kj__cache_key_entries_in(q->backend) && q->n_entries &&
+	    (rs->want = kj__entries_join(q->entries, q->n_entries)) == NULL)
+		return KJIT_ENOMEM;
+	dir = rs->incdir;
 	r = kj__includes_resolve(q->source_name, q->source, q->source_len, (const char *const *)q->hnames,
 				 (const uint8_t *const *)q->hdata, q->hlen, q->n_headers, &dir, 1, &rs->inc, err,
 				 errlen);
@@ -387,11 +419,32 @@ static int resolve_key(struct get_req *g, struct resolved *rs, char *err, size_t
 		.n_missing = rs->inc.n_missing,
 	};
 	r = kj__cache_key(&rs->ki, rs->key);
-	if (r == 0 && !kj__get_req_wants_lowered(q))
-		kj__memo_remember(g->d, g->raw, g->raw_len, &g->q, &rs->inc, incdir, rs->key, rs->target, rs->version);
+	if (r == 0 && !kj__get_req_wants_lowered(q) && rs->want == NULL)
+		kj__memo_remember(g->d, g->raw, g->raw_len, &g->q, &rs->inc, rs->incdir, rs->key, rs->target,
+				  rs->version);
 out:
-	free(incdir);
 	return r;
+}
+
+/* A hit of rs's key, else (a request with entries to check) of its legacy
+ * key (cache/key.c: an object cached before entries left the key); a hit
+ * whose entries were checked is remembered in the memo under the key that
+ * answered.  1 if answered (object or entry error), else 0. */
+static int answer_resolved(struct get_req *g, struct resolved *rs, int lowered)
+{
+	struct kj__daemon *d = g->d;
+	char old[65];
+	int a = answer_hit(d, g->c, g->id, g->t0, rs->key, rs->target, rs->version, g->raw, g->raw_len, lowered,
+			   rs->want);
+	const char *key = rs->key;
+
+	if (a == 0 && rs->want && kj__cache_key_legacy(&rs->ki, old) == 0 &&
+	    (a = answer_hit(d, g->c, g->id, g->t0, old, rs->target, rs->version, g->raw, g->raw_len, lowered,
+			    rs->want)) != 0)
+		key = old;
+	if (a == 1 && rs->want && !kj__get_req_wants_lowered(&g->q))
+		kj__memo_remember(d, g->raw, g->raw_len, &g->q, &rs->inc, rs->incdir, key, rs->target, rs->version);
+	return a != 0;
 }
 
 /* ---- a miss: one compile per key ---- */
@@ -400,7 +453,7 @@ out:
  * compile job and the replay recipe, then hands it to the fleet tier
  * (fleet.c: remote lookup, lease, then the compile job).  0 (g's client
  * will be answered when the job ends) or a code, reason in err. */
-static int join_or_open_flight(struct get_req *g, const struct resolved *rs, char *err, size_t errlen)
+static int join_or_open_flight(struct get_req *g, struct resolved *rs, char *err, size_t errlen)
 {
 	struct kj__daemon *d = g->d;
 	const struct kj__get_req *q = &g->q;
@@ -410,8 +463,13 @@ static int join_or_open_flight(struct get_req *g, const struct resolved *rs, cha
 
 	if (f) {
 		r = kj__flight_add_waiter(f, g->c, g->id);
-		if (r == 0)
+		if (r == 0) {
 			f->w[f->n_w - 1].no_compile = q->no_compile;
+			struct kj__waiter *w = &f->w[f->n_w - 1];
+			w->want = rs->want; /* checked when the object comes */
+			rs->want = NULL;
+			w->has_fp = g->raw && !kj__get_req_wants_lowered(q) && kj__sha256(g->raw, g->raw_len, w->fp) == 0;
+		}
 		return r;
 	}
 	if ((f = kj__flight_new(d, rs->key)) == NULL)
@@ -439,6 +497,8 @@ static int join_or_open_flight(struct get_req *g, const struct resolved *rs, cha
 	if (!f->source_name || !f->options || !f->compiler || kj__flight_add_waiter(f, g->c, g->id) < 0)
 		goto fail;
 	f->w[0].no_compile = q->no_compile;
+	f->w[0].want = rs->want;
+	rs->want = NULL;
 	r = build_job(f, q, &rs->inc);
 	if (r < 0) {
 		snprintf(err, errlen, "the request is too large to hand to a compiler");
@@ -490,7 +550,7 @@ static void get_resolved(void *arg, int code, const char *error)
 	if (r < 0)
 		goto fail;
 	int lowered = kj__get_req_wants_lowered(&g->q) | (g->q.want_log ? 2 : 0);
-	if (answer_hit(d, g->c, g->id, g->t0, rs.key, rs.target, rs.version, g->raw, g->raw_len, lowered))
+	if (answer_resolved(g, &rs, lowered))
 		goto out;
 	/* An explicit target asks for exactly that build; a target that came
 	 * from the process's environment, kjitd's configuration or detection
@@ -498,7 +558,7 @@ static void get_resolved(void *arg, int code, const char *error)
 	 * (features left unspecified) serves. */
 	int explicit_target = g->q.target != NULL && g->q.target_from == NULL;
 	if (!explicit_target && compatible_object(d, &rs.ki, ckey, ctarget) &&
-	    answer_hit(d, g->c, g->id, g->t0, ckey, ctarget, rs.version, NULL, 0, lowered))
+	    answer_hit(d, g->c, g->id, g->t0, ckey, ctarget, rs.version, NULL, 0, lowered, rs.want))
 		goto out;
 	/* A compile of these exact bytes failed moments ago (negcache.c). */
 	int ncode;
@@ -518,6 +578,8 @@ fail:
 	refuse(d, g->c, g->id, r, err);
 out:
 	kj__includes_free(&rs.inc);
+	free(rs.incdir);
+	free(rs.want);
 	get_req_free(g);
 }
 
@@ -563,8 +625,8 @@ static int answer_from_memo(struct kj__daemon *d, struct kj__conn *c, uint32_t i
 
 	if (!kj__memo_find(d->memo, body, len, &mh))
 		return 0;
-	/* never kept with lowered names */
-	return answer_hit(d, c, id, t0, mh.key, mh.target, mh.version, body, len, 0);
+	/* never kept with lowered names; never kept for a request with entries to check until they were */
+	return answer_hit(d, c, id, t0, mh.key, mh.target, mh.version, body, len, 0, NULL) != 0;
 }
 
 int kj__handle_get(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const uint8_t *body, size_t len)

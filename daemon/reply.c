@@ -7,9 +7,22 @@
  * KJ_F_LOWERED, whatever answered: a compile carries the worker's, a hit
  * the index's column (kj__lowered_of), a remote hit those of the fleet
  * value.  Only requests that named expressions get them (get.c asks).
+ *
+ * Entry points (hip and cuda: not in the key, cache/key.c): every answer
+ * checks the entries its request asked for against the object's list, the
+ * index's entries column (schema 5), filled from the object's symbols
+ * (compilers/symbols.c) when the object is published, and for a row of an
+ * older index the first time a request with entries is answered from it.
+ * A request for an entry the object lacks gets KJIT_ECOMPILE and one line
+ * naming it and the entries there are; the object stays cached (it is the
+ * module's, right for its other entries).  An object whose symbols cannot
+ * be listed is not judged (as the worker's check never judged it).
  * No state of its own.
  */
 #include <stdlib.h>
+#include <string.h>
+
+#include "compint.h"
 
 #include "daemon.h"
 #include "kj_types.h"
@@ -107,4 +120,113 @@ void kj__flight_answer(struct kj__flight *f, int status, const uint8_t *data, si
 		o.explain = f->w[i].explain; /* --explain: this waiter's own */
 		kj__send_object(f->d, f->w[i].c, f->w[i].id, status, &o, data, len);
 	}
+}
+
+char *kj__entries_join(char *const *v, size_t n)
+{
+	struct kj__buf b = { 0 };
+
+	if (n == 0)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		if (kj__buf_append(&b, v[i], strlen(v[i])) < 0 || kj__buf_append(&b, "\n", 1) < 0) {
+			kj__buf_free(&b);
+			return NULL;
+		}
+	if (kj__buf_append(&b, "", 1) < 0) {
+		kj__buf_free(&b);
+		return NULL;
+	}
+	return (char *)b.p;
+}
+
+/* 1 if the line name (len bytes) is one of list's lines. */
+static int listed(const char *list, const char *name, size_t len)
+{
+	for (const char *p = list; *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t l = nl ? (size_t)(nl - p) : strlen(p);
+		if (l == len && memcmp(p, name, len) == 0)
+			return 1;
+		p += l + (nl != NULL);
+	}
+	return 0;
+}
+
+int kj__entries_missing(const char *list, const char *want, const char *what, char *err, size_t errlen)
+{
+	if (list == NULL || want == NULL)
+		return 0;
+	for (const char *p = want; *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t l = nl ? (size_t)(nl - p) : strlen(p);
+		if (l && !listed(list, p, l)) {
+			struct kj__buf has = { 0 };
+			for (const char *q = list; *q && has.len < 400;) {
+				const char *e = strchr(q, '\n');
+				size_t k = e ? (size_t)(e - q) : strlen(q);
+				kj__buf_printf(&has, "%s%.*s", has.len ? ", " : "", (int)k, q);
+				q += k + (e != NULL);
+			}
+			size_t total = strlen(list);
+			snprintf(err, errlen, "no entry point '%.*s' in %s; it has: %.*s%s", (int)l, p, what,
+				 has.len ? (int)has.len : 4, has.len ? (const char *)has.p : "none",
+				 has.len < total && has.len >= 400 ? ", ..." : "");
+			kj__buf_free(&has);
+			return KJIT_ECOMPILE;
+		}
+		p += l + (nl != NULL);
+	}
+	return 0;
+}
+
+int kj__object_entries(struct kj__daemon *d, const char *key, const uint8_t *data, size_t len, char **list)
+{
+	int r = kj__cache_entries(d->cache, key, list);
+
+	if (r < 0 && r != KJIT_ENOENT)
+		return r;
+	if (*list || data == NULL)
+		return 0;
+	r = kj__entries_list(data, len, list); /* a row of an older index: once */
+	if (r < 0)
+		return r;
+	if (*list && kj__cache_set_entries(d->cache, key, *list) < 0)
+		kj__log(d, "could not record the entry points of %s", key);
+	return 0;
+}
+
+int kj__flight_check_entries(struct kj__flight *f, const char *list)
+{
+	struct kj__daemon *d = f->d;
+	char what[300], err[1024];
+	size_t kept = 0;
+	int opener_ok = 1;
+
+	snprintf(what, sizeof what, "the object of %s for %s", f->source_name ? f->source_name : "the source",
+		 f->e.target);
+	for (size_t i = 0; i < f->n_w; i++) {
+		struct kj__waiter *w = &f->w[i];
+		int r = kj__entries_missing(list, w->want, what, err, sizeof err);
+		if (r == 0) {
+			f->w[kept++] = *w;
+			continue;
+		}
+		if (i == 0)
+			opener_ok = 0;
+		kj__count_error(d, r);
+		kj__send_failure(w->c, w->id, r, err, NULL);
+		free(w->explain);
+		free(w->want);
+		kj__conn_unref(w->c);
+	}
+	f->n_w = kept;
+	return opener_ok;
+}
+
+void kj__flight_hits_joiners(struct kj__flight *f, const uint8_t *data, size_t len)
+{
+	for (size_t i = 0; i < f->n_w; i++) /* w[0] too: the opener may have left (its entry missing) */
+		if (f->w[i].has_fp && (!f->has_fp || memcmp(f->w[i].fp, f->fp, sizeof f->fp) != 0))
+			kj__hits_put_fp(f->d, f->w[i].fp, f->hits_gen, f->key, f->e.target, f->e.version, data, len);
 }

@@ -1338,7 +1338,7 @@ static void test_requesters_and_migration(void)
 	sqlite3_stmt *st;
 	CHECK_EQ_INT(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
 	CHECK_EQ_INT(sqlite3_step(st), SQLITE_ROW);
-	CHECK_EQ_INT(sqlite3_column_int(st, 0), 4); /* and on to the current schema */
+	CHECK_EQ_INT(sqlite3_column_int(st, 0), 5); /* and on to the current schema */
 	sqlite3_finalize(st);
 	sqlite3_close(db);
 	cleanup();
@@ -1404,7 +1404,7 @@ static void test_lowered_column_and_schema2(void)
 	CHECK_EQ_INT(sqlite3_open(path, &db), SQLITE_OK);
 	CHECK_EQ_INT(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
 	CHECK_EQ_INT(sqlite3_step(st), SQLITE_ROW);
-	CHECK_EQ_INT(sqlite3_column_int(st, 0), 4);
+	CHECK_EQ_INT(sqlite3_column_int(st, 0), 5);
 	sqlite3_finalize(st);
 	sqlite3_close(db);
 	/* a newer index than this kjit's is refused, not rebuilt */
@@ -1467,7 +1467,67 @@ static void test_failed_upgrade_leaves_index(void)
 	cleanup();
 }
 
-TEST_LIST(TEST(publish_lookup) TEST(publish_rejects_bad_entries) TEST(restart_still_hits)
+/* Schema 5: the entries column.  A publish keeps the object's list (get
+ * and kj__cache_entries read it back); an index of schema 4 gets the column
+ * empty (NULL: not known) with every entry kept and served, and
+ * kj__cache_set_entries fills an empty list once, never replacing one. */
+static void test_entries_column_and_schema4(void)
+{
+	char key[65], k2[65], path[512], *list = NULL;
+	struct kj__cache_entry e;
+	sqlite3 *db;
+	sqlite3_stmt *st;
+
+	setup();
+	struct kj__cache *c = open_cache();
+	struct kj__cache_entry w = { .backend = KJIT_BACKEND_CUDA, .target = "sm_90", .version = "13.0", .ext = "cubin",
+				     .entries = "add\nrms_norm\n" };
+	uint8_t obj[64];
+	make_obj(3, obj, sizeof obj);
+	make_key(3, w.key);
+	CHECK_EQ_INT(kj__cache_publish(c, &w, obj, sizeof obj), 0);
+	CHECK_EQ_INT(publish(c, 1, "gfx90a", 100), 0); /* no list */
+	CHECK_EQ_INT(kj__cache_get(c, w.key, &e), 0);
+	CHECK(e.entries && strcmp(e.entries, "add\nrms_norm\n") == 0);
+	kj__cache_entry_free(&e);
+	CHECK_EQ_INT(kj__cache_entries(c, w.key, &list), 0);
+	CHECK(list && strcmp(list, "add\nrms_norm\n") == 0);
+	free(list);
+	make_key(1, key);
+	CHECK_EQ_INT(kj__cache_entries(c, key, &list), 0);
+	CHECK(list == NULL);
+	make_key(9, k2);
+	CHECK_EQ_INT(kj__cache_entries(c, k2, &list), KJIT_ENOENT);
+	CHECK_EQ_INT(kj__cache_entries(c, "nothex", &list), KJIT_EINVAL);
+	kj__cache_close(c);
+
+	/* back to schema 4, as kjit before the column */
+	snprintf(path, sizeof path, "%s/index.sqlite", dir);
+	CHECK_EQ_INT(sqlite3_open(path, &db), SQLITE_OK);
+	CHECK_EQ_INT(sqlite3_exec(db, "ALTER TABLE objects DROP COLUMN entries; PRAGMA user_version=4;", NULL, NULL,
+				  NULL), SQLITE_OK);
+	sqlite3_close(db);
+	c = open_cache();
+	CHECK_EQ_INT(lookup(c, 1, 100), 0);
+	CHECK_EQ_INT(kj__cache_entries(c, w.key, &list), 0);
+	CHECK(list == NULL); /* not known: kjitd reads it from the object when it first needs it */
+	CHECK_EQ_INT(kj__cache_set_entries(c, w.key, "add\n"), 0);
+	CHECK_EQ_INT(kj__cache_set_entries(c, w.key, "other\n"), 0); /* a known list stays */
+	CHECK_EQ_INT(kj__cache_entries(c, w.key, &list), 0);
+	CHECK(list && strcmp(list, "add\n") == 0);
+	free(list);
+	CHECK_EQ_INT(kj__cache_set_entries(c, w.key, NULL), KJIT_EINVAL);
+	kj__cache_close(c);
+	CHECK_EQ_INT(sqlite3_open(path, &db), SQLITE_OK);
+	CHECK_EQ_INT(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
+	CHECK_EQ_INT(sqlite3_step(st), SQLITE_ROW);
+	CHECK_EQ_INT(sqlite3_column_int(st, 0), 5);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	cleanup();
+}
+
+TEST_LIST(TEST(publish_lookup) TEST(entries_column_and_schema4) TEST(publish_rejects_bad_entries) TEST(restart_still_hits)
 	  TEST(integrity_check_after_unclean_close) TEST(hot_set)
 	  TEST(lock_same_process) TEST(lock_other_process) TEST(corrupt_byte_is_a_miss)
 	  TEST(deleted_file_is_a_miss) TEST(truncated_index_is_rebuilt)

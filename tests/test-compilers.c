@@ -730,6 +730,19 @@ static void test_entries_check(void)
 	CHECK_EQ_INT(kj__entries_check(fat, sizeof fat, bad, 1, err, sizeof err), 0);
 	/* something unlistable is not judged */
 	CHECK_EQ_INT(kj__entries_check((const uint8_t *)"\x01\x02", 2, mm, 1, err, sizeof err), 0);
+	/* the list the index keeps (schema 5): the same names, "NAME\n" each;
+	 * unlistable: 1 and NULL */
+	char *list = NULL;
+	CHECK_EQ_INT(kj__entries_list((const uint8_t *)ptx, sizeof ptx, &list), 0);
+	CHECK(list && strcmp(list, "scale\nother\n") == 0);
+	free(list);
+	CHECK_EQ_INT(kj__entries_list((const uint8_t *)spv, sizeof spv, &list), 0);
+	CHECK(list && strcmp(list, "main\n") == 0);
+	free(list);
+	CHECK_EQ_INT(kj__entries_list(fat, sizeof fat, &list), 1); /* the compressed one */
+	CHECK(list == NULL);
+	CHECK_EQ_INT(kj__entries_list((const uint8_t *)"\x01\x02", 2, &list), 1);
+	CHECK(list == NULL);
 }
 
 /* nvcc: a full .cu file (host code, <stdint.h>) to cubin and PTX, the

@@ -50,9 +50,50 @@ static void test_known_answer(void)
 	struct kj__key_input in = base();
 	char hex[65];
 
-	key_of(&in, hex);
-	/* python3 hashlib, see the header comment */
+	/* python3 hashlib, see the header comment: the legacy key (entries in
+	 * it, tag 6), what every backend's key was before entries left it */
+	CHECK_EQ_INT(kj__cache_key_legacy(&in, hex), 0);
 	CHECK_EQ_STR(hex, "c4f378b7d37b742011e19230c3bf20009f23ba5d6f799b2750f7f8ad4febfaec");
+	/* hip's key now: the same encoding without tag 6 */
+	key_of(&in, hex);
+	CHECK_EQ_STR(hex, "3bd0ccb203a453892f3e4b7f102e4e35e8e185195606c49d6f6891974e6c76e8");
+	/* vulkan keeps its entries (shaderc's entry point changes the SPIR-V) */
+	in.backend = KJIT_BACKEND_VULKAN;
+	key_of(&in, hex);
+	CHECK_EQ_STR(hex, "96dddbdd51b8bf98a3f46be0bcc6c2b93eef2e85704baebb9e3c01daa79ee417");
+	CHECK_EQ_INT(kj__cache_key_legacy(&in, hex), 0);
+	CHECK_EQ_STR(hex, "96dddbdd51b8bf98a3f46be0bcc6c2b93eef2e85704baebb9e3c01daa79ee417");
+}
+
+/* hip and cuda: every entry list gives one key, the entry-less request's
+ * key under the legacy rule too (so old objects of entry-less requests stay
+ * valid); the legacy key still tells entry lists apart. */
+static void test_entries_leave_the_key(void)
+{
+	static const char *const ents2[] = { "rms_norm" };
+	static const int backends[] = { KJIT_BACKEND_HIP, KJIT_BACKEND_CUDA };
+	char k0[65], k[65], l0[65], l[65];
+
+	for (size_t b = 0; b < 2; b++) {
+		struct kj__key_input in = base();
+		in.backend = backends[b];
+		CHECK_EQ_INT(kj__cache_key_entries_in(in.backend), 0);
+		key_of(&in, k0);
+		CHECK_EQ_INT(kj__cache_key_legacy(&in, l0), 0);
+		CHECK(strcmp(k0, l0) != 0);
+		in.entries = ents2;
+		in.n_entries = 1;
+		key_of(&in, k);
+		CHECK_EQ_STR(k, k0);
+		CHECK_EQ_INT(kj__cache_key_legacy(&in, l), 0);
+		CHECK(strcmp(l, l0) != 0);
+		in.n_entries = 0;
+		key_of(&in, k);
+		CHECK_EQ_STR(k, k0);
+		CHECK_EQ_INT(kj__cache_key_legacy(&in, l), 0);
+		CHECK_EQ_STR(l, k0);
+	}
+	CHECK_EQ_INT(kj__cache_key_entries_in(KJIT_BACKEND_VULKAN), 1);
 }
 
 static void test_every_field_changes_key(void)
@@ -82,8 +123,13 @@ static void test_every_field_changes_key(void)
 	DIFFERS(in.options = opts2);
 	DIFFERS(in.n_options = 1);
 	DIFFERS(in.n_options = 0);
-	DIFFERS(in.entries = ents2; in.n_entries = 1);
-	DIFFERS(in.n_entries = 0);
+	in = base();
+	in.backend = KJIT_BACKEND_VULKAN; /* the backend whose key has its entries */
+	key_of(&in, k0);
+	DIFFERS(in.backend = KJIT_BACKEND_VULKAN; in.entries = ents2; in.n_entries = 1);
+	DIFFERS(in.backend = KJIT_BACKEND_VULKAN; in.n_entries = 0);
+	in = base();
+	key_of(&in, k0);
 	DIFFERS(in.source = src2; in.source_len = sizeof src2 - 1);
 	DIFFERS(in.source_len--);
 	DIFFERS(in.header_data = hdata2);
@@ -122,6 +168,8 @@ static void test_entry_order_and_duplicates_do_not_matter(void)
 {
 	struct kj__key_input in = base();
 	char k0[65], k[65];
+
+	in.backend = KJIT_BACKEND_VULKAN;
 	static const char *const e1[] = { "add", "rms_norm" };
 	static const char *const e2[] = { "rms_norm", "add", "rms_norm", "add" };
 
@@ -184,6 +232,6 @@ static void test_bad_input(void)
 	CHECK_EQ_INT(kj__cache_key(&e, k), 0);
 }
 
-TEST_LIST(TEST(known_answer) TEST(every_field_changes_key) TEST(field_boundaries)
+TEST_LIST(TEST(known_answer) TEST(entries_leave_the_key) TEST(every_field_changes_key) TEST(field_boundaries)
 	  TEST(entry_order_and_duplicates_do_not_matter) TEST(option_order_matters)
 	  TEST(header_order_does_not_matter) TEST(bad_input))
