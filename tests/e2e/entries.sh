@@ -13,6 +13,17 @@
 # A compiler not installed here is said, and its checks skipped.
 . "$(dirname "$0")/lib.sh"
 
+# wait_row KEY: the index row and file are written when the publish (off
+# kjitd's loop) finishes, after the answer: wait for the row (5 s at most).
+wait_row() {
+	_i=0
+	while [ -z "$(sqlite3 "$KJIT_CACHE_DIR/index.sqlite" "SELECT 1 FROM objects WHERE key = '$1'" 2>/dev/null)" ] &&
+		[ $_i -lt 100 ]; do
+		sleep 0.05
+		_i=$((_i + 1))
+	done
+}
+
 have_nvrtc=0 have_hiprtc=0
 ldconfig -p 2>/dev/null | grep -q 'libnvrtc\.so' && have_nvrtc=1
 ldconfig -p 2>/dev/null | grep -q 'libamdhip64\.so\|libhiprtc\.so' && have_hiprtc=1
@@ -48,6 +59,7 @@ family() {
 	b=$(get --source "$src" --backend "$be" --target "$tg" --entry "kb_$fam" "$@")
 	check "$fam: a repeat (the memo) is the same hit" [ "$b" = "hit $(key "$a")" ]
 	check "$fam: 1 compile" [ "$(stat_value compiles)" = $((c0 + 1)) ]
+	wait_row "$(key "$a")"
 	check "$fam: 1 object" [ "$(ls "$KJIT_CACHE_DIR"/*/*."$ext" | grep -c "$(key "$a")")" = 1 ] &&
 		[ "$("$KJIT" ls | grep -c "$fam.cu")" = 1 ]
 	check "$fam: the index lists the module's entries" [ "$(sqlite3 "$KJIT_CACHE_DIR/index.sqlite" \
@@ -109,6 +121,7 @@ if [ $have_nvrtc = 1 ]; then
 	# the key kjit gave this request before: the same encoding with the
 	# entries in it (docs/cache.md), then the object moved under it and the
 	# index put back to schema 4, as the kjit before this one left it
+	wait_row "$k0"
 	row=$(sqlite3 -separator '|' "$KJIT_CACHE_DIR/index.sqlite" "SELECT version, compiler FROM objects WHERE key = '$k0'")
 	k1=$(python3 - "$src" "$row" <<'EOF'
 import hashlib, struct, sys

@@ -350,6 +350,12 @@ if [ -x /usr/local/cuda/bin/nvcc ] || [ -x /usr/bin/nvcc ]; then
 	check "nvcc --fatbin: a CUDA fatbin (magic 0xBA55ED50)" [ "$(elf_u32 "$T/axpy.fatbin" 0)" = ba55ed50 ]
 	check "nvcc --fatbin: holding the sm_90 SASS" sh -c "LC_ALL=C grep -q 'ELF' '$T/axpy.fatbin'"
 	check "nvcc --fatbin: its own key, not the cubin's" [ "$(status "$c")" = hit ] && [ "$(key "$f")" != "$(key "$c")" ]
+	# the file is written when the publish (off kjitd's loop) finishes, after the answer
+	i=0
+	while [ -z "$(find "$KJIT_CACHE_DIR" -name "$(key "$f").fatbin")" ] && [ $i -lt 100 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
 	check "nvcc --fatbin: stored as KEY.fatbin" [ -n "$(find "$KJIT_CACHE_DIR" -name "$(key "$f").fatbin")" ]
 	f2=$(get "$@")
 	check "nvcc --fatbin: repeats as a hit" [ "$f2" = "hit $(key "$f")" ]
