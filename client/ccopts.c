@@ -11,7 +11,7 @@
  * options as the daemon's whitelists spell them ("-DNAME=V"); the include
  * directories are searched here, in this process, by
  * kj__headers_from_dirs, which runs the same include scan as the daemon
- * (cache/include.c) over the source with the directories as its roots and
+ * (common/include.c) over the source with the directories as its roots and
  * sends what it finds as request headers: the daemon never reads a
  * client's files.  No state outside the call.
  */
@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cache.h"
+#include "includes.h"
 #include "ccopts.h"
 #include "kj_limits.h"
 #include "targetid.h"
