@@ -40,9 +40,11 @@ COMMON_SRC   := $(wildcard common/*.c)
 # table (alloc.c), errors, paths, target IDs and resolution from the
 # environment, and SHA-256 (sha.c), which
 # fingerprints request bodies for the process memo and the shared hit table
-# (hittab.c, whose reader libkjit uses; hitctr.c, its per-client counters).
-CLIENT_COMMON_SRC := common/alloc.c common/buf.c common/err.c common/hitctr.c common/hittab.c common/lowered.c common/proto.c \
-	common/resolve.c common/sha.c common/targetid.c common/util.c
+# (hittab.c, whose reader libkjit uses; hitctr.c, its per-client counters),
+# and the include scan (include.c, incfind.c), which libkjit runs itself for
+# -I (client/ccopts.c) and which needs only libc and util.c.
+CLIENT_COMMON_SRC := common/alloc.c common/buf.c common/err.c common/hitctr.c common/hittab.c common/incfind.c \
+	common/include.c common/lowered.c common/proto.c common/resolve.c common/sha.c common/targetid.c common/util.c
 DETECT_SRC   := $(wildcard daemon/detect/*.c)
 CACHE_SRC    := $(wildcard cache/*.c)
 COMPILER_SRC := $(wildcard compilers/*.c)
@@ -89,9 +91,7 @@ $(BUILD)/kjitd: $(call obj,daemon/main.c) $(DAEMON_OBJ) $(REMOTE_OBJ) $(DETECT_O
 $(BUILD)/kjit: $(CLI_OBJ) $(call obj,common/outfile.c) $(BUILD)/libkjit.a
 	$(CC) $(LDFLAGS_KJ) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS)
 
-# libkjit runs the include scan itself for -I (client/ccopts.c): it links
-# cache/include.c and cache/incfind.c, which need only libc and common/util.c.
-LIBKJIT_OBJ  := $(CLIENT_OBJ) $(CLIENT_COMMON_OBJ) $(call obj,cache/include.c cache/incfind.c)
+LIBKJIT_OBJ  := $(CLIENT_OBJ) $(CLIENT_COMMON_OBJ)
 
 $(BUILD)/libkjit.a: $(LIBKJIT_OBJ)
 	@rm -f $@

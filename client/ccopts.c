@@ -11,16 +11,15 @@
  * options as the daemon's whitelists spell them ("-DNAME=V"); the include
  * directories are searched here, in this process, by
  * kj__headers_from_dirs, which runs the same include scan as the daemon
- * (cache/include.c) over the source with the directories as its roots and
+ * (common/include.c) over the source with the directories as its roots and
  * sends what it finds as request headers: the daemon never reads a
  * client's files.  No state outside the call.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cache.h"
+#include "includes.h"
 #include "ccopts.h"
 #include "kj_limits.h"
 #include "targetid.h"
@@ -29,17 +28,6 @@
 /* The get command's options that take a separate value ("--source FILE"). */
 static const char *const valued[] = { "--source", "--kernel", "--backend", "--target", "--entry", "--opt",
 				      "--include-header", "--output", "-o" };
-
-static int failf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int failf(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return KJIT_EINVAL;
-}
 
 static int takes_value(const char *a)
 {
@@ -51,8 +39,10 @@ static int takes_value(const char *a)
 
 static int add_opt(struct kj__ccopts *cc, const char *a, const char *b, char *err, size_t errlen)
 {
-	if (cc->n_opts >= KJ_CCOPTS_MAX)
-		return failf(err, errlen, "more than %d compiler options", KJ_CCOPTS_MAX);
+	if (cc->n_opts >= KJ_CCOPTS_MAX) {
+		kj__seterr(err, errlen, "more than %d compiler options", KJ_CCOPTS_MAX);
+		return KJIT_EINVAL;
+	}
 	if ((cc->opts[cc->n_opts] = kj__asprintf("%s%s", a, b)) == NULL)
 		return KJIT_ENOMEM;
 	cc->n_opts++;
@@ -80,8 +70,10 @@ static int take_lang(struct kj__ccopts *cc, const char *a, const char *next, int
 {
 	const char *lang = a[2] ? a + 2 : next;
 
-	if (lang == NULL || *lang == '\0')
-		return failf(err, errlen, "missing argument to -x");
+	if (lang == NULL || *lang == '\0') {
+		kj__seterr(err, errlen, "missing argument to -x");
+		return KJIT_EINVAL;
+	}
 	if (!a[2])
 		(*i)++;
 	int r = add_opt(cc, "-x ", lang, err, errlen);
@@ -97,27 +89,37 @@ static int take_one(struct kj__ccopts *cc, int argc, char **argv, int *i, char *
 	int r;
 
 	if (strcmp(a, "--name-expression") == 0 || strncmp(a, "--name-expression=", 18) == 0) {
-		if (a[17] == '\0' && next == NULL)
-			return failf(err, errlen, "missing argument to %s", a);
-		if (cc->n_exprs >= KJ_CCOPTS_MAX)
-			return failf(err, errlen, "more than %d name expressions", KJ_CCOPTS_MAX);
+		if (a[17] == '\0' && next == NULL) {
+			kj__seterr(err, errlen, "missing argument to %s", a);
+			return KJIT_EINVAL;
+		}
+		if (cc->n_exprs >= KJ_CCOPTS_MAX) {
+			kj__seterr(err, errlen, "more than %d name expressions", KJ_CCOPTS_MAX);
+			return KJIT_EINVAL;
+		}
 		cc->exprs[cc->n_exprs++] = a[17] ? a + 18 : argv[++*i];
 		return 1;
 	}
 	if (strcmp(a, "--compiler") == 0 || strncmp(a, "--compiler=", 11) == 0) {
-		if (a[10] == '\0' && next == NULL)
-			return failf(err, errlen, "missing argument to %s", a);
+		if (a[10] == '\0' && next == NULL) {
+			kj__seterr(err, errlen, "missing argument to %s", a);
+			return KJIT_EINVAL;
+		}
 		cc->compiler = a[10] ? a + 11 : argv[++*i];
 		return 1;
 	}
 	if (strcmp(a, "-I") == 0 || strcmp(a, "--include-path") == 0 || strcmp(a, "-D") == 0 ||
 	    strcmp(a, "-U") == 0 || strcmp(a, "--define-macro") == 0) {
-		if (next == NULL)
-			return failf(err, errlen, "missing argument to %s", a);
+		if (next == NULL) {
+			kj__seterr(err, errlen, "missing argument to %s", a);
+			return KJIT_EINVAL;
+		}
 		(*i)++;
 		if (a[1] == 'I' || a[2] == 'i') {
-			if (cc->n_dirs >= KJ_CCOPTS_MAX)
-				return failf(err, errlen, "more than %d include directories", KJ_CCOPTS_MAX);
+			if (cc->n_dirs >= KJ_CCOPTS_MAX) {
+				kj__seterr(err, errlen, "more than %d include directories", KJ_CCOPTS_MAX);
+				return KJIT_EINVAL;
+			}
 			cc->dirs[cc->n_dirs++] = next;
 			return 1;
 		}
@@ -125,8 +127,10 @@ static int take_one(struct kj__ccopts *cc, int argc, char **argv, int *i, char *
 		return r < 0 ? r : 1;
 	}
 	if ((strncmp(a, "-I", 2) == 0 && a[2]) || strncmp(a, "--include-path=", 15) == 0) {
-		if (cc->n_dirs >= KJ_CCOPTS_MAX)
-			return failf(err, errlen, "more than %d include directories", KJ_CCOPTS_MAX);
+		if (cc->n_dirs >= KJ_CCOPTS_MAX) {
+			kj__seterr(err, errlen, "more than %d include directories", KJ_CCOPTS_MAX);
+			return KJIT_EINVAL;
+		}
 		cc->dirs[cc->n_dirs++] = a[1] == 'I' ? a + 2 : a + 15;
 		return 1;
 	}
@@ -179,16 +183,24 @@ int kj__ccopts_take(struct kj__ccopts *cc, int *argc, char **argv, char *err, si
 
 int kj__ccopts_finish(struct kj__ccopts *cc, int backend, const char **target, char *err, size_t errlen)
 {
-	if ((cc->stage || cc->target_env || cc->entry_point) && backend != KJIT_BACKEND_VULKAN)
-		return failf(err, errlen, "-fshader-stage=, -fentry-point= and --target-env= are for --backend vulkan");
-	if (cc->entry_point && !kj__name_ok(cc->entry_point))
-		return failf(err, errlen, "-fentry-point=%.80s: not a name kjit takes ([A-Za-z0-9._+-])",
-			     cc->entry_point);
-	if (cc->stage && strcmp(cc->stage, "compute") != 0 && strcmp(cc->stage, "comp") != 0)
-		return failf(err, errlen, "-fshader-stage=%s: kjit builds compute shaders only", cc->stage);
+	if ((cc->stage || cc->target_env || cc->entry_point) && backend != KJIT_BACKEND_VULKAN) {
+		kj__seterr(err, errlen, "-fshader-stage=, -fentry-point= and --target-env= are for --backend vulkan");
+		return KJIT_EINVAL;
+	}
+	if (cc->entry_point && !kj__name_ok(cc->entry_point)) {
+		kj__seterr(err, errlen, "-fentry-point=%.80s: not a name kjit takes ([A-Za-z0-9._+-])",
+			   cc->entry_point);
+		return KJIT_EINVAL;
+	}
+	if (cc->stage && strcmp(cc->stage, "compute") != 0 && strcmp(cc->stage, "comp") != 0) {
+		kj__seterr(err, errlen, "-fshader-stage=%s: kjit builds compute shaders only", cc->stage);
+		return KJIT_EINVAL;
+	}
 	if (cc->target_env) {
-		if (*target && strcmp(*target, cc->target_env) != 0)
-			return failf(err, errlen, "--target-env=%s and --target %s disagree", cc->target_env, *target);
+		if (*target && strcmp(*target, cc->target_env) != 0) {
+			kj__seterr(err, errlen, "--target-env=%s and --target %s disagree", cc->target_env, *target);
+			return KJIT_EINVAL;
+		}
 		*target = cc->target_env;
 	}
 	for (size_t i = 0; i < cc->n_opts && backend == KJIT_BACKEND_VULKAN; i++) {
@@ -337,8 +349,10 @@ static int headers_in_tree(const kjit_request *req, const char *sname, const cha
 
 	*out = NULL;
 	*n_out = 0;
-	if (req->source == NULL)
-		return failf(err, errlen, "include directories need a source (not a bundled kernel)");
+	if (req->source == NULL) {
+		kj__seterr(err, errlen, "include directories need a source (not a bundled kernel)");
+		return KJIT_EINVAL;
+	}
 	names = calloc(nh + 1, sizeof *names);
 	data = calloc(nh + 1, sizeof *data);
 	lens = calloc(nh + 1, sizeof *lens);

@@ -1,4 +1,4 @@
-/* test-include.c: include resolution (cache/include.c): what may be
+/* test-include.c: include resolution (common/include.c): what may be
  * included, what is refused, and that the scan is not fooled by comments
  * and strings, loops or deep nesting. */
 #include <ftw.h>
@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cache.h"
+#include "includes.h"
 #include "kj_limits.h"
 #include "kjit.h"
 #include "test.h"

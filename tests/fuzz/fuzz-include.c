@@ -1,4 +1,4 @@
-/* fuzz-include.c: include resolution (kj__includes_resolve, cache/include.c)
+/* fuzz-include.c: include resolution (kj__includes_resolve, common/include.c)
  * over fuzzed source text and fuzzed request headers.
  *
  * Input: SOURCE, then any number of '\0' NAME '\n' DATA request headers
@@ -23,7 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cache.h"
+#include "includes.h"
 #include "fuzz.h"
 #include "kj_limits.h"
 #include "kjit.h"

@@ -1,4 +1,4 @@
-/* include-int.h: what cache/include.c (the scan) and cache/incfind.c (the
+/* include-int.h: what common/include.c (the scan) and common/incfind.c (the
  * lookups in the tree, on disk and among the request's headers) share.
  * Private to those two files.
  */
@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cache.h"
+#include "includes.h"
 
 struct resolver {
 	const char *const *req_names;

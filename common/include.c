@@ -6,7 +6,7 @@
  * the digraph "%:", blanks, form feeds and comments between '#' and the
  * name and before the operand, and the names __has_include and
  * __has_include_next probe in a live #if/#elif), looks each name up
- * (cache/incfind.c: the including file's place in the tree first, ".."
+ * (common/incfind.c: the including file's place in the tree first, ".."
  * resolved against it, then the request's headers and the allowed
  * directories), and follows what it finds, to KJ_INCLUDE_DEPTH_MAX levels.
  * A name that could reach outside those places (absolute, a ".." leaving
@@ -39,7 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cache.h"
+#include "includes.h"
 #include "include-int.h"
 #include "kj_limits.h"
 #include "kj_types.h"

@@ -1,5 +1,5 @@
 /* incfind.c: where an #include's name leads (the half of include
- * resolution that is not the scan: cache/include.c scans).
+ * resolution that is not the scan: common/include.c scans).
  *
  * Names are tree paths: relative, '/'-separated, without "." or "..".  The
  * tree is the request's headers, plus, for a client, the allowed

@@ -1,0 +1,58 @@
+/* includes.h: the include scan's contract (common/include.c, the scan;
+ * common/incfind.c, where a name leads).  Shared by kjitd (daemon/get.c,
+ * explain.c, through cache/cache.h) and libkjit (client/ccopts.c, for -I):
+ * it needs only libc and common/util.c.
+ */
+#ifndef KJ_INCLUDES_H
+#define KJ_INCLUDES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Include resolution: the headers a source may include, found by scanning
+ * every #include line of the source and, recursively, of what it includes
+ * (a literal "#if 0" group is skipped; every other conditional counts as
+ * possibly taken).  A quoted name is first looked for next to the including
+ * header, then, as a bracketed one, among the request's headers and in each
+ * allowed directory; names that are absolute, contain "..", or control
+ * characters, or a computed #include, are rejected (KJIT_EINCLUDE, with
+ * "SOURCE_NAME:LINE: #include ..." in err and no file content).  A name
+ * found nowhere is left to the compiler (its own headers, the system's) and
+ * listed in missing, for the key.  source_name (NULL: "source") names the
+ * source in errors.  A request header whose name no safe #include could
+ * use (absolute, "..") is KJIT_EINCLUDE too.  On success *out holds every resolved header, each
+ * once, sorted by name, and the missing names, sorted; free with
+ * kj__includes_free. */
+struct kj__includes {
+	size_t n;
+	char **names;
+	uint8_t **data;
+	size_t *len;
+	size_t n_missing;
+	char **missing;
+};
+int kj__includes_resolve(const char *source_name, const uint8_t *source, size_t source_len,
+			 const char *const *req_names, const uint8_t *const *req_data, const size_t *req_len,
+			 size_t n_req, const char *const *allowed_dirs, size_t n_dirs,
+			 struct kj__includes *out, char *err, size_t errlen);
+void kj__includes_free(struct kj__includes *inc);
+
+/* Where a client's source sits (kj__includes_resolve_tree).  Quoted
+ * includes resolve against the including file's place in the tree (the
+ * source's place is source_name, which may have folders: "src/main.hip"),
+ * ".." taking one folder back; an include that climbs above the tree root,
+ * or whose ".." names no file found, is refused.  anc is the folder the
+ * tree root is on disk for those lookups; every file read must lie under
+ * one of the allowed directories or src_dir. */
+struct kj__include_tree {
+	const char *anc;     /* the tree root's folder on disk (quoted includes), or NULL */
+	const char *src_dir; /* the source's folder: a root files may be read under, or NULL */
+	int climb;           /* out: most levels an include climbed above the tree root */
+};
+/* kj__includes_resolve with tree (NULL: none, as kj__includes_resolve). */
+int kj__includes_resolve_tree(const char *source_name, const uint8_t *source, size_t source_len,
+			      const char *const *req_names, const uint8_t *const *req_data, const size_t *req_len,
+			      size_t n_req, const char *const *allowed_dirs, size_t n_dirs,
+			      struct kj__include_tree *tree, struct kj__includes *out, char *err, size_t errlen);
+
+#endif /* KJ_INCLUDES_H */
