@@ -327,6 +327,14 @@ int kj__pub_foreach(struct kj__cache *c, const char *target, int all, uid_t uid,
 int kj__recipe_write(struct kj__cache *c, const char *recipe, const uint8_t *body, size_t len, uint64_t seq);
 int kj__recipe_link(struct kj__cache *c, const char *key, const char *recipe);
 
+/* Opens the object file at path for reading (never through a symlink) and
+ * stats it: 0 with *fd open and *st; KJIT_ECORRUPT with why ("missing",
+ * "a symlink"); KJIT_EIO (logged, nothing left open).  Any thread. */
+int kj__obj_open(struct kj__cache *c, const char *path, int *fd, struct stat *st, char *why, size_t whylen);
+/* Reads exactly n bytes of fd (the file at path) into buf.  0;
+ * KJIT_ECORRUPT with why when the file ends first; KJIT_EIO (logged). */
+int kj__obj_read_exact(struct kj__cache *c, int fd, const char *path, uint8_t *buf, size_t n, char *why,
+		       size_t whylen);
 /* Reads the object of en from disk and checks it against the index's
  * digest.  0 with *out from c->mem and *out_st the file's stat;
  * KJIT_ECORRUPT with why set (missing, wrong size, wrong digest);

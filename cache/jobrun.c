@@ -74,7 +74,6 @@ static int check_file(struct kj__cache_job *j, const struct kj__job_ent *e, cons
 	char path[PATH_MAX], hex[KJ_SHA256_HEX_LEN + 1];
 	struct stat st;
 	uint8_t d[KJ_SHA256_LEN];
-	size_t got = 0;
 	int fd, r = 0;
 
 	kj__hex(e->key, hex);
@@ -82,19 +81,8 @@ static int check_file(struct kj__cache_job *j, const struct kj__job_ent *e, cons
 				 j->tuples[e->tuple].ext)) < 0)
 		return r;
 	f->what = KJ_JOB_FOUND_NOFILE;
-	if ((fd = c->fs->open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0)) < 0) {
-		if (errno == ENOENT || errno == ELOOP) {
-			snprintf(f->why, sizeof f->why, "%s", errno == ENOENT ? "missing" : "a symlink");
-			return KJIT_ECORRUPT;
-		}
-		kj__cache_say(c, "cannot open %s: %s", path, strerror(errno));
-		return KJIT_EIO;
-	}
-	if (c->fs->fstat(fd, &st) < 0) {
-		kj__cache_say(c, "fstat %s: %s", path, strerror(errno));
-		r = KJIT_EIO;
-		goto out;
-	}
+	if ((r = kj__obj_open(c, path, &fd, &st, f->why, sizeof f->why)) < 0)
+		return r;
 	f->what = KJ_JOB_FOUND_FILE;
 	f->dev = st.st_dev;
 	f->ino = st.st_ino;
@@ -108,20 +96,8 @@ static int check_file(struct kj__cache_job *j, const struct kj__job_ent *e, cons
 	}
 	if ((r = kj__job_grow(c, (void **)buf, bufcap, e->size ? e->size : 1, 1)) < 0)
 		goto out;
-	while (got < e->size) {
-		ssize_t k = c->fs->read(fd, *buf + got, e->size - got);
-		if (k < 0) {
-			kj__cache_say(c, "read %s: %s", path, strerror(errno));
-			r = KJIT_EIO;
-			goto out;
-		}
-		if (k == 0) {
-			snprintf(f->why, sizeof f->why, "truncated while reading");
-			r = KJIT_ECORRUPT;
-			goto out;
-		}
-		got += (size_t)k;
-	}
+	if ((r = kj__obj_read_exact(c, fd, path, *buf, e->size, f->why, sizeof f->why)) < 0)
+		goto out;
 	if ((r = kj__sha256(*buf, e->size, d)) < 0)
 		goto out;
 	if (memcmp(d, want, sizeof d) != 0) {

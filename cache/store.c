@@ -276,10 +276,29 @@ static int obj_locate(struct kj__cache *c, const struct ent *en, char *path, siz
 	return r;
 }
 
-/* Reads exactly n bytes of fd (the file at path) into buf.  0;
- * KJIT_ECORRUPT with why when the file ends first; KJIT_EIO (logged). */
-static int read_exact(struct kj__cache *c, int fd, const char *path, uint8_t *buf, size_t n, char *why,
-		      size_t whylen)
+int kj__obj_open(struct kj__cache *c, const char *path, int *fd, struct stat *st, char *why, size_t whylen)
+{
+	*fd = c->fs->open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+	if (*fd < 0) {
+		if (errno == ENOENT || errno == ELOOP) {
+			snprintf(why, whylen, "%s", errno == ENOENT ? "missing" : "a symlink");
+			return KJIT_ECORRUPT;
+		}
+		kj__cache_say(c, "cannot open %s: %s", path, strerror(errno));
+		return KJIT_EIO;
+	}
+	if (c->fs->fstat(*fd, st) < 0) {
+		kj__cache_say(c, "fstat %s: %s", path, strerror(errno));
+		if (c->fs->close(*fd) < 0)
+			kj__cache_say(c, "close %s: %s", path, strerror(errno));
+		*fd = -1;
+		return KJIT_EIO;
+	}
+	return 0;
+}
+
+int kj__obj_read_exact(struct kj__cache *c, int fd, const char *path, uint8_t *buf, size_t n, char *why,
+		       size_t whylen)
 {
 	size_t got = 0;
 
@@ -309,20 +328,8 @@ int kj__obj_read(struct kj__cache *c, const struct ent *en, uint8_t **out, struc
 	*out = NULL;
 	if ((r = obj_locate(c, en, path, sizeof path, want, why, whylen)) < 0)
 		return r;
-	fd = c->fs->open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
-	if (fd < 0) {
-		if (errno == ENOENT || errno == ELOOP) {
-			snprintf(why, whylen, "%s", errno == ENOENT ? "missing" : "a symlink");
-			return KJIT_ECORRUPT;
-		}
-		kj__cache_say(c, "cannot open %s: %s", path, strerror(errno));
-		return KJIT_EIO;
-	}
-	if (c->fs->fstat(fd, &st) < 0) {
-		kj__cache_say(c, "fstat %s: %s", path, strerror(errno));
-		r = KJIT_EIO;
-		goto out;
-	}
+	if ((r = kj__obj_open(c, path, &fd, &st, why, whylen)) < 0)
+		return r;
 	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != en->size) {
 		snprintf(why, whylen, "size mismatch: %lld bytes on disk, %u in the index",
 			 (long long)st.st_size, en->size);
@@ -334,7 +341,7 @@ int kj__obj_read(struct kj__cache *c, const struct ent *en, uint8_t **out, struc
 		r = KJIT_ENOMEM;
 		goto out;
 	}
-	if ((r = read_exact(c, fd, path, buf, en->size, why, whylen)) < 0 || (r = kj__sha256(buf, en->size, d)) < 0)
+	if ((r = kj__obj_read_exact(c, fd, path, buf, en->size, why, whylen)) < 0 || (r = kj__sha256(buf, en->size, d)) < 0)
 		goto out;
 	if (memcmp(d, want, sizeof d) != 0) {
 		snprintf(why, whylen, "digest mismatch");

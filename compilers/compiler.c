@@ -191,29 +191,6 @@ int kj__options_check(const char *family, const struct kj__opt_rule *rules, size
 	return 0;
 }
 
-/* 1 if path is relative, made of safe components, and has no "..". */
-static int relpath_ok(const char *path)
-{
-	char comp[KJ_NAME_MAX + 1];
-	const char *p = path;
-
-	if (*p == '\0' || *p == '/' || strlen(path) > KJ_NAME_MAX)
-		return 0;
-	while (*p) {
-		size_t l = strcspn(p, "/");
-		if (l == 0 || l > KJ_NAME_MAX)
-			return 0;
-		memcpy(comp, p, l);
-		comp[l] = '\0';
-		if (!kj__name_ok(comp))
-			return 0;
-		p += l;
-		if (*p == '/')
-			p++;
-	}
-	return p[-1] != '/';
-}
-
 /* The tree path of the quoted name (n bytes) included from the file at
  * tree path from, ".." resolved against from's folder, into out.  0, or -1
  * when it climbs above the root or does not fit. */
@@ -325,7 +302,7 @@ int kj__includes_check(const struct kj__compile_job *job, char *err, size_t errl
 
 	for (size_t i = 0; r == 0 && i < job->n_headers; i++) {
 		const struct kj__header *h = &job->headers[i];
-		if (h->name == NULL || !relpath_ok(h->name)) {
+		if (h->name == NULL || !kj__path_ok(h->name)) {
 			snprintf(err, errlen, "header name '%.120s' is not a relative path of plain names",
 				 h->name ? h->name : "");
 			return KJIT_EINCLUDE;
