@@ -22,7 +22,8 @@
 #endif
 #endif
 
-/* Error codes: all negative.  Keep in sync with kjit_strerror(). */
+/* Error codes: all negative.  Each has its words and its name in common/err.c
+ * (a test fails when one is missing there). */
 enum kjit_error {
 	KJIT_OK = 0,
 	KJIT_ENOMEM = -1,       /* out of memory */
@@ -50,6 +51,9 @@ enum kjit_error {
 
 /* Returns a static one-line description of code (never NULL). */
 KJIT_EXPORT const char *kjit_strerror(int code);
+/* The code's name, "KJIT_ECOMPILE" etc. ("KJIT_OK" for 0), or NULL when code
+ * is not one of them: what bindings show, so they need no table of their own. */
+KJIT_EXPORT const char *kjit_error_name(int code);
 
 enum kjit_backend {
 	KJIT_BACKEND_NONE = 0,

@@ -925,8 +925,20 @@ static void test_process_memo_lowered(void)
 
 static void test_strings(void)
 {
-	for (int code = KJIT_ERROR_MIN; code <= 0; code++)
-		CHECK(kjit_strerror(code) != NULL && kjit_strerror(code)[0] != '\0');
+	/* Every code has words and its own name (common/err.c's one row each);
+	 * the names are what the Python package shows (kjit.Error.code_name). */
+	for (int code = KJIT_ERROR_MIN; code <= 0; code++) {
+		CHECK(kjit_strerror(code) != NULL && kjit_strerror(code)[0] != '\0' &&
+		      strcmp(kjit_strerror(code), "unknown kjit error") != 0);
+		CHECK(kjit_error_name(code) != NULL && strncmp(kjit_error_name(code), "KJIT_", 5) == 0);
+		for (int other = code + 1; other <= 0 && kjit_error_name(code); other++)
+			CHECK(kjit_error_name(other) == NULL || strcmp(kjit_error_name(code), kjit_error_name(other)) != 0);
+	}
+	CHECK_EQ_STR(kjit_error_name(KJIT_ECOMPILE), "KJIT_ECOMPILE");
+	CHECK_EQ_STR(kjit_error_name(KJIT_ESHUTDOWN), "KJIT_ESHUTDOWN");
+	CHECK_EQ_STR(kjit_error_name(0), "KJIT_OK");
+	CHECK(kjit_error_name(KJIT_ERROR_MIN - 1) == NULL && kjit_error_name(1) == NULL);
+	CHECK_EQ_STR(kjit_strerror(KJIT_ERROR_MIN - 1), "unknown kjit error");
 	CHECK_EQ_STR(kjit_status_name(KJIT_STATUS_JOINED), "joined");
 	CHECK_EQ_STR(kjit_status_name(KJIT_STATUS_REMOTE), "remote hit");
 	CHECK_EQ_INT(kjit_backend_from_name("vulkan"), KJIT_BACKEND_VULKAN);

@@ -99,6 +99,7 @@ def _declare(dll: ctypes.CDLL) -> None:
     """Gives every function of kjit.h its prototype."""
     protos = {
         "kjit_strerror": (c_char_p, [c_int]),
+        "kjit_error_name": (c_char_p, [c_int]),
         "kjit_backend_name": (c_char_p, [c_int]),
         "kjit_backend_from_name": (c_int, [c_char_p]),
         "kjit_status_name": (c_char_p, [c_int]),

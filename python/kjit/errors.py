@@ -20,18 +20,35 @@ backend name) raise TypeError or ValueError as usual.
 """
 from __future__ import annotations
 
-from typing import Optional
+import ctypes
+from typing import Dict, Optional
 
-__all__ = ["Error", "CompileError", "TargetError", "DaemonError", "CODES", "error_for"]
+__all__ = ["Error", "CompileError", "TargetError", "DaemonError", "codes", "code_name", "error_for"]
 
-#: The KJIT_E* codes of kjit.h, by value.
-CODES = {
-    -1: "KJIT_ENOMEM", -2: "KJIT_EINVAL", -3: "KJIT_EIO", -4: "KJIT_ECONNECT", -5: "KJIT_EPROTO",
-    -6: "KJIT_ECOMPILE", -7: "KJIT_ENOTARGET", -8: "KJIT_ETARGET", -9: "KJIT_EBACKEND",
-    -10: "KJIT_ENOKERNEL", -11: "KJIT_EWORKER", -12: "KJIT_ETIMEDOUT", -13: "KJIT_ETOOBIG",
-    -14: "KJIT_EINCLUDE", -15: "KJIT_ENOENT", -16: "KJIT_ECORRUPT", -17: "KJIT_EBUSY",
-    -18: "KJIT_EDENIED", -19: "KJIT_EINTERNAL", -20: "KJIT_ESHUTDOWN",
-}
+
+def code_name(code: Optional[int]) -> str:
+    """The KJIT_E* name of a libkjit code ("KJIT_ECOMPILE"), as libkjit
+    itself spells it (kjit_error_name: the names are written once, in
+    include/kjit.h's enum); "" for None or a code libkjit does not know."""
+    if code is None:
+        return ""
+    from . import _lib  # late: _lib may fail to load, and errors must not
+    try:
+        name = _lib.lib().kjit_error_name(code)
+    except (OSError, ctypes.ArgumentError):
+        return ""
+    return name.decode() if name else ""
+
+
+def codes() -> Dict[int, str]:
+    """Every KJIT_E* code libkjit knows: {code: name}, names as code_name gives them."""
+    out = {}
+    for code in range(-1, -1000, -1):
+        name = code_name(code)
+        if not name:
+            break
+        out[code] = name
+    return out
 
 
 class Error(Exception):
@@ -48,7 +65,7 @@ class Error(Exception):
     @property
     def code_name(self) -> str:
         """"KJIT_ECOMPILE" etc., or "" when code is not a kjit code."""
-        return CODES.get(self.code, "") if self.code is not None else ""
+        return code_name(self.code)
 
 
 class CompileError(Error):
@@ -67,14 +84,17 @@ class DaemonError(Error):
     KJIT_EDENIED, KJIT_EINTERNAL, KJIT_EIO."""
 
 
+#: The exception class of each code that has one other than Error, by name
+#: (tests/python/test_kjit.py checks each name against libkjit).
 _CLASS = {
-    -6: CompileError,
-    -7: TargetError, -8: TargetError, -9: TargetError,
-    -3: DaemonError, -4: DaemonError, -5: DaemonError, -11: DaemonError, -12: DaemonError,
-    -17: DaemonError, -18: DaemonError, -19: DaemonError, -20: DaemonError,
+    "KJIT_ECOMPILE": CompileError,
+    "KJIT_ENOTARGET": TargetError, "KJIT_ETARGET": TargetError, "KJIT_EBACKEND": TargetError,
+    "KJIT_EIO": DaemonError, "KJIT_ECONNECT": DaemonError, "KJIT_EPROTO": DaemonError,
+    "KJIT_EWORKER": DaemonError, "KJIT_ETIMEDOUT": DaemonError, "KJIT_EBUSY": DaemonError,
+    "KJIT_EDENIED": DaemonError, "KJIT_EINTERNAL": DaemonError, "KJIT_ESHUTDOWN": DaemonError,
 }
 
 
 def error_for(code: int, message: str, log: str = "") -> Error:
     """The exception for a negative libkjit code and its one-line message."""
-    return _CLASS.get(code, Error)(message, code, log)
+    return _CLASS.get(code_name(code), Error)(message, code, log)
