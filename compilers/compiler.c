@@ -20,19 +20,79 @@
 #include "testcomp.h"
 #include "util.h"
 
-static const struct kj__compiler_ops *const families[] = {
-	&kj__compiler_hiprtc, &kj__compiler_hipcc, &kj__compiler_nvrtc, &kj__compiler_nvcc,
-	&kj__compiler_shaderc, &kj__compiler_test,
+/* Every compiler family, one row each: the one list of family names (the
+ * daemon's options, its request parser, pool choice and the worker walls
+ * all ask this table; tests/test-compilers.c fails if a family name is
+ * spelled again elsewhere in compilers/ or daemon/). */
+static const struct family {
+	const struct kj__compiler_ops *ops;
+	unsigned char is_default; /* the backend's family when kjitd is not told another */
+	unsigned char config_only; /* not for a request: only `kjitd --hip-compiler` (tests) */
+	const char *toolkit;       /* the vendor tree its worker reads (a link followed), or NULL */
+} families[] = {
+	{ &kj__compiler_hiprtc, 1, 0, "/opt/rocm" },
+	{ &kj__compiler_hipcc, 0, 0, "/opt/rocm" },
+	{ &kj__compiler_nvrtc, 1, 0, "/usr/local/cuda" },
+	{ &kj__compiler_nvcc, 0, 0, "/usr/local/cuda" },
+	{ &kj__compiler_shaderc, 1, 0, NULL },
+	{ &kj__compiler_test, 0, 1, NULL },
 };
+
+static const struct family *family_named(const char *name)
+{
+	for (size_t i = 0; name && i < KJ_ARRAY_SIZE(families); i++)
+		if (strcmp(families[i].ops->name, name) == 0)
+			return &families[i];
+	return NULL;
+}
 
 const struct kj__compiler_ops *kj__compiler_find(const char *name)
 {
-	if (name == NULL)
-		return NULL;
+	const struct family *f = family_named(name);
+	return f ? f->ops : NULL;
+}
+
+const struct kj__compiler_ops *kj__family_at(size_t i)
+{
+	return i < KJ_ARRAY_SIZE(families) ? families[i].ops : NULL;
+}
+
+const char *kj__family_default(int backend)
+{
 	for (size_t i = 0; i < KJ_ARRAY_SIZE(families); i++)
-		if (strcmp(families[i]->name, name) == 0)
-			return families[i];
+		if (families[i].ops->backend == backend && families[i].is_default)
+			return families[i].ops->name;
 	return NULL;
+}
+
+const struct kj__compiler_ops *kj__family_choose(const char *name, int backend, int configured)
+{
+	const struct family *f = family_named(name);
+
+	if (f == NULL || f->ops->backend != backend || (f->config_only && !configured))
+		return NULL;
+	return f->ops;
+}
+
+void kj__family_choices(int backend, char *out, size_t outlen)
+{
+	size_t k = 0, n = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(families); i++) {
+		if (families[i].ops->backend != backend || families[i].config_only)
+			continue;
+		int w = snprintf(out + k, outlen - k, "%s%s", n++ ? " or " : "", families[i].ops->name);
+		if (w < 0 || (size_t)w >= outlen - k)
+			return; /* cut short: still a string */
+		k += (size_t)w;
+	}
+}
+
+const char *kj__family_toolkit(const char *name)
+{
+	const struct family *f = family_named(name);
+	return f ? f->toolkit : NULL;
 }
 
 void kj__compile_out_free(struct kj__compile_out *out)

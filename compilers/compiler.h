@@ -42,7 +42,7 @@ struct kj__compile_out {
 };
 
 struct kj__compiler_ops {
-	const char *name;      /* "hiprtc", "hipcc", "nvrtc", "nvcc", "shaderc" */
+	const char *name;      /* the family's name (compiler.c lists them all) */
 	int backend;           /* enum kjit_backend */
 	const char *ext;       /* default object extension: "hsaco", "cubin", "spv" */
 	/* Loads the compiler (dlopen and the like) and warms it so the first
@@ -68,8 +68,25 @@ extern const struct kj__compiler_ops kj__compiler_nvrtc;
 extern const struct kj__compiler_ops kj__compiler_nvcc;
 extern const struct kj__compiler_ops kj__compiler_shaderc;
 
-/* The family named name ("hiprtc", ...), or NULL. */
+/* The family named name ("hiprtc", ...), or NULL.  compiler.c's table of
+ * families is the one place family names and their properties are written;
+ * the functions below answer from it. */
 const struct kj__compiler_ops *kj__compiler_find(const char *name);
+/* The i-th family of the table (the test family included), or NULL past
+ * the last: for listing them all. */
+const struct kj__compiler_ops *kj__family_at(size_t i);
+/* The name of backend's default family ("hiprtc", "nvrtc", "shaderc"), or
+ * NULL for a backend without one. */
+const char *kj__family_default(int backend);
+/* The family named name if it builds for backend and may be chosen: by a
+ * request (configured 0) or on kjitd's command line (configured 1, which
+ * also allows the test family).  NULL otherwise. */
+const struct kj__compiler_ops *kj__family_choose(const char *name, int backend, int configured);
+/* The families a request may choose for backend, as words for an error
+ * message ("hiprtc or hipcc") into out (cut short if outlen is too small). */
+void kj__family_choices(int backend, char *out, size_t outlen);
+/* The vendor toolkit tree the family's worker reads ("/opt/rocm"), or NULL. */
+const char *kj__family_toolkit(const char *name);
 void kj__compile_out_free(struct kj__compile_out *out);
 
 /* Entry of `kjitd --worker FAMILY`: applies the sandbox, loads the

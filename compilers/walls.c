@@ -90,18 +90,17 @@ static int add_linked(struct kj__walls *w, const char *path)
 int kj__walls_trees(const char *family, struct kj__walls *w)
 {
 	struct stat st;
-	int r = 0, amd = family && (strcmp(family, "hiprtc") == 0 || strcmp(family, "hipcc") == 0);
-	int cuda = family && (strcmp(family, "nvrtc") == 0 || strcmp(family, "nvcc") == 0);
+	const char *toolkit = kj__family_toolkit(family);
+	int r = 0;
 
 	w->n = 0;
 	for (size_t i = 0; r == 0 && i < KJ_ARRAY_SIZE(base_trees); i++)
 		r = add_linked(w, base_trees[i]);
-	/* AMD's own packages install under /opt/rocm; NVIDIA's toolkit is
-	 * /usr/local/cuda, possibly a link to elsewhere. */
-	if (r == 0 && amd)
-		r = add_linked(w, "/opt/rocm");
-	if (r == 0 && cuda)
-		r = add_linked(w, "/usr/local/cuda");
+	/* The family's vendor tree (compiler.c's table): AMD's packages install
+	 * under /opt/rocm; NVIDIA's toolkit is /usr/local/cuda, possibly a
+	 * link to elsewhere. */
+	if (r == 0 && toolkit)
+		r = add_linked(w, toolkit);
 	/* Compiler libraries outside /usr (a CUDA toolkit under /opt, say). */
 	const char *llp = getenv("LD_LIBRARY_PATH");
 	char *copy = llp ? kj__strdup(llp) : NULL, real[PATH_MAX];

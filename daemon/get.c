@@ -583,13 +583,15 @@ out:
 	get_req_free(g);
 }
 
+/* The backend's family: the one kjitd was told (--hip-compiler,
+ * --cuda-compiler), else the compilers' default (compilers/compiler.c). */
 static const char *family_for(struct kj__daemon *d, int backend)
 {
-	switch (backend) {
-	case KJIT_BACKEND_HIP: return d->cfg.hip_compiler ? d->cfg.hip_compiler : "hiprtc";
-	case KJIT_BACKEND_CUDA: return d->cfg.cuda_compiler ? d->cfg.cuda_compiler : "nvrtc";
-	default: return "shaderc";
-	}
+	const char *told = backend == KJIT_BACKEND_HIP ? d->cfg.hip_compiler
+			   : backend == KJIT_BACKEND_CUDA ? d->cfg.cuda_compiler : NULL;
+	const char *def = kj__family_default(backend);
+
+	return told ? told : def ? def : "";
 }
 
 /* The pool of g's compiler: the backend's configured family, or the one

@@ -296,6 +296,22 @@ static int parse_limit_opt(int c, const char *arg, struct kj__config *cfg)
 	return -1;
 }
 
+/* --hip-compiler / --cuda-compiler: a family of that backend, by the
+ * compilers' own table (compilers/compiler.c).  0 or exit status 2. */
+static int set_family(char **slot, int backend, const char *opt, const char *arg)
+{
+	char choices[64], msg[256];
+
+	if (kj__family_choose(arg, backend, 1) == NULL) {
+		kj__family_choices(backend, choices, sizeof choices);
+		snprintf(msg, sizeof msg, "%s '%.100s': expected %s", opt, arg, choices);
+		return kj__usage_error("%s", msg);
+	}
+	free(*slot);
+	*slot = kj__strdup(arg);
+	return 0;
+}
+
 /* The compilers' options: targets, which compiler, how long a compile
  * may take and how long its failure is remembered; -1 when c is not one of
  * them, else 0 or an exit status. */
@@ -311,17 +327,9 @@ static int parse_compile_opt(int c, const char *arg, struct kj__config *cfg)
 	case OPT_VULKAN_ENV:
 		return set_arch(cfg, KJIT_BACKEND_VULKAN, arg);
 	case OPT_HIP_COMPILER:
-		if (strcmp(arg, "hiprtc") != 0 && strcmp(arg, "hipcc") != 0 && strcmp(arg, "test") != 0)
-			return kj__usage_error("--hip-compiler '%s': expected hiprtc or hipcc", arg);
-		free(cfg->hip_compiler);
-		cfg->hip_compiler = kj__strdup(arg);
-		return 0;
+		return set_family(&cfg->hip_compiler, KJIT_BACKEND_HIP, "--hip-compiler", arg);
 	case OPT_CUDA_COMPILER:
-		if (strcmp(arg, "nvrtc") != 0 && strcmp(arg, "nvcc") != 0)
-			return kj__usage_error("--cuda-compiler '%s': expected nvrtc or nvcc", arg);
-		free(cfg->cuda_compiler);
-		cfg->cuda_compiler = kj__strdup(arg);
-		return 0;
+		return set_family(&cfg->cuda_compiler, KJIT_BACKEND_CUDA, "--cuda-compiler", arg);
 	case OPT_TIMEOUT:
 		if (parse_uint(arg, 86400, &v) < 0 || v == 0)
 			return kj__usage_error("--compile-timeout '%s': expected seconds, 1 to 86400", arg);

@@ -60,7 +60,7 @@ int kj__get_req_wants_lowered(const struct kj__get_req *g)
  * with err. */
 static int parse_family(struct kj__get_req *g, const struct kj__msg *m, char *err, size_t errlen)
 {
-	const struct kj__compiler_ops *ops;
+	char choices[64];
 
 	if (kj__field_strdup(kj__msg_get(m, KJ_F_COMPILER), KJ_NAME_MAX, &g->family) < 0) {
 		snprintf(err, errlen, "the compiler name is malformed (a family such as nvcc: letters and digits)");
@@ -68,10 +68,11 @@ static int parse_family(struct kj__get_req *g, const struct kj__msg *m, char *er
 	}
 	if (g->family == NULL)
 		return 0;
-	ops = kj__name_ok(g->family) && strcmp(g->family, "test") != 0 ? kj__compiler_find(g->family) : NULL;
-	if (ops == NULL || ops->backend != g->backend) {
-		snprintf(err, errlen, "compiler '%.32s' does not build for %s (hip: hiprtc or hipcc; cuda: nvrtc or nvcc; "
-			 "vulkan: shaderc)", kj__name_ok(g->family) ? g->family : "?", kjit_backend_name(g->backend));
+	if (!kj__name_ok(g->family) || kj__family_choose(g->family, g->backend, 0) == NULL) {
+		kj__family_choices(g->backend, choices, sizeof choices);
+		snprintf(err, errlen, "compiler '%.32s' does not build for %s (%s: %s)",
+			 kj__name_ok(g->family) ? g->family : "?", kjit_backend_name(g->backend),
+			 kjit_backend_name(g->backend), choices);
 		return KJIT_EBACKEND;
 	}
 	return 0;
