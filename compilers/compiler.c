@@ -74,7 +74,7 @@ const struct kj__compiler_ops *kj__family_choose(const char *name, int backend, 
 	return f->ops;
 }
 
-void kj__family_choices(int backend, char *out, size_t outlen)
+void kj__family_choices(int backend, const char *sep, char *out, size_t outlen)
 {
 	size_t k = 0, n = 0;
 
@@ -82,7 +82,7 @@ void kj__family_choices(int backend, char *out, size_t outlen)
 	for (size_t i = 0; i < KJ_ARRAY_SIZE(families); i++) {
 		if (families[i].ops->backend != backend || families[i].config_only)
 			continue;
-		int w = snprintf(out + k, outlen - k, "%s%s", n++ ? " or " : "", families[i].ops->name);
+		int w = snprintf(out + k, outlen - k, "%s%s", n++ ? sep : "", families[i].ops->name);
 		if (w < 0 || (size_t)w >= outlen - k)
 			return; /* cut short: still a string */
 		k += (size_t)w;

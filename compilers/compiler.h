@@ -82,9 +82,9 @@ const char *kj__family_default(int backend);
  * request (configured 0) or on kjitd's command line (configured 1, which
  * also allows the test family).  NULL otherwise. */
 const struct kj__compiler_ops *kj__family_choose(const char *name, int backend, int configured);
-/* The families a request may choose for backend, as words for an error
- * message ("hiprtc or hipcc") into out (cut short if outlen is too small). */
-void kj__family_choices(int backend, char *out, size_t outlen);
+/* The families a request may choose for backend, joined by sep (" or ":
+ * "hiprtc or hipcc") into out (cut short if outlen is too small). */
+void kj__family_choices(int backend, const char *sep, char *out, size_t outlen);
 /* The vendor toolkit tree the family's worker reads ("/opt/rocm"), or NULL. */
 const char *kj__family_toolkit(const char *name);
 void kj__compile_out_free(struct kj__compile_out *out);

@@ -712,5 +712,10 @@ int kj__options_defaults(struct kj__config *cfg);
 void kj__options_free(struct kj__config *cfg);
 int kj__option_takes_value(const char *a);
 int kj__usage_error(const char *fmt, const char *arg);
+/* The usage text (what --help prints) onto f; and the i-th option's long
+ * name, with *shown 1 if the usage names it, or NULL past the last: for
+ * tests/test-lists.c, which checks man/kjitd.8 against them. */
+void kj__options_usage(FILE *f);
+const char *kj__option_at(size_t i, int *shown);
 
 #endif /* KJ_DAEMON_H */

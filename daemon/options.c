@@ -6,6 +6,10 @@
  * and frees what parsing allocated.  It owns the usage text, so every usage
  * error, including main.c's role-flag errors, prints the same lines.  It
  * starts nothing and touches no file: main.c does, with the result.
+ *
+ * Invariant: each option is written once, as a row of opt_rows; getopt's
+ * table, the short options, the usage text and kj__option_takes_value are
+ * made from the rows (tests/test-lists.c checks man/kjitd.8 against them).
  */
 #include <errno.h>
 #include <pwd.h>
@@ -33,21 +37,6 @@
 
 extern char **environ;
 
-static const char usage_text[] =
-	"usage: kjitd [--socket PATH] [--cache-dir DIR] [--max-size SIZE] [--jobs N] [--foreground]\n"
-	"             [--hip-arch T] [--cuda-arch T] [--vulkan-env T] [--hip-compiler hiprtc|hipcc]\n"
-	"             [--cuda-compiler nvrtc|nvcc]\n"
-	"             [--compile-timeout SECONDS] [--kernels-dir DIR] [--log FILE] [--system]\n"
-	"             [--allow-uid UID]... [--allow-gid GID]... [--admin-gid GID]...\n"
-	"             [--hot-size SIZE] [--memo-size SIZE] [--failed-ttl SECONDS]\n"
-	"             [--remote URL] [--remote-prefix P] [--remote-ttl DURATION] [--remote-mode ro|rw]\n"
-	"             [--remote-timeout MS] [--remote-lookup-timeout MS[+MS]] [--remote-secret FILE]\n"
-	"             [--remote-max-object SIZE] [--no-compile]\n"
-	"             [--shared-hit-table | --no-shared-hit-table]\n"
-	"             [--idle-timeout SECONDS] [--max-conns-per-uid N] [--conn-idle-timeout SECONDS]\n"
-	"             [--max-request-bytes SIZE] [--max-request-bytes-per-uid SIZE] [--max-size-per-uid SIZE]\n"
-	"             [--worker-user NAME]\n";
-
 enum {
 	OPT_HIP_ARCH = 256, OPT_CUDA_ARCH, OPT_VULKAN_ENV, OPT_HIP_COMPILER, OPT_TIMEOUT, OPT_KERNELS,
 	OPT_LOG, OPT_SYSTEM, OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_SYSFS, OPT_HOT, OPT_MEMO,
@@ -59,55 +48,106 @@ enum {
 	OPT_ADMIN_GID, OPT_MAX_SIZE_UID, OPT_WORKER_USER,
 };
 
-static const struct option long_opts[] = {
-	{ "socket", required_argument, NULL, 's' },
-	{ "cache-dir", required_argument, NULL, 'c' },
-	{ "max-size", required_argument, NULL, 'm' },
-	{ "jobs", required_argument, NULL, 'j' },
-	{ "foreground", no_argument, NULL, 'f' },
-	{ "hip-arch", required_argument, NULL, OPT_HIP_ARCH },
-	{ "cuda-arch", required_argument, NULL, OPT_CUDA_ARCH },
-	{ "vulkan-env", required_argument, NULL, OPT_VULKAN_ENV },
-	{ "hip-compiler", required_argument, NULL, OPT_HIP_COMPILER },
-	{ "cuda-compiler", required_argument, NULL, OPT_CUDA_COMPILER },
-	{ "compile-timeout", required_argument, NULL, OPT_TIMEOUT },
-	{ "kernels-dir", required_argument, NULL, OPT_KERNELS },
-	{ "log", required_argument, NULL, OPT_LOG },
-	{ "system", no_argument, NULL, OPT_SYSTEM },
-	{ "allow-uid", required_argument, NULL, OPT_ALLOW_UID },
-	{ "allow-gid", required_argument, NULL, OPT_ALLOW_GID },
-	{ "admin-gid", required_argument, NULL, OPT_ADMIN_GID },
-	{ "sysfs-root", required_argument, NULL, OPT_SYSFS },
-	{ "hot-size", required_argument, NULL, OPT_HOT },
-	{ "memo-size", required_argument, NULL, OPT_MEMO },
-	{ "failed-ttl", required_argument, NULL, OPT_FAILED_TTL },
-	{ "remote", required_argument, NULL, OPT_REMOTE },
-	{ "remote-prefix", required_argument, NULL, OPT_REMOTE_PREFIX },
-	{ "remote-ttl", required_argument, NULL, OPT_REMOTE_TTL },
-	{ "remote-mode", required_argument, NULL, OPT_REMOTE_MODE },
-	{ "remote-timeout", required_argument, NULL, OPT_REMOTE_TIMEOUT },
-	{ "remote-max-object", required_argument, NULL, OPT_REMOTE_MAX },
-	{ "remote-lookup-timeout", required_argument, NULL, OPT_REMOTE_LOOKUP },
-	{ "remote-secret", required_argument, NULL, OPT_REMOTE_SECRET },
-	{ "no-compile", no_argument, NULL, OPT_NO_COMPILE },
-	{ "shared-hit-table", no_argument, NULL, OPT_SHARED_HITS },
-	{ "no-shared-hit-table", no_argument, NULL, OPT_NO_SHARED_HITS },
-	{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
-	{ "max-conns-per-uid", required_argument, NULL, OPT_CONNS_PER_UID },
-	{ "conn-idle-timeout", required_argument, NULL, OPT_CONN_IDLE },
-	{ "max-request-bytes", required_argument, NULL, OPT_REQ_BYTES },
-	{ "max-request-bytes-per-uid", required_argument, NULL, OPT_REQ_BYTES_UID },
-	{ "max-size-per-uid", required_argument, NULL, OPT_MAX_SIZE_UID },
-	{ "worker-user", required_argument, NULL, OPT_WORKER_USER },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
+/* kjitd's options, one row each: getopt's table, the short options, the
+ * usage text and kj__option_takes_value all come from here, and
+ * tests/test-lists.c checks that man/kjitd.8 documents every row the usage
+ * shows.  usage is the row's words in the usage text ("" when the row
+ * before names it too; NULL for options not shown: tests' --sysfs-root,
+ * --help); a %s in it stands for the backend's compiler families
+ * (compilers/compiler.c). */
+static const struct opt_row {
+	const char *name;
+	int has_arg;
+	int val;           /* its short letter, or an OPT_* */
+	const char *usage;
+} opt_rows[] = {
+	{ "socket", required_argument, 's', "[--socket PATH]" },
+	{ "cache-dir", required_argument, 'c', "[--cache-dir DIR]" },
+	{ "max-size", required_argument, 'm', "[--max-size SIZE]" },
+	{ "jobs", required_argument, 'j', "[--jobs N]" },
+	{ "foreground", no_argument, 'f', "[--foreground]" },
+	{ "hip-arch", required_argument, OPT_HIP_ARCH, "[--hip-arch T]" },
+	{ "cuda-arch", required_argument, OPT_CUDA_ARCH, "[--cuda-arch T]" },
+	{ "vulkan-env", required_argument, OPT_VULKAN_ENV, "[--vulkan-env T]" },
+	{ "hip-compiler", required_argument, OPT_HIP_COMPILER, "[--hip-compiler %s]" },
+	{ "cuda-compiler", required_argument, OPT_CUDA_COMPILER, "[--cuda-compiler %s]" },
+	{ "compile-timeout", required_argument, OPT_TIMEOUT, "[--compile-timeout SECONDS]" },
+	{ "kernels-dir", required_argument, OPT_KERNELS, "[--kernels-dir DIR]" },
+	{ "log", required_argument, OPT_LOG, "[--log FILE]" },
+	{ "system", no_argument, OPT_SYSTEM, "[--system]" },
+	{ "allow-uid", required_argument, OPT_ALLOW_UID, "[--allow-uid UID]..." },
+	{ "allow-gid", required_argument, OPT_ALLOW_GID, "[--allow-gid GID]..." },
+	{ "admin-gid", required_argument, OPT_ADMIN_GID, "[--admin-gid GID]..." },
+	{ "hot-size", required_argument, OPT_HOT, "[--hot-size SIZE]" },
+	{ "memo-size", required_argument, OPT_MEMO, "[--memo-size SIZE]" },
+	{ "failed-ttl", required_argument, OPT_FAILED_TTL, "[--failed-ttl SECONDS]" },
+	{ "remote", required_argument, OPT_REMOTE, "[--remote URL]" },
+	{ "remote-prefix", required_argument, OPT_REMOTE_PREFIX, "[--remote-prefix P]" },
+	{ "remote-ttl", required_argument, OPT_REMOTE_TTL, "[--remote-ttl DURATION]" },
+	{ "remote-mode", required_argument, OPT_REMOTE_MODE, "[--remote-mode ro|rw]" },
+	{ "remote-timeout", required_argument, OPT_REMOTE_TIMEOUT, "[--remote-timeout MS]" },
+	{ "remote-lookup-timeout", required_argument, OPT_REMOTE_LOOKUP, "[--remote-lookup-timeout MS[+MS]]" },
+	{ "remote-secret", required_argument, OPT_REMOTE_SECRET, "[--remote-secret FILE]" },
+	{ "remote-max-object", required_argument, OPT_REMOTE_MAX, "[--remote-max-object SIZE]" },
+	{ "no-compile", no_argument, OPT_NO_COMPILE, "[--no-compile]" },
+	{ "shared-hit-table", no_argument, OPT_SHARED_HITS, "[--shared-hit-table | --no-shared-hit-table]" },
+	{ "no-shared-hit-table", no_argument, OPT_NO_SHARED_HITS, "" },
+	{ "idle-timeout", required_argument, OPT_IDLE_TIMEOUT, "[--idle-timeout SECONDS]" },
+	{ "max-conns-per-uid", required_argument, OPT_CONNS_PER_UID, "[--max-conns-per-uid N]" },
+	{ "conn-idle-timeout", required_argument, OPT_CONN_IDLE, "[--conn-idle-timeout SECONDS]" },
+	{ "max-request-bytes", required_argument, OPT_REQ_BYTES, "[--max-request-bytes SIZE]" },
+	{ "max-request-bytes-per-uid", required_argument, OPT_REQ_BYTES_UID, "[--max-request-bytes-per-uid SIZE]" },
+	{ "max-size-per-uid", required_argument, OPT_MAX_SIZE_UID, "[--max-size-per-uid SIZE]" },
+	{ "worker-user", required_argument, OPT_WORKER_USER, "[--worker-user NAME]" },
+	{ "sysfs-root", required_argument, OPT_SYSFS, NULL },
+	{ "help", no_argument, 'h', NULL },
 };
+
+#define N_OPTS KJ_ARRAY_SIZE(opt_rows)
+
+/* The usage text, wrapped at 100 columns, onto f. */
+static void print_usage(FILE *f)
+{
+	char frag[160], fams[64];
+	int col = fprintf(f, "usage: kjitd");
+
+	for (size_t i = 0; i < N_OPTS; i++) {
+		const struct opt_row *o = &opt_rows[i];
+		if (o->usage == NULL || o->usage[0] == '\0')
+			continue;
+		if (strstr(o->usage, "%s")) {
+			kj__family_choices(o->val == OPT_HIP_COMPILER ? KJIT_BACKEND_HIP : KJIT_BACKEND_CUDA, "|", fams,
+					   sizeof fams);
+			snprintf(frag, sizeof frag, o->usage, fams);
+		} else {
+			snprintf(frag, sizeof frag, "%s", o->usage);
+		}
+		if (col + 1 + (int)strlen(frag) > 100)
+			col = fprintf(f, "\n            ") - 1;
+		col += fprintf(f, " %s", frag);
+	}
+	fputc('\n', f);
+}
+
+void kj__options_usage(FILE *f)
+{
+	print_usage(f);
+}
+
+const char *kj__option_at(size_t i, int *shown)
+{
+	if (i >= N_OPTS)
+		return NULL;
+	*shown = opt_rows[i].usage != NULL;
+	return opt_rows[i].name;
+}
 
 int kj__usage_error(const char *fmt, const char *arg)
 {
 	fprintf(stderr, "kjitd: ");
 	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n%s", usage_text);
+	fputc('\n', stderr);
+	print_usage(stderr);
 	return 2;
 }
 
@@ -303,7 +343,7 @@ static int set_family(char **slot, int backend, const char *opt, const char *arg
 	char choices[64], msg[256];
 
 	if (kj__family_choose(arg, backend, 1) == NULL) {
-		kj__family_choices(backend, choices, sizeof choices);
+		kj__family_choices(backend, " or ", choices, sizeof choices);
 		snprintf(msg, sizeof msg, "%s '%.100s': expected %s", opt, arg, choices);
 		return kj__usage_error("%s", msg);
 	}
@@ -377,11 +417,24 @@ static int parse_access_opt(int c, const char *arg, struct kj__config *cfg)
  * status. */
 int kj__options_parse(int argc, char **argv, struct kj__config *cfg)
 {
+	struct option lo[N_OPTS + 1];
+	char shorts[2 * N_OPTS + 1];
+	size_t k = 0;
 	unsigned long v;
 	uint64_t size;
 	int c, rc;
 
-	while ((c = getopt_long(argc, argv, "s:c:m:j:fh", long_opts, NULL)) != -1) {
+	memset(lo, 0, sizeof lo);
+	for (size_t i = 0; i < N_OPTS; i++) {
+		lo[i] = (struct option){ opt_rows[i].name, opt_rows[i].has_arg, NULL, opt_rows[i].val };
+		if (opt_rows[i].val < 256) {
+			shorts[k++] = (char)opt_rows[i].val;
+			if (opt_rows[i].has_arg == required_argument)
+				shorts[k++] = ':';
+		}
+	}
+	shorts[k] = '\0';
+	while ((c = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
 		if ((rc = parse_remote_opt(c, optarg, cfg)) >= 0 || (rc = parse_limit_opt(c, optarg, cfg)) >= 0 ||
 		    (rc = parse_compile_opt(c, optarg, cfg)) >= 0 || (rc = parse_access_opt(c, optarg, cfg)) >= 0) {
 			if (rc)
@@ -412,8 +465,8 @@ int kj__options_parse(int argc, char **argv, struct kj__config *cfg)
 				return kj__usage_error("--hot-size/--memo-size '%s': expected a size like 64M", optarg);
 			*(c == OPT_HOT ? &cfg->hot_size : &cfg->memo_size) = size;
 			break;
-		case 'h': fputs(usage_text, stdout); return 0;
-		default: fputs(usage_text, stderr); return 2;
+		case 'h': print_usage(stdout); return 0;
+		default: print_usage(stderr); return 2;
 		}
 	}
 	if (optind < argc)
@@ -526,12 +579,15 @@ void kj__options_free(struct kj__config *cfg)
 /* Does argv[i] (an option) take the next argument as its value? */
 int kj__option_takes_value(const char *a)
 {
-	if (a[1] != '-') /* short options, possibly bundled: "-fs PATH" */
-		return a[1] && strchr("scmj", a[strlen(a) - 1]) != NULL;
-	if (strchr(a, '=') != NULL)
+	size_t l = strlen(a);
+
+	if (strchr(a, '=') != NULL && a[1] == '-')
 		return 0;
-	for (const struct option *o = long_opts; o->name; o++)
-		if (strcmp(a + 2, o->name) == 0)
+	for (size_t i = 0; i < N_OPTS; i++) {
+		const struct opt_row *o = &opt_rows[i];
+		/* short options, possibly bundled ("-fs PATH"): by the last letter */
+		if (a[1] != '-' ? l > 1 && o->val == (unsigned char)a[l - 1] : strcmp(a + 2, o->name) == 0)
 			return o->has_arg == required_argument;
+	}
 	return 0;
 }

@@ -69,7 +69,7 @@ static int parse_family(struct kj__get_req *g, const struct kj__msg *m, char *er
 	if (g->family == NULL)
 		return 0;
 	if (!kj__name_ok(g->family) || kj__family_choose(g->family, g->backend, 0) == NULL) {
-		kj__family_choices(g->backend, choices, sizeof choices);
+		kj__family_choices(g->backend, " or ", choices, sizeof choices);
 		snprintf(err, errlen, "compiler '%.32s' does not build for %s (%s: %s)",
 			 kj__name_ok(g->family) ? g->family : "?", kjit_backend_name(g->backend),
 			 kjit_backend_name(g->backend), choices);

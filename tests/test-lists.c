@@ -7,6 +7,10 @@
  * scan the C sources (comments left out) for a family's name spelled as a
  * string anywhere but its own files (compilers/hiprtc.c, dropin/nvrtc*.c,
  * ...): a second hand-written list of families fails here, naming the file.
+ *
+ * kjitd's options: daemon/options.c's table of rows is getopt's table, the
+ * short options and the usage text at once; man/kjitd.8 is written by hand,
+ * so it is checked here to describe every option the usage shows.
  */
 #include <dirent.h>
 #include <stdio.h>
@@ -14,6 +18,7 @@
 #include <string.h>
 
 #include "compiler.h"
+#include "daemon.h"
 #include "kjit.h"
 #include "test.h"
 
@@ -21,9 +26,9 @@
 static const char *const src_dirs[] = { "cache", "client", "common", "compilers", "daemon", "daemon/detect",
 					"dropin", "remote" };
 
-/* path's text with comments blanked (strings and character constants
- * kept), malloc'd; NULL if unreadable. */
-static char *code_of(const char *path)
+/* path's text, malloc'd, with C comments blanked (strings and character
+ * constants kept) when c_code; NULL if unreadable. */
+static char *text_of(const char *path, int c_code)
 {
 	FILE *f = fopen(path, "rb");
 	char *s = NULL;
@@ -41,7 +46,7 @@ static char *code_of(const char *path)
 		}
 	}
 	fclose(f);
-	for (char *p = s, q = 0; p && *p; p++) {
+	for (char *p = c_code ? s : NULL, q = 0; p && *p; p++) {
 		if (q) { /* inside "..." or '...' */
 			if (*p == '\\' && p[1])
 				p++;
@@ -63,6 +68,11 @@ static char *code_of(const char *path)
 	return s;
 }
 
+static char *code_of(const char *path)
+{
+	return text_of(path, 1);
+}
+
 static void test_family_table(void)
 {
 	char buf[64];
@@ -81,11 +91,11 @@ static void test_family_table(void)
 	CHECK(kj__family_choose("test", KJIT_BACKEND_HIP, 1) != NULL);
 	CHECK(kj__family_choose("test", KJIT_BACKEND_CUDA, 1) == NULL);
 	CHECK(kj__family_choose("gcc", KJIT_BACKEND_HIP, 1) == NULL && kj__family_choose(NULL, 1, 1) == NULL);
-	kj__family_choices(KJIT_BACKEND_HIP, buf, sizeof buf);
+	kj__family_choices(KJIT_BACKEND_HIP, " or ", buf, sizeof buf);
 	CHECK_EQ_STR(buf, "hiprtc or hipcc");
-	kj__family_choices(KJIT_BACKEND_CUDA, buf, sizeof buf);
+	kj__family_choices(KJIT_BACKEND_CUDA, " or ", buf, sizeof buf);
 	CHECK_EQ_STR(buf, "nvrtc or nvcc");
-	kj__family_choices(KJIT_BACKEND_VULKAN, buf, 4); /* cut short, still a string */
+	kj__family_choices(KJIT_BACKEND_VULKAN, " or ", buf, 4); /* cut short, still a string */
 	CHECK_EQ_STR(buf, "sha");
 	CHECK_EQ_STR(kj__family_toolkit("hipcc"), "/opt/rocm");
 	CHECK_EQ_STR(kj__family_toolkit("nvrtc"), "/usr/local/cuda");
@@ -168,4 +178,56 @@ static void test_scan_sees_code_only(void)
 	free(code);
 }
 
-TEST_LIST(TEST(family_table) TEST(no_second_family_list) TEST(scan_sees_code_only))
+/* 1 if text names --name as a whole option (not a prefix of a longer one). */
+static int names_option(const char *text, const char *dashes, const char *name, const char *sep)
+{
+	size_t dl = strlen(dashes);
+
+	for (const char *p = strstr(text, dashes); p; p = strstr(p + 1, dashes)) {
+		const char *q = p + dl, *n = name;
+		/* man escapes each '-' of the name as "\-" */
+		while (*n && (*n == '-' ? strncmp(q, sep, strlen(sep)) == 0 : *q == *n)) {
+			q += *n == '-' ? strlen(sep) : 1;
+			n++;
+		}
+		if (*n == '\0' && !(*q == '-' || *q == '\\' || (*q >= 'a' && *q <= 'z')))
+			return 1;
+	}
+	return 0;
+}
+
+static void test_kjitd_options_documented(void)
+{
+	char *usage = NULL, path[512];
+	size_t ulen = 0;
+	FILE *f = open_memstream(&usage, &ulen);
+	int shown = 0, n = 0, missing = 0;
+
+	CHECK(f != NULL);
+	kj__options_usage(f);
+	CHECK(fclose(f) == 0);
+	snprintf(path, sizeof path, "%s/man/kjitd.8", KJIT_SRCDIR);
+	char *man = text_of(path, 0);
+	CHECK(man != NULL);
+	/* Only the OPTIONS section's paragraphs, not the synopsis. */
+	char *opts = strstr(man, "\n.SH OPTIONS");
+	CHECK(opts != NULL);
+	for (const char *name; (name = kj__option_at((size_t)n, &shown)) != NULL; n++) {
+		CHECK_EQ_INT(names_option(usage, "--", name, "-"), shown);
+		if (shown && !names_option(opts, "\\-\\-", name, "\\-")) {
+			fprintf(stderr, "man/kjitd.8's OPTIONS do not describe --%s\n", name);
+			missing++;
+		}
+	}
+	CHECK(n > 30);
+	CHECK_EQ_INT(missing, 0);
+	/* The usage names the families from compilers/compiler.c's table. */
+	CHECK(strstr(usage, "[--hip-compiler hiprtc|hipcc]") && strstr(usage, "[--cuda-compiler nvrtc|nvcc]"));
+	CHECK(kj__option_takes_value("--socket") && kj__option_takes_value("-fs") && !kj__option_takes_value("-f"));
+	CHECK(!kj__option_takes_value("--socket=x") && !kj__option_takes_value("--no-compile"));
+	free(man);
+	free(usage);
+}
+
+TEST_LIST(TEST(family_table) TEST(no_second_family_list) TEST(scan_sees_code_only)
+	  TEST(kjitd_options_documented))
