@@ -136,7 +136,8 @@ int kj__field_i32(const struct kj__field *f, int32_t *v);
 int kj__field_u64(const struct kj__field *f, uint64_t *v);
 
 /* Blocking I/O on a stream fd (client, worker).  Writes all of b.  Reads one
- * whole frame, waiting at most timeout_ms (<0: forever) for each part; *body
+ * whole frame through the one frame reader (frames.h), never a byte past
+ * it, waiting at most timeout_ms (<0: forever) for each part; *body
  * is malloc'd (NULL when empty).  Return 0, KJIT_EIO (errno kept),
  * KJIT_ECONNECT (peer closed), KJIT_ETIMEDOUT, KJIT_EPROTO, KJIT_ETOOBIG,
  * KJIT_ENOMEM.  kj__frame_read_fd_with allocates *body through a (NULL: the
