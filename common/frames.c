@@ -73,9 +73,12 @@ int kj__frames_space(struct kj__frames *f, size_t want, uint8_t **p, size_t *n)
 {
 	const struct kj__alloc *a = kj__alloc_or_libc(f->alloc);
 	size_t have = f->len - f->off;
+	int sized = 0; /* room for exactly the rest of a known frame */
 
-	if (f->have_hdr && have < f->hdr.len && want < f->hdr.len - have)
+	if (f->have_hdr && have < f->hdr.len && want <= f->hdr.len - have) {
 		want = f->hdr.len - have; /* the whole body at once, in place */
+		sized = 1;
+	}
 	if (want == 0)
 		want = 1;
 	if (f->cap - f->len < want && f->off > 0) {
@@ -88,6 +91,8 @@ int kj__frames_space(struct kj__frames *f, size_t want, uint8_t **p, size_t *n)
 			return KJIT_ENOMEM;
 		size_t cap = f->len + want;
 		uint8_t *q;
+		if (!sized && cap < 2 * f->cap)
+			cap = 2 * f->cap; /* small reads into a partial frame: grow by doubling, not per read */
 		if (f->len == 0) { /* nothing to keep: no copy */
 			a->free(f->p);
 			f->p = NULL;
