@@ -32,8 +32,9 @@ enum kj__msg_type {
 	KJ_MSG_REPLY = 0x80, /* CODE, then what the request asked for */
 	/* worker <-> daemon */
 	KJ_MSG_HELLO = 0x40, /* worker: CODE, COMPILER, COMPILER_VERSION, VERSION, ERROR */
+	/* JOB and RESULT are encoded and decoded only by common/jobmsg.c */
 	KJ_MSG_JOB = 0x41,   /* daemon: TARGET, OPTION*, ENTRY*, SOURCE_NAME, SOURCE, (HEADER_NAME HEADER_DATA)* */
-	KJ_MSG_RESULT = 0x42 /* worker: CODE, DATA, LOG, ERROR, COMPILE_US */
+	KJ_MSG_RESULT = 0x42 /* worker: CODE, DATA, LOG, LOWERED, ERROR, COMPILE_US */
 };
 
 enum kj__field_tag {
