@@ -36,14 +36,14 @@ LIBKJIT_LIBS := -lcrypto
 CLIENT_LIBS  := -lcrypto -pthread
 
 COMMON_SRC   := $(wildcard common/*.c)
-# What of common/ a client needs: framing, the buffer and its allocator
+# What of common/ a client needs: framing and its frame reader (frames.c), the buffer and its allocator
 # table (alloc.c), errors, paths, target IDs and resolution from the
 # environment, and SHA-256 (sha.c), which
 # fingerprints request bodies for the process memo and the shared hit table
 # (hittab.c, whose reader libkjit uses; hitctr.c, its per-client counters),
 # and the include scan (include.c, incfind.c), which libkjit runs itself for
 # -I (client/ccopts.c) and which needs only libc and util.c.
-CLIENT_COMMON_SRC := common/alloc.c common/buf.c common/err.c common/hitctr.c common/hittab.c common/incfind.c \
+CLIENT_COMMON_SRC := common/alloc.c common/buf.c common/err.c common/frames.c common/hitctr.c common/hittab.c common/incfind.c \
 	common/include.c common/lowered.c common/proto.c common/resolve.c common/sha.c common/targetid.c common/util.c
 DETECT_SRC   := $(wildcard daemon/detect/*.c)
 CACHE_SRC    := $(wildcard cache/*.c)

@@ -16,6 +16,7 @@
 
 #include "kjit.h"
 #include "kj_limits.h"
+#include "frames.h"
 #include "proto.h"
 
 /* The system-mode socket of the design (systemd's kjitd.socket).  A client
@@ -45,7 +46,7 @@ struct kjit_client {
 	char *socket_path;           /* malloc'd */
 	int sys_errno;               /* errno behind the last ECONNECT/EIO */
 	char err[KJ_CLIENT_ERR_MAX]; /* kjit_last_error() */
-	uint8_t *scratch;            /* KJ_CLIENT_SCRATCH bytes: a reply's first read */
+	struct kj__frames in;        /* replies (common/frames.c): at most one frame, read whole */
 	struct kj__procmemo *memo;   /* answers by GET fingerprint (procmemo.c), or NULL: off */
 	int fast_path;               /* attach to the shared hit table (KJIT_FAST_PATH != 0) */
 	int attach_refused;          /* the daemon does not know ATTACH: do not ask again */
@@ -53,7 +54,7 @@ struct kjit_client {
 	struct kj__hitctr *ctr;      /* this connection's fast-path hit counters, or NULL */
 };
 
-/* A reply is read with one recv into this much scratch first: most replies
+/* A reply is read with one recv of this much room first: most replies
  * (a hit of a kernel object) arrive whole in it. */
 #define KJ_CLIENT_SCRATCH (64u << 10)
 

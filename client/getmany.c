@@ -41,8 +41,7 @@ struct many {
 	uint32_t base;              /* id of frame 0 */
 	struct kj__buf out;
 	size_t out_off;
-	uint8_t *in;
-	size_t in_len, in_cap;
+	struct kj__frames in;       /* replies as they come (common/frames.c) */
 	size_t answered;
 	int refused;                /* kjitd's refusal of the connection, or 0 */
 };
@@ -122,20 +121,16 @@ static int take_frame(struct many *m, const struct kj__frame_hdr *h, const uint8
 /* Takes every whole frame buffered. */
 static int take_frames(struct many *m)
 {
-	size_t off = 0;
-	int r = 0;
+	struct kj__frame_hdr h;
+	const uint8_t *body;
+	int r;
 
-	while (r == 0 && m->in_len - off >= KJ_FRAME_HDR_SIZE) {
-		struct kj__frame_hdr h;
-		if ((r = kj__frame_hdr_decode(m->in + off, &h)) < 0)
-			break;
-		if (m->in_len - off - KJ_FRAME_HDR_SIZE < h.len)
-			break;
-		r = take_frame(m, &h, m->in + off + KJ_FRAME_HDR_SIZE);
-		off += KJ_FRAME_HDR_SIZE + h.len;
+	while ((r = kj__frames_next(&m->in, &h, &body)) == 1) {
+		r = take_frame(m, &h, body);
+		kj__frames_consume(&m->in);
+		if (r < 0)
+			return r;
 	}
-	memmove(m->in, m->in + off, m->in_len - off);
-	m->in_len -= off;
 	return r;
 }
 
@@ -143,16 +138,13 @@ static int take_frames(struct many *m)
 static int read_some(struct many *m)
 {
 	kjit_client *c = m->c;
+	uint8_t *p;
+	size_t room;
+	int r = kj__frames_space(&m->in, RECV_CHUNK, &p, &room);
 
-	if (m->in_cap - m->in_len < RECV_CHUNK) {
-		size_t cap = m->in_cap ? m->in_cap * 2 : 2 * RECV_CHUNK;
-		uint8_t *p = realloc(m->in, cap);
-		if (p == NULL)
-			return KJIT_ENOMEM;
-		m->in = p;
-		m->in_cap = cap;
-	}
-	ssize_t k = recv(c->fd, m->in + m->in_len, m->in_cap - m->in_len, MSG_DONTWAIT);
+	if (r < 0)
+		return r;
+	ssize_t k = recv(c->fd, p, room, MSG_DONTWAIT);
 	if (k == 0)
 		return KJIT_ECONNECT;
 	if (k < 0) {
@@ -161,7 +153,7 @@ static int read_some(struct many *m)
 		c->sys_errno = errno;
 		return errno == ECONNRESET ? KJIT_ECONNECT : KJIT_EIO;
 	}
-	m->in_len += (size_t)k;
+	kj__frames_wrote(&m->in, (size_t)k);
 	return take_frames(m);
 }
 
@@ -229,7 +221,7 @@ static int exchange(struct many *m)
 		(void)read_some(m);
 	if (m->refused)
 		r = m->refused;
-	if (r == 0 && m->in_len > 0)
+	if (r == 0 && kj__frames_begun(&m->in))
 		r = KJIT_EPROTO; /* bytes nobody asked for */
 	if (r == 0)
 		c->used++;
@@ -320,7 +312,7 @@ out:
 		if (!m.done[i])
 			deliver(&m, i, r < 0 ? r : KJIT_ENOMEM);
 	kj__buf_free(&m.out);
-	free(m.in);
+	kj__frames_free(&m.in);
 	free(m.codes);
 	free(m.lk);
 	free(m.idx);

@@ -36,6 +36,7 @@
 /* How long the ATTACH reply may take (the daemon answers it on its loop at
  * once; a daemon too busy for that gives no fast path this time). */
 #define ATTACH_TIMEOUT_MS 5000
+#define ATTACH_REPLY_MAX 4084 /* an ATTACH reply's body: CODE and SLOTS, or a refusal's one line */
 
 #include "client_int.h"
 #include "hittab.h"
@@ -120,7 +121,7 @@ void kjit_close(kjit_client *c)
 	if (c->fd >= 0)
 		close(c->fd);
 	free(c->socket_path);
-	free(c->scratch);
+	kj__frames_free(&c->in);
 	kj__procmemo_free(c->memo);
 	kj__hittab_reader_close(c->hits);
 	kj__hitctr_free(c->ctr);
@@ -241,20 +242,26 @@ static int take_fds(struct msghdr *mh, int fds[2])
 	return bad ? -1 : n;
 }
 
-/* Reads the ATTACH reply (small) into buf, with its descriptors.  0 with
- * *got bytes, or -1 (stream out of step: the caller drops it). */
-static int attach_recv(kjit_client *c, uint8_t *buf, size_t cap, size_t *got, int fds[2], int *nfds)
+/* Reads the ATTACH reply (small) into the frame reader f, with its
+ * descriptors, never past that one frame.  0 once it is whole, or -1
+ * (stream out of step: the caller drops it). */
+static int attach_recv(kjit_client *c, struct kj__frames *f, int fds[2], int *nfds)
 {
 	union {
 		char b[CMSG_SPACE(sizeof(int) * 4)];
 		struct cmsghdr align;
 	} u;
-	size_t have = 0;
-	uint32_t need = KJ_FRAME_HDR_SIZE;
+	struct kj__frame_hdr h;
+	const uint8_t *body;
+	int r;
 
 	*nfds = 0;
-	while (have < need) {
-		struct iovec iov = { buf + have, need - have };
+	while ((r = kj__frames_next(f, &h, &body)) == 0) {
+		size_t need = kj__frames_need(f), room;
+		uint8_t *p;
+		if (kj__frames_space(f, need, &p, &room) < 0)
+			return -1;
+		struct iovec iov = { p, need };
 		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof u.b };
 		ssize_t k = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 		if (k > 0) {
@@ -262,13 +269,7 @@ static int attach_recv(kjit_client *c, uint8_t *buf, size_t cap, size_t *got, in
 			if (n < 0 || *nfds + n > 2)
 				return -1;
 			*nfds += n;
-			have += (size_t)k;
-			if (have == KJ_FRAME_HDR_SIZE && need == KJ_FRAME_HDR_SIZE) {
-				struct kj__frame_hdr h;
-				if (kj__frame_hdr_decode(buf, &h) < 0 || h.len > cap - KJ_FRAME_HDR_SIZE)
-					return -1;
-				need = KJ_FRAME_HDR_SIZE + h.len;
-			}
+			kj__frames_wrote(f, (size_t)k);
 			continue;
 		}
 		if (k == 0 || (errno != EINTR && errno != EAGAIN))
@@ -277,8 +278,7 @@ static int attach_recv(kjit_client *c, uint8_t *buf, size_t cap, size_t *got, in
 		if (errno == EAGAIN && poll(&pf, 1, ATTACH_TIMEOUT_MS) == 0)
 			return -1;
 	}
-	*got = have;
-	return 0;
+	return r < 0 ? -1 : 0;
 }
 
 /* Asks for the hit table on the new connection; maps it when given.  0,
@@ -289,8 +289,8 @@ static int attach(kjit_client *c)
 	struct kj__buf b = { 0 };
 	struct kj__frame_hdr h;
 	struct kj__msg m = { 0 };
-	uint8_t buf[4096]; /* the reply, or a refusal's one line */
-	size_t got = 0;
+	struct kj__frames fr = { .max = ATTACH_REPLY_MAX }; /* the reply, or a refusal's one line */
+	const uint8_t *body = NULL;
 	int fds[2] = { -1, -1 }, nfds = 0, drop = 0, r = 0;
 	uint32_t id = c->next_id++, slots = 0;
 	int32_t code = 0;
@@ -314,9 +314,8 @@ static int attach(kjit_client *c)
 	/* A failed send may still leave a refusal to read (kjitd answers and
 	 * closes a refused connection at once). */
 	int sent = kj__client_send_all(c, &b);
-	if (attach_recv(c, buf, sizeof buf, &got, fds, &nfds) < 0 || kj__frame_hdr_decode(buf, &h) < 0 ||
-	    h.type != KJ_MSG_REPLY || (h.id != id && h.id != 0) ||
-	    kj__msg_decode(buf + KJ_FRAME_HDR_SIZE, h.len, &m) < 0 ||
+	if (attach_recv(c, &fr, fds, &nfds) < 0 || kj__frames_next(&fr, &h, &body) != 1 ||
+	    h.type != KJ_MSG_REPLY || (h.id != id && h.id != 0) || kj__msg_decode(body, h.len, &m) < 0 ||
 	    kj__field_i32(kj__msg_get(&m, KJ_F_CODE), &code) < 0) {
 		drop = 1;
 		goto out;
@@ -349,6 +348,7 @@ out:
 		close(fds[i]);
 	free(err);
 	kj__msg_free(&m);
+	kj__frames_free(&fr);
 	kj__buf_free(&b);
 	if (drop) {
 		detach(c);
@@ -397,41 +397,40 @@ static ssize_t recv_some(kjit_client *c, uint8_t *p, size_t n)
 	}
 }
 
-/* Reads one reply frame: one recv into scratch usually brings it whole
- * (header and body), then the rest, if any, straight into the body.  Only
- * one request is outstanding, so bytes past the frame are a protocol error. */
+/* Reads one reply frame through the frame reader (common/frames.c): one
+ * recv of up to KJ_CLIENT_SCRATCH usually brings it whole (header and
+ * body); the rest of a larger one is read in place and its body handed
+ * over without a copy.  Only one request is outstanding, so bytes past the
+ * frame are a protocol error; any failure empties the reader, whose bytes
+ * then mean nothing. */
 static int read_reply(kjit_client *c, struct kj__frame_hdr *h, uint8_t **body)
 {
-	size_t got = 0, have;
-	ssize_t k;
+	struct kj__frames *f = &c->in;
 	int r;
 
 	*body = NULL;
-	if (c->scratch == NULL && (c->scratch = malloc(KJ_CLIENT_SCRATCH)) == NULL)
-		return KJIT_ENOMEM;
-	while (got < KJ_FRAME_HDR_SIZE) {
-		if ((k = recv_some(c, c->scratch + got, KJ_CLIENT_SCRATCH - got)) < 0)
-			return (int)k;
-		got += (size_t)k;
-	}
-	if ((r = kj__frame_hdr_decode(c->scratch, h)) < 0)
-		return r;
-	have = got - KJ_FRAME_HDR_SIZE;
-	if (have > h->len)
-		return KJIT_EPROTO;
-	uint8_t *p = malloc(h->len ? h->len : 1);
-	if (p == NULL)
-		return KJIT_ENOMEM;
-	memcpy(p, c->scratch + KJ_FRAME_HDR_SIZE, have);
-	while (have < h->len) {
-		if ((k = recv_some(c, p + have, h->len - have)) < 0) {
-			free(p);
-			return (int)k;
+	if (kj__frames_begun(f) || f->err)
+		kj__frames_free(f); /* left from a connection dropped mid-frame */
+	while ((r = kj__frames_take(f, h, body)) == 0) {
+		size_t need = kj__frames_need(f), room;
+		uint8_t *p;
+		if ((r = kj__frames_space(f, need > KJ_CLIENT_SCRATCH ? need : KJ_CLIENT_SCRATCH, &p, &room)) < 0)
+			break;
+		ssize_t k = recv_some(c, p, room);
+		if (k < 0) {
+			r = (int)k;
+			break;
 		}
-		have += (size_t)k;
+		kj__frames_wrote(f, (size_t)k);
 	}
-	*body = p;
-	return 0;
+	if (r > 0 && kj__frames_buffered(f) > 0) {
+		free(*body);
+		*body = NULL;
+		r = KJIT_EPROTO;
+	}
+	if (r < 0)
+		kj__frames_free(f);
+	return r < 0 ? r : 0;
 }
 
 /* After the daemon closed a fresh connection: the reply it sent before

@@ -23,6 +23,9 @@
 #define KJ_ENTRIES_MAX_COUNT 256
 #define KJ_OBJ_ENTRIES_MAX (1u << 20)      /* an object's entry list kept in the index (schema 5): 4096 names of 255 bytes; a longer list is not kept and the object's entries are not judged */
 #define KJ_HEADERS_MAX_COUNT 512
+#define KJ_RESULT_LOG_MAX (KJ_LOG_MAX + 64) /* a RESULT's LOG (common/jobmsg.c): a log cut at KJ_LOG_MAX may end with its short truncation mark */
+#define KJ_RESULT_ERROR_MAX 1024           /* a RESULT's ERROR: one line of the worker's */
+#define KJ_FRAMES_KEEP_MAX (256u << 10)    /* a frame reader's buffer larger than this is freed once empty (common/frames.c): a large frame's memory goes back */
 #define KJ_INCLUDE_DEPTH_MAX 32            /* nested #include levels we follow */
 #define KJ_EXPLAIN_CANDIDATES_MAX 32       /* earlier entries of one source name --explain compares (most recent first): each costs a recipe read and an include scan */
 #define KJ_INCLUDE_CLIMB_MAX 8             /* folders a source's includes may climb out of its own ("../../include/x.h": 2); real projects climb 1 or 2 */

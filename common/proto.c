@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "frames.h"
 #include "kj_types.h"
 #include "proto.h"
 #include "util.h"
@@ -268,12 +269,11 @@ int kj__frame_write_fd(int fd, const struct kj__buf *b)
 	return 0;
 }
 
-/* Reads exactly n bytes, waiting at most timeout_ms for each chunk. */
-static int read_timed(int fd, uint8_t *p, size_t n, int timeout_ms)
+/* Reads at most n bytes (at least one), waiting at most timeout_ms.  The
+ * count, or KJIT_ETIMEDOUT / KJIT_ECONNECT / KJIT_EIO. */
+static ssize_t read_timed(int fd, uint8_t *p, size_t n, int timeout_ms)
 {
-	size_t got = 0;
-
-	while (got < n) {
+	for (;;) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
 		int pr = poll(&pfd, 1, timeout_ms);
 		if (pr < 0) {
@@ -283,17 +283,14 @@ static int read_timed(int fd, uint8_t *p, size_t n, int timeout_ms)
 		}
 		if (pr == 0)
 			return KJIT_ETIMEDOUT;
-		ssize_t k = read(fd, p + got, n - got);
+		ssize_t k = read(fd, p, n);
 		if (k < 0) {
 			if (errno == EINTR || errno == EAGAIN)
 				continue;
 			return errno == ECONNRESET ? KJIT_ECONNECT : KJIT_EIO;
 		}
-		if (k == 0)
-			return KJIT_ECONNECT;
-		got += (size_t)k;
+		return k == 0 ? KJIT_ECONNECT : k;
 	}
-	return 0;
 }
 
 int kj__frame_read_fd(int fd, int timeout_ms, struct kj__frame_hdr *h, uint8_t **body)
@@ -301,30 +298,27 @@ int kj__frame_read_fd(int fd, int timeout_ms, struct kj__frame_hdr *h, uint8_t *
 	return kj__frame_read_fd_with(fd, timeout_ms, NULL, h, body);
 }
 
+/* The one frame reader (frames.c) fed by reads of no more than the frame
+ * still needs, so nothing past it is taken off the stream; the body lands
+ * in place and is handed over without a copy. */
 int kj__frame_read_fd_with(int fd, int timeout_ms, const struct kj__alloc *a, struct kj__frame_hdr *h,
 			   uint8_t **body)
 {
-	const struct kj__alloc *al = kj__alloc_or_libc(a);
-	uint8_t hdr[KJ_FRAME_HDR_SIZE];
-	uint8_t *p = NULL;
+	struct kj__frames f = { .alloc = a };
+	int r;
 
-	*body = NULL;
-	int r = read_timed(fd, hdr, sizeof hdr, timeout_ms);
-	if (r < 0)
-		return r;
-	r = kj__frame_hdr_decode(hdr, h);
-	if (r < 0)
-		return r;
-	if (h->len > 0) {
-		p = al->malloc(h->len);
-		if (p == NULL)
-			return KJIT_ENOMEM;
-		r = read_timed(fd, p, h->len, timeout_ms);
-		if (r < 0) {
-			al->free(p);
-			return r;
+	while ((r = kj__frames_take(&f, h, body)) == 0) {
+		size_t need = kj__frames_need(&f), room;
+		uint8_t *p;
+		if ((r = kj__frames_space(&f, need, &p, &room)) < 0)
+			break;
+		ssize_t k = read_timed(fd, p, need, timeout_ms);
+		if (k < 0) {
+			r = (int)k;
+			break;
 		}
+		kj__frames_wrote(&f, (size_t)k);
 	}
-	*body = p;
-	return 0;
+	kj__frames_free(&f);
+	return r < 0 ? r : 0;
 }

@@ -32,8 +32,9 @@ enum kj__msg_type {
 	KJ_MSG_REPLY = 0x80, /* CODE, then what the request asked for */
 	/* worker <-> daemon */
 	KJ_MSG_HELLO = 0x40, /* worker: CODE, COMPILER, COMPILER_VERSION, VERSION, ERROR */
+	/* JOB and RESULT are encoded and decoded only by common/jobmsg.c */
 	KJ_MSG_JOB = 0x41,   /* daemon: TARGET, OPTION*, ENTRY*, SOURCE_NAME, SOURCE, (HEADER_NAME HEADER_DATA)* */
-	KJ_MSG_RESULT = 0x42 /* worker: CODE, DATA, LOG, ERROR, COMPILE_US */
+	KJ_MSG_RESULT = 0x42 /* worker: CODE, DATA, LOG, LOWERED, ERROR, COMPILE_US */
 };
 
 enum kj__field_tag {
@@ -136,7 +137,8 @@ int kj__field_i32(const struct kj__field *f, int32_t *v);
 int kj__field_u64(const struct kj__field *f, uint64_t *v);
 
 /* Blocking I/O on a stream fd (client, worker).  Writes all of b.  Reads one
- * whole frame, waiting at most timeout_ms (<0: forever) for each part; *body
+ * whole frame through the one frame reader (frames.h), never a byte past
+ * it, waiting at most timeout_ms (<0: forever) for each part; *body
  * is malloc'd (NULL when empty).  Return 0, KJIT_EIO (errno kept),
  * KJIT_ECONNECT (peer closed), KJIT_ETIMEDOUT, KJIT_EPROTO, KJIT_ETOOBIG,
  * KJIT_ENOMEM.  kj__frame_read_fd_with allocates *body through a (NULL: the

@@ -12,24 +12,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct kj__header {
-	const char *name;
-	const uint8_t *data;
-	size_t len;
-};
+#include "jobmsg.h"
 
-struct kj__compile_job {
-	const char *target;                 /* canonical target ID */
-	const char *const *options;         /* in order */
-	size_t n_options;
-	const char *const *entries;         /* may be empty */
-	size_t n_entries;
-	const char *source_name;            /* "rms_norm.cu"; never NULL */
-	const uint8_t *source;
-	size_t source_len;
-	const struct kj__header *headers;   /* every header the source may include */
-	size_t n_headers;
-};
+/* struct kj__compile_job (what a family compiles) and struct kj__header
+ * are the JOB message's content: common/jobmsg.h, whose decoder fills
+ * them in the worker and whose encoder sends them from kjitd. */
 
 struct kj__compile_out {
 	uint8_t *data;   /* malloc'd code object */

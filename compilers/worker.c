@@ -9,8 +9,8 @@
  * the family's trees, an unprivileged uid; the process that goes on is PID 1
  * of its own PID namespace), then the compiler's init, Landlock and seccomp,
  * then HELLO {CODE, COMPILER, COMPILER_VERSION, VERSION, ERROR, TEXT: what
- * the walls are}, then JOB -> RESULT {CODE, DATA, LOG,
- * ERROR, COMPILE_US} with the JOB's frame id, until fd reaches end of file
+ * the walls are}, then JOB -> RESULT with the JOB's frame id (both encoded
+ * and decoded by common/jobmsg.c), until fd reaches end of file
  * (exit 0).  A frame that is not a JOB, or a malformed frame, ends the
  * worker (exit 2): kjitd is the only peer and never sends one.  A JOB whose
  * fields are bad gets a RESULT with KJIT_EINVAL / KJIT_ETOOBIG and the
@@ -194,168 +194,13 @@ static int send_hello(int fd, const char *family, int code, const char *id, cons
 	return send_hello_text(fd, family, code, id, rv, error, NULL);
 }
 
-/* A decoded JOB: every string is a malloc'd copy; the header bytes point
- * into the frame body, which outlives it. */
-struct job_store {
-	struct kj__compile_job job;
-	char *target, *source_name;
-	char **options, **entries;
-	struct kj__header *headers;
-};
-
-static void job_free(struct job_store *js)
-{
-	free(js->target);
-	free(js->source_name);
-	for (size_t i = 0; js->options && i < js->job.n_options; i++)
-		free(js->options[i]);
-	for (size_t i = 0; js->entries && i < js->job.n_entries; i++)
-		free(js->entries[i]);
-	for (size_t i = 0; js->headers && i < js->job.n_headers; i++)
-		free((char *)js->headers[i].name);
-	free(js->options);
-	free(js->entries);
-	free(js->headers);
-	memset(js, 0, sizeof *js);
-}
-
-/* Copies every field with tag (each at most max bytes, at most cap of
- * them) into a new array.  0, KJIT_EPROTO, KJIT_ETOOBIG or KJIT_ENOMEM. */
-static int take_strs(const struct kj__msg *m, uint16_t tag, size_t max, size_t cap, char ***out,
-		     size_t *n)
-{
-	size_t count = 0, pos = 0;
-
-	*n = 0;
-	for (size_t i = 0; i < m->n; i++)
-		count += m->f[i].tag == tag;
-	if (count > cap)
-		return KJIT_ETOOBIG;
-	if ((*out = calloc(count + 1, sizeof **out)) == NULL)
-		return KJIT_ENOMEM;
-	for (size_t i = 0; i < count; i++) {
-		const struct kj__field *f = kj__msg_next(m, tag, &pos);
-		int r = kj__field_strdup(f, max, &(*out)[i]);
-		if (r < 0)
-			return r;
-		(*n)++;
-	}
-	return 0;
-}
-
-/* Walks HEADER_NAME / HEADER_DATA pairs in order. */
-static int take_headers(const struct kj__msg *m, struct job_store *js, char *err, size_t errlen)
-{
-	size_t count = 0, total = 0;
-
-	for (size_t i = 0; i < m->n; i++)
-		count += m->f[i].tag == KJ_F_HEADER_NAME;
-	if (count > KJ_HEADERS_MAX_COUNT) {
-		snprintf(err, errlen, "%zu headers is more than the %d allowed", count, KJ_HEADERS_MAX_COUNT);
-		return KJIT_ETOOBIG;
-	}
-	if ((js->headers = calloc(count + 1, sizeof *js->headers)) == NULL)
-		return KJIT_ENOMEM;
-	for (size_t i = 0; i < m->n; i++) {
-		if (m->f[i].tag == KJ_F_HEADER_DATA) {
-			snprintf(err, errlen, "HEADER_DATA without a HEADER_NAME before it");
-			return KJIT_EPROTO;
-		}
-		if (m->f[i].tag != KJ_F_HEADER_NAME)
-			continue;
-		if (i + 1 >= m->n || m->f[i + 1].tag != KJ_F_HEADER_DATA) {
-			snprintf(err, errlen, "HEADER_NAME without its HEADER_DATA");
-			return KJIT_EPROTO;
-		}
-		struct kj__header *h = &js->headers[js->job.n_headers];
-		char *name = NULL;
-		int r = kj__field_strdup(&m->f[i], KJ_NAME_MAX, &name);
-		if (r < 0) {
-			snprintf(err, errlen, "a header name is malformed or too long");
-			return r;
-		}
-		h->name = name;
-		h->data = m->f[i + 1].p;
-		h->len = m->f[i + 1].len;
-		js->job.n_headers++;
-		total += h->len;
-		if (total > KJ_HEADERS_MAX_TOTAL) {
-			snprintf(err, errlen, "the headers add up to more than %u bytes", KJ_HEADERS_MAX_TOTAL);
-			return KJIT_ETOOBIG;
-		}
-		i++;
-	}
-	return 0;
-}
-
-/* Decodes and validates a JOB message into js.  0, or a code with err set. */
-static int decode_job(const struct kj__msg *m, struct job_store *js, char *err, size_t errlen)
-{
-	int r;
-	const struct kj__field *src = kj__msg_get(m, KJ_F_SOURCE);
-
-	memset(js, 0, sizeof *js);
-	if ((r = kj__field_strdup(kj__msg_get(m, KJ_F_TARGET), KJ_TARGET_MAX, &js->target)) < 0 ||
-	    js->target == NULL || !kj__token_ok(js->target, KJ_TARGET_MAX)) {
-		snprintf(err, errlen, "the job has no valid TARGET");
-		return r == KJIT_ENOMEM ? r : KJIT_EINVAL;
-	}
-	if ((r = kj__field_strdup(kj__msg_get(m, KJ_F_SOURCE_NAME), KJ_NAME_MAX, &js->source_name)) < 0) {
-		snprintf(err, errlen, "the job's SOURCE_NAME is malformed or too long");
-		return r == KJIT_ENOMEM ? r : KJIT_EINVAL;
-	}
-	if (js->source_name == NULL && (js->source_name = kj__strdup("source")) == NULL)
-		return KJIT_ENOMEM;
-	if (src == NULL) {
-		snprintf(err, errlen, "the job has no SOURCE");
-		return KJIT_EINVAL;
-	}
-	if (src->len > KJ_SOURCE_MAX) {
-		snprintf(err, errlen, "the source is larger than %u bytes", KJ_SOURCE_MAX);
-		return KJIT_ETOOBIG;
-	}
-	if ((r = take_strs(m, KJ_F_OPTION, KJ_OPTION_MAX, KJ_OPTIONS_MAX_COUNT, &js->options,
-			   &js->job.n_options)) < 0) {
-		snprintf(err, errlen, "the job's options are malformed, too long or too many");
-		return r;
-	}
-	if ((r = take_strs(m, KJ_F_ENTRY, KJ_NAME_MAX, KJ_ENTRIES_MAX_COUNT, &js->entries,
-			   &js->job.n_entries)) < 0) {
-		snprintf(err, errlen, "the job's entries are malformed, too long or too many");
-		return r;
-	}
-	if ((r = take_headers(m, js, err, errlen)) < 0)
-		return r;
-	js->job.target = js->target;
-	js->job.source_name = js->source_name;
-	js->job.source = src->p;
-	js->job.source_len = src->len;
-	js->job.options = (const char *const *)js->options;
-	js->job.entries = (const char *const *)js->entries;
-	js->job.headers = js->headers;
-	return 0;
-}
-
-static int send_result(int fd, uint32_t id, int code, const struct kj__compile_out *out,
-		       uint64_t us)
+/* Sends the RESULT of job id (common/jobmsg.c encodes it). */
+static int send_result(int fd, uint32_t id, int code, const struct kj__compile_out *out, uint64_t us)
 {
 	struct kj__buf b = { 0 };
-	int r = kj__msg_begin(&b, KJ_MSG_RESULT, id);
+	struct kj__result res = { code, out->data, out->len, out->log, out->lowered, out->error, us };
+	int r = kj__result_encode(&b, id, &res);
 
-	if (r == 0)
-		r = kj__msg_put_i32(&b, KJ_F_CODE, code);
-	if (r == 0 && code == 0)
-		r = kj__msg_put(&b, KJ_F_DATA, out->data, out->len);
-	if (r == 0 && out->log)
-		r = kj__msg_put_str(&b, KJ_F_LOG, out->log);
-	if (r == 0 && code == 0 && out->lowered)
-		r = kj__msg_put_str(&b, KJ_F_LOWERED, out->lowered);
-	if (r == 0 && out->error)
-		r = kj__msg_put_str(&b, KJ_F_ERROR, out->error);
-	if (r == 0)
-		r = kj__msg_put_u64(&b, KJ_F_COMPILE_US, us);
-	if (r == 0)
-		r = kj__msg_end(&b);
 	if (r == 0)
 		r = kj__frame_write_fd(fd, &b);
 	kj__buf_free(&b);
@@ -450,7 +295,7 @@ static int serve(const struct kj__compiler_ops *ops, void *state, int fd, const 
 		struct kj__frame_hdr h;
 		uint8_t *body = NULL;
 		struct kj__msg m = { 0 };
-		struct job_store js;
+		struct kj__job_msg js;
 		struct kj__compile_out out = { 0 };
 		char err[512] = "";
 		int r = kj__frame_read_fd(fd, -1, &h, &body);
@@ -461,9 +306,8 @@ static int serve(const struct kj__compiler_ops *ops, void *state, int fd, const 
 			free(body);
 			return WORKER_EXIT_PROTO;
 		}
-		memset(&js, 0, sizeof js);
 		uint64_t t0 = kj__now_us();
-		r = decode_job(&m, &js, err, sizeof err);
+		r = kj__job_decode(&m, &js, err, sizeof err);
 		if (r < 0)
 			kj__out_error(&out, r, err[0] ? err : kjit_strerror(r));
 		else if ((r = job_dir_enter(tmpdir, jobs, dir, sizeof dir)) < 0)
@@ -479,7 +323,7 @@ static int serve(const struct kj__compiler_ops *ops, void *state, int fd, const 
 			w = send_result(fd, h.id, r, &out, us);
 		}
 		kj__compile_out_free(&out);
-		job_free(&js);
+		kj__job_msg_clear(&js);
 		kj__msg_free(&m);
 		free(body);
 		if (w < 0)

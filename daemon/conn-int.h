@@ -10,7 +10,7 @@ struct kj__conn {
 	uv_timer_t idle;
 	struct kj__daemon *d;
 	struct kj__conn *prev, *next;
-	struct kj__framer in;
+	struct kj__frames in;        /* common/frames.c: a refused frame's body is skipped there */
 	size_t out_pending;          /* bytes queued in uv_write, not yet written */
 	unsigned inflight;           /* requests read but not yet answered */
 	size_t inflight_bytes;       /* their frame bytes, counted since inflight was last 0 */
@@ -20,7 +20,6 @@ struct kj__conn {
 	int closing;
 	int counted;                 /* counted against its uid (quota.c) */
 	uint64_t charged;            /* bytes of the frame being read, charged to uid */
-	uint64_t skip;               /* bytes of a refused frame still to read and drop */
 	struct held {                /* the charge of each request in flight, by id */
 		uint32_t id;
 		uint64_t len;

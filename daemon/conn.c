@@ -51,7 +51,7 @@ void kj__conn_ref(struct kj__conn *c)
 static void conn_free(struct kj__conn *c)
 {
 	kj__hitctr_free(c->ctr);
-	kj__framer_free(&c->in);
+	kj__frames_free(&c->in);
 	free(c);
 }
 
@@ -232,7 +232,7 @@ void kj__conn_arm_timer(struct kj__conn *c)
 {
 	if (c->closing || c->sink)
 		return;
-	if ((c->in.len > 0 || c->skip > 0) && c->inflight == 0 && c->out_pending == 0)
+	if (kj__frames_begun(&c->in) && c->inflight == 0 && c->out_pending == 0)
 		uv_timer_start(&c->idle, on_idle, KJ_CLIENT_IDLE_TIMEOUT_MS, 0);
 	else if (c->inflight == 0 && c->out_pending == 0 && c->d->cfg.conn_idle_ms > 0)
 		uv_timer_start(&c->idle, on_silent, c->d->cfg.conn_idle_ms, 0);
@@ -250,7 +250,7 @@ static int charge_frame(struct kj__conn *c)
 	struct kj__frame_hdr h;
 	char err[512];
 
-	if (c->charged || c->in.len < KJ_FRAME_HDR_SIZE || kj__frame_hdr_decode(c->in.p, &h) < 0 || h.len == 0)
+	if (c->charged || kj__frames_peek(&c->in, &h) <= 0 || h.len == 0)
 		return 0;
 	int r = kj__quota_charge(c->d, c->uid, h.len, err, sizeof err);
 	if (r == 0) {
@@ -259,13 +259,7 @@ static int charge_frame(struct kj__conn *c)
 	}
 	c->inflight++; /* its busy reply answers it (others may be in flight) */
 	kj__conn_error(c, h.id, r, "%s", err);
-	size_t total = KJ_FRAME_HDR_SIZE + (size_t)h.len;
-	if (c->in.len >= total) {
-		kj__framer_consume(&c->in, &h);
-	} else {
-		c->skip = total - c->in.len;
-		c->in.len = 0;
-	}
+	kj__frames_skip(&c->in); /* its body is dropped as it comes */
 	return 1;
 }
 
@@ -284,10 +278,10 @@ static void process_frames(struct kj__conn *c)
 
 	kj__conn_ref(c);
 	c->processing = 1;
-	while (!c->closing && c->out_pending == 0 && !saturated(c) && c->skip == 0) {
+	while (!c->closing && c->out_pending == 0 && !saturated(c)) {
 		if (charge_frame(c))
 			continue;
-		if ((r = kj__framer_next(&c->in, &h, &body)) == 0)
+		if ((r = kj__frames_next(&c->in, &h, &body)) == 0)
 			break;
 		if (r < 0) {
 			if (r == KJIT_ETOOBIG)
@@ -311,7 +305,7 @@ static void process_frames(struct kj__conn *c)
 		}
 		c->dispatch(c->d, c, &h, body);
 		if (!c->closing)
-			kj__framer_consume(&c->in, &h);
+			kj__frames_consume(&c->in);
 		kj__quota_release(c->d, c->uid, c->charged);
 		c->charged = 0;
 	}
@@ -335,13 +329,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		kj__conn_close(c);
 		return;
 	}
-	c->in.len += (size_t)nread;
-	if (c->skip > 0) { /* the rest of a refused frame */
-		size_t n = c->skip < c->in.len ? (size_t)c->skip : c->in.len;
-		memmove(c->in.p, c->in.p + n, c->in.len - n);
-		c->in.len -= n;
-		c->skip -= n;
-	}
+	kj__frames_wrote(&c->in, (size_t)nread); /* drops what is left of a refused frame */
 	process_frames(c);
 }
 

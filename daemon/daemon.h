@@ -25,6 +25,7 @@
 #include "cache.h"
 #include "detect.h"
 #include "kj_limits.h"
+#include "frames.h"
 #include "proto.h"
 
 struct kj__daemon;
@@ -85,23 +86,9 @@ struct kj__config {
 	int idle_timeout_set;       /* given on the command line */
 };
 
-/* Frame reassembly from a byte stream (client connections, worker pipes). */
-struct kj__framer {
-	uint8_t *p;
-	size_t len;
-	size_t cap;
-};
-/* Appends n bytes; KJIT_ENOMEM. */
-int kj__framer_feed(struct kj__framer *f, const char *p, size_t n);
-/* If a whole frame is buffered, returns 1 with *h and *body (pointing into
- * the buffer, valid until kj__framer_consume) set; 0 if more bytes are
- * needed; KJIT_EPROTO / KJIT_ETOOBIG for a bad header (h filled as far as
- * it was read). */
-int kj__framer_next(struct kj__framer *f, struct kj__frame_hdr *h, const uint8_t **body);
-void kj__framer_consume(struct kj__framer *f, const struct kj__frame_hdr *h);
-void kj__framer_free(struct kj__framer *f);
-/* Hands libuv a buffer at the end of the framer's storage. */
-void kj__framer_alloc(struct kj__framer *f, size_t suggested, uv_buf_t *buf);
+/* Frames from a libuv stream (client connections, worker pipes): the one
+ * reader of common/frames.h; this hands libuv its room (framer.c). */
+void kj__framer_alloc(struct kj__frames *f, size_t suggested, uv_buf_t *buf);
 
 /* A compile job as the pool sees it. */
 struct kj__job {

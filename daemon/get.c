@@ -134,25 +134,22 @@ struct job_result {
 
 static void job_result_decode(int code, const struct kj__msg *res, struct job_result *jr)
 {
+	struct kj__result rm;
+	char err[KJ_RESULT_ERROR_MAX];
+
 	jr->code = code;
-	if (code == 0 && res) {
-		if (kj__field_i32(kj__msg_get(res, KJ_F_CODE), &jr->code) < 0)
-			jr->code = KJIT_EWORKER;
-		kj__field_strdup(kj__msg_get(res, KJ_F_LOG), KJ_LOG_MAX + 64, &jr->log);
-		kj__field_strdup(kj__msg_get(res, KJ_F_ERROR), 1024, &jr->err);
-		int low = kj__field_strdup(kj__msg_get(res, KJ_F_LOWERED), KJ_LOWERED_MAX, &jr->lowered);
-		kj__field_u64(kj__msg_get(res, KJ_F_COMPILE_US), &jr->us);
-		jr->data = kj__msg_get(res, KJ_F_DATA);
-		if (jr->code == 0 && (jr->data == NULL || jr->data->len == 0 || jr->data->len > KJ_OBJECT_MAX)) {
-			jr->code = jr->data && jr->data->len > KJ_OBJECT_MAX ? KJIT_ETOOBIG : KJIT_EWORKER;
-			free(jr->err);
-			jr->err = kj__strdup(jr->code == KJIT_ETOOBIG ? "the compiled object is over the size limit"
-								       : "the compiler returned no object");
-		}
-		if (jr->code == 0 && (low < 0 || !kj__lowered_ok(jr->lowered))) { /* cached and sent with every hit */
-			jr->code = KJIT_EWORKER;
-			free(jr->err);
-			jr->err = kj__strdup("the worker's lowered names are malformed or over the size cap");
+	if (code == 0 && res) { /* common/jobmsg.c checks every field */
+		int r = kj__result_decode(res, &rm, err, sizeof err);
+		if (r < 0) {
+			jr->code = r;
+			jr->err = kj__strdup(err);
+		} else {
+			jr->code = rm.code;
+			jr->log = rm.log;
+			jr->err = rm.error;
+			jr->lowered = rm.lowered;
+			jr->us = rm.compile_us;
+			jr->data = rm.data ? kj__msg_get(res, KJ_F_DATA) : NULL; /* the field rm.data points into */
 		}
 	}
 	/* To a client, KJIT_ETIMEDOUT means the daemon did not answer; a
@@ -279,23 +276,29 @@ static char *join_options(char **v, size_t n)
 
 static int build_job(struct kj__flight *f, const struct kj__get_req *g, const struct kj__includes *inc)
 {
-	struct kj__buf *b = &f->job.frame;
-	int r = kj__msg_begin(b, KJ_MSG_JOB, f->job.id);
-
-	r = r ? r : kj__msg_put_str(b, KJ_F_TARGET, f->e.target);
-	for (size_t i = 0; r == 0 && i < g->n_options; i++)
-		r = kj__msg_put_str(b, KJ_F_OPTION, g->options[i]);
 	/* hip, cuda: the object is the module's whatever entries are asked;
 	 * each waiter's are checked against it when it comes (reply.c) */
-	for (size_t i = 0; r == 0 && kj__cache_key_entries_in(g->backend) && i < g->n_entries; i++)
-		r = kj__msg_put_str(b, KJ_F_ENTRY, g->entries[i]);
-	r = r ? r : kj__msg_put_str(b, KJ_F_SOURCE_NAME, f->source_name);
-	r = r ? r : kj__msg_put(b, KJ_F_SOURCE, g->source, g->source_len);
-	for (size_t i = 0; r == 0 && i < inc->n; i++) {
-		r = kj__msg_put_str(b, KJ_F_HEADER_NAME, inc->names[i]);
-		r = r ? r : kj__msg_put(b, KJ_F_HEADER_DATA, inc->data[i], inc->len[i]);
-	}
-	return r ? r : kj__msg_end(b);
+	int entries = kj__cache_key_entries_in(g->backend);
+	struct kj__compile_job job = {
+		.target = f->e.target,
+		.options = (const char *const *)g->options,
+		.n_options = g->n_options,
+		.entries = (const char *const *)g->entries,
+		.n_entries = entries ? g->n_entries : 0,
+		.source_name = f->source_name,
+		.source = g->source,
+		.source_len = g->source_len,
+		.n_headers = inc->n,
+	};
+	struct kj__header *h = calloc(inc->n + 1, sizeof *h);
+	if (h == NULL)
+		return KJIT_ENOMEM;
+	for (size_t i = 0; i < inc->n; i++)
+		h[i] = (struct kj__header){ inc->names[i], inc->data[i], inc->len[i] };
+	job.headers = h;
+	int r = kj__job_encode(&f->job.frame, f->job.id, &job); /* common/jobmsg.c */
+	free(h);
+	return r;
 }
 
 /* A miss for an AMD target with features set (gfx90a:xnack+) that describes

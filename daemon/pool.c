@@ -33,7 +33,7 @@ struct worker {
 	uv_timer_t timer;
 	struct kj__pool *pool;
 	struct worker *next;
-	struct kj__framer in;
+	struct kj__frames in;
 	struct kj__job *job;      /* the job being compiled, or NULL */
 	int hello;                /* HELLO received */
 	int abandoned;            /* killed by us: its exit is expected */
@@ -177,7 +177,7 @@ static void on_worker_handle_closed(uv_handle_t *h)
 		int r = w->tmpdir[0] ? kj__rm_rf(w->tmpdir) : 0;
 		if (r < 0)
 			kj__log(w->pool->d, "cannot remove worker directory %s: %s", w->tmpdir, strerror(-r));
-		kj__framer_free(&w->in);
+		kj__frames_free(&w->in);
 		free(w);
 	}
 }
@@ -353,8 +353,8 @@ static void worker_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		uv_read_stop(s);
 		return;
 	}
-	w->in.len += (size_t)nread;
-	while ((r = kj__framer_next(&w->in, &h, &body)) != 0) {
+	kj__frames_wrote(&w->in, (size_t)nread);
+	while ((r = kj__frames_next(&w->in, &h, &body)) != 0) {
 		if (r < 0) {
 			worker_lost(w, KJIT_EWORKER, "the compile worker broke the protocol; it was replaced");
 			return;
@@ -367,7 +367,7 @@ static void worker_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		lost = x == NULL;
 		if (lost)
 			return;
-		kj__framer_consume(&w->in, &h);
+		kj__frames_consume(&w->in);
 	}
 }
 

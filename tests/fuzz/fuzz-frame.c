@@ -1,4 +1,5 @@
-/* fuzz-frame.c: the framing of common/proto.c and daemon/framer.c.
+/* fuzz-frame.c: the framing of common/proto.c and its one frame reader,
+ * common/frames.c (daemon/framer.c hands libuv its room).
  *
  * The input is a byte stream as a client would send it.  Checked:
  *  - kj__frame_hdr_decode on its first 12 bytes, and kj__msg_decode on the
@@ -6,10 +7,11 @@
  *  - every accessor on every field (strdup with several caps, u32, i32,
  *    u64), kj__msg_next walks and kj__msg_get, with their contracts;
  *  - re-encoding a decoded body with kj__msg_put gives the same bytes;
- *  - the daemon's kj__framer fed the stream in chunks whose sizes come from
- *    the input bytes (half through kj__framer_feed, half the way libuv does
- *    it, through kj__framer_alloc), yields exactly the frames a plain
- *    linear parse of the stream finds, and stops at the same bad header.
+ *  - the frame reader fed the stream in chunks whose sizes come from the
+ *    input bytes (half through kj__frames_feed, half the way libuv does it,
+ *    through kj__framer_alloc and kj__frames_wrote), yields exactly the
+ *    frames a plain linear parse of the stream finds, and stops at the
+ *    same bad header, with kj__frames_need 0 at each whole frame.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -146,7 +148,7 @@ static void parse_linear(const uint8_t *p, size_t size, struct linear *L)
  * against the linear parse. */
 static void check_framer(const uint8_t *data, size_t size, const struct linear *L)
 {
-	struct kj__framer f = { 0 };
+	struct kj__frames f = { 0 };
 	size_t fed = 0, k = 0, consumed = 0, step = 0;
 	int stopped = 0;
 
@@ -157,21 +159,22 @@ static void check_framer(const uint8_t *data, size_t size, const struct linear *
 		if (n > size - fed)
 			n = size - fed;
 		if (step++ & 1) {
-			FUZZ_ASSERT(kj__framer_feed(&f, (const char *)data + fed, n) == 0);
+			FUZZ_ASSERT(kj__frames_feed(&f, data + fed, n) == 0);
 		} else {
 			uv_buf_t buf;
 			kj__framer_alloc(&f, sel * 257u, &buf);
 			FUZZ_ASSERT(buf.base != NULL && buf.len >= n);
 			FUZZ_ASSERT((uint8_t *)buf.base == f.p + f.len);
 			memcpy(buf.base, data + fed, n);
-			f.len += n; /* what conn.c's on_read does */
+			kj__frames_wrote(&f, n); /* what conn.c's on_read does */
 		}
 		fed += n;
-		FUZZ_ASSERT(f.len == fed - consumed && f.len <= f.cap);
+		FUZZ_ASSERT(kj__frames_buffered(&f) + (f.have_hdr ? KJ_FRAME_HDR_SIZE : 0) == fed - consumed &&
+			    f.len <= f.cap);
 		for (;;) {
 			struct kj__frame_hdr h;
 			const uint8_t *body = NULL;
-			int r = kj__framer_next(&f, &h, &body);
+			int r = kj__frames_next(&f, &h, &body);
 			if (r == 0)
 				break;
 			if (r < 0) {
@@ -181,19 +184,19 @@ static void check_framer(const uint8_t *data, size_t size, const struct linear *
 				break;
 			}
 			FUZZ_ASSERT(k < L->n && consumed == L->off[k]);
-			FUZZ_ASSERT(body == f.p + KJ_FRAME_HDR_SIZE);
-			FUZZ_ASSERT(memcmp(f.p, data + consumed, KJ_FRAME_HDR_SIZE + h.len) == 0);
+			FUZZ_ASSERT(kj__frames_need(&f) == 0 && body == f.p + f.off);
+			FUZZ_ASSERT(memcmp(body, data + consumed + KJ_FRAME_HDR_SIZE, h.len) == 0);
 			check_body(body, h.len, h.type, h.id);
 			consumed += KJ_FRAME_HDR_SIZE + (size_t)h.len;
-			kj__framer_consume(&f, &h);
+			kj__frames_consume(&f);
 			k++;
-			FUZZ_ASSERT(f.len == fed - consumed);
+			FUZZ_ASSERT(kj__frames_buffered(&f) + (f.have_hdr ? KJ_FRAME_HDR_SIZE : 0) == fed - consumed);
 		}
 	}
 	if (!stopped) /* every frame seen, and no bad header missed */
 		FUZZ_ASSERT(k == L->n && L->end_code == 0);
-	kj__framer_free(&f);
-	kj__framer_free(&f);
+	kj__frames_free(&f);
+	kj__frames_free(&f);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
