@@ -552,6 +552,7 @@ int kj__cache_get(struct kj__cache *c, const char *key, struct kj__cache_entry *
 	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
+		r = 0; /* not kj__pub_entry's KJIT_ENOENT: a row found while another publish is in flight */
 		kj__db_row_entry(st, &row);
 		*e = row;
 		e->source_name = kj__cache_strdup(c, row.source_name);

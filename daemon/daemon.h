@@ -418,74 +418,70 @@ int kj__get_req_wants_lowered(const struct kj__get_req *g);
  * (for fuzzing).  0 or the code the client would get, reason in err. */
 int kj__get_check(const struct kj__msg *m, char *err, size_t errlen);
 
-/* explain.c: `kjit get --explain`.  For the waiter (c, id) of key's open
- * flight: what differs between the request (ki, its key's components) and
- * the nearest earlier entry of source_name, as text in the waiter's
- * explain (sent with the object).  Never fails the request. */
-void kj__explain_attach(struct kj__daemon *d, const char *key, int backend, const char *source_name,
-			const struct kj__key_input *ki, struct kj__conn *c, uint32_t id);
+/* explain.c: `kjit get --explain`.  What differs between a request
+ * resolved to key (ki, its key's components) and the nearest earlier
+ * entry of source_name, as text (malloc'd; sent with the object).  Never
+ * fails the request: without memory, a text saying so (NULL only if even
+ * that cannot be had). */
+char *kj__explain_text(struct kj__daemon *d, int backend, const char *source_name, const char *key,
+		       const struct kj__key_input *ki);
 
-/* flight.c: single-flight, one compile per key (docs in flight.c). */
-struct kj__waiter {
-	struct kj__conn *c;          /* referenced while in the flight */
-	uint32_t id;
-	int no_compile;              /* fetch only: a miss is refused, not compiled */
-	char *explain;               /* --explain: why it was not a hit (explain.c), sent with the object; owned */
-	char *want;                  /* the entry points it asked for, "NAME\n" each, checked
-				      * against the object (hip, cuda: reply.c); NULL: none; owned */
-	uint8_t fp[32];              /* a joiner's GET body fingerprint, for the hit table */
-	int has_fp;                  /* (w[0]'s is the flight's fp) */
-};
-struct kj__flight {
-	char key[65];
-	struct kj__daemon *d;
-	struct kj__waiter *w;        /* w[0] opened the flight */
-	size_t n_w, cap_w;
-	struct kj__job job;
-	struct kj__cache_entry e;    /* what the index will say; strings below */
-	char *source_name, *options, *compiler;
-	struct kj__buf recipe;       /* the request without target and version */
-	uid_t uid;                   /* who opened it, charged for its job and recipe */
-	uint64_t charged;
-	uint64_t t0;
-	uint8_t fp[32];              /* w[0]'s GET body fingerprint, for the hit table */
-	int has_fp;
-	uint64_t hits_gen;           /* the hit table's generation when the flight opened */
-	struct kj__pool *pool;       /* the compiler family it runs on */
-	struct kj__remote_lease *lease; /* fleet lease while compiling (fleet.c); released on free */
-};
+/* flight.c, flight-job.c, flight-serve.c, flight-remote.c: the miss, one
+ * flight per key (docs in flight.c).  A flight is opaque outside these
+ * files (its struct is in their private flight-int.h).  The table of open
+ * flights: new: 0 or KJIT_ENOMEM; free: frees it and every flight still in
+ * it (NULL: nothing); count: how many are open; foreach: calls fn on each
+ * (fn must not add or remove flights). */
+struct kj__flight;
 struct kj__flights;
-/* The table of open flights: 0 or KJIT_ENOMEM. */
+struct kj__remote_object;
 int kj__flights_new(struct kj__flights **out);
-/* Frees the table and every flight still in it (NULL: nothing). */
 void kj__flights_free(struct kj__flights *t);
-/* How many flights are open. */
 size_t kj__flights_count(const struct kj__flights *t);
-/* The open flight for key, or NULL. */
-struct kj__flight *kj__flights_find(struct kj__flights *t, const char *key);
-/* Adds f (no flight for its key open): 0 or KJIT_ENOMEM (not added). */
-int kj__flights_insert(struct kj__flights *t, struct kj__flight *f);
-/* Takes f, which is in t, out of it. */
-void kj__flights_remove(struct kj__flights *t, struct kj__flight *f);
-/* A new flight for key, with no waiter and nothing else set; NULL if out
- * of memory.  Freed with kj__flight_free (never while in the table). */
-struct kj__flight *kj__flight_new(struct kj__daemon *d, const char *key);
-/* Appends a waiter, taking a reference on c: 0 or KJIT_ENOMEM. */
-int kj__flight_add_waiter(struct kj__flight *f, struct kj__conn *c, uint32_t id);
-/* Drops the waiters' references and frees f and what it owns (NULL ok). */
-void kj__flight_free(struct kj__flight *f);
-/* The one publish sequence of a flight that got its object (a compile,
- * a remote hit): answers every waiter (w[0] with status, the others with
- * join_status), then puts the object in the shared hit table and starts
- * its publish (publish.c: the cache, its recipe and its requesters, the
- * disk work on a thread; served from memory meanwhile).  compile_ms: what
- * a hit will save.  0, or the error of starting it (logged and counted:
- * the clients have their answer, the object is just not cached); a later
- * failure is logged and counted the same way. */
-int kj__flight_publish(struct kj__flight *f, int status, int join_status, const uint8_t *data, size_t len,
-		       const char *log, const char *lowered, uint64_t compile_ms);
-/* Calls fn on every open flight (fn must not add or remove flights). */
 void kj__flights_foreach(struct kj__flights *t, void (*fn)(struct kj__flight *f, void *arg), void *arg);
+
+/* A miss as get.c resolved it, for kj__flight_open_or_join.  Pointers are
+ * borrowed for the call, except want, which the flight takes. */
+struct kj__miss {
+	struct kj__conn *c;          /* the client, and its request id */
+	uint32_t id;
+	uint64_t t0;                 /* when the request came */
+	const struct kj__get_req *q; /* the parsed request */
+	struct kj__pool *pool;       /* its compiler family's pool */
+	const char *key, *target, *version; /* what it resolved to */
+	const struct kj__includes *inc; /* its includes, resolved */
+	const struct kj__key_input *ki; /* its key's components (--explain) */
+	const uint8_t *fp;           /* the GET body's fingerprint for the hit table; NULL: kept out of it */
+	char *want;                  /* entries to check (hip, cuda), "NAME\n" each, or NULL; set NULL once taken */
+};
+/* Joins the open flight for m->key, or opens one (its index entry, compile
+ * job and replay recipe, then the fleet tier: remote lookup, lease, the
+ * compile or a refusal; it may end before this returns), and attaches the
+ * waiter's --explain text when asked.  0 (the client will be answered) or
+ * a code with the reason in err (nothing sent). */
+int kj__flight_open_or_join(struct kj__daemon *d, struct kj__miss *m, char *err, size_t errlen);
+
+/* For fleet.c (all on an open flight f, in the table).  daemon, key: what
+ * f belongs to and its key.  set_lease: f holds the fleet lease from now
+ * (released when f ends); take_lease: f's lease (NULL: none), f holding
+ * none after.  fits: 1 if the verified remote object o is what f asked
+ * for (metadata, entry list, the object's symbols), else 0, counted as
+ * forged and logged.  serve_remote: o answers every waiter (`remote hit`)
+ * and is published locally (kj__flight_publish's sequence, no remote
+ * publish), logged with how; frees f.  fail: every waiter gets code and
+ * line; frees f.  refuse_fetch_only: refuses the waiters that may not
+ * compile (every one on a --no-compile node); 1 if none is left (f freed),
+ * else 0.  compile: logs it and queues f's job (it may end, and free f,
+ * at once). */
+struct kj__daemon *kj__flight_daemon(const struct kj__flight *f);
+const char *kj__flight_key(const struct kj__flight *f);
+void kj__flight_set_lease(struct kj__flight *f, struct kj__remote_lease *lease);
+struct kj__remote_lease *kj__flight_take_lease(struct kj__flight *f);
+int kj__flight_fits(struct kj__flight *f, const struct kj__remote_object *o);
+void kj__flight_serve_remote(struct kj__flight *f, const struct kj__remote_object *o, const char *how);
+void kj__flight_fail(struct kj__flight *f, int code, const char *line);
+int kj__flight_refuse_fetch_only(struct kj__flight *f);
+void kj__flight_compile(struct kj__flight *f);
 
 /* reply.c: the replies to GET (get.c, fleet.c).  What an object reply
  * says besides the object's bytes. */
@@ -520,29 +516,10 @@ int kj__lowered_of(struct kj__daemon *d, const char *key, char **out, char **log
  * with "no entry point 'X' in WHAT; it has: A, B" in err.  object_entries:
  * key's list from the index into *list (malloc'd; NULL: not known), and
  * for a row that has none yet, from data's symbols, recorded in the index;
- * 0 or a negative code.  flight_check: answers each waiter of f whose
- * entries list lacks with that error and takes it out of f; 1 if the
- * waiter that opened f is still in it (its bytes may enter the shared hit
- * table), else 0. */
+ * 0 or a negative code. */
 char *kj__entries_join(char *const *v, size_t n);
 int kj__entries_missing(const char *list, const char *want, const char *what, char *err, size_t errlen);
 int kj__object_entries(struct kj__daemon *d, const char *key, const uint8_t *data, size_t len, char **list);
-int kj__flight_check_entries(struct kj__flight *f, const char *list);
-/* After f's publish: each joiner's bytes (has_fp) enter the shared hit
- * table with the object, as the opener's did; a joiner is there only if
- * its entries passed (kj__flight_check_entries).  Joiners of one key ask
- * for other entries of the module since entries left the key. */
-void kj__flight_hits_joiners(struct kj__flight *f, const uint8_t *data, size_t len);
-/* Answers every waiter of f with the object (status KJIT_STATUS_*). */
-void kj__flight_answer(struct kj__flight *f, int status, const uint8_t *data, size_t len, const char *log,
-		       const char *lowered);
-
-/* replay.c, for get.c and fleet.c: f's recipe (what replay needs to make
- * g again) into f->recipe: 0 or a negative code (then replay misses it);
- * and its storing in the cache once f's object is published (a failure is
- * logged). */
-int kj__flight_build_recipe(struct kj__flight *f, const struct kj__get_req *g);
-void kj__flight_store_recipe(struct kj__flight *f);
 
 /* fleet.c: the fleet tier on the request path (docs/remote.md).  start:
  * creates d->remote when --remote is set (nothing otherwise): 0 or a code
@@ -556,11 +533,12 @@ void kj__fleet_stop(struct kj__daemon *d);
  * or refuses (--no-compile, fetch-only waiters).  May answer and free f
  * before it returns. */
 void kj__fleet_miss(struct kj__flight *f);
-/* After a compile's local publish (off the request path): publishes the
- * object to the remote and gives f's lease up.  data/len NULL/0: the
- * compile failed; the lease is released so a waiter elsewhere takes over. */
-void kj__fleet_compiled(struct kj__flight *f, const uint8_t *data, size_t len, const char *log,
-			const char *lowered);
+/* Publishes the object v under key to the remote off the request path,
+ * consuming lease (NULL: none); with v NULL (the compile failed, or its
+ * value could not be made) or without a remote, just releases the lease
+ * so a waiter elsewhere takes over. */
+void kj__fleet_publish(struct kj__daemon *d, const char *key, const struct kj__remote_object *v,
+		       struct kj__remote_lease *lease);
 
 /* get.c: answers GET.  body/len are the raw request (valid through the
  * call): the memo is checked with them before anything is decoded; a body

@@ -1,10 +1,11 @@
 /* explain.c: why a request was not a hit (`kjit get --explain`).
  *
  * For a GET that asked (KJ_F_EXPLAIN) and is about to be compiled or joined,
- * kj__explain_attach compares its key's components with the earlier entries
- * of the same source name in the index, picks the nearest (fewest differing
+ * kj__explain_text (called by the flight module as the waiter enters its
+ * flight) compares its key's components with the earlier entries of the
+ * same source name in the index, picks the nearest (fewest differing
  * components; the most recently used among equals) and writes what differs
- * into the waiter's explain text, which reply.c sends with the object.  The
+ * into a text the waiter keeps, sent with the object (flight-serve.c).  The
  * components are the key's (cache/key.c): compiler identity, target,
  * runtime version, options (from the objects table), and, from the entry's
  * replay recipe (cache/recipe.c: the request it was built from), the source
@@ -258,17 +259,10 @@ static char *explain_text(struct kj__daemon *d, int backend, const char *source_
 	return (char *)b.p;
 }
 
-void kj__explain_attach(struct kj__daemon *d, const char *key, int backend, const char *source_name,
-			const struct kj__key_input *ki, struct kj__conn *c, uint32_t id)
+char *kj__explain_text(struct kj__daemon *d, int backend, const char *source_name, const char *key,
+		       const struct kj__key_input *ki)
 {
-	struct kj__flight *f = kj__flights_find(d->flights, key);
+	char *text = explain_text(d, backend, source_name ? source_name : "source", key, ki);
 
-	for (size_t i = 0; f && i < f->n_w; i++) {
-		if (f->w[i].c != c || f->w[i].id != id || f->w[i].explain)
-			continue;
-		f->w[i].explain = explain_text(d, backend, source_name ? source_name : "source", key, ki);
-		if (f->w[i].explain == NULL)
-			f->w[i].explain = kj__strdup("no explanation: kjitd ran out of memory making it\n");
-		return;
-	}
+	return text ? text : kj__strdup("no explanation: kjitd ran out of memory making it\n");
 }

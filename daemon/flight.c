@@ -1,31 +1,46 @@
-/* flight.c: single-flight, one compile per key.
+/* flight.c: the miss, one flight per key.
  *
- * A flight is a compile in progress and the requests waiting on it: the
+ * A flight is a miss in progress and the requests waiting on it: the
  * first waiter opened it, later requests for the same key join it and get
- * the same bytes.  The table of open flights is private to this file (an
- * open-addressing hash on the key's first 64 bits, at most half full,
- * backward-shift deletion) and owned by the daemon context; a flight is
- * in the table from kj__flights_insert until kj__flights_remove, which
- * get.c calls when its job ends and before it answers the waiters.  Each
- * waiter holds a reference on its connection until the flight is freed.
+ * the same bytes.  The flight module owns it whole, and struct kj__flight
+ * is private to it (flight-int.h, included by daemon/flight*.c only):
+ *  - flight.c: the table of open flights, a flight's life (new, waiters,
+ *    free), open or join (kj__flight_open_or_join, get.c's one call), the
+ *    replay recipe, and what fleet.c may know of a flight (key, lease);
+ *  - flight-job.c: opening one (its index entry, compile job, recipe,
+ *    quota), the compile, and the job's result (compiled or failed);
+ *  - flight-serve.c: the entry checks, the answers to the waiters,
+ *    refusals, and the one publish sequence;
+ *  - flight-remote.c: judging a remote value for a flight, serving it, and
+ *    making a compile's value for the fleet.
+ * fleet.c keeps only the conversation with remote/ (lookup, lease,
+ * recheck, publish) and calls these functions.
  *
- * kj__flight_publish is the one sequence that ends a flight with an
- * object, whatever brought it (a compile, get.c; a remote hit, fleet.c):
+ * The table of open flights is private to this file (an open-addressing
+ * hash on the key's first 64 bits, at most half full, backward-shift
+ * deletion) and owned by the daemon context; a flight is in the table from
+ * kj__flights_insert (when opened) until kj__flights_remove, which the
+ * module calls when the flight ends and before it answers the waiters.
+ * Each waiter holds a reference on its connection until the flight is
+ * freed.
+ *
+ * kj__flight_publish (flight-serve.c) is the one sequence that ends a
+ * flight with an object, whatever brought it (a compile, a remote hit):
  * the waiters are answered first, then the object enters the shared hit
  * table, and its publish starts (publish.c: the file, its fsyncs and the
  * digest on a thread; the index row, the recipe and the requesters back on
- * the loop), the object served from memory until it is done.
+ * the loop), the object served from memory until it is done; a compile's
+ * object is then offered to the fleet.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon.h"
+#include "flight-int.h"
 #include "kj_types.h"
 #include "remote.h"
 #include "util.h"
 
 #define FLIGHTS_MIN_CAP 64 /* slots at first use; doubles when half full */
-#define KJ_PUBLISH_UIDS_MAX 64 /* distinct requesters recorded per publish; more are rare and only cost `kjit ls` lines */
 
 struct kj__flights {
 	struct kj__flight **slot; /* cap slots, NULL = empty */
@@ -138,7 +153,7 @@ struct kj__flight *kj__flight_new(struct kj__daemon *d, const char *key)
 	return f;
 }
 
-int kj__flight_add_waiter(struct kj__flight *f, struct kj__conn *c, uint32_t id)
+int kj__flight_add_waiter(struct kj__flight *f, struct kj__miss *m)
 {
 	if (f->n_w == f->cap_w) {
 		size_t cap = f->cap_w ? f->cap_w * 2 : 4;
@@ -148,14 +163,17 @@ int kj__flight_add_waiter(struct kj__flight *f, struct kj__conn *c, uint32_t id)
 		f->w = w;
 		f->cap_w = cap;
 	}
-	kj__conn_ref(c);
-	f->w[f->n_w].c = c;
-	f->w[f->n_w].id = id;
-	f->w[f->n_w].no_compile = 0;
-	f->w[f->n_w].explain = NULL;
-	f->w[f->n_w].want = NULL;
-	f->w[f->n_w].has_fp = 0;
-	f->n_w++;
+	struct kj__waiter *w = &f->w[f->n_w++];
+	kj__conn_ref(m->c);
+	w->c = m->c;
+	w->id = m->id;
+	w->no_compile = m->q->no_compile;
+	w->explain = NULL;
+	w->want = m->want; /* checked when the object comes */
+	m->want = NULL;
+	w->has_fp = m->fp != NULL;
+	if (m->fp)
+		memcpy(w->fp, m->fp, sizeof w->fp);
 	return 0;
 }
 
@@ -176,38 +194,70 @@ void kj__flight_free(struct kj__flight *f)
 	free(f->source_name);
 	free(f->options);
 	free(f->compiler);
-	free((char *)f->e.entries); /* the object's entry list, set by get.c or fleet.c before the publish */
+	free((char *)f->e.entries); /* the object's entry list, set before the publish (flight-serve.c) */
 	free(f);
 }
 
-int kj__flight_publish(struct kj__flight *f, int status, int join_status, const uint8_t *data, size_t len,
-		       const char *log, const char *lowered, uint64_t compile_ms)
+struct kj__daemon *kj__flight_daemon(const struct kj__flight *f)
 {
-	struct kj__daemon *d = f->d;
-	struct kj__obj_reply o = { f->key, f->e.target, f->e.version, log, lowered, NULL };
+	return f->d;
+}
 
-	for (size_t i = 0; i < f->n_w; i++) {
-		o.explain = f->w[i].explain; /* --explain: this waiter's own */
-		kj__send_object(d, f->w[i].c, f->w[i].id, i ? join_status : status, &o, data, len);
-	}
-	/* What every waiter was just sent.  Not if the table was invalidated
-	 * while the flight was open (a header changed). */
-	if (f->has_fp)
-		kj__hits_put_fp(d, f->fp, f->hits_gen, f->key, f->e.target, f->e.version, data, len);
-	f->e.compile_ms = compile_ms;
-	f->e.log = log;
-	f->e.lowered = lowered;
-	uid_t uids[KJ_PUBLISH_UIDS_MAX];
-	size_t n = 0;
-	for (size_t i = 0; i < f->n_w && n < KJ_ARRAY_SIZE(uids); i++) {
-		uid_t u = kj__conn_uid(f->w[i].c);
-		size_t j = 0;
-		while (j < n && uids[j] != u)
-			j++;
-		if (j == n)
-			uids[n++] = u;
-	}
-	int r = kj__publish_start(d, &f->e, data, len, &f->recipe, uids, n);
-	f->e.log = f->e.lowered = NULL;
+const char *kj__flight_key(const struct kj__flight *f)
+{
+	return f->key;
+}
+
+void kj__flight_set_lease(struct kj__flight *f, struct kj__remote_lease *lease)
+{
+	f->lease = lease;
+}
+
+struct kj__remote_lease *kj__flight_take_lease(struct kj__flight *f)
+{
+	struct kj__remote_lease *lease = f->lease;
+
+	f->lease = NULL;
+	return lease;
+}
+
+int kj__flight_open_or_join(struct kj__daemon *d, struct kj__miss *m, char *err, size_t errlen)
+{
+	struct kj__flight *f = kj__flights_find(d->flights, m->key);
+	int r;
+
+	if (f == NULL) /* opens it: may end (and free f) before it returns */
+		return kj__flight_open(d, m, err, errlen);
+	r = kj__flight_add_waiter(f, m);
+	if (r == 0 && m->q->explain) /* why it was not a hit, sent with the object */
+		f->w[f->n_w - 1].explain =
+			kj__explain_text(d, m->q->backend, m->q->source_name ? m->q->source_name : "source", f->key, m->ki);
 	return r;
+}
+
+/* What replay needs to make this request again: the bundled kernel's name,
+ * or the source, its headers, entries and options. */
+int kj__flight_build_recipe(struct kj__flight *f, const struct kj__get_req *g)
+{
+	struct kj__buf *b = &f->recipe;
+	int r = kj__msg_begin(b, KJ_MSG_GET, 0);
+
+	r = r ? r : kj__msg_put_u32(b, KJ_F_BACKEND, (uint32_t)g->backend);
+	if (g->family) /* the compiler the request chose */
+		r = r ? r : kj__msg_put_str(b, KJ_F_COMPILER, g->family);
+	if (g->kernel) {
+		r = r ? r : kj__msg_put_str(b, KJ_F_KERNEL, g->kernel);
+		return r ? r : kj__msg_end(b);
+	}
+	r = r ? r : kj__msg_put_str(b, KJ_F_SOURCE_NAME, f->source_name);
+	r = r ? r : kj__msg_put(b, KJ_F_SOURCE, g->source, g->source_len);
+	for (size_t i = 0; r == 0 && i < g->n_entries; i++)
+		r = kj__msg_put_str(b, KJ_F_ENTRY, g->entries[i]);
+	for (size_t i = 0; r == 0 && i < g->n_options; i++)
+		r = kj__msg_put_str(b, KJ_F_OPTION, g->options[i]);
+	for (size_t i = 0; r == 0 && i < g->n_headers; i++) {
+		r = kj__msg_put_str(b, KJ_F_HEADER_NAME, g->hnames[i]);
+		r = r ? r : kj__msg_put(b, KJ_F_HEADER_DATA, g->hdata[i], g->hlen[i]);
+	}
+	return r ? r : kj__msg_end(b);
 }

@@ -7,12 +7,12 @@
  * the request is resolved to a key (resolve_key: target from the request,
  * else the daemon's --*-arch, else detection; includes; hash).  A cached
  * object is answered at once (answer_hit, the hot set first; every reply
- * is written by reply.c).  A miss joins the flight for its key if one is
- * open (single-flight, flight.c: one compile per key, the others answered
- * "joined" with the same bytes), or opens one and queues a compile job.
- * When the job ends every waiter is answered, then the object is published
- * (with its log, lowered names and recipe: replay.c), so a publish failure
- * (a full disk) costs the clients nothing but a later recompile.
+ * is written by reply.c).  A miss is handed, with what it resolved to, to
+ * the flight module (kj__flight_open_or_join, flight.c): it joins the
+ * flight for its key if one is open (one compile per key, the others
+ * answered "joined" with the same bytes) or opens one; from there the
+ * flight module answers it, publishes the object and offers it to the
+ * fleet.  get.c never sees a flight's fields.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -121,110 +121,6 @@ out:
 	return r;
 }
 
-/* ---- compile completion ---- */
-
-/* What a worker answered for a job. */
-struct job_result {
-	int32_t code;                /* for the client */
-	int counted_as;              /* for the counters: a timeout stays a timeout */
-	char *log, *err, *lowered;   /* malloc'd, or NULL */
-	const struct kj__field *data;
-	uint64_t us;
-};
-
-static void job_result_decode(int code, const struct kj__msg *res, struct job_result *jr)
-{
-	struct kj__result rm;
-	char err[KJ_RESULT_ERROR_MAX];
-
-	jr->code = code;
-	if (code == 0 && res) { /* common/jobmsg.c checks every field */
-		int r = kj__result_decode(res, &rm, err, sizeof err);
-		if (r < 0) {
-			jr->code = r;
-			jr->err = kj__strdup(err);
-		} else {
-			jr->code = rm.code;
-			jr->log = rm.log;
-			jr->err = rm.error;
-			jr->lowered = rm.lowered;
-			jr->us = rm.compile_us;
-			jr->data = rm.data ? kj__msg_get(res, KJ_F_DATA) : NULL; /* the field rm.data points into */
-		}
-	}
-	/* To a client, KJIT_ETIMEDOUT means the daemon did not answer; a
-	 * compile that ran out of time is its worker's failure. */
-	jr->counted_as = jr->code;
-	if (jr->code == KJIT_ETIMEDOUT)
-		jr->code = KJIT_EWORKER;
-}
-
-/* Every waiter gets the failure; a source's own fault is remembered. */
-static void job_failed(struct kj__flight *f, const struct job_result *jr, const char *error)
-{
-	struct kj__daemon *d = f->d;
-	const char *why = jr->err ? jr->err : error ? error : kjit_strerror(jr->code);
-	char line[1200];
-
-	if (jr->code == KJIT_ECOMPILE)
-		snprintf(line, sizeof line, "%s rejected %s for %s: %s", kj__pool_family(f->pool),
-			 f->source_name ? f->source_name : "the source", f->e.target, why);
-	else
-		snprintf(line, sizeof line, "%s", why);
-	for (size_t i = 0; i < f->n_w; i++) {
-		kj__count_error(d, jr->counted_as);
-		kj__send_failure(f->w[i].c, f->w[i].id, jr->code, line, jr->log);
-	}
-	if (jr->code == KJIT_ECOMPILE) /* the source's fault: answer its repeats from memory */
-		kj__negcache_put(d->negcache, f->key, jr->code, line, jr->log);
-	kj__log(d, "compile %s failed: %s", f->key, line);
-	kj__fleet_compiled(f, NULL, 0, NULL, NULL);
-}
-
-/* Every waiter gets the object (the first "compiled", the others
- * "joined"), then it is published (flight.c), then offered to the fleet. */
-static void job_compiled(struct kj__flight *f, const struct job_result *jr)
-{
-	struct kj__daemon *d = f->d;
-	const uint8_t *data = jr->data->p;
-	size_t len = jr->data->len;
-
-	d->stats[KJ_STAT_COMPILES]++;
-	d->stats[KJ_STAT_COMPILE_MS] += jr->us / 1000;
-	if (f->n_w > 1) {
-		d->stats[KJ_STAT_JOINED] += f->n_w - 1;
-		d->stats[KJ_STAT_SAVED_MS] += (f->n_w - 1) * (jr->us / 1000);
-	}
-	/* the object's entry points: every waiter's are checked (hip, cuda:
-	 * not in the key), and the index keeps them beside the object */
-	char *list = NULL;
-	if (kj__entries_list(data, len, &list) < 0)
-		list = NULL; /* not recorded: filled at its first hit with entries */
-	f->e.entries = list; /* the flight's now */
-	if (!kj__flight_check_entries(f, list))
-		f->has_fp = 0; /* the opener's bytes must not find this object in the hit table */
-	kj__flight_publish(f, KJIT_STATUS_COMPILED, KJIT_STATUS_JOINED, data, len, jr->log, jr->lowered, jr->us / 1000);
-	kj__flight_hits_joiners(f, data, len);
-	kj__fleet_compiled(f, data, len, jr->log, jr->lowered);
-}
-
-static void on_job_done(struct kj__job *job, int code, const struct kj__msg *res, const char *error)
-{
-	struct kj__flight *f = job->data;
-	struct job_result jr = { 0 };
-
-	kj__flights_remove(f->d->flights, f);
-	job_result_decode(code, res, &jr);
-	if (jr.code < 0)
-		job_failed(f, &jr, error);
-	else
-		job_compiled(f, &jr);
-	free(jr.log);
-	free(jr.err);
-	free(jr.lowered);
-	kj__flight_free(f);
-}
-
 /* The target when the request has none: configuration, then detection. */
 static int default_target(struct kj__daemon *d, int backend, const char **out, const char **from)
 {
@@ -241,64 +137,6 @@ static int default_target(struct kj__daemon *d, int backend, const char **out, c
 		}
 	}
 	return KJIT_ENOTARGET;
-}
-
-/* The object's extension: a CUDA target gives a cubin (sm_NN) or PTX
- * (compute_NN), or a fatbin when nvcc's --fatbin is among the options. */
-static const char *object_ext(const struct kj__get_req *q, const char *target)
-{
-	switch (q->backend) {
-	case KJIT_BACKEND_HIP: return "hsaco";
-	case KJIT_BACKEND_CUDA:
-		for (size_t i = 0; i < q->n_options; i++)
-			if (kj__cuda_fatbin_opt(q->options[i]))
-				return "fatbin";
-		return strncmp(target, "compute_", 8) == 0 ? "ptx" : "cubin";
-	default: return "spv";
-	}
-}
-
-static char *join_options(char **v, size_t n)
-{
-	struct kj__buf b = { 0 };
-
-	for (size_t i = 0; i < n; i++)
-		if ((i && kj__buf_append(&b, " ", 1) < 0) || kj__buf_append(&b, v[i], strlen(v[i])) < 0) {
-			kj__buf_free(&b);
-			return NULL;
-		}
-	if (kj__buf_append(&b, "", 1) < 0) {
-		kj__buf_free(&b);
-		return NULL;
-	}
-	return (char *)b.p;
-}
-
-static int build_job(struct kj__flight *f, const struct kj__get_req *g, const struct kj__includes *inc)
-{
-	/* hip, cuda: the object is the module's whatever entries are asked;
-	 * each waiter's are checked against it when it comes (reply.c) */
-	int entries = kj__cache_key_entries_in(g->backend);
-	struct kj__compile_job job = {
-		.target = f->e.target,
-		.options = (const char *const *)g->options,
-		.n_options = g->n_options,
-		.entries = (const char *const *)g->entries,
-		.n_entries = entries ? g->n_entries : 0,
-		.source_name = f->source_name,
-		.source = g->source,
-		.source_len = g->source_len,
-		.n_headers = inc->n,
-	};
-	struct kj__header *h = calloc(inc->n + 1, sizeof *h);
-	if (h == NULL)
-		return KJIT_ENOMEM;
-	for (size_t i = 0; i < inc->n; i++)
-		h[i] = (struct kj__header){ inc->names[i], inc->data[i], inc->len[i] };
-	job.headers = h;
-	int r = kj__job_encode(&f->job.frame, f->job.id, &job); /* common/jobmsg.c */
-	free(h);
-	return r;
 }
 
 /* A miss for an AMD target with features set (gfx90a:xnack+) that describes
@@ -452,78 +290,23 @@ static int answer_resolved(struct get_req *g, struct resolved *rs, int lowered)
 
 /* ---- a miss: one compile per key ---- */
 
-/* Joins the open flight for rs->key, or opens one: its index entry, the
- * compile job and the replay recipe, then hands it to the fleet tier
- * (fleet.c: remote lookup, lease, then the compile job).  0 (g's client
- * will be answered when the job ends) or a code, reason in err. */
+/* Joins the open flight for rs->key, or opens one (flight.c: its job,
+ * recipe, the fleet tier, then the compile), with the GET body's
+ * fingerprint for the hit table unless lowered names must go with the
+ * object (the table holds none).  0 (g's client will be answered when the
+ * flight ends) or a code, reason in err. */
 static int join_or_open_flight(struct get_req *g, struct resolved *rs, char *err, size_t errlen)
 {
-	struct kj__daemon *d = g->d;
-	const struct kj__get_req *q = &g->q;
-	struct kj__pool *pool = g->pool;
-	struct kj__flight *f = kj__flights_find(d->flights, rs->key);
-	int r = KJIT_ENOMEM;
+	uint8_t fp[32];
+	int has_fp = g->raw && !kj__get_req_wants_lowered(&g->q) && kj__sha256(g->raw, g->raw_len, fp) == 0;
+	struct kj__miss m = {
+		.c = g->c, .id = g->id, .t0 = g->t0, .q = &g->q, .pool = g->pool,
+		.key = rs->key, .target = rs->target, .version = rs->version,
+		.inc = &rs->inc, .ki = &rs->ki, .fp = has_fp ? fp : NULL, .want = rs->want,
+	};
+	int r = kj__flight_open_or_join(g->d, &m, err, errlen);
 
-	if (f) {
-		r = kj__flight_add_waiter(f, g->c, g->id);
-		if (r == 0) {
-			f->w[f->n_w - 1].no_compile = q->no_compile;
-			struct kj__waiter *w = &f->w[f->n_w - 1];
-			w->want = rs->want; /* checked when the object comes */
-			rs->want = NULL;
-			w->has_fp = g->raw && !kj__get_req_wants_lowered(q) && kj__sha256(g->raw, g->raw_len, w->fp) == 0;
-		}
-		return r;
-	}
-	if ((f = kj__flight_new(d, rs->key)) == NULL)
-		return KJIT_ENOMEM;
-	f->t0 = g->t0;
-	/* The hit table gets the object by these bytes, unless lowered names
-	 * must go with it (the table holds none). */
-	f->has_fp = g->raw && !kj__get_req_wants_lowered(q) && kj__sha256(g->raw, g->raw_len, f->fp) == 0;
-	f->hits_gen = kj__hits_gen(d);
-	f->job.data = f;
-	f->job.done = on_job_done;
-	f->job.id = g->id;
-	f->pool = pool;
-	memcpy(f->e.key, rs->key, sizeof rs->key);
-	f->e.backend = q->backend;
-	snprintf(f->e.target, sizeof f->e.target, "%s", rs->target);
-	snprintf(f->e.version, sizeof f->e.version, "%s", rs->version);
-	snprintf(f->e.ext, sizeof f->e.ext, "%s", object_ext(q, rs->target));
-	f->source_name = kj__strdup(q->source_name ? q->source_name : "source");
-	f->options = join_options(q->options, q->n_options);
-	f->compiler = kj__strdup(kj__pool_identity(pool));
-	f->e.source_name = f->source_name;
-	f->e.options = f->options;
-	f->e.compiler = f->compiler;
-	if (!f->source_name || !f->options || !f->compiler || kj__flight_add_waiter(f, g->c, g->id) < 0)
-		goto fail;
-	f->w[0].no_compile = q->no_compile;
-	f->w[0].want = rs->want;
-	rs->want = NULL;
-	r = build_job(f, q, &rs->inc);
-	if (r < 0) {
-		snprintf(err, errlen, "the request is too large to hand to a compiler");
-		goto fail;
-	}
-	if (kj__flight_build_recipe(f, q) != 0)
-		kj__buf_free(&f->recipe); /* replay will miss it; the compile goes on */
-	/* A queued compile holds its job frame and recipe until it ends, even
-	 * if its client leaves: charged to the uid that opened it. */
-	f->uid = kj__conn_uid(g->c);
-	r = kj__quota_charge(d, f->uid, f->job.frame.len + f->recipe.len, err, errlen);
-	if (r < 0)
-		goto fail;
-	f->charged = f->job.frame.len + f->recipe.len;
-	f->job.uid = f->uid;
-	r = kj__flights_insert(d->flights, f);
-	if (r < 0)
-		goto fail;
-	kj__fleet_miss(f); /* remote, lease, compile or refusal: may finish (and free f) at once */
-	return 0;
-fail:
-	kj__flight_free(f);
+	rs->want = m.want; /* NULL once the flight took it */
 	return r;
 }
 
@@ -572,9 +355,7 @@ static void get_resolved(void *arg, int code, const char *error)
 		goto out;
 	}
 	d->stats[KJ_STAT_MISSES]++;
-	r = join_or_open_flight(g, &rs, err, sizeof err);
-	if (r == 0 && g->q.explain) /* why it was not a hit, sent with the object */
-		kj__explain_attach(d, rs.key, g->q.backend, g->q.source_name, &rs.ki, g->c, g->id);
+	r = join_or_open_flight(g, &rs, err, sizeof err); /* --explain's text goes with the object */
 	if (r == 0)
 		goto out;
 fail:

@@ -5,8 +5,9 @@
  *
  * A recipe is the GET frame a request would send, without its target and
  * version: the source and headers (or the bundled kernel's name), entry
- * points and options.  get.c stores it, content-addressed, when it
- * publishes an object (kj__cache_recipe_store).  Replay feeds each recipe,
+ * points and options.  The flight module makes it when a flight opens
+ * (flight.c) and its publish stores it, content-addressed, with the object
+ * (publish.c, cache/recipe.c).  Replay feeds each recipe,
  * with the target the object was built for, through the ordinary GET path
  * on an internal connection, and answers the admin client once every
  * request has been answered.
@@ -231,47 +232,4 @@ static void replay_start(void *arg)
 	for (size_t i = 0; i < n; i++)
 		submit(rp, i);
 	kj__conn_unref(self);
-}
-
-/* ---- recording a recipe (get.c, fleet.c) ---- */
-
-/* What replay needs to make this request again: the bundled kernel's name,
- * or the source, its headers, entries and options. */
-int kj__flight_build_recipe(struct kj__flight *f, const struct kj__get_req *g)
-{
-	struct kj__buf *b = &f->recipe;
-	int r = kj__msg_begin(b, KJ_MSG_GET, 0);
-
-	r = r ? r : kj__msg_put_u32(b, KJ_F_BACKEND, (uint32_t)g->backend);
-	if (g->family) /* the compiler the request chose */
-		r = r ? r : kj__msg_put_str(b, KJ_F_COMPILER, g->family);
-	if (g->kernel) {
-		r = r ? r : kj__msg_put_str(b, KJ_F_KERNEL, g->kernel);
-		return r ? r : kj__msg_end(b);
-	}
-	r = r ? r : kj__msg_put_str(b, KJ_F_SOURCE_NAME, f->source_name);
-	r = r ? r : kj__msg_put(b, KJ_F_SOURCE, g->source, g->source_len);
-	for (size_t i = 0; r == 0 && i < g->n_entries; i++)
-		r = kj__msg_put_str(b, KJ_F_ENTRY, g->entries[i]);
-	for (size_t i = 0; r == 0 && i < g->n_options; i++)
-		r = kj__msg_put_str(b, KJ_F_OPTION, g->options[i]);
-	for (size_t i = 0; r == 0 && i < g->n_headers; i++) {
-		r = kj__msg_put_str(b, KJ_F_HEADER_NAME, g->hnames[i]);
-		r = r ? r : kj__msg_put(b, KJ_F_HEADER_DATA, g->hdata[i], g->hlen[i]);
-	}
-	return r ? r : kj__msg_end(b);
-}
-
-void kj__flight_store_recipe(struct kj__flight *f)
-{
-	struct kj__daemon *d = f->d;
-	uint8_t dg[KJ_SHA256_LEN];
-	char hex[65];
-
-	if (f->recipe.len <= KJ_FRAME_HDR_SIZE ||
-	    kj__sha256(f->recipe.p + KJ_FRAME_HDR_SIZE, f->recipe.len - KJ_FRAME_HDR_SIZE, dg) < 0)
-		return;
-	kj__hex(dg, hex);
-	if (kj__cache_recipe_store(d->cache, f->key, hex, f->recipe.p, f->recipe.len) < 0)
-		kj__log(d, "could not store the recipe of %s: `kjit warm --replay` will not rebuild it", f->key);
 }

@@ -1,5 +1,5 @@
-/* reply.c: the replies to GET, for get.c (hits, compiles, refusals) and
- * fleet.c (remote hits): an object with what goes with it (key, target,
+/* reply.c: the replies to GET, for get.c (hits, refusals) and the flight
+ * module (compiles, joins, remote hits; flight-serve.c): an object with what goes with it (key, target,
  * version, the compile log, the lowered names of C++ name expressions),
  * or a failure with its one line and log; and the counters replies move.
  *
@@ -111,17 +111,6 @@ int kj__lowered_of(struct kj__daemon *d, const char *key, char **out, char **log
 	return r;
 }
 
-void kj__flight_answer(struct kj__flight *f, int status, const uint8_t *data, size_t len, const char *log,
-		       const char *lowered)
-{
-	struct kj__obj_reply o = { f->key, f->e.target, f->e.version, log, lowered, NULL };
-
-	for (size_t i = 0; i < f->n_w; i++) {
-		o.explain = f->w[i].explain; /* --explain: this waiter's own */
-		kj__send_object(f->d, f->w[i].c, f->w[i].id, status, &o, data, len);
-	}
-}
-
 char *kj__entries_join(char *const *v, size_t n)
 {
 	struct kj__buf b = { 0 };
@@ -194,39 +183,4 @@ int kj__object_entries(struct kj__daemon *d, const char *key, const uint8_t *dat
 	if (*list && kj__cache_set_entries(d->cache, key, *list) < 0)
 		kj__log(d, "could not record the entry points of %s", key);
 	return 0;
-}
-
-int kj__flight_check_entries(struct kj__flight *f, const char *list)
-{
-	struct kj__daemon *d = f->d;
-	char what[300], err[1024];
-	size_t kept = 0;
-	int opener_ok = 1;
-
-	snprintf(what, sizeof what, "the object of %s for %s", f->source_name ? f->source_name : "the source",
-		 f->e.target);
-	for (size_t i = 0; i < f->n_w; i++) {
-		struct kj__waiter *w = &f->w[i];
-		int r = kj__entries_missing(list, w->want, what, err, sizeof err);
-		if (r == 0) {
-			f->w[kept++] = *w;
-			continue;
-		}
-		if (i == 0)
-			opener_ok = 0;
-		kj__count_error(d, r);
-		kj__send_failure(w->c, w->id, r, err, NULL);
-		free(w->explain);
-		free(w->want);
-		kj__conn_unref(w->c);
-	}
-	f->n_w = kept;
-	return opener_ok;
-}
-
-void kj__flight_hits_joiners(struct kj__flight *f, const uint8_t *data, size_t len)
-{
-	for (size_t i = 0; i < f->n_w; i++) /* w[0] too: the opener may have left (its entry missing) */
-		if (f->w[i].has_fp && (!f->has_fp || memcmp(f->w[i].fp, f->fp, sizeof f->fp) != 0))
-			kj__hits_put_fp(f->d, f->w[i].fp, f->hits_gen, f->key, f->e.target, f->e.version, data, len);
 }

@@ -1,0 +1,257 @@
+/* flight-remote.c: a flight and the fleet's values: whether a remote
+ * value is what the flight asked for, serving it, and the value a compile
+ * publishes.
+ *
+ * Part of the flight module (flight.c says how it is split; the struct is
+ * in flight-int.h); fleet.c holds the conversation with remote/ and calls
+ * kj__flight_fits and kj__flight_serve_remote with what it got, and
+ * flight-serve.c calls kj__flight_offer after a compile's local publish.
+ *
+ * Trust (docs/remote.md): a remote value is served only if it decoded and
+ * verified in remote-value.c (its digest; on a node with a fleet secret,
+ * its HMAC over the Redis key, metadata and object) and here it is for
+ * what was asked: its metadata names the request's backend, target and
+ * runtime version, its entry list covers the request's entry points, and
+ * the object itself has them where its symbols can be listed
+ * (kj__entries_check).  Anything else is counted (remote forged), never
+ * served, and the node compiles as on a miss; its publish overwrites the
+ * value.  KJO2 values carry the lowered names of C++ name expressions in a
+ * field of their own; a KJO1 value (read only by a node without a secret)
+ * carries them in its log as "kjit: lowered name: EXPR = LOWERED" lines
+ * (common/lowered.h), taken out of it here.  A served value goes through
+ * the one publish sequence (kj__flight_publish) as a compile does, except
+ * the publish back to the remote.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "compint.h"
+#include "flight-int.h"
+#include "kj_limits.h"
+#include "kj_types.h"
+#include "lowered.h"
+#include "proto.h"
+#include "remote.h"
+#include "sha.h"
+#include "util.h"
+
+/* The entry points f's job asks for, NUL-terminated back to back in b,
+ * and pointers to them in v (KJ_ENTRIES_MAX_COUNT at most): how many, or a
+ * negative code. */
+static int job_entries(const struct kj__flight *f, struct kj__buf *b, const char **v)
+{
+	struct kj__msg m;
+	size_t pos = 0, n = 0;
+	const struct kj__field *fl;
+	int r = KJIT_EPROTO;
+
+	if (f->job.frame.len < KJ_FRAME_HDR_SIZE ||
+	    kj__msg_decode(f->job.frame.p + KJ_FRAME_HDR_SIZE, f->job.frame.len - KJ_FRAME_HDR_SIZE, &m) < 0)
+		return r;
+	r = 0;
+	while (r == 0 && (fl = kj__msg_next(&m, KJ_F_ENTRY, &pos)) != NULL) {
+		if (n == KJ_ENTRIES_MAX_COUNT || memchr(fl->p, '\0', fl->len) != NULL || fl->len == 0)
+			r = KJIT_EPROTO;
+		else if (kj__buf_append(b, fl->p, fl->len) < 0 || kj__buf_append(b, "", 1) < 0)
+			r = KJIT_ENOMEM;
+		else
+			n++;
+	}
+	kj__msg_free(&m);
+	if (r < 0)
+		return r;
+	for (size_t i = 0, off = 0; i < n; i++) {
+		v[i] = (const char *)b->p + off;
+		off += strlen(v[i]) + 1;
+	}
+	return (int)n;
+}
+
+/* What a published value lists as its entry points, NUL-terminated back
+ * to back in b: the object's full list (f->e.entries), so a node asking
+ * for another entry of the module is served (whole names, up to
+ * KJ_REMOTE_ENTRIES_MAX: a node judges a listable object by its symbols
+ * anyway); for an object whose symbols cannot be listed, the job's and
+ * the waiters' entries, the ones it was asked and served for.  0 or a
+ * negative code. */
+static int value_entries(const struct kj__flight *f, struct kj__buf *b, const char **v)
+{
+	int r = f->e.entries ? 0 : job_entries(f, b, v);
+
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i <= f->n_w; i++) {
+		/* the object's list; else each waiter's entries */
+		const char *p = f->e.entries ? (i ? "" : f->e.entries) : i < f->n_w ? f->w[i].want : NULL;
+		while (p && *p) {
+			const char *nl = strchr(p, '\n');
+			size_t l = nl ? (size_t)(nl - p) : strlen(p);
+			if (b->len + l + 1 > KJ_REMOTE_ENTRIES_MAX)
+				return 0; /* whole names, as many as fit */
+			if (kj__buf_append(b, p, l) < 0 || kj__buf_append(b, "", 1) < 0)
+				return KJIT_ENOMEM;
+			p += l + (nl != NULL);
+		}
+	}
+	return 0;
+}
+
+/* The start of a KJO2 value's metadata for f: what must match. */
+static char *meta_of(const struct kj__flight *f)
+{
+	return kj__asprintf("backend=%d\ntarget=%s\nversion=%s\n", f->e.backend, f->e.target, f->e.version);
+}
+
+/* s[0..n) for a log line: at most cap - 1 bytes, each control or non-ASCII
+ * byte a '.', so what a writer to the Redis put in a value (its metadata,
+ * its object's symbol names) cannot forge lines of kjitd's log.  out may
+ * be s. */
+static void printable(char *out, size_t cap, const char *s, size_t n)
+{
+	size_t i = 0;
+
+	for (; i < n && i + 1 < cap; i++)
+		out[i] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '.';
+	out[i] = '\0';
+}
+
+/* hip, cuda (entries not in the key): an object whose symbols cannot be
+ * listed is judged by the value's signed entry list, which must cover
+ * every waiter's entries; one whose symbols can be is judged per waiter
+ * when it is answered (flight-serve.c), a missing entry being the request's
+ * error, not the value's.  1 if it fits, else 0 with why in err. */
+static int waiters_covered(const struct kj__flight *f, const struct kj__remote_object *o, char *err, size_t errlen)
+{
+	const char *v[KJ_ENTRIES_MAX_COUNT];
+	char *list = NULL;
+	int r = kj__entries_list(o->data, o->size, &list);
+
+	free(list);
+	if (r <= 0 || o->format != 2)
+		return 1; /* listable (checked per waiter), or a KJO1 value: not judged, as before */
+	for (size_t i = 0; i < f->n_w; i++) {
+		size_t n = 0;
+		for (const char *p = f->w[i].want; p && *p && n < KJ_ENTRIES_MAX_COUNT; p = strchr(p, '\n') + 1)
+			v[n++] = p;
+		for (size_t k = 0; k < n; k++) {
+			char one[KJ_NAME_MAX + 1];
+			const char *one_v[1] = { one };
+			snprintf(one, sizeof one, "%.*s", (int)(strchr(v[k], '\n') - v[k]), v[k]);
+			if (!kj__remote_entries_cover(o, one_v, 1)) {
+				snprintf(err, errlen, "its entry list does not cover the request's");
+				return 0;
+			}
+		}
+	}
+	return 1;
+}
+
+int kj__flight_fits(struct kj__flight *f, const struct kj__remote_object *o)
+{
+	struct kj__buf b = { 0 };
+	const char *want[KJ_ENTRIES_MAX_COUNT];
+	char *meta = meta_of(f), err[512] = "";
+	int n = job_entries(f, &b, want);
+
+	if (meta == NULL || n < 0)
+		snprintf(err, sizeof err, "the request's entry points cannot be read (%s)", kjit_strerror(meta ? n : KJIT_ENOMEM));
+	else if (o->format == 2 && (o->meta_len < strlen(meta) || memcmp(o->meta, meta, strlen(meta)) != 0))
+		snprintf(err, sizeof err, "its metadata names another backend, target or version: %.*s",
+			 (int)(o->meta_len > 200 ? 200 : o->meta_len), o->meta ? o->meta : "");
+	else if (o->format == 2 && !kj__remote_entries_cover(o, want, (size_t)n))
+		snprintf(err, sizeof err, "its entry list does not cover the request's");
+	else if (waiters_covered(f, o, err, sizeof err))
+		kj__entries_check(o->data, o->size, want, (size_t)n, err, sizeof err); /* err set: not there */
+	free(meta);
+	kj__buf_free(&b);
+	if (err[0] == '\0')
+		return 1;
+	kj__remote_note_forged(f->d->remote);
+	printable(err, sizeof err, err, strlen(err)); /* its metadata, the object's symbol names */
+	kj__log(f->d, "remote value for %s not served: %s; compiling it here (remote forged)", f->key, err);
+	return 0;
+}
+
+/* A verified remote object: answered to every waiter, then cached locally
+ * (with its log, lowered names and this request's recipe, so `kjit show`
+ * and `kjit warm --replay` work). */
+void kj__flight_serve_remote(struct kj__flight *f, const struct kj__remote_object *o, const char *how)
+{
+	struct kj__daemon *d = f->d;
+	char *all = o->log_len ? kj__strndup(o->log, o->log_len) : NULL, *log = NULL, *lowered = NULL;
+	int split;
+
+	if (o->format == 2) { /* the names have a field of their own */
+		log = all;
+		all = NULL;
+		lowered = o->lowered_len ? kj__strndup(o->lowered, o->lowered_len) : NULL;
+		split = (o->log_len == 0 || log) && (o->lowered_len == 0 || lowered);
+	} else {
+		split = kj__lowered_split_log(all, &log, &lowered) == 0;
+	}
+
+	if (!split) { /* no memory: the whole log goes (libkjit reads the names there), nothing is cached */
+		log = all;
+		all = NULL;
+	}
+	free(all);
+	kj__flights_remove(d->flights, f);
+	/* the object's entry points: each waiter's checked, the index keeps them */
+	kj__flight_check_object(f, o->data, o->size);
+	d->stats[KJ_STAT_REMOTE_HITS] += f->n_w;
+	if (split) { /* the one publish sequence: waiters, hit table, cache, recipe, requesters */
+		kj__flight_publish(f, KJIT_STATUS_REMOTE, KJIT_STATUS_REMOTE, o->data, o->size, log, lowered, 0);
+	} else { /* answered, not cached, as any failed publish */
+		kj__flight_answer(f, KJIT_STATUS_REMOTE, o->data, o->size, log, lowered);
+		d->stats[KJ_STAT_PUBLISH_ERRORS]++;
+		kj__log(d, "could not store %s (%s): served, not cached", f->key, kjit_strerror(KJIT_ENOMEM));
+	}
+	kj__log(d, "remote hit %s: %s for %s (%zu bytes, %s, %zu request%s)", f->key, f->source_name, f->e.target,
+		o->size, how, f->n_w, f->n_w == 1 ? "" : "s");
+	free(log);
+	free(lowered);
+	kj__flight_free(f);
+}
+
+void kj__flight_offer(struct kj__flight *f, const uint8_t *data, size_t len, const char *log, const char *lowered)
+{
+	struct kj__daemon *d = f->d;
+	struct kj__remote_lease *lease = kj__flight_take_lease(f);
+	char digest[KJ_SHA256_HEX_LEN + 1];
+	uint8_t dg[KJ_SHA256_LEN];
+
+	if (d->remote == NULL || data == NULL) {
+		kj__fleet_publish(d, f->key, NULL, lease);
+		return;
+	}
+	if (kj__hex_ok(f->e.sha256)) {
+		memcpy(digest, f->e.sha256, sizeof digest);
+	} else if (kj__sha256(data, len, dg) == 0) {
+		kj__hex(dg, digest);
+	} else {
+		kj__fleet_publish(d, f->key, NULL, lease);
+		return;
+	}
+	const uint8_t *recipe = f->recipe.len > KJ_FRAME_HDR_SIZE ? f->recipe.p : NULL;
+	struct kj__buf ents = { 0 };
+	const char *want[KJ_ENTRIES_MAX_COUNT];
+	char *meta = kj__asprintf("backend=%d\ntarget=%s\nversion=%s\next=%s\ncompiler=%s\n", f->e.backend,
+				  f->e.target, f->e.version, f->e.ext, f->e.compiler ? f->e.compiler : "");
+	if (meta == NULL || value_entries(f, &ents, want) < 0) { /* not published: nothing is lost */
+		free(meta);
+		kj__buf_free(&ents);
+		kj__fleet_publish(d, f->key, NULL, lease);
+		return;
+	}
+	struct kj__remote_object v = {
+		.data = data, .size = len, .log = log, .log_len = log ? strlen(log) : 0,
+		.recipe = recipe, .recipe_len = recipe ? f->recipe.len : 0,
+		.meta = meta, .meta_len = strlen(meta),
+		.entries = (const char *)ents.p, .entries_len = ents.len,
+		.lowered = lowered, .lowered_len = lowered ? strlen(lowered) : 0,
+	};
+	memcpy(v.digest, digest, sizeof digest);
+	kj__fleet_publish(d, f->key, &v, lease); /* consumes the lease; failures are counted there */
+	free(meta);
+	kj__buf_free(&ents);
+}
