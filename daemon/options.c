@@ -45,6 +45,7 @@ static const char usage_text[] =
 	"             [--remote-max-object SIZE] [--no-compile]\n"
 	"             [--shared-hit-table | --no-shared-hit-table]\n"
 	"             [--idle-timeout SECONDS] [--max-conns-per-uid N] [--conn-idle-timeout SECONDS]\n"
+	"             [--max-resolves-per-uid N]\n"
 	"             [--max-request-bytes SIZE] [--max-request-bytes-per-uid SIZE] [--max-size-per-uid SIZE]\n"
 	"             [--worker-user NAME]\n";
 
@@ -56,7 +57,7 @@ enum {
 	OPT_SHARED_HITS, OPT_NO_SHARED_HITS,
 	OPT_FAILED_TTL, OPT_CUDA_COMPILER,
 	OPT_IDLE_TIMEOUT, OPT_CONNS_PER_UID, OPT_CONN_IDLE, OPT_REQ_BYTES, OPT_REQ_BYTES_UID,
-	OPT_ADMIN_GID, OPT_MAX_SIZE_UID, OPT_WORKER_USER,
+	OPT_ADMIN_GID, OPT_MAX_SIZE_UID, OPT_WORKER_USER, OPT_RESOLVES_PER_UID,
 };
 
 static const struct option long_opts[] = {
@@ -94,6 +95,7 @@ static const struct option long_opts[] = {
 	{ "no-shared-hit-table", no_argument, NULL, OPT_NO_SHARED_HITS },
 	{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
 	{ "max-conns-per-uid", required_argument, NULL, OPT_CONNS_PER_UID },
+	{ "max-resolves-per-uid", required_argument, NULL, OPT_RESOLVES_PER_UID },
 	{ "conn-idle-timeout", required_argument, NULL, OPT_CONN_IDLE },
 	{ "max-request-bytes", required_argument, NULL, OPT_REQ_BYTES },
 	{ "max-request-bytes-per-uid", required_argument, NULL, OPT_REQ_BYTES_UID },
@@ -281,6 +283,11 @@ static int parse_limit_opt(int c, const char *arg, struct kj__config *cfg)
 			return kj__usage_error("--max-conns-per-uid '%s': expected a number (0: no cap)", arg);
 		cfg->conn_max_per_uid = v ? (unsigned)v : UINT_MAX;
 		return 0;
+	case OPT_RESOLVES_PER_UID: /* GETs resolving at once per uid (offhash.c) */
+		if (parse_uint(arg, 1000000, &v) < 0)
+			return kj__usage_error("--max-resolves-per-uid '%s': expected a number (0: no cap)", arg);
+		cfg->resolve_max_per_uid = v ? (unsigned)v : UINT_MAX;
+		return 0;
 	case OPT_REQ_BYTES:
 	case OPT_REQ_BYTES_UID:
 		if (kj__parse_size(arg, &size) < 0 || size < (1u << 20))
@@ -441,6 +448,10 @@ int kj__options_defaults(struct kj__config *cfg)
 		cfg->conn_max_per_uid = KJ_CONN_PER_UID_MAX;
 	else if (cfg->conn_max_per_uid == UINT_MAX)
 		cfg->conn_max_per_uid = 0;
+	if (cfg->resolve_max_per_uid == 0)
+		cfg->resolve_max_per_uid = KJ_RESOLVE_PER_UID_MAX;
+	else if (cfg->resolve_max_per_uid == UINT_MAX)
+		cfg->resolve_max_per_uid = 0;
 	if (cfg->conn_idle_ms == 0)
 		cfg->conn_idle_ms = KJ_CONN_IDLE_MS;
 	else if (cfg->conn_idle_ms == UINT64_MAX)
