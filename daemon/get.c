@@ -349,7 +349,8 @@ static int join_or_open_flight(struct get_req *g, struct kj__offhash *rs, char *
 			struct kj__waiter *w = &f->w[f->n_w - 1];
 			w->want = rs->want; /* checked when the object comes */
 			rs->want = NULL;
-			w->has_fp = g->raw && !kj__get_req_wants_lowered(q) && kj__sha256(g->raw, g->raw_len, w->fp) == 0;
+			w->has_fp = g->raw && !kj__get_req_wants_lowered(q) && rs->has_fp; /* digest: offhash.c */
+			memcpy(w->fp, rs->fp, sizeof w->fp);
 		}
 		return r;
 	}
@@ -358,7 +359,8 @@ static int join_or_open_flight(struct get_req *g, struct kj__offhash *rs, char *
 	f->t0 = g->t0;
 	/* The hit table gets the object by these bytes, unless lowered names
 	 * must go with it (the table holds none). */
-	f->has_fp = g->raw && !kj__get_req_wants_lowered(q) && kj__sha256(g->raw, g->raw_len, f->fp) == 0;
+	f->has_fp = g->raw && !kj__get_req_wants_lowered(q) && rs->has_fp; /* digest: offhash.c, off the loop */
+	memcpy(f->fp, rs->fp, sizeof f->fp);
 	f->hits_gen = kj__hits_gen(d);
 	f->job.data = f;
 	f->job.done = on_job_done;
