@@ -78,7 +78,7 @@ struct kj__config {
 	int no_hit_table;           /* --no-shared-hit-table: no fast path at all */
 	/* Limits per peer uid and in total (quota.c, docs/reliability.md). */
 	unsigned conn_max_per_uid;  /* --max-conns-per-uid; 0: no cap */
-	unsigned resolve_max_per_uid; /* --max-resolves-per-uid (offhash.c); 0: no cap */
+	unsigned resolve_max_per_uid; /* --max-resolves-per-uid (offhash.c); 0: the default, UINT_MAX: no cap */
 	uint64_t conn_idle_ms;      /* --conn-idle-timeout: a connection silent this long is closed; 0: never */
 	uint64_t buf_max_total;     /* --max-request-bytes */
 	uint64_t buf_max_per_uid;   /* --max-request-bytes-per-uid */

@@ -15,17 +15,20 @@
  *    table, negcache, stats) are read and changed only in done, on the loop.
  *  - At most KJ_RESOLVE_RUNNING_MAX runs are on the pool at once, so a
  *    publish or an admin task queued behind them waits for at most that
- *    many; the rest wait here, in arrival order (their bytes are already
- *    charged to their uid, quota.c).  A uid with cfg.resolve_max_per_uid
- *    running or waiting gets "kjitd is busy ... retry" for the next, as a
- *    uid over its byte quota does: waiting would let one user queue the
- *    others' requests behind its own.
+ *    many; the rest wait here (their bytes are already charged to their
+ *    uid, quota.c), and the next to run is the oldest of a uid with none
+ *    running, else the oldest: a pipelined flood from one uid (a
+ *    kjit_get_many of hundreds) does not hold another uid's request behind
+ *    it.  A uid with cfg.resolve_max_per_uid running or waiting gets
+ *    "kjitd is busy ... retry" for the next, as a uid over its byte quota
+ *    does: the quota bounds their bytes, the cap their count.
  *  - Every started resolution gets exactly one done.  When kjitd stops,
  *    those waiting here end at once with KJIT_ESHUTDOWN, those on the pool
  *    are cancelled if not yet begun (done with KJIT_ESHUTDOWN) or finish
  *    (done sees d->stopping): the loop runs until the last has returned,
  *    as publish.c's runs do.
  */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -195,18 +198,42 @@ static void run(struct kj__daemon *d, struct kj__offhash *h)
 	on_done(&h->work, 0);
 }
 
+/* 1 if a resolve of uid is on the pool. */
+static int uid_running(const struct kj__daemon *d, uid_t uid)
+{
+	for (const struct kj__offhash *h = d->hash_run; h; h = h->next)
+		if (h->uid == uid)
+			return 1;
+	return 0;
+}
+
+/* Takes the next to run out of the waiting queue: the first of a uid with
+ * nothing on the pool, else the oldest, so one uid's flood of pipelined
+ * misses does not hold another's behind it. */
+static struct kj__offhash *take_waiting(struct kj__daemon *d)
+{
+	struct kj__offhash **pp = &d->hash_wait, **pick = pp, *prev = NULL, *pick_prev = NULL, *h;
+
+	for (; (h = *pp) != NULL; prev = h, pp = &h->next) {
+		if (!uid_running(d, h->uid)) {
+			pick = pp;
+			pick_prev = prev;
+			break;
+		}
+	}
+	h = *pick;
+	*pick = h->next;
+	if (d->hash_wait_tail == h)
+		d->hash_wait_tail = pick_prev;
+	h->next = NULL;
+	return h;
+}
+
 /* Moves those waiting onto the pool while there is room. */
 static void start_waiting(struct kj__daemon *d)
 {
-	struct kj__offhash *h;
-
-	while (!d->stopping && d->hash_n_run < KJ_RESOLVE_RUNNING_MAX && (h = d->hash_wait) != NULL) {
-		d->hash_wait = h->next;
-		if (d->hash_wait == NULL)
-			d->hash_wait_tail = NULL;
-		h->next = NULL;
-		run(d, h);
-	}
+	while (!d->stopping && d->hash_n_run < KJ_RESOLVE_RUNNING_MAX && d->hash_wait != NULL)
+		run(d, take_waiting(d));
 }
 
 /* Resolutions of uid running or waiting. */
@@ -229,6 +256,10 @@ int kj__offhash_start(struct kj__offhash *h)
 	int r;
 
 	h->err[0] = '\0';
+	if (cap == 0) /* not given */
+		cap = KJ_RESOLVE_PER_UID_MAX;
+	else if (cap == UINT_MAX) /* given as 0 */
+		cap = 0;
 	if (d->stopping)
 		return KJIT_ESHUTDOWN;
 	if ((r = resolve_target(h)) < 0)

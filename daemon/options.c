@@ -448,10 +448,6 @@ int kj__options_defaults(struct kj__config *cfg)
 		cfg->conn_max_per_uid = KJ_CONN_PER_UID_MAX;
 	else if (cfg->conn_max_per_uid == UINT_MAX)
 		cfg->conn_max_per_uid = 0;
-	if (cfg->resolve_max_per_uid == 0)
-		cfg->resolve_max_per_uid = KJ_RESOLVE_PER_UID_MAX;
-	else if (cfg->resolve_max_per_uid == UINT_MAX)
-		cfg->resolve_max_per_uid = 0;
 	if (cfg->conn_idle_ms == 0)
 		cfg->conn_idle_ms = KJ_CONN_IDLE_MS;
 	else if (cfg->conn_idle_ms == UINT64_MAX)
