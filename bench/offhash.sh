@@ -4,6 +4,7 @@
 # kjitd, in one run, alternating R rounds (default 2).
 #
 #   bench/offhash.sh BASE_KJITD [R]
+#   PARTS=hop bench/offhash.sh BASE_KJITD 6     (only the thread hop; PARTS=ping: only the pings)
 #
 # For each daemon, a fresh cache, --hip-compiler test (it echoes the
 # source), 2 compile workers:
@@ -21,6 +22,7 @@ BIN="$TOP/$BUILD/bench"
 KJIT="$TOP/$BUILD/kjit"
 BASE=${1:?usage: offhash.sh BASE_KJITD [ROUNDS]}
 R=${2:-2}
+PARTS=${PARTS:-ping hop}
 T=$(mktemp -d "${TMPDIR:-/tmp}/kjit-offhash.XXXXXX")
 export KJIT_NO_AUTOSTART=1 KJIT_PROCESS_MEMO=0
 DPID=""
@@ -52,11 +54,14 @@ head -c 12288 /dev/urandom | base64 -w 100 | head -c 16384 >"$T/k16.hip"
 one() { # KJITD NAME
 	local salt out
 	salt=$(( $(date +%s%N) % 1000000000 + 1 ))
-	start_daemon "$1" "$2"
-	"$KJIT" get --source "$T/k16.hip" --backend hip --target gfx90a -o /dev/null >/dev/null 2>&1 # workers up
-	out=$("$BIN/bench-hashping" --salt "$salt" -c 2 -n 60) || out="failed"
-	printf '%-4s ping while 2 clients send 1 MiB memo misses: pings p50_us p99_us max_us streams_ms: %s\n' "$2" "$out"
-	stop_daemon
+	case " $PARTS " in *" ping "*)
+		start_daemon "$1" "$2"
+		"$KJIT" get --source "$T/k16.hip" --backend hip --target gfx90a -o /dev/null >/dev/null 2>&1 # workers up
+		out=$("$BIN/bench-hashping" --salt "$salt" -c 2 -n 60) || out="failed"
+		printf '%-4s ping while 2 clients send 1 MiB memo misses: pings p50_us p99_us max_us streams_ms: %s\n' "$2" "$out"
+		stop_daemon
+	esac
+	case " $PARTS " in *" hop "*) ;; *) return 0 ;; esac
 	start_daemon "$1" "$2" --memo-size 1 --no-shared-hit-table
 	out=$("$BIN/bench-hitlat" --source "$T/k16.hip" --backend hip --target gfx90a -n 2000 -w 20 --want hit) ||
 		out="failed"
