@@ -4,8 +4,9 @@
  * (the memo) is answered from the cache before its body is even decoded.
  * Otherwise the request is parsed and checked (request.c), its bundled
  * kernel (if named) read, and once its compiler's pool knows its identity
- * the request is resolved to a key (resolve_key: target from the request,
- * else the daemon's --*-arch, else detection; includes; hash).  A cached
+ * the request is resolved to a key on a thread of libuv's pool (offhash.c:
+ * target from the request, else the daemon's --*-arch, else detection;
+ * includes; hash), answered back on the loop (get_answer).  A cached
  * object is answered at once (answer_hit, the hot set first; every reply
  * is written by reply.c).  A miss joins the flight for its key if one is
  * open (single-flight, flight.c: one compile per key, the others answered
@@ -295,8 +296,8 @@ static int build_job(struct kj__flight *f, const struct kj__get_req *g, const st
  * the process's mode (not an explicit request for that build) may be served
  * by an object built for a compatible target with fewer features set
  * (gfx90a:xnack+ is served by gfx90a): their keys were computed with the
- * request's (offhash.c).  The first cached, most specific first; NULL if
- * none, else its index in h's alternatives. */
+ * request's (offhash.c).  The index in h's alternatives of the first
+ * cached, most specific first; -1 if none. */
 static int compatible_object(struct kj__daemon *d, const struct kj__offhash *h)
 {
 	for (size_t i = 0; i < h->n_alt; i++)
