@@ -64,6 +64,8 @@
 #define KJ_CONN_IDLE_MS 300000             /* a connection with nothing in flight silent this long is closed (clients reconnect) */
 #define KJ_REQ_BYTES_MAX (512ull << 20)    /* request bytes in flight and queued, all uids: bounds RSS under a flood */
 #define KJ_REQ_BYTES_PER_UID_MAX (160ull << 20) /* per uid: the largest request (4 MiB source + 16 MiB headers) held 4x over, twice */
+#define KJ_RESOLVE_RUNNING_MAX 8           /* GETs resolving (include scan, key hash, memo's file checks) on libuv's pool at once, all uids; more wait in kjitd's queue: publishes and admin tasks share the pool's 4 threads and queue behind at most these (daemon/offhash.c) */
+#define KJ_RESOLVE_PER_UID_MAX 4096        /* GETs one uid may have resolving or waiting to (--max-resolves-per-uid); past it "kjitd is busy ... retry": 16 connections each with a full kjit_get_many window (256) fit, the byte quota bounds their bytes, this their count */
 #define KJ_REQ_COPIES 2                    /* a queued compile holds its request twice (job frame and replay recipe) */
 #define KJ_MMAP_THRESHOLD (256u << 10)     /* blocks this large come from mmap and go back to the system when freed */
 #define KJ_TRIM_AFTER_BYTES (32ull << 20)  /* after a load this large passes, malloc_trim returns the heap's free pages */

@@ -79,6 +79,7 @@ struct kj__config {
 	int no_hit_table;           /* --no-shared-hit-table: no fast path at all */
 	/* Limits per peer uid and in total (quota.c, docs/reliability.md). */
 	unsigned conn_max_per_uid;  /* --max-conns-per-uid; 0: no cap */
+	unsigned resolve_max_per_uid; /* --max-resolves-per-uid (offhash.c); 0: the default, UINT_MAX: no cap */
 	uint64_t conn_idle_ms;      /* --conn-idle-timeout: a connection silent this long is closed; 0: never */
 	uint64_t buf_max_total;     /* --max-request-bytes */
 	uint64_t buf_max_per_uid;   /* --max-request-bytes-per-uid */
@@ -163,15 +164,32 @@ int kj__memo_find(struct kj__memo *m, const uint8_t *body, size_t len, struct kj
  * stats) it depended on.  0, or KJIT_ENOMEM (nothing remembered). */
 int kj__memo_put(struct kj__memo *m, const uint8_t *body, size_t len, const struct kj__memo_hit *hit,
 		 const char *const *paths, const struct stat *stats, size_t n_paths);
-/* Remembers what the request bytes raw (decoded into q) resolved to, with
- * the files that went into the key: each is stat'ed, then read again and
- * compared with the bytes that were hashed, so a file that changed meanwhile
- * means nothing is remembered.  For an include name found nowhere, the
- * directory where it would appear (under incdir) is watched instead. */
+/* What a resolution's key was computed from, beyond the request's bytes:
+ * the files read (a bundled kernel, headers of the kernels directory) and
+ * the directories watched for names found nowhere, with their identity. */
+struct kj__memo_files {
+	uint64_t h;                  /* the request bytes' memo hash */
+	int ok;                      /* all gathered: the memo may keep it */
+	char **paths;
+	struct stat *st;
+	size_t n, cap;
+};
+/* Gathers into f (overwritten) the files the request bytes raw (decoded
+ * into q) resolved through: each is stat'ed, then read again and compared
+ * with the bytes that were hashed, so a file that changed meanwhile means
+ * nothing will be remembered; for an include name found nowhere, the
+ * directory where it would appear (under incdir) is watched instead.
+ * Touches only its arguments and the file system: safe on any thread.  0,
+ * or -1 (f->ok 0: not to be remembered).  Free f with _files_free. */
 struct kj__get_req;
-void kj__memo_remember(struct kj__daemon *d, const uint8_t *raw, size_t raw_len, const struct kj__get_req *q,
-		       const struct kj__includes *inc, const char *incdir, const char *key, const char *target,
-		       const char *version);
+int kj__memo_gather(const uint8_t *raw, size_t raw_len, const struct kj__get_req *q, const struct kj__includes *inc,
+		    const char *incdir, struct kj__memo_files *f);
+/* Remembers, on the loop, that raw resolved to key/target/version with
+ * the files f gathered; nothing when f is not ok or raw is NULL. */
+void kj__memo_enter(struct kj__memo *m, const uint8_t *raw, size_t raw_len, const struct kj__memo_files *f,
+		    int backend, const char *key, const char *target, const char *version);
+/* Frees what f holds (f zeroed); NULL-safe fields. */
+void kj__memo_files_free(struct kj__memo_files *f);
 
 /* negcache.c: failed compiles remembered for ttl_ms (docs in negcache.c).
  * ttl_ms 0 remembers nothing.  _get returns 1 with the code, error line and
@@ -246,6 +264,9 @@ struct kj__daemon {
 	uint64_t pub_seq;            /* publish.c: publishes begun */
 	struct kj__publish *pubs;    /* publish.c: those in flight */
 	struct kj__pub_idle *pub_idle; /* publish.c: callbacks waiting for those in flight to finish */
+	/* offhash.c: GETs resolving on the thread pool, and those waiting to. */
+	struct kj__offhash *hash_run, *hash_wait, *hash_wait_tail;
+	unsigned hash_n_run;
 };
 
 /* quota.c: connections and request bytes per peer uid (docs in quota.c).

@@ -4,8 +4,9 @@
  * (the memo) is answered from the cache before its body is even decoded.
  * Otherwise the request is parsed and checked (request.c), its bundled
  * kernel (if named) read, and once its compiler's pool knows its identity
- * the request is resolved to a key (resolve_key: target from the request,
- * else the daemon's --*-arch, else detection; includes; hash).  A cached
+ * the request is resolved to a key on a thread of libuv's pool (offhash.c:
+ * target from the request, else the daemon's --*-arch, else detection;
+ * includes; hash), answered back on the loop (get_answer).  A cached
  * object is answered at once (answer_hit, the hot set first; every reply
  * is written by reply.c).  A miss is handed, with what it resolved to, to
  * the flight module (kj__flight_open_or_join, flight.c): it joins the
@@ -24,11 +25,13 @@
 #include "daemon.h"
 #include "kj_types.h"
 #include "lowered.h"
+#include "offhash.h"
 #include "sha.h"
 #include "targetid.h"
 #include "util.h"
 
-/* A request being resolved (it may wait for its pool to say hello). */
+/* A request being resolved (it may wait for its pool to say hello, then
+ * for its key on a thread: offhash.c). */
 struct get_req {
 	struct kj__daemon *d;
 	struct kj__conn *c;          /* referenced */
@@ -39,12 +42,14 @@ struct get_req {
 	uint64_t charged;            /* request bytes charged to the peer's uid (quota.c) */
 	struct kj__get_req q;
 	struct kj__pool *pool;       /* the pool that compiles it (pool_for) */
+	struct kj__offhash h;        /* its key and what made it (offhash.c) */
 };
 
 static void get_req_free(struct get_req *g)
 {
 	if (g == NULL)
 		return;
+	kj__offhash_clear(&g->h);
 	kj__get_req_clear(&g->q);
 	free(g->raw);
 	if (g->c) {
@@ -58,14 +63,16 @@ static void get_req_free(struct get_req *g)
  * a copy, else read and verified from its file; with lowered, the lowered
  * names the index keeps go with it (--name-expression), and a hit whose
  * names cannot be read is not answered: the compile gives them again; with
- * lowered & 2 (KJ_F_WANT_LOG), the compile's log goes with it too.  want
+ * lowered & 2 (KJ_F_WANT_LOG), the compile's log goes with it too.  The
+ * hit table gets the object under the GET's bytes body, or their digest fp
+ * when the caller has it (NULL: body's is computed).  want
  * (NULL: none): the entry points asked for, checked against the object's
  * list (reply.c); a missing one is answered with its error instead.  1 if
  * answered with the object (or the client is gone), 2 if with an entry
  * error, 0 if not cached (nothing sent). */
 static int answer_hit(struct kj__daemon *d, struct kj__conn *c, uint32_t id, uint64_t t0, const char *key,
-		      const char *target, const char *version, const uint8_t *body, size_t body_len, int lowered,
-		      const char *want)
+		      const char *target, const char *version, const uint8_t *body, size_t body_len,
+		      const uint8_t *fp, int lowered, const char *want)
 {
 	struct kj__obj_reply o = { key, target, version, NULL, NULL, NULL };
 	char *names = NULL, *log = NULL, *list = NULL, err[1024];
@@ -83,8 +90,10 @@ static int answer_hit(struct kj__daemon *d, struct kj__conn *c, uint32_t id, uin
 	if (lowered) {
 		if (kj__lowered_of(d, key, &names, &log) < 0)
 			return 0;
-		if (!(lowered & 2) || names || log)
+		if (!(lowered & 2) || names || log) {
 			body = NULL;
+			fp = NULL;
+		}
 	}
 	o.lowered = names;
 	o.log = lowered & 2 ? log : NULL; /* KJ_F_WANT_LOG */
@@ -109,7 +118,10 @@ static int answer_hit(struct kj__daemon *d, struct kj__conn *c, uint32_t id, uin
 	}
 	d->stats[KJ_STAT_SAVED_MS] += saved;
 	kj__send_object(d, c, id, KJIT_STATUS_HIT, &o, obj, len);
-	kj__hits_put(d, body, body_len, key, target, version, obj, len); /* its entries were checked */
+	if (fp) /* its entries were checked */
+		kj__hits_put_fp(d, fp, kj__hits_gen(d), key, target, version, obj, len);
+	else
+		kj__hits_put(d, body, body_len, key, target, version, obj, len);
 	d->stats[KJ_STAT_HITS]++;
 	kj__record_latency(d, t0);
 	r = 1;
@@ -121,170 +133,40 @@ out:
 	return r;
 }
 
-/* The target when the request has none: configuration, then detection. */
-static int default_target(struct kj__daemon *d, int backend, const char **out, const char **from)
-{
-	if (d->cfg.arch[backend]) {
-		*out = d->cfg.arch[backend];
-		*from = "kjitd configuration";
-		return 0;
-	}
-	for (size_t i = 0; i < d->n_gpus; i++) {
-		if (d->gpus[i].backend == backend) {
-			*out = d->gpus[i].target;
-			*from = "detected";
-			return 0;
-		}
-	}
-	return KJIT_ENOTARGET;
-}
-
 /* A miss for an AMD target with features set (gfx90a:xnack+) that describes
  * the process's mode (not an explicit request for that build) may be served
  * by an object built for a compatible target with fewer features set
- * (gfx90a:xnack+ is served by gfx90a): clang's isCompatibleTargetID, never
- * the reverse.  Tries each such target's key; 1 with key, target filled
- * when one is cached. */
-static int compatible_object(struct kj__daemon *d, const struct kj__key_input *ki, char key[65],
-			     char target[KJ_TARGET_MAX])
+ * (gfx90a:xnack+ is served by gfx90a): their keys were computed with the
+ * request's (offhash.c).  The index in h's alternatives of the first
+ * cached, most specific first; -1 if none. */
+static int compatible_object(struct kj__daemon *d, const struct kj__offhash *h)
 {
-	struct kj__amd_target want, t;
-	char err[128], name[KJ_TARGET_MAX], k[65];
-
-	if (ki->backend != KJIT_BACKEND_HIP || kj__amd_target_parse(ki->target, &want, err, sizeof err) < 0)
-		return 0;
-	/* One feature dropped, then both: the most specific object first. */
-	static const int drops[][2] = { { 0, 1 }, { 1, 0 }, { 1, 1 } };
-	for (size_t i = 0; i < KJ_ARRAY_SIZE(drops); i++) {
-		t = want;
-		if (drops[i][0])
-			t.xnack = KJ_FEAT_ANY;
-		if (drops[i][1])
-			t.sramecc = KJ_FEAT_ANY;
-		if ((t.xnack == want.xnack && t.sramecc == want.sramecc) || !kj__amd_target_compatible(&t, &want) ||
-		    kj__amd_target_format(&t, name, sizeof name) < 0)
-			continue;
-		struct kj__key_input alt = *ki;
-		alt.target = name;
-		if (kj__cache_key(&alt, k) == 0 && kj__cache_peek_exists(d->cache, k)) {
-			memcpy(key, k, sizeof k);
-			snprintf(target, KJ_TARGET_MAX, "%s", name);
-			return 1;
-		}
-	}
-	return 0;
+	for (size_t i = 0; i < h->n_alt; i++)
+		if (kj__cache_peek_exists(d->cache, h->alt_key[i]))
+			return (int)i;
+	return -1;
 }
 
 /* ---- resolving a request to its key ---- */
 
-/* What a request resolved to: its key and the inputs that made it (ki
- * points into inc, target and the request). */
-struct resolved {
-	char key[65];
-	char target[KJ_TARGET_MAX];  /* canonical */
-	const char *version;
-	struct kj__includes inc;
-	struct kj__key_input ki;
-	char *incdir;                /* <kernels>/include, for the memo */
-	char *want;                  /* entries to check (hip, cuda), "NAME\n" each; NULL: none */
-};
-
-/* The request's target (else configuration, else detection), canonical. */
-static int resolve_target(struct get_req *g, char canon[KJ_TARGET_MAX], char *err, size_t errlen)
-{
-	struct kj__daemon *d = g->d;
-	int backend = g->q.backend;
-	const char *target = g->q.target, *from = g->q.target_from ? g->q.target_from : "request";
-	char terr[256] = "";
-	int r;
-
-	if (target == NULL && default_target(d, backend, &target, &from) < 0) {
-		static const char *const example[] = { "", "gfx90a", "sm_90", "vulkan1.2" };
-		const char *var = kj__target_env_name(backend);
-		snprintf(err, errlen, "no %s target: none requested, configured or detected (%s); set %s, e.g. %s=%s",
-			 kjit_backend_name(backend), d->detect_note[backend][0] ? d->detect_note[backend] : "no device found",
-			 var, var, example[backend]);
-		return KJIT_ENOTARGET;
-	}
-	r = kj__target_canon(backend, target, canon, KJ_TARGET_MAX, terr, sizeof terr);
-	if (r < 0)
-		snprintf(err, errlen, "target '%s' (from %s): %s", target, from, terr);
-	return r;
-}
-
-/* Resolves g to its key: target, runtime version, includes (the request's
- * headers, else <kernels>/include; names found nowhere are in the key too),
- * then the hash of them all; remembers the resolution in the memo unless
- * the request wants lowered names (a memo hit would not carry them) or
- * has entries to check (hip, cuda: remembered once a hit checked them,
- * get_resolved, so a memo answer never needs a check).  0, or a code with
- * the reason in err (rs->inc, incdir and want are freed by the caller
- * either way). */
-static int resolve_key(struct get_req *g, struct resolved *rs, char *err, size_t errlen)
-{
-	const struct kj__get_req *q = &g->q;
-	struct kj__pool *pool = g->pool;
-	const char *dir;
-	int r = resolve_target(g, rs->target, err, errlen);
-
-	if (r < 0)
-		return r;
-	rs->version = q->version ? q->version : kj__pool_runtime_version(pool);
-	if ((rs->incdir = kj__asprintf("%s/include", g->d->cfg.kernels_dir)) == NULL)
-		return KJIT_ENOMEM;
-	if (!kj__cache_key_entries_in(q->backend) && q->n_entries &&
-	    (rs->want = kj__entries_join(q->entries, q->n_entries)) == NULL)
-		return KJIT_ENOMEM;
-	dir = rs->incdir;
-	r = kj__includes_resolve(q->source_name, q->source, q->source_len, (const char *const *)q->hnames,
-				 (const uint8_t *const *)q->hdata, q->hlen, q->n_headers, &dir, 1, &rs->inc, err,
-				 errlen);
-	if (r < 0)
-		goto out;
-	rs->ki = (struct kj__key_input){
-		.backend = q->backend,
-		.compiler = kj__pool_identity(pool),
-		.target = rs->target,
-		.version = rs->version,
-		.options = (const char *const *)q->options,
-		.n_options = q->n_options,
-		.entries = (const char *const *)q->entries,
-		.n_entries = q->n_entries,
-		.source = q->source,
-		.source_len = q->source_len,
-		.header_names = (const char *const *)rs->inc.names,
-		.header_data = (const uint8_t *const *)rs->inc.data,
-		.header_len = rs->inc.len,
-		.n_headers = rs->inc.n,
-		.missing = (const char *const *)rs->inc.missing,
-		.n_missing = rs->inc.n_missing,
-	};
-	r = kj__cache_key(&rs->ki, rs->key);
-	if (r == 0 && !kj__get_req_wants_lowered(q) && rs->want == NULL)
-		kj__memo_remember(g->d, g->raw, g->raw_len, &g->q, &rs->inc, rs->incdir, rs->key, rs->target,
-				  rs->version);
-out:
-	return r;
-}
-
 /* A hit of rs's key, else (a request with entries to check) of its legacy
  * key (cache/key.c: an object cached before entries left the key); a hit
  * whose entries were checked is remembered in the memo under the key that
- * answered.  1 if answered (object or entry error), else 0. */
-static int answer_resolved(struct get_req *g, struct resolved *rs, int lowered)
+ * answered.  Keys, digests and the memo's files were computed off the loop
+ * (offhash.c).  1 if answered (object or entry error), else 0. */
+static int answer_resolved(struct get_req *g, struct kj__offhash *rs, int lowered)
 {
 	struct kj__daemon *d = g->d;
-	char old[65];
-	int a = answer_hit(d, g->c, g->id, g->t0, rs->key, rs->target, rs->version, g->raw, g->raw_len, lowered,
-			   rs->want);
+	const uint8_t *fp = rs->has_fp ? rs->fp : NULL;
+	int a = answer_hit(d, g->c, g->id, g->t0, rs->key, rs->target, rs->version, NULL, 0, fp, lowered, rs->want);
 	const char *key = rs->key;
 
-	if (a == 0 && rs->want && kj__cache_key_legacy(&rs->ki, old) == 0 &&
-	    (a = answer_hit(d, g->c, g->id, g->t0, old, rs->target, rs->version, g->raw, g->raw_len, lowered,
+	if (a == 0 && rs->want && rs->legacy[0] &&
+	    (a = answer_hit(d, g->c, g->id, g->t0, rs->legacy, rs->target, rs->version, NULL, 0, fp, lowered,
 			    rs->want)) != 0)
-		key = old;
-	if (a == 1 && rs->want && !kj__get_req_wants_lowered(&g->q))
-		kj__memo_remember(d, g->raw, g->raw_len, &g->q, &rs->inc, rs->incdir, key, rs->target, rs->version);
+		key = rs->legacy;
+	if (a == 1 && rs->want)
+		kj__memo_enter(d->memo, g->raw, g->raw_len, &rs->memo, g->q.backend, key, rs->target, rs->version);
 	return a != 0;
 }
 
@@ -295,14 +177,14 @@ static int answer_resolved(struct get_req *g, struct resolved *rs, int lowered)
  * fingerprint for the hit table unless lowered names must go with the
  * object (the table holds none).  0 (g's client will be answered when the
  * flight ends) or a code, reason in err. */
-static int join_or_open_flight(struct get_req *g, struct resolved *rs, char *err, size_t errlen)
+static int join_or_open_flight(struct get_req *g, struct kj__offhash *rs, char *err, size_t errlen)
 {
-	uint8_t fp[32];
-	int has_fp = g->raw && !kj__get_req_wants_lowered(&g->q) && kj__sha256(g->raw, g->raw_len, fp) == 0;
+	/* the GET body's digest was taken off the loop (offhash.c) */
+	int has_fp = g->raw && !kj__get_req_wants_lowered(&g->q) && rs->has_fp;
 	struct kj__miss m = {
 		.c = g->c, .id = g->id, .t0 = g->t0, .q = &g->q, .pool = g->pool,
 		.key = rs->key, .target = rs->target, .version = rs->version,
-		.inc = &rs->inc, .ki = &rs->ki, .fp = has_fp ? fp : NULL, .want = rs->want,
+		.inc = &rs->inc, .ki = &rs->ki, .fp = has_fp ? rs->fp : NULL, .want = rs->want,
 	};
 	int r = kj__flight_open_or_join(g->d, &m, err, errlen);
 
@@ -319,52 +201,76 @@ static void refuse(struct kj__daemon *d, struct kj__conn *c, uint32_t id, int co
 	kj__conn_error(c, id, code, "%s", why);
 }
 
-/* Runs once g's pool knows its compiler (code < 0: it failed to load). */
-static void get_resolved(void *arg, int code, const char *error)
+/* On the loop, once g's key is resolved (offhash.c): a hit, a compatible
+ * object, a recent failure, else the flight of its key. */
+static void get_answer(struct kj__offhash *rs)
 {
-	struct get_req *g = arg;
+	struct get_req *g = rs->arg;
 	struct kj__daemon *d = g->d;
-	struct resolved rs = { 0 };
-	char err[1024] = "", ckey[65], ctarget[KJ_TARGET_MAX];
-	int r = code;
+	char err[1024] = "";
+	int r = rs->code, a;
 
 	if (r < 0) {
-		snprintf(err, sizeof err, "%s", error ? error : kjit_strerror(r));
+		snprintf(err, sizeof err, "%s", rs->err);
 		goto fail;
 	}
-	r = resolve_key(g, &rs, err, sizeof err);
-	if (r < 0)
-		goto fail;
+	if (!kj__conn_alive(g->c))
+		goto out; /* its client left meanwhile: nothing to answer, no compile for no one */
+	/* remembered unless lowered names must go with every answer (a memo hit
+	 * carries none) or entries are to be checked (answer_resolved, once a
+	 * hit did: a memo answer never needs a check) */
+	if (rs->want == NULL)
+		kj__memo_enter(d->memo, g->raw, g->raw_len, &rs->memo, g->q.backend, rs->key, rs->target, rs->version);
 	int lowered = kj__get_req_wants_lowered(&g->q) | (g->q.want_log ? 2 : 0);
-	if (answer_resolved(g, &rs, lowered))
+	if (answer_resolved(g, rs, lowered))
 		goto out;
-	/* An explicit target asks for exactly that build; a target that came
-	 * from the process's environment, kjitd's configuration or detection
-	 * describes the mode the process runs in, which a compatible object
-	 * (features left unspecified) serves. */
-	int explicit_target = g->q.target != NULL && g->q.target_from == NULL;
-	if (!explicit_target && compatible_object(d, &rs.ki, ckey, ctarget) &&
-	    answer_hit(d, g->c, g->id, g->t0, ckey, ctarget, rs.version, NULL, 0, lowered, rs.want))
+	if ((a = compatible_object(d, rs)) >= 0 &&
+	    answer_hit(d, g->c, g->id, g->t0, rs->alt_key[a], rs->alt_target[a], rs->version, NULL, 0, NULL, lowered,
+		       rs->want))
 		goto out;
 	/* A compile of these exact bytes failed moments ago (negcache.c). */
 	int ncode;
 	const char *nline, *nlog;
-	if (kj__negcache_get(d->negcache, rs.key, &ncode, &nline, &nlog)) {
+	if (kj__negcache_get(d->negcache, rs->key, &ncode, &nline, &nlog)) {
 		kj__count_error(d, ncode);
 		kj__send_failure(g->c, g->id, ncode, nline, nlog);
 		goto out;
 	}
 	d->stats[KJ_STAT_MISSES]++;
-	r = join_or_open_flight(g, &rs, err, sizeof err); /* --explain's text goes with the object */
+	r = join_or_open_flight(g, rs, err, sizeof err); /* --explain's text goes with the object */
 	if (r == 0)
 		goto out;
 fail:
 	refuse(d, g->c, g->id, r, err);
 out:
-	kj__includes_free(&rs.inc);
-	free(rs.incdir);
-	free(rs.want);
 	get_req_free(g);
+}
+
+/* Runs once g's pool knows its compiler (code < 0: it failed to load):
+ * hands g to a thread to resolve its key (offhash.c). */
+static void get_resolved(void *arg, int code, const char *error)
+{
+	struct get_req *g = arg;
+	int r = code;
+
+	if (r < 0) {
+		refuse(g->d, g->c, g->id, r, error ? error : kjit_strerror(r));
+		get_req_free(g);
+		return;
+	}
+	g->h.d = g->d;
+	g->h.q = &g->q;
+	g->h.raw = g->raw;
+	g->h.raw_len = g->raw_len;
+	g->h.uid = kj__conn_uid(g->c);
+	g->h.pool = g->pool;
+	g->h.done = get_answer;
+	g->h.arg = g;
+	r = kj__offhash_start(&g->h);
+	if (r < 0) {
+		refuse(g->d, g->c, g->id, r, g->h.err);
+		get_req_free(g);
+	}
 }
 
 /* The backend's family: the one kjitd was told (--hip-compiler,
@@ -412,7 +318,7 @@ static int answer_from_memo(struct kj__daemon *d, struct kj__conn *c, uint32_t i
 	if (!kj__memo_find(d->memo, body, len, &mh))
 		return 0;
 	/* never kept with lowered names; never kept for a request with entries to check until they were */
-	return answer_hit(d, c, id, t0, mh.key, mh.target, mh.version, body, len, 0, NULL) != 0;
+	return answer_hit(d, c, id, t0, mh.key, mh.target, mh.version, body, len, NULL, 0, NULL) != 0;
 }
 
 int kj__handle_get(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const uint8_t *body, size_t len)

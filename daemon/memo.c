@@ -10,9 +10,14 @@
  * time) and checked with stat on every use; any change drops the entry.
  * The rest (the daemon's configuration and detected targets, each
  * compiler's identity) is fixed for the daemon's life.  Bounded by
- * KJ_MEMO_BYTES_MAX, least recently used out first.  kj__memo_remember
- * (at the end) gathers those files for get.c once a key is resolved, and
- * re-reads each so the identity kept matches the bytes that were hashed.
+ * KJ_MEMO_BYTES_MAX, least recently used out first.
+ *
+ * Entering a resolution takes two steps (issue 25: the loop never waits
+ * on the disk): kj__memo_gather (at the end) stats and re-reads the files
+ * a key was computed from, so the identity kept matches the bytes that
+ * were hashed; it touches only its arguments and runs on a thread of
+ * libuv's pool (resolve.c).  kj__memo_enter then puts the result in the
+ * memo, on the loop: the table itself is the loop's alone.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -185,8 +190,9 @@ static int grow(struct kj__memo *m)
 	return 0;
 }
 
-int kj__memo_put(struct kj__memo *m, const uint8_t *body, size_t len, const struct kj__memo_hit *hit,
-		 const char *const *paths, const struct stat *stats, size_t n_paths)
+/* kj__memo_put with the body's hash h already computed. */
+static int put(struct kj__memo *m, const uint8_t *body, size_t len, uint64_t h, const struct kj__memo_hit *hit,
+	       const char *const *paths, const struct stat *stats, size_t n_paths)
 {
 	struct memo_ent *e = NULL;
 	size_t cost = sizeof *e + len;
@@ -199,7 +205,7 @@ int kj__memo_put(struct kj__memo *m, const uint8_t *body, size_t len, const stru
 		goto nomem;
 	memcpy(e->body, body, len);
 	e->len = len;
-	e->h = body_hash(body, len);
+	e->h = h;
 	e->hit = *hit;
 	for (size_t i = 0; i < n_paths; i++, e->n_files++) {
 		if ((e->files[i].path = kj__strdup(paths[i])) == NULL)
@@ -232,6 +238,14 @@ nomem:
 		ent_free(e);
 	return KJIT_ENOMEM;
 }
+
+int kj__memo_put(struct kj__memo *m, const uint8_t *body, size_t len, const struct kj__memo_hit *hit,
+		 const char *const *paths, const struct stat *stats, size_t n_paths)
+{
+	return put(m, body, len, body_hash(body, len), hit, paths, stats, n_paths);
+}
+
+/* ---- gathering a resolution's files (any thread) ---- */
 
 /* 1 if path holds exactly the n bytes at p (read again now). */
 static int file_holds(const char *path, const uint8_t *p, size_t n)
@@ -266,54 +280,81 @@ static char *missing_watch(const char *incdir, const char *name, struct stat *st
 	return NULL;
 }
 
-/* Remembers what a request's bytes resolved to, with the files that went into the
- * key.  Each file is stat'ed, then read again and compared with the bytes
- * that were hashed, so the identity kept matches those bytes; a file that
- * changed meanwhile means nothing is remembered.  For an include name found
- * nowhere, the directory where it would appear is watched instead. */
-void kj__memo_remember(struct kj__daemon *d, const uint8_t *raw, size_t raw_len, const struct kj__get_req *q,
-		       const struct kj__includes *inc, const char *incdir, const char *key, const char *target,
-		       const char *version)
+/* One more file for f: path (taken over; NULL: out of memory) and its
+ * stat; 0, or -1 (f is then not ok). */
+static int files_add(struct kj__memo_files *f, char *path, const struct stat *st)
 {
-	struct kj__memo_hit hit = { .backend = q->backend };
-	const char *paths[2 * KJ_HEADERS_MAX_COUNT + 1];
-	char *owned[2 * KJ_HEADERS_MAX_COUNT + 1];
-	struct stat st[2 * KJ_HEADERS_MAX_COUNT + 1];
-	size_t n = 0, n_owned = 0;
+	if (path != NULL && f->n == f->cap) {
+		size_t cap = f->cap ? 2 * f->cap : 8;
+		char **p = realloc(f->paths, cap * sizeof *p);
+		if (p != NULL)
+			f->paths = p;
+		struct stat *s = p ? realloc(f->st, cap * sizeof *s) : NULL;
+		if (s != NULL) {
+			f->st = s;
+			f->cap = cap;
+		}
+	}
+	if (path == NULL || f->n == f->cap || f->n >= 2 * KJ_HEADERS_MAX_COUNT + 1) {
+		free(path);
+		return -1;
+	}
+	f->paths[f->n] = path;
+	f->st[f->n++] = *st;
+	return 0;
+}
+
+int kj__memo_gather(const uint8_t *raw, size_t raw_len, const struct kj__get_req *q, const struct kj__includes *inc,
+		    const char *incdir, struct kj__memo_files *f)
+{
+	struct stat st;
 	int ok = raw != NULL;
 
-	if (q->kernel_path && ok) {
-		paths[n] = q->kernel_path;
-		ok = stat(paths[n], &st[n]) == 0 && file_holds(paths[n], q->source, q->source_len);
-		n++;
-	}
-	for (size_t i = 0; ok && i < inc->n && n < KJ_ARRAY_SIZE(paths); i++) {
+	memset(f, 0, sizeof *f);
+	if (ok && q->kernel_path)
+		ok = stat(q->kernel_path, &st) == 0 && file_holds(q->kernel_path, q->source, q->source_len) &&
+		     files_add(f, kj__strdup(q->kernel_path), &st) == 0;
+	for (size_t i = 0; ok && i < inc->n; i++) {
 		int from_request = 0;
 		for (size_t j = 0; j < q->n_headers && !from_request; j++)
 			from_request = strcmp(q->hnames[j], inc->names[i]) == 0;
 		if (from_request)
 			continue; /* its bytes are in the request */
-		if ((owned[n_owned] = kj__asprintf("%s/%s", incdir, inc->names[i])) == NULL) {
-			ok = 0;
-			break;
-		}
-		paths[n] = owned[n_owned++];
-		ok = stat(paths[n], &st[n]) == 0 && file_holds(paths[n], inc->data[i], inc->len[i]);
-		n++;
+		char *path = kj__asprintf("%s/%s", incdir, inc->names[i]);
+		ok = path && stat(path, &st) == 0 && file_holds(path, inc->data[i], inc->len[i]);
+		if (!ok)
+			free(path);
+		else
+			ok = files_add(f, path, &st) == 0;
 	}
-	for (size_t i = 0; ok && i < inc->n_missing && n < KJ_ARRAY_SIZE(paths); i++) {
-		if ((owned[n_owned] = missing_watch(incdir, inc->missing[i], &st[n])) == NULL) {
-			ok = 0;
-			break;
-		}
-		paths[n++] = owned[n_owned++];
+	for (size_t i = 0; ok && i < inc->n_missing; i++) {
+		char *dir = missing_watch(incdir, inc->missing[i], &st);
+		ok = dir != NULL && files_add(f, dir, &st) == 0;
 	}
-	if (ok) {
-		snprintf(hit.key, sizeof hit.key, "%s", key);
-		snprintf(hit.target, sizeof hit.target, "%s", target);
-		snprintf(hit.version, sizeof hit.version, "%s", version);
-		kj__memo_put(d->memo, raw, raw_len, &hit, paths, st, n);
-	}
-	for (size_t i = 0; i < n_owned; i++)
-		free(owned[i]);
+	if (ok)
+		f->h = body_hash(raw, raw_len);
+	f->ok = ok;
+	return ok ? 0 : -1;
+}
+
+void kj__memo_enter(struct kj__memo *m, const uint8_t *raw, size_t raw_len, const struct kj__memo_files *f,
+		    int backend, const char *key, const char *target, const char *version)
+{
+	struct kj__memo_hit hit = { .backend = backend };
+
+	if (!f->ok || raw == NULL)
+		return;
+	snprintf(hit.key, sizeof hit.key, "%s", key);
+	snprintf(hit.target, sizeof hit.target, "%s", target);
+	snprintf(hit.version, sizeof hit.version, "%s", version);
+	put(m, raw, raw_len, f->h, &hit, (const char *const *)f->paths, f->st, f->n);
+}
+
+void kj__memo_files_free(struct kj__memo_files *f)
+{
+	for (size_t i = 0; i < f->n; i++)
+		free(f->paths[i]);
+	free(f->paths);
+	free(f->st);
+	memset(f, 0, sizeof *f);
 }

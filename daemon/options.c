@@ -45,7 +45,7 @@ enum {
 	OPT_SHARED_HITS, OPT_NO_SHARED_HITS,
 	OPT_FAILED_TTL, OPT_CUDA_COMPILER,
 	OPT_IDLE_TIMEOUT, OPT_CONNS_PER_UID, OPT_CONN_IDLE, OPT_REQ_BYTES, OPT_REQ_BYTES_UID,
-	OPT_ADMIN_GID, OPT_MAX_SIZE_UID, OPT_WORKER_USER,
+	OPT_ADMIN_GID, OPT_MAX_SIZE_UID, OPT_WORKER_USER, OPT_RESOLVES_PER_UID,
 };
 
 /* kjitd's options, one row each: getopt's table, the short options, the
@@ -95,6 +95,7 @@ static const struct opt_row {
 	{ "idle-timeout", required_argument, OPT_IDLE_TIMEOUT, "[--idle-timeout SECONDS]" },
 	{ "max-conns-per-uid", required_argument, OPT_CONNS_PER_UID, "[--max-conns-per-uid N]" },
 	{ "conn-idle-timeout", required_argument, OPT_CONN_IDLE, "[--conn-idle-timeout SECONDS]" },
+	{ "max-resolves-per-uid", required_argument, OPT_RESOLVES_PER_UID, "[--max-resolves-per-uid N]" },
 	{ "max-request-bytes", required_argument, OPT_REQ_BYTES, "[--max-request-bytes SIZE]" },
 	{ "max-request-bytes-per-uid", required_argument, OPT_REQ_BYTES_UID, "[--max-request-bytes-per-uid SIZE]" },
 	{ "max-size-per-uid", required_argument, OPT_MAX_SIZE_UID, "[--max-size-per-uid SIZE]" },
@@ -320,6 +321,11 @@ static int parse_limit_opt(int c, const char *arg, struct kj__config *cfg)
 		if (parse_uint(arg, 1000000, &v) < 0)
 			return kj__usage_error("--max-conns-per-uid '%s': expected a number (0: no cap)", arg);
 		cfg->conn_max_per_uid = v ? (unsigned)v : UINT_MAX;
+		return 0;
+	case OPT_RESOLVES_PER_UID: /* GETs resolving at once per uid (offhash.c) */
+		if (parse_uint(arg, 1000000, &v) < 0)
+			return kj__usage_error("--max-resolves-per-uid '%s': expected a number (0: no cap)", arg);
+		cfg->resolve_max_per_uid = v ? (unsigned)v : UINT_MAX;
 		return 0;
 	case OPT_REQ_BYTES:
 	case OPT_REQ_BYTES_UID:

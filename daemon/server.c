@@ -27,6 +27,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "daemon.h"
+#include "offhash.h"
 #include "kj_types.h"
 #include "util.h"
 
@@ -351,6 +352,7 @@ void kj__server_stop(struct kj__daemon *d)
 		    st.st_dev == d->sock_dev && st.st_ino == d->sock_ino)
 			unlink(d->cfg.socket_path);
 	}
+	kj__offhash_stop(d); /* resolutions queued end now; those on a thread finish (the loop waits) */
 	kj__fleet_stop(d); /* before the pools: compiles failing now must not touch the remote */
 	for (size_t i = 0; i < KJ_ARRAY_SIZE(d->pools); i++) {
 		if (d->pools[i])

@@ -1,0 +1,318 @@
+/* offhash.c: a GET resolved to its cache key off kjitd's loop (issue 25).
+ *
+ * On a memo miss, a request's key takes its include scan (headers read
+ * from <kernels>/include), the SHA-256 over its source and headers (about
+ * 0.58 ms per MB), the memo's re-reading of the files that went in, the
+ * key before entries left it (hip, cuda with entries) and the keys of
+ * compatible AMD targets.  All of that runs here on libuv's thread pool;
+ * get.c answers with the results on the loop.
+ *
+ * Invariants:
+ *  - A run touches only its own struct kj__offhash, the request it points
+ *    to (read-only), and the file system: the target, the pool's identity
+ *    and runtime version, <kernels>/include are copied in on the loop
+ *    before it is queued.  The loop's tables (memo, index, flights, hit
+ *    table, negcache, stats) are read and changed only in done, on the loop.
+ *  - At most KJ_RESOLVE_RUNNING_MAX runs are on the pool at once, so a
+ *    publish or an admin task queued behind them waits for at most that
+ *    many; the rest wait here (their bytes are already charged to their
+ *    uid, quota.c), and the next to run is the oldest of a uid with none
+ *    running, else the oldest: a pipelined flood from one uid (a
+ *    kjit_get_many of hundreds) does not hold another uid's request behind
+ *    it.  A uid with cfg.resolve_max_per_uid running or waiting gets
+ *    "kjitd is busy ... retry" for the next, as a uid over its byte quota
+ *    does: the quota bounds their bytes, the cap their count.
+ *  - Every started resolution gets exactly one done.  When kjitd stops,
+ *    those waiting here end at once with KJIT_ESHUTDOWN, those on the pool
+ *    are cancelled if not yet begun (done with KJIT_ESHUTDOWN) or finish
+ *    (done sees d->stopping): the loop runs until the last has returned,
+ *    as publish.c's runs do.
+ */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kj_types.h"
+#include "offhash.h"
+#include "resolve.h"
+#include "targetid.h"
+#include "util.h"
+
+/* The target when the request has none: configuration, then detection. */
+static int default_target(struct kj__daemon *d, int backend, const char **out, const char **from)
+{
+	if (d->cfg.arch[backend]) {
+		*out = d->cfg.arch[backend];
+		*from = "kjitd configuration";
+		return 0;
+	}
+	for (size_t i = 0; i < d->n_gpus; i++) {
+		if (d->gpus[i].backend == backend) {
+			*out = d->gpus[i].target;
+			*from = "detected";
+			return 0;
+		}
+	}
+	return KJIT_ENOTARGET;
+}
+
+/* The request's target (else configuration, else detection), canonical. */
+static int resolve_target(struct kj__offhash *h)
+{
+	struct kj__daemon *d = h->d;
+	int backend = h->q->backend;
+	const char *target = h->q->target, *from = h->q->target_from ? h->q->target_from : "request";
+	char terr[256] = "";
+	int r;
+
+	if (target == NULL && default_target(d, backend, &target, &from) < 0) {
+		static const char *const example[] = { "", "gfx90a", "sm_90", "vulkan1.2" };
+		const char *var = kj__target_env_name(backend);
+		snprintf(h->err, sizeof h->err,
+			 "no %s target: none requested, configured or detected (%s); set %s, e.g. %s=%s",
+			 kjit_backend_name(backend), d->detect_note[backend][0] ? d->detect_note[backend] : "no device found",
+			 var, var, example[backend]);
+		return KJIT_ENOTARGET;
+	}
+	r = kj__target_canon(backend, target, h->target, sizeof h->target, terr, sizeof terr);
+	if (r < 0)
+		snprintf(h->err, sizeof h->err, "target '%s' (from %s): %s", target, from, terr);
+	return r;
+}
+
+/* The keys of the AMD targets with fewer features set that may serve a
+ * miss for h->target (clang's isCompatibleTargetID, never the reverse):
+ * one feature dropped, then both, the most specific first. */
+static void compatible_keys(struct kj__offhash *h)
+{
+	static const int drops[][2] = { { 0, 1 }, { 1, 0 }, { 1, 1 } };
+	struct kj__amd_target want, t;
+	char err[128];
+
+	if (h->ki.backend != KJIT_BACKEND_HIP || kj__amd_target_parse(h->target, &want, err, sizeof err) < 0)
+		return;
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(drops) && h->n_alt < KJ_OFFHASH_ALT_MAX; i++) {
+		t = want;
+		if (drops[i][0])
+			t.xnack = KJ_FEAT_ANY;
+		if (drops[i][1])
+			t.sramecc = KJ_FEAT_ANY;
+		char *name = h->alt_target[h->n_alt];
+		if ((t.xnack == want.xnack && t.sramecc == want.sramecc) || !kj__amd_target_compatible(&t, &want) ||
+		    kj__amd_target_format(&t, name, KJ_TARGET_MAX) < 0)
+			continue;
+		struct kj__key_input alt = h->ki;
+		alt.target = name;
+		if (kj__cache_key(&alt, h->alt_key[h->n_alt]) == 0)
+			h->n_alt++;
+	}
+}
+
+/* On a thread: includes, key, legacy and compatible keys, the memo's files,
+ * the hit table's fingerprint. */
+static void on_work(uv_work_t *w)
+{
+	struct kj__offhash *h = w->data;
+	const struct kj__get_req *q = h->q;
+	const char *dir = h->incdir;
+	int r = kj__includes_resolve(q->source_name, q->source, q->source_len, (const char *const *)q->hnames,
+				     (const uint8_t *const *)q->hdata, q->hlen, q->n_headers, &dir, 1, &h->inc, h->err,
+				     sizeof h->err);
+
+	if (r < 0)
+		goto out;
+	h->ki = (struct kj__key_input){
+		.backend = q->backend,
+		.compiler = h->compiler,
+		.target = h->target,
+		.version = h->version,
+		.options = (const char *const *)q->options,
+		.n_options = q->n_options,
+		.entries = (const char *const *)q->entries,
+		.n_entries = q->n_entries,
+		.source = q->source,
+		.source_len = q->source_len,
+		.header_names = (const char *const *)h->inc.names,
+		.header_data = (const uint8_t *const *)h->inc.data,
+		.header_len = h->inc.len,
+		.n_headers = h->inc.n,
+		.missing = (const char *const *)h->inc.missing,
+		.n_missing = h->inc.n_missing,
+	};
+	r = kj__cache_key(&h->ki, h->key);
+	if (r < 0)
+		goto out;
+	if (h->want && kj__cache_key_legacy(&h->ki, h->legacy) < 0)
+		h->legacy[0] = '\0';
+	/* An explicit target asks for exactly that build; one from the
+	 * environment, configuration or detection may be served by a
+	 * compatible object (get.c). */
+	if (q->target == NULL || q->target_from != NULL)
+		compatible_keys(h);
+	if (h->raw && !kj__get_req_wants_lowered(q))
+		kj__memo_gather(h->raw, h->raw_len, q, &h->inc, h->incdir, &h->memo);
+	if (h->has_fp) /* asked for on the loop: the hit table is there */
+		h->has_fp = kj__sha256(h->raw, h->raw_len, h->fp) == 0;
+out:
+	h->code = r;
+}
+
+static void start_waiting(struct kj__daemon *d);
+
+static void unlist_running(struct kj__daemon *d, struct kj__offhash *h)
+{
+	struct kj__offhash **pp;
+
+	for (pp = &d->hash_run; *pp && *pp != h; pp = &(*pp)->next)
+		;
+	if (*pp) {
+		*pp = h->next;
+		d->hash_n_run--;
+	}
+	h->next = NULL;
+}
+
+/* On the loop: the run ended (or was cancelled: kjitd is stopping). */
+static void on_done(uv_work_t *w, int status)
+{
+	struct kj__offhash *h = w->data;
+	struct kj__daemon *d = h->d;
+
+	unlist_running(d, h);
+	if (status < 0 || d->stopping)
+		h->code = KJIT_ESHUTDOWN;
+	h->done(h);
+	start_waiting(d);
+}
+
+/* Hands h to the pool; with no thread to be had, runs it here. */
+static void run(struct kj__daemon *d, struct kj__offhash *h)
+{
+	h->work.data = h;
+	h->next = d->hash_run;
+	d->hash_run = h;
+	d->hash_n_run++;
+	if (uv_queue_work(d->loop, &h->work, on_work, on_done) == 0)
+		return;
+	on_work(&h->work);
+	on_done(&h->work, 0);
+}
+
+/* 1 if a resolve of uid is on the pool. */
+static int uid_running(const struct kj__daemon *d, uid_t uid)
+{
+	for (const struct kj__offhash *h = d->hash_run; h; h = h->next)
+		if (h->uid == uid)
+			return 1;
+	return 0;
+}
+
+/* Takes the next to run out of the waiting queue: the first of a uid with
+ * nothing on the pool, else the oldest, so one uid's flood of pipelined
+ * misses does not hold another's behind it. */
+static struct kj__offhash *take_waiting(struct kj__daemon *d)
+{
+	struct kj__offhash **pp = &d->hash_wait, **pick = pp, *prev = NULL, *pick_prev = NULL, *h;
+
+	for (; (h = *pp) != NULL; prev = h, pp = &h->next) {
+		if (!uid_running(d, h->uid)) {
+			pick = pp;
+			pick_prev = prev;
+			break;
+		}
+	}
+	h = *pick;
+	*pick = h->next;
+	if (d->hash_wait_tail == h)
+		d->hash_wait_tail = pick_prev;
+	h->next = NULL;
+	return h;
+}
+
+/* Moves those waiting onto the pool while there is room. */
+static void start_waiting(struct kj__daemon *d)
+{
+	while (!d->stopping && d->hash_n_run < KJ_RESOLVE_RUNNING_MAX && d->hash_wait != NULL)
+		run(d, take_waiting(d));
+}
+
+/* Resolutions of uid running or waiting. */
+static unsigned count_uid(const struct kj__daemon *d, uid_t uid)
+{
+	unsigned n = 0;
+
+	for (const struct kj__offhash *h = d->hash_run; h; h = h->next)
+		n += h->uid == uid;
+	for (const struct kj__offhash *h = d->hash_wait; h; h = h->next)
+		n += h->uid == uid;
+	return n;
+}
+
+int kj__offhash_start(struct kj__offhash *h)
+{
+	struct kj__daemon *d = h->d;
+	const struct kj__get_req *q = h->q;
+	unsigned cap = d->cfg.resolve_max_per_uid, n;
+	int r;
+
+	h->err[0] = '\0';
+	if (cap == 0) /* not given */
+		cap = KJ_RESOLVE_PER_UID_MAX;
+	else if (cap == UINT_MAX) /* given as 0 */
+		cap = 0;
+	if (d->stopping)
+		return KJIT_ESHUTDOWN;
+	if ((r = resolve_target(h)) < 0)
+		return r;
+	if (cap && (n = count_uid(d, h->uid)) >= cap) {
+		snprintf(h->err, sizeof h->err,
+			 "kjitd is busy: uid %u has %u requests being resolved, the limit per user (--max-resolves-per-uid); "
+			 "retry once some are answered", (unsigned)h->uid, n);
+		return KJIT_EBUSY;
+	}
+	snprintf(h->version, sizeof h->version, "%s", q->version ? q->version : kj__pool_runtime_version(h->pool));
+	snprintf(h->compiler, sizeof h->compiler, "%s", kj__pool_identity(h->pool));
+	if ((h->incdir = kj__asprintf("%s/include", d->cfg.kernels_dir)) == NULL)
+		return KJIT_ENOMEM;
+	if (!kj__cache_key_entries_in(q->backend) && q->n_entries &&
+	    (h->want = kj__entries_join(q->entries, q->n_entries)) == NULL)
+		return KJIT_ENOMEM;
+	h->has_fp = h->raw != NULL && d->hits != NULL;
+	h->next = NULL;
+	if (d->hash_n_run < KJ_RESOLVE_RUNNING_MAX && d->hash_wait == NULL) {
+		run(d, h);
+		return 0;
+	}
+	if (d->hash_wait_tail)
+		d->hash_wait_tail->next = h;
+	else
+		d->hash_wait = h;
+	d->hash_wait_tail = h;
+	return 0;
+}
+
+void kj__offhash_clear(struct kj__offhash *h)
+{
+	kj__includes_free(&h->inc);
+	kj__memo_files_free(&h->memo);
+	free(h->incdir);
+	free(h->want);
+	h->incdir = NULL;
+	h->want = NULL;
+}
+
+void kj__offhash_stop(struct kj__daemon *d)
+{
+	struct kj__offhash *h;
+
+	for (h = d->hash_run; h; h = h->next)
+		uv_cancel((uv_req_t *)&h->work); /* not begun: on_done gets UV_ECANCELED */
+	while ((h = d->hash_wait) != NULL) {
+		d->hash_wait = h->next;
+		if (d->hash_wait == NULL)
+			d->hash_wait_tail = NULL;
+		h->next = NULL;
+		h->code = KJIT_ESHUTDOWN;
+		h->done(h);
+	}
+}

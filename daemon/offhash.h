@@ -1,0 +1,63 @@
+/* offhash.h: a GET resolved to its cache key on libuv's thread pool
+ * (offhash.c): the include scan, the key's SHA-256 and the memo's file
+ * checks, so that kjitd's loop never waits on them (issue 25). */
+#ifndef KJ_OFFHASH_H
+#define KJ_OFFHASH_H
+
+#include <uv.h>
+
+#include "cache.h"
+#include "daemon.h"
+#include "sha.h"
+
+#define KJ_OFFHASH_ALT_MAX 3 /* compatible AMD targets tried for a miss: one feature dropped, then both */
+
+/* One request's resolution.  The caller fills the first block, then calls
+ * kj__offhash_start; the results are valid in done, on the loop. */
+struct kj__offhash {
+	struct kj__daemon *d;
+	const struct kj__get_req *q;
+	const uint8_t *raw;            /* the GET's bytes (memo, hit table), or NULL */
+	size_t raw_len;
+	uid_t uid;                     /* counted against --max-resolves-per-uid */
+	const struct kj__pool *pool;   /* ready: its identity and runtime version are copied */
+	void (*done)(struct kj__offhash *h); /* on the loop, exactly once after a start that returned 0 */
+	void *arg;
+	/* Results.  code: 0, a request's fault (reason in err), or
+	 * KJIT_ESHUTDOWN (kjitd is stopping: nothing else is set). */
+	int code;
+	char err[1024];
+	char key[65];
+	char legacy[65];               /* with want: the key before entries left it (cache/key.c); "" if none */
+	char target[KJ_TARGET_MAX];    /* canonical */
+	char version[KJ_VERSION_STR_MAX];
+	char compiler[256];
+	char *incdir;                  /* <kernels>/include, for the memo */
+	char *want;                    /* entries to check (hip, cuda), "NAME\n" each; NULL: none */
+	struct kj__includes inc;
+	struct kj__key_input ki;       /* the key's inputs: points into the above and q */
+	struct kj__memo_files memo;    /* memo.ok: what kj__memo_enter may keep */
+	int has_fp;                    /* fp: raw's SHA-256, the hit table's name for it */
+	uint8_t fp[KJ_SHA256_LEN];
+	size_t n_alt;                  /* keys of compatible targets with fewer features, most specific first */
+	char alt_key[KJ_OFFHASH_ALT_MAX][65];
+	char alt_target[KJ_OFFHASH_ALT_MAX][KJ_TARGET_MAX];
+	/* offhash.c's own */
+	uv_work_t work;
+	struct kj__offhash *next;
+};
+
+/* Resolves h->q's target on the loop (request, configuration, detection),
+ * then queues the rest on the thread pool (or, past KJ_RESOLVE_RUNNING_MAX,
+ * in kjitd's queue).  0: done will be called; or a code with the reason
+ * for the client in h->err (KJIT_EBUSY past the uid's cap), done never
+ * called.  Either way kj__offhash_clear frees what h holds. */
+int kj__offhash_start(struct kj__offhash *h);
+/* Frees what h holds (its results); not h itself. */
+void kj__offhash_clear(struct kj__offhash *h);
+/* kjitd is stopping: resolutions still queued end with KJIT_ESHUTDOWN (their
+ * done runs now or when their cancelled work returns); those running finish,
+ * and the loop runs until they have. */
+void kj__offhash_stop(struct kj__daemon *d);
+
+#endif /* KJ_OFFHASH_H */
