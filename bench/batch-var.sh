@@ -36,8 +36,8 @@ for r in $(seq 1 "$RUNS"); do
 	load=$(cut -d' ' -f1 /proc/loadavg)
 	d0=$(cpu_ms "$PID")
 	salt=$(( $(date +%s%N) % 1000000000 + 1 ))
-	# shellcheck disable=SC2086 # KERNELS: words
 	mkdir -p "$T/b$r"
+	# shellcheck disable=SC2046,SC2086 # KERNELS and the result: words
 	set -- $("$BIN/bench-batch" --backend vulkan --target vulkan1.3 --salt "$salt" -n 200 -r 1 --serial 32 \
 		"$T/b$r" $KERNELS)
 	d1=$(cpu_ms "$PID")
