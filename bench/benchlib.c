@@ -135,16 +135,21 @@ int bench_req_salt(struct bench_req *b, unsigned long n)
 	char buf[64];
 
 	snprintf(buf, sizeof buf, "-DSALT=%lu", n);
-	free(b->owned_opt);
-	if ((b->owned_opt = strdup(buf)) == NULL)
+	/* the last option is the previous salt (owned_opt) only if it was set:
+	 * decided before owned_opt is freed, never read after */
+	int has = b->owned_opt != NULL && b->req.n_options > 0 && b->opts[b->req.n_options - 1] == b->owned_opt;
+	char *o = strdup(buf);
+	if (o == NULL)
 		return -1;
-	if (b->req.n_options == 0 || b->opts[b->req.n_options - 1] == NULL ||
-	    strncmp(b->opts[b->req.n_options - 1], "-DSALT=", 7) != 0) {
-		if (b->req.n_options >= BENCH_MAX_OPTS)
-			return -1;
-		b->req.n_options++;
+	if (!has && b->req.n_options >= BENCH_MAX_OPTS) {
+		free(o);
+		return -1;
 	}
-	b->opts[b->req.n_options - 1] = b->owned_opt;
+	if (!has)
+		b->req.n_options++;
+	free(b->owned_opt);
+	b->owned_opt = o;
+	b->opts[b->req.n_options - 1] = o;
 	return 0;
 }
 

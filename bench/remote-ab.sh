@@ -7,8 +7,12 @@
 # Each build gets its own pair of daemons: RA compiles N salted blobs of the
 # test family and publishes them, RB (empty cache) then asks for each once,
 # so every timed get is a remote hit.  The options after NEW_KJITD go to
-# the new build's daemons only (e.g. --remote-secret FILE).  Prints one line
-# per (build, size): p50 / p99 us, and the floor.  Needs `make bench-bins`.
+# the new build's daemons only (e.g. --remote-secret FILE); $BASE_OPTS go to
+# the base build's (e.g. the same secret, to compare like with like).
+# $ROUNDS rounds (default 2), the two builds alternating in each; $GAP ms
+# between gets (default 20; 0: back to back).  Prints one line per (build,
+# size, round): p50 / p99 us, the load average, and the floor.  Needs
+# `make bench-bins`.
 set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 BIN="$TOP/${BUILD:-build}/bench"
@@ -51,14 +55,17 @@ hits() { # LABEL A B SIZE N SALT
 	while [ "$(redis-cli -s "$RS" dbsize)" -lt "$n" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done
 	local lat
 	lat=$(KJIT_SOCKET="$T/$b.sock" "$BIN/bench-hitlat" --kernel "blob$sz" --backend hip --target gfx90a \
-		--salt "$salt" -n "$n" -w 0 --want remote --gap 20)
+		--salt "$salt" -n "$n" -w 0 --want remote --gap "${GAP:-20}")
 	echo "$label $((sz / 1024))KB remote hit p50 / p99 us: $(echo "$lat" | awk '{ print $1 " / " $2 }')"
 }
-node BA "$BASE" --remote-prefix base: --remote-timeout 2000
-node BB "$BASE" --remote-prefix base: --remote-timeout 2000
+# shellcheck disable=SC2086 # BASE_OPTS: words
+node BA "$BASE" --remote-prefix base: --remote-timeout 2000 ${BASE_OPTS:-}
+# shellcheck disable=SC2086
+node BB "$BASE" --remote-prefix base: --remote-timeout 2000 ${BASE_OPTS:-}
 node NA "$NEW" --remote-timeout 2000 --remote-lookup-timeout 2000 "$@"
 node NB "$NEW" --remote-timeout 2000 --remote-lookup-timeout 2000 "$@"
-for round in 1 2; do
+for round in $(seq 1 "${ROUNDS:-2}"); do
+	echo "round $round, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 	hits base BA BB 16384 200 $((round * 1000))
 	hits new NA NB 16384 200 $((round * 1000 + 500))
 	hits base BA BB 1048576 40 $((round * 1000 + 100))

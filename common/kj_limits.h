@@ -102,6 +102,8 @@
 #define KJ_REMOTE_RETRY_MIN_MS 100         /* first reconnect delay, doubled up to the max */
 #define KJ_REMOTE_RETRY_MAX_MS 5000        /* reconnects never wait longer than this */
 #define KJ_REMOTE_TICK_MS 50               /* the watchdog's period while work is pending */
+#define KJ_REMOTE_READS_PER_TURN 256     /* hiredis reads (16 KiB each) of one Redis reply per turn of the loop (4 MiB), then other clients get their turn */
+#define KJ_REMOTE_READER_KEEP (4u << 20)  /* a fleet connection keeps a read buffer this large between replies (no new pages per value) */
 #define KJ_REMOTE_READ_SLACK (64u << 10)  /* unparsed bytes a fleet connection may hold beyond its largest reply; more is dropped */
 #define KJ_REMOTE_SUB_BUF_MAX (32u << 20) /* ... on the subscription: Redis's own pub/sub output limit, so a writer gains no cheaper way to drop it */
 #define KJ_REMOTE_URL_MAX 1024             /* a --remote URL */

@@ -25,6 +25,11 @@
  *    planted value (up to ~130 MiB) costs a secret node no SHA-256 of it:
  *    a KJO1 or unsigned one nothing past its header.  Without a
  *    secret both layouts are read and the mac, if any, is not checked.
+ *  - A value whose mac verified is not hashed at all: its digest is
+ *    under the mac, so it is what a holder of the secret wrote (who could
+ *    as well have signed any object), and the object cannot have changed
+ *    since; the SHA-256 would cost as much again as the HMAC (0.6 ms a
+ *    MiB).  Without a secret the object is hashed and checked.
  *  - Decoding never copies: the object's fields point into the value.
  */
 #include <openssl/core_names.h>
@@ -211,12 +216,16 @@ int kj__remote_value_decode(const char *rkey, const uint8_t *v, size_t n, const 
 		if (CRYPTO_memcmp(mac, v + n - MAC_LEN, MAC_LEN) != 0)
 			return KJIT_EDENIED;
 	}
+	if (secret != NULL) { /* the digest is under the mac: the signer's word, not hashed again */
+		kj__hex(o->raw_digest, o->digest);
+		o->authenticated = 1;
+		return 0;
+	}
 	if (kj__sha256(o->data, o->size, dg) < 0)
 		return KJIT_EINTERNAL;
 	if (memcmp(dg, o->raw_digest, KJ_SHA256_LEN) != 0)
 		return KJIT_ECORRUPT;
 	kj__hex(dg, o->digest);
-	o->authenticated = secret != NULL;
 	return 0;
 }
 

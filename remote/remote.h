@@ -105,7 +105,7 @@ const char *kj__remote_describe(const struct kj__remote *r);
 struct kj__remote_object {
 	const uint8_t *data;
 	size_t size;
-	char digest[KJ_SHA256_HEX_LEN + 1];   /* checked: SHA-256 of data */
+	char digest[KJ_SHA256_HEX_LEN + 1];   /* checked: SHA-256 of data (signed values: under the HMAC) */
 	uint8_t raw_digest[KJ_SHA256_LEN];    /* as stored in the value */
 	const char *log;
 	size_t log_len;
@@ -135,7 +135,8 @@ int kj__remote_value_encode(const char *rkey, const struct kj__remote_object *o,
 			    size_t secret_len, struct kj__buf *b);
 /* Decodes the value v[0..n) read from rkey into o (pointers into v).  0;
  * KJIT_ECORRUPT (bad framing, a length over its cap, the object not
- * hashing to its digest); KJIT_EDENIED when secret is given and v is not a
+ * hashing to its digest: checked without a secret; with one the digest is
+ * under the HMAC and the object is not hashed again); KJIT_EDENIED when secret is given and v is not a
  * KJO2 value whose HMAC verifies for rkey (forged: never served). */
 int kj__remote_value_decode(const char *rkey, const uint8_t *v, size_t n, const uint8_t *secret, size_t secret_len,
 			    struct kj__remote_object *o);

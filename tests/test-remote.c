@@ -1064,6 +1064,15 @@ static void test_value_hmac(void)
 	/* a node without a secret reads it (it cannot check the HMAC) */
 	CHECK_EQ_INT(decode(k, &b, NULL, &v), 0);
 	CHECK(!v.authenticated);
+	/* signed over a digest that is not its object's: the signer's word with
+	 * the secret (the object is not hashed again), corrupt without */
+	struct object lie = obj;
+	memset(lie.digest, 'e', 64);
+	encode(k, &lie, test_secret, &c);
+	CHECK_EQ_INT(decode(k, &c, test_secret, &v), 0);
+	CHECK(v.authenticated && strcmp(v.digest, lie.digest) == 0);
+	CHECK_EQ_INT(decode(k, &c, NULL, &v), KJIT_ECORRUPT);
+	c.len = 0;
 	/* one byte of the log changed (digest still right): the HMAC says no */
 	b.p[72 + strlen(test_meta) + sizeof test_entries + strlen(test_lowered) + obj.n] ^= 1;
 	CHECK_EQ_INT(decode(k, &b, test_secret, &v), KJIT_EDENIED);
