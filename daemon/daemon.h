@@ -407,6 +407,8 @@ struct kj__get_req {
 	char *family;                /* the compiler the request chose (COMPILER), or NULL */
 	char *source_name;
 	char *kernel_path;           /* the bundled kernel's source file (load_kernel) */
+	char *module_entries;        /* a bundled kernel of hip or cuda: every entry its module's manifest
+				      * lines name, "NAME\n" each (the fleet value lists them), or NULL */
 	uint8_t *source;             /* NUL-terminated after source_len bytes */
 	size_t source_len;
 	char **entries;

@@ -28,6 +28,7 @@ struct kj__flight {
 	struct kj__job job;
 	struct kj__cache_entry e;    /* what the index will say; strings below */
 	char *source_name, *options, *compiler;
+	char *module_entries;        /* the request's, if a bundled kernel of hip or cuda (request.c); owned */
 	struct kj__buf recipe;       /* the request without target and version */
 	uid_t uid;                   /* who opened it, charged for its job and recipe */
 	uint64_t charged;

@@ -216,7 +216,8 @@ int kj__flight_open(struct kj__daemon *d, struct kj__miss *m, char *err, size_t 
 	f->e.source_name = f->source_name;
 	f->e.options = f->options;
 	f->e.compiler = f->compiler;
-	if (!f->source_name || !f->options || !f->compiler || kj__flight_add_waiter(f, m) < 0)
+	if (!f->source_name || !f->options || !f->compiler || kj__flight_add_waiter(f, m) < 0 ||
+	    (q->module_entries && (f->module_entries = kj__strdup(q->module_entries)) == NULL))
 		goto fail;
 	r = build_job(f, q, m->inc);
 	if (r < 0) {

@@ -67,13 +67,23 @@ static int job_entries(const struct kj__flight *f, struct kj__buf *b, const char
 	return (int)n;
 }
 
+/* Whether p[0..l) is one of b's NUL-terminated names. */
+static int listed(const struct kj__buf *b, const char *p, size_t l)
+{
+	for (size_t off = 0; off < b->len; off += strlen((const char *)b->p + off) + 1)
+		if (strlen((const char *)b->p + off) == l && memcmp(b->p + off, p, l) == 0)
+			return 1;
+	return 0;
+}
+
 /* What a published value lists as its entry points, NUL-terminated back
  * to back in b: the object's full list (f->e.entries), so a node asking
  * for another entry of the module is served (whole names, up to
  * KJ_REMOTE_ENTRIES_MAX: a node judges a listable object by its symbols
  * anyway); for an object whose symbols cannot be listed, the job's and
- * the waiters' entries, the ones it was asked and served for.  0 or a
- * negative code. */
+ * the waiters' entries, the ones it was asked and served for, and every
+ * entry of its module when a bundled kernel opened it (request.c), each
+ * once.  0 or a negative code. */
 static int value_entries(const struct kj__flight *f, struct kj__buf *b, const char **v)
 {
 	int r = f->e.entries ? 0 : job_entries(f, b, v);
@@ -81,11 +91,15 @@ static int value_entries(const struct kj__flight *f, struct kj__buf *b, const ch
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i <= f->n_w; i++) {
-		/* the object's list; else each waiter's entries */
-		const char *p = f->e.entries ? (i ? "" : f->e.entries) : i < f->n_w ? f->w[i].want : NULL;
+		/* the object's list; else each waiter's entries, then its module's */
+		const char *p = f->e.entries ? (i ? "" : f->e.entries) : i < f->n_w ? f->w[i].want : f->module_entries;
 		while (p && *p) {
 			const char *nl = strchr(p, '\n');
 			size_t l = nl ? (size_t)(nl - p) : strlen(p);
+			if (listed(b, p, l)) {
+				p += l + (nl != NULL);
+				continue;
+			}
 			if (b->len + l + 1 > KJ_REMOTE_ENTRIES_MAX)
 				return 0; /* whole names, as many as fit */
 			if (kj__buf_append(b, p, l) < 0 || kj__buf_append(b, "", 1) < 0)

@@ -192,6 +192,7 @@ void kj__flight_free(struct kj__flight *f)
 	kj__buf_free(&f->job.frame);
 	kj__buf_free(&f->recipe);
 	free(f->source_name);
+	free(f->module_entries);
 	free(f->options);
 	free(f->compiler);
 	free((char *)f->e.entries); /* the object's entry list, set before the publish (flight-serve.c) */

@@ -36,6 +36,7 @@ void kj__get_req_clear(struct kj__get_req *g)
 	free(g->source_name);
 	free(g->target_from);
 	free(g->kernel_path);
+	free(g->module_entries);
 	free(g->source);
 	strv_free(g->entries, g->n_entries);
 	strv_free(g->options, g->n_options);
@@ -255,6 +256,44 @@ int kj__get_check(const struct kj__msg *m, char *err, size_t errlen)
 	return r;
 }
 
+static int same_strv(char *const *a, size_t na, char *const *b, size_t nb)
+{
+	if (na != nb)
+		return 0;
+	for (size_t i = 0; i < na; i++)
+		if (strcmp(a[i], b[i]) != 0)
+			return 0;
+	return 1;
+}
+
+/* Where entries are not in the key (hip, cuda), every kernel of the
+ * manifest built from k's file with k's options is one module, compiled
+ * once: their entries, "NAME\n" each, go with the module's fleet value
+ * (flight-remote.c), so a node fetching any kernel of it is served
+ * whichever kernel compiled it.  0 or KJIT_ENOMEM. */
+static int module_entries(struct kj__get_req *g, const struct kj__manifest *m, const struct kj__kernel *k)
+{
+	struct kj__buf b = { 0 };
+	int r = 0;
+
+	if (kj__cache_key_entries_in(g->backend))
+		return 0;
+	for (size_t i = 0; r == 0 && i < m->n; i++) {
+		const struct kj__kernel *o = &m->k[i];
+		if (o->backend != k->backend || strcmp(o->file, k->file) != 0 ||
+		    !same_strv(o->options, o->n_options, k->options, k->n_options))
+			continue;
+		for (size_t e = 0; r == 0 && e < o->n_entries; e++)
+			r = kj__buf_printf(&b, "%s\n", o->entries[e]);
+	}
+	if (r == 0 && b.len && kj__buf_append(&b, "", 1) == 0) {
+		g->module_entries = (char *)b.p;
+		return 0;
+	}
+	kj__buf_free(&b);
+	return r < 0 ? KJIT_ENOMEM : 0;
+}
+
 /* Replaces the request's source by the bundled kernel's. */
 int kj__get_req_load_kernel(struct kj__get_req *g, const struct kj__manifest *m, const char *kernels_dir, char *err,
 			    size_t errlen)
@@ -277,6 +316,8 @@ int kj__get_req_load_kernel(struct kj__get_req *g, const struct kj__manifest *m,
 		snprintf(err, errlen, "bundled kernel '%s': cannot read %s: %s", g->kernel, k->file, strerror(-r));
 		return KJIT_EIO;
 	}
+	if (module_entries(g, m, k) < 0)
+		return KJIT_ENOMEM;
 	const char *base = strrchr(k->file, '/');
 	g->source_name = kj__strdup(base ? base + 1 : k->file);
 	/* The manifest's entries and options come first; a request may add options. */

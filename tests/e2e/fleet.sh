@@ -163,8 +163,13 @@ check "prometheus: remote counters" grep -q '^kjit_remote_hits_total 0' "$T/prom
 kj 1 warm --backend hip --target gfx90a -j 2 >"$T/warm1" 2>&1
 node 3
 kj 3 warm --remote-only --backend hip --target gfx90a -j 2 --json >"$T/warm3.json" 2>&1
+# Kernels of one module share its key (entries are not in it for hip): the
+# first fetches the module, the others join its flight ("fetched") or, once
+# it is in the fresh node's cache, are hits there ("cached"); none is
+# missing, since the module's value lists every entry of its manifest lines
+# whichever kernel node 1 compiled it for.
 check "warm --remote-only: everything fetched ($(cat "$T/warm3.json" | cut -c1-100))" \
-	grep -q '"compiled":0,"cached":0,"fetched":[1-9][0-9]*,"missing":0,"failed":0' "$T/warm3.json"
+	grep -q '"compiled":0,"cached":[0-9]*,"fetched":[1-9][0-9]*,"missing":0,"failed":0' "$T/warm3.json"
 kj 3 warm --remote-only --backend hip --target gfx942 -j 2 >"$T/warm3b" 2>&1
 check "warm --remote-only: misses reported, not compiled ($(head -n 1 "$T/warm3b"))" \
 	grep -q '0 compiled.* [1-9][0-9]* missing' "$T/warm3b"
