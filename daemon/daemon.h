@@ -469,10 +469,10 @@ struct kj__miss {
 	struct kj__conn *c;          /* the client, and its request id */
 	uint32_t id;
 	uint64_t t0;                 /* when the request came */
-	const struct kj__get_req *q; /* the parsed request */
+	struct kj__get_req *q;       /* the parsed request; a flight that opens takes it (zeroed here) */
 	struct kj__pool *pool;       /* its compiler family's pool */
 	const char *key, *target, *version; /* what it resolved to */
-	const struct kj__includes *inc; /* its includes, resolved */
+	struct kj__includes *inc;    /* its includes, resolved; taken (zeroed) with q */
 	const struct kj__key_input *ki; /* its key's components (--explain) */
 	const uint8_t *fp;           /* the GET body's fingerprint for the hit table; NULL: kept out of it */
 	char *want;                  /* entries to check (hip, cuda), "NAME\n" each, or NULL; set NULL once taken */

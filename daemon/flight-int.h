@@ -8,6 +8,7 @@
 #define KJ_FLIGHT_INT_H
 
 #include "daemon.h"
+#include "includes.h"
 #include "remote.h"
 
 struct kj__waiter {
@@ -25,12 +26,17 @@ struct kj__flight {
 	struct kj__daemon *d;
 	struct kj__waiter *w;        /* w[0] opened the flight */
 	size_t n_w, cap_w;
-	struct kj__job job;
+	struct kj__job job;           /* its frame built only when the flight compiles (kj__flight_compile) */
+	struct kj__get_req q;        /* the opener's request, moved from get.c: what the JOB frame is built
+				      * from; its headers freed once the recipe holds them, its source once
+				      * the frame does */
+	struct kj__includes inc;     /* its resolved includes, moved from offhash.c; freed once the frame holds them */
 	struct kj__cache_entry e;    /* what the index will say; strings below */
 	char *source_name, *options, *compiler;
 	char *module_entries;        /* the request's, if a bundled kernel of hip or cuda (request.c); owned */
 	struct kj__buf recipe;       /* the request without target and version */
-	uid_t uid;                   /* who opened it, charged for its job and recipe */
+	uid_t uid;                   /* who opened it, charged for what it holds: the request's source,
+				      * its includes and recipe, then the job frame in their place */
 	uint64_t charged;
 	uint64_t t0;
 	uint8_t fp[32];              /* w[0]'s GET body fingerprint, for the hit table */
@@ -59,10 +65,12 @@ void kj__flight_free(struct kj__flight *f);
  * into f->recipe: 0 or a negative code (then replay misses it). */
 int kj__flight_build_recipe(struct kj__flight *f, const struct kj__get_req *g);
 
-/* flight-job.c: opens a flight for m->key (none is open): its index entry,
- * its compile job and recipe, charged to the opener's uid, put in the table
- * and handed to the fleet tier (kj__fleet_miss).  0 (the client will be
- * answered) or a code, reason in err. */
+/* flight-job.c: opens a flight for m->key (none is open): its index entry
+ * and recipe, the request and includes moved in from m (m->q and m->inc
+ * zeroed; the compile job is built from them only if the flight compiles),
+ * charged to the opener's uid, put in the table and handed to the fleet
+ * tier (kj__fleet_miss).  0 (the client will be answered) or a code,
+ * reason in err (m->q and m->inc then untouched). */
 int kj__flight_open(struct kj__daemon *d, struct kj__miss *m, char *err, size_t errlen);
 
 /* flight-serve.c: answers every waiter of f with the object (status

@@ -3,10 +3,14 @@
  * Part of the flight module (flight.c says how it is split; the struct is
  * in flight-int.h).  kj__flight_open makes a flight for a key no flight has
  * open: what the index will say of its object (entry, extension, options,
- * compiler identity), its JOB frame (build_job) and replay recipe, charged
- * to the opener's uid (quota.c) until it ends, then puts it in the table
- * and hands it to the fleet tier (fleet.c kj__fleet_miss), which looks the
- * key up in the remote, refuses it, or calls kj__flight_compile.  When the
+ * compiler identity) and its replay recipe; it takes the request and its
+ * includes over from get.c (moved, not copied), charged to the opener's
+ * uid (quota.c) until it ends, then puts it in the table and hands it to
+ * the fleet tier (fleet.c kj__fleet_miss), which looks the key up in the
+ * remote, refuses it, or calls kj__flight_compile.  Only a compile builds
+ * the JOB frame (build_job, in kj__flight_compile): a remote hit never
+ * copies the source into one; the frame's bytes replace the source's and
+ * the includes' in the charge.  When the
  * worker answers (on_job_done) the flight leaves the table, the RESULT is
  * decoded, and every waiter gets the failure (remembered in negcache.c
  * when it is the source's fault) or the object (kj__flight_publish).
@@ -183,9 +187,36 @@ static int build_job(struct kj__flight *f, const struct kj__get_req *g, const st
 }
 
 
-/* Opens the flight for m->key: its index entry, the compile job and the
- * replay recipe, then hands it to the fleet tier (fleet.c: remote lookup,
- * lease, then the compile job). */
+/* The bytes of the resolved includes. */
+static uint64_t includes_bytes(const struct kj__includes *inc)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < inc->n; i++)
+		n += inc->len[i];
+	return n;
+}
+
+/* Frees the request's headers: the recipe holds them now. */
+static void drop_headers(struct kj__get_req *q)
+{
+	for (size_t i = 0; i < q->n_headers; i++) {
+		free(q->hnames[i]);
+		free(q->hdata[i]);
+	}
+	free(q->hnames);
+	free(q->hdata);
+	free(q->hlen);
+	q->hnames = NULL;
+	q->hdata = NULL;
+	q->hlen = NULL;
+	q->n_headers = 0;
+}
+
+/* Opens the flight for m->key: its index entry and replay recipe, the
+ * request and its includes moved in (the compile job is built from them
+ * only if it compiles: kj__flight_compile), then hands it to the fleet
+ * tier (fleet.c: remote lookup, lease, then the compile). */
 int kj__flight_open(struct kj__daemon *d, struct kj__miss *m, char *err, size_t errlen)
 {
 	const struct kj__get_req *q = m->q;
@@ -219,26 +250,29 @@ int kj__flight_open(struct kj__daemon *d, struct kj__miss *m, char *err, size_t 
 	if (!f->source_name || !f->options || !f->compiler || kj__flight_add_waiter(f, m) < 0 ||
 	    (q->module_entries && (f->module_entries = kj__strdup(q->module_entries)) == NULL))
 		goto fail;
-	r = build_job(f, q, m->inc);
-	if (r < 0) {
-		snprintf(err, errlen, "the request is too large to hand to a compiler");
-		goto fail;
-	}
 	if (kj__flight_build_recipe(f, q) != 0)
 		kj__buf_free(&f->recipe); /* replay will miss it; the compile goes on */
-	/* A queued compile holds its job frame and recipe until it ends, even
-	 * if its client leaves: charged to the uid that opened it. */
+	/* A flight holds the request's source, its includes and its recipe
+	 * (then its job frame) until it ends, even if its client leaves:
+	 * charged to the uid that opened it. */
 	f->uid = kj__conn_uid(m->c);
-	r = kj__quota_charge(d, f->uid, f->job.frame.len + f->recipe.len, err, errlen);
+	uint64_t held = q->source_len + includes_bytes(m->inc) + f->recipe.len;
+	r = kj__quota_charge(d, f->uid, held, err, errlen);
 	if (r < 0)
 		goto fail;
-	f->charged = f->job.frame.len + f->recipe.len;
+	f->charged = held;
 	f->job.uid = f->uid;
 	r = kj__flights_insert(d->flights, f);
 	if (r < 0)
 		goto fail;
-	if (q->explain) /* why it was not a hit, sent with the object */
-		f->w[0].explain = kj__explain_text(d, q->backend, f->source_name, f->key, m->ki);
+	/* moved, not copied: get.c and offhash.c free zeroed structs */
+	f->q = *m->q;
+	memset(m->q, 0, sizeof *m->q);
+	f->inc = *m->inc;
+	memset(m->inc, 0, sizeof *m->inc);
+	drop_headers(&f->q); /* in the recipe; the frame takes the includes */
+	if (f->q.explain) /* why it was not a hit, sent with the object */
+		f->w[0].explain = kj__explain_text(d, f->q.backend, f->source_name, f->key, m->ki);
 	kj__fleet_miss(f); /* remote, lease, compile or refusal: may finish (and free f) at once */
 	return 0;
 fail:
@@ -246,11 +280,38 @@ fail:
 	return r;
 }
 
+/* Builds f's JOB frame from its request and includes, then frees them (the
+ * frame holds them now), the uid's charge following: the frame's bytes
+ * charged (forced: the flight was admitted for their like), the freed
+ * ones released.  0 or a negative code. */
+static int make_job(struct kj__flight *f)
+{
+	uint64_t freed = f->q.source_len + includes_bytes(&f->inc);
+	int r = build_job(f, &f->q, &f->inc);
+
+	if (r < 0)
+		return r;
+	kj__quota_charge_over(f->d, f->uid, f->job.frame.len);
+	f->charged += f->job.frame.len;
+	free(f->q.source);
+	f->q.source = NULL;
+	f->q.source_len = 0;
+	kj__includes_free(&f->inc);
+	kj__quota_release(f->d, f->uid, freed);
+	f->charged -= freed;
+	return 0;
+}
+
 void kj__flight_compile(struct kj__flight *f)
 {
 	struct kj__daemon *d = f->d;
 	struct kj__pool *pool = f->pool;
 
+	int r = make_job(f);
+	if (r < 0) {
+		kj__flight_fail(f, r, "the request is too large to hand to a compiler"); /* frees the lease */
+		return;
+	}
 	kj__log(d, "compile %s: %s for %s (%s), uid %u pid %d%s", f->key, f->source_name, f->e.target,
 		kj__pool_family(pool), (unsigned)kj__conn_uid(f->w[0].c), (int)kj__conn_pid(f->w[0].c),
 		f->lease ? ", fleet lease held" : "");

@@ -35,31 +35,24 @@
 #include "sha.h"
 #include "util.h"
 
-/* The entry points f's job asks for, NUL-terminated back to back in b,
- * and pointers to them in v (KJ_ENTRIES_MAX_COUNT at most): how many, or a
- * negative code. */
+/* The entry points f's job asks for (build_job: the request's, for a
+ * family whose key has them; hip and cuda: none), NUL-terminated back to
+ * back in b, and pointers to them in v (KJ_ENTRIES_MAX_COUNT at most): how
+ * many, or a negative code.  Read from the request the flight keeps, so a
+ * remote value is judged before any job is built. */
 static int job_entries(const struct kj__flight *f, struct kj__buf *b, const char **v)
 {
-	struct kj__msg m;
-	size_t pos = 0, n = 0;
-	const struct kj__field *fl;
-	int r = KJIT_EPROTO;
+	size_t n = kj__cache_key_entries_in(f->q.backend) ? f->q.n_entries : 0;
 
-	if (f->job.frame.len < KJ_FRAME_HDR_SIZE ||
-	    kj__msg_decode(f->job.frame.p + KJ_FRAME_HDR_SIZE, f->job.frame.len - KJ_FRAME_HDR_SIZE, &m) < 0)
-		return r;
-	r = 0;
-	while (r == 0 && (fl = kj__msg_next(&m, KJ_F_ENTRY, &pos)) != NULL) {
-		if (n == KJ_ENTRIES_MAX_COUNT || memchr(fl->p, '\0', fl->len) != NULL || fl->len == 0)
-			r = KJIT_EPROTO;
-		else if (kj__buf_append(b, fl->p, fl->len) < 0 || kj__buf_append(b, "", 1) < 0)
-			r = KJIT_ENOMEM;
-		else
-			n++;
+	if (n > KJ_ENTRIES_MAX_COUNT)
+		return KJIT_EPROTO;
+	for (size_t i = 0; i < n; i++) {
+		size_t l = strlen(f->q.entries[i]);
+		if (l == 0)
+			return KJIT_EPROTO;
+		if (kj__buf_append(b, f->q.entries[i], l + 1) < 0)
+			return KJIT_ENOMEM;
 	}
-	kj__msg_free(&m);
-	if (r < 0)
-		return r;
 	for (size_t i = 0, off = 0; i < n; i++) {
 		v[i] = (const char *)b->p + off;
 		off += strlen(v[i]) + 1;

@@ -190,6 +190,8 @@ void kj__flight_free(struct kj__flight *f)
 	}
 	free(f->w);
 	kj__buf_free(&f->job.frame);
+	kj__get_req_clear(&f->q);
+	kj__includes_free(&f->inc);
 	kj__buf_free(&f->recipe);
 	free(f->source_name);
 	free(f->module_entries);
