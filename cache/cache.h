@@ -159,6 +159,14 @@ struct kj__cache_pub;
 int kj__cache_pub_begin(struct kj__cache *c, const struct kj__cache_entry *e, const uint8_t *data, size_t len,
 			const uint8_t *recipe, size_t recipe_len, const uid_t *uids, size_t n_uids,
 			struct kj__cache_pub **out);
+/* begin_lent: as begin, but data is lent, not copied: it must stay valid
+ * and unchanged until finish or free (the caller holds it), and the run
+ * makes the copy the hot set keeps, off the cache's thread; *recipe
+ * (malloc'd, recipe_len bytes, or NULL) is taken and set NULL on success.
+ * With an allocator other than the default, both are copied as by begin. */
+int kj__cache_pub_begin_lent(struct kj__cache *c, const struct kj__cache_entry *e, const uint8_t *data, size_t len,
+			     uint8_t **recipe, size_t recipe_len, const uid_t *uids, size_t n_uids,
+			     struct kj__cache_pub **out);
 void kj__cache_pub_run(struct kj__cache_pub *p);
 int kj__cache_pub_finish(struct kj__cache_pub *p);
 void kj__cache_pub_free(struct kj__cache_pub *p);

@@ -20,6 +20,10 @@
  *    cache's thread leave a pub's files alone (kj__obj_sweepable).
  *  - One publish per key at a time (begin says KJIT_EBUSY to a second).
  *  - Temporary names are unique by c->tmp_seq, taken at begin.
+ *  - A lent publish (kj__cache_pub_begin_lent) serves the caller's bytes,
+ *    which stay valid and unchanged until finish or free; its run makes
+ *    the copy the hot set keeps (own), read by the cache's thread only
+ *    after the run, so the cache's thread never copies the object.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -38,8 +42,10 @@ struct kj__cache_pub {
 	struct kj__cache_entry e;     /* strings owned (c->mem) */
 	struct ent en;
 	struct kj__pub_paths p;
-	uint8_t *data;                /* c->mem; moves to the hot set at finish */
+	uint8_t *data;                /* c->mem; moves to the hot set at finish; lent: the caller's */
 	size_t len;
+	int lent;                     /* data is the caller's until finish or free; own is the run's copy */
+	uint8_t *own;                 /* lent: c->mem, made by the run, read by the cache's thread after it */
 	uint8_t *recipe;              /* c->mem, or NULL */
 	size_t recipe_len;
 	uint64_t recipe_seq;
@@ -99,7 +105,9 @@ void kj__cache_pub_free(struct kj__cache_pub *p)
 	c->mem->free((void *)p->e.log);
 	c->mem->free((void *)p->e.lowered);
 	c->mem->free((void *)p->e.entries);
-	c->mem->free(p->data);
+	if (!p->lent)
+		c->mem->free(p->data);
+	c->mem->free(p->own);
 	c->mem->free(p->recipe);
 	c->mem->free(p->uids);
 	c->mem->free(p);
@@ -120,10 +128,14 @@ static int dup_bytes(struct kj__cache *c, uint8_t **dst, const uint8_t *src, siz
 	return 0;
 }
 
-int kj__cache_pub_begin(struct kj__cache *c, const struct kj__cache_entry *e, const uint8_t *data, size_t len,
-			const uint8_t *recipe, size_t recipe_len, const uid_t *uids, size_t n_uids,
-			struct kj__cache_pub **out)
+/* begin's body.  lent: data stays the caller's (copied by the run);
+ * take: *recipe (malloc'd) becomes the pub's, set NULL, instead of a copy;
+ * both only with the default allocator, else copies as before. */
+static int begin(struct kj__cache *c, const struct kj__cache_entry *e, const uint8_t *data, size_t len, int lent,
+		 uint8_t **recipe_in, size_t recipe_len, int take, const uid_t *uids, size_t n_uids,
+		 struct kj__cache_pub **out)
 {
+	const uint8_t *recipe = recipe_in ? *recipe_in : NULL;
 	struct kj__cache_pub *p;
 	uint8_t key[KJ_SHA256_LEN];
 	int r;
@@ -138,17 +150,27 @@ int kj__cache_pub_begin(struct kj__cache *c, const struct kj__cache_entry *e, co
 		return KJIT_ENOMEM;
 	p->c = c;
 	p->e = *e;
+	if (c->mem != &kj__cache_alloc_default)
+		lent = take = 0; /* the run's copy and the recipe's free need the default allocator */
 	p->e.source_name = p->e.options = p->e.compiler = p->e.log = p->e.lowered = p->e.entries = NULL;
 	p->e.sha256[0] = '\0'; /* the run's */
 	if ((r = dup_str(c, &p->e.source_name, e->source_name)) < 0 || (r = dup_str(c, &p->e.options, e->options)) < 0 ||
 	    (r = dup_str(c, &p->e.compiler, e->compiler)) < 0 || (r = dup_str(c, &p->e.log, e->log)) < 0 ||
 	    (r = dup_str(c, &p->e.lowered, e->lowered)) < 0 || (r = dup_str(c, &p->e.entries, e->entries)) < 0 ||
-	    (r = dup_bytes(c, &p->data, data, len)) < 0 ||
-	    (recipe && (r = dup_bytes(c, &p->recipe, recipe, recipe_len)) < 0) ||
+	    (!lent && (r = dup_bytes(c, &p->data, data, len)) < 0) ||
+	    (recipe && !take && (r = dup_bytes(c, &p->recipe, recipe, recipe_len)) < 0) ||
 	    (n_uids && (r = dup_bytes(c, (uint8_t **)&p->uids, (const uint8_t *)uids, n_uids * sizeof *uids)) < 0) ||
 	    (r = kj__obj_prepare(c, &p->e, len, &p->en, &p->p)) < 0) {
 		kj__cache_pub_free(p);
 		return r;
+	}
+	if (lent) {
+		p->lent = 1;
+		p->data = (uint8_t *)data; /* read only, served until finish */
+	}
+	if (recipe && take) {
+		p->recipe = *recipe_in;
+		*recipe_in = NULL;
 	}
 	p->len = len;
 	p->recipe_len = recipe_len;
@@ -162,6 +184,22 @@ int kj__cache_pub_begin(struct kj__cache *c, const struct kj__cache_entry *e, co
 	return 0;
 }
 
+int kj__cache_pub_begin(struct kj__cache *c, const struct kj__cache_entry *e, const uint8_t *data, size_t len,
+			const uint8_t *recipe, size_t recipe_len, const uid_t *uids, size_t n_uids,
+			struct kj__cache_pub **out)
+{
+	uint8_t *rp = (uint8_t *)recipe; /* copied, never taken */
+
+	return begin(c, e, data, len, 0, recipe ? &rp : NULL, recipe_len, 0, uids, n_uids, out);
+}
+
+int kj__cache_pub_begin_lent(struct kj__cache *c, const struct kj__cache_entry *e, const uint8_t *data, size_t len,
+			     uint8_t **recipe, size_t recipe_len, const uid_t *uids, size_t n_uids,
+			     struct kj__cache_pub **out)
+{
+	return begin(c, e, data, len, 1, recipe && *recipe ? recipe : NULL, recipe_len, 1, uids, n_uids, out);
+}
+
 void kj__cache_pub_run(struct kj__cache_pub *p)
 {
 	struct kj__cache *c = p->c;
@@ -169,6 +207,13 @@ void kj__cache_pub_run(struct kj__cache_pub *p)
 
 	p->ran = 1;
 	p->recipe_r = KJIT_ENOENT;
+	if (p->lent) { /* the copy the hot set keeps, made here rather than on the cache's thread */
+		if ((p->own = c->mem->malloc(p->len ? p->len : 1)) == NULL) {
+			p->r = KJIT_ENOMEM;
+			return;
+		}
+		memcpy(p->own, p->data, p->len);
+	}
 	if ((p->r = kj__sha256(p->data, p->len, p->dg)) < 0)
 		return;
 	if ((p->r = kj__obj_place(c, &p->p, p->data, p->len, &p->st)) < 0) {
@@ -214,11 +259,14 @@ int kj__cache_pub_finish(struct kj__cache_pub *p)
 	kj__obj_table_update(c, &p->en, prior);
 	/* Just compiled: likely asked for again soon.  The bytes are the ones
 	 * hashed by the run, so they count as verified. */
+	uint8_t *own = p->lent ? p->own : p->data;
 	if (p->st.st_ino != 0)
-		kj__hot_put_owned(c, p->en.key, p->data, p->len, &p->st);
+		kj__hot_put_owned(c, p->en.key, own, p->len, &p->st);
 	else
-		c->mem->free(p->data);
+		c->mem->free(own);
+	p->own = NULL;
 	p->data = NULL;
+	p->lent = 0;
 	if (p->recipe_r == 0 && kj__recipe_link(c, p->e.key, p->recipe_hex) < 0)
 		p->recipe_r = KJIT_EIO;
 	if (p->recipe && p->recipe_r < 0)

@@ -620,7 +620,7 @@ void kj__admin_answer(struct kj__conn *c, uint32_t id, int r, struct kj__buf *te
  * enter the cache; meanwhile the object is served from memory.  0, or a
  * negative code (logged and counted as a publish error: not cached). */
 int kj__publish_start(struct kj__daemon *d, const struct kj__cache_entry *e, const uint8_t *data, size_t len,
-		      const struct kj__buf *recipe, const uid_t *uids, size_t n_uids);
+		      struct kj__buf *recipe, const uid_t *uids, size_t n_uids);
 /* Calls fn(arg) on the loop once the publishes in flight now have
  * finished (later ones are not waited for): at once if none is (or when
  * out of memory).  What was answered before an admin command is in the

@@ -116,7 +116,15 @@ void kj__flight_publish(struct kj__flight *f, int status, int join_status, const
 		if (j == n)
 			uids[n++] = u;
 	}
-	kj__publish_start(d, &f->e, data, len, &f->recipe, uids, n); /* a failure is logged and counted there */
+	/* the recipe is taken by the publish; a compile's fleet value needs it after: a copy */
+	struct kj__buf recipe = { 0 }, *rp = &f->recipe;
+	if (status == KJIT_STATUS_COMPILED) {
+		rp = &recipe;
+		if (f->recipe.len && kj__buf_append(&recipe, f->recipe.p, f->recipe.len) < 0)
+			kj__buf_free(&recipe); /* replay will miss it */
+	}
+	kj__publish_start(d, &f->e, data, len, rp, uids, n); /* a failure is logged and counted there */
+	kj__buf_free(&recipe);
 	f->e.log = f->e.lowered = NULL;
 	hits_joiners(f, data, len);
 	if (status == KJIT_STATUS_COMPILED) /* a remote hit is in the fleet already */

@@ -5,7 +5,10 @@
  * the admin commands.  The waiters were answered before begin; from begin
  * to finish a request for the key is served from the copy begin made
  * (cache/publish.c), so nothing is recompiled and no half-written file is
- * read.
+ * read.  The copy is not made on the loop: the publish borrows the bytes
+ * of the reply buffer its waiters' replies queued (replybuf.c, one
+ * reference until the publish is freed; a new one if none is queued),
+ * the run copies them for the hot set, and the recipe is taken over.
  *
  * Invariants:
  *  - The loop's tables (entry table, hot set) change only in finish, on
@@ -35,6 +38,7 @@ struct kj__publish {
 	uint64_t seq;                /* order of begin (kj__publish_when_idle) */
 	struct kj__publish *next;    /* d->pubs: in flight */
 	struct kj__cache_pub *p;
+	struct kj__replybuf *rb;     /* the object's bytes, lent to p until it is freed; NULL: p has a copy */
 	char key[65];
 	size_t len;
 };
@@ -42,6 +46,7 @@ struct kj__publish {
 static void pub_free(struct kj__publish *t)
 {
 	kj__cache_pub_free(t->p);
+	kj__replybuf_unref(t->rb); /* after the pub that borrowed its bytes */
 	free(t);
 }
 
@@ -138,8 +143,22 @@ static void on_done(uv_work_t *w, int status)
 		run_idle(d);
 }
 
+/* The object's bytes for a lent publish: the reply buffer its waiters'
+ * replies queued (no copy), else a new one (the one copy); a buffer of the
+ * key with other bytes is not used.  NULL when out of memory. */
+static struct kj__replybuf *shared_bytes(struct kj__daemon *d, const char *key, const uint8_t *data, size_t len)
+{
+	struct kj__replybuf *rb = kj__replybuf_get(d, key, data, len);
+
+	if (rb && memcmp(kj__replybuf_data(rb), data, len) != 0) {
+		kj__replybuf_unref(rb);
+		rb = kj__replybuf_get(d, NULL, data, len); /* untagged: a copy of its own */
+	}
+	return rb;
+}
+
 int kj__publish_start(struct kj__daemon *d, const struct kj__cache_entry *e, const uint8_t *data, size_t len,
-		      const struct kj__buf *recipe, const uid_t *uids, size_t n_uids)
+		      struct kj__buf *recipe, const uid_t *uids, size_t n_uids)
 {
 	struct kj__publish *t = calloc(1, sizeof *t);
 	int r = KJIT_ENOMEM;
@@ -151,9 +170,21 @@ int kj__publish_start(struct kj__daemon *d, const struct kj__cache_entry *e, con
 	t->len = len;
 	snprintf(t->key, sizeof t->key, "%s", e->key);
 	int has_recipe = recipe && recipe->len > KJ_FRAME_HDR_SIZE;
-	/* the recipe: the GET frame replay.c sends again, named by its body's digest */
-	r = kj__cache_pub_begin(d->cache, e, data, len, has_recipe ? recipe->p : NULL, has_recipe ? recipe->len : 0,
-				uids, n_uids, &t->p);
+	/* the recipe: the GET frame replay.c sends again, named by its body's
+	 * digest; taken, not copied (a compile's is copied: the fleet value
+	 * needs it after) */
+	t->rb = shared_bytes(d, e->key, data, len);
+	if (t->rb) {
+		uint8_t *rp = has_recipe ? recipe->p : NULL;
+		size_t rl = has_recipe ? recipe->len : 0;
+		r = kj__cache_pub_begin_lent(d->cache, e, kj__replybuf_data(t->rb), len, has_recipe ? &rp : NULL, rl,
+					     uids, n_uids, &t->p);
+		if (has_recipe && rp == NULL) /* taken */
+			*recipe = (struct kj__buf){ 0 };
+	} else {
+		r = kj__cache_pub_begin(d->cache, e, data, len, has_recipe ? recipe->p : NULL,
+					has_recipe ? recipe->len : 0, uids, n_uids, &t->p);
+	}
 	if (r == KJIT_EBUSY) { /* the same key is being published: same object */
 		pub_free(t);
 		return 0;
