@@ -4,9 +4,12 @@
  * second publish of the key is refused; after run and finish the table,
  * the hot set and the index have it; a publish freed without its run
  * leaves nothing; a failed run (its directory not a directory) leaves the
- * cache as it was.  Each test works in its own mkdtemp directory. */
+ * cache as it was; a lent publish (kj__cache_pub_begin_lent) serves the
+ * caller's bytes until finish, takes the recipe, and leaves the hot set a
+ * copy of its own.  Each test works in its own mkdtemp directory. */
 #include <ftw.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -177,5 +180,50 @@ static void test_get_while_another_publishes(void)
 	teardown(c);
 }
 
+/* A lent publish: the caller's bytes are served (no copy) until finish,
+ * the recipe is taken (the pointer set NULL) and stored, and after finish
+ * the hot set serves a copy of its own: the caller's buffer may go. */
+static void test_lent_bytes_and_recipe(void)
+{
+	struct kj__cache *c = setup();
+	struct kj__cache_entry e;
+	struct kj__cache_pub *p;
+	static const char body[] = "0123456789abcdefGET body";
+	uint8_t *obj = malloc(3000), *recipe = malloc(sizeof body);
+	const uint8_t *peek;
+	size_t len;
+	uint32_t ms;
+	char rec[65];
+
+	CHECK(obj != NULL && recipe != NULL);
+	for (size_t i = 0; i < 3000; i++)
+		obj[i] = (uint8_t)(i * 7);
+	memcpy(recipe, body, sizeof body);
+	entry(&e, "lent");
+	CHECK_EQ_INT(kj__cache_pub_begin_lent(c, &e, obj, 3000, &recipe, sizeof body, NULL, 0, &p), 0);
+	CHECK(recipe == NULL); /* taken */
+	CHECK_EQ_INT(kj__cache_peek(c, e.key, &peek, &len, &ms), 0);
+	CHECK(peek == obj && len == 3000); /* the lent bytes themselves */
+	kj__cache_pub_run(p);
+	CHECK_EQ_INT(kj__cache_pub_finish(p), 0);
+	kj__cache_pub_free(p);
+	for (size_t i = 0; i < 3000; i++) /* the caller's buffer changes after finish */
+		obj[i] = 0;
+	CHECK_EQ_INT(kj__cache_peek(c, e.key, &peek, &len, &ms), 0);
+	CHECK(peek != obj && len == 3000 && peek[1] == 7 && peek[2999] == (uint8_t)(2999 * 7));
+	CHECK_EQ_INT(kj__cache_recipe_of(c, e.key, rec), 0);
+	/* freed without a run: the recipe taken is freed with it, the bytes stay the caller's */
+	struct kj__cache_entry e2;
+	entry(&e2, "lent2");
+	recipe = malloc(sizeof body);
+	CHECK(recipe != NULL);
+	memcpy(recipe, body, sizeof body);
+	CHECK_EQ_INT(kj__cache_pub_begin_lent(c, &e2, obj, 3000, &recipe, sizeof body, NULL, 0, &p), 0);
+	kj__cache_pub_free(p);
+	CHECK_EQ_INT(kj__cache_peek(c, e2.key, &peek, &len, &ms), KJIT_ENOENT);
+	free(obj);
+	teardown(c);
+}
+
 TEST_LIST(TEST(served_from_memory_until_finish) TEST(freed_or_failed_leaves_nothing)
-	  TEST(get_while_another_publishes))
+	  TEST(get_while_another_publishes) TEST(lent_bytes_and_recipe))
