@@ -287,9 +287,11 @@ fail:
 static int make_job(struct kj__flight *f)
 {
 	uint64_t freed = f->q.source_len + includes_bytes(&f->inc);
-	int r = build_job(f, &f->q, &f->inc);
+	int r;
 
-	if (r < 0)
+	if (f->job.frame.len) /* built already: its source and includes are gone */
+		return 0;
+	if ((r = build_job(f, &f->q, &f->inc)) < 0)
 		return r;
 	kj__quota_charge_over(f->d, f->uid, f->job.frame.len);
 	f->charged += f->job.frame.len;
