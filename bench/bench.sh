@@ -774,6 +774,12 @@ commit=$(cd "$TOP" && git rev-parse --short HEAD 2>/dev/null || echo unknown)
 		echo
 		cat "$TOP/bench/history.md"
 	fi
+	# Figures measured by hand for each issue (their commands are in the
+	# text): kept in their own file, so a run of this script keeps them.
+	if [ -f "$TOP/bench/rounds.md" ]; then
+		echo
+		cat "$TOP/bench/rounds.md"
+	fi
 	# GPU figures come from a machine with a GPU (scripts/gpu-run.sh) and are
 	# kept in their own file, so a CPU-only run keeps them.
 	if [ -f "$TOP/bench/gpu-h200.md" ]; then

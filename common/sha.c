@@ -1,4 +1,5 @@
 /* sha.c: SHA-256 through OpenSSL's EVP interface (see sha.h). */
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,11 @@
 struct kj__sha {
 	EVP_MD_CTX *ctx;
 };
+
+int kj__sha_init(void)
+{
+	return OPENSSL_init_crypto(OPENSSL_INIT_LOAD_CONFIG, NULL) == 1 ? 0 : KJIT_EINTERNAL;
+}
 
 int kj__sha_new(struct kj__sha **out)
 {

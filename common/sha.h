@@ -17,6 +17,13 @@ int kj__sha_final(struct kj__sha *s, uint8_t out[KJ_SHA256_LEN]);
 int kj__sha_reset(struct kj__sha *s);
 void kj__sha_free(struct kj__sha *s);
 
+/* Loads OpenSSL's configuration and algorithms on the calling thread.  A
+ * process that hashes on threads it does not join before exit (kjitd's
+ * libuv pool) calls it first on its main thread: OpenSSL's one-time set-up
+ * then never runs, and leaves its state, on a pool thread.  0 or
+ * KJIT_EINTERNAL. */
+int kj__sha_init(void);
+
 /* One shot.  0 or KJIT_EINTERNAL. */
 int kj__sha256(const void *p, size_t n, uint8_t out[KJ_SHA256_LEN]);
 /* Writes 64 lowercase hex digits and a NUL into hex[65]. */

@@ -31,6 +31,7 @@
 #include "kj_types.h"
 #include "remote.h"
 #include "targetid.h"
+#include "sha.h"
 #include "util.h"
 
 
@@ -197,6 +198,10 @@ static int serve(struct kj__daemon *d)
 	d->started = kj__wall_s();
 	d->last_active_us = kj__now_us();
 	kj__quota_init(d);
+	if (kj__sha_init() < 0) { /* before any pool thread hashes (offhash.c, publish.c) */
+		fprintf(d->log, "kjitd: OpenSSL cannot be initialised\n");
+		return 1;
+	}
 	/* What our children leave behind (a compiler's children, rocminfo's
 	 * shell) comes to us, not to an init that may never reap it. */
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
