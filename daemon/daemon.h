@@ -615,10 +615,12 @@ void kj__admin_answer(struct kj__conn *c, uint32_t id, int r, struct kj__buf *te
 		      const char *err);
 
 /* publish.c: the cache's part of a flight's publish (flight.c), its disk
- * work and digest on libuv's thread pool: e's object (data, len bytes,
- * copied), its recipe (a GET frame, or NULL) and its requesters (uids)
- * enter the cache; meanwhile the object is served from memory.  0, or a
- * negative code (logged and counted as a publish error: not cached). */
+ * work and digest on libuv's thread pool: e's object (data, len bytes: the
+ * reply buffer of e->key holding them is shared, else one is made; the
+ * hot set's copy is made on the thread), its recipe (a GET frame, or
+ * NULL; taken: *recipe emptied, when the cache can) and its requesters
+ * (uids) enter the cache; meanwhile the object is served from memory.  0,
+ * or a negative code (logged and counted as a publish error: not cached). */
 int kj__publish_start(struct kj__daemon *d, const struct kj__cache_entry *e, const uint8_t *data, size_t len,
 		      struct kj__buf *recipe, const uid_t *uids, size_t n_uids);
 /* Calls fn(arg) on the loop once the publishes in flight now have
