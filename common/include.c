@@ -134,20 +134,24 @@ static int directive(struct resolver *rv, const char *where, size_t line, const 
 static int splice(const uint8_t *src, size_t len, char **out, size_t *outlen)
 {
 	char *p = malloc(len + 1);
-	size_t k = 0;
+	size_t i = 0, k = 0;
 
 	if (p == NULL)
 		return KJIT_ENOMEM;
-	for (size_t i = 0; i < len; i++) {
-		if (src[i] == '\\' && i + 1 < len && src[i + 1] == '\n') {
-			i++;
-			continue;
-		}
-		if (src[i] == '\\' && i + 2 < len && src[i + 1] == '\r' && src[i + 2] == '\n') {
+	while (i < len) { /* copy up to the next backslash in one go */
+		const uint8_t *b = memchr(src + i, '\\', len - i);
+		size_t e = b ? (size_t)(b - src) : len;
+		memcpy(p + k, src + i, e - i);
+		k += e - i;
+		i = e;
+		if (i >= len)
+			break;
+		if (i + 1 < len && src[i + 1] == '\n')
 			i += 2;
-			continue;
-		}
-		p[k++] = (char)src[i];
+		else if (i + 2 < len && src[i + 1] == '\r' && src[i + 2] == '\n')
+			i += 3;
+		else
+			p[k++] = (char)src[i++];
 	}
 	p[k] = '\0';
 	*out = p;
@@ -189,6 +193,35 @@ static int digit_separator(const char *s, size_t i)
 	return isdigit((unsigned char)s[j]) || s[j] == '.';
 }
 
+/* A word of eight bytes with each byte's high bit set where w's byte is c.
+ * Exact about whether some byte matches (the flags above a match may be
+ * wrong, and are not used). */
+static inline uint64_t has_byte(uint64_t w, unsigned char c)
+{
+	const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+	uint64_t x = w ^ (ones * c);
+	return (x - ones) & ~x & highs;
+}
+
+/* The index of the first byte from i that the scan must look at when not
+ * at the start of a line (a newline, '/', '"' or '\''), or n.  Every other
+ * byte there only moves the scan on: a '#' or "%:" starts a directive only
+ * at the start of a line, and blanks and other bytes leave "not at the start
+ * of a line" as it is.  Eight bytes at a time, then byte by byte. */
+static size_t skip_plain(const char *s, size_t i, size_t n)
+{
+	while (i + 8 <= n) {
+		uint64_t w;
+		memcpy(&w, s + i, 8);
+		if (has_byte(w, '\n') | has_byte(w, '/') | has_byte(w, '"') | has_byte(w, '\''))
+			break;
+		i += 8;
+	}
+	while (i < n && s[i] != '\n' && s[i] != '/' && s[i] != '"' && s[i] != '\'')
+		i++;
+	return i;
+}
+
 /* One file's text being scanned: position, line and the conditional state. */
 struct scanner {
 	const char *s;
@@ -198,21 +231,40 @@ struct scanner {
 	int dead_from;          /* depth_if of the innermost "#if 0" being skipped, or 0 */
 };
 
-/* Skips a // or block comment at sc->i. */
+/* The number of newlines in s[a, b). */
+static size_t count_lines(const char *s, size_t a, size_t b)
+{
+	size_t c = 0;
+	const char *p = s + a, *e = s + b;
+
+	while (p < e && (p = memchr(p, '\n', (size_t)(e - p))) != NULL) {
+		c++;
+		p++;
+	}
+	return c;
+}
+
+/* Skips a // or block comment at sc->i (a block comment ends at the first
+ * "*" "/" after its opening two bytes, or at the end of the text). */
 static void skip_comment(struct scanner *sc)
 {
-	const char *s = sc->s;
+	const char *s = sc->s, *q;
 	size_t i = sc->i, n = sc->n;
 
 	if (s[i + 1] == '/') {
-		while (i < n && s[i] != '\n')
-			i++;
-	} else {
-		for (i += 2; i < n && !(s[i] == '*' && i + 1 < n && s[i + 1] == '/'); i++)
-			if (s[i] == '\n')
-				sc->line++; /* a comment spanning lines: still "start of line" after it */
-		i += 2;
+		q = memchr(s + i, '\n', n - i);
+		sc->i = q ? (size_t)(q - s) : n;
+		return;
 	}
+	for (i += 2; i < n; i++) {
+		q = memchr(s + i, '*', n - i);
+		i = q ? (size_t)(q - s) : n;
+		if (i + 1 < n && s[i + 1] == '/')
+			break;
+	}
+	/* a comment spanning lines: still "start of line" after it */
+	sc->line += count_lines(s, sc->i + 2, i < n ? i : n);
+	i += 2;
 	sc->i = i < n ? i : n;
 }
 
@@ -403,14 +455,14 @@ static int scan(struct resolver *rv, const char *where, const uint8_t *src, size
 		} else if (ch == '"' || (ch == '\'' && !digit_separator(sc.s, sc.i))) {
 			skip_quoted(&sc);
 		} else if (ch == ' ' || ch == '\t' || ch == '\f' || ch == '\v' || ch == '\r') {
-			sc.i++;
+			sc.i = sc.bol ? sc.i + 1 : skip_plain(sc.s, sc.i + 1, sc.n);
 		} else if (ch == '#' && sc.bol) {
 			r = hash_line(rv, &sc, where, depth, 1);
 		} else if (ch == '%' && sc.i + 1 < sc.n && sc.s[sc.i + 1] == ':' && sc.bol) { /* digraph "%:" */
 			r = hash_line(rv, &sc, where, depth, 2);
-		} else {
+		} else { /* not at the start of a line now: on to the next byte that matters */
 			sc.bol = 0;
-			sc.i++;
+			sc.i = skip_plain(sc.s, sc.i + 1, sc.n);
 		}
 	}
 	free(text);
