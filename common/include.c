@@ -159,6 +159,12 @@ static int splice(const uint8_t *src, size_t len, char **out, size_t *outlen)
 	return 0;
 }
 
+/* The blanks of a line: space, tab, form feed, vertical tab, CR. */
+static int blank(char ch)
+{
+	return ch == ' ' || ch == '\t' || ch == '\f' || ch == '\v' || ch == '\r';
+}
+
 static int ident_char(char ch)
 {
 	return isalnum((unsigned char)ch) || ch == '_';
@@ -194,8 +200,9 @@ static int digit_separator(const char *s, size_t i)
 }
 
 /* A word of eight bytes with each byte's high bit set where w's byte is c.
- * Exact about whether some byte matches (the flags above a match may be
- * wrong, and are not used). */
+ * Exact about whether some byte matches and about the first (lowest
+ * addressed) match; a flag above a match may be wrong (the borrow), so no
+ * flag after the first one is used. */
 static inline uint64_t has_byte(uint64_t w, unsigned char c)
 {
 	const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
@@ -211,10 +218,16 @@ static inline uint64_t has_byte(uint64_t w, unsigned char c)
 static size_t skip_plain(const char *s, size_t i, size_t n)
 {
 	while (i + 8 <= n) {
-		uint64_t w;
+		uint64_t w, m;
 		memcpy(&w, s + i, 8);
-		if (has_byte(w, '\n') | has_byte(w, '/') | has_byte(w, '"') | has_byte(w, '\''))
+		m = has_byte(w, '\n') | has_byte(w, '/') | has_byte(w, '"') | has_byte(w, '\'');
+		if (m) {
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+			return i + (size_t)__builtin_ctzll(m) / 8; /* the first byte's flag is exact */
+#else
 			break;
+#endif
+		}
 		i += 8;
 	}
 	while (i < n && s[i] != '\n' && s[i] != '/' && s[i] != '"' && s[i] != '\'')
@@ -327,7 +340,7 @@ static int is_if_zero(const char *p, const char *end)
 
 static int word_is(const char *w, size_t n, const char *lit)
 {
-	return strlen(lit) == n && strncmp(w, lit, n) == 0;
+	return strlen(lit) == n && memcmp(w, lit, n) == 0;
 }
 
 /* Tracks #if nesting: only a group opened by a literal "#if 0" is dead (its
@@ -386,7 +399,7 @@ static int has_include_probes(struct resolver *rv, struct scanner *sc, const cha
 	int r = 0;
 
 	for (size_t j = k; r == 0 && j + wl < n && s[j] != '\n'; j++) {
-		if (strncmp(s + j, word, wl) != 0 || (j > 0 && ident_char(s[j - 1])))
+		if (s[j] != '_' || strncmp(s + j, word, wl) != 0 || (j > 0 && ident_char(s[j - 1])))
 			continue;
 		size_t p = j + wl;
 		if (strncmp(s + p, "_next", 5) == 0)
@@ -454,8 +467,12 @@ static int scan(struct resolver *rv, const char *where, const uint8_t *src, size
 			skip_raw_string(&sc);
 		} else if (ch == '"' || (ch == '\'' && !digit_separator(sc.s, sc.i))) {
 			skip_quoted(&sc);
-		} else if (ch == ' ' || ch == '\t' || ch == '\f' || ch == '\v' || ch == '\r') {
-			sc.i = sc.bol ? sc.i + 1 : skip_plain(sc.s, sc.i + 1, sc.n);
+		} else if (blank(ch)) {
+			if (!sc.bol)
+				sc.i = skip_plain(sc.s, sc.i + 1, sc.n);
+			else /* indentation: blanks keep the start of the line */
+				while (++sc.i < sc.n && blank(sc.s[sc.i]))
+					;
 		} else if (ch == '#' && sc.bol) {
 			r = hash_line(rv, &sc, where, depth, 1);
 		} else if (ch == '%' && sc.i + 1 < sc.n && sc.s[sc.i + 1] == ':' && sc.bol) { /* digraph "%:" */
