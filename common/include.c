@@ -33,7 +33,8 @@
  *
  * Speed (issue 25): once past a line's first token, only a newline, '/',
  * '"' or '\'' can change what the scan finds, so it jumps to the next of
- * those eight bytes at a time (skip_plain); comments end by memchr.  Every
+ * those sixteen or eight bytes at a time (skip_plain); comments end by
+ * memchr.  Every
  * shortcut must leave the result exactly that of the plain byte-by-byte
  * scan, kept in tests/include-ref.c: test-include and fuzz-include compare
  * the two on every input they have.
@@ -229,7 +230,7 @@ static inline uint64_t has_byte(uint64_t w, unsigned char c)
  * -DKJ_SCAN_NO_SSE2 builds the word path alone, to test it on x86. */
 static size_t skip_plain(const char *s, size_t i, size_t n)
 {
-#if defined(__SSE2__) && !defined(KJ_SCAN_NO_SSE2) /* the build of the eight-byte path alone */
+#if defined(__SSE2__) && !defined(KJ_SCAN_NO_SSE2)
 	const __m128i nl = _mm_set1_epi8('\n'), sl = _mm_set1_epi8('/'), dq = _mm_set1_epi8('"'),
 		      sq = _mm_set1_epi8('\'');
 	while (i + 16 <= n) { /* sixteen bytes at a time; the rest as below */
