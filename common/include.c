@@ -34,10 +34,9 @@
  * Speed (issue 25): once past a line's first token, only a newline, '/',
  * '"' or '\'' can change what the scan finds, so it jumps to the next of
  * those sixteen or eight bytes at a time (skip_plain); comments end by
- * memchr.  Every
- * shortcut must leave the result exactly that of the plain byte-by-byte
- * scan, kept in tests/include-ref.c: test-include and fuzz-include compare
- * the two on every input they have.
+ * memchr.  Every shortcut must leave the result exactly that of the plain
+ * byte-by-byte scan, kept in tests/include-ref.c: test-include and
+ * fuzz-include compare the two on every input they have.
  */
 #include <ctype.h>
 #include <errno.h>
