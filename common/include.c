@@ -30,6 +30,13 @@
  * relative to it ("sub/x.h"), as compilers do.  Files are read with plain
  * libc calls (this is not the object store; cache.h's fsys table is for
  * that).  No state outside the call.
+ *
+ * Speed (issue 25): once past a line's first token, only a newline, '/',
+ * '"' or '\'' can change what the scan finds, so it jumps to the next of
+ * those sixteen or eight bytes at a time (skip_plain); comments end by
+ * memchr.  Every shortcut must leave the result exactly that of the plain
+ * byte-by-byte scan, kept in tests/include-ref.c: test-include and
+ * fuzz-include compare the two on every input they have.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -38,6 +45,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__) && !defined(KJ_SCAN_NO_SSE2)
+#include <emmintrin.h>
+#endif
 
 #include "includes.h"
 #include "include-int.h"
@@ -134,25 +144,35 @@ static int directive(struct resolver *rv, const char *where, size_t line, const 
 static int splice(const uint8_t *src, size_t len, char **out, size_t *outlen)
 {
 	char *p = malloc(len + 1);
-	size_t k = 0;
+	size_t i = 0, k = 0;
 
 	if (p == NULL)
 		return KJIT_ENOMEM;
-	for (size_t i = 0; i < len; i++) {
-		if (src[i] == '\\' && i + 1 < len && src[i + 1] == '\n') {
-			i++;
-			continue;
-		}
-		if (src[i] == '\\' && i + 2 < len && src[i + 1] == '\r' && src[i + 2] == '\n') {
+	while (i < len) { /* copy up to the next backslash in one go */
+		const uint8_t *b = memchr(src + i, '\\', len - i);
+		size_t e = b ? (size_t)(b - src) : len;
+		memcpy(p + k, src + i, e - i);
+		k += e - i;
+		i = e;
+		if (i >= len)
+			break;
+		if (i + 1 < len && src[i + 1] == '\n')
 			i += 2;
-			continue;
-		}
-		p[k++] = (char)src[i];
+		else if (i + 2 < len && src[i + 1] == '\r' && src[i + 2] == '\n')
+			i += 3;
+		else
+			p[k++] = (char)src[i++];
 	}
 	p[k] = '\0';
 	*out = p;
 	*outlen = k;
 	return 0;
+}
+
+/* The blanks of a line: space, tab, form feed, vertical tab, CR. */
+static int blank(char ch)
+{
+	return ch == ' ' || ch == '\t' || ch == '\f' || ch == '\v' || ch == '\r';
 }
 
 static int ident_char(char ch)
@@ -189,6 +209,57 @@ static int digit_separator(const char *s, size_t i)
 	return isdigit((unsigned char)s[j]) || s[j] == '.';
 }
 
+/* A word of eight bytes with each byte's high bit set where w's byte is c.
+ * Exact about whether some byte matches and about the first (lowest
+ * addressed) match; a flag above a match may be wrong (the borrow), so no
+ * flag after the first one is used. */
+static inline uint64_t has_byte(uint64_t w, unsigned char c)
+{
+	const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+	uint64_t x = w ^ (ones * c);
+	return (x - ones) & ~x & highs;
+}
+
+/* The index of the first byte from i that the scan must look at when not
+ * at the start of a line (a newline, '/', '"' or '\''), or n.  Every other
+ * byte there only moves the scan on: a '#' or "%:" starts a directive only
+ * at the start of a line, and blanks and other bytes leave "not at the start
+ * of a line" as it is.  Sixteen bytes at a time with SSE2 (x86-64), eight
+ * in a 64-bit word (elsewhere, and SSE2's last few), then byte by byte;
+ * -DKJ_SCAN_NO_SSE2 builds the word path alone, to test it on x86. */
+static size_t skip_plain(const char *s, size_t i, size_t n)
+{
+#if defined(__SSE2__) && !defined(KJ_SCAN_NO_SSE2)
+	const __m128i nl = _mm_set1_epi8('\n'), sl = _mm_set1_epi8('/'), dq = _mm_set1_epi8('"'),
+		      sq = _mm_set1_epi8('\'');
+	while (i + 16 <= n) { /* sixteen bytes at a time; the rest as below */
+		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+		__m128i e = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, nl), _mm_cmpeq_epi8(v, sl)),
+					 _mm_or_si128(_mm_cmpeq_epi8(v, dq), _mm_cmpeq_epi8(v, sq)));
+		unsigned m = (unsigned)_mm_movemask_epi8(e);
+		if (m)
+			return i + (size_t)__builtin_ctz(m);
+		i += 16;
+	}
+#endif
+	while (i + 8 <= n) {
+		uint64_t w, m;
+		memcpy(&w, s + i, 8);
+		m = has_byte(w, '\n') | has_byte(w, '/') | has_byte(w, '"') | has_byte(w, '\'');
+		if (m) {
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+			return i + (size_t)__builtin_ctzll(m) / 8; /* the first byte's flag is exact */
+#else
+			break;
+#endif
+		}
+		i += 8;
+	}
+	while (i < n && s[i] != '\n' && s[i] != '/' && s[i] != '"' && s[i] != '\'')
+		i++;
+	return i;
+}
+
 /* One file's text being scanned: position, line and the conditional state. */
 struct scanner {
 	const char *s;
@@ -198,21 +269,40 @@ struct scanner {
 	int dead_from;          /* depth_if of the innermost "#if 0" being skipped, or 0 */
 };
 
-/* Skips a // or block comment at sc->i. */
+/* The number of newlines in s[a, b). */
+static size_t count_lines(const char *s, size_t a, size_t b)
+{
+	size_t c = 0;
+	const char *p = s + a, *e = s + b;
+
+	while (p < e && (p = memchr(p, '\n', (size_t)(e - p))) != NULL) {
+		c++;
+		p++;
+	}
+	return c;
+}
+
+/* Skips a // or block comment at sc->i (a block comment ends at the first
+ * "*" "/" after its opening two bytes, or at the end of the text). */
 static void skip_comment(struct scanner *sc)
 {
-	const char *s = sc->s;
+	const char *s = sc->s, *q;
 	size_t i = sc->i, n = sc->n;
 
 	if (s[i + 1] == '/') {
-		while (i < n && s[i] != '\n')
-			i++;
-	} else {
-		for (i += 2; i < n && !(s[i] == '*' && i + 1 < n && s[i + 1] == '/'); i++)
-			if (s[i] == '\n')
-				sc->line++; /* a comment spanning lines: still "start of line" after it */
-		i += 2;
+		q = memchr(s + i, '\n', n - i);
+		sc->i = q ? (size_t)(q - s) : n;
+		return;
 	}
+	for (i += 2; i < n; i++) {
+		q = memchr(s + i, '*', n - i);
+		i = q ? (size_t)(q - s) : n;
+		if (i + 1 < n && s[i + 1] == '/')
+			break;
+	}
+	/* a comment spanning lines: still "start of line" after it */
+	sc->line += count_lines(s, sc->i + 2, i < n ? i : n);
+	i += 2;
 	sc->i = i < n ? i : n;
 }
 
@@ -275,7 +365,7 @@ static int is_if_zero(const char *p, const char *end)
 
 static int word_is(const char *w, size_t n, const char *lit)
 {
-	return strlen(lit) == n && strncmp(w, lit, n) == 0;
+	return strlen(lit) == n && memcmp(w, lit, n) == 0;
 }
 
 /* Tracks #if nesting: only a group opened by a literal "#if 0" is dead (its
@@ -334,7 +424,7 @@ static int has_include_probes(struct resolver *rv, struct scanner *sc, const cha
 	int r = 0;
 
 	for (size_t j = k; r == 0 && j + wl < n && s[j] != '\n'; j++) {
-		if (strncmp(s + j, word, wl) != 0 || (j > 0 && ident_char(s[j - 1])))
+		if (s[j] != '_' || strncmp(s + j, word, wl) != 0 || (j > 0 && ident_char(s[j - 1])))
 			continue;
 		size_t p = j + wl;
 		if (strncmp(s + p, "_next", 5) == 0)
@@ -402,15 +492,19 @@ static int scan(struct resolver *rv, const char *where, const uint8_t *src, size
 			skip_raw_string(&sc);
 		} else if (ch == '"' || (ch == '\'' && !digit_separator(sc.s, sc.i))) {
 			skip_quoted(&sc);
-		} else if (ch == ' ' || ch == '\t' || ch == '\f' || ch == '\v' || ch == '\r') {
-			sc.i++;
+		} else if (blank(ch)) {
+			if (!sc.bol)
+				sc.i = skip_plain(sc.s, sc.i + 1, sc.n);
+			else /* indentation: blanks keep the start of the line */
+				while (++sc.i < sc.n && blank(sc.s[sc.i]))
+					;
 		} else if (ch == '#' && sc.bol) {
 			r = hash_line(rv, &sc, where, depth, 1);
 		} else if (ch == '%' && sc.i + 1 < sc.n && sc.s[sc.i + 1] == ':' && sc.bol) { /* digraph "%:" */
 			r = hash_line(rv, &sc, where, depth, 2);
-		} else {
+		} else { /* not at the start of a line now: on to the next byte that matters */
 			sc.bol = 0;
-			sc.i++;
+			sc.i = skip_plain(sc.s, sc.i + 1, sc.n);
 		}
 	}
 	free(text);

@@ -2,6 +2,7 @@
  * included, what is refused, and that the scan is not fooled by comments
  * and strings, loops or deep nesting. */
 #include <ftw.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -11,6 +12,8 @@
 #include "kj_limits.h"
 #include "kjit.h"
 #include "test.h"
+
+#include "include-ref.c" /* ref_includes_resolve_tree: the scan as it was at 197e918 */
 
 static char dir[256];   /* allowed include directory */
 static char outside[256];
@@ -453,7 +456,149 @@ static void test_other_spellings(void)
 	cleanup();
 }
 
-TEST_LIST(TEST(other_spellings) TEST(dotdot_in_the_tree) TEST(source_folder_first) TEST(refuses_escapes) TEST(line_number_in_error) TEST(missing_names_listed) TEST(if_zero_skipped)
+/* Issue 25: the scan skips plain bytes eight at a time; it must find
+ * exactly what the byte-by-byte scan (tests/include-ref.c) found, on every
+ * input: names, bytes, missing names, code, message and climb. */
+static const char *eq_dirs[2];
+static unsigned long eq_runs, eq_clean, eq_found; /* inputs; of them scanned without error; with a header found */
+
+static void same_as_ref(const char *what, const uint8_t *src, size_t len, const struct req *q, int use_tree)
+{
+	struct kj__include_tree ta = { .anc = root, .src_dir = root }, tb = ta;
+	struct kj__includes a, b;
+	char ea[512], eb[512];
+	int ra = kj__includes_resolve_tree("src/main.cu", src, len, q->names, q->data, q->len, q->n, eq_dirs, 2,
+					   use_tree ? &ta : NULL, &a, ea, sizeof ea);
+	int rb = ref_includes_resolve_tree("src/main.cu", src, len, q->names, q->data, q->len, q->n, eq_dirs, 2,
+					   use_tree ? &tb : NULL, &b, eb, sizeof eb);
+	int ok = ra == rb && strcmp(ea, eb) == 0 && a.n == b.n && a.n_missing == b.n_missing && ta.climb == tb.climb;
+
+	for (size_t i = 0; ok && i < a.n; i++)
+		ok = strcmp(a.names[i], b.names[i]) == 0 && a.len[i] == b.len[i] &&
+		     memcmp(a.data[i], b.data[i], a.len[i]) == 0;
+	for (size_t i = 0; ok && i < a.n_missing; i++)
+		ok = strcmp(a.missing[i], b.missing[i]) == 0;
+	if (!ok) {
+		FILE *f = fopen("/tmp/kjit-scan-differs.bin", "wb");
+		if (f && fwrite(src, 1, len, f) == len && fclose(f) == 0)
+			f = NULL;
+		fprintf(stderr, "%s (%zu bytes, in /tmp/kjit-scan-differs.bin): fast %d \"%s\" %zu found %zu missing; "
+			"ref %d \"%s\" %zu found %zu missing\n", what, len, ra, ea, a.n, a.n_missing, rb, eb, b.n,
+			b.n_missing);
+		CHECK(0);
+	}
+	eq_clean += ra == 0;
+	eq_found += ra == 0 && a.n > 0;
+	kj__includes_free(&a);
+	kj__includes_free(&b);
+	eq_runs++;
+}
+
+static uint64_t eq_rng = 0x9e3779b97f4a7c15u;
+
+static uint64_t rnd(void)
+{
+	eq_rng ^= eq_rng << 13;
+	eq_rng ^= eq_rng >> 7;
+	eq_rng ^= eq_rng << 17;
+	return eq_rng;
+}
+
+/* Each file of the corpus, whole and cut at a few places (cuts leave
+ * comments, strings and lines unterminated). */
+static int eq_file(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	static const struct req none;
+	static uint8_t buf[1 << 21];
+	FILE *f;
+	size_t n;
+
+	if (flag != FTW_F || !S_ISREG(st->st_mode) || st->st_size > (off_t)sizeof buf)
+		return 0;
+	CHECK((f = fopen(path, "rb")) != NULL);
+	n = fread(buf, 1, sizeof buf, f);
+	CHECK(!ferror(f) && fclose(f) == 0);
+	same_as_ref(path, buf, n, &none, 0);
+	same_as_ref(path, buf, n, &none, 1);
+	for (int c = 0; n && c < 4; c++)
+		same_as_ref(path, buf, (size_t)(rnd() % n), &none, c & 1);
+	return 0;
+}
+
+/* A random mix of the bytes and tokens the scan treats specially. */
+static size_t tricky(char *out, size_t cap)
+{
+	static const char *const tok[] = {
+		"#", "#", "%:", "%", ":", "?\?=", "\n", "\n", "\r\n", "\\\n", "\\\r\n", "\\", " ", "\t", "\f", "\v",
+		"//", "/*", "*/", "*", "/", "\"", "'", "<", ">", "(", ")", "include", "include_next", "import",
+		"__has_include", "__has_include_next", "if", "if 0", "0", "1", "elif", "else", "endif", "ifdef",
+		"ifndef", "define", "R\"x(", ")x\"", "R\"(", ")\"", "u8R\"", "LR\"", "u8", "L", "1'000", "'a'",
+		"x", "_", "a.h", "b.h", "sub/c.h", "r.h", "kjit_prelude.h", "missing.h", "../a.h", "../../x.h",
+		"./a.h", "/etc/passwd", "inc/a.h", "outside/secret.h", "\"a.h\"", "<b.h>", "\"r.h\"", "<sub/c.h>",
+		"#include \"a.h\"\n", "#include <missing.h>\n", "#if 0\n", "#endif\n", "#if __has_include(",
+		"\0", "\x7f", "\xff", "defined", ".", "..",
+	};
+	size_t len = 0, ntok = rnd() % 300;
+
+	for (size_t k = 0; k < ntok; k++) {
+		const char *t = tok[rnd() % (sizeof tok / sizeof *tok)];
+		size_t tl = t[0] ? strlen(t) : 1;
+		if (len + tl > cap)
+			break;
+		memcpy(out + len, t, tl);
+		len += tl;
+	}
+	return len;
+}
+
+static void test_same_as_reference_scan(void)
+{
+	static const char *const trees[] = { "kernels_src", "tests", "common", "daemon", "client",
+					     "compilers", "cache", "include", "remote", "bench" };
+	static char big[1 << 16], hdr[1 << 14];
+	char path[512], kinc[512];
+	struct req q = { 0 };
+
+	setup();
+	snprintf(kinc, sizeof kinc, "%s/kernels_src/include", KJIT_SRCDIR);
+	eq_dirs[0] = dir;
+	eq_dirs[1] = kinc;
+	snprintf(path, sizeof path, "%s/sub", dir);
+	CHECK(mkdir(path, 0755) == 0);
+	put(dir, "a.h", "#include \"b.h\"\n#if __has_include(<sub/c.h>)\n#endif\n");
+	put(dir, "b.h", "// b\n#include <a.h>\n%:include \"kjit_prelude.h\"\n");
+	put(dir, "sub/c.h", "#include \"../a.h\"\n#include \"d.h\"\n/* \n#include \"e.h\" */\n");
+	for (size_t t = 0; t < sizeof trees / sizeof *trees; t++) {
+		snprintf(path, sizeof path, "%s/%s", KJIT_SRCDIR, trees[t]);
+		CHECK(nftw(path, eq_file, 16, FTW_PHYS) == 0);
+	}
+	unsigned long files = eq_runs / 6;
+	for (int k = 0; k < 40000; k++) {
+		size_t len;
+		if (k % 4 == 3) { /* random bytes, half of them from the special ones */
+			len = rnd() % sizeof big;
+			len = len > 4000 ? len % 4000 : len;
+			for (size_t i = 0; i < len; i++)
+				big[i] = (char)(k % 8 == 3 ? (int)(rnd() & 0xff) : "#%:/*\"'\\\n\r <>R(u8L_ \t0ix.h"[rnd() % 26]);
+		} else {
+			len = tricky(big, sizeof big);
+		}
+		q.n = 0;
+		if (k % 3 == 0) { /* a request header, itself random, that the source may include */
+			q.names[0] = k % 2 ? "r.h" : "a.h";
+			q.data[0] = (const uint8_t *)hdr;
+			q.len[0] = tricky(hdr, sizeof hdr);
+			q.n = 1;
+		}
+		same_as_ref("random", (const uint8_t *)big, len, &q, k % 2);
+	}
+	fprintf(stderr, "# %lu inputs (%lu files of the tree, cut) gave the same results; %lu without error, "
+		"%lu of them with headers found\n", eq_runs, files, eq_clean, eq_found);
+	CHECK(files > 150 && eq_clean > eq_runs / 4 && eq_found > eq_runs / 20);
+	cleanup();
+}
+
+TEST_LIST(TEST(same_as_reference_scan) TEST(other_spellings) TEST(dotdot_in_the_tree) TEST(source_folder_first) TEST(refuses_escapes) TEST(line_number_in_error) TEST(missing_names_listed) TEST(if_zero_skipped)
 	  TEST(nested_in_allowed_dir) TEST(request_header_shadows_dir)
 	  TEST(comments_and_strings_do_not_fool) TEST(depth_limit) TEST(cycle_terminates)
 	  TEST(missing_dir_and_no_source))
