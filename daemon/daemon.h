@@ -475,6 +475,7 @@ struct kj__miss {
 	struct kj__includes *inc;    /* its includes, resolved; taken (zeroed) with q */
 	const struct kj__key_input *ki; /* its key's components (--explain) */
 	const uint8_t *fp;           /* the GET body's fingerprint for the hit table; NULL: kept out of it */
+	uint64_t hits_gen;           /* the hit table's generation when its resolve began (offhash.c) */
 	char *want;                  /* entries to check (hip, cuda), "NAME\n" each, or NULL; set NULL once taken */
 };
 /* Joins the open flight for m->key, or opens one (its index entry, compile

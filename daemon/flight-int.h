@@ -20,6 +20,7 @@ struct kj__waiter {
 				      * against the object (hip, cuda); NULL: none; owned */
 	uint8_t fp[32];              /* a joiner's GET body fingerprint, for the hit table */
 	int has_fp;                  /* (w[0]'s is the flight's fp) */
+	uint64_t hits_gen;           /* the hit table's generation when its resolve began */
 };
 struct kj__flight {
 	char key[65];

@@ -231,7 +231,7 @@ int kj__flight_open(struct kj__daemon *d, struct kj__miss *m, char *err, size_t 
 	f->has_fp = m->fp != NULL;
 	if (m->fp)
 		memcpy(f->fp, m->fp, sizeof f->fp);
-	f->hits_gen = kj__hits_gen(d);
+	f->hits_gen = m->hits_gen; /* when its resolve began: a header edited since keeps it out of the table */
 	f->job.data = f;
 	f->job.done = on_job_done;
 	f->job.id = m->id;

@@ -172,6 +172,7 @@ int kj__flight_add_waiter(struct kj__flight *f, struct kj__miss *m)
 	w->want = m->want; /* checked when the object comes */
 	m->want = NULL;
 	w->has_fp = m->fp != NULL;
+	w->hits_gen = m->hits_gen;
 	if (m->fp)
 		memcpy(w->fp, m->fp, sizeof w->fp);
 	return 0;

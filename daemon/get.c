@@ -65,14 +65,16 @@ static void get_req_free(struct get_req *g)
  * names cannot be read is not answered: the compile gives them again; with
  * lowered & 2 (KJ_F_WANT_LOG), the compile's log goes with it too.  The
  * hit table gets the object under the GET's bytes body, or their digest fp
- * when the caller has it (NULL: body's is computed).  want
+ * when the caller has it (NULL: body's is computed), the latter only if
+ * the table's generation is still gen, the one its key was resolved
+ * under.  want
  * (NULL: none): the entry points asked for, checked against the object's
  * list (reply.c); a missing one is answered with its error instead.  1 if
  * answered with the object (or the client is gone), 2 if with an entry
  * error, 0 if not cached (nothing sent). */
 static int answer_hit(struct kj__daemon *d, struct kj__conn *c, uint32_t id, uint64_t t0, const char *key,
 		      const char *target, const char *version, const uint8_t *body, size_t body_len,
-		      const uint8_t *fp, int lowered, const char *want)
+		      const uint8_t *fp, uint64_t gen, int lowered, const char *want)
 {
 	struct kj__obj_reply o = { key, target, version, NULL, NULL, NULL };
 	char *names = NULL, *log = NULL, *list = NULL, err[1024];
@@ -119,7 +121,7 @@ static int answer_hit(struct kj__daemon *d, struct kj__conn *c, uint32_t id, uin
 	d->stats[KJ_STAT_SAVED_MS] += saved;
 	kj__send_object(d, c, id, KJIT_STATUS_HIT, &o, obj, len);
 	if (fp) /* its entries were checked */
-		kj__hits_put_fp(d, fp, kj__hits_gen(d), key, target, version, obj, len);
+		kj__hits_put_fp(d, fp, gen, key, target, version, obj, len);
 	else
 		kj__hits_put(d, body, body_len, key, target, version, obj, len);
 	d->stats[KJ_STAT_HITS]++;
@@ -158,11 +160,11 @@ static int answer_resolved(struct get_req *g, struct kj__offhash *rs, int lowere
 {
 	struct kj__daemon *d = g->d;
 	const uint8_t *fp = rs->has_fp ? rs->fp : NULL;
-	int a = answer_hit(d, g->c, g->id, g->t0, rs->key, rs->target, rs->version, NULL, 0, fp, lowered, rs->want);
+	int a = answer_hit(d, g->c, g->id, g->t0, rs->key, rs->target, rs->version, NULL, 0, fp, rs->hits_gen, lowered, rs->want);
 	const char *key = rs->key;
 
 	if (a == 0 && rs->want && rs->legacy[0] &&
-	    (a = answer_hit(d, g->c, g->id, g->t0, rs->legacy, rs->target, rs->version, NULL, 0, fp, lowered,
+	    (a = answer_hit(d, g->c, g->id, g->t0, rs->legacy, rs->target, rs->version, NULL, 0, fp, rs->hits_gen, lowered,
 			    rs->want)) != 0)
 		key = rs->legacy;
 	if (a == 1 && rs->want)
@@ -184,7 +186,7 @@ static int join_or_open_flight(struct get_req *g, struct kj__offhash *rs, char *
 	struct kj__miss m = {
 		.c = g->c, .id = g->id, .t0 = g->t0, .q = &g->q, .pool = g->pool,
 		.key = rs->key, .target = rs->target, .version = rs->version,
-		.inc = &rs->inc, .ki = &rs->ki, .fp = has_fp ? rs->fp : NULL, .want = rs->want,
+		.inc = &rs->inc, .ki = &rs->ki, .fp = has_fp ? rs->fp : NULL, .hits_gen = rs->hits_gen, .want = rs->want,
 	};
 	int r = kj__flight_open_or_join(g->d, &m, err, errlen);
 
@@ -225,7 +227,7 @@ static void get_answer(struct kj__offhash *rs)
 	if (answer_resolved(g, rs, lowered))
 		goto out;
 	if ((a = compatible_object(d, rs)) >= 0 &&
-	    answer_hit(d, g->c, g->id, g->t0, rs->alt_key[a], rs->alt_target[a], rs->version, NULL, 0, NULL, lowered,
+	    answer_hit(d, g->c, g->id, g->t0, rs->alt_key[a], rs->alt_target[a], rs->version, NULL, 0, NULL, rs->hits_gen, lowered,
 		       rs->want))
 		goto out;
 	/* A compile of these exact bytes failed moments ago (negcache.c). */
@@ -318,7 +320,7 @@ static int answer_from_memo(struct kj__daemon *d, struct kj__conn *c, uint32_t i
 	if (!kj__memo_find(d->memo, body, len, &mh))
 		return 0;
 	/* never kept with lowered names; never kept for a request with entries to check until they were */
-	return answer_hit(d, c, id, t0, mh.key, mh.target, mh.version, body, len, NULL, 0, NULL) != 0;
+	return answer_hit(d, c, id, t0, mh.key, mh.target, mh.version, body, len, NULL, kj__hits_gen(d), 0, NULL) != 0;
 }
 
 int kj__handle_get(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const uint8_t *body, size_t len)

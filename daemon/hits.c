@@ -28,8 +28,10 @@
  * An inotify event is read on the loop's next iteration: a client that
  * reads between an edit and that moment may get the object built from the
  * previous file, as a request that reached the daemon a moment earlier
- * would.  A put always follows its key's resolution within one callback,
- * and a compile's put checks that the generation did not move while it ran.
+ * would.  A key is resolved on a pool thread (offhash.c), so every put
+ * carries the generation taken on the loop before its resolve began and is
+ * refused if the generation moved since: a file edited while a thread read
+ * it, or while the compile ran, never enters the table.
  */
 #include <dirent.h>
 #include <errno.h>

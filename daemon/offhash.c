@@ -278,6 +278,7 @@ int kj__offhash_start(struct kj__offhash *h)
 	    (h->want = kj__entries_join(q->entries, q->n_entries)) == NULL)
 		return KJIT_ENOMEM;
 	h->has_fp = h->raw != NULL && d->hits != NULL;
+	h->hits_gen = kj__hits_gen(d); /* before the thread reads any file */
 	h->next = NULL;
 	if (d->hash_n_run < KJ_RESOLVE_RUNNING_MAX && d->hash_wait == NULL) {
 		run(d, h);

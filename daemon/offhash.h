@@ -39,6 +39,9 @@ struct kj__offhash {
 	struct kj__memo_files memo;    /* memo.ok: what kj__memo_enter may keep */
 	int has_fp;                    /* fp: raw's SHA-256, the hit table's name for it */
 	uint8_t fp[KJ_SHA256_LEN];
+	uint64_t hits_gen;             /* the hit table's generation when the resolve began (on the loop):
+					* a put of what it resolved to is refused if a watched file
+					* changed since (hits.c), even while the thread was reading it */
 	size_t n_alt;                  /* keys of compatible targets with fewer features, most specific first */
 	char alt_key[KJ_OFFHASH_ALT_MAX][65];
 	char alt_target[KJ_OFFHASH_ALT_MAX][KJ_TARGET_MAX];
