@@ -215,10 +215,11 @@ static void detach(kjit_client *c)
 	c->ctr = NULL;
 }
 
-/* Takes the descriptors of an SCM_RIGHTS message into fds (at most 2; any
- * more are closed).  Returns how many, or -1 when the control data was cut
- * (MSG_CTRUNC) or not what was expected. */
-static int take_fds(struct msghdr *mh, int fds[2])
+/* Takes the descriptors of an SCM_RIGHTS message into fds (at most cap;
+ * any more are closed).  Returns how many it stored (theirs to close); *bad
+ * is set when there were more, or the control data was cut (MSG_CTRUNC) or
+ * not what was expected. */
+static int take_fds(struct msghdr *mh, int *fds, int cap, int *bad_out)
 {
 	int n = 0, bad = (mh->msg_flags & MSG_CTRUNC) != 0;
 
@@ -231,7 +232,7 @@ static int take_fds(struct msghdr *mh, int fds[2])
 		for (size_t i = 0; i < k; i++) {
 			int fd;
 			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
-			if (n < 2)
+			if (n < cap)
 				fds[n++] = fd;
 			else {
 				close(fd);
@@ -239,7 +240,8 @@ static int take_fds(struct msghdr *mh, int fds[2])
 			}
 		}
 	}
-	return bad ? -1 : n;
+	*bad_out = bad;
+	return n;
 }
 
 /* Reads the ATTACH reply (small) into the frame reader f, with its
@@ -265,10 +267,10 @@ static int attach_recv(kjit_client *c, struct kj__frames *f, int fds[2], int *nf
 		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof u.b };
 		ssize_t k = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 		if (k > 0) {
-			int n = take_fds(&mh, fds + *nfds);
-			if (n < 0 || *nfds + n > 2)
+			int bad;
+			*nfds += take_fds(&mh, fds + *nfds, 2 - *nfds, &bad); /* the caller closes them */
+			if (bad)
 				return -1;
-			*nfds += n;
 			kj__frames_wrote(f, (size_t)k);
 			continue;
 		}

@@ -75,8 +75,13 @@ int kj__frames_space(struct kj__frames *f, size_t want, uint8_t **p, size_t *n)
 	size_t have = f->len - f->off;
 	int sized = 0; /* room for exactly the rest of a known frame */
 
-	if (f->have_hdr && have < f->hdr.len && want <= f->hdr.len - have) {
-		want = f->hdr.len - have; /* the whole body at once, in place */
+	if (f->have_hdr && have < f->hdr.len) {
+		/* the whole body at once, in place; a caller asking for more (a
+		 * read that may bring the next frame's start too) gets what it
+		 * asked, never a doubling of a buffer already about as large as
+		 * the frame (whose size is what its reader was charged) */
+		size_t rest = f->hdr.len - have;
+		want = want > rest ? want : rest;
 		sized = 1;
 	}
 	if (want == 0)

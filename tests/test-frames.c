@@ -414,5 +414,38 @@ static void test_oom(void)
 	kj__buf_free(&s);
 }
 
+/* A large frame read the way a socket delivers it (the reader asks for 64
+ * KiB of room each time, the kernel gives up to 212992 bytes): its buffer
+ * ends no larger than the frame and one read's room, never doubled (the
+ * frame's size is what its reader is charged for). */
+static void test_large_frame_room(void)
+{
+	const size_t big = 8u << 20, chunks[] = { 212992, 200000, 100000, 65536, 8000 };
+	struct kj__buf s = { 0 };
+
+	build_stream(&s, big);
+	for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++) {
+		struct kj__frames f = { 0 };
+		size_t at = 0, k = 0, seen = 0, max_cap = 0;
+		while (at < s.len) {
+			uint8_t *room;
+			size_t n;
+			CHECK_EQ_INT(kj__frames_space(&f, 65536, &room, &n), 0);
+			size_t step = n < chunks[c] ? n : chunks[c];
+			step = step < s.len - at ? step : s.len - at;
+			memcpy(room, s.p + at, step);
+			kj__frames_wrote(&f, step);
+			at += step;
+			max_cap = f.cap > max_cap ? f.cap : max_cap;
+			drain(&f, &s, &k, &seen);
+		}
+		CHECK(k == N_FRAMES && seen == s.len);
+		CHECK(max_cap <= KJ_FRAME_HDR_SIZE + big + 65536 + 4096);
+		kj__frames_free(&f);
+	}
+	kj__buf_free(&s);
+}
+
 TEST_LIST(TEST(split_everywhere) TEST(many_in_one_chunk) TEST(blocking_take) TEST(over_limit) TEST(garbage)
-	  TEST(skip) TEST(read_fd_two_frames) TEST(oom))
+	  TEST(skip) TEST(read_fd_two_frames) TEST(oom)
+	  TEST(large_frame_room))
