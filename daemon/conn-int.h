@@ -25,6 +25,7 @@ struct kj__conn {
 		uint64_t len;
 	} held[KJ_CLIENT_INFLIGHT_MAX];
 	unsigned n_held;
+	int refusing;                /* sending the reply of a frame never held: it releases no charge */
 	uid_t uid;
 	gid_t gid;
 	pid_t pid;

@@ -137,7 +137,7 @@ void kj__conn_answered(struct kj__conn *c, const struct kj__buf *b)
 
 	if (c->inflight > 0)
 		c->inflight--; /* every request gets exactly one reply */
-	if (b->len < KJ_FRAME_HDR_SIZE)
+	if (b->len < KJ_FRAME_HDR_SIZE || c->refusing)
 		return;
 	for (int i = 0; i < 4; i++) /* the header's id, as kj__msg_begin wrote it */
 		id |= (uint32_t)b->p[8 + i] << (8 * i);
@@ -258,7 +258,9 @@ static int charge_frame(struct kj__conn *c)
 		return 0;
 	}
 	c->inflight++; /* its busy reply answers it (others may be in flight) */
+	c->refusing = 1; /* and must not release another request's charge of the same id */
 	kj__conn_error(c, h.id, r, "%s", err);
+	c->refusing = 0;
 	kj__frames_skip(&c->in); /* its body is dropped as it comes */
 	return 1;
 }
