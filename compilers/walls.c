@@ -210,20 +210,22 @@ static int build_root(const struct kj__walls *w, const char *root, uid_t uid, gi
 		FAIL("making mounts private");
 	if (mount("kjit-root", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") < 0)
 		FAIL("tmpfs at %.100s", root);
-	for (size_t i = 0; i < w->n; i++)
-		if ((r = bind_in(root, w->tree[i], w->tree[i], 0)) < 0 && r != -ENOENT)
-			FAIL("bind %s", w->tree[i]);
-	for (size_t i = 0; i < KJ_ARRAY_SIZE(devs); i++)
-		if ((r = bind_in(root, devs[i], devs[i], 1)) < 0)
-			FAIL("bind %s", devs[i]);
 	/* The worker's directory: a tmpfs of its own, so a job's directory
-	 * costs no disk metadata and nothing of it exists outside. */
+	 * costs no disk metadata and nothing of it exists outside.  Mounted
+	 * before the trees, so a tree under /tmp (a library folder of
+	 * LD_LIBRARY_PATH) is bound inside it rather than in its way. */
 	char opts[128];
 	snprintf(opts, sizeof opts, "mode=0700,size=%llu,uid=%u,gid=%u", (unsigned long long)KJ_WORKER_TMPFS_MAX,
 		 (unsigned)uid, (unsigned)gid);
 	if ((size_t)snprintf(p, sizeof p, "%.*s/tmp", PATH_MAX - 16, root) >= sizeof p || mkdir(p, 0700) < 0 ||
 	    mount("kjit-tmp", p, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
 		FAIL("tmpfs at /tmp");
+	for (size_t i = 0; i < w->n; i++)
+		if ((r = bind_in(root, w->tree[i], w->tree[i], 0)) < 0 && r != -ENOENT)
+			FAIL("bind %s", w->tree[i]);
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(devs); i++)
+		if ((r = bind_in(root, devs[i], devs[i], 1)) < 0)
+			FAIL("bind %s", devs[i]);
 	if ((size_t)snprintf(p, sizeof p, "%.*s/proc", PATH_MAX - 16, root) >= sizeof p || mkdir(p, 0555) < 0)
 		FAIL("/proc");
 	/* A kernel refuses a fresh /proc inside a user namespace when the

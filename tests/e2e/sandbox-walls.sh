@@ -228,4 +228,22 @@ out=$("$KJIT" warm --backend vulkan --target vulkan1.2 -j 1 2>&1 | tail -n 1)
 check "shaderc compiles the Vulkan kernels in the walls ($out)" sh -c "echo '$out' | grep -q ' 0 failed'"
 check "no worker ran unwalled" sh -c "! grep -q 'Landlock walls only\|cannot create the worker' '$T/kjitd.log'"
 stop_daemon
+
+# ---- a library folder under /tmp on kjitd's LD_LIBRARY_PATH ----
+# Bound into the worker inside its private /tmp (it used to be bound first
+# and then to stand in the way of that tmpfs: "tmpfs at /tmp: File exists",
+# no compile at all, for a tree cloned under /tmp).
+LIBT=$(mktemp -d /tmp/kjit-walls-lib.XXXXXX)
+echo "a library folder" >"$LIBT/README"
+LD_LIBRARY_PATH="$LIBT" start_daemon || not_ok "walls: start with a /tmp folder on LD_LIBRARY_PATH" "no kjitd"
+for c in nvrtc hiprtc; do
+	b=$([ $c = nvrtc ] && echo cuda || echo hip); t=$([ $c = nvrtc ] && echo sm_90 || echo gfx90a)
+	{ cat "$T/ok.$([ $c = nvrtc ] && echo cu || echo hip)"; echo "// $LIBT"; } >"$T/tmplib.$c.src"
+	"$KJIT" get --source "$T/tmplib.$c.src" --backend $b --target $t --compiler $c -o "$T/tmplib.$c" \
+		>"$T/tmplib.$c.line" 2>&1
+	check "$c compiles with $LIBT on kjitd's LD_LIBRARY_PATH ($(head -c 150 "$T/tmplib.$c.line"))" \
+		sh -c "[ -s '$T/tmplib.$c' ] && grep -q '^compiled ' '$T/tmplib.$c.line'"
+done
+stop_daemon
+rm -rf "$LIBT"
 finish
