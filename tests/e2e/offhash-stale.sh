@@ -22,6 +22,8 @@ echo '#define S 1' >"$KERNELS/include/kjit-slow.h"
 printf '#include "a.h"\n#include "kjit-slow.h"\nint x;\n' >"$T/src/s.hip"
 FLAG="$T/slow.flag"
 export LD_PRELOAD="$SHIM" KJIT_TEST_SLOW_OPEN_MS=1500 KJIT_TEST_SLOW_OPEN_FLAG="$FLAG"
+# a sanitized kjitd takes the shim after its runtime
+export ASAN_OPTIONS="${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}verify_asan_link_order=0"
 start_daemon --hip-compiler test --jobs 1 --kernels-dir "$KERNELS" || exit 1
 unset LD_PRELOAD KJIT_TEST_SLOW_OPEN_MS KJIT_TEST_SLOW_OPEN_FLAG
 
