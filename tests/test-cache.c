@@ -17,6 +17,7 @@
 #include "cache.h"
 #include "kjit.h"
 #include "sha.h"
+#include "oom.h"
 #include "test.h"
 
 static char dir[200];
@@ -965,41 +966,6 @@ static void test_faults_during_open(void)
 }
 
 /* ---- allocation failure -------------------------------------------------- */
-
-/* An allocator that fails the oom_at-th allocation (counting from when
- * oom_calls was zeroed) and counts the blocks alive, so a run can assert
- * that whatever failed, nothing leaked. */
-static long oom_at, oom_calls, oom_live;
-
-static int oom_fail(void)
-{
-	return oom_at != 0 && ++oom_calls == oom_at;
-}
-static void *o_malloc(size_t n)
-{
-	void *p = oom_fail() ? NULL : malloc(n);
-	oom_live += p != NULL;
-	return p;
-}
-static void *o_calloc(size_t n, size_t size)
-{
-	void *p = oom_fail() ? NULL : calloc(n, size);
-	oom_live += p != NULL;
-	return p;
-}
-static void *o_realloc(void *p, size_t n)
-{
-	if (oom_fail())
-		return NULL;
-	void *q = realloc(p, n);
-	oom_live += q != NULL && p == NULL;
-	return q;
-}
-static void o_free(void *p)
-{
-	oom_live -= p != NULL;
-	free(p);
-}
 
 static const struct kj__cache_alloc oom_alloc = { o_malloc, o_calloc, o_realloc, o_free };
 
