@@ -20,26 +20,9 @@ BASE=${1:?usage: issue25.sh BASE_KJITD [N]}
 N=${2:-100000}
 T=$(mktemp -d "${TMPDIR:-/tmp}/kjit-i25.XXXXXX")
 export KJIT_NO_AUTOSTART=1 KJIT_PROCESS_MEMO=0
-DPID=""
-
-stop_daemon() {
-	[ -n "$DPID" ] || return 0
-	"$KJIT" stop >/dev/null 2>&1 || kill "$DPID" 2>/dev/null
-	local i=0
-	while kill -0 "$DPID" 2>/dev/null && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
-	kill -9 "$DPID" 2>/dev/null
-	DPID=""
-}
+. "$TOP/bench/ablib.sh"
 trap 'stop_daemon; rm -rf "$T"' EXIT
 
-start_daemon() { # KJITD NAME
-	export KJIT_SOCKET="$T/$2.sock" KJIT_CACHE_DIR="$T/$2"
-	local out
-	out=$("$BIN/bench-startd" "$KJIT_SOCKET" 300 -- "$1" --foreground --socket "$KJIT_SOCKET" \
-		--cache-dir "$KJIT_CACHE_DIR" --log "$T/$2.log" --max-size 100G) || { echo "kjitd $2 did not start" >&2; exit 1; }
-	START_MS=${out% *}
-	DPID=${out#* }
-}
 
 REQ="--kernel add_f32 --backend vulkan --target vulkan1.2"
 one() { # KJITD NAME

@@ -25,27 +25,14 @@ R=${2:-2}
 PARTS=${PARTS:-ping hop}
 T=$(mktemp -d "${TMPDIR:-/tmp}/kjit-offhash.XXXXXX")
 export KJIT_NO_AUTOSTART=1 KJIT_PROCESS_MEMO=0
-DPID=""
-
-stop_daemon() {
-	[ -n "$DPID" ] || return 0
-	"$KJIT" stop >/dev/null 2>&1 || kill "$DPID" 2>/dev/null
-	local i=0
-	while kill -0 "$DPID" 2>/dev/null && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
-	kill -9 "$DPID" 2>/dev/null
-	DPID=""
-}
+. "$TOP/bench/ablib.sh"
 trap 'stop_daemon; rm -rf "$T"' EXIT
 
-start_daemon() { # KJITD NAME [options]
-	local k=$1 name=$2 out
-	shift 2
-	rm -rf "$T/$name"
-	export KJIT_SOCKET="$T/$name.sock" KJIT_CACHE_DIR="$T/$name"
-	out=$("$BIN/bench-startd" "$KJIT_SOCKET" 300 -- "$k" --foreground --socket "$KJIT_SOCKET" \
-		--cache-dir "$KJIT_CACHE_DIR" --log "$T/$name.log" --max-size 100G --jobs 2 --hip-compiler test "$@") ||
-		{ echo "kjitd $name did not start" >&2; exit 1; }
-	DPID=${out#* }
+# start_fresh KJITD NAME [options]: ablib.sh's start_daemon on an empty
+# cache, two workers, the test family.
+start_fresh() {
+	rm -rf "$T/$2"
+	start_daemon "$@" --jobs 2 --hip-compiler test
 }
 
 # The 16 KiB source: text, no directives.
@@ -55,14 +42,14 @@ one() { # KJITD NAME
 	local salt out
 	salt=$(( $(date +%s%N) % 1000000000 + 1 ))
 	case " $PARTS " in *" ping "*)
-		start_daemon "$1" "$2"
+		start_fresh "$1" "$2"
 		"$KJIT" get --source "$T/k16.hip" --backend hip --target gfx90a -o /dev/null >/dev/null 2>&1 # workers up
 		out=$("$BIN/bench-hashping" --salt "$salt" -c 2 -n 60) || out="failed"
 		printf '%-4s ping while 2 clients send 1 MiB memo misses: pings p50_us p99_us max_us streams_ms: %s\n' "$2" "$out"
 		stop_daemon
 	esac
 	case " $PARTS " in *" hop "*) ;; *) return 0 ;; esac
-	start_daemon "$1" "$2" --memo-size 1 --no-shared-hit-table
+	start_fresh "$1" "$2" --memo-size 1 --no-shared-hit-table
 	out=$("$BIN/bench-hitlat" --source "$T/k16.hip" --backend hip --target gfx90a -n 2000 -w 20 --want hit) ||
 		out="failed"
 	printf '%-4s 16 KiB memo miss, key hit: p50_us p99_us mean_us n bytes: %s\n' "$2" "$out"

@@ -22,33 +22,15 @@ KJIT="$TOP/$BUILD/kjit"
 BASE=${1:?usage: publish.sh BASE_KJITD}
 T=$(mktemp -d "${TMPDIR:-/tmp}/kjit-pub.XXXXXX")
 export KJIT_NO_AUTOSTART=1 KJIT_PROCESS_MEMO=0
-DPID=""
-
-stop_daemon() {
-	[ -n "$DPID" ] || return 0
-	"$KJIT" stop >/dev/null 2>&1 || kill "$DPID" 2>/dev/null
-	local i=0
-	while kill -0 "$DPID" 2>/dev/null && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
-	kill -9 "$DPID" 2>/dev/null
-	DPID=""
-}
+. "$TOP/bench/ablib.sh"
 trap 'stop_daemon; rm -rf "$T"' EXIT
 
-start_daemon() { # KJITD NAME [options]
-	local k=$1 name=$2 out
-	shift 2
-	export KJIT_SOCKET="$T/$name.sock" KJIT_CACHE_DIR="$T/$name"
-	out=$("$BIN/bench-startd" "$KJIT_SOCKET" 300 -- "$k" --foreground --socket "$KJIT_SOCKET" \
-		--cache-dir "$KJIT_CACHE_DIR" --log "$T/$name.log" --max-size 100G --jobs 2 "$@") ||
-		{ echo "kjitd $name did not start" >&2; exit 1; }
-	DPID=${out#* }
-}
 
 KERNELS=$(awk '$2 == "vulkan" { print $1 }' "$TOP/kernels_src/MANIFEST" | tr '\n' ' ')
 one() { # KJITD NAME
 	local salt out
 	salt=$(( $(date +%s%N) % 1000000000 + 1 ))
-	start_daemon "$1" "$2"
+	start_daemon "$1" "$2" --jobs 2
 	mkdir -p "$T/batch-$2"
 	out=$("$BIN/bench-batch" --backend vulkan --target vulkan1.3 --salt "$salt" -n 200 -r 3 --serial 16 \
 		"$T/batch-$2" $KERNELS) || out="failed"
@@ -58,7 +40,7 @@ one() { # KJITD NAME
 		--opt -DKJ_BLOCK=256 --opt -DKJ_OP_ADD) || out="failed"
 	printf '%-4s single miss: raw p50 us, kjit miss p50 us, ratio, raw mean, kjit mean: %s\n' "$NAME" "$out"
 	stop_daemon
-	start_daemon "$TOP_KJITD_FOR" "$NAME" --hip-compiler test
+	start_daemon "$TOP_KJITD_FOR" "$NAME" --jobs 2 --hip-compiler test
 	out=$("$BIN/bench-pubping" --salt "$salt" -n 40 --size 8000000) || out="failed"
 	printf '%-4s ping during 40 misses of 8 MB: pings, p50 us, p99 us, max us, stream ms: %s\n' "$NAME" "$out"
 	stop_daemon
