@@ -11,7 +11,8 @@ libuv1-dev libsqlite3-dev sqlite3 libssl-dev libsystemd-dev
 hipcc libamdhip64-dev rocm-device-libs rocminfo
 libshaderc-dev glslang-dev spirv-tools libvulkan-dev mesa-vulkan-drivers
 valgrind systemd groff-base hyperfine
-redis-server libhiredis-dev"
+redis-server libhiredis-dev
+python3"
 
 # NVRTC and nvcc come from NVIDIA's CUDA toolkit, which Debian's main archive
 # lacks; kjit finds it in /usr/local/cuda (where NVIDIA's installer puts it and
