@@ -11,6 +11,7 @@
 #ifndef KJ_CLIENT_INT_H
 #define KJ_CLIENT_INT_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,11 +20,10 @@
 #include "frames.h"
 #include "proto.h"
 
-/* The system-mode socket of the design (systemd's kjitd.socket).  A client
- * never starts a daemon for it: it says that the service is down. */
+/* The system-mode socket of the design (systemd's kjitd.socket), unless
+ * $KJIT_SYSTEM_SOCKET names another (tests, other layouts).  A client never
+ * starts a daemon for it: it says that the service is down. */
 #define KJ_SYSTEM_SOCKET "/run/kjit/kjitd.sock"
-/* Interval between connect attempts while a started kjitd comes up. */
-#define KJ_AUTOSTART_POLL_MS 10
 /* Names, inside the socket's directory, of the lock that serialises racing
  * autostarts and of the log that the started daemon's stderr goes to. */
 #define KJ_AUTOSTART_LOCK "autostart.lock"
@@ -43,7 +43,10 @@ struct kjit_client {
 	unsigned used;               /* requests answered on this connection */
 	int timeout_ms;              /* per reply part; > 0 */
 	int no_autostart;            /* from kjit_open_options (or the env) */
-	char *socket_path;           /* malloc'd */
+	char *socket_path;           /* malloc'd: the one found (the per-user one until then) */
+	int discover;                /* look in the discovery order on the next connect (discover.c) */
+	int found;                   /* enum kj__found: how socket_path was found */
+	char note[KJ_CLIENT_ERR_MAX]; /* why the system socket was passed over, or "" */
 	int sys_errno;               /* errno behind the last ECONNECT/EIO */
 	char err[KJ_CLIENT_ERR_MAX]; /* kjit_last_error() */
 	struct kj__frames in;        /* replies (common/frames.c): at most one frame, read whole */
@@ -63,10 +66,43 @@ struct kjit_client {
 int kj__client_fail(kjit_client *c, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* Connects c->fd to c->socket_path, starting a daemon when allowed and
- * none answers (connect.c).  0, or KJIT_ECONNECT / KJIT_ENOMEM with c->err
- * and c->sys_errno set. */
+/* How a client found its daemon (kjit_socket_path's words). */
+enum kj__found { KJ_FOUND_GIVEN, KJ_FOUND_ENV, KJ_FOUND_USER, KJ_FOUND_SYSTEM, KJ_FOUND_RECORD, KJ_FOUND_STARTED };
+
+/* Connects c->fd (connect.c): the first time for a client without a given
+ * socket or KJIT_SOCKET, in the discovery order (discover.c); after that
+ * to c->socket_path, starting a daemon there when allowed and none
+ * answers.  Only a trusted daemon is kept (trust.c).  0, or KJIT_ECONNECT
+ * / KJIT_ENOMEM with c->err and c->sys_errno set (EPERM: not trusted). */
 int kj__client_connect(kjit_client *c);
+/* Connects to c->socket_path or starts a daemon there (connect.c). */
+int kj__client_connect_or_start(kjit_client *c);
+/* The discovery order (discover.c): the per-user socket, the system
+ * socket, the one the cache's daemon recorded, then autostart. */
+int kj__client_discover(kjit_client *c);
+/* Connects a new socket to path and keeps it only if trust.c trusts the
+ * other end (connect.c).  0 with *fd_out; -errno of the connect (nothing
+ * in c->err); or KJ_UNTRUSTED with c->err naming path and what is wrong. */
+#define KJ_UNTRUSTED (-EPERM)
+int kj__client_connect_trusted(kjit_client *c, const char *path, int *fd_out);
+/* Sets c->err for a connect to path that failed with errno e (EACCES: the
+ * socket's group and how to join it).  Returns KJIT_ECONNECT. */
+int kj__client_connect_fail(kjit_client *c, const char *path, int e);
+/* The system socket: $KJIT_SYSTEM_SOCKET, else KJ_SYSTEM_SOCKET. */
+const char *kj__system_socket_path(void);
+/* errno behind this thread's last failed kjit_open (EPERM: the daemon
+ * found was not trusted), 0 after a success. */
+int kj__last_open_errno(void);
+
+/* trust.c: the checks before a byte is sent.  Each returns 0, or a
+ * negative errno with why (one phrase) filled.
+ * kj__trust_dir: dir is a folder owned by the caller (or, unless
+ * mine_only, by root) that neither its group nor others may write;
+ * -ENOENT when it does not exist.
+ * kj__trust_peer: the listener of connected socket fd runs as the caller
+ * or as root. */
+int kj__trust_dir(const char *dir, int mine_only, char *why, size_t whylen);
+int kj__trust_peer(int fd, char *why, size_t whylen);
 
 /* Connects (kj__client_connect), then attaches to the daemon's shared hit
  * table unless the fast path is off (any failure there: no fast path,

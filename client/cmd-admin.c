@@ -415,6 +415,25 @@ int kj__cmd_targets(const struct cmd *cmd, int argc, char **argv)
 
 /* ---- kjit ping, kjit stop ---- */
 
+/* "socket":PATH,"found":HOW[,"passed_over":NOTE] into b (no braces). */
+static int ping_where_json(struct kj__buf *b, kjit_client *c)
+{
+	const char *how, *note, *path = kjit_socket_path(c, &how, &note);
+	int r = kj__buf_printf(b, "\"socket\":");
+
+	if (r == 0)
+		r = kj__json_str(b, path);
+	if (r == 0)
+		r = kj__buf_printf(b, ",\"found\":");
+	if (r == 0)
+		r = kj__json_str(b, how);
+	if (r == 0 && *note)
+		r = kj__buf_printf(b, ",\"passed_over\":");
+	if (r == 0 && *note)
+		r = kj__json_str(b, note);
+	return r;
+}
+
 int kj__cmd_ping(const struct cmd *cmd, int argc, char **argv)
 {
 	struct admin_args a;
@@ -437,11 +456,20 @@ int kj__cmd_ping(const struct cmd *cmd, int argc, char **argv)
 		const char *rest = "";
 		if (kjit_admin(c, "remote", NULL, NULL, &json) == 0 && json && json[0] == '{' && json[1] != '}')
 			rest = json + 1;
-		printf("{\"ok\":true,\"us\":%llu%s%s\n", (unsigned long long)us, *rest ? "," : "}", rest);
+		struct kj__buf where = { 0 };
+		if (ping_where_json(&where, c) < 0)
+			ex = kj__cli_report(KJIT_ENOMEM, NULL);
+		else
+			printf("{\"ok\":true,\"us\":%llu,%.*s%s%s\n", (unsigned long long)us, (int)where.len,
+			       (const char *)where.p, *rest ? "," : "}", rest);
+		kj__buf_free(&where);
 		free(json);
 	}
-	else
-		printf("kjitd answered in %.3f ms\n", (double)us / 1000.0);
+	else {
+		const char *how, *note, *path = kjit_socket_path(c, &how, &note);
+		printf("kjitd answered in %.3f ms on %s (found: %s%s%s)\n", (double)us / 1000.0, path, how,
+		       *note ? "; passed over: " : "", note);
+	}
 	kjit_close(c);
 	return ex;
 }

@@ -1,25 +1,36 @@
-/* connect.c: connecting a client to kjitd, and starting a per-user kjitd
- * when none answers (as sccache does).
+/* connect.c: connecting a client to a kjitd it trusts, and starting a
+ * per-user kjitd when none answers (as sccache does).
+ *
+ * Every connect goes through kj__client_connect_trusted: the socket's
+ * folder and the listener's uid are checked (trust.c) before a byte is
+ * sent.  discover.c picks the socket the first time; this file connects to
+ * it, says why it cannot (a permission error names the socket's group and
+ * how to join it), and starts a daemon.
  *
  * Autostart is race-free: the clients that find no daemon serialise on an
  * flock of <sockdir>/autostart.lock; the first one in starts kjitd and
  * waits until it answers, the others then find it up.  It never happens for
- * the system socket (KJ_SYSTEM_SOCKET: systemd's job), with
- * KJIT_NO_AUTOSTART=1 or opt->no_autostart, or when the socket's directory
- * is not a private directory of this user (a lock file or a log in someone
- * else's directory could be a trap).
+ * the system socket (systemd's job), with KJIT_NO_AUTOSTART=1 or
+ * opt->no_autostart, or when the socket's directory is not a private
+ * directory of this user (a lock file or a log in someone else's directory
+ * could be a trap: trust.c's folder check, mine only).
  *
  * The daemon is started detached: double fork, setsid, stdin and stdout on
  * /dev/null, stderr appended to <sockdir>/kjitd.log, no inherited file
- * descriptors, default signal dispositions and an empty signal mask.  Only
- * async-signal-safe calls run between fork and exec, so this is safe in a
- * multi-threaded process.  Every failure leaves one line in c->err that says
- * what happened and what to do.
+ * descriptors but a readiness pipe on fd 3 (`--foreground --ready-fd 3`),
+ * default signal dispositions and an empty signal mask.  kjitd writes one
+ * status byte there (0: it serves) or dies, so a failed start is reported
+ * at once with the log's last line (its reason), not after a timeout.
+ * Only async-signal-safe calls run between fork and exec, so this is safe
+ * in a multi-threaded process.  Every failure leaves one line in c->err
+ * that says what happened and what to do.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +56,11 @@
 #define FD_SWEEP_MAX 65536
 /* How much of the end of kjitd.log to read for the line quoted in an error. */
 #define LOG_TAIL_MAX 4096
+/* The descriptor the started kjitd finds its readiness pipe on, and the
+ * lowest number the client parks the pipe's end on before the fork (above
+ * 0-3, which the child overwrites). */
+#define READY_FD 3
+#define READY_FD_PARK 10
 
 /* Connects a new socket to path.  0 with *fd_out, or -errno. */
 static int try_connect(const char *path, int *fd_out)
@@ -94,10 +110,11 @@ static char *dir_of(const char *path)
 	return kj__strndup(path, (size_t)(slash - path));
 }
 
-/* Creates dir (0700) and checks that it is ours and private. */
+/* Creates dir (0700) and checks that it is ours and private (trust.c's
+ * folder check, mine only). */
 static int sockdir_prepare(kjit_client *c, const char *dir)
 {
-	struct stat st;
+	char why[512];
 	int r = kj__mkdir_p(dir, 0700);
 
 	if (r < 0) {
@@ -106,18 +123,11 @@ static int sockdir_prepare(kjit_client *c, const char *dir)
 			"kjitd is not running at %s and its directory cannot be created: %s; "
 			"set KJIT_SOCKET to a path in a directory you own", c->socket_path, strerror(-r));
 	}
-	if (lstat(dir, &st) < 0) {
-		c->sys_errno = errno;
-		return kj__client_fail(c, KJIT_ECONNECT, "cannot inspect %s: %s; set KJIT_SOCKET",
-				       dir, strerror(errno));
-	}
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH))) {
-		c->sys_errno = EPERM;
+	if ((r = kj__trust_dir(dir, 1, why, sizeof why)) < 0) {
+		c->sys_errno = -r;
 		return kj__client_fail(c, KJIT_ECONNECT,
-			"kjitd is not running at %s and was not started: %s is not a private directory "
-			"of yours (owner %u, mode %03o); remove it, or set KJIT_SOCKET to a socket in "
-			"a directory only you can write", c->socket_path, dir, (unsigned)st.st_uid,
-			(unsigned)(st.st_mode & 07777));
+			"kjitd is not running at %s and was not started: %s; remove it, or set KJIT_SOCKET "
+			"to a socket in a directory only you can write", c->socket_path, why);
 	}
 	return 0;
 }
@@ -164,18 +174,18 @@ static char *find_kjitd(void)
 	return NULL;
 }
 
-/* Marks every descriptor from 3 up close-on-exec (async-signal-safe). */
-static void cloexec_from_3(void)
+/* Marks every descriptor from first up close-on-exec (async-signal-safe). */
+static void cloexec_from(int first)
 {
 #if defined(SYS_close_range) && defined(CLOSE_RANGE_CLOEXEC)
-	if (syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC) == 0)
+	if (syscall(SYS_close_range, (unsigned)first, ~0u, CLOSE_RANGE_CLOEXEC) == 0)
 		return;
 #endif
 	struct rlimit rl;
 	int max = FD_SWEEP_MAX;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)max)
 		max = (int)rl.rlim_cur;
-	for (int fd = 3; fd < max; fd++)
+	for (int fd = first; fd < max; fd++)
 		fcntl(fd, F_SETFD, FD_CLOEXEC);
 }
 
@@ -192,8 +202,10 @@ static void note_write(int fd, int what, int err)
 	(void)k;
 }
 
-/* The grandchild: becomes kjitd.  Never returns. */
-static void __attribute__((noreturn)) child_exec(char *const argv[], int nullfd, int logfd, int notefd)
+/* The grandchild: becomes kjitd, with the readiness pipe's write end
+ * (readyfd, parked above READY_FD) on READY_FD.  Never returns. */
+static void __attribute__((noreturn)) child_exec(char *const argv[], int nullfd, int logfd, int readyfd,
+						 int notefd)
 {
 	struct sigaction sa;
 	sigset_t none;
@@ -204,19 +216,19 @@ static void __attribute__((noreturn)) child_exec(char *const argv[], int nullfd,
 		sigaction(s, &sa, NULL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	if (dup2(nullfd, 0) < 0 || dup2(nullfd, 1) < 0 || dup2(logfd, 2) < 0) {
+	if (dup2(nullfd, 0) < 0 || dup2(nullfd, 1) < 0 || dup2(logfd, 2) < 0 || dup2(readyfd, READY_FD) < 0) {
 		note_write(notefd, 'E', errno);
 		_exit(127);
 	}
-	cloexec_from_3();
+	cloexec_from(READY_FD + 1);
 	execv(argv[0], argv);
 	note_write(notefd, 'E', errno);
 	_exit(127);
 }
 
-/* Starts argv[0] detached.  0, or -errno of what failed (exec's errno when
- * the binary could not be run). */
-static int spawn_detached(char *const argv[], int nullfd, int logfd)
+/* Starts argv[0] detached, readyfd on its READY_FD.  0, or -errno of what
+ * failed (exec's errno when the binary could not be run). */
+static int spawn_detached(char *const argv[], int nullfd, int logfd, int readyfd)
 {
 	struct spawn_note note = { 0, 0 };
 	int pfd[2], st;
@@ -237,7 +249,7 @@ static int spawn_detached(char *const argv[], int nullfd, int logfd)
 		if (g < 0)
 			note_write(pfd[1], 'F', errno);
 		if (g == 0)
-			child_exec(argv, nullfd, logfd, pfd[1]);
+			child_exec(argv, nullfd, logfd, readyfd, pfd[1]);
 		_exit(0);
 	}
 	close(pfd[1]);
@@ -255,13 +267,6 @@ static int spawn_detached(char *const argv[], int nullfd, int logfd)
 	}
 	close(pfd[0]);
 	return got ? -(note.err ? note.err : EIO) : 0;
-}
-
-static void sleep_ms(int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
 }
 
 /* The last non-empty line kjitd wrote to its log after offset off, or "". */
@@ -290,11 +295,93 @@ static void log_tail(int logfd, off_t off, char *out, size_t outlen)
 	}
 }
 
+/* Waits, until KJ_AUTOSTART_WAIT_MS have passed, for the started kjitd's
+ * status byte on rfd: 0 when it serves; 1 when it failed (*status: the
+ * byte, or -1 when it exited without one); -ETIMEDOUT or -errno. */
+static int wait_ready(int rfd, int *status)
+{
+	uint64_t deadline = kj__now_us() + (uint64_t)KJ_AUTOSTART_WAIT_MS * 1000u;
+	unsigned char b;
+
+	for (;;) {
+		uint64_t now = kj__now_us();
+		if (now >= deadline)
+			return -ETIMEDOUT;
+		struct pollfd p = { .fd = rfd, .events = POLLIN };
+		int n = poll(&p, 1, (int)((deadline - now + 999) / 1000));
+		if (n < 0 && errno != EINTR)
+			return -errno;
+		if (n <= 0)
+			continue;
+		ssize_t k = read(rfd, &b, 1);
+		if (k < 0 && errno == EINTR)
+			continue;
+		*status = k == 1 ? b : -1;
+		return k == 1 && b == 0 ? 0 : 1;
+	}
+}
+
+/* Spawns bin for c->socket_path with a readiness pipe, waits for its
+ * word and connects.  0, or KJIT_ECONNECT with c->err set (the daemon's
+ * own reason, its log's last line, when it failed). */
+static int spawn_and_wait(kjit_client *c, char *bin, const char *log, int nullfd, int logfd, off_t log_off)
+{
+	char tail[KJ_CLIENT_ERR_MAX / 2], idle[16];
+	int pfd[2], park, r, status = -1;
+
+	if (pipe2(pfd, O_CLOEXEC) < 0) {
+		c->sys_errno = errno;
+		return kj__client_fail(c, KJIT_ECONNECT, "could not start kjitd: pipe: %s", strerror(errno));
+	}
+	park = fcntl(pfd[1], F_DUPFD_CLOEXEC, READY_FD_PARK);
+	int e = errno;
+	close(pfd[1]);
+	if (park < 0) {
+		close(pfd[0]);
+		c->sys_errno = e;
+		return kj__client_fail(c, KJIT_ECONNECT, "could not start kjitd: fcntl: %s", strerror(e));
+	}
+	/* An autostarted daemon exits after a while without clients, as
+	 * sccache's does; the next client starts it again. */
+	snprintf(idle, sizeof idle, "%d", KJ_IDLE_TIMEOUT_AUTOSTART_S);
+	char *argv[] = { bin, (char *)"--socket", c->socket_path, (char *)"--idle-timeout", idle,
+			 (char *)"--foreground", (char *)"--ready-fd", (char *)"3", NULL };
+	r = spawn_detached(argv, nullfd, logfd, park);
+	close(park);
+	if (r < 0) {
+		close(pfd[0]);
+		c->sys_errno = -r;
+		return kj__client_fail(c, KJIT_ECONNECT, "could not start kjitd (%s): %s; see %s", bin, strerror(-r), log);
+	}
+	r = wait_ready(pfd[0], &status);
+	close(pfd[0]);
+	if (r == 0) {
+		r = kj__client_connect_trusted(c, c->socket_path, &c->fd);
+		if (r == 0) {
+			c->found = KJ_FOUND_STARTED;
+			return 0;
+		}
+		if (r == KJ_UNTRUSTED)
+			return KJIT_ECONNECT;
+	}
+	c->sys_errno = r < 0 ? -r : EIO;
+	log_tail(logfd, log_off, tail, sizeof tail);
+	if (r == 1 && status > 0)
+		return kj__client_fail(c, KJIT_ECONNECT, "could not start kjitd (%s): it exited with status %d%s; see %s",
+				       bin, status, tail, log);
+	if (r == 1)
+		return kj__client_fail(c, KJIT_ECONNECT, "could not start kjitd (%s): it exited%s; see %s", bin, tail, log);
+	if (r == -ETIMEDOUT)
+		return kj__client_fail(c, KJIT_ECONNECT, "could not start kjitd (%s): it did not answer on %s within %d ms%s; "
+				       "see %s", bin, c->socket_path, KJ_AUTOSTART_WAIT_MS, tail, log);
+	return kj__client_fail(c, KJIT_ECONNECT, "could not start kjitd (%s): it said it serves on %s, but connecting "
+			       "failed: %s%s; see %s", bin, c->socket_path, strerror(-r), tail, log);
+}
+
 /* Starts kjitd for c->socket_path and waits until it answers.  Called
  * with the autostart lock held. */
 static int start_and_wait(kjit_client *c, const char *dir)
 {
-	char tail[KJ_CLIENT_ERR_MAX / 2];
 	char *bin = find_kjitd();
 	char *log = kj__asprintf("%s/%s", dir, KJ_AUTOSTART_LOG);
 	int r, nullfd = -1, logfd = -1;
@@ -312,7 +399,7 @@ static int start_and_wait(kjit_client *c, const char *dir)
 		goto out;
 	}
 	nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
-	logfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+	logfd = open(log, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600); /* read back: log_tail */
 	if (nullfd < 0 || logfd < 0 || fstat(logfd, &st) < 0) {
 		c->sys_errno = errno;
 		r = kj__client_fail(c, KJIT_ECONNECT, "could not start kjitd (%s): cannot open %s: %s; "
@@ -320,32 +407,7 @@ static int start_and_wait(kjit_client *c, const char *dir)
 				    strerror(errno));
 		goto out;
 	}
-	/* An autostarted daemon exits after a while without clients, as
-	 * sccache's does; the next client starts it again. */
-	char idle[16];
-	snprintf(idle, sizeof idle, "%d", KJ_IDLE_TIMEOUT_AUTOSTART_S);
-	char *argv[] = { bin, (char *)"--socket", c->socket_path, (char *)"--idle-timeout", idle, NULL };
-	r = spawn_detached(argv, nullfd, logfd);
-	if (r < 0) {
-		c->sys_errno = -r;
-		r = kj__client_fail(c, KJIT_ECONNECT, "could not start kjitd (%s): %s; see %s", bin,
-				    strerror(-r), log);
-		goto out;
-	}
-	uint64_t deadline = kj__now_us() + (uint64_t)KJ_AUTOSTART_WAIT_MS * 1000u;
-	for (;;) {
-		r = try_connect(c->socket_path, &c->fd);
-		if (r == 0)
-			goto out;
-		if (!is_down(r) || kj__now_us() >= deadline)
-			break;
-		sleep_ms(KJ_AUTOSTART_POLL_MS);
-	}
-	c->sys_errno = -r;
-	log_tail(logfd, st.st_size, tail, sizeof tail);
-	r = kj__client_fail(c, KJIT_ECONNECT,
-		"could not start kjitd (%s): it did not answer on %s within %d ms%s; see %s", bin,
-		c->socket_path, KJ_AUTOSTART_WAIT_MS, tail, log);
+	r = spawn_and_wait(c, bin, log, nullfd, logfd, st.st_size);
 out:
 	if (nullfd >= 0)
 		close(nullfd);
@@ -386,10 +448,11 @@ static int autostart(kjit_client *c)
 				    lock, strerror(errno));
 		goto out;
 	}
-	r = try_connect(c->socket_path, &c->fd);
-	if (r == 0)
-		goto out;
-	r = start_and_wait(c, dir);
+	r = kj__client_connect_trusted(c, c->socket_path, &c->fd);
+	if (r == KJ_UNTRUSTED)
+		r = KJIT_ECONNECT;
+	else if (r < 0)
+		r = start_and_wait(c, dir);
 out:
 	if (fd >= 0)
 		close(fd); /* releases the lock */
@@ -398,20 +461,90 @@ out:
 	return r;
 }
 
-int kj__client_connect(kjit_client *c)
+const char *kj__system_socket_path(void)
 {
-	int r = try_connect(c->socket_path, &c->fd);
+	const char *v = getenv("KJIT_SYSTEM_SOCKET");
+	return v && *v ? v : KJ_SYSTEM_SOCKET;
+}
 
-	c->used = 0;
+int kj__client_connect_trusted(kjit_client *c, const char *path, int *fd_out)
+{
+	char why[512];
+	char *dir = dir_of(path);
+	int fd = -1, r;
+
+	if (dir == NULL)
+		return -ENOMEM;
+	r = kj__trust_dir(dir, 0, why, sizeof why);
+	free(dir);
+	if (r == -ENOENT || r == -EACCES)
+		return r; /* connect would say the same: no such socket, or not for us */
+	if (r < 0)
+		goto untrusted;
+	if ((r = try_connect(path, &fd)) < 0)
+		return r == -EPERM ? -EACCES : r; /* KJ_UNTRUSTED is ours alone */
+	if (kj__trust_peer(fd, why, sizeof why) < 0) {
+		close(fd);
+		goto untrusted;
+	}
+	*fd_out = fd;
+	return 0;
+untrusted:
+	c->sys_errno = EPERM;
+	kj__client_fail(c, KJIT_ECONNECT, "refusing to talk to kjitd at %s: %s; nothing was sent (remove it if it is "
+			"not yours, or set KJIT_SOCKET to a socket in a folder only you or root can write)", path, why);
+	return KJ_UNTRUSTED;
+}
+
+/* The name of group gid (or its number) into out. */
+static void group_name(gid_t gid, char *out, size_t outlen)
+{
+	struct group g, *res = NULL;
+	char buf[4096];
+
+	if (getgrgid_r(gid, &g, buf, sizeof buf, &res) == 0 && res != NULL)
+		snprintf(out, outlen, "%s", res->gr_name);
+	else
+		snprintf(out, outlen, "%u", (unsigned)gid);
+}
+
+int kj__client_connect_fail(kjit_client *c, const char *path, int e)
+{
+	struct passwd pw, *me = NULL;
+	char buf[4096], grp[256], user[256];
+	struct stat st;
+
+	c->sys_errno = e;
+	if (e != EACCES)
+		return kj__client_fail(c, KJIT_ECONNECT, "cannot connect to kjitd at %s: %s; check KJIT_SOCKET and the "
+				       "socket's permissions", path, strerror(e));
+	if (getpwuid_r(geteuid(), &pw, buf, sizeof buf, &me) == 0 && me != NULL)
+		snprintf(user, sizeof user, "%s", me->pw_name);
+	else
+		snprintf(user, sizeof user, "%u", (unsigned)geteuid());
+	if (stat(path, &st) < 0)
+		return kj__client_fail(c, KJIT_ECONNECT, "cannot connect to kjitd at %s: permission denied (its folder is "
+				       "closed to you); ask the administrator of that kjitd for access", path);
+	group_name(st.st_gid, grp, sizeof grp);
+	return kj__client_fail(c, KJIT_ECONNECT, "cannot connect to kjitd at %s: permission denied: the socket is for "
+			       "group %s (mode %04o) and this process is not in it; join it with `sudo usermod -aG %s %s`, "
+			       "then run `newgrp %s` or log in again", path, grp, (unsigned)(st.st_mode & 07777), grp,
+			       user, grp);
+}
+
+int kj__client_connect_or_start(kjit_client *c)
+{
+	int r = kj__client_connect_trusted(c, c->socket_path, &c->fd);
+
 	if (r == 0)
 		return 0;
 	c->fd = -1;
+	if (r == KJ_UNTRUSTED)
+		return KJIT_ECONNECT;
 	c->sys_errno = -r;
 	if (!is_down(r))
-		return kj__client_fail(c, KJIT_ECONNECT,
-			"cannot connect to kjitd at %s: %s; check KJIT_SOCKET and the socket's permissions",
-			c->socket_path, strerror(-r));
-	if (strcmp(c->socket_path, KJ_SYSTEM_SOCKET) == 0)
+		return kj__client_connect_fail(c, c->socket_path, -r);
+	if (strcmp(c->socket_path, kj__system_socket_path()) == 0)
 		return kj__client_fail(c, KJIT_ECONNECT,
 			"kjitd is not running at %s and was not started (system socket); "
 			"run `systemctl start kjitd.socket`",
@@ -422,4 +555,11 @@ int kj__client_connect(kjit_client *c)
 			"(or any `kjit get`)",
 			c->socket_path, c->no_autostart ? "" : ": KJIT_NO_AUTOSTART", c->socket_path);
 	return autostart(c);
+}
+
+int kj__client_connect(kjit_client *c)
+{
+	c->used = 0;
+	c->fd = -1;
+	return c->discover ? kj__client_discover(c) : kj__client_connect_or_start(c);
 }

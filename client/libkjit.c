@@ -51,6 +51,9 @@
  * failed open has no handle to carry its message.  Per thread, like errno;
  * the only state libkjit keeps outside a handle. */
 static _Thread_local char open_err[KJ_CLIENT_ERR_MAX];
+/* The errno behind it (kj__last_open_errno: the drop-ins count an
+ * untrusted daemon apart from an absent one). */
+static _Thread_local int open_errno;
 
 int kj__client_fail(kjit_client *c, int code, const char *fmt, ...)
 {
@@ -89,10 +92,15 @@ int kjit_open(kjit_client **out, const kjit_open_options *opt)
 	c->next_id = 1;
 	c->timeout_ms = opt && opt->timeout_ms > 0 ? opt->timeout_ms : KJ_DEFAULT_TIMEOUT_MS;
 	c->no_autostart = opt ? opt->no_autostart : 0;
-	if (opt && opt->socket_path && *opt->socket_path)
+	const char *env = getenv("KJIT_SOCKET");
+	c->found = KJ_FOUND_GIVEN;
+	if (opt && opt->socket_path && *opt->socket_path) {
 		c->socket_path = kj__strdup(opt->socket_path);
-	else
+	} else {
+		c->found = env && *env ? KJ_FOUND_ENV : KJ_FOUND_USER;
+		c->discover = c->found == KJ_FOUND_USER; /* discover.c's order */
 		c->socket_path = kj__default_socket_path();
+	}
 	if (c->socket_path == NULL) {
 		r = KJIT_ENOMEM;
 		goto out;
@@ -110,6 +118,7 @@ int kjit_open(kjit_client **out, const kjit_open_options *opt)
 out:
 	snprintf(open_err, sizeof open_err, "%s", r == 0 ? "" : c && c->err[0] ? c->err :
 		 kjit_strerror(r));
+	open_errno = r == 0 ? 0 : c ? c->sys_errno : ENOMEM;
 	kjit_close(c);
 	return r;
 }
@@ -131,6 +140,28 @@ void kjit_close(kjit_client *c)
 const char *kjit_last_error(const kjit_client *c)
 {
 	return c ? c->err : open_err;
+}
+
+int kj__last_open_errno(void)
+{
+	return open_errno;
+}
+
+const char *kjit_socket_path(const kjit_client *c, const char **how, const char **note)
+{
+	static const char *const words[] = {
+		[KJ_FOUND_GIVEN] = "given", [KJ_FOUND_ENV] = "KJIT_SOCKET", [KJ_FOUND_USER] = "per-user",
+		[KJ_FOUND_SYSTEM] = "system", [KJ_FOUND_RECORD] = "recorded by the cache's kjitd",
+		[KJ_FOUND_STARTED] = "started",
+	};
+
+	if (c == NULL)
+		return NULL;
+	if (how)
+		*how = c->found >= 0 && (size_t)c->found < sizeof words / sizeof words[0] ? words[c->found] : "";
+	if (note)
+		*note = c->note;
+	return c->socket_path;
 }
 
 static void drop_connection(kjit_client *c)

@@ -39,6 +39,11 @@ int kj__mkdir_p(const char *path, mode_t mode);
 uint64_t kj__now_us(void);
 int64_t kj__wall_s(void);
 
+/* The file, in a cache folder, where the per-user kjitd serving that cache
+ * records its socket's path (daemon/server.c writes it, client/discover.c
+ * reads it): a client of the same user under another runtime folder (su,
+ * cron, Slurm) finds that daemon instead of starting a second one. */
+#define KJ_SOCKET_RECORD "socket-path"
 /* Default paths of the design, honouring KJIT_SOCKET / KJIT_CACHE_DIR,
  * XDG_RUNTIME_DIR / XDG_CACHE_HOME / HOME.  malloc'd, or NULL on ENOMEM. */
 char *kj__default_socket_path(void);

@@ -56,6 +56,10 @@ struct kj__config {
 	unsigned compile_timeout_ms;
 	int foreground;
 	int system_mode;            /* socket 0660 with a group, no 0700 directory */
+	char *socket_group;         /* --socket-group: the socket's group (mode 0660), or NULL */
+	gid_t socket_gid;           /* its gid, once resolved (kj__options_defaults) */
+	int ready_fd;               /* --ready-fd N: one status byte there (0: serving), with --foreground */
+	int ready_fd_given;
 	uid_t allow_uid[16];
 	size_t n_allow_uid;
 	gid_t allow_gid[16];
@@ -384,6 +388,11 @@ void kj__server_stop(struct kj__daemon *d);
  * one line in why naming it (pid, and its cache directory when /proc shows
  * it); KJIT_EINVAL for a path too long. */
 int kj__server_probe(struct kj__daemon *d, char *why, size_t whylen);
+/* The cache folder's socket record (KJ_SOCKET_RECORD, written once
+ * kjitd serves, removed when it stops): KJIT_EBUSY with one line in why
+ * when it names another socket on which a daemon answers (the cache's
+ * holder, alive: no use waiting for its lock), else 0. */
+int kj__server_recorded(struct kj__daemon *d, char *why, size_t whylen);
 /* Once a second (the flush timer): returns memory after a load (quota.c),
  * stops the daemon when its socket file was removed or replaced, or when
  * --idle-timeout passed without a client or work. */

@@ -155,6 +155,11 @@ static int claim_cache(struct kj__daemon *d)
 	 * was removed, and the client that found none started us): wait. */
 	uint64_t until = kj__now_us() + (uint64_t)KJ_CACHE_LOCK_WAIT_MS * 1000;
 	while ((r = kj__cache_open(&d->cache, d->cfg.cache_dir, &co)) == KJIT_EBUSY && kj__now_us() < until) {
+		/* ...unless it is alive on the socket it recorded: say so now. */
+		if (kj__server_recorded(d, err, sizeof err) < 0) {
+			fprintf(d->log, "kjitd: %s\n", err);
+			return 4;
+		}
 		struct timespec ts = { 0, 100 * 1000000L };
 		nanosleep(&ts, NULL);
 	}
@@ -263,6 +268,14 @@ static int daemon_main(int argc, char **argv, const char *arg)
 	rc = kj__options_parse(argc, argv, &d.cfg);
 	if (rc >= 0)
 		goto out;
+	if (d.cfg.ready_fd_given) { /* a client's autostart waits there (client/connect.c) */
+		if (fcntl(d.cfg.ready_fd, F_SETFD, FD_CLOEXEC) < 0) {
+			fprintf(stderr, "kjitd: --ready-fd %d: %s\n", d.cfg.ready_fd, strerror(errno));
+			rc = 2;
+			goto out;
+		}
+		d.ready_fd = d.cfg.ready_fd;
+	}
 	if ((rc = kj__options_defaults(&d.cfg)) < 0) {
 		if (rc == KJIT_ENOMEM)
 			fprintf(stderr, "kjitd: out of memory\n");

@@ -12,6 +12,7 @@
  * made from the rows (tests/test-lists.c checks man/kjitd.8 against them).
  */
 #include <errno.h>
+#include <grp.h>
 #include <pwd.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -46,6 +47,7 @@ enum {
 	OPT_FAILED_TTL, OPT_CUDA_COMPILER,
 	OPT_IDLE_TIMEOUT, OPT_CONNS_PER_UID, OPT_CONN_IDLE, OPT_REQ_BYTES, OPT_REQ_BYTES_UID,
 	OPT_ADMIN_GID, OPT_MAX_SIZE_UID, OPT_WORKER_USER, OPT_RESOLVES_PER_UID,
+	OPT_SOCKET_GROUP, OPT_READY_FD,
 };
 
 /* kjitd's options, one row each: getopt's table, the short options, the
@@ -100,6 +102,9 @@ static const struct opt_row {
 	{ "max-request-bytes-per-uid", required_argument, OPT_REQ_BYTES_UID, "[--max-request-bytes-per-uid SIZE]" },
 	{ "max-size-per-uid", required_argument, OPT_MAX_SIZE_UID, "[--max-size-per-uid SIZE]" },
 	{ "worker-user", required_argument, OPT_WORKER_USER, "[--worker-user NAME]" },
+	{ "socket-group", required_argument, OPT_SOCKET_GROUP, "[--socket-group GROUP]" },
+	/* The readiness pipe of a client's autostart (client/connect.c). */
+	{ "ready-fd", required_argument, OPT_READY_FD, NULL },
 	{ "sysfs-root", required_argument, OPT_SYSFS, NULL },
 	{ "help", no_argument, 'h', NULL },
 };
@@ -465,6 +470,13 @@ int kj__options_parse(int argc, char **argv, struct kj__config *cfg)
 		case OPT_LOG: free(cfg->log_path); cfg->log_path = kj__strdup(optarg); break;
 		case OPT_SYSFS: free(cfg->sysfs_root); cfg->sysfs_root = kj__strdup(optarg); break;
 		case OPT_WORKER_USER: free(cfg->worker_user); cfg->worker_user = kj__strdup(optarg); break;
+		case OPT_SOCKET_GROUP: free(cfg->socket_group); cfg->socket_group = kj__strdup(optarg); break;
+		case OPT_READY_FD:
+			if (parse_uint(optarg, INT_MAX, &v) < 0)
+				return kj__usage_error("--ready-fd '%s': expected a descriptor number", optarg);
+			cfg->ready_fd = (int)v;
+			cfg->ready_fd_given = 1;
+			break;
 		case OPT_HOT:
 		case OPT_MEMO:
 			if (kj__parse_size(optarg, &size) < 0 || size == 0)
@@ -477,7 +489,30 @@ int kj__options_parse(int argc, char **argv, struct kj__config *cfg)
 	}
 	if (optind < argc)
 		return kj__usage_error("unexpected argument '%s'", argv[optind]);
+	if (cfg->ready_fd_given && !cfg->foreground)
+		return kj__usage_error("%s", "--ready-fd needs --foreground (a detaching kjitd tells its parent instead)");
 	return -1;
+}
+
+/* --socket-group: a group name or number into cfg->socket_gid.  0 or
+ * KJIT_EINVAL (said on stderr). */
+static int resolve_socket_group(struct kj__config *cfg)
+{
+	struct group *g;
+	unsigned long v;
+
+	if (cfg->socket_group == NULL)
+		return 0;
+	if ((g = getgrnam(cfg->socket_group)) != NULL) {
+		cfg->socket_gid = g->gr_gid;
+	} else if (parse_uint(cfg->socket_group, UINT_MAX - 1, &v) == 0) {
+		cfg->socket_gid = (gid_t)v;
+	} else {
+		fprintf(stderr, "kjitd: --socket-group '%s': no such group (create it with `groupadd --system %s`)\n",
+			cfg->socket_group, cfg->socket_group);
+		return KJIT_EINVAL;
+	}
+	return 0;
 }
 
 int kj__options_defaults(struct kj__config *cfg)
@@ -546,6 +581,8 @@ int kj__options_defaults(struct kj__config *cfg)
 			return rc;
 		}
 	}
+	if (resolve_socket_group(cfg) < 0)
+		return KJIT_EINVAL;
 	if (cfg->worker_user == NULL)
 		cfg->worker_user = kj__strdup(KJ_WORKER_USER_DEFAULT);
 	/* A root daemon's workers run as this user: it must exist first. */
@@ -564,6 +601,7 @@ int kj__options_defaults(struct kj__config *cfg)
 void kj__options_free(struct kj__config *cfg)
 {
 	free(cfg->socket_path);
+	free(cfg->socket_group);
 	free(cfg->cache_dir);
 	free(cfg->kernels_dir);
 	free(cfg->sysfs_root);

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -283,6 +284,101 @@ out:
 	return r;
 }
 
+/* --socket-group: the socket becomes GROUP's, mode 0660, so its members
+ * connect (with --allow-gid, they are also let in).  0 or KJIT_EIO. */
+static int socket_group(struct kj__daemon *d)
+{
+	if (d->cfg.socket_group == NULL)
+		return 0;
+	if (chown(d->cfg.socket_path, (uid_t)-1, d->cfg.socket_gid) < 0 || chmod(d->cfg.socket_path, 0660) < 0) {
+		kj__log(d, "cannot give %s to group %s (--socket-group): %s", d->cfg.socket_path, d->cfg.socket_group,
+			strerror(errno));
+		return KJIT_EIO;
+	}
+	return 0;
+}
+
+/* The path of the socket record in the cache folder, malloc'd. */
+static char *record_path(struct kj__daemon *d)
+{
+	return kj__asprintf("%s/%s", d->cfg.cache_dir, KJ_SOCKET_RECORD);
+}
+
+/* Writes the socket record (tmp file, then rename): where this daemon
+ * serves its cache, for a client of the same user under another runtime
+ * folder (client/discover.c) and a second kjitd on this cache
+ * (kj__server_recorded).  A failure is logged, nothing more. */
+static void record_socket(struct kj__daemon *d)
+{
+	char *path = record_path(d);
+	char *tmp = path ? kj__asprintf("%s.tmp", path) : NULL;
+	int fd = tmp ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, d->cfg.system_mode ? 0640 : 0600)
+		     : -1;
+	size_t n = strlen(d->cfg.socket_path);
+
+	if (fd < 0 || write(fd, d->cfg.socket_path, n) != (ssize_t)n || write(fd, "\n", 1) != 1 || close(fd) < 0 ||
+	    rename(tmp, path) < 0) {
+		kj__log(d, "cannot record the socket in %s: %s", path ? path : d->cfg.cache_dir, strerror(errno));
+		if (tmp)
+			unlink(tmp);
+	}
+	free(tmp);
+	free(path);
+}
+
+/* The path recorded in the cache folder into out ("" when none). */
+static void read_record(struct kj__daemon *d, char *out, size_t outlen)
+{
+	char *path = record_path(d);
+	int fd = path ? open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) : -1;
+	ssize_t n = fd >= 0 ? read(fd, out, outlen - 1) : -1;
+
+	out[n > 0 ? n : 0] = '\0';
+	out[strcspn(out, "\n")] = '\0';
+	if (fd >= 0)
+		close(fd);
+	free(path);
+}
+
+/* Removes the socket record when it names our socket (another daemon may
+ * have the cache now). */
+static void unrecord_socket(struct kj__daemon *d)
+{
+	char rec[PATH_MAX];
+	char *path = record_path(d);
+
+	read_record(d, rec, sizeof rec);
+	if (path && strcmp(rec, d->cfg.socket_path) == 0 && unlink(path) < 0 && errno != ENOENT)
+		kj__log(d, "cannot remove %s: %s", path, strerror(errno));
+	free(path);
+}
+
+int kj__server_recorded(struct kj__daemon *d, char *why, size_t whylen)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct ucred cred;
+	socklen_t len = sizeof cred;
+	char rec[PATH_MAX];
+	int r = 0;
+
+	read_record(d, rec, sizeof rec);
+	if (rec[0] != '/' || strlen(rec) >= sizeof sa.sun_path || strcmp(rec, d->cfg.socket_path) == 0)
+		return 0;
+	strcpy(sa.sun_path, rec);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 0;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0) {
+		r = KJIT_EBUSY;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+			cred.pid = 0;
+		snprintf(why, whylen, "another kjitd (pid %d) already serves %s, on %s; use it (`KJIT_SOCKET=%s kjit ping`; "
+			 "clients find it by themselves), or stop it", (int)cred.pid, d->cfg.cache_dir, rec, rec);
+	}
+	close(fd);
+	return r;
+}
+
 int kj__server_start(struct kj__daemon *d)
 {
 	int r = uv_pipe_init(d->loop, &d->listener, 0);
@@ -316,6 +412,8 @@ int kj__server_start(struct kj__daemon *d)
 			kj__log(d, "cannot bind %s: %s", d->cfg.socket_path, uv_strerror(r));
 			return KJIT_EIO;
 		}
+		if ((r = socket_group(d)) < 0)
+			return r;
 		struct stat st;
 		if (stat(d->cfg.socket_path, &st) == 0) {
 			d->sock_dev = st.st_dev;
@@ -327,6 +425,8 @@ int kj__server_start(struct kj__daemon *d)
 		kj__log(d, "cannot listen on %s: %s", d->cfg.socket_path, uv_strerror(r));
 		return KJIT_EIO;
 	}
+	if (!d->listener_from_systemd)
+		record_socket(d);
 	return 0;
 }
 
@@ -351,6 +451,8 @@ void kj__server_stop(struct kj__daemon *d)
 		if (!d->listener_from_systemd && !d->sock_lost && stat(d->cfg.socket_path, &st) == 0 &&
 		    st.st_dev == d->sock_dev && st.st_ino == d->sock_ino)
 			unlink(d->cfg.socket_path);
+		if (!d->listener_from_systemd && d->sock_ino != 0)
+			unrecord_socket(d);
 	}
 	kj__offhash_stop(d); /* resolutions queued end now; those on a thread finish (the loop waits) */
 	kj__fleet_stop(d); /* before the pools: compiles failing now must not touch the remote */

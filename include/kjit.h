@@ -114,6 +114,15 @@ typedef struct kjit_open_options {
 KJIT_EXPORT int kjit_open(kjit_client **out, const kjit_open_options *opt);
 KJIT_EXPORT void kjit_close(kjit_client *c);
 
+/* The socket c talks to (valid while c is open), and how it was found:
+ * *how (when how is not NULL) is "given" (kjit_open_options.socket_path),
+ * "KJIT_SOCKET", "per-user", "system", "recorded by the cache's kjitd" or
+ * "started"; *note (when note is not NULL) is why the system socket was
+ * passed over (not in its group), or "".  A client talks only to a daemon
+ * whose socket folder and listener are the caller's or root's
+ * (docs/protocol.md, "Whom a client talks to").  NULL for NULL. */
+KJIT_EXPORT const char *kjit_socket_path(const kjit_client *c, const char **how, const char **note);
+
 /* A header the source may #include by this exact name. */
 typedef struct kjit_header {
 	const char *name;
