@@ -23,6 +23,8 @@ enum kj__dropstat_why {
 	KJ_DS_OPTION_ERROR,  /* the compiler rejected an option: the real library gives the exact code */
 	KJ_DS_TRUNCATED,     /* the compile log was past kjit's log cap */
 	KJ_DS_LOG,           /* hiprtc: a log kjit cannot give byte for byte (it names comgr's random folder) */
+	KJ_DS_UNTRUSTED,     /* the kjitd found was not trusted (client/trust.c): nothing was sent */
+	KJ_DS_BAD_OUTPUT,    /* kjitd's answer was not the object asked for (client/objcheck.c) */
 	KJ_DS_COUNT
 };
 

@@ -11,6 +11,7 @@
  * Invariants: the list is touched only under the mutex; a handle is used by
  * one thread at a time; nothing here ever changes what a compile answers.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,8 @@
 #include "client_int.h"
 #include "dropin.h"
 #include "dropstat.h"
+#include "objcheck.h"
+#include "util.h"
 #include "kj_limits.h"
 
 static struct {
@@ -30,6 +33,7 @@ static struct {
 	int n_idle;
 	pid_t pid;
 	long long down_until_ms; /* monotonic: no connect attempt before this */
+	int down_why;            /* why then: KJ_DS_UNREACHABLE or KJ_DS_UNTRUSTED */
 } conns = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 static long long now_ms(void)
@@ -155,14 +159,16 @@ static kjit_client *client_take(int *why)
 	int down = c == NULL && now_ms() < conns.down_until_ms;
 	pthread_mutex_unlock(&conns.mu);
 	if (c || down) {
-		*why = KJ_DS_UNREACHABLE;
+		*why = c ? KJ_DS_UNREACHABLE : conns.down_why;
 		return c;
 	}
 	if (kjit_open(&c, NULL) < 0) {
+		/* EPERM: a daemon libkjit does not trust (client/trust.c) */
+		*why = kj__last_open_errno() == EPERM ? KJ_DS_UNTRUSTED : KJ_DS_UNREACHABLE;
 		pthread_mutex_lock(&conns.mu);
 		conns.down_until_ms = now_ms() + KJ_DROPIN_RETRY_MS;
+		conns.down_why = *why;
 		pthread_mutex_unlock(&conns.mu);
-		*why = KJ_DS_UNREACHABLE;
 		return NULL;
 	}
 	return c;
@@ -177,6 +183,22 @@ static void client_give(kjit_client *c, int broken)
 	}
 	pthread_mutex_unlock(&conns.mu);
 	kjit_close(c);
+}
+
+/* Checks kjitd's answer before a program gets it (client/objcheck.c):
+ * 0, or KJIT_ECORRUPT with res holding only the error and *why
+ * KJ_DS_BAD_OUTPUT, so the caller forwards to the real library. */
+static int checked(int backend, const char *target, kjit_result *res, int *why)
+{
+	char bad[160];
+
+	if (kj__object_check(backend, target, res->data, res->size, bad, sizeof bad) == 0)
+		return 0;
+	kjit_result_free(res);
+	memset(res, 0, sizeof *res);
+	res->error = kj__asprintf("kjitd's answer for %s is %s", target, bad);
+	*why = KJ_DS_BAD_OUTPUT;
+	return KJIT_ECORRUPT;
 }
 
 int kj__dp_fetch(const struct kj__dp_prog *p, int backend, const char *compiler, const char *target,
@@ -216,7 +238,7 @@ int kj__dp_fetch(const struct kj__dp_prog *p, int backend, const char *compiler,
 	client_give(c, r == KJIT_ECONNECT || r == KJIT_EPROTO || r == KJIT_EIO || r == KJIT_ETIMEDOUT);
 	free(h);
 	*why = r == KJIT_ECONNECT ? KJ_DS_UNREACHABLE : r == 0 ? KJ_DS_SERVED : KJ_DS_REFUSED;
-	return r;
+	return r == 0 ? checked(backend, target, res, why) : r;
 }
 
 void kj__dp_count(const char *lib, int why, const char *detail)
