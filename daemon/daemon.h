@@ -57,7 +57,7 @@ struct kj__config {
 	int foreground;
 	int system_mode;            /* socket 0660 with a group, no 0700 directory */
 	char *socket_group;         /* --socket-group: the socket's group (mode 0660), or NULL */
-	gid_t socket_gid;           /* its gid, once resolved (kj__options_defaults) */
+	gid_t socket_gid;           /* its gid (resolved when parsed) */
 	int ready_fd;               /* --ready-fd N: one status byte there (0: serving), with --foreground */
 	int ready_fd_given;
 	uid_t allow_uid[16];

@@ -396,6 +396,24 @@ static int parse_compile_opt(int c, const char *arg, struct kj__config *cfg)
 	return -1;
 }
 
+/* --socket-group GROUP: a group name or number into cfg.  0, or a usage
+ * error's exit status. */
+static int socket_group_opt(const char *arg, struct kj__config *cfg)
+{
+	struct group *g = getgrnam(arg);
+	unsigned long v;
+
+	if (g != NULL)
+		cfg->socket_gid = g->gr_gid;
+	else if (parse_uint(arg, UINT_MAX - 1, &v) == 0)
+		cfg->socket_gid = (gid_t)v;
+	else
+		return kj__usage_error("--socket-group '%s': no such group (create it with groupadd --system)", arg);
+	free(cfg->socket_group);
+	cfg->socket_group = kj__strdup(arg);
+	return cfg->socket_group ? 0 : kj__usage_error("%s", "out of memory");
+}
+
 /* Who may connect and administer (daemon/access.c); -1 when c is not one
  * of them, else 0 or an exit status. */
 static int parse_access_opt(int c, const char *arg, struct kj__config *cfg)
@@ -419,6 +437,14 @@ static int parse_access_opt(int c, const char *arg, struct kj__config *cfg)
 	case OPT_ADMIN_GID:
 		if (kj__admin_gid_opt(cfg, arg) < 0)
 			return kj__usage_error("--admin-gid '%s': expected a numeric gid (16 at most)", arg);
+		return 0;
+	case OPT_SOCKET_GROUP:
+		return socket_group_opt(arg, cfg);
+	case OPT_READY_FD:
+		if (parse_uint(arg, INT_MAX, &v) < 0)
+			return kj__usage_error("--ready-fd '%s': expected a descriptor number", arg);
+		cfg->ready_fd = (int)v;
+		cfg->ready_fd_given = 1;
 		return 0;
 	}
 	return -1;
@@ -470,13 +496,6 @@ int kj__options_parse(int argc, char **argv, struct kj__config *cfg)
 		case OPT_LOG: free(cfg->log_path); cfg->log_path = kj__strdup(optarg); break;
 		case OPT_SYSFS: free(cfg->sysfs_root); cfg->sysfs_root = kj__strdup(optarg); break;
 		case OPT_WORKER_USER: free(cfg->worker_user); cfg->worker_user = kj__strdup(optarg); break;
-		case OPT_SOCKET_GROUP: free(cfg->socket_group); cfg->socket_group = kj__strdup(optarg); break;
-		case OPT_READY_FD:
-			if (parse_uint(optarg, INT_MAX, &v) < 0)
-				return kj__usage_error("--ready-fd '%s': expected a descriptor number", optarg);
-			cfg->ready_fd = (int)v;
-			cfg->ready_fd_given = 1;
-			break;
 		case OPT_HOT:
 		case OPT_MEMO:
 			if (kj__parse_size(optarg, &size) < 0 || size == 0)
@@ -494,26 +513,6 @@ int kj__options_parse(int argc, char **argv, struct kj__config *cfg)
 	return -1;
 }
 
-/* --socket-group: a group name or number into cfg->socket_gid.  0 or
- * KJIT_EINVAL (said on stderr). */
-static int resolve_socket_group(struct kj__config *cfg)
-{
-	struct group *g;
-	unsigned long v;
-
-	if (cfg->socket_group == NULL)
-		return 0;
-	if ((g = getgrnam(cfg->socket_group)) != NULL) {
-		cfg->socket_gid = g->gr_gid;
-	} else if (parse_uint(cfg->socket_group, UINT_MAX - 1, &v) == 0) {
-		cfg->socket_gid = (gid_t)v;
-	} else {
-		fprintf(stderr, "kjitd: --socket-group '%s': no such group (create it with `groupadd --system %s`)\n",
-			cfg->socket_group, cfg->socket_group);
-		return KJIT_EINVAL;
-	}
-	return 0;
-}
 
 int kj__options_defaults(struct kj__config *cfg)
 {
@@ -581,8 +580,6 @@ int kj__options_defaults(struct kj__config *cfg)
 			return rc;
 		}
 	}
-	if (resolve_socket_group(cfg) < 0)
-		return KJIT_EINVAL;
 	if (cfg->worker_user == NULL)
 		cfg->worker_user = kj__strdup(KJ_WORKER_USER_DEFAULT);
 	/* A root daemon's workers run as this user: it must exist first. */

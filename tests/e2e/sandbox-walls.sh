@@ -151,8 +151,12 @@ if useradd -M -N -g nogroup -s /bin/sh "$UNAME" 2>/dev/null; then
 	U="$T/u"
 	mkdir -p "$U/sock" && chown -R "$UNAME" "$U" && chmod 0755 "$T" "$U"
 	cp "$KJITD" "$U/kjitd" && cp "$KJIT" "$U/kjit" && chmod 0755 "$U/kjitd" "$U/kjit"
+	# The user's daemon is talked to as the user: a client refuses a listener of
+	# another uid, root's client too (docs/protocol.md, "Whom a client talks to").
+	printf '#!/bin/sh\nexec setpriv --reuid=%s --regid=%s --clear-groups "%s" "$@"\n' "$UID2" \
+		"$(id -g "$UNAME")" "$U/kjit" >"$U/kjit-as-user" && chmod 0755 "$U/kjit-as-user"
 	KJIT_SAVE=$KJIT
-	KJIT="$U/kjit"
+	KJIT="$U/kjit-as-user"
 	export KJIT_SOCKET="$U/sock/kjitd.sock" KJIT_CACHE_DIR="$U/cache"
 	user_daemon "user daemon"
 	user_daemon "user daemon, no namespaces" KJIT_WORKER_NO_NAMESPACES=1
