@@ -6,7 +6,7 @@
 # victim and an attacker; the attacker squats /tmp/kjit-<victim uid> with a
 # listener (squat.py) that records every byte it receives.
 #   1. a squatted folder (the attacker's, 0755): the victim's `kjit get`,
-#      `kjit ping` and a drop-in NVRTC program (no XDG_RUNTIME_DIR, no
+#      `kjit ping`, the Python package and a drop-in NVRTC program (no XDG_RUNTIME_DIR, no
 #      KJIT_SOCKET) exit 3 / go to the real NVRTC; the listener gets no
 #      connection and no byte;
 #   2. a folder that passes (the victim's, 0700) but a listener of the
@@ -98,6 +98,17 @@ as "$VIC" "$KJIT" ping >"$T/p.out" 2>"$T/p.err"
 rc=$?
 check "trust: ping with a squatted folder exits 3, one line naming it (exit $rc)" \
 	sh -c "[ $rc = 3 ] && [ \$(wc -l <'$T/p.err') -eq 1 ] && grep -qF '$SQ' '$T/p.err'"
+as "$VIC" PYTHONPATH="$TOP/python" PYTHONDONTWRITEBYTECODE=1 KJIT_LIBRARY="$TOP/$BUILD/libkjit.so" "$PY" -c '
+import sys, kjit
+try:
+    kjit.Client().ping()
+except kjit.Error as e:
+    print(e, file=sys.stderr)
+    sys.exit(3)
+' >"$T/py.out" 2>"$T/py.err"
+rc=$?
+check "trust: the Python package is refused too (exit $rc: $(cat "$T/py.err"))" \
+	sh -c "[ $rc = 3 ] && grep -qF 'refusing to talk to kjitd at $SQ/kjitd.sock' '$T/py.err'"
 API="$TOP/$BUILD/tests/dropin/nvrtc-api"
 NV="$TOP/$BUILD/dropin/nvrtc"
 REAL_NVRTC_DIR=${KJIT_TEST_NVRTC_DIR:-/usr/local/cuda/lib64}
