@@ -96,7 +96,7 @@ vget() {
 }
 mkdir -p "$T/ref" && chmod 0777 "$T/ref"
 SYS_SOCKET=$KJIT_SOCKET
-export KJIT_SOCKET="$T/ref/sock"
+export KJIT_SOCKET="$T/refsock/kjitd.sock" # not in $T/ref (0777): a client refuses a socket in a folder others may write
 "$KJITD" --foreground --socket "$KJIT_SOCKET" --cache-dir "$T/refcache" --log "$T/ref.log" &
 REFD=$!
 i=0
