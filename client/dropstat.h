@@ -23,6 +23,8 @@ enum kj__dropstat_why {
 	KJ_DS_OPTION_ERROR,  /* the compiler rejected an option: the real library gives the exact code */
 	KJ_DS_TRUNCATED,     /* the compile log was past kjit's log cap */
 	KJ_DS_LOG,           /* hiprtc: a log kjit cannot give byte for byte (it names comgr's random folder) */
+	KJ_DS_PATH,          /* -I: the output could depend on where a header lies (line info, __FILE__, a
+			      * log, an include NVRTC finds elsewhere) */
 	KJ_DS_COUNT
 };
 

@@ -249,7 +249,7 @@ KJ_DP_EXPORT nvrtcResult nvrtcCompileProgram(nvrtcProgram prog, int n, const cha
 		why = kj__nv_input_ok(p, &bad);
 	kj__dp_prog_reset(p);
 	if (why == KJ_DS_SERVED)
-		why = kj__nv_read_includes(p, n, opts, &bad);
+		why = kj__dp_read_includes(p, 0, n, opts, &bad);
 	if (why != KJ_DS_SERVED)
 		return kj__nv_forward(p, n, opts, why, bad);
 	int r = kj__dp_fetch(p, KJIT_BACKEND_CUDA, "nvrtc", target, kept, n_kept, &res, &why);
@@ -257,12 +257,12 @@ KJ_DP_EXPORT nvrtcResult nvrtcCompileProgram(nvrtcProgram prog, int n, const cha
 		r = KJIT_EINVAL;
 	if (p->inc && (r == KJIT_ECOMPILE || (r == 0 && res.log && *res.log))) {
 		r = KJIT_EINVAL; /* NVRTC names -I headers by the path it found them under */
-		why = KJ_DS_OPTION;
+		why = KJ_DS_PATH;
 	}
 	if (r < 0 && r != KJIT_ECOMPILE) {
 		char detail[160];
 		snprintf(detail, sizeof detail, " (%.150s)",
-			 p->inc && why == KJ_DS_OPTION ? "-I: only a success with an empty log is served"
+			 p->inc && why == KJ_DS_PATH ? "-I: only a success with an empty log is served"
 			 : res.error ? res.error : kjit_strerror(r));
 		kjit_result_free(&res);
 		return kj__nv_forward(p, n, opts, why, detail);
