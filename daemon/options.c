@@ -38,7 +38,7 @@
 extern char **environ;
 
 enum {
-	OPT_HIP_ARCH = 256, OPT_CUDA_ARCH, OPT_VULKAN_ENV, OPT_HIP_COMPILER, OPT_TIMEOUT, OPT_KERNELS,
+	OPT_HIP_ARCH = 256, OPT_PRESTART, OPT_CUDA_ARCH, OPT_VULKAN_ENV, OPT_HIP_COMPILER, OPT_TIMEOUT, OPT_KERNELS,
 	OPT_LOG, OPT_SYSTEM, OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_SYSFS, OPT_HOT, OPT_MEMO,
 	OPT_REMOTE, OPT_REMOTE_PREFIX, OPT_REMOTE_TTL, OPT_REMOTE_MODE, OPT_REMOTE_TIMEOUT, OPT_REMOTE_MAX, OPT_NO_COMPILE,
 	OPT_REMOTE_LOOKUP, OPT_REMOTE_SECRET,
@@ -100,6 +100,7 @@ static const struct opt_row {
 	{ "max-request-bytes-per-uid", required_argument, OPT_REQ_BYTES_UID, "[--max-request-bytes-per-uid SIZE]" },
 	{ "max-size-per-uid", required_argument, OPT_MAX_SIZE_UID, "[--max-size-per-uid SIZE]" },
 	{ "worker-user", required_argument, OPT_WORKER_USER, "[--worker-user NAME]" },
+	{ "prestart", required_argument, OPT_PRESTART, "[--prestart FAMILY,...]" },
 	{ "sysfs-root", required_argument, OPT_SYSFS, NULL },
 	{ "help", no_argument, 'h', NULL },
 };
@@ -465,6 +466,7 @@ int kj__options_parse(int argc, char **argv, struct kj__config *cfg)
 		case OPT_LOG: free(cfg->log_path); cfg->log_path = kj__strdup(optarg); break;
 		case OPT_SYSFS: free(cfg->sysfs_root); cfg->sysfs_root = kj__strdup(optarg); break;
 		case OPT_WORKER_USER: free(cfg->worker_user); cfg->worker_user = kj__strdup(optarg); break;
+		case OPT_PRESTART: free(cfg->prestart); cfg->prestart = kj__strdup(optarg); break;
 		case OPT_HOT:
 		case OPT_MEMO:
 			if (kj__parse_size(optarg, &size) < 0 || size == 0)
@@ -525,6 +527,8 @@ int kj__options_defaults(struct kj__config *cfg)
 		fprintf(stderr, "kjitd: --idle-timeout is ignored with --system (systemd starts and stops it)\n");
 		cfg->idle_timeout_ms = 0;
 	}
+	if (cfg->prestart == NULL && getenv("KJITD_PRESTART") && (cfg->prestart = kj__strdup(getenv("KJITD_PRESTART"))) == NULL)
+		return KJIT_ENOMEM;
 	if (cfg->remote_url == NULL && getenv("KJITD_REMOTE") && *getenv("KJITD_REMOTE")) {
 		struct kj__remote_url u;
 		char err[512];
@@ -569,6 +573,7 @@ void kj__options_free(struct kj__config *cfg)
 	free(cfg->sysfs_root);
 	free(cfg->log_path);
 	free(cfg->worker_user);
+	free(cfg->prestart);
 	free(cfg->self_exe);
 	free(cfg->hip_compiler);
 	free(cfg->cuda_compiler);

@@ -77,6 +77,9 @@ const char *kj__dp_inc_dir(int hip, int n, const char *const *opts, int *i);
  * depend on where a file lies) with *bad saying why. */
 int kj__dp_read_includes(struct kj__dp_prog *p, int hip, int n, const char *const *opts, const char **bad);
 
+/* Milliseconds on the monotonic clock (the debug line's phases). */
+double kj__dp_ms(void);
+
 /* Counts one compile (enum kj__dropstat_why) in the per-user stats file;
  * KJIT_DROPIN_DEBUG=1 also says it on stderr. */
 void kj__dp_count(const char *lib, int why, const char *detail);

@@ -12,7 +12,8 @@
 # first four served (the second process as hits, nothing compiled), the
 # rest forwarded with the reason "path"; the same tree in another folder is
 # served from the same entries.  hiprtc: tests/dropin/hiprtc-api's "inc"
-# program (-I, -I DIR) against the real hiprtc.
+# program (-I, -I DIR) against the real hiprtc.  Last, a kjitd given
+# KJITD_PRESTART=nvrtc has its nvrtc worker up before any request.
 . "$(dirname "$0")/lib.sh"
 
 NV="$TOP/$BUILD/dropin/nvrtc"
@@ -93,5 +94,25 @@ if [ -e /usr/lib/x86_64-linux-gnu/libamdhip64.so.5 ] && [ -e "$HAPI" ]; then
 else
 	echo "# skip dropin-inc: hiprtc: no libamdhip64.so.5"
 fi
+
+# ---- --prestart / KJITD_PRESTART (what `kjit run` gives a kjitd it starts) ----
+stop_daemon
+export KJITD_PRESTART=nvrtc KJIT_CACHE_DIR="$T/cache2"
+start_daemon || { not_ok "dropin-inc: prestart" "kjitd did not start"; exit 1; }
+unset KJITD_PRESTART
+i=0
+while [ $i -lt 200 ] && ! "$KJIT" stats | grep -q '^workers nvrtc *alive 1'; do
+	sleep 0.05
+	i=$((i + 1))
+done
+w=$("$KJIT" stats | grep '^workers nvrtc')
+check "dropin-inc: KJITD_PRESTART=nvrtc: the nvrtc worker is up before any request ($w)" \
+	sh -c "echo '$w' | grep -q 'alive 1 .*started 1' && [ '$(stat_value misses)' = 0 ]"
+KJIT_DROPIN_DEBUG=1 "$KJIT" run --quiet $SAN -- python3 "$PY" "$T/tree" cupy >/dev/null 2>"$T/pre.err"
+w=$("$KJIT" stats | grep '^workers nvrtc')
+check "dropin-inc: the first request used the prestarted worker, none started since ($w)" \
+	sh -c "grep -q 'served compiled' '$T/pre.err' && echo '$w' | grep -q 'alive 1 .*started 1'"
+check "dropin-inc: the debug line gives the served compile's phases" \
+	grep -q "served compiled (checks and headers [0-9.]* ms, kjitd [0-9.]* ms)" "$T/pre.err"
 stop_daemon
 [ "$FAILS" = 0 ]
