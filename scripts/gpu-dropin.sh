@@ -123,14 +123,17 @@ cmp -s "$W/inc-real.txt" "$W/inc1.txt" && cmp -s "$W/inc-real.txt" "$W/inc2.txt"
 
 # ---- issue 31: the miss's breakdown, fresh processes, real and drop-in alternating ----
 cms() { "$D/kjit" stats --json | tr ',{}' '\n\n\n' | sed -n 's/^"compile_ms":\([0-9]*\)$/\1/p'; }
+WK=$(pgrep -n -f -- '--worker nvrtc') # the compiling one: the newest (PID 1 of the worker's namespace)
+wst() { awk '{print "minflt=" $10, "cpu_ticks=" ($14 + $15)}' "/proc/$WK/stat" 2>/dev/null; }
 for i in 1 2 3 4 5 6; do
 	for arch in sm_90 compute_90; do
 		LD_LIBRARY_PATH="/usr/local/cuda/lib64:$LD_LIBRARY_PATH" "$D/tests/bench-dropmiss" -a $arch -s "r$i$$" |
 			sed "s/^/real $arch /" >>"$O/gpu-dropin-miss.txt"
 		m0=$(cms)
+		echo "kjit $arch worker before: $(wst)" >>"$O/gpu-dropin-miss.txt"
 		KJIT_DROPIN_DEBUG=1 LD_LIBRARY_PATH="$D/dropin/nvrtc:$LD_LIBRARY_PATH" "$D/tests/bench-dropmiss" -a $arch \
 			-s "k$i$$" 2>"$W/dbg" | sed "s/^/kjit $arch /" >>"$O/gpu-dropin-miss.txt"
-		echo "kjit $arch worker compile_ms(2 kernels)=$(($(cms) - m0)) $(tr '\n' ' ' <"$W/dbg")" >>"$O/gpu-dropin-miss.txt"
+		echo "kjit $arch worker compile_ms(2 kernels)=$(($(cms) - m0)) after: $(wst) $(tr '\n' ' ' <"$W/dbg")" >>"$O/gpu-dropin-miss.txt"
 	done
 done
 cat "$O/gpu-dropin-miss.txt"
