@@ -126,8 +126,9 @@ struct kj__pool_stats {
 	uint64_t started, crashed, timeouts, queued;
 };
 void kj__pool_stats(const struct kj__pool *p, struct kj__pool_stats *s);
-/* Starts the first worker (its compiler loaded, HELLO awaited) of each
- * family in d->cfg.prestart ("nvrtc,hiprtc"), so a first request finds
+/* (get.c) Starts the first worker (its compiler loaded, HELLO awaited)
+ * of each family in d->cfg.prestart, else $KJITD_PRESTART ("nvrtc,hiprtc"),
+ * in the pool a request of that family would use, so a first request finds
  * it ready; a family kjitd does not know is said in the log and skipped,
  * one that cannot load fails as on a first request. */
 void kj__pool_prestart(struct kj__daemon *d);

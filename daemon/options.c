@@ -527,8 +527,6 @@ int kj__options_defaults(struct kj__config *cfg)
 		fprintf(stderr, "kjitd: --idle-timeout is ignored with --system (systemd starts and stops it)\n");
 		cfg->idle_timeout_ms = 0;
 	}
-	if (cfg->prestart == NULL && getenv("KJITD_PRESTART") && (cfg->prestart = kj__strdup(getenv("KJITD_PRESTART"))) == NULL)
-		return KJIT_ENOMEM;
 	if (cfg->remote_url == NULL && getenv("KJITD_REMOTE") && *getenv("KJITD_REMOTE")) {
 		struct kj__remote_url u;
 		char err[512];

@@ -21,7 +21,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "compiler.h"
 #include "daemon.h"
 #include "kj_types.h"
 #include "util.h"
@@ -629,38 +628,6 @@ void kj__pool_when_ready(struct kj__pool *p, void (*fn)(void *arg, int code, con
 		p->failed_us = kj__now_us();
 		snprintf(p->failure, sizeof p->failure, "cannot start a %s worker; see the kjitd log", p->family);
 		run_ready_cbs(p, p->failed, p->failure);
-	}
-}
-
-static void prestarted(void *arg, int code, const char *error)
-{
-	struct kj__pool *p = arg;
-
-	if (code < 0)
-		kj__log(p->d, "--prestart %s: %s", p->family, error ? error : kjit_strerror(code));
-}
-
-void kj__pool_prestart(struct kj__daemon *d)
-{
-	char name[64];
-
-	for (const char *s = d->cfg.prestart; s && *s;) {
-		size_t l = strcspn(s, ",");
-		int b = 0;
-		snprintf(name, sizeof name, "%.*s", (int)(l < sizeof name ? l : sizeof name - 1), s);
-		s += l + (s[l] == ',');
-		while (b < 4 && kj__family_choose(name, b, 1) == NULL)
-			b++;
-		const char *told = b == KJIT_BACKEND_HIP ? d->cfg.hip_compiler : b == KJIT_BACKEND_CUDA ? d->cfg.cuda_compiler : NULL;
-		const char *def = told ? told : b < 4 ? kj__family_default(b) : NULL;
-		struct kj__pool **slot = b == 4 ? NULL : def && strcmp(def, name) == 0 ? &d->pools[b] : &d->alt_pools[b];
-		if (slot == NULL || (*slot && strcmp(kj__pool_family(*slot), name) != 0)) {
-			kj__log(d, "--prestart: no compiler family '%s' to start here", name);
-			continue;
-		}
-		if (*slot == NULL && kj__pool_new(d, name, slot) < 0)
-			return;
-		kj__pool_when_ready(*slot, prestarted, *slot);
 	}
 }
 
