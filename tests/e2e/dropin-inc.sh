@@ -27,13 +27,17 @@ if ! command -v python3 >/dev/null 2>&1 || [ ! -e "$REAL_NVRTC_DIR/libnvrtc.so.1
 	exit 0
 fi
 [ -e "$NV/libnvrtc.so.13" ] || { not_ok "dropin-inc: build" "$NV/libnvrtc.so.13 missing"; exit 1; }
-SAN=""
-[ -n "$(san_flags)" ] && SAN="--no-preload" # a sanitized drop-in cannot be preloaded
+SAN="" SANPRE=""
+if [ -n "$(san_flags)" ]; then # a sanitized drop-in: its runtime first, and not preloaded itself
+	SAN="--no-preload"
+	SANPRE="$(${CC:-cc} -print-file-name=libasan.so) $(${CC:-cc} -print-file-name=libubsan.so)"
+	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+fi
 same() { cmp -s "$1" "$2" || { diff "$1" "$2" | head -20 >&2; return 1; }; }
 ds() { "$KJIT" stats 2>/dev/null | sed -n "s/^dropin_$1 *\([0-9]*\).*/\1/p"; }
 reason() { "$KJIT" stats 2>/dev/null | grep '^dropin_forwarded' | grep -o "$1 [0-9]*" | cut -d' ' -f2; }
 kjrun() { # tree, out: the program under kjit run, its debug lines in out.err
-	KJIT_DROPIN_DEBUG=1 "$KJIT" run --quiet $SAN -- python3 "$PY" "$1" >"$2" 2>"$2.err"
+	LD_PRELOAD="$SANPRE" KJIT_DROPIN_DEBUG=1 "$KJIT" run --quiet $SAN -- python3 "$PY" "$1" >"$2" 2>"$2.err"
 }
 
 start_daemon || { not_ok "dropin-inc: start" "kjitd did not start"; exit 1; }
@@ -70,7 +74,7 @@ check "dropin-inc: the tree in another folder: served from the same entries" \
 # A header changed in place: a new compile, never the old entry.
 echo '#define KJD_TWO 3' >"$T/tree/d2/two.h"
 LD_LIBRARY_PATH="$REAL_NVRTC_DIR" python3 "$PY" "$T/tree" split >"$T/real-ch.txt" 2>&1
-KJIT_DROPIN_DEBUG=1 "$KJIT" run --quiet $SAN -- python3 "$PY" "$T/tree" split >"$T/kj4.txt" 2>"$T/kj4.err"
+LD_PRELOAD="$SANPRE" KJIT_DROPIN_DEBUG=1 "$KJIT" run --quiet $SAN -- python3 "$PY" "$T/tree" split >"$T/kj4.txt" 2>"$T/kj4.err"
 old=$(grep '^split PTX' "$T/real.txt")
 new=$(grep '^split PTX' "$T/real-ch.txt")
 check "dropin-inc: a header changed in its folder: the new answer (a new object), compiled" \
@@ -81,9 +85,9 @@ if [ -e /usr/lib/x86_64-linux-gnu/libamdhip64.so.5 ] && [ -e "$HAPI" ]; then
 	mkdir -p "$T/hinc"
 	(cd "$T/hinc" && "$HAPI" libamdhip64.so.5 inc 2>&1 | sed 's|/tmp/comgr-[A-Za-z0-9]*/|/tmp/comgr-X/|g') >"$T/hreal.txt"
 	s0=$(ds served)
-	(cd "$T/hinc" && KJIT_DROPIN_DEBUG=1 "$KJIT" run --quiet --no-preload -- "$HAPI" libhiprtc.so.6 inc 2>"$T/h1.err" |
+	(cd "$T/hinc" && LD_PRELOAD="$SANPRE" KJIT_DROPIN_DEBUG=1 "$KJIT" run --quiet --no-preload -- "$HAPI" libhiprtc.so.6 inc 2>"$T/h1.err" |
 		sed 's|/tmp/comgr-[A-Za-z0-9]*/|/tmp/comgr-X/|g') >"$T/h1.txt"
-	(cd "$T/hinc" && KJIT_DROPIN_DEBUG=1 "$KJIT" run --quiet --no-preload -- "$HAPI" libhiprtc.so.6 inc 2>"$T/h2.err" |
+	(cd "$T/hinc" && LD_PRELOAD="$SANPRE" KJIT_DROPIN_DEBUG=1 "$KJIT" run --quiet --no-preload -- "$HAPI" libhiprtc.so.6 inc 2>"$T/h2.err" |
 		sed 's|/tmp/comgr-[A-Za-z0-9]*/|/tmp/comgr-X/|g') >"$T/h2.txt"
 	check "dropin-inc: hiprtc -I through kjit = the real hiprtc (both processes)" \
 		sh -c "cmp -s '$T/hreal.txt' '$T/h1.txt' && cmp -s '$T/hreal.txt' '$T/h2.txt'"
@@ -108,7 +112,7 @@ done
 w=$("$KJIT" stats | grep '^workers nvrtc')
 check "dropin-inc: KJITD_PRESTART=nvrtc: the nvrtc worker is up before any request ($w)" \
 	sh -c "echo '$w' | grep -q 'alive 1 .*started 1' && [ '$(stat_value misses)' = 0 ]"
-KJIT_DROPIN_DEBUG=1 "$KJIT" run --quiet $SAN -- python3 "$PY" "$T/tree" cupy >/dev/null 2>"$T/pre.err"
+LD_PRELOAD="$SANPRE" KJIT_DROPIN_DEBUG=1 "$KJIT" run --quiet $SAN -- python3 "$PY" "$T/tree" cupy >/dev/null 2>"$T/pre.err"
 w=$("$KJIT" stats | grep '^workers nvrtc')
 check "dropin-inc: the first request used the prestarted worker, none started since ($w)" \
 	sh -c "grep -q 'served compiled' '$T/pre.err' && echo '$w' | grep -q 'alive 1 .*started 1'"
