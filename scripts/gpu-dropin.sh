@@ -1,10 +1,14 @@
 #!/bin/sh
-# gpu-dropin.sh: issue 23's GPU part (docs/dropin.md), on the GPU machine
-# (an H100 or H200 with PyTorch, CUDA 13 in /usr/local/cuda; no libuv or
-# hiredis there).  Run from a folder holding this build's kjit, kjitd,
-# dropin/ (the drop-in libraries), kernels_src/, tests/ (jiterator.py,
-# nvrtc-api, bench-dropin) and debs/ (libuv1, libhiredis0.14 of Debian 12):
-#   sh gpu-dropin.sh [OUTDIR]
+# gpu-dropin.sh: issues 23 and 31's GPU part (docs/dropin.md), on the GPU
+# machine (an H100 or H200 with PyTorch, CUDA 13 in /usr/local/cuda; no
+# libuv or hiredis there).  Run from a folder holding this build's kjit,
+# kjitd, dropin/ (the drop-in libraries), kernels_src/, python/ (the kjit
+# package), tests/ (jiterator.py, nvrtc_inc.py, cupy_like.py, nvrtc-api,
+# bench-dropin, bench-dropmiss) and debs/ (libuv1, libhiredis0.14 of Debian
+# 12), which `sh scripts/gpu-dropin.sh pack DIR` makes here (after `make all
+# build/bench/bench-dropmiss build/tests/dropin/bench-dropin
+# build/tests/dropin/nvrtc-api`); there, as root:
+#   sh DIR/gpu-dropin.sh [OUTDIR]
 # It checks how PyTorch loads NVRTC (LD_DEBUG), times a jiterator kernel's
 # first call with PyTorch's kernel cache off (USE_PYTORCH_KERNEL_CACHE=0):
 # twice without kjit, twice under `kjit run` (the second process must be a
@@ -13,9 +17,11 @@
 # (tests/cupy_like.py: -I folders, name expression, kernels launched with
 # kjit.cuda) timed the same way, nvrtc_inc.py's answers against the real
 # NVRTC, and the miss's breakdown (bench-dropmiss, real vs drop-in in fresh
-# processes, the drop-in's phases and kjitd's compile time); compares
-# nvrtc-api's answers with the real NVRTC there; runs the drop-in bench.  Prints "ok NAME" / "not ok
-# NAME: why" lines and writes everything to OUTDIR (default $OUT or /tmp).
+# processes, the drop-in's phases, kjitd's compile time, the worker's page
+# faults and CPU time); compares nvrtc-api's answers with the real NVRTC
+# there; runs the drop-in bench.  kjitd starts with --prestart nvrtc, as
+# `kjit run` starts one.  Prints "ok NAME" / "not ok NAME: why" lines and
+# writes everything to OUTDIR (default $OUT or /tmp).
 set -u
 if [ "${1:-}" = pack ]; then # here: DIR gets what the GPU machine needs
 	P=$2 B=${BUILD:-build}
