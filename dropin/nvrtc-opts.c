@@ -4,8 +4,9 @@
  * Served options are the ones the nvrtc compile worker passes on as given
  * and that change nothing but the object: macros, the C++ standard, math
  * modes, register caps, line info, warnings, the default execution space.
- * The architecture becomes the request's target; -IDIR and
- * --include-path=DIR leave the options for inc.c, which reads the
+ * The architecture becomes the request's target; include folders (-IDIR,
+ * -I DIR, --include-path=DIR, --include-path DIR) leave the options for
+ * inc.c, which reads the
  * headers they give where that is faithful.  Everything else (-dlto and
  * --optix-ir, other outputs; PCH options; --time and other side effects;
  * -G; anything unknown or misspelled) is the real library's, so its answer
