@@ -6,8 +6,7 @@
  * modes, register caps, line info, warnings, the default execution space.
  * The architecture becomes the request's target; include folders (-IDIR,
  * -I DIR, --include-path=DIR, --include-path DIR) leave the options for
- * inc.c, which reads the
- * headers they give where that is faithful.  Everything else (-dlto and
+ * inc.c, which reads the headers they give where that is faithful.  Everything else (-dlto and
  * --optix-ir, other outputs; PCH options; --time and other side effects;
  * -G; anything unknown or misspelled) is the real library's, so its answer
  * and its error codes are NVRTC's own.  The list errs on the side of
