@@ -12,7 +12,9 @@
  * every later load by that name; --no-preload leaves LD_PRELOAD alone).
  * Before that it makes sure kjitd runs (starting a per-user one as any
  * client does), with the environment it was given, so the daemon and its
- * workers never start with the drop-in on their library path.
+ * workers never start with the drop-in on their library path; a kjitd it
+ * starts gets KJITD_PRESTART=nvrtc,hiprtc, so their compilers load while
+ * CMD starts up, not at its first compile.
  * DIR: $KJIT_DROPIN_DIR, else beside this kjit (build tree: BUILD/dropin;
  * installed: PREFIX/lib/kjit).  One line on stderr says which; --quiet
  * drops it.  The exit status is CMD's; 127 when it cannot be run.
@@ -72,11 +74,17 @@ static int prepend(const char *name, const char *first)
 	return r;
 }
 
+/* A kjitd this starts loads the drop-ins' compilers at once (--prestart:
+ * KJITD_PRESTART, unless the user set it), while the command starts up. */
 static void ensure_daemon(int quiet)
 {
 	kjit_client *c = NULL;
+	int set = getenv("KJITD_PRESTART") == NULL && setenv("KJITD_PRESTART", "nvrtc,hiprtc", 0) == 0;
+	int r = kjit_open(&c, NULL);
 
-	if (kjit_open(&c, NULL) == 0) {
+	if (set)
+		unsetenv("KJITD_PRESTART");
+	if (r == 0) {
 		kjit_close(c);
 		return;
 	}

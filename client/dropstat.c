@@ -26,7 +26,7 @@ _Static_assert(KJ_DS_COUNT <= KJ_DROPIN_STAT_SLOTS, "more drop-in reasons than c
 
 static const char *const names[KJ_DS_COUNT] = {
 	"served", "unreachable", "option", "no-arch", "api", "input", "refused", "option-error", "truncated-log",
-	"log", "untrusted", "bad-output",
+	"log", "untrusted", "bad-output", "path",
 };
 
 const char *kj__dropstat_name(int why)

@@ -25,6 +25,8 @@ enum kj__dropstat_why {
 	KJ_DS_LOG,           /* hiprtc: a log kjit cannot give byte for byte (it names comgr's random folder) */
 	KJ_DS_UNTRUSTED,     /* the kjitd found was not trusted (client/trust.c): nothing was sent */
 	KJ_DS_BAD_OUTPUT,    /* kjitd's answer was not the object asked for (client/objcheck.c) */
+	KJ_DS_PATH,          /* -I: the output could depend on where a header lies (line info, __FILE__, a
+			      * log, an include NVRTC finds elsewhere) */
 	KJ_DS_COUNT
 };
 

@@ -24,6 +24,7 @@
  */
 #include <dlfcn.h>
 #include <limits.h>
+#include <malloc.h>
 #include <sys/stat.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -59,6 +60,7 @@ struct nvrtc_api {
 };
 
 #define NVRTC_ARCHS_MAX 128
+#define KJ_NVRTC_HEAP_KEEP (256 << 20) /* freed heap a worker keeps for the next compile */
 
 struct nvrtc_state {
 	void *lib;
@@ -447,6 +449,12 @@ static int nvrtc_init(void **state, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot fingerprint the CUDA toolkit's include directory (%s)", kjit_strerror(r));
 		goto out;
 	}
+	/* NVRTC's heap stays with the worker between jobs: without this glibc
+	 * gives the freed top of the heap back after each compile and the next
+	 * one faults it in again (issue 31: on the H200 machine's VM a warm
+	 * worker's compile took 2-4x a warm in-process one). */
+	mallopt(M_TRIM_THRESHOLD, KJ_NVRTC_HEAP_KEEP);
+	mallopt(M_MMAP_THRESHOLD, KJ_NVRTC_HEAP_KEEP / 8);
 	/* Warm-up: the first compile loads the builtins library. */
 	{
 		struct kj__compile_out o = { 0 };

@@ -42,6 +42,7 @@ struct kj__config {
 	char *sysfs_root;
 	char *log_path;
 	char *worker_user;          /* --worker-user: who a root daemon's workers run as */
+	char *prestart;             /* --prestart / $KJITD_PRESTART: families whose first worker starts with kjitd */
 	char *self_exe;             /* our own binary, re-executed for roles */
 	char *arch[4];              /* per backend: --hip-arch, --cuda-arch, --vulkan-env */
 	char *hip_compiler;         /* "hiprtc" (default) or "hipcc" */
@@ -129,6 +130,12 @@ struct kj__pool_stats {
 	uint64_t started, crashed, timeouts, queued;
 };
 void kj__pool_stats(const struct kj__pool *p, struct kj__pool_stats *s);
+/* (get.c) Starts the first worker (its compiler loaded, HELLO awaited)
+ * of each family in d->cfg.prestart, else $KJITD_PRESTART ("nvrtc,hiprtc"),
+ * in the pool a request of that family would use, so a first request finds
+ * it ready; a family kjitd does not know is said in the log and skipped,
+ * one that cannot load fails as on a first request. */
+void kj__pool_prestart(struct kj__daemon *d);
 
 /* Bundled kernels (kernels_src/MANIFEST). */
 struct kj__kernel {

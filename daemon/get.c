@@ -310,6 +310,35 @@ static int pool_for(struct kj__daemon *d, struct get_req *g, char *err, size_t e
 	return r;
 }
 
+static void prestarted(void *arg, int code, const char *error)
+{
+	if (code < 0)
+		kj__log(arg, "--prestart: %s", error ? error : kjit_strerror(code));
+}
+
+void kj__pool_prestart(struct kj__daemon *d)
+{
+	const char *s = d->cfg.prestart ? d->cfg.prestart : getenv("KJITD_PRESTART");
+	char name[64];
+
+	while (s && *s) {
+		size_t l = strcspn(s, ",");
+		int b = 0;
+		snprintf(name, sizeof name, "%.*s", (int)(l < sizeof name ? l : sizeof name - 1), s);
+		s += l + (s[l] == ',');
+		while (b < 4 && kj__family_choose(name, b, 1) == NULL)
+			b++;
+		struct kj__pool **slot = b == 4 ? NULL : strcmp(family_for(d, b), name) == 0 ? &d->pools[b] : &d->alt_pools[b];
+		if (slot == NULL || (*slot && strcmp(kj__pool_family(*slot), name) != 0)) {
+			kj__log(d, "--prestart: no compiler family '%s' to start here", name);
+			continue;
+		}
+		if (*slot == NULL && kj__pool_new(d, name, slot) < 0)
+			return;
+		kj__pool_when_ready(*slot, prestarted, d);
+	}
+}
+
 /* The hit path: these exact bytes were resolved before, and the object is
  * in the cache.  1 if answered. */
 static int answer_from_memo(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const uint8_t *body,

@@ -247,6 +247,7 @@ static int serve(struct kj__daemon *d)
 		return r == KJIT_EBUSY ? 4 : 1;
 	}
 	start_loop_handles(d);
+	kj__pool_prestart(d);
 	kj__log(d, "serving %s on %s (%zu bundled kernels, %u workers per compiler, max size %llu)",
 		d->cfg.cache_dir, d->cfg.socket_path, d->manifest.n, d->cfg.jobs,
 		(unsigned long long)d->cfg.max_size);

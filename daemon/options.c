@@ -39,7 +39,7 @@
 extern char **environ;
 
 enum {
-	OPT_HIP_ARCH = 256, OPT_CUDA_ARCH, OPT_VULKAN_ENV, OPT_HIP_COMPILER, OPT_TIMEOUT, OPT_KERNELS,
+	OPT_HIP_ARCH = 256, OPT_PRESTART, OPT_CUDA_ARCH, OPT_VULKAN_ENV, OPT_HIP_COMPILER, OPT_TIMEOUT, OPT_KERNELS,
 	OPT_LOG, OPT_SYSTEM, OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_SYSFS, OPT_HOT, OPT_MEMO,
 	OPT_REMOTE, OPT_REMOTE_PREFIX, OPT_REMOTE_TTL, OPT_REMOTE_MODE, OPT_REMOTE_TIMEOUT, OPT_REMOTE_MAX, OPT_NO_COMPILE,
 	OPT_REMOTE_LOOKUP, OPT_REMOTE_SECRET,
@@ -105,6 +105,7 @@ static const struct opt_row {
 	{ "socket-group", required_argument, OPT_SOCKET_GROUP, "[--socket-group GROUP]" },
 	/* The readiness pipe of a client's autostart (client/connect.c). */
 	{ "ready-fd", required_argument, OPT_READY_FD, NULL },
+	{ "prestart", required_argument, OPT_PRESTART, "[--prestart FAMILY,...]" },
 	{ "sysfs-root", required_argument, OPT_SYSFS, NULL },
 	{ "help", no_argument, 'h', NULL },
 };
@@ -496,6 +497,7 @@ int kj__options_parse(int argc, char **argv, struct kj__config *cfg)
 		case OPT_LOG: free(cfg->log_path); cfg->log_path = kj__strdup(optarg); break;
 		case OPT_SYSFS: free(cfg->sysfs_root); cfg->sysfs_root = kj__strdup(optarg); break;
 		case OPT_WORKER_USER: free(cfg->worker_user); cfg->worker_user = kj__strdup(optarg); break;
+		case OPT_PRESTART: free(cfg->prestart); cfg->prestart = kj__strdup(optarg); break;
 		case OPT_HOT:
 		case OPT_MEMO:
 			if (kj__parse_size(optarg, &size) < 0 || size == 0)
@@ -604,6 +606,7 @@ void kj__options_free(struct kj__config *cfg)
 	free(cfg->sysfs_root);
 	free(cfg->log_path);
 	free(cfg->worker_user);
+	free(cfg->prestart);
 	free(cfg->self_exe);
 	free(cfg->hip_compiler);
 	free(cfg->cuda_compiler);

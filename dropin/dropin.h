@@ -64,6 +64,22 @@ void kj__dp_prog_reset(struct kj__dp_prog *p);
 int kj__dp_fetch(const struct kj__dp_prog *p, int backend, const char *compiler, const char *target,
 		 const char *const *opts, int n_opts, kjit_result *res, int *why);
 
+/* The folder of include option opts[*i] ("-IDIR", "--include-path=DIR";
+ * for "-I DIR" and "--include-path DIR": DIR, and *i moves onto it), or
+ * NULL when opts[*i] gives none.  hip: hiprtc (clang), -I only. */
+const char *kj__dp_inc_dir(int hip, int n, const char *const *opts, int *i);
+/* Include folders (dropin/inc.c): reads the headers p's text reaches
+ * through the folders of opts (libkjit's include scan, in this process)
+ * into p->inc, with p's own headers first, and checks that every #include
+ * lands on the same file in the real library (NVRTC, or hiprtc when hip)
+ * and in kjit's worker.  KJ_DS_SERVED (also when opts has no folder: p->inc
+ * stays NULL), or the reason to forward (KJ_DS_PATH: the output could
+ * depend on where a file lies) with *bad saying why. */
+int kj__dp_read_includes(struct kj__dp_prog *p, int hip, int n, const char *const *opts, const char **bad);
+
+/* Milliseconds on the monotonic clock (the debug line's phases). */
+double kj__dp_ms(void);
+
 /* Counts one compile (enum kj__dropstat_why) in the per-user stats file;
  * KJIT_DROPIN_DEBUG=1 also says it on stderr. */
 void kj__dp_count(const char *lib, int why, const char *detail);

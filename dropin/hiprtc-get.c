@@ -12,8 +12,10 @@
  * Served options are those kjitd's hiprtc worker passes on as given
  * (compilers/hiprtc.c's list: macros, -O, fast math, fp-contract, the C++
  * standard, atomics and CU modes, warning flags); the architecture becomes
- * the request's target.  Anything else (-I and include paths, -fgpu-rdc,
- * -g, unknown options) is the real library's.
+ * the request's target; -IDIR and -I DIR leave the options for inc.c,
+ * which reads the headers they give where that is faithful.  Anything else
+ * (other include options, -fgpu-rdc, -g, unknown options) is the real
+ * library's.
  */
 #include <string.h>
 
@@ -59,6 +61,8 @@ int kj__hip_opts_split(int n, const char *const *opts, const char **target, cons
 		}
 		if (arch)
 			*target = arch;
+		else if (kj__dp_inc_dir(1, n, opts, &i) != NULL)
+			continue; /* kj__dp_read_includes reads it */
 		else if (served(o))
 			kept[(*n_kept)++] = o;
 		else {

@@ -231,6 +231,8 @@ static int served_compile(struct kj__dp_prog *p, int n, const char **opts, kjit_
 	why = kj__hip_opts_split(n, (const char *const *)opts, &target, kept, &n_kept, &bad);
 	if (why == KJ_DS_SERVED)
 		why = kj__hip_input_ok(p, &bad);
+	if (why == KJ_DS_SERVED)
+		why = kj__dp_read_includes(p, 1, n, (const char *const *)opts, &bad);
 	if (why != KJ_DS_SERVED) {
 		snprintf(detail, dlen, "%s%.150s", *bad == ' ' || *bad == '\0' ? "" : " ", bad);
 		return why;

@@ -84,14 +84,6 @@ nvrtcResult kj__nv_forward(struct kj__dp_prog *p, int n, const char *const *opts
  * or the reason to forward with *bad the option at fault. */
 int kj__nv_opts_split(int n, const char *const *opts, const char **target, const char **kept, int *n_kept,
 		      const char **bad);
-/* NVRTC -I: reads the headers p's source includes from the folders of
- * -I/--include-path= in opts (libkjit's include scan, in this process)
- * into p->inc, with p's own headers first.  KJ_DS_SERVED (also when opts
- * has no folder: p->inc stays NULL), or the reason to forward with *bad
- * saying why: a text kjit cannot resolve as NVRTC does (__FILE__,
- * __has_include, #include_next, a computed include), a header found below
- * a folder's top or also present in the current folder, line info. */
-int kj__nv_read_includes(struct kj__dp_prog *p, int n, const char *const *opts, const char **bad);
 /* KJ_DS_SERVED when p's name and headers travel to kjitd unchanged, else
  * KJ_DS_INPUT with *bad saying what. */
 int kj__nv_input_ok(const struct kj__dp_prog *p, const char **bad);

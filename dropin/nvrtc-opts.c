@@ -4,9 +4,9 @@
  * Served options are the ones the nvrtc compile worker passes on as given
  * and that change nothing but the object: macros, the C++ standard, math
  * modes, register caps, line info, warnings, the default execution space.
- * The architecture becomes the request's target; -IDIR and
- * --include-path=DIR leave the options for nvrtc-inc.c, which reads the
- * headers they give where that is faithful.  Everything else (-dlto and
+ * The architecture becomes the request's target; include folders (-IDIR,
+ * -I DIR, --include-path=DIR, --include-path DIR) leave the options for
+ * inc.c, which reads the headers they give where that is faithful.  Everything else (-dlto and
  * --optix-ir, other outputs; PCH options; --time and other side effects;
  * -G; anything unknown or misspelled) is the real library's, so its answer
  * and its error codes are NVRTC's own.  The list errs on the side of
@@ -40,13 +40,6 @@ static int arch_ok(const char *t)
 	while (d[n] >= '0' && d[n] <= '9')
 		n++;
 	return n >= 2 && n <= 4 && (d[n] == '\0' || ((d[n] == 'a' || d[n] == 'f') && d[n + 1] == '\0'));
-}
-
-/* The folder of "-IDIR" or "--include-path=DIR", else NULL. */
-static const char *inc_dir(const char *o)
-{
-	const char *d = strncmp(o, "-I", 2) == 0 ? o + 2 : strncmp(o, "--include-path=", 15) == 0 ? o + 15 : NULL;
-	return d && *d && *d != ' ' ? d : NULL;
 }
 
 static int served(const char *o)
@@ -87,8 +80,8 @@ int kj__nv_opts_split(int n, const char *const *opts, const char **target, const
 		}
 		if (arch)
 			*target = arch;
-		else if (inc_dir(o) != NULL)
-			continue; /* kj__nv_read_includes reads it */
+		else if (kj__dp_inc_dir(0, n, opts, &i) != NULL)
+			continue; /* kj__dp_read_includes reads it */
 		else if (served(o))
 			kept[(*n_kept)++] = o;
 		else {

@@ -244,25 +244,28 @@ KJ_DP_EXPORT nvrtcResult nvrtcCompileProgram(nvrtcProgram prog, int n, const cha
 		return NV_INPUT;
 	if (p->real || p->flow_cb)
 		return kj__nv_forward(p, n, opts, KJ_DS_API, p->real ? " (program already forwarded)" : " (flow callback)");
+	double t0 = kj__dp_ms();
 	why = kj__nv_opts_split(n, opts, &target, kept, &n_kept, &bad);
 	if (why == KJ_DS_SERVED)
 		why = kj__nv_input_ok(p, &bad);
 	kj__dp_prog_reset(p);
 	if (why == KJ_DS_SERVED)
-		why = kj__nv_read_includes(p, n, opts, &bad);
+		why = kj__dp_read_includes(p, 0, n, opts, &bad);
 	if (why != KJ_DS_SERVED)
 		return kj__nv_forward(p, n, opts, why, bad);
+	double t1 = kj__dp_ms();
 	int r = kj__dp_fetch(p, KJIT_BACKEND_CUDA, "nvrtc", target, kept, n_kept, &res, &why);
+	double t2 = kj__dp_ms();
 	if (r == KJIT_ECOMPILE && (why = kj__nv_failure_servable(res.log)) != KJ_DS_SERVED)
 		r = KJIT_EINVAL;
 	if (p->inc && (r == KJIT_ECOMPILE || (r == 0 && res.log && *res.log))) {
 		r = KJIT_EINVAL; /* NVRTC names -I headers by the path it found them under */
-		why = KJ_DS_OPTION;
+		why = KJ_DS_PATH;
 	}
 	if (r < 0 && r != KJIT_ECOMPILE) {
 		char detail[160];
 		snprintf(detail, sizeof detail, " (%.150s)",
-			 p->inc && why == KJ_DS_OPTION ? "-I: only a success with an empty log is served"
+			 p->inc && why == KJ_DS_PATH ? "-I: only a success with an empty log is served"
 			 : res.error ? res.error : kjit_strerror(r));
 		kjit_result_free(&res);
 		return kj__nv_forward(p, n, opts, why, detail);
@@ -271,7 +274,10 @@ KJ_DP_EXPORT nvrtcResult nvrtcCompileProgram(nvrtcProgram prog, int n, const cha
 		kjit_result_free(&res);
 		return NV_OOM;
 	}
-	kj__dp_count("libnvrtc", KJ_DS_SERVED, r == 0 ? kjit_status_name(res.status) : " (compile failed)");
+	char took[96];
+	snprintf(took, sizeof took, "%s (checks and headers %.2f ms, kjitd %.2f ms)",
+		 r == 0 ? kjit_status_name(res.status) : "compile failed", t1 - t0, t2 - t1);
+	kj__dp_count("libnvrtc", KJ_DS_SERVED, took);
 	p->res = res;
 	p->res_is_ptx = strncmp(target, "compute_", 8) == 0;
 	p->state = r == 0 ? KJ_DP_OK : KJ_DP_FAILED;

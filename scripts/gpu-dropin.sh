@@ -1,18 +1,37 @@
 #!/bin/sh
-# gpu-dropin.sh: issue 23's GPU part (docs/dropin.md), on the GPU machine
-# (an H100 or H200 with PyTorch, CUDA 13 in /usr/local/cuda; no libuv or
-# hiredis there).  Run from a folder holding this build's kjit, kjitd,
-# dropin/ (the drop-in libraries), kernels_src/, tests/ (jiterator.py,
-# nvrtc-api, bench-dropin) and debs/ (libuv1, libhiredis0.14 of Debian 12):
-#   sh gpu-dropin.sh [OUTDIR]
+# gpu-dropin.sh: issues 23 and 31's GPU part (docs/dropin.md), on the GPU
+# machine (an H100 or H200 with PyTorch, CUDA 13 in /usr/local/cuda; no
+# libuv or hiredis there).  Run from a folder holding this build's kjit,
+# kjitd, dropin/ (the drop-in libraries), kernels_src/, python/ (the kjit
+# package), tests/ (jiterator.py, nvrtc_inc.py, cupy_like.py, nvrtc-api,
+# bench-dropin, bench-dropmiss) and debs/ (libuv1, libhiredis0.14 of Debian
+# 12), which `sh scripts/gpu-dropin.sh pack DIR` makes here (after `make all
+# build/bench/bench-dropmiss build/tests/dropin/bench-dropin
+# build/tests/dropin/nvrtc-api`); there, as root:
+#   sh DIR/gpu-dropin.sh [OUTDIR]
 # It checks how PyTorch loads NVRTC (LD_DEBUG), times a jiterator kernel's
 # first call with PyTorch's kernel cache off (USE_PYTORCH_KERNEL_CACHE=0):
 # twice without kjit, twice under `kjit run` (the second process must be a
 # kjit hit, with the right result), once under `kjit run --no-preload` (does
-# the library path alone reach PyTorch?); compares nvrtc-api's answers with
-# the real NVRTC there; runs the drop-in bench.  Prints "ok NAME" / "not ok
-# NAME: why" lines and writes everything to OUTDIR (default $OUT or /tmp).
+# the library path alone reach PyTorch?); issue 31: a CuPy-style program
+# (tests/cupy_like.py: -I folders, name expression, kernels launched with
+# kjit.cuda) timed the same way, nvrtc_inc.py's answers against the real
+# NVRTC, and the miss's breakdown (bench-dropmiss, real vs drop-in in fresh
+# processes, the drop-in's phases, kjitd's compile time, the worker's page
+# faults and CPU time); compares nvrtc-api's answers with the real NVRTC
+# there; runs the drop-in bench.  kjitd starts with --prestart nvrtc, as
+# `kjit run` starts one.  Prints "ok NAME" / "not ok NAME: why" lines and
+# writes everything to OUTDIR (default $OUT or /tmp).
 set -u
+if [ "${1:-}" = pack ]; then # here: DIR gets what the GPU machine needs
+	P=$2 B=${BUILD:-build}
+	mkdir -p "$P/tests" "$P/debs" "$P/dropin" || exit 1
+	cp "$B/kjit" "$B/kjitd" "$0" "$P/" && cp -r "$B/dropin/nvrtc" "$P/dropin/" && cp -r kernels_src python "$P/" &&
+		cp tests/dropin/jiterator.py tests/dropin/nvrtc_inc.py tests/dropin/cupy_like.py "$B/tests/dropin/nvrtc-api" \
+			"$B/tests/dropin/bench-dropin" "$B/bench/bench-dropmiss" "$P/tests/" || exit 1
+	(cd "$P/debs" && apt-get download libuv1 libhiredis0.14 >/dev/null) || exit 1
+	exit 0
+fi
 D=$(cd "$(dirname "$0")" && pwd)
 O=${1:-${OUT:-/tmp}}
 W=$(mktemp -d /tmp/kjit-gpu-dropin.XXXXXX)
@@ -27,7 +46,11 @@ export KJIT_NO_AUTOSTART=1 USE_PYTORCH_KERNEL_CACHE=0 PYTHONDONTWRITEBYTECODE=1
 mkdir -p "$W/sock"
 { nvidia-smi -L; python3 -c 'import torch; print("torch", torch.__version__)'; date -u; } >"$O/gpu-dropin-machine.txt" 2>&1
 cat "$O/gpu-dropin-machine.txt"
-"$D/kjitd" --socket "$KJIT_SOCKET" --cache-dir "$KJIT_CACHE_DIR" --kernels-dir "$D/kernels_src" --log "$O/gpu-dropin-kjitd.log" ||
+[ "$(id -u)" != 0 ] || getent passwd kjit-worker >/dev/null ||
+	useradd --system --no-create-home --shell /usr/sbin/nologin kjit-worker
+# --prestart nvrtc: what `kjit run` gives a kjitd it starts (KJITD_PRESTART)
+"$D/kjitd" --socket "$KJIT_SOCKET" --cache-dir "$KJIT_CACHE_DIR" --kernels-dir "$D/kernels_src" --log "$O/gpu-dropin-kjitd.log" \
+	--prestart nvrtc ||
 	{ not_ok "gpu-dropin: kjitd" "did not start"; exit 1; }
 
 # How PyTorch finds NVRTC: which files, by name or by path.
@@ -67,6 +90,59 @@ run "kjit run, a new kernel, kjitd's worker warm" "$D/kjit" run -- python3 "$D/t
 run "kjit run --no-preload, process 1" "$D/kjit" run --no-preload -- python3 "$D/tests/jiterator.py" 3
 run "kjit run --no-preload, process 2" "$D/kjit" run --no-preload -- python3 "$D/tests/jiterator.py" 3
 unset KJIT_DROPIN_DEBUG
+
+# ---- issue 31: a CuPy-style program (-I folders), kernels launched with kjit.cuda ----
+export PYTHONPATH="$D/python${PYTHONPATH:+:$PYTHONPATH}"
+cl() { # label, command...: one cupy_like process, its line into the log
+	label=$1
+	shift
+	line=$("$@" 2>>"$O/gpu-dropin-stderr.txt" | grep '^cupy_like')
+	echo "$label: $line" | tee -a "$O/gpu-dropin-runs.txt"
+	echo "$line" | grep -q 'ok=True'
+}
+mkdir -p "$W/tree"
+cl "cupy_like without kjit, process 1" python3 "$D/tests/cupy_like.py" "$W/tree" 1 ||
+	not_ok "gpu-dropin: cupy_like without kjit" "wrong result"
+cl "cupy_like without kjit, process 2" python3 "$D/tests/cupy_like.py" "$W/tree" 1
+c0=$(compiles)
+export KJIT_DROPIN_DEBUG=1
+cl "cupy_like kjit run, process 1" "$D/kjit" run -- python3 "$D/tests/cupy_like.py" "$W/tree" 2 &&
+	ok "gpu-dropin: cupy_like under kjit run, first process, right result" ||
+	not_ok "gpu-dropin: cupy_like under kjit run, first process" "wrong result"
+c1=$(compiles)
+h1=$(hits)
+cl "cupy_like kjit run, process 2" "$D/kjit" run -- python3 "$D/tests/cupy_like.py" "$W/tree" 2 &&
+	ok "gpu-dropin: cupy_like under kjit run, second process, right result" ||
+	not_ok "gpu-dropin: cupy_like under kjit run, second process" "wrong result"
+[ "$(compiles)" = "$c1" ] && [ "$(hits)" -gt "$h1" ] && [ "$c1" -gt "$c0" ] &&
+	ok "gpu-dropin: cupy_like (-I folders): first process compiled through kjitd, second a kjit hit" ||
+	not_ok "gpu-dropin: cupy_like served" "compiles $c0 -> $c1 -> $(compiles), hits $h1 -> $(hits)"
+cl "cupy_like kjit run, a new kernel, worker warm" "$D/kjit" run -- python3 "$D/tests/cupy_like.py" "$W/tree" 3
+unset KJIT_DROPIN_DEBUG
+grep '^kjit libnvrtc' "$O/gpu-dropin-stderr.txt" | tail -8 >"$O/gpu-dropin-debug.txt"
+LD_LIBRARY_PATH="/usr/local/cuda/lib64:$LD_LIBRARY_PATH" python3 "$D/tests/nvrtc_inc.py" "$W/inc" >"$W/inc-real.txt" 2>&1
+"$D/kjit" run --quiet -- python3 "$D/tests/nvrtc_inc.py" "$W/inc" >"$W/inc1.txt" 2>&1
+"$D/kjit" run --quiet -- python3 "$D/tests/nvrtc_inc.py" "$W/inc" >"$W/inc2.txt" 2>&1
+cmp -s "$W/inc-real.txt" "$W/inc1.txt" && cmp -s "$W/inc-real.txt" "$W/inc2.txt" &&
+	ok "gpu-dropin: nvrtc_inc.py (CuPy, Warp layouts) through kjit = the real NVRTC there" ||
+	{ not_ok "gpu-dropin: nvrtc_inc.py" "differs from the real NVRTC"; diff "$W/inc-real.txt" "$W/inc1.txt" | head; }
+
+# ---- issue 31: the miss's breakdown, fresh processes, real and drop-in alternating ----
+cms() { "$D/kjit" stats --json | tr ',{}' '\n\n\n' | sed -n 's/^"compile_ms":\([0-9]*\)$/\1/p'; }
+WK=$(pgrep -n -f -- '--worker nvrtc') # the compiling one: the newest (PID 1 of the worker's namespace)
+wst() { awk '{print "minflt=" $10, "cpu_ticks=" ($14 + $15)}' "/proc/$WK/stat" 2>/dev/null; }
+for i in 1 2 3 4 5 6; do
+	for arch in sm_90 compute_90; do
+		LD_LIBRARY_PATH="/usr/local/cuda/lib64:$LD_LIBRARY_PATH" "$D/tests/bench-dropmiss" -a $arch -s "r$i$$" |
+			sed "s/^/real $arch /" >>"$O/gpu-dropin-miss.txt"
+		m0=$(cms)
+		echo "kjit $arch worker before: $(wst)" >>"$O/gpu-dropin-miss.txt"
+		KJIT_DROPIN_DEBUG=1 LD_LIBRARY_PATH="$D/dropin/nvrtc:$LD_LIBRARY_PATH" "$D/tests/bench-dropmiss" -a $arch \
+			-s "k$i$$" 2>"$W/dbg" | sed "s/^/kjit $arch /" >>"$O/gpu-dropin-miss.txt"
+		echo "kjit $arch worker compile_ms(2 kernels)=$(($(cms) - m0)) after: $(wst) $(tr '\n' ' ' <"$W/dbg")" >>"$O/gpu-dropin-miss.txt"
+	done
+done
+cat "$O/gpu-dropin-miss.txt"
 "$D/kjit" stats >"$O/gpu-dropin-stats.txt" 2>&1
 
 # Every NVRTC answer, real vs drop-in, on this machine's NVRTC.

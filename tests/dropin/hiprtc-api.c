@@ -10,15 +10,18 @@
  * It loads the library by name as ROCm 6 programs load hiprtc:
  * dlopen("libhiprtc.so.6"), or the name given as argv[1] (the real hiprtc
  * of Debian 12 is inside libamdhip64.so.5); argv[2] "one" runs one served
- * compile only (the 16-process check).  tests/e2e/dropin.sh runs it
+ * compile only (the 16-process check); "inc" compiles with -I folders it
+ * writes into the current folder (tests/e2e/dropin-inc.sh).  tests/e2e/dropin.sh runs it
  * against the real hiprtc and through kjit's libhiprtc.so.6 and compares
  * the outputs byte for byte.  Exit status 0 when it ran to the end.
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 typedef int res_t;
 typedef struct prog *prog_t;
@@ -130,13 +133,9 @@ static prog_t create(const char *src, const char *hname)
 
 /* One program: create, names, compile with opts, every answer, destroy.
  * again: compile it a second time with the same options. */
-static void compile_case(const char *what, const char *src, int n, const char **opts, const char *const *names,
-			 int again)
+/* Names, compile, outputs (again: a second compile), destroy. */
+static void run_case(prog_t p, int n, const char **opts, const char *const *names, int again)
 {
-	prog_t p;
-
-	printf("%s\n", what);
-	p = create(src, "kjd_util.h");
 	for (int i = 0; names && names[i]; i++)
 		printf("  add %s rc=%d\n", names[i], A.add_name(p, names[i]));
 	printf("  compile rc=%d\n", A.compile(p, n, opts));
@@ -150,6 +149,55 @@ static void compile_case(const char *what, const char *src, int n, const char **
 			lowered(p, names[i]);
 	}
 	printf("  destroy rc=%d\n", A.destroy(&p));
+}
+
+static void compile_case(const char *what, const char *src, int n, const char **opts, const char *const *names,
+			 int again)
+{
+	printf("%s\n", what);
+	run_case(create(src, "kjd_util.h"), n, opts, names, again);
+}
+
+/* Writes text to path (folders made first); -1 on failure. */
+static int put(const char *path, const char *text)
+{
+	char dir[256];
+	const char *slash = strrchr(path, '/');
+	FILE *f;
+
+	snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return -1;
+	if ((f = fopen(path, "w")) == NULL)
+		return -1;
+	fputs(text, f);
+	return fclose(f);
+}
+
+/* "inc": -I folders (in the current folder, which it fills): two folders
+ * in both spellings, served; a header using __FILE__, forwarded. */
+static int inc_cases(void)
+{
+	static const char src[] = "#include \"kjd_vec.h\"\n#include <kjd_base.h>\n"
+				  "template <typename T> __global__ void scale(T *x) { x[0] = kjd_twice(x[0]) * KJD_BASE; }\n";
+	static const char where[] = "#include \"kjd_where.h\"\n__global__ void k(const char **o) { *o = kjd_where(); }\n";
+	const char *o1[] = { "--offload-arch=gfx90a", "-Ihinc1", "-I", "hinc2", "-std=c++17" };
+	const char *o2[] = { "--offload-arch=gfx90a", "-Ihinc1" };
+	const char *names[] = { "scale<float>", NULL };
+	prog_t p = NULL;
+
+	if (put("hinc1/kjd_vec.h", "#pragma once\n#include \"kjd_base.h\"\n"
+		"template <typename T> __device__ T kjd_twice(T x) { return x + x; }\n") < 0 ||
+	    put("hinc2/kjd_base.h", "#pragma once\n#define KJD_BASE 3\n") < 0 ||
+	    put("hinc1/kjd_where.h", "__device__ const char *kjd_where() { return __FILE__; }\n") < 0) {
+		perror("hiprtc-api: inc");
+		return 1;
+	}
+	printf("-I, two folders (served)\n  create rc=%d\n", A.create(&p, src, "inc.cpp", 0, NULL, NULL));
+	run_case(p, 5, o1, names, 0);
+	printf("-I, a header using __FILE__ (forwarded)\n  create rc=%d\n", A.create(&p, where, "inc.cpp", 0, NULL, NULL));
+	run_case(p, 2, o2, NULL, 0);
+	return 0;
 }
 
 /* A served program's states call by call, and the arguments hiprtc checks. */
@@ -211,6 +259,8 @@ int main(int argc, char **argv)
 		compile_case("one", good, 2, o1, two, 0);
 		return 0;
 	}
+	if (argc > 2 && strcmp(argv[2], "inc") == 0)
+		return inc_cases();
 	res_t r = A.version(&major, &minor);
 	printf("version rc=%d %d.%d\n", r, major, minor);
 	for (int e = -1; e <= 12; e++) {

@@ -1,0 +1,183 @@
+/* dropmiss.c: where a program's first NVRTC compile spends its time, the
+ * same program run against the real libnvrtc.so.13 and through kjit's
+ * drop-in (issue 31: a miss through the drop-in against the same first
+ * call without kjit).  The program does what CuPy and PyTorch do: dlopen
+ * "libnvrtc.so.13" by name, nvrtcVersion, then create, compile, the
+ * object's size and bytes, the log size, destroy; each phase timed.  It
+ * calls nothing of kjit's (the bench harness links libkjit in; nothing
+ * here uses it), so which library answers is the library path's choice.
+ *
+ *   bench-dropmiss [-a ARCH] [-s SALT] [-f SOURCE] [-- OPTIONS...]
+ *
+ * It compiles two new kernels (the salt, a comment in the text, makes each
+ * a kjit miss): the first pays the library's first compile, the second is
+ * a new kernel with everything loaded.  One line:
+ *   dropmiss load_ms= version_ms= create_ms= compile1_ms= get_ms= compile2_ms= total1_ms=
+ *            compile2_cpu_ms= compile2_minflt= lib=PATH
+ * (the second compile's CPU time and minor page faults in this process:
+ * through the drop-in, the compile's are the worker's).
+ * total1 is load + version + create + compile1 + get: a process's first
+ * call.  bench/dropmiss.sh runs it both ways in fresh processes and prints
+ * the medians.
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+typedef int res_t;
+typedef void *prog_t;
+
+struct api {
+	res_t (*version)(int *, int *);
+	res_t (*create)(prog_t *, const char *, const char *, int, const char *const *, const char *const *);
+	res_t (*compile)(prog_t, int, const char *const *);
+	res_t (*size)(prog_t, size_t *);
+	res_t (*get)(prog_t, char *);
+	res_t (*log_size)(prog_t, size_t *);
+	res_t (*destroy)(prog_t *);
+};
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* A kernel of the jiterator's kind: templates, a grid loop, no include. */
+static const char default_src[] =
+	"template <typename T> __device__ T kjd_op(T x, T y, T alpha)\n"
+	"{ return -x * y + x - y + alpha + T(3); }\n"
+	"template <typename T> __device__ T kjd_more(T x)\n"
+	"{ T s = 0; for (int i = 0; i < 8; i++) s += x * (T)i / (T)(i + 1); return s; }\n"
+	"extern \"C\" __global__ void kjd_kernel(float *out, const float *a, const float *b, float alpha, int n)\n"
+	"{\n"
+	"  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)\n"
+	"    out[i] = kjd_op<float>(a[i], b[i], alpha) + kjd_more<float>(a[i]);\n"
+	"}\n";
+
+static char *read_file(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char *s = NULL;
+	long n;
+
+	if (f == NULL || fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0 ||
+	    (s = calloc(1, (size_t)n + 1)) == NULL || fread(s, 1, (size_t)n, f) != (size_t)n) {
+		fprintf(stderr, "bench-dropmiss: cannot read %s\n", path);
+		exit(2);
+	}
+	fclose(f);
+	return s;
+}
+
+/* One program: create, compile, object size and bytes, log size, destroy.
+ * Adds the phases' times to t[0..2] (create, compile, get). */
+static int one(const struct api *A, const char *text, int n, const char *const *opts, double *t)
+{
+	prog_t p = NULL;
+	size_t len = 0, log_len = 0;
+	double t0 = now_ms();
+	char *obj;
+
+	if (A->create(&p, text, "kjd_kernel.cu", 0, NULL, NULL) != 0)
+		return -1;
+	double t1 = now_ms();
+	res_t r = A->compile(p, n, opts);
+	double t2 = now_ms();
+	if (r != 0 || A->size(p, &len) != 0 || (obj = malloc(len ? len : 1)) == NULL || A->get(p, obj) != 0 ||
+	    A->log_size(p, &log_len) != 0) {
+		fprintf(stderr, "bench-dropmiss: compile failed (%d)\n", r);
+		return -1;
+	}
+	free(obj);
+	A->destroy(&p);
+	double t3 = now_ms();
+	t[0] += t1 - t0;
+	t[1] += t2 - t1;
+	t[2] += t3 - t2;
+	return 0;
+}
+
+static int load(struct api *A, int ptx, char *path, size_t pathlen)
+{
+	void *h = dlopen("libnvrtc.so.13", RTLD_NOW | RTLD_LOCAL);
+	Dl_info di;
+
+	if (h == NULL) {
+		fprintf(stderr, "bench-dropmiss: %s\n", dlerror());
+		return -1;
+	}
+	*(void **)&A->version = dlsym(h, "nvrtcVersion");
+	*(void **)&A->create = dlsym(h, "nvrtcCreateProgram");
+	*(void **)&A->compile = dlsym(h, "nvrtcCompileProgram");
+	*(void **)&A->size = dlsym(h, ptx ? "nvrtcGetPTXSize" : "nvrtcGetCUBINSize");
+	*(void **)&A->get = dlsym(h, ptx ? "nvrtcGetPTX" : "nvrtcGetCUBIN");
+	*(void **)&A->log_size = dlsym(h, "nvrtcGetProgramLogSize");
+	*(void **)&A->destroy = dlsym(h, "nvrtcDestroyProgram");
+	if (!A->version || !A->create || !A->compile || !A->size || !A->get || !A->log_size || !A->destroy) {
+		fprintf(stderr, "bench-dropmiss: a function is missing\n");
+		return -1;
+	}
+	if (dladdr(*(void **)&A->create, &di) != 0 && di.dli_fname)
+		snprintf(path, pathlen, "%s", di.dli_fname);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *arch = "sm_90", *salt = "1", *fmt = default_src;
+	const char *opts[64];
+	int n = 0, i = 1, maj = 0, min = 0;
+	char archopt[64], path[4096] = "?";
+	struct api A;
+
+	for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
+		if (i + 1 >= argc)
+			goto usage;
+		if (strcmp(argv[i], "-a") == 0)
+			arch = argv[++i];
+		else if (strcmp(argv[i], "-s") == 0)
+			salt = argv[++i];
+		else if (strcmp(argv[i], "-f") == 0)
+			fmt = read_file(argv[++i]);
+		else
+			goto usage;
+	}
+	snprintf(archopt, sizeof archopt, "--gpu-architecture=%s", arch);
+	opts[n++] = archopt;
+	for (i++; i < argc && n < 64; i++)
+		opts[n++] = argv[i];
+	size_t tl = strlen(fmt) + 256;
+	char *t1 = malloc(tl), *t2 = malloc(tl);
+	if (t1 == NULL || t2 == NULL)
+		return 2;
+	snprintf(t1, tl, "// kjd salt %s a\n%s", salt, fmt);
+	snprintf(t2, tl, "// kjd salt %s b\n%s", salt, fmt);
+
+	struct rusage ru0, ru1;
+	double t0 = now_ms(), t[3] = { 0 }, c2[3] = { 0 };
+	if (load(&A, strncmp(arch, "compute_", 8) == 0, path, sizeof path) < 0)
+		return 1;
+	double tl0 = now_ms();
+	if (A.version(&maj, &min) != 0)
+		return 1;
+	double tv = now_ms();
+	if (one(&A, t1, n, opts, t) < 0 || getrusage(RUSAGE_SELF, &ru0) < 0 || one(&A, t2, n, opts, c2) < 0 ||
+	    getrusage(RUSAGE_SELF, &ru1) < 0)
+		return 1;
+	printf("dropmiss load_ms=%.2f version_ms=%.2f create_ms=%.3f compile1_ms=%.2f get_ms=%.3f compile2_ms=%.2f "
+	       "total1_ms=%.2f compile2_cpu_ms=%.1f compile2_minflt=%ld lib=%s\n",
+	       tl0 - t0, tv - tl0, t[0], t[1], t[2], c2[1], (tl0 - t0) + (tv - tl0) + t[0] + t[1] + t[2],
+	       (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec + ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) * 1e3 +
+		       (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec + ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) / 1e3,
+	       ru1.ru_minflt - ru0.ru_minflt, path);
+	return 0;
+usage:
+	fprintf(stderr, "usage: bench-dropmiss [-a ARCH] [-s SALT] [-f SOURCE] [-- OPTIONS...]\n");
+	return 2;
+}
