@@ -61,6 +61,12 @@
 #ifndef KJ_ATT_MU /* split-merge loads in flight per thread */
 #define KJ_ATT_MU 16
 #endif
+#ifndef KJ_ATT_NK /* keys a lane group takes a step (2 or 4) */
+#define KJ_ATT_NK 2
+#endif
+#ifndef KJ_ATT_PF /* CUDA: L2 prefetch of the rows this many steps ahead (0: none) */
+#define KJ_ATT_PF 0
+#endif
 #ifndef KJ_ATT_CS /* CUDA: K/V rows loaded evict-first (ld.global.cs) */
 #define KJ_ATT_CS 1
 #endif
@@ -185,26 +191,58 @@ KJ_DEV void att_step(const float4 *sq, int sub, const float (&kr)[NK][8], const 
     }
 }
 
-/* The block's keys straight from global memory into registers: two keys per step per
- * group (tiles of 2 * ng keys), 8 16-byte loads in flight per lane.  The trip count is
- * the same for every group; a group whose key is past the end re-reads a valid row with
- * weight zero. */
+#if KJ_ATT_PF > 0
+/* Ask L2 for the 16-byte pieces of row `row` this lane will load (KJ_ATT_PF). */
+KJ_DEV void att_prefetch_row(const float *row, int sub, int D)
+{
+#if defined(KJ_CUDA)
+#pragma unroll
+    for (int j = 0; j < 2; j++) {
+        const int f = j * KJ_ATT_LPK + sub;
+        if (4 * f < D)
+            asm volatile("prefetch.global.L2 [%0];" ::"l"(row + 4 * f));
+    }
+#endif
+}
+#endif
+
+/* The block's keys straight from global memory into registers: KJ_ATT_NK keys per step
+ * per group (tiles of NK * ng keys), 4 * NK 16-byte loads in flight per lane; with
+ * KJ_ATT_PF = d > 0 the rows of step i + d are first asked of L2 (prefetch, no
+ * registers).  The trip count is the same for every group; a group whose key is past
+ * the end re-reads a valid row with weight zero. */
 KJ_DEV void att_keys_regs(const float *kb, const float *vb, int s, int S, int kv_len, int D,
                           bool vec, int grp, int sub, int ng, const float4 *sq,
                           float (&acc)[KJ_ATT_G][8], float (&m)[KJ_ATT_G], float (&l)[KJ_ATT_G])
 {
+    enum { NK = KJ_ATT_NK };
     int tb, lim;
-    const int nt = att_tiles(s, S, kv_len, 2 * ng, &tb, &lim);
+    const int nt = att_tiles(s, S, kv_len, NK * ng, &tb, &lim);
     for (int i = 0; i < nt; i++) {
-        const int base = tb + i * 2 * ng, te = att_imin(base + 2 * ng, lim);
-        const int ta = base + grp, tc = ta + ng;
-        float kr[2][8], vr[2][8];
-        const bool ok[2] = {ta < te, tc < te};
-        att_load_row(kb + (kj_size)(ok[0] ? ta : base) * D, sub, D, vec, kr[0]);
-        att_load_row(kb + (kj_size)(ok[1] ? tc : base) * D, sub, D, vec, kr[1]);
-        att_load_row(vb + (kj_size)(ok[0] ? ta : base) * D, sub, D, vec, vr[0]);
-        att_load_row(vb + (kj_size)(ok[1] ? tc : base) * D, sub, D, vec, vr[1]);
-        att_step<2>(sq, sub, kr, vr, ok, acc, m, l);
+        const int base = tb + i * NK * ng, te = att_imin(base + NK * ng, lim);
+        float kr[NK][8], vr[NK][8];
+        bool ok[NK];
+#if KJ_ATT_PF > 0
+        {
+            const int pb = base + KJ_ATT_PF * NK * ng;
+#pragma unroll
+            for (int n = 0; n < NK; n++)
+                if (pb + grp + n * ng < lim) {
+                    att_prefetch_row(kb + (kj_size)(pb + grp + n * ng) * D, sub, D);
+                    att_prefetch_row(vb + (kj_size)(pb + grp + n * ng) * D, sub, D);
+                }
+        }
+#endif
+#pragma unroll
+        for (int n = 0; n < NK; n++) {
+            const int t = base + grp + n * ng;
+            ok[n] = t < te;
+            att_load_row(kb + (kj_size)(ok[n] ? t : base) * D, sub, D, vec, kr[n]);
+        }
+#pragma unroll
+        for (int n = 0; n < NK; n++)
+            att_load_row(vb + (kj_size)(ok[n] ? base + grp + n * ng : base) * D, sub, D, vec, vr[n]);
+        att_step<NK>(sq, sub, kr, vr, ok, acc, m, l);
     }
 }
 
