@@ -71,12 +71,25 @@
 #define KJ_ATT_CS 1
 #endif
 
-/* 16-byte piece f of a K/V row: read once, so evict-first on CUDA (KJ_ATT_CS; on the
- * H100 84.3 -> 88.9% of copy at D = 128, L = 65536, 81.6 -> 84.5% at D = 256). */
+/* 16-byte piece f of a K/V row, read once: KJ_ATT_CS 1: evict-first (ld.global.cs; on
+ * the H100 84.3 -> 88.9% of copy at D = 128, L = 65536, 81.6 -> 84.5% at D = 256);
+ * 2: the read-only path without L1 allocation (ld.global.nc.L1::no_allocate); 3: that,
+ * asking L2 for 256-byte pieces; 0: a plain load. */
 KJ_DEV float4 att_ld4(const float *row, int f)
 {
-#if defined(KJ_CUDA) && KJ_ATT_CS
+#if defined(KJ_CUDA) && KJ_ATT_CS == 1
     return __ldcs(reinterpret_cast<const float4 *>(row) + f);
+#elif defined(KJ_CUDA) && (KJ_ATT_CS == 2 || KJ_ATT_CS == 3)
+    float4 r;
+#if KJ_ATT_CS == 2
+#define KJ_ATT_LDQ "ld.global.nc.L1::no_allocate.v4.f32 {%0,%1,%2,%3}, [%4];"
+#else
+#define KJ_ATT_LDQ "ld.global.nc.L1::no_allocate.L2::256B.v4.f32 {%0,%1,%2,%3}, [%4];"
+#endif
+    asm volatile(KJ_ATT_LDQ
+                 : "=f"(r.x), "=f"(r.y), "=f"(r.z), "=f"(r.w)
+                 : "l"(reinterpret_cast<const float4 *>(row) + f));
+    return r;
 #else
     return kj_ld4(row, f);
 #endif

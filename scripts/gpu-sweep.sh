@@ -7,7 +7,9 @@
 #                                         # the cubin for sm_90), carried with .gpu
 #     scripts/gpu-sweep.sh run            # there: cuda_launch --bench on each variant
 # A LIST line: NAME OP FILE ENTRY [-DOPTION ...] [-- LAUNCHER ARGS]; OP is the manifest
-# name the bench builds its case for, ENTRY the kernel's entry point.  Lines starting
+# name the bench builds its case for, ENTRY the kernel's entry point; -DKJ_SM90A (a
+# marker) compiles for sm_90a; the launcher argument `check` runs the op's test shapes
+# instead of the bench.  Lines starting
 # with # are skipped.  Output goes to stdout and, when $OUT is set, to $OUT/sweep.log.
 # The cubins come from this machine's nvcc (ptxas of the same CUDA release as the GPU
 # machine's NVRTC); the chosen options then go into kernels_src/MANIFEST.
@@ -28,11 +30,11 @@ if [ "$MODE" = build ]; then
 		# -DKJ_BLOCK= is in opts: the manifest line carries it to the launcher
 		echo "$op cuda $file $entry $opts" >"$SW/$name/MANIFEST"
 		echo "$args" >"$SW/$name/args"
-		gen=-arch=sm_90
-		case "$opts" in *KJ_SM90A*) gen='-gencode=arch=compute_90a,code=sm_90a' ;; esac
+		gen=-arch=sm_90 arch=sm_90
+		case "$opts" in *KJ_SM90A*) gen='-gencode=arch=compute_90a,code=sm_90a' arch=sm_90a ;; esac
 		# shellcheck disable=SC2086 # opts: one option a word
 		nvcc -cubin $gen -DKJ_CUDA -Ikernels_src/include $opts -Xptxas -v \
-			"kernels_src/$file" -o "$SW/$name/$op.sm_90.cubin" 2>"$SW/$name/ptxas.txt" ||
+			"kernels_src/$file" -o "$SW/$name/$op.$arch.cubin" 2>"$SW/$name/ptxas.txt" ||
 			{ cat "$SW/$name/ptxas.txt"; echo "$name: nvcc failed"; exit 1; }
 		echo "$name: $(grep -A4 "entry function '$entry'" "$SW/$name/ptxas.txt" | grep -E 'Used|spill' | tr -s ' ' | tr '\n' ' ' | sed 's/ptxas info *: //g')"
 	done
@@ -53,8 +55,11 @@ for d in "$SW"/*/; do
 	name=$(basename "$d")
 	[ -n "${SWEEP_ONLY:-}" ] && case ",$SWEEP_ONLY," in *",$name,"*) ;; *) continue ;; esac
 	op=$(cut -d' ' -f1 "$d/MANIFEST")
-	echo "== $name: $(cat "$d/MANIFEST") $(cat "$d/args")" | tee -a "$log"
-	# shellcheck disable=SC2046 # the launcher arguments: one a word
-	timeout "${SWEEP_TIMEOUT:-120}" "$LAUNCH" --bench --manifest "$d/MANIFEST" --op "$op" \
-		$(cat "$d/args") "$d" 2>&1 | tee -a "$log"
+	args=$(cat "$d/args") bench=--bench
+	# `check` among the arguments: the op's test shapes instead of the bench
+	case " $args " in *" check "*) bench= args=$(echo " $args " | sed 's/ check / /') ;; esac
+	echo "== $name: $(cat "$d/MANIFEST") $args $bench" | tee -a "$log"
+	# shellcheck disable=SC2086 # the launcher arguments: one a word
+	timeout "${SWEEP_TIMEOUT:-120}" "$LAUNCH" $bench --manifest "$d/MANIFEST" --op "$op" \
+		$args "$d" 2>&1 | tee -a "$log"
 done
