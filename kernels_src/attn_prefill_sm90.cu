@@ -48,6 +48,9 @@
 #define PF9_BOX (128 * 128)      /* bytes of one box: 128 rows of 64 halves */
 #define PF9_SMEM_BYTES ((1 + 2 * PF9_STAGES) * PF9_TILE + 1024 + 256)
 #define PF9_LOG2E 1.4426950408889634f
+#ifndef PF9_SOFT /* 1: weights by one multiply-add and ex2.approx.ftz (pf9_softmax) */
+#define PF9_SOFT 1
+#endif
 
 struct __align__(64) kj_tmap {
     unsigned long long w[16];
@@ -83,39 +86,55 @@ KJ_DEV void pf9_producer(unsigned base, unsigned bars, const kj_tmap *tq, const 
     }
 }
 
-/* The online softmax of one tile of scores s (64 rows x 128 keys, wgmma layout: this
- * thread holds rows r0 and r0 + 8, keys 8 i + 2 (lane % 4) + {0, 1} for i < 16) into P
- * fragments pa; m, l: the rows' running max and (this thread's part of the) sum; corr:
- * the factor the rows' O accumulators take.  mask: the diagonal tile (keys past the row
- * or past T get nothing). */
-template <class S>
+/* 2^x in one instruction (flush to zero: the softmax weights need no subnormals) */
+KJ_DEV float pf9_exp2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+/* The online softmax of one tile of raw scores s (64 rows x 128 keys, wgmma layout:
+ * this thread holds rows r0 and r0 + 8, keys 8 i + 2 (lane % 4) + {0, 1} for i < 16)
+ * into P fragments pa; m (base-2 units, scale * log2 e applied), l (this thread's part
+ * of the sum): the rows' running max and sum; corr: the factor the rows' O accumulators
+ * take.  MASK: the diagonal tile (keys past the row or past T get nothing).  The max is
+ * taken on the raw scores and each weight is one multiply-add and one ex2 (PF9_SOFT 0:
+ * the first version, scaling every score first and exp2f: 222 TFLOP/s at D = 64, f16). */
+template <class S, bool MASK>
 KJ_DEV void pf9_softmax(float (&s)[64], unsigned (&pa)[8][4], float (&m)[2], float (&l)[2],
-                        float (&corr)[2], float sl2, bool mask, int key0, int r0, int T)
+                        float (&corr)[2], float sl2, int key0, int r0, int T)
 {
     const int c2 = (threadIdx.x % 4) * 2;
-    float mx[2] = {-KJ_INF, -KJ_INF}, rs[2] = {0.f, 0.f};
+    float mx[2] = {-KJ_INF, -KJ_INF}, rs[2] = {0.f, 0.f}, ms[2];
 #pragma unroll
     for (int i = 0; i < 16; i++)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
-            const int key = key0 + 8 * i + c2 + (e & 1), row = r0 + (e >> 1) * 8;
-            const float x = s[4 * i + e] * sl2;
-            s[4 * i + e] = mask && (key > row || key >= T) ? -KJ_INF : x;
+            if (MASK) {
+                const int key = key0 + 8 * i + c2 + (e & 1), row = r0 + (e >> 1) * 8;
+                s[4 * i + e] = key > row || key >= T ? -KJ_INF : s[4 * i + e];
+            }
             mx[e >> 1] = fmaxf(mx[e >> 1], s[4 * i + e]);
         }
 #pragma unroll
     for (int r = 0; r < 2; r++) {
         mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
         mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-        const float mn = fmaxf(m[r], mx[r]); /* finite: the tile's first key is every row's */
-        corr[r] = exp2f(m[r] - mn);
+        const float mn = fmaxf(m[r], mx[r] * sl2); /* finite: the tile's first key is every row's */
+        corr[r] = pf9_exp2(m[r] - mn);
         m[r] = mn;
+        ms[r] = -mn;
     }
 #pragma unroll
     for (int i = 0; i < 16; i++) {
 #pragma unroll
         for (int e = 0; e < 4; e++) {
-            s[4 * i + e] = exp2f(s[4 * i + e] - m[e >> 1]);
+#if PF9_SOFT
+            s[4 * i + e] = pf9_exp2(fmaf(s[4 * i + e], sl2, ms[e >> 1]));
+#else
+            s[4 * i + e] = exp2f(s[4 * i + e] * sl2 + ms[e >> 1]);
+#endif
             rs[e >> 1] += s[4 * i + e];
         }
         /* keys 16 kt ..: a0/a1 rows r0 / r0 + 8 of the even 8 keys, a2/a3 the odd 8 */
@@ -154,7 +173,10 @@ KJ_DEV void pf9_consumer(unsigned base, unsigned bars, unsigned short *o, int T,
                    pf9_desc_k(kb + (kk / 4) * PF9_BOX + (kk % 4) * 32), kk > 0);
         pf9_commit();
         pf9_wait<0>();
-        pf9_softmax<S>(sc, pa, m, l, corr, sl2, j == nkv - 1, j * PF9_BN, r0, T);
+        if (j == nkv - 1) /* the diagonal tile */
+            pf9_softmax<S, true>(sc, pa, m, l, corr, sl2, j * PF9_BN, r0, T);
+        else
+            pf9_softmax<S, false>(sc, pa, m, l, corr, sl2, j * PF9_BN, r0, T);
 #pragma unroll
         for (int i = 0; i < D / 8; i++) {
             acc[4 * i] *= corr[0], acc[4 * i + 1] *= corr[0];
