@@ -432,7 +432,9 @@ static void run_op(struct gpu_api *api, const struct gpurun_opts *o,
             report(t, 0, e->name, "", NAN, "no test case for this op (or out of memory)");
             continue;
         }
-        if (kcase_variant(e->name, o->backend, api->arch, &dims[s], why, sizeof why))
+        if (vname && !ve) /* a manifest without the variant (a sweep's): the op itself runs */
+            printf("# variant for %s: %s (%s is not in %s)\n", c.shape, e->name, vname, o->manifest);
+        else if (kcase_variant(e->name, o->backend, api->arch, &dims[s], why, sizeof why))
             printf("# variant for %s: %s%s\n", c.shape, why, /* which path runs, and why */
                    splits_note(&c, dims[s].slots, note, sizeof note));
         if (run_case(api, fn, &c, use->e->block, kcase_dyn_smem(&c, o->backend, api->arch), o->bench ? o->iters : 0, o->runs, &err, ms) != 0) {

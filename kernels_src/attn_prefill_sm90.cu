@@ -257,7 +257,8 @@ KJ_DEV void pf9_plain(const unsigned short *q, const unsigned short *k, const un
     for (int u = 0; u <= t; u++) {
         float p = 0.f;
         for (int d = 0; d < D; d++)
-            p += S::ld(q, ((kj_size)t * H + h) * D + d) * S::ld(k, ((kj_size)u * Hkv + kvh) * D + d);
+            p += S::ld(q, ((kj_size)t * H + h) * D + d) *
+                 S::ld(k, ((kj_size)u * Hkv + kvh) * D + d);
         p *= scale * PF9_LOG2E;
         const float mn = fmaxf(m, p), corr = exp2f(m - mn), e = exp2f(p - mn);
         l = l * corr + e;

@@ -62,16 +62,21 @@ KJ_DEV void pf9_tma_load(unsigned dst, const void *map, unsigned bar, int x, int
 }
 KJ_DEV unsigned long long pf9_desc_k(unsigned addr)
 {
-    return (unsigned long long)((addr & 0x3ffff) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
+    return (unsigned long long)((addr & 0x3ffff) >> 4) | (1ull << 16) | (64ull << 32) |
+           (1ull << 62);
 }
 KJ_DEV unsigned long long pf9_desc_mn(unsigned addr)
 {
-    return (unsigned long long)((addr & 0x3ffff) >> 4) | ((unsigned long long)(PF9_V_LBO >> 4) << 16) |
+    return (unsigned long long)((addr & 0x3ffff) >> 4) |
+           ((unsigned long long)(PF9_V_LBO >> 4) << 16) |
            ((unsigned long long)(PF9_V_SBO >> 4) << 32) | (1ull << 62);
 }
 KJ_DEV void pf9_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 KJ_DEV void pf9_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int N> KJ_DEV void pf9_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
+template <int N> KJ_DEV void pf9_wait()
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
 
 KJ_DEV void pf9_qk(kj_s_f16, float (&s)[64], unsigned long long da, unsigned long long db, int acc)
 {
