@@ -8,6 +8,7 @@ Memory-bound ops: GB/s = bytes the op must read and write / time (16384 x 8192 f
 and the same element count in f16/bf16).  Decode attention counts K and V once
 (q, o too).  GEMM and prefill attention: TFLOP/s (prefill counts the causal half)."""
 import statistics
+import sys
 
 import torch
 import torch.nn.functional as F
@@ -91,7 +92,12 @@ def main():
             tflops(f"matmul {str(dt)[6:]} {s}^3", lambda: torch.matmul(a, bm.t()), 2.0 * s ** 3)
             del a, bm
 
-    # causal prefill attention, T = 4096, H = 32, Hkv = 8
+    prefill(dev)
+
+
+def prefill(dev):
+    """causal prefill attention, T = 4096, H = 32, Hkv = 8 (`torch_ref.py prefill`: only
+    this part, for a kernel's own measuring call)"""
     from torch.nn.attention import SDPBackend, sdpa_kernel
     T, H, HKV = 4096, 32, 8
     for dt in (torch.float16, torch.bfloat16):
@@ -116,4 +122,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["prefill"]:
+        prefill("cuda")
+    else:
+        main()

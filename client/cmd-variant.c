@@ -13,8 +13,9 @@
  *  - gemm_* and attn_prefill_*: one entry whose path is chosen when kjitd
  *    compiles it, from the target: CUDA sm_80 or newer takes the tensor-core
  *    path (mma.sync m16n8k16), older CUDA, HIP and Vulkan the plain one; and
- *    gemm_sm90_*, CUDA only, the wgmma + TMA path for target sm_90a (plain dot
- *    products for any other), which launchers use on sm_90 devices.
+ *    gemm_sm90_* and attn_prefill_sm90_*, CUDA only, the wgmma + TMA path for
+ *    target sm_90a (plain dot products for any other), which launchers use on
+ *    sm_90 devices.
  * The family's members are the names of the daemon's manifest (admin
  * "kernels" for the backend) equal to NAME once the infix is removed; the
  * examples' kcase_variant (tests/kernels/kcase.c) makes the same choice from
@@ -59,14 +60,22 @@ static int strip_infix(const char *name, const char *infix, char *out, size_t n)
 static const char *compile_path(const char *kernel, int backend, const char *target)
 {
 	const int cuda_sm = backend == KJIT_BACKEND_CUDA && target && strncmp(target, "sm_", 3) == 0;
+	const int sm90a = cuda_sm && strcmp(target, "sm_90a") == 0;
 	if (strncmp(kernel, "gemm_sm90_", 10) == 0)
-		return cuda_sm && strcmp(target, "sm_90a") == 0
-			       ? "wgmma + TMA path, 128 x 256 tiles (CUDA sm_90a; launchers pick it over "
-				 "gemm_f16 / gemm_bf16 on sm_90 devices when K % 8 == 0)"
-			       : "plain dot products (the wgmma path needs target sm_90a)";
+		return sm90a ? "wgmma + TMA path, 128 x 256 tiles (CUDA sm_90a; launchers pick it over "
+			       "gemm_f16 / gemm_bf16 on sm_90 devices when K % 8 == 0)"
+			     : "plain dot products (the wgmma path needs target sm_90a)";
+	if (strncmp(kernel, "attn_prefill_sm90_", 18) == 0)
+		return sm90a ? "wgmma + TMA path, 128-key tiles, producer warp and 2 consumer warpgroups "
+			       "(CUDA sm_90a; launchers pick it over attn_prefill_f16 / _bf16 on sm_90 "
+			       "devices when D is 64 or 128)"
+			     : "plain dot products (the wgmma path needs target sm_90a)";
 	if (cuda_sm && strncmp(kernel, "gemm_", 5) == 0 && atoi(target + 3) == 90)
 		return "tensor-core path, mma.sync m16n8k16 (CUDA sm_80 or newer; on sm_90 devices "
 		       "launchers use gemm_sm90_* when K % 8 == 0)";
+	if (cuda_sm && strncmp(kernel, "attn_prefill_", 13) == 0 && atoi(target + 3) == 90)
+		return "tensor-core path, mma.sync m16n8k16 (CUDA sm_80 or newer; on sm_90 devices "
+		       "launchers use attn_prefill_sm90_* when D is 64 or 128)";
 	if (cuda_sm)
 		return atoi(target + 3) >= 80 ? "tensor-core path, mma.sync m16n8k16 (CUDA sm_80 or newer)"
 					      : "plain path, f32 multiply-adds (CUDA older than sm_80)";

@@ -41,7 +41,7 @@ static int usage(const char *prog)
 {
     fprintf(stderr,
             "usage: %s [--op NAME[,NAME...]] [--bench] [--rows R] [--cols C] [--iters N]\n"
-            "          [--runs N]\n"
+            "          [--runs N] [--slots N]\n"
             "          [--manifest FILE] [PATH]\n"
             "  without PATH: every op of the manifest (or --op), each fetched from kjitd\n"
             "        through libkjit for this device's target, as an application would\n"
@@ -50,7 +50,9 @@ static int usage(const char *prog)
             "        (tests/kernels/test-kernels-compile.sh writes one with KJIT_OBJ_DIR=DIR)\n"
             "  default: check every op against the CPU oracle; --bench: also time each op at\n"
             "  R x C (default 16384 x 8192) next to a device-to-device copy: N rounds (default\n"
-            "  5) of `iters` launches each, reported as the median round and the range\n",
+            "  5) of `iters` launches each, reported as the median round and the range\n"
+            "  --slots N: take N as the blocks the device runs at once (decode attention's\n"
+            "        split rule) instead of asking the driver, to measure other split counts\n",
             prog);
     return 2;
 }
@@ -80,13 +82,15 @@ int gpurun_parse_args(int argc, char **argv, struct gpurun_opts *o, const char *
             o->iters = atoi(argv[++i]);
         else if (!strcmp(a, "--runs") && v)
             o->runs = atoi(argv[++i]);
+        else if (!strcmp(a, "--slots") && v)
+            o->slots = atoi(argv[++i]);
         else if (a[0] != '-' && !o->path)
             o->path = a;
         else
             return usage(argv[0]);
     }
     if (o->rows < 1 || o->cols < 1 || o->iters < 1 || o->iters > GPURUN_MAX_ITERS ||
-        o->runs < 1 || o->runs > GPURUN_MAX_RUNS)
+        o->runs < 1 || o->runs > GPURUN_MAX_RUNS || o->slots < 0)
         return usage(argv[0]);
     return 0;
 }
@@ -420,13 +424,17 @@ static void run_op(struct gpu_api *api, const struct gpurun_opts *o,
             report(t, 0, e->name, use->e->name, NAN, "could not load the kernel");
             continue;
         }
-        if (api->slots && api->slots(api->ctx, fn, use->e->block, &dims[s].slots) != 0)
+        if (o->slots > 0)
+            dims[s].slots = o->slots;
+        else if (api->slots && api->slots(api->ctx, fn, use->e->block, &dims[s].slots) != 0)
             dims[s].slots = 0; /* unknown: the split count goes by keys alone */
         if (kcase_build(&c, use->e->name, &dims[s], GPURUN_SEED + (uint64_t)s) != 0) {
             report(t, 0, e->name, "", NAN, "no test case for this op (or out of memory)");
             continue;
         }
-        if (kcase_variant(e->name, o->backend, api->arch, &dims[s], why, sizeof why))
+        if (vname && !ve) /* a manifest without the variant (a sweep's): the op itself runs */
+            printf("# variant for %s: %s (%s is not in %s)\n", c.shape, e->name, vname, o->manifest);
+        else if (kcase_variant(e->name, o->backend, api->arch, &dims[s], why, sizeof why))
             printf("# variant for %s: %s%s\n", c.shape, why, /* which path runs, and why */
                    splits_note(&c, dims[s].slots, note, sizeof note));
         if (run_case(api, fn, &c, use->e->block, kcase_dyn_smem(&c, o->backend, api->arch), o->bench ? o->iters : 0, o->runs, &err, ms) != 0) {

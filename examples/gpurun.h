@@ -61,6 +61,8 @@ struct gpurun_opts {
     int bench;            /* time every op at rows x cols */
     int rows, cols, iters;
     int runs;             /* bench: timing rounds of `iters` launches; min/median/max shown */
+    int slots;            /* > 0: blocks the device runs at once, instead of the driver's
+                           * figure (decode attention's split rule; for measuring) */
 };
 
 /* Parse the shared command line into o (defaults filled in).  Returns 0, or 2 after

@@ -22,7 +22,8 @@
  *
  * Each group takes every NG-th key of the block's range, two at a time, straight from
  * global memory into registers (two 16-byte loads per lane per row when D % 4 == 0,
- * scalar loads otherwise; on CUDA evict-first, KJ_ATT_CS, as each row is read once).
+ * scalar loads otherwise; KJ_ATT_CS picks the load: evict-first by default, plain loads
+ * in the CUDA manifest lines since the H200 ran them 2-4 points nearer the copy).
  * Streaming K/V through shared memory instead (cp.async, 2-6 stages of 16 keys, or
  * sm_90 bulk copies on an mbarrier, in commit 03f0d3d) measured slower on the H100:
  * 75-81% of copy against this path's 84-90%.
@@ -61,16 +62,36 @@
 #ifndef KJ_ATT_MU /* split-merge loads in flight per thread */
 #define KJ_ATT_MU 16
 #endif
-#ifndef KJ_ATT_CS /* CUDA: K/V rows loaded evict-first (ld.global.cs) */
+#ifndef KJ_ATT_NK /* keys a lane group takes a step (2 or 4) */
+#define KJ_ATT_NK 2
+#endif
+#ifndef KJ_ATT_PF /* CUDA: L2 prefetch of the rows this many steps ahead (0: none) */
+#define KJ_ATT_PF 0
+#endif
+#ifndef KJ_ATT_CS /* CUDA: how K/V rows are loaded (att_ld4) */
 #define KJ_ATT_CS 1
 #endif
 
-/* 16-byte piece f of a K/V row: read once, so evict-first on CUDA (KJ_ATT_CS; on the
- * H100 84.3 -> 88.9% of copy at D = 128, L = 65536, 81.6 -> 84.5% at D = 256). */
+/* 16-byte piece f of a K/V row, read once: KJ_ATT_CS 1: evict-first (ld.global.cs; on
+ * the H100 84.3 -> 88.9% of copy at D = 128, L = 65536, 81.6 -> 84.5% at D = 256);
+ * 2: the read-only path without L1 allocation (ld.global.nc.L1::no_allocate); 3: that,
+ * asking L2 for 256-byte pieces; 0: a plain load.  On the H200 (issue 34, L = 65536):
+ * 0: 94.0-96.6% of copy over four calls, 1: 92.3%, 2: 92.2%, 3: 90.9%. */
 KJ_DEV float4 att_ld4(const float *row, int f)
 {
-#if defined(KJ_CUDA) && KJ_ATT_CS
+#if defined(KJ_CUDA) && KJ_ATT_CS == 1
     return __ldcs(reinterpret_cast<const float4 *>(row) + f);
+#elif defined(KJ_CUDA) && (KJ_ATT_CS == 2 || KJ_ATT_CS == 3)
+    float4 r;
+#if KJ_ATT_CS == 2
+#define KJ_ATT_LDQ "ld.global.nc.L1::no_allocate.v4.f32 {%0,%1,%2,%3}, [%4];"
+#else
+#define KJ_ATT_LDQ "ld.global.nc.L1::no_allocate.L2::256B.v4.f32 {%0,%1,%2,%3}, [%4];"
+#endif
+    asm volatile(KJ_ATT_LDQ
+                 : "=f"(r.x), "=f"(r.y), "=f"(r.z), "=f"(r.w)
+                 : "l"(reinterpret_cast<const float4 *>(row) + f));
+    return r;
 #else
     return kj_ld4(row, f);
 #endif
@@ -185,26 +206,58 @@ KJ_DEV void att_step(const float4 *sq, int sub, const float (&kr)[NK][8], const 
     }
 }
 
-/* The block's keys straight from global memory into registers: two keys per step per
- * group (tiles of 2 * ng keys), 8 16-byte loads in flight per lane.  The trip count is
- * the same for every group; a group whose key is past the end re-reads a valid row with
- * weight zero. */
+#if KJ_ATT_PF > 0
+/* Ask L2 for the 16-byte pieces of row `row` this lane will load (KJ_ATT_PF). */
+KJ_DEV void att_prefetch_row(const float *row, int sub, int D)
+{
+#if defined(KJ_CUDA)
+#pragma unroll
+    for (int j = 0; j < 2; j++) {
+        const int f = j * KJ_ATT_LPK + sub;
+        if (4 * f < D)
+            asm volatile("prefetch.global.L2 [%0];" ::"l"(row + 4 * f));
+    }
+#endif
+}
+#endif
+
+/* The block's keys straight from global memory into registers: KJ_ATT_NK keys per step
+ * per group (tiles of NK * ng keys), 4 * NK 16-byte loads in flight per lane; with
+ * KJ_ATT_PF = d > 0 the rows of step i + d are first asked of L2 (prefetch, no
+ * registers).  The trip count is the same for every group; a group whose key is past
+ * the end re-reads a valid row with weight zero. */
 KJ_DEV void att_keys_regs(const float *kb, const float *vb, int s, int S, int kv_len, int D,
                           bool vec, int grp, int sub, int ng, const float4 *sq,
                           float (&acc)[KJ_ATT_G][8], float (&m)[KJ_ATT_G], float (&l)[KJ_ATT_G])
 {
+    enum { NK = KJ_ATT_NK };
     int tb, lim;
-    const int nt = att_tiles(s, S, kv_len, 2 * ng, &tb, &lim);
+    const int nt = att_tiles(s, S, kv_len, NK * ng, &tb, &lim);
     for (int i = 0; i < nt; i++) {
-        const int base = tb + i * 2 * ng, te = att_imin(base + 2 * ng, lim);
-        const int ta = base + grp, tc = ta + ng;
-        float kr[2][8], vr[2][8];
-        const bool ok[2] = {ta < te, tc < te};
-        att_load_row(kb + (kj_size)(ok[0] ? ta : base) * D, sub, D, vec, kr[0]);
-        att_load_row(kb + (kj_size)(ok[1] ? tc : base) * D, sub, D, vec, kr[1]);
-        att_load_row(vb + (kj_size)(ok[0] ? ta : base) * D, sub, D, vec, vr[0]);
-        att_load_row(vb + (kj_size)(ok[1] ? tc : base) * D, sub, D, vec, vr[1]);
-        att_step<2>(sq, sub, kr, vr, ok, acc, m, l);
+        const int base = tb + i * NK * ng, te = att_imin(base + NK * ng, lim);
+        float kr[NK][8], vr[NK][8];
+        bool ok[NK];
+#if KJ_ATT_PF > 0
+        {
+            const int pb = base + KJ_ATT_PF * NK * ng;
+#pragma unroll
+            for (int n = 0; n < NK; n++)
+                if (pb + grp + n * ng < lim) {
+                    att_prefetch_row(kb + (kj_size)(pb + grp + n * ng) * D, sub, D);
+                    att_prefetch_row(vb + (kj_size)(pb + grp + n * ng) * D, sub, D);
+                }
+        }
+#endif
+#pragma unroll
+        for (int n = 0; n < NK; n++) {
+            const int t = base + grp + n * ng;
+            ok[n] = t < te;
+            att_load_row(kb + (kj_size)(ok[n] ? t : base) * D, sub, D, vec, kr[n]);
+        }
+#pragma unroll
+        for (int n = 0; n < NK; n++)
+            att_load_row(vb + (kj_size)(ok[n] ? base + grp + n * ng : base) * D, sub, D, vec, vr[n]);
+        att_step<NK>(sq, sub, kr, vr, ok, acc, m, l);
     }
 }
 

@@ -19,6 +19,7 @@
 # every case on the CPU at full size: minutes); TEST_TIMEOUT, BENCH_TIMEOUT,
 # TORCH_TIMEOUT (seconds, default 300/600/300) bound each phase so a hung kernel still
 # leaves a log of how far the run got; PROFILE_OPS: the ops `profile` looks at.
+# To compare build options of a kernel in one call, see scripts/gpu-sweep.sh.
 set -u
 MODE=${1:-all}
 top=$(cd "$(dirname "$0")/.." && pwd)

@@ -44,6 +44,13 @@ if get gemm_f16 cuda sm_90 2>/dev/null; then
 	check "gemm_sm90_bf16 for sm_90a: wgmma path" grep -q '^variant: gemm_sm90_bf16 for sm_90a: wgmma + TMA path' "$T/err"
 	get gemm_sm90_f16 cuda sm_90
 	check "gemm_sm90_f16 for sm_90 (no 'a'): plain path" grep -q '^variant: gemm_sm90_f16 for sm_90: plain dot products' "$T/err"
+	get attn_prefill_sm90_bf16 cuda sm_90a
+	check "attn_prefill_sm90_bf16 for sm_90a: fetched" [ $? -eq 0 ]
+	check "attn_prefill_sm90_bf16 for sm_90a: wgmma path" \
+		grep -q '^variant: attn_prefill_sm90_bf16 for sm_90a: wgmma + TMA path, 128-key tiles' "$T/err"
+	get attn_prefill_f16 cuda sm_90
+	check "attn_prefill_f16 for sm_90: names the sm_90 variant" \
+		grep -q '^variant: attn_prefill_f16 for sm_90: tensor-core path.*attn_prefill_sm90_\*' "$T/err"
 else
 	echo "# gemm_f16 for CUDA not compiled here (no NVRTC?): $(head -c 200 "$T/err")"
 fi

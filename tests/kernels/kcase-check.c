@@ -7,6 +7,9 @@
  *  - gemm_sm90_* are fetched for sm_90a on sm_90 and refused elsewhere (kcase_target);
  *  - their cases carry the 128 x 256 tiling, two tensor maps over A and B, and the
  *    dynamic shared memory gemm_sm90.cu's launch needs, only where that path runs;
+ *  - attn_prefill_f16 / _bf16 on a CUDA sm_90 device switch to attn_prefill_sm90_* when D
+ *    is 64 or 128 (not D = 80, sm_80 or HIP), fetched for sm_90a; their cases carry
+ *    128-row tiles, three tensor maps over q, k, v and the dynamic shared memory;
  *  - decode attention's KV splits: by keys alone without the device's slots, else capped
  *    at the largest power of two that keeps KV heads x splits within one wave.
  */
@@ -74,6 +77,36 @@ int main(void)
     }
     check(all, "gemm_sm90 test shapes all have K % 8 == 0");
     check(whole, "and one of whole 128 x 256 tiles with a ragged K (the unmasked stores)");
+
+    /* prefill, T = 300, H = 8, Hkv = 2 */
+    struct kcase_dims p = {300, 1, 0, 8, 2, 128, 0, 0, 0}, p80 = {300, 1, 0, 8, 2, 80, 0, 0, 0};
+    check(streq(kcase_launch_variant("attn_prefill_f16", "cuda", "sm_90", &p), "attn_prefill_sm90_f16") &&
+              streq(kcase_launch_variant("attn_prefill_bf16", "cuda", "sm_90", &p), "attn_prefill_sm90_bf16"),
+          "attn_prefill_f16 / _bf16 on sm_90, D = 128: attn_prefill_sm90_*");
+    check(!kcase_launch_variant("attn_prefill_f16", "cuda", "sm_90", &p80) &&
+              !kcase_launch_variant("attn_prefill_f16", "cuda", "sm_80", &p) &&
+              !kcase_launch_variant("attn_prefill_f16", "hip", "gfx90a", &p),
+          "D = 80, sm_80, HIP: attn_prefill_f16 itself");
+    check(streq(kcase_variant("attn_prefill_bf16", "cuda", "sm_90", &p, why, sizeof why),
+                "attn_prefill_sm90_bf16") && strstr(why, "wgmma") && strstr(why, "causal tiles skipped"),
+          "the prefill's variant line names the wgmma entry");
+    check(streq(kcase_variant("attn_prefill_f16", "cuda", "sm_90", &p80, why, sizeof why),
+                "attn_prefill_f16") && strstr(why, "D = 80"),
+          "D = 80 on sm_90: the line says mma.sync and why");
+    check(kcase_target("attn_prefill_sm90_f16", "cuda", "sm_90", t, sizeof t) == 0 && streq(t, "sm_90a") &&
+              kcase_target("attn_prefill_sm90_f16", "cuda", "sm_80", t, sizeof t) < 0,
+          "attn_prefill_sm90_f16: target sm_90a on sm_90, refused on sm_80");
+    check(kcase_build(&c, "attn_prefill_sm90_f16", &p, 1) == 0 && c.half == 1 && c.tile == 128 &&
+              c.ntmaps == 3 && c.tmaps[0].buf == 0 && c.tmaps[0].inner == 8 * 128 &&
+              c.tmaps[0].outer == 300 && c.tmaps[1].buf == 1 && c.tmaps[1].inner == 2 * 128 &&
+              c.tmaps[2].buf == 2 && c.tmaps[2].box_inner == 64 && c.tmaps[2].box_outer == 128 &&
+              kcase_dyn_smem(&c, "cuda", "sm_90") == 5 * 128 * 128 * 2 + 1280,
+          "attn_prefill_sm90_f16 case: 128-row tiles, maps over q {H D, T}, k and v {Hkv D, T}");
+    kcase_free(&c);
+    check(kcase_build(&c, "attn_prefill_sm90_f16", &p80, 1) == -1, "attn_prefill_sm90_f16 refuses D = 80");
+    check(kcase_build(&c, "attn_prefill_f16", &p, 1) == 0 && c.ntmaps == 0 && c.tile == 64,
+          "attn_prefill_f16 case: no tensor maps, 64-row tiles");
+    kcase_free(&c);
 
     /* 40000 keys, D = 16: 79 splits of 512 keys; 264 slots (an H100 at 2 blocks an SM)
      * over 8 KV heads: 32, not 33; 4 slots: 1; a short cache keeps its few splits */

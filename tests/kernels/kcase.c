@@ -570,10 +570,17 @@ out:
  * middle and end when the sequence is long. */
 #define KCASE_PF_WINDOW 8
 
-static int build_prefill(struct kcase *c, const struct kcase_dims *d, uint64_t *s)
+/* attn_prefill_sm90.cu: PF9_SMEM_BYTES (Q and 2 stages of K and V, 128-row tiles at
+ * D = 128, 1 KB to align them, the barriers) */
+#define KCASE_PF9_SMEM ((1 + 2 * 2) * 128 * 128 * 2 + 1024 + 256)
+
+/* sm90: the attn_prefill_sm90_* variant (128-row tiles, tensor maps over q, k and v) */
+static int build_prefill(struct kcase *c, const struct kcase_dims *d, uint64_t *s, int sm90)
 {
     const int T = d->rows, H = d->heads, Hkv = d->kv_heads, D = d->head_dim;
     if (T < 1 || Hkv < 1 || H % Hkv || D > ORACLE_ATT_MAX_D || D < 1)
+        return -1;
+    if (sm90 && D != 64 && D != 128)
         return -1;
     const size_t nq = (size_t)T * H * D, nkv = (size_t)T * Hkv * D;
     float *q = fill(c, nq, s, -1.f, 1.f, 0.05f);
@@ -611,6 +618,12 @@ static int build_prefill(struct kcase *c, const struct kcase_dims *d, uint64_t *
     c->tile = 64, c->items = (uint64_t)T, c->rows = (uint64_t)H; /* 64 queries x 1 head */
     c->vk_x = (uint64_t)T, c->vk_y = (uint64_t)H;              /* one query row x head */
     c->flops = 4.0 * H * D * (double)T * (T + 1) / 2; /* causal: q.k and p.v */
+    if (sm90) { /* boxes of 64 halves x 128 rows over [T][H * D] and [T][Hkv * D] */
+        c->tile = 128, c->tc_smem = KCASE_PF9_SMEM, c->ntmaps = 3;
+        c->tmaps[0] = (struct kcase_tmap){0, (uint64_t)H * D, (uint64_t)T, 64, 128};
+        c->tmaps[1] = (struct kcase_tmap){1, (uint64_t)Hkv * D, (uint64_t)T, 64, 128};
+        c->tmaps[2] = (struct kcase_tmap){2, (uint64_t)Hkv * D, (uint64_t)T, 64, 128};
+    }
     return 0;
 }
 
@@ -627,11 +640,12 @@ int kcase_build(struct kcase *c, const char *name, const struct kcase_dims *d, u
     memset(c, 0, sizeof *c);
     if (nl >= sizeof op - 2 || d->rows < 1 || d->cols < 1)
         return -1;
-    const int sm90 = !strncmp(name, "gemm_sm90_", 10);
+    const char *s9 = strstr(name, "_sm90_");
+    const int sm90 = s9 && (!strncmp(name, "gemm_", 5) || !strncmp(name, "attn_prefill_", 13));
     if (sg) /* rms_norm_sg_f32 -> rms_norm_f32 */
         snprintf(op, sizeof op, "%.*s%s", (int)(sg - name), name, sg + 3);
-    else if (sm90) /* gemm_sm90_f16 -> gemm_f16 */
-        snprintf(op, sizeof op, "gemm_%s", name + 10);
+    else if (sm90) /* gemm_sm90_f16 -> gemm_f16, attn_prefill_sm90_bf16 -> attn_prefill_bf16 */
+        snprintf(op, sizeof op, "%.*s%s", (int)(s9 - name), name, s9 + 5);
     else
         strcpy(op, name);
     if (nl > 4 && !strcmp(op + strlen(op) - 4, "_f16"))
@@ -671,7 +685,7 @@ int kcase_build(struct kcase *c, const char *name, const struct kcase_dims *d, u
         r = build_gemm(c, d, &s, sm90);
         snprintf(c->shape, sizeof c->shape, "M=%d N=%d K=%d", d->rows, d->cols, d->inner);
     } else if (!strcmp(op, "attn_prefill_f32")) {
-        r = build_prefill(c, d, &s);
+        r = build_prefill(c, d, &s, sm90);
         snprintf(c->shape, sizeof c->shape, "T=%d H=%d Hkv=%d D=%d", d->rows, d->heads,
                  d->kv_heads, d->head_dim);
     }
@@ -739,7 +753,8 @@ int kcase_test_shapes(const char *name, struct kcase_dims *d, int max)
         {1, 33, 0, 0, 0, 0, 0, 8, 0}, {300, 260, 0, 0, 0, 0, 0, 1000, 0}, {256, 512, 0, 0, 0, 0, 0, 776, 0}};
     static const struct kcase_dims pfsh[] = { /* T, H, Hkv, D */
         {37, 1, 0, 4, 2, 64, 0, 0, 0}, {130, 1, 0, 8, 2, 128, 0, 0, 0}, {1, 1, 0, 2, 1, 64, 0, 0, 0},
-        {200, 1, 0, 3, 1, 128, 0, 0, 0}, {64, 1, 0, 4, 4, 64, 0, 0, 0}};
+        {200, 1, 0, 3, 1, 128, 0, 0, 0}, {64, 1, 0, 4, 4, 64, 0, 0, 0},
+        {384, 1, 0, 4, 2, 64, 0, 0, 0}, {300, 1, 0, 2, 1, 128, 0, 0, 0}}; /* 3 tiles of 128 */
     const struct kcase_dims *src = rowsh;
     int n = (int)(sizeof rowsh / sizeof rowsh[0]);
     char f32name[KCASE_NAME_MAX];
@@ -841,6 +856,21 @@ const char *kcase_variant(const char *name, const char *backend, const char *arc
         return NULL;
     if (!strcmp(backend, "cuda") && !strncmp(arch, "sm_", 3))
         sm = atoi(arch + 3);
+    if (!strncmp(name, "attn_prefill", 12) && (sm == 90 || strstr(name, "_sm90_"))) {
+        const char *pick = kcase_launch_variant(name, backend, arch, d);
+        pick = pick ? pick : name;
+        if (strstr(pick, "_sm90_")) {
+            snprintf(why, n, "%s: wgmma m64n128k16 (S = Q K^T) and m64n%dk16 (O += P V, P from "
+                     "registers) on TMA-loaded 128-key tiles, producer warp and 2 consumer "
+                     "warpgroups, causal tiles skipped (%s)", pick, d->head_dim,
+                     sm != 90 ? "needs sm_90a: plain dot products here"
+                              : "device sm_90, compiled for sm_90a; D is 64 or 128");
+            return pick;
+        }
+        snprintf(why, n, "%s: tensor-core path, mma.sync m16n8k16 (device sm_90, but D = %d: "
+                 "the sm_90a variant takes D = 64 or 128)", name, d->head_dim);
+        return name;
+    }
     if (!strncmp(name, "gemm_", 5) && (sm == 90 || !strncmp(name, "gemm_sm90_", 10))) {
         const char *pick = kcase_launch_variant(name, backend, arch, d);
         pick = pick ? pick : name;
@@ -870,7 +900,14 @@ const char *kcase_variant(const char *name, const char *backend, const char *arc
 const char *kcase_launch_variant(const char *name, const char *backend, const char *arch,
                                  const struct kcase_dims *d)
 {
-    if (strcmp(backend, "cuda") || strncmp(arch, "sm_90", 5) || d->inner % 8 != 0)
+    if (strcmp(backend, "cuda") || strncmp(arch, "sm_90", 5))
+        return NULL;
+    if (!strcmp(name, "attn_prefill_f16") || !strcmp(name, "attn_prefill_bf16")) {
+        if (d->head_dim != 64 && d->head_dim != 128)
+            return NULL;
+        return !strcmp(name, "attn_prefill_f16") ? "attn_prefill_sm90_f16" : "attn_prefill_sm90_bf16";
+    }
+    if (d->inner % 8 != 0)
         return NULL;
     if (!strcmp(name, "gemm_f16"))
         return "gemm_sm90_f16";
@@ -881,7 +918,8 @@ const char *kcase_launch_variant(const char *name, const char *backend, const ch
 
 int kcase_target(const char *name, const char *backend, const char *arch, char *out, size_t n)
 {
-    if (!strncmp(name, "gemm_sm90_", 10) && !strcmp(backend, "cuda")) {
+    if ((!strncmp(name, "gemm_sm90_", 10) || !strncmp(name, "attn_prefill_sm90_", 18)) &&
+        !strcmp(backend, "cuda")) {
         if (strcmp(arch, "sm_90") && strcmp(arch, "sm_90a"))
             return -1;
         snprintf(out, n, "sm_90a");

@@ -34,7 +34,7 @@
 
 #define KCASE_MAX_BUFS 6
 #define KCASE_MAX_SCALARS 8
-#define KCASE_MAX_TMAPS 2
+#define KCASE_MAX_TMAPS 3
 #define KCASE_MAX_OPTS 8
 #define KCASE_NAME_MAX 64
 #define KCASE_PATH_MAX 256
@@ -163,18 +163,20 @@ void kcase_grid(const struct kcase *c, unsigned block, int vulkan, uint32_t max_
  * when head_dim <= 128, else the D <= 256 one; gemm_* and attn_prefill_*: the same
  * entry, but the CUDA tensor-core path needs sm_80 or newer (plain path otherwise) and
  * gemm's cp.async loads need K % 8 == 0; gemm_f16 / gemm_bf16 on a CUDA device sm_90
- * with K % 8 == 0: gemm_sm90_f16 / gemm_sm90_bf16 (wgmma, TMA; compiled for sm_90a). */
+ * with K % 8 == 0: gemm_sm90_f16 / gemm_sm90_bf16 (wgmma, TMA; compiled for sm_90a);
+ * attn_prefill_f16 / _bf16 there with D = 64 or 128: attn_prefill_sm90_f16 / _bf16. */
 const char *kcase_variant(const char *name, const char *backend, const char *arch,
                           const struct kcase_dims *d, char *why, size_t n);
 /* The manifest entry a launcher runs in place of `name` for shape d on the device
  * (backend, arch): the device-specific variant kcase_variant names when that is another
- * entry the launcher must switch to (gemm_f16 -> gemm_sm90_f16 on sm_90 when K % 8 == 0),
- * else NULL (run `name`; attn_decode's pair are separate ops, each run as asked). */
+ * entry the launcher must switch to (gemm_f16 -> gemm_sm90_f16 on sm_90 when K % 8 == 0,
+ * attn_prefill_f16 -> attn_prefill_sm90_f16 there when D is 64 or 128), else NULL (run `name`; attn_decode's pair are separate ops, each run as asked). */
 const char *kcase_launch_variant(const char *name, const char *backend, const char *arch,
                                  const struct kcase_dims *d);
 /* The target to compile entry `name` for on a device of target `arch` into out (size
- * n): arch itself, or sm_90a for the gemm_sm90_* entries on an sm_90 device.  Returns 0,
- * or -1 when the entry cannot run on that device (gemm_sm90_* anywhere but sm_90). */
+ * n): arch itself, or sm_90a for the gemm_sm90_* and attn_prefill_sm90_* entries on an
+ * sm_90 device.  Returns 0, or -1 when the entry cannot run on that device (those
+ * entries anywhere but sm_90). */
 int kcase_target(const char *name, const char *backend, const char *arch, char *out, size_t n);
 /* Dynamic shared memory bytes a CUDA/HIP launch of case c must pass on (backend, arch):
  * c->tc_smem where the kernel takes its tensor-core path (CUDA sm_80 or newer; the
