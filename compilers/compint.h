@@ -214,6 +214,15 @@ int kj__run_capture(const char *const *argv, const char *dir, int timeout_ms, st
 /* Makes a fresh private directory ROOT/kjit-FAMILY-XXXXXX into dir.  0,
  * KJIT_EINVAL (too long) or KJIT_EIO. */
 int kj__make_job_dir(const char *root, const char *family, char *dir, size_t dirlen);
+/* The name of a job's directory under the worker's private one: the path
+ * every job compiles at (/tmp/job inside the walls; worker.c). */
+#define KJ_JOB_DIR_NAME "job"
+/* The directory a job's files go to, into dir: job->dir (the worker's
+ * fresh one at its fixed path) when set, else a fresh one made as
+ * kj__make_job_dir does (*made set: remove it with kj__rm_job_dir).  0,
+ * KJIT_EINVAL or KJIT_EIO. */
+int kj__job_dir_open(const struct kj__compile_job *job, const char *root, const char *family, char *dir,
+		     size_t dirlen, int *made);
 /* Writes data to dir/name, creating the subdirectories name has (name was
  * checked: relative, no "..").  0, KJIT_EINVAL or KJIT_EIO. */
 int kj__put_file(const char *dir, const char *name, const uint8_t *data, size_t len);

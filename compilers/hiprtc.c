@@ -358,6 +358,36 @@ static int hiprtc_identity(void *state, char *id, size_t idlen, char *rv, size_t
 	return 0;
 }
 
+/* Puts `#line 1 "NAME"` before *text (malloc'd; replaced): comgr compiles
+ * the program and its headers as files of a randomly named directory of
+ * its own (TMPDIR/comgr-XXXXXX/input/CompileSource, .../include/x.h), and
+ * __FILE__ would carry that name into the object: with the line, __FILE__
+ * and the diagnostics name the file as the user gave it, the same on
+ * every node and run.  Line numbers are unchanged; quoted includes are
+ * still looked up beside the real file.  0 or KJIT_ENOMEM. */
+static int name_line(char **text, const char *name)
+{
+	char *t = kj__asprintf("#line 1 \"%s\"\n%s", name, *text);
+
+	if (t == NULL)
+		return KJIT_ENOMEM;
+	free(*text);
+	*text = t;
+	return 0;
+}
+
+/* name_line over the program (unless it is the one-line wrapper of a
+ * source with a place in the tree, itself a header here) and every header
+ * (their names are kj__path_ok: nothing to escape in the string). */
+static int name_lines(struct kj__rtc_args *a, const struct kj__compile_job *job, struct kj__compile_out *out)
+{
+	int r = strchr(job->source_name, '/') ? 0 : name_line(&a->src, job->source_name);
+
+	for (int i = 0; r == 0 && i < a->n_headers; i++)
+		r = name_line(&a->hdrs[i], a->names[i]);
+	return r < 0 ? kj__out_error(out, r, "out of memory") : 0;
+}
+
 static int hiprtc_compile(void *state, const struct kj__compile_job *job, struct kj__compile_out *out)
 {
 	struct hiprtc_state *st = state;
@@ -389,6 +419,8 @@ static int hiprtc_compile(void *state, const struct kj__compile_job *job, struct
 	    (r = kj__includes_check(job, err, sizeof err)) < 0)
 		return kj__out_error(out, r, err);
 	r = kj__rtc_args_build(&j, &a, out);
+	if (r == 0)
+		r = name_lines(&a, job, out);
 	if (r == 0)
 		r = run_hiprtc(st, job->source_name, a.src, a.n_headers, (const char **)a.hdrs, a.names, a.n_opts,
 			       a.opts, n_exprs, exprs, out);
