@@ -63,6 +63,15 @@ struct hipcc_state {
 	char runtime[KJ_VERSION_STR_MAX];
 };
 
+/* hipcc's own beside the rules shared with hiprtc: -fPIC as CMake passes
+ * it (host code only), and -x hip, which kjit gives every source anyway
+ * (not passed on). */
+static const struct kj__opt_rule hipcc_only[] = {
+	{ KJ_OPT_EXACT, "-fPIC", NULL },
+	{ KJ_OPT_EXACT, "-fpic", NULL },
+	{ KJ_OPT_EXACT, "-x hip", NULL },
+};
+
 static int hipcc_check_target(void *state, const char *target, char *err, size_t errlen)
 {
 	char canon[KJ_TARGET_MAX], path[PATH_MAX];
@@ -196,11 +205,14 @@ static int ends_with(const char *name, const char *suffix)
  * .hip or .cu (x.cpp, as HIP programs are often named, or "source") gets
  * *as_hip: `-x hip` goes before it, whatever HIP_COMPILE_CXX_AS_HIP says.
  * "source.hip" only for a name kjit cannot write. */
-static void source_file(const char *name, char *out, size_t outlen, int *as_hip)
+static void source_file(const struct kj__compile_job *job, char *out, size_t outlen, int *as_hip)
 {
+	const char *name = job->source_name;
 	int ok = kj__path_ok(name) && strcmp(name, HIPCC_OUT) != 0 && strcmp(name, KJ_DEFS_HEADER) != 0;
 
 	*as_hip = ok && !ends_with(name, ".hip") && !ends_with(name, ".cu");
+	for (size_t i = 0; ok && i < job->n_options; i++) /* the user's own -x hip */
+		*as_hip |= strcmp(job->options[i], "-x hip") == 0;
 	snprintf(out, outlen, "%s", ok ? name : "source.hip");
 }
 
@@ -288,8 +300,8 @@ static int run_hipcc(struct hipcc_state *st, const struct kj__compile_job *job, 
 	argv[a++] = st->hipcc;
 	argv[a++] = "--genco";
 	argv[a++] = arch;
-	for (size_t i = 0; i < job->n_options; i++) /* definitions: in defs */
-		if (!kj__opt_is_macro(job->options[i]))
+	for (size_t i = 0; i < job->n_options; i++) /* definitions: in defs; -x hip: below */
+		if (!kj__opt_is_macro(job->options[i]) && strcmp(job->options[i], "-x hip") != 0)
 			argv[a++] = job->options[i];
 	if (defs[0]) {
 		argv[a++] = "-include";
@@ -343,12 +355,13 @@ static int hipcc_compile(void *state, const struct kj__compile_job *job, struct 
 
 	memset(out, 0, sizeof *out);
 	if ((r = hipcc_check_target(st, job->target, err, sizeof err)) < 0 ||
-	    (r = kj__options_check("hipcc", rules, n_rules, job, err, sizeof err)) < 0 ||
+	    (r = kj__options_check2("hipcc", rules, n_rules, hipcc_only, KJ_ARRAY_SIZE(hipcc_only), job, err,
+				    sizeof err)) < 0 ||
 	    (r = kj__includes_check(job, err, sizeof err)) < 0)
 		return kj__out_error(out, r, err);
 	if (kj__job_dir_open(job, st->tmp_root, "hipcc", dir, sizeof dir, &made) < 0)
 		return kj__out_error(out, KJIT_EIO, "cannot make a temporary directory for hipcc");
-	source_file(job->source_name, src, sizeof src, &as_hip);
+	source_file(job, src, sizeof src, &as_hip);
 	if ((r = write_job(dir, job, src, out)) == 0 &&
 	    (r = kj__defs_write(dir, job, defs, sizeof defs, err, sizeof err)) < 0)
 		r = kj__out_error(out, r, err);

@@ -65,7 +65,7 @@ static const struct kj__opt_rule hip_rules[] = {
 	{ KJ_OPT_EXACT, "-ffast-math", NULL },
 	{ KJ_OPT_EXACT, "-fno-fast-math", NULL },
 	{ KJ_OPT_CHOICE, "-ffp-contract=", "off|on|fast" },
-	{ KJ_OPT_CHOICE, "-std=", "c++11|c++14|c++17|c++20" },
+	{ KJ_OPT_CHOICE, "-std=", "c++11|c++14|c++17|c++20|gnu++11|gnu++14|gnu++17|gnu++20" },
 	{ KJ_OPT_EXACT, "-munsafe-fp-atomics", NULL },
 	{ KJ_OPT_EXACT, "-mno-unsafe-fp-atomics", NULL },
 	{ KJ_OPT_EXACT, "-mcumode", NULL },
@@ -74,6 +74,21 @@ static const struct kj__opt_rule hip_rules[] = {
 	{ KJ_OPT_EXACT, "-Wall", NULL },
 	{ KJ_OPT_EXACT, "-Werror", NULL },
 	{ KJ_OPT_WARN, "-W", NULL }, /* -Wextra, -Wno-unused-variable, -Werror=shadow ... */
+	/* what AMD's hip-tests and CMake pass (checked against hiprtc and hipcc 5.2) */
+	{ KJ_OPT_EXACT, "-fgpu-flush-denormals-to-zero", NULL },
+	{ KJ_OPT_EXACT, "-fno-gpu-flush-denormals-to-zero", NULL },
+	{ KJ_OPT_UINT, "--gpu-max-threads-per-block=", NULL },
+	{ KJ_OPT_EXACT, "-ffinite-math-only", NULL },
+	{ KJ_OPT_EXACT, "-fno-finite-math-only", NULL },
+	{ KJ_OPT_EXACT, "-fno-gpu-rdc", NULL },
+	{ KJ_OPT_EXACT, "-g", NULL },
+	{ KJ_OPT_UINT, "-ftemplate-backtrace-limit=", NULL },
+};
+
+/* hiprtc's own: -fgpu-rdc still gives hiprtc a code object (hipcc 5.2's
+ * --genco fails to link it). */
+static const struct kj__opt_rule hiprtc_only[] = {
+	{ KJ_OPT_EXACT, "-fgpu-rdc", NULL },
 };
 
 const struct kj__opt_rule *kj__hip_option_rules(size_t *n)
@@ -415,7 +430,8 @@ static int hiprtc_compile(void *state, const struct kj__compile_job *job, struct
 	j.options = opts;
 	j.n_options = job->n_options > KJ_OPTIONS_MAX_COUNT ? job->n_options : n_opts;
 	if ((r = hiprtc_check_target(st, job->target, err, sizeof err)) < 0 ||
-	    (r = kj__options_check("hiprtc", rules, n_rules, &j, err, sizeof err)) < 0 ||
+	    (r = kj__options_check2("hiprtc", rules, n_rules, hiprtc_only, KJ_ARRAY_SIZE(hiprtc_only), &j, err,
+				    sizeof err)) < 0 ||
 	    (r = kj__includes_check(job, err, sizeof err)) < 0)
 		return kj__out_error(out, r, err);
 	r = kj__rtc_args_build(&j, &a, out);

@@ -96,6 +96,35 @@ static const struct kj__opt_rule nvcc_rules[] = {
 	{ KJ_OPT_CHOICE, "-O", "0|1|2|3" },
 	{ KJ_OPT_EXACT, "--fatbin", NULL },
 	{ KJ_OPT_EXACT, "-fatbin", NULL },
+	/* the spellings build files carry (CUTLASS, CMake, PyTorch extensions) */
+	{ KJ_OPT_CHOICE, "-ftz=", "true|false" },
+	{ KJ_OPT_CHOICE, "-prec-div=", "true|false" },
+	{ KJ_OPT_CHOICE, "-prec-sqrt=", "true|false" },
+	{ KJ_OPT_CHOICE, "-fmad=", "true|false" },
+	{ KJ_OPT_EXACT, "--extended-lambda", NULL },
+	{ KJ_OPT_EXACT, "-extended-lambda", NULL },
+	{ KJ_OPT_EXACT, "-expt-extended-lambda", NULL },
+	{ KJ_OPT_EXACT, "-expt-relaxed-constexpr", NULL },
+	{ KJ_OPT_EXACT, "--restrict", NULL },
+	{ KJ_OPT_EXACT, "-restrict", NULL },
+	{ KJ_OPT_EXACT, "--resource-usage", NULL },
+	{ KJ_OPT_EXACT, "-res-usage", NULL },
+	{ KJ_OPT_EXACT, "-x cu", NULL }, /* what kjit does anyway: not passed on */
+	{ KJ_OPT_UINT, "-ftemplate-backtrace-limit=", NULL },
+	{ KJ_OPT_CHOICE, "--compress-mode=", "default|size|speed|balance|none" },
+	{ KJ_OPT_LIST, "--diag-suppress=", "#|*" },
+	{ KJ_OPT_LIST, "-diag-suppress=", "#|*" },
+	{ KJ_OPT_LIST, "--diag-warn=", "#|*" },
+	{ KJ_OPT_LIST, "-diag-warn=", "#|*" },
+	{ KJ_OPT_LIST, "--diag-error=", "#|*" },
+	{ KJ_OPT_LIST, "-diag-error=", "#|*" },
+	/* values nvcc hands the host compiler (the host code is compiled and
+	 * dropped) and ptxas: code-generation and warning flags only, never
+	 * a file, a plugin or another program (-Wl, -Wa, -Wp are not -W*) */
+	{ KJ_OPT_LIST, "-Xcompiler=", KJ_HOST_CC_VALUES },
+	{ KJ_OPT_LIST, "--compiler-options=", KJ_HOST_CC_VALUES },
+	{ KJ_OPT_LIST, "-Xptxas=", KJ_PTXAS_VALUES },
+	{ KJ_OPT_LIST, "--ptxas-options=", KJ_PTXAS_VALUES },
 };
 
 int kj__nvcc_beside(const char *libdir, char *out, size_t outlen)
@@ -271,8 +300,9 @@ static int run_nvcc(struct nvcc_state *st, const struct kj__compile_job *job, co
 	argv[a++] = st->nvcc;
 	argv[a++] = output_flag[kind];
 	argv[a++] = arch;
-	for (size_t i = 0; i < job->n_options; i++) /* fatbin given once, above; definitions in defs */
-		if (!kj__cuda_fatbin_opt(job->options[i]) && !kj__opt_is_macro(job->options[i]))
+	for (size_t i = 0; i < job->n_options; i++) /* fatbin given once, above; definitions in defs; -x cu below */
+		if (!kj__cuda_fatbin_opt(job->options[i]) && !kj__opt_is_macro(job->options[i]) &&
+		    strcmp(job->options[i], "-x cu") != 0)
 			argv[a++] = job->options[i];
 	if (defs[0]) {
 		argv[a++] = "-include";

@@ -244,6 +244,16 @@ int kj__get_req_parse(struct kj__get_req *g, const struct kj__msg *m, char *err,
 		snprintf(err, errlen, "options: too many, too long, or holding a NUL");
 		return r;
 	}
+	/* " -std=c++17": blanks around an option, which NVRTC ignores, go
+	 * before the whitelists and the key see it */
+	for (size_t i = 0; i < g->n_options; i++) {
+		char *o = g->options[i];
+		size_t b = strspn(o, " \t"), l = strlen(o + b);
+		while (l > 0 && (o[b + l - 1] == ' ' || o[b + l - 1] == '\t'))
+			l--;
+		memmove(o, o + b, l);
+		o[l] = '\0';
+	}
 	return parse_headers(g, m, err, errlen);
 }
 
