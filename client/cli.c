@@ -177,7 +177,7 @@ int kj__cli_push(const struct cmd *cmd, const char **v, size_t *n, const char *s
 /* ---- main ---- */
 
 static const struct cmd cmds[] = {
-	{ "get", kj__cmd_get, "get (--source FILE | --kernel NAME) --backend B [--target T] [--entry E]... "
+	{ "get", kj__cmd_get, "get (--source FILE | --kernel NAME) [--backend B] [--target T] [--entry E]... "
 			  "[-I DIR]... [-D NAME[=V]]... [-U NAME]... [-O[N]] [-std=STD] [--compiler C] "
 			  "[--name-expression EXPR]... "
 			  "[--opt OPT]... [--include-header [NAME=]FILE]... [-o FILE] [--json] [--explain]" },

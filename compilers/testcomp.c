@@ -104,6 +104,22 @@ static int directive(const struct kj__compile_job *job, char *w, size_t wlen, lo
 	return 0;
 }
 
+/* The "inside:" line: what the job's directory dir holds ("(nothing)"). */
+static void list_inside(struct kj__buf *b, const char *dir)
+{
+	DIR *d = dir ? opendir(dir) : NULL;
+	struct dirent *e;
+	int none = 1;
+
+	kj__buf_printf(b, "inside:");
+	while (d && (e = readdir(d)) != NULL)
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+			kj__buf_printf(b, " %s", e->d_name), none = 0;
+	kj__buf_printf(b, "%s\n", none ? " (nothing)" : "");
+	if (d)
+		closedir(d);
+}
+
 /* One line per wall, as a process inside a compile sees it. */
 static void report(struct kj__buf *b, const char *paths)
 {
@@ -169,16 +185,7 @@ static void report(struct kj__buf *b, const char *paths)
 	}
 	const char *tmp = getenv("TMPDIR");
 	kj__buf_printf(b, "tmpdir: %s\n", tmp ? tmp : "(none)");
-	/* What the job's own directory holds before it writes: nothing. */
-	d = tmp ? opendir(tmp) : NULL;
-	kj__buf_printf(b, "inside:");
-	int none = 1;
-	while (d && (e = readdir(d)) != NULL)
-		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-			kj__buf_printf(b, " %s", e->d_name), none = 0;
-	kj__buf_printf(b, "%s\n", none ? " (nothing)" : "");
-	if (d)
-		closedir(d);
+	list_inside(b, tmp); /* what the job's own directory holds before it writes: nothing */
 	/* What else is beside the job's directory: nothing an earlier job left. */
 	snprintf(copy, sizeof copy, "%s", tmp ? tmp : "/tmp");
 	char *slash = strrchr(copy, '/');
