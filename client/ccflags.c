@@ -27,7 +27,7 @@ static const char *const exact[] = {
 	"-expt-relaxed-constexpr", "--expt-extended-lambda", "-expt-extended-lambda", "--extended-lambda",
 	"-extended-lambda", "--restrict", "-restrict", "--device-int128", "-device-int128",
 	"--extra-device-vectorization", "--disable-warnings", "--resource-usage", "-res-usage",
-	"--device-as-default-execution-space", "-fPIC", "-fPIE",
+	"--device-as-default-execution-space", "-fPIC", "-fPIE", "-m64",
 };
 static const char *const prefixed[] = {
 	"--ftz=", "--fmad=", "--prec-div=", "--prec-sqrt=", "-prec-div=", "-prec-sqrt=", "--maxrregcount=",

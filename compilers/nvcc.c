@@ -110,6 +110,7 @@ static const struct kj__opt_rule nvcc_rules[] = {
 	{ KJ_OPT_EXACT, "--resource-usage", NULL },
 	{ KJ_OPT_EXACT, "-res-usage", NULL },
 	{ KJ_OPT_EXACT, "-x cu", NULL }, /* what kjit does anyway: not passed on */
+	{ KJ_OPT_EXACT, "-m64", NULL },
 	{ KJ_OPT_UINT, "-ftemplate-backtrace-limit=", NULL },
 	{ KJ_OPT_CHOICE, "--compress-mode=", "default|size|speed|balance|none" },
 	{ KJ_OPT_LIST, "--diag-suppress=", "#|*" },

@@ -64,7 +64,7 @@ FN='-Dbuffer_ld1(buf,i)=buf[i]'
 if [ -x "$NVCC" ]; then
 	NV="--use_fast_math -lineinfo --expt-relaxed-constexpr -expt-relaxed-constexpr --extended-lambda -ftz=true
 		-fmad=false -prec-div=false -Xcompiler=-fPIC,-Wall -Xptxas=-v -ftemplate-backtrace-limit=0
-		--compress-mode=size --diag-suppress=177 -diag-suppress=550 -restrict -res-usage"
+		--compress-mode=size --diag-suppress=177 -diag-suppress=550 -restrict -res-usage -m64"
 	# (nvcc's own -D splits its value at commas: the raw run gets the
 	# function-like macro from a header; kjit passes every -D that way)
 	printf '#define buffer_ld1(buf,i) buf[i]\n' >"$T/fn.h"
