@@ -382,7 +382,9 @@ static int hiprtc_identity(void *state, char *id, size_t idlen, char *rv, size_t
  * still looked up beside the real file.  0 or KJIT_ENOMEM. */
 static int name_line(char **text, const char *name)
 {
-	char *t = kj__asprintf("#line 1 \"%s\"\n%s", name, *text);
+	/* a UTF-8 byte-order mark stays first, where clang skips it */
+	int bom = strncmp(*text, "\xef\xbb\xbf", 3) == 0;
+	char *t = kj__asprintf("%s#line 1 \"%s\"\n%s", bom ? "\xef\xbb\xbf" : "", name, *text + (bom ? 3 : 0));
 
 	if (t == NULL)
 		return KJIT_ENOMEM;
