@@ -7,7 +7,8 @@
  * --target-spv= and binding bases ("-fubo-binding-base [comp] N", made
  * "-fubo-binding-base N"); the target-like flags (-arch=sm_90,
  * --gpu-architecture=, --offload-arch=gfx90a), which become the request's
- * target; and the backend a command line implies (kj__ccflags_backend).
+ * target; and the backend a command line implies (kj__ccflags_backend:
+ * from the target or the suffix; the family names are compilers/'s alone).
  * Which flag a family takes, and with which values, is its daemon-side
  * whitelist's say (compilers/, one file a family): this file only recognises the
  * spellings, so that an unknown one is never read as a cluster of
@@ -172,7 +173,7 @@ static int ends(const char *name, const char *suffix)
 	return n > s && strcmp(name + n - s, suffix) == 0;
 }
 
-int kj__ccflags_backend(const char *source, const char *target, const char *compiler)
+int kj__ccflags_backend(const char *source, const char *target)
 {
 	static const struct { const char *s; int backend; } by_suffix[] = {
 		{ ".cu", KJIT_BACKEND_CUDA }, { ".hip", KJIT_BACKEND_HIP }, { ".comp", KJIT_BACKEND_VULKAN },
@@ -185,12 +186,6 @@ int kj__ccflags_backend(const char *source, const char *target, const char *comp
 	if (target && strncmp(target, "gfx", 3) == 0)
 		return KJIT_BACKEND_HIP;
 	if (target && strncmp(target, "vulkan", 6) == 0)
-		return KJIT_BACKEND_VULKAN;
-	if (compiler && (strcmp(compiler, "nvcc") == 0 || strcmp(compiler, "nvrtc") == 0))
-		return KJIT_BACKEND_CUDA;
-	if (compiler && (strcmp(compiler, "hipcc") == 0 || strcmp(compiler, "hiprtc") == 0))
-		return KJIT_BACKEND_HIP;
-	if (compiler && strcmp(compiler, "shaderc") == 0)
 		return KJIT_BACKEND_VULKAN;
 	for (size_t k = 0; source && k < KJ_ARRAY_SIZE(by_suffix); k++)
 		if (ends(source, by_suffix[k].s))

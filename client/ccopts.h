@@ -57,10 +57,9 @@ int kj__ccflags_take(struct kj__ccopts *cc, int argc, char **argv, int *i, char 
 
 /* The backend a command line implies when --backend is not given: the
  * target's (sm_/compute_: cuda, gfx: hip, vulkan: vulkan), else the
- * compiler family's, else the source's suffix (.cu: cuda, .hip: hip,
- * .comp/.glsl/.hlsl: vulkan); KJIT_BACKEND_NONE when none says.  Any may
- * be NULL. */
-int kj__ccflags_backend(const char *source, const char *target, const char *compiler);
+ * source's suffix (.cu: cuda, .hip: hip, .comp/.glsl/.hlsl: vulkan);
+ * KJIT_BACKEND_NONE when neither says.  Either may be NULL. */
+int kj__ccflags_backend(const char *source, const char *target);
 
 /* The headers of req plus every header its source includes (recursively)
  * that is found in one of dirs[0..n) (-I, searched in order after req's own

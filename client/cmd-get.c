@@ -108,8 +108,8 @@ static int get_parse(const struct cmd *cmd, int argc, char **argv, const struct 
 		return kj__cli_usage_error(cmd, "unexpected argument", argv[optind]);
 	if ((a->source == NULL) == (a->kernel == NULL))
 		return kj__cli_usage_error(cmd, "give exactly one of --source and --kernel", NULL);
-	if (a->backend == KJIT_BACKEND_NONE) /* the target's, the compiler's or the suffix's (ccflags.c) */
-		a->backend = kj__ccflags_backend(a->source, a->target ? a->target : cc->arch, cc->compiler);
+	if (a->backend == KJIT_BACKEND_NONE) /* the target's or the suffix's (ccflags.c) */
+		a->backend = kj__ccflags_backend(a->source, a->target ? a->target : cc->arch);
 	if (a->backend == KJIT_BACKEND_NONE)
 		return kj__cli_usage_error(cmd, a->source ? "--backend is required (the file's suffix, .cu, .hip, "
 					   ".comp, .glsl or .hlsl, does not say)" : "--backend is required", NULL);

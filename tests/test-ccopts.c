@@ -178,17 +178,17 @@ static void test_target_flags(void)
 		CHECK(strstr(err, i == 3 ? "missing argument to -arch" : "--target") != NULL);
 		kj__ccopts_free(&cc);
 	}
-	/* --backend from the target, the compiler, the suffix, in that order */
-	CHECK_EQ_INT(kj__ccflags_backend("k.cu", "gfx90a", NULL), KJIT_BACKEND_HIP);
-	CHECK_EQ_INT(kj__ccflags_backend("k.hip", "sm_90", NULL), KJIT_BACKEND_CUDA);
-	CHECK_EQ_INT(kj__ccflags_backend(NULL, "vulkan1.2", NULL), KJIT_BACKEND_VULKAN);
-	CHECK_EQ_INT(kj__ccflags_backend("k.cpp", NULL, "hipcc"), KJIT_BACKEND_HIP);
-	CHECK_EQ_INT(kj__ccflags_backend("k.cu", NULL, NULL), KJIT_BACKEND_CUDA);
-	CHECK_EQ_INT(kj__ccflags_backend("dir/k.hip", NULL, NULL), KJIT_BACKEND_HIP);
-	CHECK_EQ_INT(kj__ccflags_backend("s.comp", NULL, NULL), KJIT_BACKEND_VULKAN);
-	CHECK_EQ_INT(kj__ccflags_backend("s.hlsl", NULL, NULL), KJIT_BACKEND_VULKAN);
-	CHECK_EQ_INT(kj__ccflags_backend("k.txt", NULL, NULL), KJIT_BACKEND_NONE);
-	CHECK_EQ_INT(kj__ccflags_backend(NULL, NULL, NULL), KJIT_BACKEND_NONE);
+	/* --backend from the target, then the suffix */
+	CHECK_EQ_INT(kj__ccflags_backend("k.cu", "gfx90a"), KJIT_BACKEND_HIP);
+	CHECK_EQ_INT(kj__ccflags_backend("k.hip", "sm_90"), KJIT_BACKEND_CUDA);
+	CHECK_EQ_INT(kj__ccflags_backend(NULL, "vulkan1.2"), KJIT_BACKEND_VULKAN);
+	CHECK_EQ_INT(kj__ccflags_backend("k.cpp", NULL), KJIT_BACKEND_NONE);
+	CHECK_EQ_INT(kj__ccflags_backend("k.cu", NULL), KJIT_BACKEND_CUDA);
+	CHECK_EQ_INT(kj__ccflags_backend("dir/k.hip", NULL), KJIT_BACKEND_HIP);
+	CHECK_EQ_INT(kj__ccflags_backend("s.comp", NULL), KJIT_BACKEND_VULKAN);
+	CHECK_EQ_INT(kj__ccflags_backend("s.hlsl", NULL), KJIT_BACKEND_VULKAN);
+	CHECK_EQ_INT(kj__ccflags_backend("k.txt", NULL), KJIT_BACKEND_NONE);
+	CHECK_EQ_INT(kj__ccflags_backend(NULL, NULL), KJIT_BACKEND_NONE);
 }
 
 static char root[64];
