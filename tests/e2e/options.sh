@@ -76,6 +76,14 @@ if [ -x "$NVCC" ]; then
 	# shellcheck disable=SC2086
 	get "nvcc: its habits, -Xcompiler VALUE, a function-like -D, -arch=sm_90" --source "$T/lam.cu" \
 		--compiler nvcc -arch=sm_90 $NV -Xcompiler -fno-strict-aliasing "$FN"
+	# python3 -m kjit takes the same command line (python/kjit/__main__.py): the same key, a hit
+	if have python3; then
+		# shellcheck disable=SC2086
+		PYTHONPATH="$TOP/python" PYTHONDONTWRITEBYTECODE=1 python3 -m kjit get --source "$T/lam.cu" \
+			--compiler nvcc -arch=sm_90 $NV -Xcompiler -fno-strict-aliasing "$FN" >"$T/py.out" 2>&1
+		check "python3 -m kjit: the same flags, the same key (a hit)" \
+			grep -q "^hit $(cut -d' ' -f2 "$T/out")" "$T/py.out"
+	fi
 	refused "nvcc: -Xcompiler=-fplugin=x refused (a file)" "-Xcompiler=-fplugin=x" \
 		--source "$T/lam.cu" --compiler nvcc -arch=sm_90 --extended-lambda "$FN" -Xcompiler=-fplugin=x
 	refused "nvcc: -Xcompiler -Wl,-rpath refused (the linker's)" "-Xcompiler=-Wl,-rpath=/tmp" \
