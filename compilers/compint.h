@@ -48,8 +48,7 @@ struct kj__opt_rule {
 #define KJ_HOST_CC_VALUES "-fPIC|-fpic|-fPIE|-fpie|-Wall|-Wextra|-Werror|-W*|-w|-O0|-O1|-O2|-O3|-Os|-g|" \
 	"-fno-strict-aliasing|-fvisibility=hidden|-fvisibility=default|-fvisibility-inlines-hidden|" \
 	"-fno-exceptions|-fno-rtti|-ffunction-sections|-fdata-sections|-fno-omit-frame-pointer|-pthread|" \
-	"-fopenmp|-fno-math-errno|-ffast-math|-march=native|-mavx|-mavx2|-mfma|-std=c++11|-std=c++14|" \
-	"-std=c++17|-std=c++20"
+	"-fopenmp|-fno-math-errno|-ffast-math|-march=native|-mavx|-mavx2|-mfma"
 #define KJ_PTXAS_VALUES "-v|--verbose|-O0|-O1|-O2|-O3|--warn-on-spills|-warn-spills|" \
 	"--warn-on-local-memory-usage|-warn-lmem-usage|--warn-on-double-precision-use|-warn-double-usage|" \
 	"-dlcm=ca|-dlcm=cg|--def-load-cache=ca|--def-load-cache=cg|-dscm=cg|-dscm=cs|" \
