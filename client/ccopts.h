@@ -38,9 +38,10 @@ int kj__ccopts_take(struct kj__ccopts *cc, int *argc, char **argv, char *err, si
 
 /* Checks cc against the backend and turns glslc's spellings into kjit's:
  * -fshader-stage= must name a compute stage, -fentry-point= must be a name
- * (the caller makes it the first entry), --target-env= gives the
- * target (*target, if NULL; else they must agree), -O1..-O3 become glslc's
- * -O for Vulkan.  0 or KJIT_EINVAL with a reason in err. */
+ * (the caller makes it the first entry), a target-like flag (cc->arch:
+ * -arch=sm_90 ...) and --target-env= give the target (*target, if NULL;
+ * else they must agree, the error saying to use --target), -O1..-O3
+ * become glslc's -O for Vulkan.  0 or KJIT_EINVAL with a reason in err. */
 int kj__ccopts_finish(struct kj__ccopts *cc, int backend, const char **target, char *err, size_t errlen);
 
 void kj__ccopts_free(struct kj__ccopts *cc);
