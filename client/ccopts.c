@@ -88,6 +88,8 @@ static int take_one(struct kj__ccopts *cc, int argc, char **argv, int *i, char *
 	const char *next = *i + 1 < argc ? argv[*i + 1] : NULL;
 	int r;
 
+	if ((r = kj__ccflags_take(cc, argc, argv, i, err, errlen)) != 0) /* habits, -arch= (ccflags.c) */
+		return r;
 	if (strcmp(a, "--name-expression") == 0 || strncmp(a, "--name-expression=", 18) == 0) {
 		if (a[17] == '\0' && next == NULL) {
 			kj__seterr(err, errlen, "missing argument to %s", a);
@@ -195,6 +197,14 @@ int kj__ccopts_finish(struct kj__ccopts *cc, int backend, const char **target, c
 	if (cc->stage && strcmp(cc->stage, "compute") != 0 && strcmp(cc->stage, "comp") != 0) {
 		kj__seterr(err, errlen, "-fshader-stage=%s: kjit builds compute shaders only", cc->stage);
 		return KJIT_EINVAL;
+	}
+	if (cc->arch) { /* -arch=sm_90, --offload-arch=gfx90a ... */
+		if (*target && strcmp(*target, cc->arch) != 0) {
+			kj__seterr(err, errlen, "%s and --target %s disagree: give the target once, with --target",
+				   cc->arch_opt, *target);
+			return KJIT_EINVAL;
+		}
+		*target = cc->arch;
 	}
 	if (cc->target_env) {
 		if (*target && strcmp(*target, cc->target_env) != 0) {

@@ -24,6 +24,8 @@ struct kj__ccopts {
 	const char *compiler;              /* --compiler FAMILY, or NULL */
 	const char *exprs[KJ_CCOPTS_MAX];  /* --name-expression EXPR: argv's strings */
 	size_t n_exprs;
+	const char *arch;                  /* -arch=sm_90, --offload-arch=gfx90a ...: the target, or NULL */
+	char arch_opt[96];                 /* that flag as typed, for messages ("-arch sm_90") */
 };
 
 /* Takes the compiler-style options out of argv[1..*argc) (argv[0] is the
@@ -36,12 +38,29 @@ int kj__ccopts_take(struct kj__ccopts *cc, int *argc, char **argv, char *err, si
 
 /* Checks cc against the backend and turns glslc's spellings into kjit's:
  * -fshader-stage= must name a compute stage, -fentry-point= must be a name
- * (the caller makes it the first entry), --target-env= gives the
- * target (*target, if NULL; else they must agree), -O1..-O3 become glslc's
- * -O for Vulkan.  0 or KJIT_EINVAL with a reason in err. */
+ * (the caller makes it the first entry), a target-like flag (cc->arch:
+ * -arch=sm_90 ...) and --target-env= give the target (*target, if NULL;
+ * else they must agree, the error saying to use --target), -O1..-O3
+ * become glslc's -O for Vulkan.  0 or KJIT_EINVAL with a reason in err. */
 int kj__ccopts_finish(struct kj__ccopts *cc, int backend, const char **target, char *err, size_t errlen);
 
 void kj__ccopts_free(struct kj__ccopts *cc);
+
+/* client/ccflags.c: handles argv[*i] if it is a flag users type by habit
+ * (--use_fast_math, -lineinfo, -Xcompiler VALUE, -munsafe-fp-atomics,
+ * glslc's -fubo-binding-base [comp] N ...: appended to cc->opts as the
+ * daemon's whitelists spell them) or a target-like flag (-arch=sm_90,
+ * --gpu-architecture=X, --offload-arch=X: cc->arch; one that names several
+ * targets, or another than an earlier one, is refused with a line saying
+ * to use --target).  1 taken (*i moved past its values), 0 not one, or
+ * KJIT_EINVAL with a reason naming the whole flag in err, KJIT_ENOMEM. */
+int kj__ccflags_take(struct kj__ccopts *cc, int argc, char **argv, int *i, char *err, size_t errlen);
+
+/* The backend a command line implies when --backend is not given: the
+ * target's (sm_/compute_: cuda, gfx: hip, vulkan: vulkan), else the
+ * source's suffix (.cu: cuda, .hip: hip, .comp/.glsl/.hlsl: vulkan);
+ * KJIT_BACKEND_NONE when neither says.  Either may be NULL. */
+int kj__ccflags_backend(const char *source, const char *target);
 
 /* The headers of req plus every header its source includes (recursively)
  * that is found in one of dirs[0..n) (-I, searched in order after req's own

@@ -53,6 +53,21 @@ int kj__cli_usage_error(const struct cmd *cmd, const char *what, const char *arg
 }
 
 /* Reports a getopt error (ch is '?' or ':'). */
+/* The argument a short option's error is about: getopt has moved past it
+ * when the option letter was its last (argv[optind - 1]), else not yet
+ * (argv[optind]); NULL when neither is a single-dash argument with it. */
+static const char *short_arg(char **argv)
+{
+	const char *prev = optind > 0 ? argv[optind - 1] : NULL, *cur = argv[optind];
+	size_t pl = prev ? strlen(prev) : 0;
+
+	if (prev && prev[0] == '-' && prev[1] != '-' && pl > 1 && prev[pl - 1] == (char)optopt)
+		return prev;
+	if (cur && cur[0] == '-' && cur[1] != '-' && strchr(cur + 1, optopt) != NULL)
+		return cur;
+	return NULL;
+}
+
 int kj__cli_option_error(const struct cmd *cmd, int ch, char **argv)
 {
 	const char *opt = optind > 0 ? argv[optind - 1] : NULL;
@@ -63,7 +78,12 @@ int kj__cli_option_error(const struct cmd *cmd, int ch, char **argv)
 		snprintf(longopt, sizeof longopt, "%.*s", (int)strcspn(opt, "="), opt);
 		opt = longopt;
 	} else if (optopt != 0) {
-		opt = shortopt;
+		/* the whole argument ("-lineinfo"), not its first letter */
+		opt = ch != ':' && short_arg(argv) ? short_arg(argv) : shortopt;
+		if (opt != shortopt) {
+			snprintf(longopt, sizeof longopt, "%.*s", (int)strcspn(opt, "="), opt);
+			opt = longopt;
+		}
 	}
 	return kj__cli_usage_error(cmd, ch == ':' ? "missing argument to" : "unknown option", opt);
 }
@@ -157,7 +177,7 @@ int kj__cli_push(const struct cmd *cmd, const char **v, size_t *n, const char *s
 /* ---- main ---- */
 
 static const struct cmd cmds[] = {
-	{ "get", kj__cmd_get, "get (--source FILE | --kernel NAME) --backend B [--target T] [--entry E]... "
+	{ "get", kj__cmd_get, "get (--source FILE | --kernel NAME) [--backend B] [--target T] [--entry E]... "
 			  "[-I DIR]... [-D NAME[=V]]... [-U NAME]... [-O[N]] [-std=STD] [--compiler C] "
 			  "[--name-expression EXPR]... "
 			  "[--opt OPT]... [--include-header [NAME=]FILE]... [-o FILE] [--json] [--explain]" },

@@ -72,7 +72,7 @@ struct get_args {
 	size_t n_entries, n_opts, n_headers;
 };
 
-static int get_parse(const struct cmd *cmd, int argc, char **argv, struct get_args *a)
+static int get_parse(const struct cmd *cmd, int argc, char **argv, const struct kj__ccopts *cc, struct get_args *a)
 {
 	static const struct option lo[] = {
 		{ "source", required_argument, NULL, 's' }, { "kernel", required_argument, NULL, 'k' },
@@ -108,8 +108,11 @@ static int get_parse(const struct cmd *cmd, int argc, char **argv, struct get_ar
 		return kj__cli_usage_error(cmd, "unexpected argument", argv[optind]);
 	if ((a->source == NULL) == (a->kernel == NULL))
 		return kj__cli_usage_error(cmd, "give exactly one of --source and --kernel", NULL);
+	if (a->backend == KJIT_BACKEND_NONE) /* the target's or the suffix's (ccflags.c) */
+		a->backend = kj__ccflags_backend(a->source, a->target ? a->target : cc->arch);
 	if (a->backend == KJIT_BACKEND_NONE)
-		return kj__cli_usage_error(cmd, "--backend is required", NULL);
+		return kj__cli_usage_error(cmd, a->source ? "--backend is required (the file's suffix, .cu, .hip, "
+					   ".comp, .glsl or .hlsl, does not say)" : "--backend is required", NULL);
 	if (a->n_kernels > 1 && (a->n_entries || a->n_headers))
 		return kj__cli_usage_error(cmd, "--entry and --include-header go with one kernel, not a batch", NULL);
 	if (a->n_kernels > 1 && names_stdout(a->out))
@@ -358,7 +361,7 @@ int kj__cmd_get(const struct cmd *cmd, int argc, char **argv)
 	int ex = kj__ccopts_take(&cc, &argc, argv, ccerr, sizeof ccerr) < 0 ?
 		 kj__cli_usage_error(cmd, ccerr, NULL) : 0;
 	if (ex == 0)
-		ex = get_parse(cmd, argc, argv, &a);
+		ex = get_parse(cmd, argc, argv, &cc, &a);
 	if (ex == 0 && kj__ccopts_finish(&cc, a.backend, &a.target, ccerr, sizeof ccerr) < 0)
 		ex = kj__cli_usage_error(cmd, ccerr, NULL);
 	if (ex == 0 && cc.entry_point) /* glslc's -fentry-point=: the shader's entry, entries[0] */

@@ -40,6 +40,11 @@ struct kj__compile_job {
 	size_t source_len;
 	const struct kj__header *headers;   /* every header the source may include */
 	size_t n_headers;
+	/* Not sent: the worker's fresh, empty directory for this job at a fixed
+	 * path (/tmp/job inside the walls), where a family that writes files
+	 * compiles, so no job's counter or random name reaches an object; NULL
+	 * outside a worker (the family makes its own, kj__job_dir_open). */
+	const char *dir;
 };
 
 /* Encodes job as a JOB frame of request id into b (reset first), ended

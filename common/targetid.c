@@ -368,10 +368,11 @@ int kj__vulkan_target_parse(const char *s, char *err, size_t errlen)
 {
 	char q[QUOTE_MAX + 4];
 
-	if (s != NULL && (strcmp(s, "vulkan1.1") == 0 || strcmp(s, "vulkan1.2") == 0 ||
+	/* vulkan1.0: glslc's default target */
+	if (s != NULL && (strcmp(s, "vulkan1.0") == 0 || strcmp(s, "vulkan1.1") == 0 || strcmp(s, "vulkan1.2") == 0 ||
 			  strcmp(s, "vulkan1.3") == 0))
 		return 0;
-	kj__seterr(err, errlen, "unknown Vulkan target '%s' (expected vulkan1.1, vulkan1.2 or vulkan1.3)",
+	kj__seterr(err, errlen, "unknown Vulkan target '%s' (expected vulkan1.0, vulkan1.1, vulkan1.2 or vulkan1.3)",
 	       s ? quote(q, s, strlen(s)) : "");
 	return KJIT_ETARGET;
 }

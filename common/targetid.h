@@ -7,7 +7,7 @@
  * case and the features sorted by name; an absent feature means "any".
  * CUDA targets are sm_XX (cubin) or compute_XX (PTX), or a fatbin of either
  * with nvcc's own option --fatbin (kj__cuda_fatbin_opt); Vulkan targets are
- * vulkan1.1, vulkan1.2, vulkan1.3.
+ * vulkan1.0, vulkan1.1, vulkan1.2, vulkan1.3.
  */
 #ifndef KJ_TARGETID_H
 #define KJ_TARGETID_H
@@ -55,7 +55,7 @@ int kj__cuda_target_parse(const char *s, int *ptx, char *err, size_t errlen);
  * compute_NN), under the extension "fatbin".  The option is in the key like
  * any other, so cubin, PTX and fatbin of one source never share a key. */
 int kj__cuda_fatbin_opt(const char *opt);
-/* Checks a Vulkan target env "vulkan1.1" | "vulkan1.2" | "vulkan1.3". */
+/* Checks a Vulkan target env "vulkan1.0" (glslc's default) | "vulkan1.1" | "vulkan1.2" | "vulkan1.3". */
 int kj__vulkan_target_parse(const char *s, char *err, size_t errlen);
 
 /* Canonicalises any backend's target into out (AMD: sorted features; others

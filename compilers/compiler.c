@@ -142,6 +142,78 @@ static int choice_ok(const char *list, const char *v)
 	return 0;
 }
 
+/* 1 if s[0..n) is the parameter list of a function-like macro as gcc and
+ * clang take it after the name in -D ("(buf,i)", "(a, ...)", "()"). */
+static int params_ok(const char *s, size_t n)
+{
+	size_t i = 1;
+
+	if (n < 2 || s[0] != '(' || s[n - 1] != ')')
+		return 0;
+	if (n == 2)
+		return 1;
+	for (;;) {
+		while (s[i] == ' ')
+			i++;
+		size_t b = i;
+		if (n - 1 - i >= 3 && memcmp(s + i, "...", 3) == 0) {
+			for (i += 3; s[i] == ' '; i++)
+				;
+			return i == n - 1;
+		}
+		while (i < n - 1 && (isalnum((unsigned char)s[i]) || s[i] == '_'))
+			i++;
+		if (!ident_ok(s + b, i - b))
+			return 0;
+		while (s[i] == ' ')
+			i++;
+		if (i == n - 1)
+			return 1;
+		if (s[i++] != ',')
+			return 0;
+	}
+}
+
+/* 1 if the n bytes at item match pat (n bytes): a word; one ending in '#'
+ * takes 1..6 decimal digits after the rest; one ending in '*' a tail of
+ * 2..KJ_WARN_NAME_MAX bytes of [a-z0-9_+=.-] that starts with a lowercase
+ * letter (-Wno-*: never -Wl, -Wa, -Wp, whose values go elsewhere). */
+static int item_ok(const char *pat, size_t pl, const char *item, size_t n)
+{
+	char last = pl ? pat[pl - 1] : 0;
+
+	if (last != '#' && last != '*')
+		return pl == n && memcmp(pat, item, n) == 0;
+	if (n <= pl - 1 || memcmp(pat, item, pl - 1) != 0)
+		return 0;
+	const char *t = item + pl - 1;
+	size_t tl = n - (pl - 1);
+	for (size_t i = 0; i < tl; i++)
+		if (!(last == '#' ? isdigit((unsigned char)t[i]) : islower((unsigned char)t[i]) ||
+		      isdigit((unsigned char)t[i]) || strchr("_+=.-", t[i]) != NULL))
+			return 0;
+	return last == '#' ? tl <= 6 : tl >= 2 && tl <= KJ_WARN_NAME_MAX && islower((unsigned char)t[0]);
+}
+
+/* 1 if v is a comma-separated list of items, each matching a pattern of
+ * the '|'-separated list (item_ok). */
+static int list_ok(const char *list, const char *v)
+{
+	for (;;) {
+		size_t n = strcspn(v, ","), ok = 0;
+		for (const char *p = list; !ok && *p;) {
+			size_t pl = strcspn(p, "|");
+			ok = item_ok(p, pl, v, n);
+			p += pl + (p[pl] == '|');
+		}
+		if (!ok)
+			return 0;
+		if (v[n] == '\0')
+			return 1;
+		v += n + 1;
+	}
+}
+
 /* 1 if opt matches rule r. */
 static int rule_match(const struct kj__opt_rule *r, const char *opt)
 {
@@ -154,9 +226,15 @@ static int rule_match(const struct kj__opt_rule *r, const char *opt)
 		if (strncmp(opt, r->text, tl) != 0)
 			return 0;
 		const char *name = opt + tl, *eq = strchr(name, '=');
+		size_t nl = eq ? (size_t)(eq - name) : strlen(name), il = strcspn(name, "(=");
+		/* a function-like macro, -D'buffer_ld1(buf,i)=buf[i]' (not -U) */
+		if (il < nl && (strcmp(r->text, "-D") != 0 || !params_ok(name + il, nl - il)))
+			return 0;
+		if (!ident_ok(name, il))
+			return 0;
 		if (eq == NULL)
-			return ident_ok(name, strlen(name));
-		if (strcmp(r->text, "-D") != 0 || !ident_ok(name, (size_t)(eq - name)))
+			return 1;
+		if (strcmp(r->text, "-D") != 0)
 			return 0;
 		for (const char *c = eq + 1; *c; c++) /* no newline or control bytes */
 			if ((unsigned char)*c < 0x20 || *c == 0x7f)
@@ -165,6 +243,8 @@ static int rule_match(const struct kj__opt_rule *r, const char *opt)
 	}
 	case KJ_OPT_CHOICE:
 		return strncmp(opt, r->text, tl) == 0 && choice_ok(r->arg, opt + tl);
+	case KJ_OPT_LIST:
+		return strncmp(opt, r->text, tl) == 0 && list_ok(r->arg, opt + tl);
 	case KJ_OPT_WARN: {
 		if (strncmp(opt, r->text, tl) != 0)
 			return 0;
@@ -222,6 +302,13 @@ static int has_ctrl(const char *s)
 int kj__options_check(const char *family, const struct kj__opt_rule *rules, size_t n,
 		      const struct kj__compile_job *job, char *err, size_t errlen)
 {
+	return kj__options_check2(family, rules, n, NULL, 0, job, err, errlen);
+}
+
+int kj__options_check2(const char *family, const struct kj__opt_rule *rules, size_t n,
+		       const struct kj__opt_rule *more, size_t n_more, const struct kj__compile_job *job, char *err,
+		       size_t errlen)
+{
 	if (job->n_options > KJ_OPTIONS_MAX_COUNT) {
 		snprintf(err, errlen, "%zu options is more than the %d allowed", job->n_options,
 			 KJ_OPTIONS_MAX_COUNT);
@@ -236,6 +323,8 @@ int kj__options_check(const char *family, const struct kj__opt_rule *rules, size
 		}
 		for (size_t j = 0; j < n && !ok; j++)
 			ok = rule_match(&rules[j], o);
+		for (size_t j = 0; j < n_more && !ok; j++)
+			ok = rule_match(&more[j], o);
 		if (!ok && strncmp(o, "-D", 2) == 0 && strchr(o, '=') && has_ctrl(strchr(o, '='))) {
 			size_t nl = strcspn(o + 2, "=");
 			snprintf(err, errlen, "the value of -D%.*s holds a newline or another control byte: a "

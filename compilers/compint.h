@@ -22,10 +22,15 @@
 /* One accepted option form of a family's whitelist. */
 enum kj__opt_kind {
 	KJ_OPT_EXACT,   /* the option equals text */
-	KJ_OPT_MACRO,   /* text is "-D" or "-U": text then IDENT, "-D" also IDENT=VALUE */
+	KJ_OPT_MACRO,   /* text is "-D" or "-U": text then IDENT, "-D" also IDENT=VALUE and a
+			   function-like IDENT(PARAMS)[=VALUE] ("-Dld(b,i)=b[i]") */
 	KJ_OPT_CHOICE,  /* text is a prefix ("-std="), the rest one of arg ("c++14|c++17") */
 	KJ_OPT_UINT,    /* text is a prefix, the rest 1..6 decimal digits */
 	KJ_OPT_TEXT,    /* text is a prefix, the rest 1..KJ_NAME_MAX printable bytes */
+	KJ_OPT_LIST,    /* text is a prefix ("-Xcompiler="), the rest a comma-separated list whose
+			   items each match one of arg's '|'-separated patterns: a word, a
+			   prefix then '#' (1..6 digits), or a prefix then '*' (a name of
+			   [a-z0-9_+=.-], 2..KJ_WARN_NAME_MAX bytes, a lowercase letter first) */
 	KJ_OPT_WARN,    /* text is a prefix ("-W"), the rest a warning name: a lowercase letter,
 			   then [a-z0-9_+=-], at most KJ_WARN_NAME_MAX bytes; never a comma, so
 			   never clang's -Wl, -Wa, -Wp, (linker, assembler, preprocessor) */
@@ -37,11 +42,30 @@ struct kj__opt_rule {
 	const char *arg;   /* KJ_OPT_CHOICE: '|'-separated values */
 };
 
+/* The values nvcc's -Xcompiler= may pass the host compiler (KJ_OPT_LIST
+ * patterns), and those -Xptxas= (nvcc and NVRTC) may pass ptxas: each
+ * checked against the real tools (docs/compilers.md). */
+#define KJ_HOST_CC_VALUES "-fPIC|-fpic|-fPIE|-fpie|-Wall|-Wextra|-Werror|-W*|-w|-O0|-O1|-O2|-O3|-Os|-g|" \
+	"-fno-strict-aliasing|-fvisibility=hidden|-fvisibility=default|-fvisibility-inlines-hidden|" \
+	"-fno-exceptions|-fno-rtti|-ffunction-sections|-fdata-sections|-fno-omit-frame-pointer|-pthread|" \
+	"-fopenmp|-fno-math-errno|-ffast-math|-march=native|-mavx|-mavx2|-mfma"
+#define KJ_PTXAS_VALUES "-v|--verbose|-O0|-O1|-O2|-O3|--warn-on-spills|-warn-spills|" \
+	"--warn-on-local-memory-usage|-warn-lmem-usage|--warn-on-double-precision-use|-warn-double-usage|" \
+	"-dlcm=ca|-dlcm=cg|--def-load-cache=ca|--def-load-cache=cg|-dscm=cg|-dscm=cs|" \
+	"--allow-expensive-optimizations=true|--allow-expensive-optimizations=false|--maxrregcount=#|" \
+	"-maxrregcount=#|--fmad=true|--fmad=false|--suppress-stack-size-warning|-suppress-stack-size-warning|" \
+	"--warning-as-error|-Werror|--disable-optimizer-constants|-disable-optimizer-consts"
+
 /* 0 if every job option matches a rule of rules[n] (and the count and
  * lengths are within limits); else KJIT_EINVAL with "option 'X' is not
  * allowed for FAMILY" in err. */
 int kj__options_check(const char *family, const struct kj__opt_rule *rules, size_t n,
 		      const struct kj__compile_job *job, char *err, size_t errlen);
+/* The same with a second table: an option may match a rule of either
+ * (a family's own rules beside a shared list). */
+int kj__options_check2(const char *family, const struct kj__opt_rule *rules, size_t n,
+		       const struct kj__opt_rule *more, size_t n_more, const struct kj__compile_job *job, char *err,
+		       size_t errlen);
 
 /* Rejects (KJIT_EINCLUDE, reason in err) an #include in the source or any
  * header whose path is absolute, or holds ".." that does not land (resolved
@@ -214,6 +238,15 @@ int kj__run_capture(const char *const *argv, const char *dir, int timeout_ms, st
 /* Makes a fresh private directory ROOT/kjit-FAMILY-XXXXXX into dir.  0,
  * KJIT_EINVAL (too long) or KJIT_EIO. */
 int kj__make_job_dir(const char *root, const char *family, char *dir, size_t dirlen);
+/* The name of a job's directory under the worker's private one: the path
+ * every job compiles at (/tmp/job inside the walls; worker.c). */
+#define KJ_JOB_DIR_NAME "job"
+/* The directory a job's files go to, into dir: job->dir (the worker's
+ * fresh one at its fixed path) when set, else a fresh one made as
+ * kj__make_job_dir does (*made set: remove it with kj__rm_job_dir).  0,
+ * KJIT_EINVAL or KJIT_EIO. */
+int kj__job_dir_open(const struct kj__compile_job *job, const char *root, const char *family, char *dir,
+		     size_t dirlen, int *made);
 /* Writes data to dir/name, creating the subdirectories name has (name was
  * checked: relative, no "..").  0, KJIT_EINVAL or KJIT_EIO. */
 int kj__put_file(const char *dir, const char *name, const uint8_t *data, size_t len);

@@ -2,13 +2,16 @@
  * hipcc driver (perl + clang) as a child process, for systems where hiprtc
  * is missing or misbehaves.
  *
- * Each job gets a private directory (mkdtemp) holding the source and the
- * job's headers and nothing else; hipcc runs there through posix_spawn with
+ * Each job gets a private directory (the worker's, at its fixed path:
+ * job->dir) holding the source, under the name the user gave it and
+ * passed to hipcc relative to the directory (__FILE__ is that name, the
+ * same on every node and run), and the job's headers and nothing else;
+ * hipcc runs there through posix_spawn with
  * a clean environment (PATH, HOME and TMPDIR pointing into the directory,
  * LC_ALL=C, HIP_PLATFORM=amd), its own process group (a job past
  * KJ_COMPILE_TIMEOUT_MS has the whole group killed) and stdout+stderr
  * captured as the log (capped at KJ_LOG_MAX, the directory's path removed).
- * The directory is removed afterwards, whatever happened.  hipcc.pl
+ * The directory is emptied afterwards, whatever happened.  hipcc.pl
  * builds one shell command line: no definition reaches it (they go to a
  * header included first, defs.c) and every argument it gets is checked
  * against the shell-safe set before it runs.
@@ -58,6 +61,15 @@ struct hipcc_state {
 	char tmp_root[PATH_MAX];     /* where job directories are made */
 	char identity[KJ_VERSION_STR_MAX * 2];
 	char runtime[KJ_VERSION_STR_MAX];
+};
+
+/* hipcc's own beside the rules shared with hiprtc: -fPIC as CMake passes
+ * it (host code only), and -x hip, which kjit gives every source anyway
+ * (not passed on). */
+static const struct kj__opt_rule hipcc_only[] = {
+	{ KJ_OPT_EXACT, "-fPIC", NULL },
+	{ KJ_OPT_EXACT, "-fpic", NULL },
+	{ KJ_OPT_EXACT, "-x hip", NULL },
 };
 
 static int hipcc_check_target(void *state, const char *target, char *err, size_t errlen)
@@ -186,21 +198,21 @@ static int ends_with(const char *name, const char *suffix)
 	return l > s && strcmp(name + l - s, suffix) == 0;
 }
 
-/* The file name the source is written under, so that hipcc's messages name
- * the user's file (at its place in the include tree: "src/main.hip", so
- * that its "../include/x.h" lands where it does on the user's disk): its
- * own if it is a plain name (or path of them) ending in .hip or .cu, or
- * in a C++ suffix (.cpp .cc .cxx .c++ .C, as HIP programs are often named;
- * *as_hip set: `-x hip` goes before it, whatever HIP_COMPILE_CXX_AS_HIP
- * says), else "source.hip". */
-static void source_file(const char *name, char *out, size_t outlen, int *as_hip)
+/* The file name the source is written under, so that hipcc's messages and
+ * __FILE__ name the user's file (at its place in the include tree:
+ * "src/main.hip", so that its "../include/x.h" lands where it does on the
+ * user's disk): its own, as the user gave it; one that does not end in
+ * .hip or .cu (x.cpp, as HIP programs are often named, or "source") gets
+ * *as_hip: `-x hip` goes before it, whatever HIP_COMPILE_CXX_AS_HIP says.
+ * "source.hip" only for a name kjit cannot write. */
+static void source_file(const struct kj__compile_job *job, char *out, size_t outlen, int *as_hip)
 {
-	static const char *const cxx[] = { ".cpp", ".cc", ".cxx", ".c++", ".C" };
-	int ok = kj__path_ok(name) && (ends_with(name, ".hip") || ends_with(name, ".cu"));
+	const char *name = job->source_name;
+	int ok = kj__path_ok(name) && strcmp(name, HIPCC_OUT) != 0 && strcmp(name, KJ_DEFS_HEADER) != 0;
 
-	*as_hip = 0;
-	for (size_t i = 0; !ok && kj__path_ok(name) && i < KJ_ARRAY_SIZE(cxx); i++)
-		ok = *as_hip = ends_with(name, cxx[i]);
+	*as_hip = ok && !ends_with(name, ".hip") && !ends_with(name, ".cu");
+	for (size_t i = 0; ok && i < job->n_options; i++) /* the user's own -x hip */
+		*as_hip |= strcmp(job->options[i], "-x hip") == 0;
 	snprintf(out, outlen, "%s", ok ? name : "source.hip");
 }
 
@@ -280,7 +292,7 @@ static int run_hipcc(struct hipcc_state *st, const struct kj__compile_job *job, 
 		goto out;
 	if ((size_t)snprintf(arch, sizeof arch, "--offload-arch=%s", job->target) >= sizeof arch ||
 	    (size_t)snprintf(inc, sizeof inc, "-I%s", dir) >= sizeof inc ||
-	    (size_t)snprintf(srcpath, sizeof srcpath, "%s/%s", dir, src) >= sizeof srcpath ||
+	    (size_t)snprintf(srcpath, sizeof srcpath, "%s%s", src[0] == '-' ? "./" : "", src) >= sizeof srcpath ||
 	    (size_t)snprintf(outpath, sizeof outpath, "%s/%s", dir, HIPCC_OUT) >= sizeof outpath) {
 		r = kj__out_error(out, KJIT_EINTERNAL, "temporary path too long");
 		goto out;
@@ -288,8 +300,8 @@ static int run_hipcc(struct hipcc_state *st, const struct kj__compile_job *job, 
 	argv[a++] = st->hipcc;
 	argv[a++] = "--genco";
 	argv[a++] = arch;
-	for (size_t i = 0; i < job->n_options; i++) /* definitions: in defs */
-		if (!kj__opt_is_macro(job->options[i]))
+	for (size_t i = 0; i < job->n_options; i++) /* definitions: in defs; -x hip: below */
+		if (!kj__opt_is_macro(job->options[i]) && strcmp(job->options[i], "-x hip") != 0)
 			argv[a++] = job->options[i];
 	if (defs[0]) {
 		argv[a++] = "-include";
@@ -336,25 +348,27 @@ static int hipcc_compile(void *state, const struct kj__compile_job *job, struct 
 {
 	struct hipcc_state *st = state;
 	char err[256], dir[PATH_MAX] = "", src[KJ_NAME_MAX + 16], defs[PATH_MAX + 32];
-	int as_hip = 0;
+	int as_hip = 0, made = 0;
 	size_t n_rules;
 	const struct kj__opt_rule *rules = kj__hip_option_rules(&n_rules);
 	int r;
 
 	memset(out, 0, sizeof *out);
 	if ((r = hipcc_check_target(st, job->target, err, sizeof err)) < 0 ||
-	    (r = kj__options_check("hipcc", rules, n_rules, job, err, sizeof err)) < 0 ||
+	    (r = kj__options_check2("hipcc", rules, n_rules, hipcc_only, KJ_ARRAY_SIZE(hipcc_only), job, err,
+				    sizeof err)) < 0 ||
 	    (r = kj__includes_check(job, err, sizeof err)) < 0)
 		return kj__out_error(out, r, err);
-	if (kj__make_job_dir(st->tmp_root, "hipcc", dir, sizeof dir) < 0)
+	if (kj__job_dir_open(job, st->tmp_root, "hipcc", dir, sizeof dir, &made) < 0)
 		return kj__out_error(out, KJIT_EIO, "cannot make a temporary directory for hipcc");
-	source_file(job->source_name, src, sizeof src, &as_hip);
+	source_file(job, src, sizeof src, &as_hip);
 	if ((r = write_job(dir, job, src, out)) == 0 &&
 	    (r = kj__defs_write(dir, job, defs, sizeof defs, err, sizeof err)) < 0)
 		r = kj__out_error(out, r, err);
 	if (r == 0 && (r = run_hipcc(st, job, dir, src, defs, as_hip, out)) == 0)
 		r = take_object(dir, job->target, out);
-	kj__rm_job_dir(dir);
+	if (made) /* else the worker empties its own */
+		kj__rm_job_dir(dir);
 	return r;
 }
 

@@ -65,7 +65,7 @@ static const struct kj__opt_rule hip_rules[] = {
 	{ KJ_OPT_EXACT, "-ffast-math", NULL },
 	{ KJ_OPT_EXACT, "-fno-fast-math", NULL },
 	{ KJ_OPT_CHOICE, "-ffp-contract=", "off|on|fast" },
-	{ KJ_OPT_CHOICE, "-std=", "c++11|c++14|c++17|c++20" },
+	{ KJ_OPT_CHOICE, "-std=", "c++11|c++14|c++17|c++20|gnu++11|gnu++14|gnu++17|gnu++20" },
 	{ KJ_OPT_EXACT, "-munsafe-fp-atomics", NULL },
 	{ KJ_OPT_EXACT, "-mno-unsafe-fp-atomics", NULL },
 	{ KJ_OPT_EXACT, "-mcumode", NULL },
@@ -74,6 +74,21 @@ static const struct kj__opt_rule hip_rules[] = {
 	{ KJ_OPT_EXACT, "-Wall", NULL },
 	{ KJ_OPT_EXACT, "-Werror", NULL },
 	{ KJ_OPT_WARN, "-W", NULL }, /* -Wextra, -Wno-unused-variable, -Werror=shadow ... */
+	/* what AMD's hip-tests and CMake pass (checked against hiprtc and hipcc 5.2) */
+	{ KJ_OPT_EXACT, "-fgpu-flush-denormals-to-zero", NULL },
+	{ KJ_OPT_EXACT, "-fno-gpu-flush-denormals-to-zero", NULL },
+	{ KJ_OPT_UINT, "--gpu-max-threads-per-block=", NULL },
+	{ KJ_OPT_EXACT, "-ffinite-math-only", NULL },
+	{ KJ_OPT_EXACT, "-fno-finite-math-only", NULL },
+	{ KJ_OPT_EXACT, "-fno-gpu-rdc", NULL },
+	{ KJ_OPT_EXACT, "-g", NULL },
+	{ KJ_OPT_UINT, "-ftemplate-backtrace-limit=", NULL },
+};
+
+/* hiprtc's own: -fgpu-rdc still gives hiprtc a code object (hipcc 5.2's
+ * --genco fails to link it). */
+static const struct kj__opt_rule hiprtc_only[] = {
+	{ KJ_OPT_EXACT, "-fgpu-rdc", NULL },
 };
 
 const struct kj__opt_rule *kj__hip_option_rules(size_t *n)
@@ -358,6 +373,38 @@ static int hiprtc_identity(void *state, char *id, size_t idlen, char *rv, size_t
 	return 0;
 }
 
+/* Puts `#line 1 "NAME"` before *text (malloc'd; replaced): comgr compiles
+ * the program and its headers as files of a randomly named directory of
+ * its own (TMPDIR/comgr-XXXXXX/input/CompileSource, .../include/x.h), and
+ * __FILE__ would carry that name into the object: with the line, __FILE__
+ * and the diagnostics name the file as the user gave it, the same on
+ * every node and run.  Line numbers are unchanged; quoted includes are
+ * still looked up beside the real file.  0 or KJIT_ENOMEM. */
+static int name_line(char **text, const char *name)
+{
+	/* a UTF-8 byte-order mark stays first, where clang skips it */
+	int bom = strncmp(*text, "\xef\xbb\xbf", 3) == 0;
+	char *t = kj__asprintf("%s#line 1 \"%s\"\n%s", bom ? "\xef\xbb\xbf" : "", name, *text + (bom ? 3 : 0));
+
+	if (t == NULL)
+		return KJIT_ENOMEM;
+	free(*text);
+	*text = t;
+	return 0;
+}
+
+/* name_line over the program (unless it is the one-line wrapper of a
+ * source with a place in the tree, itself a header here) and every header
+ * (their names are kj__path_ok: nothing to escape in the string). */
+static int name_lines(struct kj__rtc_args *a, const struct kj__compile_job *job, struct kj__compile_out *out)
+{
+	int r = strchr(job->source_name, '/') ? 0 : name_line(&a->src, job->source_name);
+
+	for (int i = 0; r == 0 && i < a->n_headers; i++)
+		r = name_line(&a->hdrs[i], a->names[i]);
+	return r < 0 ? kj__out_error(out, r, "out of memory") : 0;
+}
+
 static int hiprtc_compile(void *state, const struct kj__compile_job *job, struct kj__compile_out *out)
 {
 	struct hiprtc_state *st = state;
@@ -385,10 +432,13 @@ static int hiprtc_compile(void *state, const struct kj__compile_job *job, struct
 	j.options = opts;
 	j.n_options = job->n_options > KJ_OPTIONS_MAX_COUNT ? job->n_options : n_opts;
 	if ((r = hiprtc_check_target(st, job->target, err, sizeof err)) < 0 ||
-	    (r = kj__options_check("hiprtc", rules, n_rules, &j, err, sizeof err)) < 0 ||
+	    (r = kj__options_check2("hiprtc", rules, n_rules, hiprtc_only, KJ_ARRAY_SIZE(hiprtc_only), &j, err,
+				    sizeof err)) < 0 ||
 	    (r = kj__includes_check(job, err, sizeof err)) < 0)
 		return kj__out_error(out, r, err);
 	r = kj__rtc_args_build(&j, &a, out);
+	if (r == 0)
+		r = name_lines(&a, job, out);
 	if (r == 0)
 		r = run_hiprtc(st, job->source_name, a.src, a.n_headers, (const char **)a.hdrs, a.names, a.n_opts,
 			       a.opts, n_exprs, exprs, out);

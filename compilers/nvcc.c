@@ -5,9 +5,12 @@
  * nvcc is the one of the toolkit NVRTC comes from: bin/nvcc beside the
  * directory of the library the nvrtc family loads (kj__nvrtc_lib_dir,
  * kj__nvcc_beside), else /usr/local/cuda/bin/nvcc, else /usr/bin/nvcc.
- * Each job runs as hipcc's do (spawn.c): a private directory with the
- * source and the job's headers, a clean environment, a process group
- * killed past the timeout, the log with the directory's path removed.  A
+ * Each job runs as hipcc's do (spawn.c): the worker's private job
+ * directory at its fixed path (job->dir), the source under the name the
+ * user gave it, given to nvcc relative to that directory (so __FILE__ and
+ * the names nvcc hashes for anonymous-namespace types are the same on
+ * every node and run), a clean environment, a process group killed past
+ * the timeout, the log with the directory's path removed.  A
  * target sm_NN gives a cubin (`--cubin -arch=sm_NN`), compute_NN gives PTX
  * (`--ptx`), kept with a terminating NUL as cuModuleLoadData wants it; with
  * nvcc's own option --fatbin (kj__cuda_fatbin_opt) either gives a fatbin
@@ -93,6 +96,36 @@ static const struct kj__opt_rule nvcc_rules[] = {
 	{ KJ_OPT_CHOICE, "-O", "0|1|2|3" },
 	{ KJ_OPT_EXACT, "--fatbin", NULL },
 	{ KJ_OPT_EXACT, "-fatbin", NULL },
+	/* the spellings build files carry (CUTLASS, CMake, PyTorch extensions) */
+	{ KJ_OPT_CHOICE, "-ftz=", "true|false" },
+	{ KJ_OPT_CHOICE, "-prec-div=", "true|false" },
+	{ KJ_OPT_CHOICE, "-prec-sqrt=", "true|false" },
+	{ KJ_OPT_CHOICE, "-fmad=", "true|false" },
+	{ KJ_OPT_EXACT, "--extended-lambda", NULL },
+	{ KJ_OPT_EXACT, "-extended-lambda", NULL },
+	{ KJ_OPT_EXACT, "-expt-extended-lambda", NULL },
+	{ KJ_OPT_EXACT, "-expt-relaxed-constexpr", NULL },
+	{ KJ_OPT_EXACT, "--restrict", NULL },
+	{ KJ_OPT_EXACT, "-restrict", NULL },
+	{ KJ_OPT_EXACT, "--resource-usage", NULL },
+	{ KJ_OPT_EXACT, "-res-usage", NULL },
+	{ KJ_OPT_EXACT, "-x cu", NULL }, /* what kjit does anyway: not passed on */
+	{ KJ_OPT_EXACT, "-m64", NULL },
+	{ KJ_OPT_UINT, "-ftemplate-backtrace-limit=", NULL },
+	{ KJ_OPT_CHOICE, "--compress-mode=", "default|size|speed|balance|none" },
+	{ KJ_OPT_LIST, "--diag-suppress=", "#|*" },
+	{ KJ_OPT_LIST, "-diag-suppress=", "#|*" },
+	{ KJ_OPT_LIST, "--diag-warn=", "#|*" },
+	{ KJ_OPT_LIST, "-diag-warn=", "#|*" },
+	{ KJ_OPT_LIST, "--diag-error=", "#|*" },
+	{ KJ_OPT_LIST, "-diag-error=", "#|*" },
+	/* values nvcc hands the host compiler (the host code is compiled and
+	 * dropped) and ptxas: code-generation and warning flags only, never
+	 * a file, a plugin or another program (-Wl, -Wa, -Wp are not -W*) */
+	{ KJ_OPT_LIST, "-Xcompiler=", KJ_HOST_CC_VALUES },
+	{ KJ_OPT_LIST, "--compiler-options=", KJ_HOST_CC_VALUES },
+	{ KJ_OPT_LIST, "-Xptxas=", KJ_PTXAS_VALUES },
+	{ KJ_OPT_LIST, "--ptxas-options=", KJ_PTXAS_VALUES },
 };
 
 int kj__nvcc_beside(const char *libdir, char *out, size_t outlen)
@@ -244,11 +277,11 @@ static int nvcc_check_target(void *state, const char *target, char *err, size_t 
 /* Runs nvcc on dir/src into dir/NVCC_OUT (log in out->log).  0, or a
  * negative code with out->error. */
 static int run_nvcc(struct nvcc_state *st, const struct kj__compile_job *job, const char *dir, const char *src,
-		    const char *defs, enum nvcc_output kind, struct kj__compile_out *out)
+		    const char *defs, enum nvcc_output kind, int as_cu, struct kj__compile_out *out)
 {
 	char err[256], arch[KJ_TARGET_MAX + 16], inc[PATH_MAX + 4], srcpath[PATH_MAX + KJ_NAME_MAX],
 		outpath[PATH_MAX + 32];
-	const char **argv = calloc(job->n_options + 12, sizeof *argv);
+	const char **argv = calloc(job->n_options + 14, sizeof *argv);
 	struct kj__proc_out po;
 	size_t a = 0;
 	int r = KJIT_ENOMEM;
@@ -256,9 +289,11 @@ static int run_nvcc(struct nvcc_state *st, const struct kj__compile_job *job, co
 	memset(&po, 0, sizeof po);
 	if (argv == NULL)
 		goto out;
+	/* The source by its name relative to dir, nvcc's working directory:
+	 * __FILE__ is the name the user gave, as when they run nvcc beside it. */
 	if ((size_t)snprintf(arch, sizeof arch, "-arch=%s", job->target) >= sizeof arch ||
 	    (size_t)snprintf(inc, sizeof inc, "-I%s", dir) >= sizeof inc ||
-	    (size_t)snprintf(srcpath, sizeof srcpath, "%s/%s", dir, src) >= sizeof srcpath ||
+	    (size_t)snprintf(srcpath, sizeof srcpath, "%s%s", src[0] == '-' ? "./" : "", src) >= sizeof srcpath ||
 	    (size_t)snprintf(outpath, sizeof outpath, "%s/%s", dir, NVCC_OUT) >= sizeof outpath) {
 		r = kj__out_error(out, KJIT_EINTERNAL, "temporary path too long");
 		goto out;
@@ -266,8 +301,9 @@ static int run_nvcc(struct nvcc_state *st, const struct kj__compile_job *job, co
 	argv[a++] = st->nvcc;
 	argv[a++] = output_flag[kind];
 	argv[a++] = arch;
-	for (size_t i = 0; i < job->n_options; i++) /* fatbin given once, above; definitions in defs */
-		if (!kj__cuda_fatbin_opt(job->options[i]) && !kj__opt_is_macro(job->options[i]))
+	for (size_t i = 0; i < job->n_options; i++) /* fatbin given once, above; definitions in defs; -x cu below */
+		if (!kj__cuda_fatbin_opt(job->options[i]) && !kj__opt_is_macro(job->options[i]) &&
+		    strcmp(job->options[i], "-x cu") != 0)
 			argv[a++] = job->options[i];
 	if (defs[0]) {
 		argv[a++] = "-include";
@@ -276,6 +312,10 @@ static int run_nvcc(struct nvcc_state *st, const struct kj__compile_job *job, co
 	argv[a++] = inc;
 	argv[a++] = "-o";
 	argv[a++] = outpath;
+	if (as_cu) {
+		argv[a++] = "-x";
+		argv[a++] = "cu";
+	}
 	argv[a++] = srcpath;
 	if ((r = kj__argv_shell_safe("nvcc", argv, err, sizeof err)) < 0) {
 		r = kj__out_error(out, r, err);
@@ -331,33 +371,38 @@ static int take_object(const char *dir, enum nvcc_output kind, struct kj__compil
 	return 0;
 }
 
-/* The file name the source is written under: its own if it is a plain name
- * ending in .cu, else "source.cu". */
-static void source_file(const char *name, char *out, size_t outlen)
+/* The file name the source is written under: its own, as the user gave it
+ * (kj__path_ok: with its place in the include tree, "src/x.cu"); one that
+ * does not end in .cu (x.cuh, x.cpp, "source") is compiled as CUDA all
+ * the same (*as_cu: `-x cu` goes before it).  "source.cu" only for a name
+ * kjit cannot write. */
+static void source_file(const char *name, char *out, size_t outlen, int *as_cu)
 {
 	size_t l = strlen(name);
-	/* kj__path_ok: the source keeps its place in the include tree ("src/x.cu") */
-	snprintf(out, outlen, "%s", kj__path_ok(name) && l > 3 && strcmp(name + l - 3, ".cu") == 0 ? name : "source.cu");
+	int ok = kj__path_ok(name) && strcmp(name, NVCC_OUT) != 0 && strcmp(name, KJ_DEFS_HEADER) != 0;
+
+	*as_cu = ok && !(l > 3 && strcmp(name + l - 3, ".cu") == 0);
+	snprintf(out, outlen, "%s", ok ? name : "source.cu");
 }
 
 static int nvcc_compile(void *state, const struct kj__compile_job *job, struct kj__compile_out *out)
 {
 	struct nvcc_state *st = state;
 	char err[256], dir[PATH_MAX], src[KJ_NAME_MAX + 16], defs[PATH_MAX + 32];
-	int r;
+	int r, made = 0, as_cu = 0;
 
 	memset(out, 0, sizeof *out);
 	if ((r = nvcc_check_target(st, job->target, err, sizeof err)) < 0 ||
 	    (r = kj__options_check("nvcc", nvcc_rules, KJ_ARRAY_SIZE(nvcc_rules), job, err, sizeof err)) < 0 ||
 	    (r = kj__includes_check(job, err, sizeof err)) < 0)
 		return kj__out_error(out, r, err);
-	if (kj__make_job_dir(st->tmp_root, "nvcc", dir, sizeof dir) < 0)
+	if (kj__job_dir_open(job, st->tmp_root, "nvcc", dir, sizeof dir, &made) < 0)
 		return kj__out_error(out, KJIT_EIO, "cannot make a temporary directory for nvcc");
 	enum nvcc_output kind = strncmp(job->target, "compute_", 8) == 0 ? OUT_PTX : OUT_CUBIN;
 	for (size_t i = 0; i < job->n_options; i++)
 		if (kj__cuda_fatbin_opt(job->options[i]))
 			kind = OUT_FATBIN;
-	source_file(job->source_name, src, sizeof src);
+	source_file(job->source_name, src, sizeof src, &as_cu);
 	r = 0;
 	for (size_t i = 0; r == 0 && i < job->n_headers; i++)
 		if (strcmp(job->headers[i].name, src) != 0 && strcmp(job->headers[i].name, NVCC_OUT) != 0 &&
@@ -367,9 +412,10 @@ static int nvcc_compile(void *state, const struct kj__compile_job *job, struct k
 		r = kj__out_error(out, KJIT_EIO, "cannot write the source into the temporary directory");
 	if (r == 0 && (r = kj__defs_write(dir, job, defs, sizeof defs, err, sizeof err)) < 0)
 		r = kj__out_error(out, r, err);
-	if (r == 0 && (r = run_nvcc(st, job, dir, src, defs, kind, out)) == 0)
+	if (r == 0 && (r = run_nvcc(st, job, dir, src, defs, kind, as_cu, out)) == 0)
 		r = take_object(dir, kind, out);
-	kj__rm_job_dir(dir);
+	if (made) /* else the worker empties its own */
+		kj__rm_job_dir(dir);
 	return r;
 }
 

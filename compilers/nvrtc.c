@@ -106,6 +106,17 @@ static const struct kj__opt_rule cuda_rules[] = {
 	{ KJ_OPT_EXACT, "-O", NULL },
 	{ KJ_OPT_CHOICE, "-O", "0|1|2|3" },
 	{ KJ_OPT_TEXT, KJ_NAME_EXPR_OPT, NULL },
+	/* spellings NVRTC takes as well (checked against NVRTC 13.0) */
+	{ KJ_OPT_CHOICE, "-ftz=", "true|false" },
+	{ KJ_OPT_CHOICE, "-prec-div=", "true|false" },
+	{ KJ_OPT_CHOICE, "-prec-sqrt=", "true|false" },
+	{ KJ_OPT_CHOICE, "-fmad=", "true|false" },
+	{ KJ_OPT_EXACT, "--restrict", NULL },
+	{ KJ_OPT_EXACT, "-restrict", NULL },
+	{ KJ_OPT_EXACT, "--device-int128", NULL },
+	{ KJ_OPT_EXACT, "-device-int128", NULL },
+	{ KJ_OPT_LIST, "-Xptxas=", KJ_PTXAS_VALUES },
+	{ KJ_OPT_LIST, "--ptxas-options=", KJ_PTXAS_VALUES },
 };
 
 /* Is a directory with cuda_fp16.h in it at d (a malloc'd or stack path)? */

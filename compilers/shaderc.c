@@ -4,11 +4,14 @@
  * libraries in link order).
  *
  * One shaderc_compiler per worker, made in init and reused.  Per job:
- * target env from the target (vulkan1.1|1.2|1.3); language HLSL when the
+ * target env from the target (vulkan1.0, glslc's default, |1.1|1.2|1.3); language HLSL when the
  * source name ends in ".hlsl" or an option "-x hlsl" says so, else GLSL;
  * entry point entries[0] (default "main"); -DNAME[=VAL] become macro
  * definitions; glslc's -O0/-O/-Os, -g, -w, -Werror and -fhlsl-*, -fauto-*,
- * -finvert-y, -fnan-clamp flags set the matching shaderc options (glslc's
+ * -finvert-y, -fnan-clamp flags, --target-spv=spv1.N and the binding
+ * bases (-fubo-binding-base N and its kin) set the matching shaderc
+ * options; a function-like -D'ld(b,i)=b[i]' gives its name with the
+ * parameter list, as shaderc takes it (glslc's
  * -fentry-point=NAME is the client's: it becomes entries[0]).  #include resolves only to the job's headers, through the
  * include callbacks: a relative include is looked up next to the including
  * header first, then by its plain name; nothing is read from disk.
@@ -68,7 +71,42 @@ static const struct kj__opt_rule shader_rules[] = {
 	{ KJ_OPT_EXACT, "-finvert-y", NULL },
 	{ KJ_OPT_EXACT, "-fnan-clamp", NULL },
 	{ KJ_OPT_CHOICE, "-std=", "430|440|450|460|430core|440core|450core|460core|310es|320es" },
+	{ KJ_OPT_CHOICE, "--target-spv=", "spv1.0|spv1.1|spv1.2|spv1.3|spv1.4|spv1.5|spv1.6" },
+	/* glslc's "-fubo-binding-base [comp] N", as the client spells it */
+	{ KJ_OPT_UINT, "-fimage-binding-base ", NULL },
+	{ KJ_OPT_UINT, "-fsampler-binding-base ", NULL },
+	{ KJ_OPT_UINT, "-ftexture-binding-base ", NULL },
+	{ KJ_OPT_UINT, "-fubo-binding-base ", NULL },
+	{ KJ_OPT_UINT, "-fcbuffer-binding-base ", NULL },
+	{ KJ_OPT_UINT, "-fssbo-binding-base ", NULL },
+	{ KJ_OPT_UINT, "-fuav-binding-base ", NULL },
 };
+
+/* glslc's binding-base options and the uniform kind each sets. */
+static const struct {
+	const char *opt;
+	shaderc_uniform_kind kind;
+} binding_bases[] = {
+	{ "-fimage-binding-base ", shaderc_uniform_kind_image },
+	{ "-fsampler-binding-base ", shaderc_uniform_kind_sampler },
+	{ "-ftexture-binding-base ", shaderc_uniform_kind_texture },
+	{ "-fubo-binding-base ", shaderc_uniform_kind_buffer },
+	{ "-fcbuffer-binding-base ", shaderc_uniform_kind_buffer },
+	{ "-fssbo-binding-base ", shaderc_uniform_kind_storage_buffer },
+	{ "-fuav-binding-base ", shaderc_uniform_kind_unordered_access_view },
+};
+
+/* SPIR-V 1.N of glslc's --target-spv=spv1.N (already whitelisted). */
+static shaderc_spirv_version spirv_of(const char *v)
+{
+	static const shaderc_spirv_version by_minor[] = {
+		shaderc_spirv_version_1_0, shaderc_spirv_version_1_1, shaderc_spirv_version_1_2,
+		shaderc_spirv_version_1_3, shaderc_spirv_version_1_4, shaderc_spirv_version_1_5,
+		shaderc_spirv_version_1_6,
+	};
+	int m = v[5] - '0';
+	return by_minor[m >= 0 && m < (int)KJ_ARRAY_SIZE(by_minor) ? m : 0];
+}
 
 static void shaderc_fini(void *state)
 {
@@ -124,7 +162,9 @@ static int env_version(const char *t, shaderc_env_version *v)
 {
 	if (t == NULL)
 		return 0;
-	if (strcmp(t, "vulkan1.1") == 0)
+	if (strcmp(t, "vulkan1.0") == 0) /* glslc's default */
+		*v = shaderc_env_version_vulkan_1_0;
+	else if (strcmp(t, "vulkan1.1") == 0)
 		*v = shaderc_env_version_vulkan_1_1;
 	else if (strcmp(t, "vulkan1.2") == 0)
 		*v = shaderc_env_version_vulkan_1_2;
@@ -142,7 +182,7 @@ static int shaderc_check_target(void *state, const char *target, char *err, size
 
 	(void)state;
 	if (!env_version(target, &v) || kj__vulkan_target_parse(target, why, sizeof why) < 0) {
-		snprintf(err, errlen, "target '%.64s' is not supported by shaderc (vulkan1.1, vulkan1.2 or vulkan1.3)",
+		snprintf(err, errlen, "target '%.64s' is not supported by shaderc (vulkan1.0, vulkan1.1, vulkan1.2 or vulkan1.3)",
 			 target ? target : "");
 		return KJIT_ETARGET;
 	}
@@ -238,8 +278,19 @@ static int apply_flag(shaderc_compile_options_t o, const char *s)
 		shaderc_compile_options_set_invert_y(o, 1);
 	else if (strcmp(s, "-fnan-clamp") == 0)
 		shaderc_compile_options_set_nan_clamp(o, 1);
-	else
+	else if (strncmp(s, "--target-spv=", 13) == 0)
+		shaderc_compile_options_set_target_spirv(o, spirv_of(s + 13));
+	else {
+		for (size_t i = 0; i < KJ_ARRAY_SIZE(binding_bases); i++) {
+			size_t l = strlen(binding_bases[i].opt);
+			if (strncmp(s, binding_bases[i].opt, l) == 0) {
+				shaderc_compile_options_set_binding_base(o, binding_bases[i].kind,
+									 (uint32_t)strtoul(s + l, NULL, 10));
+				return 1;
+			}
+		}
 		return 0;
+	}
 	return 1;
 }
 
@@ -322,8 +373,10 @@ static int shaderc_compile(void *state, const struct kj__compile_job *job, struc
 		shaderc_compile_options_set_source_language(o, shaderc_source_language_hlsl);
 		/* glslang before PR #3121 (issue #2411; Debian 12 has 12.0.0)
 		 * decorates HLSL buffers BufferBlock, which SPIR-V 1.4+ removed:
-		 * HLSL is built as SPIR-V 1.3, which every Vulkan 1.1+ accepts. */
-		shaderc_compile_options_set_target_spirv(o, shaderc_spirv_version_1_3);
+		 * HLSL is built as SPIR-V 1.3, which every Vulkan 1.1+ accepts
+		 * (for vulkan1.0, its own 1.0).  A --target-spv= says otherwise. */
+		if (env != shaderc_env_version_vulkan_1_0)
+			shaderc_compile_options_set_target_spirv(o, shaderc_spirv_version_1_3);
 	} else {
 		shaderc_compile_options_set_source_language(o, shaderc_source_language_glsl);
 	}

@@ -1,5 +1,6 @@
 /* spawn.c: running a full compiler (hipcc, nvcc) as a child process in a
- * private job directory: the directory's making, filling and removal, and
+ * private job directory (the worker's, at its fixed path, or one made
+ * here outside a worker): the directory's making, filling and removal, and
  * the run itself through posix_spawn with a clean environment (PATH, HOME
  * and TMPDIR pointing into the directory, LC_ALL=C), its own process group
  * (a job past its time has the whole group killed) and stdout+stderr
@@ -134,6 +135,18 @@ int kj__make_job_dir(const char *root, const char *family, char *dir, size_t dir
 	if ((size_t)snprintf(dir, dirlen, "%s/kjit-%s-XXXXXX", root, family) >= dirlen)
 		return KJIT_EINVAL;
 	return mkdtemp(dir) ? 0 : KJIT_EIO;
+}
+
+int kj__job_dir_open(const struct kj__compile_job *job, const char *root, const char *family, char *dir,
+		     size_t dirlen, int *made)
+{
+	*made = 0;
+	if (job->dir == NULL) {
+		int r = kj__make_job_dir(root, family, dir, dirlen);
+		*made = r == 0;
+		return r;
+	}
+	return (size_t)snprintf(dir, dirlen, "%s", job->dir) < dirlen ? 0 : KJIT_EINVAL;
 }
 
 int kj__put_file(const char *dir, const char *name, const uint8_t *data, size_t len)

@@ -11,10 +11,11 @@
  *              compile, one "name: value" line each (uid, gid, ns-user ...
  *              ns-uts as /proc/self/ns inode numbers, NoNewPrivs, Seccomp,
  *              each socket kind, ptrace, the /dev listing, whether
- *              /etc/shadow, /root, /sys, /home and each PATH opens)
+ *              /etc/shadow, /root, /sys, /home and each PATH opens, the
+ *              job's directory and what it holds)
  *   bg N       starts `sleep N` double-forked into its own session (the
  *              worker must kill it when the job ends) and writes a file
- *              beside the job's directory; the log says its pid
+ *              beside the job's directory and one in it; the log says its pid
  *   error      fail with KJIT_ECOMPILE and a log containing "error"
  *   size N [MS] an object of N bytes (at most KJ_OBJECT_MAX), the source
  *              repeated, after MS milliseconds: a small request gets a large
@@ -103,6 +104,22 @@ static int directive(const struct kj__compile_job *job, char *w, size_t wlen, lo
 	return 0;
 }
 
+/* The "inside:" line: what the job's directory dir holds ("(nothing)"). */
+static void list_inside(struct kj__buf *b, const char *dir)
+{
+	DIR *d = dir ? opendir(dir) : NULL;
+	struct dirent *e;
+	int none = 1;
+
+	kj__buf_printf(b, "inside:");
+	while (d && (e = readdir(d)) != NULL)
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+			kj__buf_printf(b, " %s", e->d_name), none = 0;
+	kj__buf_printf(b, "%s\n", none ? " (nothing)" : "");
+	if (d)
+		closedir(d);
+}
+
 /* One line per wall, as a process inside a compile sees it. */
 static void report(struct kj__buf *b, const char *paths)
 {
@@ -168,6 +185,7 @@ static void report(struct kj__buf *b, const char *paths)
 	}
 	const char *tmp = getenv("TMPDIR");
 	kj__buf_printf(b, "tmpdir: %s\n", tmp ? tmp : "(none)");
+	list_inside(b, tmp); /* what the job's own directory holds before it writes: nothing */
 	/* What else is beside the job's directory: nothing an earlier job left. */
 	snprintf(copy, sizeof copy, "%s", tmp ? tmp : "/tmp");
 	char *slash = strrchr(copy, '/');
@@ -223,6 +241,12 @@ static void background(struct kj__buf *b, long secs)
 	const char *tmp = getenv("TMPDIR");
 	snprintf(path, sizeof path, "%s/../left-by-a-job", tmp ? tmp : "/tmp");
 	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	kj__buf_printf(b, "bg: %s %s\n", path, fd >= 0 ? "written" : strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	/* And one in its own directory, which is the next job's path too. */
+	snprintf(path, sizeof path, "%s/left-in-the-job", tmp ? tmp : "/tmp");
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
 	kj__buf_printf(b, "bg: %s %s\n", path, fd >= 0 ? "written" : strerror(errno));
 	if (fd >= 0)
 		close(fd);

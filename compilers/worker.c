@@ -17,9 +17,12 @@
  * worker keeps serving.  Before each job RLIMIT_CPU is set to the CPU time
  * used so far plus the compile timeout plus a margin, so a compiler that
  * spins dies of SIGXCPU even if kjitd's own timer were late.  Each job runs
- * in a fresh directory job-N of the worker's directory (TMPDIR and the
- * working directory point at it); after it, every process it started is
- * killed and reaped and the directory emptied, before its RESULT is sent.
+ * in a fresh directory of the worker's directory at a fixed path, /tmp/job
+ * inside the walls (TMPDIR and the working directory point at it; the
+ * families that write files compile there: job->dir), so the same request
+ * gives the same bytes on any node and in any run; after it, every process
+ * it started is killed and reaped and the directory emptied, before its
+ * RESULT is sent.
  *
  * The worker never opens the socket or the cache; it only compiles.
  */
@@ -264,12 +267,22 @@ static void wipe_dir(const char *dir)
 	closedir(d);
 }
 
-/* A fresh directory for job number n, TMPDIR and the working directory
- * pointing at it.  0 or KJIT_EIO. */
-static int job_dir_enter(const char *tmpdir, unsigned long n, char *dir, size_t dirlen)
+/* The job's directory, TMPDIR and the working directory pointing at it:
+ * always KJ_JOB_DIR_NAME under the worker's private directory (/tmp/job
+ * inside the walls), made fresh (the last job's was emptied away by
+ * job_dir_leave), so the same request compiles at the same path on every
+ * node and in every run: nvcc hashes the path into the names of kernels
+ * of anonymous-namespace types, and no job's counter or random name may
+ * reach an object or a log.  0 or KJIT_EIO. */
+static int job_dir_enter(const char *tmpdir, char *dir, size_t dirlen)
 {
-	if ((size_t)snprintf(dir, dirlen, "%s/job-%lu", tmpdir, n) >= dirlen || mkdir(dir, 0700) < 0 ||
-	    setenv("TMPDIR", dir, 1) < 0 || chdir(dir) < 0)
+	if ((size_t)snprintf(dir, dirlen, "%s/%s", tmpdir, KJ_JOB_DIR_NAME) >= dirlen)
+		return KJIT_EIO;
+	/* Never a directory a job left: if emptying it failed, it goes now, or
+	 * this job does not run. */
+	if (mkdir(dir, 0700) < 0 && (errno != EEXIST || kj__rm_rf(dir) < 0 || mkdir(dir, 0700) < 0))
+		return KJIT_EIO;
+	if (setenv("TMPDIR", dir, 1) < 0 || chdir(dir) < 0)
 		return KJIT_EIO;
 	return 0;
 }
@@ -290,7 +303,7 @@ static int job_dir_leave(const struct kj__walls *walls, const char *tmpdir)
 static int serve(const struct kj__compiler_ops *ops, void *state, int fd, const struct kj__walls *walls,
 		 const char *tmpdir)
 {
-	for (unsigned long jobs = 0;; jobs++) {
+	for (;;) {
 		char dir[PATH_MAX];
 		struct kj__frame_hdr h;
 		uint8_t *body = NULL;
@@ -310,10 +323,12 @@ static int serve(const struct kj__compiler_ops *ops, void *state, int fd, const 
 		r = kj__job_decode(&m, &js, err, sizeof err);
 		if (r < 0)
 			kj__out_error(&out, r, err[0] ? err : kjit_strerror(r));
-		else if ((r = job_dir_enter(tmpdir, jobs, dir, sizeof dir)) < 0)
+		else if ((r = job_dir_enter(tmpdir, dir, sizeof dir)) < 0)
 			kj__out_error(&out, r, "cannot make the job's directory");
-		else
+		else {
+			js.job.dir = dir;
 			r = run_job(ops, state, &js.job, &out);
+		}
 		int left = job_dir_leave(walls, tmpdir);
 		uint64_t us = kj__now_us() - t0;
 		int w = send_result(fd, h.id, r, &out, us);

@@ -172,6 +172,20 @@ static int parse_flags(struct kj__get_req *g, const struct kj__msg *m, char *err
 	return 0;
 }
 
+/* " -std=c++17": the blanks around an option, which NVRTC ignores, go
+ * before the whitelists and the key see it (issue 30). */
+static void trim_options(struct kj__get_req *g)
+{
+	for (size_t i = 0; i < g->n_options; i++) {
+		char *o = g->options[i];
+		size_t b = strspn(o, " \t"), l = strlen(o + b);
+		while (l > 0 && (o[b + l - 1] == ' ' || o[b + l - 1] == '\t'))
+			l--;
+		memmove(o, o + b, l);
+		o[l] = '\0';
+	}
+}
+
 int kj__get_req_parse(struct kj__get_req *g, const struct kj__msg *m, char *err, size_t errlen)
 {
 	uint32_t backend = 0;
@@ -244,6 +258,7 @@ int kj__get_req_parse(struct kj__get_req *g, const struct kj__msg *m, char *err,
 		snprintf(err, errlen, "options: too many, too long, or holding a NUL");
 		return r;
 	}
+	trim_options(g);
 	return parse_headers(g, m, err, errlen);
 }
 

@@ -3,13 +3,14 @@
 # Called by the Makefile when a build or test dependency is missing; safe to
 # run again (apt-get skips what is installed). Needs root, or sudo.
 # redis-server and libhiredis-dev (0.14 on Debian 12: async API and the
-# libuv adapter, no TLS) serve the fleet tier, remote/remote.c.
+# libuv adapter, no TLS) serve the fleet tier, remote/remote.c.  glslc (the
+# same shaderc) is what tests/e2e/options.sh compares kjit's SPIR-V with.
 set -eu
 
 PKGS="build-essential pkg-config clang libclang-rt-14-dev llvm
 libuv1-dev libsqlite3-dev sqlite3 libssl-dev libsystemd-dev
 hipcc libamdhip64-dev rocm-device-libs rocminfo
-libshaderc-dev glslang-dev spirv-tools libvulkan-dev mesa-vulkan-drivers
+libshaderc-dev glslang-dev spirv-tools glslc libvulkan-dev mesa-vulkan-drivers
 valgrind systemd groff-base hyperfine
 redis-server libhiredis-dev
 python3"

@@ -11,6 +11,7 @@
 #include "ccopts.h"
 #include "kjit.h"
 #include "test.h"
+#include "util.h"
 
 static int take(struct kj__ccopts *cc, char **argv, int *argc, char *err)
 {
@@ -115,6 +116,81 @@ static void test_glslc_spellings(void)
 	kj__ccopts_free(&cc);
 }
 
+/* client/ccflags.c: the flags of build files, taken whole and spelled as
+ * the daemon's whitelists spell them. */
+static void test_habit_flags(void)
+{
+	struct kj__ccopts cc;
+	char err[256];
+	int argc;
+	char *a1[] = { "get", "--use_fast_math", "-lineinfo", "--extended-lambda", "-expt-relaxed-constexpr",
+		       "-Xcompiler", "-fPIC,-Wall", "-Xptxas=-v", "--diag-suppress", "177", "-restrict",
+		       "-munsafe-fp-atomics", "-fPIC", "--gpu-max-threads-per-block=256", "--target-spv=spv1.3",
+		       "-fubo-binding-base", "5", "-fssbo-binding-base", "comp", "2", "-ftz=true", "--source", "x.cu",
+		       NULL };
+	const char *want[] = { "--use_fast_math", "-lineinfo", "--extended-lambda", "-expt-relaxed-constexpr",
+			       "-Xcompiler=-fPIC,-Wall", "-Xptxas=-v", "--diag-suppress=177", "-restrict",
+			       "-munsafe-fp-atomics", "-fPIC", "--gpu-max-threads-per-block=256", "--target-spv=spv1.3",
+			       "-fubo-binding-base 5", "-fssbo-binding-base 2", "-ftz=true" };
+
+	CHECK_EQ_INT(take(&cc, a1, &argc, err), 0);
+	CHECK_EQ_INT(cc.n_opts, KJ_ARRAY_SIZE(want));
+	for (size_t i = 0; i < cc.n_opts && i < KJ_ARRAY_SIZE(want); i++)
+		CHECK_EQ_STR(cc.opts[i], want[i]);
+	CHECK_EQ_INT(argc, 3); /* get --source x.cu */
+	kj__ccopts_free(&cc);
+	/* refusals name the whole flag */
+	char *a2[] = { "get", "-fubo-binding-base", "vert", "5", NULL };
+	CHECK_EQ_INT(take(&cc, a2, &argc, err), KJIT_EINVAL);
+	CHECK(strstr(err, "-fubo-binding-base vert") != NULL);
+	kj__ccopts_free(&cc);
+	char *a3[] = { "get", "-Xcompiler", NULL };
+	CHECK_EQ_INT(take(&cc, a3, &argc, err), KJIT_EINVAL);
+	CHECK(strstr(err, "-Xcompiler") != NULL);
+	kj__ccopts_free(&cc);
+}
+
+static void test_target_flags(void)
+{
+	struct kj__ccopts cc;
+	char err[256];
+	int argc;
+	const char *target = NULL;
+	char *a1[] = { "get", "-arch=sm_90", "--gpu-architecture", "sm_90", NULL };
+
+	CHECK_EQ_INT(take(&cc, a1, &argc, err), 0);
+	CHECK_EQ_INT(argc, 1);
+	CHECK_EQ_INT(kj__ccopts_finish(&cc, KJIT_BACKEND_CUDA, &target, err, sizeof err), 0);
+	CHECK_EQ_STR(target, "sm_90");
+	target = "sm_80";
+	CHECK_EQ_INT(kj__ccopts_finish(&cc, KJIT_BACKEND_CUDA, &target, err, sizeof err), KJIT_EINVAL);
+	CHECK(strstr(err, "-arch") && strstr(err, "--target"));
+	kj__ccopts_free(&cc);
+	char *a2[] = { "get", "--offload-arch=gfx90a", "--offload-arch=gfx1100", NULL };
+	CHECK_EQ_INT(take(&cc, a2, &argc, err), KJIT_EINVAL);
+	CHECK(strstr(err, "--offload-arch") && strstr(err, "--target"));
+	kj__ccopts_free(&cc);
+	static char *several[][4] = { { "get", "-arch=native", NULL }, { "get", "-arch=sm_80,sm_90", NULL },
+				      { "get", "-gencode", "arch=compute_90,code=sm_90", NULL },
+				      { "get", "-arch", NULL } };
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(several); i++) {
+		CHECK_EQ_INT(take(&cc, several[i], &argc, err), KJIT_EINVAL);
+		CHECK(strstr(err, i == 3 ? "missing argument to -arch" : "--target") != NULL);
+		kj__ccopts_free(&cc);
+	}
+	/* --backend from the target, then the suffix */
+	CHECK_EQ_INT(kj__ccflags_backend("k.cu", "gfx90a"), KJIT_BACKEND_HIP);
+	CHECK_EQ_INT(kj__ccflags_backend("k.hip", "sm_90"), KJIT_BACKEND_CUDA);
+	CHECK_EQ_INT(kj__ccflags_backend(NULL, "vulkan1.2"), KJIT_BACKEND_VULKAN);
+	CHECK_EQ_INT(kj__ccflags_backend("k.cpp", NULL), KJIT_BACKEND_NONE);
+	CHECK_EQ_INT(kj__ccflags_backend("k.cu", NULL), KJIT_BACKEND_CUDA);
+	CHECK_EQ_INT(kj__ccflags_backend("dir/k.hip", NULL), KJIT_BACKEND_HIP);
+	CHECK_EQ_INT(kj__ccflags_backend("s.comp", NULL), KJIT_BACKEND_VULKAN);
+	CHECK_EQ_INT(kj__ccflags_backend("s.hlsl", NULL), KJIT_BACKEND_VULKAN);
+	CHECK_EQ_INT(kj__ccflags_backend("k.txt", NULL), KJIT_BACKEND_NONE);
+	CHECK_EQ_INT(kj__ccflags_backend(NULL, NULL), KJIT_BACKEND_NONE);
+}
+
 static char root[64];
 
 static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -172,4 +248,4 @@ static void test_headers_from_dirs(void)
 }
 
 TEST_LIST(TEST(takes_compiler_options) TEST(missing_argument_and_after_dashdash) TEST(glslc_spellings)
-	  TEST(headers_from_dirs))
+	  TEST(habit_flags) TEST(target_flags) TEST(headers_from_dirs))

@@ -81,6 +81,55 @@ static void test_header_refusals(void)
 	CHECK(strstr(err, "value of -DX holds a newline") != NULL);
 }
 
+/* 0 if opt passes rules[n], else KJIT_EINVAL. */
+static int one_opt(const struct kj__opt_rule *rules, size_t n, const char *opt)
+{
+	const char *o[] = { opt };
+	struct kj__compile_job j = job_opts("sm_90", "a.cu", "", o, 1);
+	char err[256];
+	return kj__options_check2("nvcc", rules, n, NULL, 0, &j, err, sizeof err);
+}
+
+static void test_function_like_macros(void)
+{
+	const struct kj__opt_rule rules[] = { { KJ_OPT_MACRO, "-D", NULL }, { KJ_OPT_MACRO, "-U", NULL } };
+	static const char *const good[] = { "-Dbuffer_ld1(buf,i)=buf[i]", "-DF()=1", "-DV(a, ...)=a", "-DG(x)",
+					    "-DH(...)=__VA_ARGS__", "-DA=1", "-UA" };
+	static const char *const bad[] = { "-D(x)=1", "-DF(1)=x", "-DF(a,)=x", "-DF(a b)=x", "-UF(x)", "-DF(a=1",
+					   "-DF(a))=1", "-DF (a)=1", "-D1F(a)=a" };
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(good); i++)
+		CHECK_EQ_INT(one_opt(rules, 2, good[i]), 0);
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(bad); i++)
+		CHECK_EQ_INT(one_opt(rules, 2, bad[i]), KJIT_EINVAL);
+	/* nvcc and hipcc get it as a directive (their own -D splits at commas) */
+	char err[256] = "";
+	const char *fn[] = { "-Dbuffer_ld1(buf,i)=buf[i]", "-DG(x)" };
+	char *h = header_of(fn, 2, err, sizeof err);
+	CHECK(h != NULL);
+	CHECK_EQ_STR(h, "#define buffer_ld1(buf,i) buf[i]\n\n#define G(x) 1\n\n");
+	free(h);
+}
+
+static void test_value_lists(void)
+{
+	const struct kj__opt_rule rules[] = { { KJ_OPT_LIST, "-Xcompiler=", KJ_HOST_CC_VALUES },
+					      { KJ_OPT_LIST, "-Xptxas=", KJ_PTXAS_VALUES },
+					      { KJ_OPT_LIST, "--diag-suppress=", "#|*" } };
+	static const char *const good[] = { "-Xcompiler=-fPIC", "-Xcompiler=-Wall,-Wno-unused-function,-O2",
+					    "-Xptxas=-v", "-Xptxas=-O3,--warn-on-spills,--maxrregcount=64",
+					    "--diag-suppress=177,550", "--diag-suppress=set_but_not_used" };
+	/* what could read or write a file, or run a program, never passes */
+	static const char *const bad[] = { "-Xcompiler=-Wl,-rpath=/x", "-Xcompiler=-fplugin=x", "-Xcompiler=",
+					   "-Xcompiler=-fPIC,", "-Xcompiler=-Wp,-MD,/tmp/x", "-Xcompiler=-Wa",
+					   "-Xcompiler=-B/tmp", "-Xcompiler=-include,/etc/passwd", "-Xcompiler=-o,/x",
+					   "-Xptxas=--gpu-name=sm_80", "-Xptxas=-o,/tmp/x", "--diag-suppress=17a",
+					   "--diag-suppress=1234567", "--diag-suppress=", "-Xcompiler=-W/x" };
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(good); i++)
+		CHECK_EQ_INT(one_opt(rules, 3, good[i]), 0);
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(bad); i++)
+		CHECK_EQ_INT(one_opt(rules, 3, bad[i]), KJIT_EINVAL);
+}
+
 static void test_shell_safe(void)
 {
 	char err[512];
@@ -181,5 +230,6 @@ static void test_hipcc_injections(void)
 	injections_through("hipcc", "gfx90a", "inj.hip", cuda_src);
 }
 
-TEST_LIST(TEST(header_text) TEST(header_refusals) TEST(shell_safe) TEST(reserved_header_name)
+TEST_LIST(TEST(header_text) TEST(header_refusals) TEST(function_like_macros) TEST(value_lists) TEST(shell_safe)
+		  TEST(reserved_header_name)
 		  TEST(nvcc_injections) TEST(hipcc_injections))

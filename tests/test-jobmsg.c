@@ -63,7 +63,7 @@ static const struct kj__header hdrs[] = { { "a.h", hdr_a, sizeof hdr_a - 1 }, { 
 
 static struct kj__compile_job full_job(void)
 {
-	struct kj__compile_job j = { "gfx90a:xnack-", opts, 3, ents, 2, "k.hip", src, sizeof src, hdrs, 2 };
+	struct kj__compile_job j = { "gfx90a:xnack-", opts, 3, ents, 2, "k.hip", src, sizeof src, hdrs, 2, NULL };
 	return j;
 }
 

@@ -2,7 +2,7 @@
 subcommands through the Python package, with the same options, output and
 exit status (docs/cli.md):
 
-    python3 -m kjit get (--source FILE | --kernel NAME) --backend B [--target T]
+    python3 -m kjit get (--source FILE | --kernel NAME) [--backend B] [--target T]
                         [--entry E]... [-I DIR]... [-D NAME[=VALUE]]... [-U NAME]...
                         [-O[LEVEL]] [-std=STD] [--compiler FAMILY]
                         [--name-expression EXPR]... [--opt OPT]...
@@ -41,7 +41,7 @@ from . import Client, CompileError, Error
 EX_OK, EX_FAIL, EX_USAGE, EX_DOWN = 0, 1, 2, 3
 
 USAGE = {
-    "get": "get (--source FILE | --kernel NAME) --backend B [--target T] [--entry E]... "
+    "get": "get (--source FILE | --kernel NAME) [--backend B] [--target T] [--entry E]... "
            "[-I DIR]... [-D NAME[=VALUE]]... [-U NAME]... [-O[LEVEL]] [-std=STD] [--compiler FAMILY] "
            "[--name-expression EXPR]... [--opt OPT]... [--include-header [NAME=]FILE]... [-o FILE] [--json] "
            "[--explain]",
@@ -172,8 +172,43 @@ VALUED = ("--source", "--kernel", "--backend", "--target", "--entry", "--opt", "
 CCOPTS_MAX = 256  # KJ_CCOPTS_MAX
 
 
+# client/ccflags.c's tables: the flags of build files, taken as typed.
+HABIT_EXACT = ("--use_fast_math", "-use_fast_math", "-lineinfo", "--generate-line-info", "--expt-relaxed-constexpr",
+               "-expt-relaxed-constexpr", "--expt-extended-lambda", "-expt-extended-lambda", "--extended-lambda",
+               "-extended-lambda", "--restrict", "-restrict", "--device-int128", "-device-int128",
+               "--extra-device-vectorization", "--disable-warnings", "--resource-usage", "-res-usage",
+               "--device-as-default-execution-space", "-fPIC", "-fPIE", "-m64")
+HABIT_PREFIXED = ("--ftz=", "--fmad=", "--prec-div=", "--prec-sqrt=", "-prec-div=", "-prec-sqrt=", "--maxrregcount=",
+                  "-maxrregcount=", "--diag-suppress=", "-diag-suppress=", "--diag-warn=", "-diag-warn=",
+                  "--diag-error=", "-diag-error=", "--compress-mode=", "--gpu-max-threads-per-block=",
+                  "--target-spv=", "-Xcompiler=", "-Xptxas=", "--compiler-options=", "--ptxas-options=")
+HABIT_VALUED = ("-Xcompiler", "-Xptxas", "--compiler-options", "--ptxas-options", "--diag-suppress",
+                "-diag-suppress")
+ARCH_FLAGS = ("-arch", "--gpu-architecture", "--offload-arch", "--cuda-gpu-arch")
+MULTI_FLAGS = ("-gencode", "--generate-code", "-code", "--gpu-code")
+BINDING_BASES = tuple(f"-f{k}-binding-base" for k in ("image", "sampler", "texture", "ubo", "cbuffer", "ssbo",
+                                                      "uav"))
+
+
+def backend_of(source: Optional[str], target: Optional[str]) -> Optional[str]:
+    """The backend a command line implies (kj__ccflags_backend): the
+    target's, else the source's suffix; None when neither says."""
+    if target and target.startswith(("sm_", "compute_")):
+        return "cuda"
+    if target and target.startswith("gfx"):
+        return "hip"
+    if target and target.startswith("vulkan"):
+        return "vulkan"
+    for suffix, backend in ((".cu", "cuda"), (".hip", "hip"), (".comp", "vulkan"), (".glsl", "vulkan"),
+                            (".hlsl", "vulkan")):
+        if source and len(source) > len(suffix) and source.endswith(suffix):
+            return backend
+    return None
+
+
 class CcOpts:
-    """The compiler-style options of a command line (client/ccopts.c)."""
+    """The compiler-style options of a command line (client/ccopts.c and
+    client/ccflags.c)."""
 
     def __init__(self) -> None:
         self.dirs: List[str] = []        # -I DIR, in order
@@ -183,6 +218,51 @@ class CcOpts:
         self.target_env: Optional[str] = None
         self.stage: Optional[str] = None
         self.entry_point: Optional[str] = None  # glslc's -fentry-point=NAME
+        self.arch: Optional[str] = None         # -arch=sm_90, --offload-arch=gfx90a ...: the target
+        self.arch_opt = ""                      # that flag as typed, for messages
+
+    def _take_arch(self, flag: str, v: Optional[str]) -> None:
+        if not v:
+            raise ValueError(f"missing argument to {flag}")
+        if v == "native" or v.startswith("all") or "," in v:
+            raise ValueError(f"{flag} {v}: kjit compiles one target a request; name it with --target "
+                             "(`kjit targets` lists this machine's)")
+        if self.arch is not None and self.arch != v:
+            raise ValueError(f"{self.arch_opt} and {flag} {v}: kjit compiles one target a request; give it "
+                             "once, with --target")
+        self.arch, self.arch_opt = v, f"{flag} {v}"
+
+    def _habit(self, argv: List[str], i: int) -> int:
+        """client/ccflags.c's kj__ccflags_take: how many words argv[i] took
+        (0: not one of them).  Raises ValueError."""
+        a = argv[i]
+        nxt = argv[i + 1] if i + 1 < len(argv) else None
+        if a in HABIT_EXACT or a.startswith(HABIT_PREFIXED) or re.match(r"-m[a-z]", a):
+            self._add(self.opts, a, "compiler options")
+            return 1
+        if a in HABIT_VALUED:
+            if nxt is None:
+                raise ValueError(f"missing argument to {a}")
+            self._add(self.opts, f"{a}={nxt}", "compiler options")
+            return 2
+        flag, eq, v = a.partition("=")
+        if flag in ARCH_FLAGS:
+            self._take_arch(flag, v if eq else nxt)
+            return 1 if eq else 2
+        if flag in MULTI_FLAGS:
+            raise ValueError(f"{flag}: kjit compiles one target a request; name it with --target (as "
+                             "-arch=sm_90 or --offload-arch=gfx90a would)")
+        if a in BINDING_BASES:
+            k = i + 1
+            if k < len(argv) and argv[k] and not argv[k].isdigit():
+                if argv[k] not in ("comp", "compute"):
+                    raise ValueError(f"{a} {argv[k]}: kjit builds compute shaders only (a stage of comp or none)")
+                k += 1
+            if k >= len(argv) or not argv[k].isdigit():
+                raise ValueError(f"{a} takes [comp] and a binding number")
+            self._add(self.opts, f"{a} {argv[k]}", "compiler options")
+            return k + 1 - i
+        return 0
 
     def _add(self, kind: List[str], v: str, what: str) -> None:
         if len(kind) >= CCOPTS_MAX:
@@ -205,7 +285,8 @@ class CcOpts:
                 rest.append(f"{'--output' if a == '-o' else a}={nxt}")
                 i += 2
                 continue
-            i += self._one(a, nxt, rest)
+            n = self._habit(argv, i)
+            i += n if n else self._one(a, nxt, rest)
         return rest
 
     def _one(self, a: str, nxt: Optional[str], rest: List[str]) -> int:
@@ -264,6 +345,11 @@ class CcOpts:
             raise ValueError(f"-fentry-point={self.entry_point}: not a name kjit takes ([A-Za-z0-9._+-])")
         if self.stage is not None and self.stage not in ("compute", "comp"):
             raise ValueError(f"-fshader-stage={self.stage}: kjit builds compute shaders only")
+        if self.arch is not None:  # -arch=sm_90, --offload-arch=gfx90a ...
+            if target is not None and target != self.arch:
+                raise ValueError(f"{self.arch_opt} and --target {target} disagree: give the target once, "
+                                 "with --target")
+            target = self.arch
         if self.target_env is not None:
             if target is not None and target != self.target_env:
                 raise ValueError(f"--target-env={self.target_env} and --target {target} disagree")
@@ -293,8 +379,11 @@ def cmd_get(argv: List[str]) -> int:
     a = p.parse_args(argv)
     if (a.source is None) == (a.kernel is None):
         p.error("give exactly one of --source and --kernel")
+    if a.backend is None:  # the target's or the suffix's (client/ccflags.c)
+        a.backend = backend_of(a.source, a.target or cc.arch)
     if a.backend is None:
-        p.error("--backend is required")
+        p.error("--backend is required (the file's suffix, .cu, .hip, .comp, .glsl or .hlsl, does not say)"
+                if a.source else "--backend is required")
     if a.backend not in ("hip", "cuda", "vulkan"):
         p.error(f"unknown backend {a.backend} (expected hip, cuda or vulkan)")
     if a.json and a.output == "-":

@@ -65,6 +65,28 @@ expect down-verify 3 "$KJIT" verify
 
 expect missing-source-file 1 "$KJIT" get --source "$T/nope.hip" --backend hip
 
+# Issue 30: --backend from the file's suffix or the target (so these reach
+# the missing daemon), target-like flags, and a bad option named whole.
+expect down-get-backend-from-suffix 3 "$KJIT" get --source "$T/k.hip"
+expect down-get-backend-from-arch 3 "$KJIT" get --source "$T/k.hip" --offload-arch=gfx90a
+expect down-get-nvcc-habits 3 "$KJIT" get --source "$T/k.hip" -arch=sm_90 -lineinfo --use_fast_math \
+	-Xcompiler -fPIC --expt-relaxed-constexpr
+expect usage-get-arch-disagrees 2 "$KJIT" get --source "$T/k.hip" -arch=sm_90 --target sm_80
+expect usage-get-gencode 2 "$KJIT" get --source "$T/k.hip" -gencode arch=compute_90,code=sm_90
+# named_whole NAME ARG: the one-line error names ARG, not its first letter
+named_whole() {
+	"$KJIT" get --source "$T/k.hip" --backend hip "$2" >/dev/null 2>"$T/err"
+	if grep -q -e "unknown option $2;" "$T/err"; then
+		echo "ok $1"
+		pass=$((pass + 1))
+	else
+		echo "not ok $1: $(head -c 200 "$T/err")"
+		fail=$((fail + 1))
+	fi
+}
+named_whole usage-get-whole-option -lfoo
+named_whole usage-get-whole-option-last -qz
+
 # Help is not an error.
 if "$KJIT" --help >/dev/null 2>&1 && "$KJIT" get --help >/dev/null 2>&1; then
 	echo "ok help"
