@@ -317,6 +317,10 @@ int kj__headers_for_source(const kjit_request *req, const char *path, const char
 		free(name);
 		name = p;
 		tree.anc = anc;
+		/* issue 30: the folder the include climbs to is a root, as it is
+		 * for the compiler: the client reads what its user can read (the
+		 * daemon reads none of it), and sends it under its tree path */
+		tree.src_dir = anc;
 		tree.climb = 0;
 		r = headers_in_tree(req, name, dirs, n, &tree, out, n_out, err, errlen);
 		free(anc);
@@ -363,6 +367,11 @@ static int headers_in_tree(const kjit_request *req, const char *sname, const cha
 		data[i] = req->headers[i].data;
 		lens[i] = req->headers[i].size;
 	}
+	struct kj__include_tree none = { 0 };
+	if (tree == NULL)
+		tree = &none;
+	tree->options = req->options; /* -D/-U for computed includes, pre-included headers */
+	tree->n_options = req->options ? req->n_options : 0;
 	r = kj__includes_resolve_tree(sname, req->source, req->source_size, names, data, lens, nh, dirs, n, tree,
 				      &inc, err, errlen);
 	if (r < 0)

@@ -67,7 +67,7 @@ struct get_args {
 	const char *source, *kernel, *target, *out;
 	const char *kernels[MAX_REPEAT];
 	size_t n_kernels;
-	int backend, json, explain;
+	int backend, json, explain, print_headers;
 	const char *entries[MAX_REPEAT], *opts[MAX_REPEAT], *headers[MAX_REPEAT];
 	size_t n_entries, n_opts, n_headers;
 };
@@ -79,7 +79,7 @@ static int get_parse(const struct cmd *cmd, int argc, char **argv, struct get_ar
 		{ "backend", required_argument, NULL, 'b' }, { "target", required_argument, NULL, 't' },
 		{ "entry", required_argument, NULL, 'e' }, { "opt", required_argument, NULL, 'O' },
 		{ "include-header", required_argument, NULL, 'I' }, { "json", no_argument, NULL, 'J' },
-		{ "explain", no_argument, NULL, 'X' },
+		{ "explain", no_argument, NULL, 'X' }, { "print-headers", no_argument, NULL, 'P' },
 		{ "output", required_argument, NULL, 'o' }, { NULL, 0, NULL, 0 }
 	};
 	int ch, r = 0;
@@ -99,6 +99,7 @@ static int get_parse(const struct cmd *cmd, int argc, char **argv, struct get_ar
 		case 'o': a->out = optarg; break;
 		case 'J': a->json = 1; break;
 		case 'X': a->explain = 1; break;
+		case 'P': a->print_headers = 1; break;
 		default: return kj__cli_option_error(cmd, ch, argv);
 		}
 	}
@@ -392,6 +393,10 @@ int kj__cmd_get(const struct cmd *cmd, int argc, char **argv)
 	};
 	if (a.source && (ex = source_headers(&req, a.source, &found, &n_found, &place)) != 0)
 		goto out;
+	for (size_t i = 0; a.print_headers && i < req.n_headers; i++) /* what the key covers (issue 30) */
+		fprintf(stderr, "header: %s\n", req.headers[i].name);
+	if (a.print_headers && req.source_name)
+		fprintf(stderr, "source: %s\n", req.source_name);
 	ex = get_one(&a, &cc, &req, c);
 out:
 	kj__headers_free(found, n_found);

@@ -1,0 +1,171 @@
+#!/bin/sh
+# sources.sh: sources written in the styles of issue 30 (tests/realworld/styles),
+# each compiled through a real kjitd as a user would type it, then a hit, and
+# the object compared with the raw compiler's (nvcc's cubin byte for byte;
+# hipcc's bundle unbundled): a computed include through libcu++ and a
+# computed project header (CUTLASS/CuTe style, NVRTC and nvcc), a backslash
+# and blank before a newline and a trigraph under -std=c++14 (nvcc, hipcc),
+# "../include/" from the source's folder with no -I (nvcc, hipcc), a
+# function-like -D naming a header and used in code.
+# Then the key completeness check: for every source of tests/realworld, the
+# styles and kernels_src, the compiler's own dependency list (nvcc -M,
+# hipcc -M) must name no file outside the toolchain that kjit did not send
+# (`kjit get --print-headers`).  A compiler not installed here is said and
+# its checks skipped.
+. "$(dirname "$0")/lib.sh"
+
+R="$T/rw"
+cp -r "$TOP/tests/realworld" "$R"
+S="$R/styles"
+INC="$R/include"
+
+have_nvcc=0 have_hipcc=0 have_nvrtc=0
+command -v nvcc >/dev/null 2>&1 && have_nvcc=1
+command -v hipcc >/dev/null 2>&1 && have_hipcc=1
+ldconfig -p 2>/dev/null | grep -q 'libnvrtc\.so' && have_nvrtc=1
+BUNDLER=$(ls /usr/bin/clang-offload-bundler* 2>/dev/null | head -1)
+
+# get ARGS...: "STATUS KEY" of `kjit get`, or "error" (stderr in $T/err).
+get() {
+	"$KJIT" get "$@" >"$T/out" 2>"$T/err" && cut -d' ' -f1,2 "$T/out" || echo error
+}
+status() { echo "$1" | cut -d' ' -f1; }
+key() { echo "$1" | cut -d' ' -f2; }
+
+# twice NAME ARGS...: compiles (object in $T/obj), then a hit of the same key.
+twice() {
+	tw=$1
+	shift
+	a=$(get "$@" -o "$T/obj")
+	check "$tw: compiles" [ "$(status "$a")" = compiled ]
+	[ "$(status "$a")" = compiled ] || sed 's/^/# /' "$T/err"
+	b=$(get "$@" -o "$T/obj2")
+	check "$tw: repeats as a hit" [ "$b" = "hit $(key "$a")" ]
+}
+
+# same_as_raw NAME RAW_OBJECT: kjit's object ($T/obj) is the raw compiler's
+# (an offload bundle is unbundled for the target first).
+same_as_raw() {
+	raw=$2
+	if [ "${raw##*.}" = hsaco ]; then
+		if [ -z "$BUNDLER" ]; then
+			echo "# skip $1: byte-identical to raw hipcc (no clang-offload-bundler)"
+			return 0
+		fi
+		"$BUNDLER" --unbundle --type=o --targets=hipv4-amdgcn-amd-amdhsa--gfx90a --inputs="$raw" \
+			--outputs="$raw.co" && raw="$raw.co"
+	fi
+	check "$1: byte-identical to the raw compiler's" cmp -s "$T/obj" "$raw"
+}
+
+start_daemon || { not_ok start "kjitd did not start"; exit 1; }
+
+if [ $have_nvrtc = 1 ]; then
+	twice "nvrtc: #include STD_HEADER(cstdint) through libcu++, a computed project header" \
+		--source "$S/stl_computed.cu" --backend cuda --target sm_90 -I "$INC" --entry stl_twice
+	k1=$(key "$a")
+	printf '\n// changed\n' >>"$INC/rw/host_only.cuh"
+	c=$(get --source "$S/stl_computed.cu" --backend cuda --target sm_90 -I "$INC" --entry stl_twice)
+	check "nvrtc: a change to a header reached through a computed include changes the key" \
+		[ "$(status "$c")" = compiled ] && [ "$(key "$c")" != "$k1" ]
+	cp "$TOP/tests/realworld/include/rw/host_only.cuh" "$INC/rw/host_only.cuh"
+else
+	echo "# skip NVRTC checks: libnvrtc not installed"
+fi
+
+if [ $have_nvcc = 1 ]; then
+	nvcc --cubin -arch=sm_90 -I "$INC" -o "$T/raw1.cubin" "$S/stl_computed.cu" 2>/dev/null
+	twice "nvcc: computed includes" --source "$S/stl_computed.cu" --backend cuda --target sm_90 -I "$INC" \
+		--compiler nvcc --entry stl_twice
+	same_as_raw "nvcc: computed includes" "$T/raw1.cubin"
+	nvcc --cubin -arch=sm_90 -std=c++14 -o "$T/raw2.cubin" "$S/lexer_habits.cu" 2>/dev/null
+	twice "nvcc -std=c++14: a trigraph ??=include and a backslash-blank splice" \
+		--source "$S/lexer_habits.cu" --backend cuda --target sm_90 -std=c++14 --compiler nvcc --entry lexer_scale
+	same_as_raw "nvcc: trigraph and splice" "$T/raw2.cubin"
+	grep -q '^header: lexer_habits_tri.h$' "$T/err" 2>/dev/null || "$KJIT" get --source "$S/lexer_habits.cu" \
+		--backend cuda --target sm_90 -std=c++14 --compiler nvcc --print-headers >/dev/null 2>"$T/err"
+	check "the trigraph's header is sent and keyed" grep -q '^header: lexer_habits_tri.h$' "$T/err"
+	(cd "$S/app/src" && nvcc --cubin -arch=sm_90 -o "$T/raw3.cubin" saxpy.cu 2>/dev/null)
+	twice "nvcc: \"../include/\" from the source's folder, no -I" \
+		--source "$S/app/src/saxpy.cu" --backend cuda --target sm_90 --compiler nvcc --entry app_saxpy
+	same_as_raw "nvcc: ../include with no -I" "$T/raw3.cubin"
+	# a function-like -D naming a header and one used in code (the option's
+	# whitelist is issue 30's other half: said, not failed, where it refuses)
+	f=$(get --source "$S/func_macro.cu" --backend cuda --target sm_90 -I "$INC" '-DSTYLES_LD(p)=__ldg(p)' \
+		'-DSTYLES_CFG(x)=<rw/x>' --compiler nvcc --entry func_copy -o "$T/obj")
+	if [ "$f" = error ] && grep -q 'is not allowed for' "$T/err"; then
+		echo "# skip function-like -D through nvcc: its whitelist refuses it here ($(head -1 "$T/err"))"
+	else
+		nvcc --cubin -arch=sm_90 -I "$INC" '-DSTYLES_LD(p)=__ldg(p)' '-DSTYLES_CFG(x)=<rw/x>' \
+			-o "$T/raw4.cubin" "$S/func_macro.cu" 2>/dev/null
+		check "nvcc: a function-like -D in an #include and in code" [ "$(status "$f")" = compiled ]
+		same_as_raw "nvcc: function-like -D" "$T/raw4.cubin"
+	fi
+else
+	echo "# skip nvcc checks: nvcc not installed"
+fi
+
+if [ $have_hipcc = 1 ]; then
+	(cd "$S/app/src" && hipcc --genco --offload-arch=gfx90a -o "$T/raw5.hsaco" saxpy.hip 2>/dev/null)
+	twice "hipcc: \"../include/\" from the source's folder, no -I" \
+		--source "$S/app/src/saxpy.hip" --backend hip --target gfx90a --compiler hipcc --entry app_saxpy
+	same_as_raw "hipcc: ../include with no -I" "$T/raw5.hsaco"
+else
+	echo "# skip hipcc checks: hipcc not installed"
+fi
+
+# The key completeness check.  covered NAME SOURCE "KJIT ARGS" "DEP ARGS":
+# every file `DEPTOOL -M DEP_ARGS SOURCE` lists (but the toolchain's, which
+# the compiler's identity covers) is the source or a header kjit sent.  The
+# request names a target no compiler has (sm_10): the client prints what it
+# sends before the daemon says no, so nothing compiles.
+covered() {
+	cname=$1 src=$2 kargs=$3 dargs=$4
+	case "$src" in *.hip) tool=hipcc backend=hip target=gfx0 ;; *) tool=nvcc backend=cuda target=sm_10 ;; esac
+	if [ $tool = nvcc ] && [ $have_nvcc = 0 ] || [ $tool = hipcc ] && [ $have_hipcc = 0 ]; then
+		echo "# skip completeness of $cname: $tool not installed"
+		return 0
+	fi
+	# shellcheck disable=SC2086
+	"$KJIT" get --source "$src" --backend $backend --target $target $kargs --print-headers \
+		>/dev/null 2>"$T/sent" || true
+	sed -n 's/^header: //p' "$T/sent" >"$T/sent.names"
+	dir=$(dirname "$src")
+	# shellcheck disable=SC2086
+	(cd "$dir" && $tool -M $dargs "$(basename "$src")" 2>/dev/null) | tr ' \\' '\n\n' |
+		awk 'NF && seen && !/:$/ { print } /:$/ { seen = 1 }' >"$T/deps"
+	miss=""
+	srcreal=$(realpath "$src")
+	while read -r f; do
+		p=$(cd "$dir" && realpath "$f" 2>/dev/null) || continue
+		case "$p" in "$srcreal" | /usr/* | /opt/*) continue ;; esac
+		hit=0
+		while read -r h; do
+			case "$p" in */"$h") hit=1 && break ;; esac
+		done <"$T/sent.names"
+		[ $hit = 1 ] || miss="$miss $f"
+	done <"$T/deps"
+	check "completeness: $cname: every file $tool -M lists is keyed" [ -z "$miss" ] && [ -s "$T/deps" ]
+	[ -z "$miss" ] || echo "# not sent:$miss"
+}
+
+covered stl_computed.cu "$S/stl_computed.cu" "-I $INC" "-I $INC"
+covered lexer_habits.cu "$S/lexer_habits.cu" "-std=c++14" "-std=c++14"
+covered "app/src/saxpy.cu" "$S/app/src/saxpy.cu" "" ""
+covered "app/src/saxpy.hip" "$S/app/src/saxpy.hip" "" "--offload-arch=gfx90a"
+covered half_reduce.cu "$R/half_reduce.cu" "-I $INC -std=c++17" "-I $INC -std=c++17"
+covered host_axpy.cu "$R/host_axpy.cu" "-I $INC" "-I $INC"
+covered templated.cu "$R/templated.cu" "-I $INC" "-I $INC"
+covered warn_unused.cu "$R/warn_unused.cu" "" ""
+covered beside/stencil.cu "$R/beside/stencil.cu" "" ""
+covered app/src/scale.cu "$R/app/src/scale.cu" "-I $R/app/include" "-I $R/app/include"
+covered app/src/main.hip "$R/app/src/main.hip" "-I $R/app/include" "-I $R/app/include --offload-arch=gfx90a"
+covered vecadd_main.hip "$R/vecadd_main.hip" "" "--offload-arch=gfx90a"
+covered hipified.hip "$R/hipified.hip" "" "--offload-arch=gfx90a"
+covered warn_scale.hip "$R/warn_scale.hip" "" "--offload-arch=gfx90a"
+for k in "$TOP"/kernels_src/*.cu; do
+	covered "kernels_src/$(basename "$k")" "$k" "-I $TOP/kernels_src/include" "-I $TOP/kernels_src/include"
+done
+
+stop_daemon
+finish
