@@ -24,6 +24,8 @@ struct kj__ccopts {
 	const char *compiler;              /* --compiler FAMILY, or NULL */
 	const char *exprs[KJ_CCOPTS_MAX];  /* --name-expression EXPR: argv's strings */
 	size_t n_exprs;
+	const char *pre[KJ_CCOPTS_MAX];    /* -include FILE, --pre-include[=]FILE: argv's strings */
+	size_t n_pre;
 };
 
 /* Takes the compiler-style options out of argv[1..*argc) (argv[0] is the

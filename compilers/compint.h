@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "buf.h"
 #include "compiler.h"
@@ -221,6 +222,17 @@ int kj__put_file(const char *dir, const char *name, const uint8_t *data, size_t 
 void kj__rm_job_dir(const char *dir);
 /* The captured log with every "DIR/" removed, capped; NULL if empty. */
 char *kj__clean_log(const struct kj__proc_out *po, const char *dir);
+
+/* A request's pre-included header (nvcc's and hipcc's -include FILE,
+ * NVRTC's --pre-include=FILE, as `kjit get` sends them: common/includes.h
+ * KJ_PRE_INCLUDE_OPT): NAME of "--pre-include=NAME", or NULL.  Its bytes
+ * are a header of the job; a family passes it on its own way (nvcc and
+ * hipcc: "-include NAME" after the definitions' header, from the job's
+ * directory; NVRTC and hiprtc: the option as it is). */
+static inline const char *kj__opt_pre_include(const char *opt)
+{
+	return opt && strncmp(opt, "--pre-include=", 14) == 0 && opt[14] ? opt + 14 : NULL;
+}
 
 /* Shell-driven compilers (nvcc, hipcc): no option value reaches a shell
  * (defs.c).  The job's definitions go to this header in the job's

@@ -6,7 +6,9 @@
 # computed project header (CUTLASS/CuTe style, NVRTC and nvcc), a backslash
 # and blank before a newline and a trigraph under -std=c++14 (nvcc, hipcc),
 # "../include/" from the source's folder with no -I (nvcc, hipcc), a
-# function-like -D naming a header and used in code.
+# function-like -D naming a header and used in code, -include FILE (nvcc,
+# hipcc, hiprtc) and NVRTC's --pre-include=FILE; a second user's "../" to
+# a file it cannot read.
 # Then the key completeness check: for every source of tests/realworld, the
 # styles and kernels_src, the compiler's own dependency list (nvcc -M,
 # hipcc -M) must name no file outside the toolchain that kjit did not send
@@ -114,6 +116,37 @@ else
 	echo "# skip hipcc checks: hipcc not installed"
 fi
 
+# -include FILE (nvcc, hipcc), NVRTC's --pre-include=FILE: the file and what
+# it includes are sent and keyed, and the compile in the job reads them first.
+PRE="$S/preinc"
+if [ $have_nvcc = 1 ]; then
+	(cd "$PRE" && nvcc --cubin -arch=sm_90 -include prelude.h -o "$T/raw6.cubin" scale.cu 2>/dev/null)
+	twice "nvcc -include prelude.h" --source "$PRE/scale.cu" --backend cuda --target sm_90 --compiler nvcc \
+		-include "$PRE/prelude.h" --entry pre_scale
+	same_as_raw "nvcc -include" "$T/raw6.cubin"
+fi
+if [ $have_nvrtc = 1 ]; then
+	p1=$(cd "$PRE" && get --source scale.cu --backend cuda --target sm_90 --pre-include=prelude.h --entry pre_scale)
+	check "nvrtc --pre-include=prelude.h compiles" [ "$(status "$p1")" = compiled ]
+	printf '\n// changed\n' >>"$PRE/precision.h"
+	p2=$(cd "$PRE" && get --source scale.cu --backend cuda --target sm_90 --pre-include=prelude.h --entry pre_scale)
+	check "a change to a header the pre-included file includes changes the key" \
+		[ "$(status "$p2")" = compiled ] && [ "$(key "$p2")" != "$(key "$p1")" ]
+	cp "$TOP/tests/realworld/styles/preinc/precision.h" "$PRE/precision.h"
+fi
+if [ $have_hipcc = 1 ]; then
+	(cd "$PRE" && hipcc --genco --offload-arch=gfx90a -include prelude.h -o "$T/raw7.hsaco" scale.hip 2>/dev/null)
+	twice "hipcc -include prelude.h" --source "$PRE/scale.hip" --backend hip --target gfx90a --compiler hipcc \
+		-include "$PRE/prelude.h" --entry pre_scale
+	same_as_raw "hipcc -include" "$T/raw7.hsaco"
+fi
+if ldconfig -p 2>/dev/null | grep -q 'libamdhip64\.so\|libhiprtc\.so'; then
+	twice "hiprtc -include prelude.h" --source "$PRE/scale.hip" --backend hip --target gfx90a \
+		-include "$PRE/prelude.h" --entry pre_scale
+fi
+w=$(get --source "$PRE/scale.cu" --backend cuda --target sm_90 -include "$PRE/absent.h")
+check "-include of a file found nowhere is said" [ "$w" = error ] && grep -q 'absent.h: not found' "$T/err"
+
 # The key completeness check.  covered NAME SOURCE "KJIT ARGS" "DEP ARGS":
 # every file `DEPTOOL -M DEP_ARGS SOURCE` lists (but the toolchain's, which
 # the compiler's identity covers) is the source or a header kjit sent.  The
@@ -127,8 +160,8 @@ covered() {
 		return 0
 	fi
 	# shellcheck disable=SC2086
-	"$KJIT" get --source "$src" --backend $backend --target $target $kargs --print-headers \
-		>/dev/null 2>"$T/sent" || true
+	(cd "$(dirname "$src")" && "$KJIT" get --source "$src" --backend $backend --target $target $kargs \
+		--print-headers >/dev/null 2>"$T/sent") || true
 	sed -n 's/^header: //p' "$T/sent" >"$T/sent.names"
 	dir=$(dirname "$src")
 	# shellcheck disable=SC2086
@@ -160,12 +193,47 @@ covered warn_unused.cu "$R/warn_unused.cu" "" ""
 covered beside/stencil.cu "$R/beside/stencil.cu" "" ""
 covered app/src/scale.cu "$R/app/src/scale.cu" "-I $R/app/include" "-I $R/app/include"
 covered app/src/main.hip "$R/app/src/main.hip" "-I $R/app/include" "-I $R/app/include --offload-arch=gfx90a"
+covered preinc/scale.cu "$PRE/scale.cu" "-include prelude.h" "-include prelude.h"
+covered preinc/scale.hip "$PRE/scale.hip" "-include prelude.h" "-include prelude.h --offload-arch=gfx90a"
 covered vecadd_main.hip "$R/vecadd_main.hip" "" "--offload-arch=gfx90a"
 covered hipified.hip "$R/hipified.hip" "" "--offload-arch=gfx90a"
 covered warn_scale.hip "$R/warn_scale.hip" "" "--offload-arch=gfx90a"
 for k in "$TOP"/kernels_src/*.cu; do
 	covered "kernels_src/$(basename "$k")" "$k" "-I $TOP/kernels_src/include" "-I $TOP/kernels_src/include"
 done
+
+# "..": the client reads what its user can read, and only that.  A second
+# user (useradd, setpriv) includes "../readable.h" (0644) and "../secret.h"
+# (0600 root) from its source's folder: the first compiles, the second
+# fails in the client as the raw compiler fails, its bytes nowhere.
+if [ "$(id -u)" -eq 0 ] && command -v useradd >/dev/null && command -v setpriv >/dev/null; then
+	U="kjin$$"
+	trap 'userdel "$U" 2>/dev/null; cleanup' EXIT INT TERM
+	useradd -M -N -g nogroup -s /bin/sh "$U" || not_ok users "cannot create a user"
+	P="$T/proj"
+	mkdir -p "$P/src" && cp "$KJIT" "$T/kjit" && chmod 0755 "$T" "$T/kjit" "$P" "$P/src" "$T/sock" &&
+		chmod 0666 "$KJIT_SOCKET"
+	MARK="kjsecret$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')"
+	printf '#define READABLE_GAIN 2.0f\n' >"$P/readable.h"
+	printf '#define %s 1\n' "$MARK" >"$P/secret.h"
+	chmod 0644 "$P/readable.h" && chmod 0600 "$P/secret.h"
+	printf '#include "../readable.h"\n__global__ void rk(float *x) { x[0] *= READABLE_GAIN; }\n' >"$P/src/r.cu"
+	printf '#include "../secret.h"\n__global__ void sk(float *x) { x[0] = 1; }\n' >"$P/src/s.cu"
+	chmod 0644 "$P/src/r.cu" "$P/src/s.cu"
+	as_user() {
+		setpriv --reuid="$U" --regid="$(id -g "$U")" --init-groups env KJIT_SOCKET="$KJIT_SOCKET" \
+			KJIT_NO_AUTOSTART=1 HOME=/ "$@"
+	}
+	as_user "$T/kjit" get --source "$P/src/r.cu" --backend cuda --target sm_10 --print-headers \
+		>/dev/null 2>"$T/u.err"
+	check "another user: \"../readable.h\" is read and sent" grep -q '^header: readable.h$' "$T/u.err"
+	as_user "$T/kjit" get --source "$P/src/s.cu" --backend cuda --target sm_90 >"$T/u.out" 2>"$T/u.err"
+	check "another user: \"../secret.h\" (0600 root) is refused by the client" \
+		grep -q 'secret.h": cannot read it: Permission denied' "$T/u.err"
+	check "and its bytes appear nowhere" sh -c "! grep -rq '$MARK' '$T/u.err' '$T/u.out' '$KJIT_CACHE_DIR' '$T/kjitd.log'"
+else
+	echo "# skip the second user's checks: needs root, useradd and setpriv"
+fi
 
 stop_daemon
 finish
