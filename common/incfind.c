@@ -356,8 +356,9 @@ int kj__inc_splice(const uint8_t *src, size_t len, int flags, char **out, size_t
 	if (p == NULL)
 		return KJIT_ENOMEM;
 	*seen = 0;
-	for (const uint8_t *q = src; len >= 3 && (q = memmem(q, len - 1 - (size_t)(q - src), "??", 2)) != NULL; q++)
-		if (trigraph(q[2])) {
+	/* memchr is vectorised (memmem of "??" is not: it doubled the scan) */
+	for (const uint8_t *q = src, *e = src + len; len >= 3 && q + 2 < e && (q = memchr(q, '?', (size_t)(e - q - 2))); q++)
+		if (q[1] == '?' && trigraph(q[2])) {
 			*seen |= KJ_SPLICE_TRIGRAPHS;
 			break;
 		}

@@ -40,6 +40,8 @@ struct resolver {
 	size_t n_kept, kept_cap;
 	const char *const *options;  /* the request's options (-D, -U, --pre-include=) */
 	size_t n_options;
+	int record;                  /* #define lines are recorded (once a computed include is met) */
+	int collect;                 /* a pass that only records #define lines */
 };
 
 /* A macro definition: name, then the rest of its line (parameters and

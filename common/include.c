@@ -467,16 +467,17 @@ static int hash_line(struct resolver *rv, struct scanner *sc, const char *where,
 	sc->bol = 0;
 	sc->i = k;
 	int dead = conditional(sc, s + j, k - j, s + k);
-	if (!dead && (word_is(s + j, k - j, "if") || word_is(s + j, k - j, "elif")))
+	if (!dead && !rv->collect && (word_is(s + j, k - j, "if") || word_is(s + j, k - j, "elif")))
 		r = has_include_probes(rv, sc, where, depth, k);
-	if (!dead && word_is(s + j, k - j, "define"))
+	if (!dead && rv->record && word_is(s + j, k - j, "define"))
 		return record_define(rv, sc, k);
 	if (r < 0 || dead || !(word_is(s + j, k - j, "include") || word_is(s + j, k - j, "include_next") ||
 			       word_is(s + j, k - j, "import")))
 		return r; /* the rest of the line is scanned as usual */
 	k = skip_blank(sc, k);
 	sc->i = k;
-	r = directive(rv, where, sc->line, s + k, s + n, depth);
+	if (!rv->collect) /* a pass for the definitions alone skips the line as this one does */
+		r = directive(rv, where, sc->line, s + k, s + n, depth);
 	while (sc->i < n && s[sc->i] != '\n')
 		sc->i++;
 	return r;
@@ -566,6 +567,23 @@ static int computed_name(struct resolver *rv, const struct kj__inc_pending *p, c
 	if (why)
 		return kj__inc_fail(rv, KJIT_EINCLUDE, p->where, p->line, open, name, strlen(name), "%s", why);
 	return include_name(rv, p->where, p->line, open, name, p->depth);
+}
+
+/* The definitions for computed includes, gathered only once one is met
+ * (a scan without one records none: recording cost the plain scan a third
+ * on directive-heavy text): every file scanned so far is read again for
+ * its #define lines alone, and files scanned from now on record theirs as
+ * they go.  The source is named source_name. */
+static int collect_defines(struct resolver *rv, const char *source_name, const uint8_t *source, size_t len)
+{
+	int r;
+
+	rv->record = rv->collect = 1;
+	r = scan(rv, source_name, source, len, 0);
+	for (size_t i = 0; r == 0 && i < rv->out->n; i++)
+		r = scan(rv, rv->out->names[i], rv->out->data[i], rv->out->len[i], 0);
+	rv->collect = 0;
+	return r;
 }
 
 /* Expands the computed includes once every file is scanned, with every
@@ -669,6 +687,8 @@ int kj__includes_resolve_tree(const char *source_name, const uint8_t *source, si
 		r = pre_includes(&rv, source_name ? source_name : "source");
 	if (r == 0)
 		r = scan(&rv, source_name ? source_name : "source", source, source_len, 0);
+	if (r == 0 && rv.n_pending > 0)
+		r = collect_defines(&rv, source_name ? source_name : "source", source, source_len);
 	if (r == 0)
 		r = expand_pending(&rv);
 	if (tree)

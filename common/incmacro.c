@@ -631,6 +631,11 @@ static int spelled_name(const struct tseq *q, char *open, char *buf, size_t cap)
 	return 0;
 }
 
+static int cmp_seen(const void *a, const void *b)
+{
+	return strcmp((const char *)a, (const char *)b);
+}
+
 int kj__inc_expand(struct resolver *rv, const struct kj__inc_pending *p, kj__inc_name_fn fn, void *ctx)
 {
 	struct mx m = { .rv = rv };
@@ -652,11 +657,14 @@ int kj__inc_expand(struct resolver *rv, const struct kj__inc_pending *p, kj__inc
 		size_t j = 0;
 		while (j < n_seen && strcmp(seen[j], buf) != 0)
 			j++;
-		if (j < n_seen)
-			continue;
-		memcpy(seen[n_seen++], buf, strlen(buf) + 1);
-		r = fn(rv, p, open, buf + 1, ctx);
+		if (j == n_seen)
+			memcpy(seen[n_seen++], buf, strlen(buf) + 1);
 	}
+	/* in name order: what is found, and the first error, depend on the
+	 * set of definitions only, not on the order they were recorded in */
+	qsort(seen, n_seen, sizeof seen[0], cmp_seen);
+	for (size_t i = 0; r == 0 && i < n_seen; i++)
+		r = fn(rv, p, seen[i][0], seen[i] + 1, ctx);
 	if (r == 0 && n_seen == 0)
 		r = kj__inc_fail(rv, KJIT_EINCLUDE, p->where, p->line, 0, p->op, (size_t)((e ? e : p->op_end) - p->op),
 				 "computed #include: its macros, as the scan saw them defined (in the files it read "

@@ -9,7 +9,9 @@
  * written plainly (byte by byte) and marked "issue 30": the lexer's
  * variants (a backslash and blanks before a newline, trigraphs: the file is
  * scanned once per variant it holds), #define lines recorded and computed
- * includes deferred to the end of the scan, then expanded by the shared
+ * includes deferred to the end of the scan (recorded as met, where the
+ * fast scan gathers them only once a computed include is seen), then
+ * expanded by the shared
  * common/incmacro.c (so this checks that the fast scan finds the same
  * definitions and operands; the expansion itself is tested on its own),
  * and pre-included files.
@@ -620,6 +622,7 @@ static int ref_includes_resolve_tree(const char *source_name, const uint8_t *sou
 		rv.options = tree->options;
 		rv.n_options = tree->options ? tree->n_options : 0;
 	}
+	rv.record = 1; /* the reference records every #define as it goes */
 	r = kj__inc_open_roots(&rv, allowed_dirs, n_dirs, tree);
 	if (r == 0)
 		r = kj__inc_define_options(&rv);

@@ -648,6 +648,10 @@ static size_t tricky(char *out, size_t cap)
 		"./a.h", "/etc/passwd", "inc/a.h", "outside/secret.h", "\"a.h\"", "<b.h>", "\"r.h\"", "<sub/c.h>",
 		"#include \"a.h\"\n", "#include <missing.h>\n", "#if 0\n", "#endif\n", "#if __has_include(",
 		"\0", "\x7f", "\xff", "defined", ".", "..",
+		/* issue 30: computed includes, definitions, blank splices, trigraphs */
+		"#define M \"a.h\"\n", "#define M <sub/c.h>\n", "#include M\n", "#define F(x) <x>\n",
+		"#include F(b.h)\n", "#define S(x) #x\n", "#include S(r.h)\n", "M", "F(", "\\ \n", "\\\t\n",
+		"?\?/\n", "?\?=include \"a.h\"\n", "#if __has_include(M)\n",
 	};
 	size_t len = 0, ntok = rnd() % 300;
 
