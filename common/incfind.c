@@ -546,3 +546,40 @@ void kj__inc_macros_free(struct resolver *rv)
 	rv->pending = NULL;
 	rv->n_kept = rv->n_defs = rv->n_pending = 0;
 }
+
+/* The arguments of kj__includes_resolve_tree, and the request's header
+ * names: a request header no safe #include could name ("/etc/passwd") is a
+ * malformed request, whether or not anything includes it.  0,
+ * KJIT_EINVAL, or KJIT_EINCLUDE with err written. */
+int kj__inc_check_request(const uint8_t *source, size_t source_len, const char *const *req_names,
+			  const uint8_t *const *req_data, const size_t *req_len, size_t n_req,
+			  const char *const *allowed_dirs, size_t n_dirs, char *err, size_t errlen)
+{
+	if ((source_len && source == NULL) || (n_req && (!req_names || !req_data || !req_len)) ||
+	    (n_dirs && allowed_dirs == NULL))
+		return KJIT_EINVAL;
+	for (size_t i = 0; i < n_req; i++)
+		if (req_names[i] == NULL || (req_len[i] && req_data[i] == NULL))
+			return KJIT_EINVAL;
+	for (size_t i = 0; i < n_req; i++) {
+		const char *why = kj__inc_name_problem(req_names[i], strlen(req_names[i]));
+		if (why == NULL && kj__inc_has_dots(req_names[i]))
+			why = "\"..\" or \".\" in path";
+		if (why) {
+			if (err && errlen)
+				snprintf(err, errlen, "request header %zu: %s (a header is named as an #include "
+					 "names it: a relative path without \"..\")", i + 1, why);
+			return KJIT_EINCLUDE;
+		}
+	}
+	return 0;
+}
+
+int kj__includes_resolve(const char *source_name, const uint8_t *source, size_t source_len,
+			 const char *const *req_names, const uint8_t *const *req_data, const size_t *req_len,
+			 size_t n_req, const char *const *allowed_dirs, size_t n_dirs,
+			 struct kj__includes *out, char *err, size_t errlen)
+{
+	return kj__includes_resolve_tree(source_name, source, source_len, req_names, req_data, req_len, n_req,
+					 allowed_dirs, n_dirs, NULL, out, err, errlen);
+}

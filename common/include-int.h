@@ -92,6 +92,12 @@ int kj__inc_splice(const uint8_t *src, size_t len, int flags, char **out, size_t
 int kj__inc_sort_out(struct kj__includes *out);
 /* strcmp of two char * (qsort). */
 int kj__inc_cmp_str(const void *a, const void *b);
+/* The arguments of kj__includes_resolve_tree and the request's header
+ * names (each one a safe #include could spell).  0, KJIT_EINVAL, or
+ * KJIT_EINCLUDE with err written. */
+int kj__inc_check_request(const uint8_t *source, size_t source_len, const char *const *req_names,
+			  const uint8_t *const *req_data, const size_t *req_len, size_t n_req,
+			  const char *const *allowed_dirs, size_t n_dirs, char *err, size_t errlen);
 /* Frees what the macro half holds (defs, pending, kept texts). */
 void kj__inc_macros_free(struct resolver *rv);
 

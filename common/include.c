@@ -633,16 +633,6 @@ static int pre_includes(struct resolver *rv, const char *source_name)
 	return 0;
 }
 
-int kj__includes_resolve(const char *source_name, const uint8_t *source, size_t source_len,
-			 const char *const *req_names, const uint8_t *const *req_data, const size_t *req_len,
-			 size_t n_req, const char *const *allowed_dirs, size_t n_dirs,
-			 struct kj__includes *out, char *err, size_t errlen)
-{
-	return kj__includes_resolve_tree(source_name, source, source_len, req_names, req_data, req_len, n_req,
-					 allowed_dirs, n_dirs, NULL, out, err, errlen);
-}
-
-
 int kj__includes_resolve_tree(const char *source_name, const uint8_t *source, size_t source_len,
 			      const char *const *req_names, const uint8_t *const *req_data, const size_t *req_len,
 			      size_t n_req, const char *const *allowed_dirs, size_t n_dirs,
@@ -657,25 +647,9 @@ int kj__includes_resolve_tree(const char *source_name, const uint8_t *source, si
 	memset(out, 0, sizeof *out);
 	if (err && errlen)
 		err[0] = '\0';
-	if ((source_len && source == NULL) || (n_req && (!req_names || !req_data || !req_len)) ||
-	    (n_dirs && allowed_dirs == NULL))
-		return KJIT_EINVAL;
-	for (size_t i = 0; i < n_req; i++)
-		if (req_names[i] == NULL || (req_len[i] && req_data[i] == NULL))
-			return KJIT_EINVAL;
-	/* A request header no safe #include could name ("/etc/passwd") is a
-	 * malformed request, whether or not anything includes it. */
-	for (size_t i = 0; i < n_req; i++) {
-		const char *why = kj__inc_name_problem(req_names[i], strlen(req_names[i]));
-		if (why == NULL && kj__inc_has_dots(req_names[i]))
-			why = "\"..\" or \".\" in path";
-		if (why) {
-			if (err && errlen)
-				snprintf(err, errlen, "request header %zu: %s (a header is named as an #include "
-					 "names it: a relative path without \"..\")", i + 1, why);
-			return KJIT_EINCLUDE;
-		}
-	}
+	if ((r = kj__inc_check_request(source, source_len, req_names, req_data, req_len, n_req, allowed_dirs,
+					n_dirs, err, errlen)) < 0)
+		return r;
 	if (tree) {
 		rv.options = tree->options;
 		rv.n_options = tree->options ? tree->n_options : 0;
