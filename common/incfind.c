@@ -541,6 +541,8 @@ void kj__inc_macros_free(struct resolver *rv)
 	free(rv->kept);
 	free(rv->defs);
 	free(rv->pending);
+	free(rv->order);
+	rv->order = NULL;
 	rv->kept = NULL;
 	rv->defs = NULL;
 	rv->pending = NULL;

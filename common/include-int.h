@@ -40,6 +40,8 @@ struct resolver {
 	size_t n_kept, kept_cap;
 	const char *const *options;  /* the request's options (-D, -U, --pre-include=) */
 	size_t n_options;
+	size_t *order;               /* incmacro.c: defs indices by name, each distinct one once */
+	size_t n_order, order_defs;  /* ... built when n_defs was order_defs */
 	int record;                  /* #define lines are recorded (once a computed include is met) */
 	int collect;                 /* a pass that only records #define lines */
 };

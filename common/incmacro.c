@@ -215,11 +215,34 @@ static int cmp_def(const struct kj__inc_def *a, const struct kj__inc_def *b)
 	return c ? c : (a->name_len > b->name_len) - (a->name_len < b->name_len);
 }
 
-/* The def indices by name (a lookup by binary search). */
+/* The length of a definition's line (its rest up to the first newline;
+ * a -D's, all of it): two definitions of one name with the same line are
+ * one alternative, not two. */
+static size_t def_line(const struct kj__inc_def *d)
+{
+	const char *nl = d->opt ? NULL : memchr(d->rest, '\n', (size_t)(d->end - d->rest));
+	return (size_t)((nl ? nl : d->end) - d->rest);
+}
+
+static int same_def(const struct kj__inc_def *a, const struct kj__inc_def *b)
+{
+	size_t la = def_line(a);
+	return cmp_def(a, b) == 0 && la == def_line(b) && memcmp(a->rest, b->rest, la) == 0;
+}
+
+/* The def indices by name (a lookup by binary search), each distinct
+ * definition once; kept in rv until the definitions change. */
 static int build_order(struct mx *m)
 {
 	struct resolver *rv = m->rv;
 
+	if (rv->order && rv->order_defs == rv->n_defs) {
+		m->order = rv->order;
+		m->n_order = rv->n_order;
+		return 0;
+	}
+	free(rv->order);
+	rv->order = NULL;
 	if ((m->order = malloc((rv->n_defs + 1) * sizeof *m->order)) == NULL)
 		return KJIT_ENOMEM;
 	for (size_t i = 0; i < rv->n_defs; i++)
@@ -228,8 +251,10 @@ static int build_order(struct mx *m)
 	/* a merge sort: stable (equal names keep the order they were met in),
 	 * and no comparison context to pass (qsort has none) */
 	size_t *tmp = malloc((rv->n_defs + 1) * sizeof *tmp);
-	if (tmp == NULL)
+	if (tmp == NULL) {
+		free(m->order);
 		return KJIT_ENOMEM;
+	}
 	for (size_t w = 1; w < m->n_order; w *= 2) {
 		for (size_t lo = 0; lo < m->n_order; lo += 2 * w) {
 			size_t mid = lo + w < m->n_order ? lo + w : m->n_order;
@@ -241,6 +266,21 @@ static int build_order(struct mx *m)
 		memcpy(m->order, tmp, m->n_order * sizeof *tmp);
 	}
 	free(tmp);
+	size_t k = 0, run = 0; /* run: where the current name's definitions start in the kept ones */
+	for (size_t i = 0; i < m->n_order; i++) {
+		const struct kj__inc_def *d = &rv->defs[m->order[i]];
+		if (k == 0 || cmp_def(&rv->defs[m->order[k - 1]], d) != 0)
+			run = k;
+		size_t j = run;
+		while (j < k && !same_def(&rv->defs[m->order[j]], d))
+			j++;
+		if (j == k)
+			m->order[k++] = m->order[i];
+	}
+	m->n_order = k;
+	rv->order = m->order;
+	rv->n_order = k;
+	rv->order_defs = rv->n_defs;
 	return 0;
 }
 
@@ -296,7 +336,11 @@ static int parse_def(const struct kj__inc_def *d, struct def *out)
 		out->func = 1;
 		for (size_t i = 0; i < q.n; i++) {
 			struct tok *t = &q.v[i];
-			if (t->kind == T_ID && out->n_params < 64) {
+			if (out->n_params == 64) { /* more than the arguments a call may have: never called */
+				free(q.v);
+				return 1;
+			}
+			if (t->kind == T_ID) {
 				out->params[out->n_params++] = *t;
 			} else if (is_punct(t, ".") && i + 2 < q.n && is_punct(t + 1, ".") && is_punct(t + 2, ".")) {
 				if (i == 0 || q.v[i - 1].kind != T_ID || is_punct(&q.v[i - 1], ","))
@@ -555,7 +599,7 @@ static int call(struct mx *m, const struct tseq *in, size_t i, const struct def 
 /* Every full expansion of in from pos into out. */
 static int expand(struct mx *m, const struct tseq *in, size_t pos, struct tlist *out, int depth)
 {
-	if (++m->steps > KJ_INC_EXPAND_STEPS_MAX || depth > 256) {
+	if (++m->steps > KJ_INC_EXPAND_STEPS_MAX || depth > KJ_INC_EXPAND_DEPTH_MAX || in->n > KJ_INC_TOKENS_MAX) {
 		m->overflow = 1;
 		return KJIT_EINCLUDE;
 	}
@@ -672,11 +716,11 @@ int kj__inc_expand(struct resolver *rv, const struct kj__inc_pending *p, kj__inc
 	else if (r == KJIT_EINCLUDE && m.overflow)
 		r = kj__inc_fail(rv, KJIT_EINCLUDE, p->where, p->line, 0, p->op, (size_t)((e ? e : p->op_end) - p->op),
 				 m.overflow == 2 ? "computed #include: more than 64 macros in one expansion"
-						 : "computed #include: its macros' definitions combine in more than %d ways",
-				 KJ_INC_EXPANSIONS_MAX);
+						 : "computed #include: its macros' definitions combine in more than %d ways, "
+						   "or expand past %d replacements, %d levels or %d tokens",
+				 KJ_INC_EXPANSIONS_MAX, KJ_INC_EXPAND_STEPS_MAX, KJ_INC_EXPAND_DEPTH_MAX, KJ_INC_TOKENS_MAX);
 	tlist_free(&out);
-	free(q.v);
-	free(m.order);
+	free(q.v); /* m.order is rv's */
 	for (size_t i = 0; i < m.n_arena; i++)
 		free(m.arena[i]);
 	free(m.arena);

@@ -522,6 +522,33 @@ static void test_computed_includes(void)
 	strcat(big, "#define ALL M0 M1 M2 M3 M4 M5 M6 M7\n#include ALL\n");
 	CHECK_EQ_INT(resolve_opts(big, &q, NULL, 0, &out, err, sizeof err), KJIT_EINCLUDE);
 	CHECK(strstr(err, "combine in more than") != NULL);
+	/* a doubling bomb (A -> B B, B -> C C, ...) and deep nesting: bounded */
+	big[0] = '\0';
+	for (int i = 0; i < 30; i++)
+		snprintf(big + strlen(big), sizeof big - strlen(big), "#define D%d D%d D%d\n", i, i + 1, i + 1);
+	strcat(big, "#include D0\n");
+	CHECK_EQ_INT(resolve_opts(big, &q, NULL, 0, &out, err, sizeof err), KJIT_EINCLUDE);
+	CHECK(strstr(err, "expand past") != NULL);
+	strcpy(big, "#define F(x) x\n#include ");
+	for (int i = 0; i < 100; i++)
+		strcat(big, "F(");
+	strcat(big, "<deep.h>");
+	for (int i = 0; i < 100; i++)
+		strcat(big, ")");
+	strcat(big, "\n");
+	CHECK_EQ_INT(resolve_opts(big, &q, NULL, 0, &out, err, sizeof err), KJIT_EINCLUDE);
+	CHECK(strstr(err, "levels") != NULL);
+	big[0] = '\0';
+	for (int i = 0; i < 100; i++)
+		snprintf(big + strlen(big), sizeof big - strlen(big), "#define N%d(x) N%d(x)\n", i, i + 1);
+	strcat(big, "#define N100(x) <x>\n#include N0(deep.h)\n");
+	CHECK_EQ_INT(resolve_opts(big, &q, NULL, 0, &out, err, sizeof err), KJIT_EINCLUDE);
+	CHECK(strstr(err, "more than 64 macros") != NULL);
+	/* one definition met many times (a header of many variants) is one alternative */
+	CHECK_EQ_INT(resolve_opts("#define R <r1.h>\n#define R <r1.h>\n#define R <r2.h>\n#include R\n", &q, NULL, 0,
+				  &out, err, sizeof err), 0);
+	CHECK_EQ_INT(out.n_missing, 2);
+	kj__includes_free(&out);
 	cleanup();
 }
 
