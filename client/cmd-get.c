@@ -188,7 +188,8 @@ static int load_headers(const struct get_args *a, kjit_header *h, uint8_t **bufs
  * gcc does (the working directory, then each -I directory), becomes a
  * header, named as the user wrote it when that is a tree path ("pre.h",
  * "include/pre.h"), else by its base name, and the option
- * "--pre-include=NAME" (opts[i], malloc'd).  Headers go after a's
+ * "--pre-include=NAME" (opts[i], malloc'd).  A tree path found in neither
+ * is the compiler's own (-include cuda_fp16.h): the option alone.  Headers go after a's
  * (a->n_headers grows, so the caller frees them with the rest).  0, or the
  * exit code of the reported failure. */
 static int load_pre_includes(const struct kj__ccopts *cc, struct get_args *a, kjit_header *h, uint8_t **bufs,
@@ -205,9 +206,13 @@ static int load_pre_includes(const struct kj__ccopts *cc, struct get_args *a, kj
 			else
 				free(p);
 		}
+		if (path == NULL && kj__path_ok(f)) { /* the compiler's own (-include cuda_fp16.h): its to find */
+			if ((opts[i] = kj__asprintf("--pre-include=%s", f)) == NULL)
+				return kj__cli_fail(EX_FAIL, "out of memory");
+			continue;
+		}
 		if (path == NULL)
-			return kj__cli_fail(EX_FAIL, "-include %s: not found in the working directory or the -I "
-					    "directories", f);
+			return kj__cli_fail(EX_FAIL, "-include %s: not found", f);
 		if (a->n_headers >= MAX_REPEAT) {
 			free(path);
 			return kj__cli_fail(EX_FAIL, "more than %d headers", MAX_REPEAT);

@@ -48,7 +48,8 @@ int kj__options_check(const char *family, const struct kj__opt_rule *rules, size
  * header whose path is absolute, or holds ".." that does not land (resolved
  * against the including file's place in the job's tree, the source at
  * source_name, which may have folders) on a file of the job, and source or
- * header names that are not relative paths of safe components.  Defence in depth: the worker
+ * header names that are not relative paths of safe components, and so a
+ * pre-included name (--pre-include=NAME).  Defence in depth: the worker
  * never reads a file the job did not bring, except the toolkit's own. */
 int kj__includes_check(const struct kj__compile_job *job, char *err, size_t errlen);
 

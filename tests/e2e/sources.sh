@@ -145,7 +145,12 @@ if ldconfig -p 2>/dev/null | grep -q 'libamdhip64\.so\|libhiprtc\.so'; then
 		-include "$PRE/prelude.h" --entry pre_scale
 fi
 w=$(get --source "$PRE/scale.cu" --backend cuda --target sm_90 -include "$PRE/absent.h")
-check "-include of a file found nowhere is said" [ "$w" = error ] && grep -q 'absent.h: not found' "$T/err"
+check "-include of a path found nowhere is said" [ "$w" = error ] && grep -q 'absent.h: not found' "$T/err"
+if [ $have_nvrtc = 1 ]; then # a toolkit header: the compiler's to find, as with the raw compiler
+	printf 'extern "C" __global__ void h2(__half *x) { x[0] = __float2half(1.0f); }\n' >"$T/h2.cu"
+	w=$(get --source "$T/h2.cu" --backend cuda --target sm_90 -include cuda_fp16.h --entry h2)
+	check "-include cuda_fp16.h (the toolkit's) compiles" [ "$(status "$w")" = compiled ]
+fi
 
 # The key completeness check.  covered NAME SOURCE "KJIT ARGS" "DEP ARGS":
 # every file `DEPTOOL -M DEP_ARGS SOURCE` lists (but the toolchain's, which
