@@ -14,8 +14,8 @@
  * the key.  Also here, for the scan: its lexer's phases 1 and 2
  * (kj__inc_splice: trigraphs, line splices, the variants of issue 30), the
  * sorting and freeing of a result, and the record of macro definitions
- * (#define lines, -D/-U) that common/incmacro.c expands computed includes
- * with.  No state outside the resolver the caller holds.
+ * (#define lines, -D/-U) and its index by name, which common/incmacro.c
+ * expands computed includes with.  No state outside the resolver the caller holds.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -532,6 +532,96 @@ int kj__inc_define_options(struct resolver *rv)
 		rv->defs[rv->n_defs - 1].opt = 1;
 	}
 	return 0;
+}
+
+static int cmp_def(const struct kj__inc_def *a, const struct kj__inc_def *b)
+{
+	size_t n = a->name_len < b->name_len ? a->name_len : b->name_len;
+	int c = memcmp(a->name, b->name, n);
+	return c ? c : (a->name_len > b->name_len) - (a->name_len < b->name_len);
+}
+
+/* The length of a definition's line (its rest up to the first newline;
+ * a -D's, all of it): two definitions of one name with the same line are
+ * one alternative, not two. */
+static size_t def_line(const struct kj__inc_def *d)
+{
+	const char *nl = d->opt ? NULL : memchr(d->rest, '\n', (size_t)(d->end - d->rest));
+	return (size_t)((nl ? nl : d->end) - d->rest);
+}
+
+static int same_def(const struct kj__inc_def *a, const struct kj__inc_def *b)
+{
+	size_t la = def_line(a);
+	return cmp_def(a, b) == 0 && la == def_line(b) && memcmp(a->rest, b->rest, la) == 0;
+}
+
+int kj__inc_defs_index(struct resolver *rv)
+{
+	size_t *order, n_order;
+
+	if (rv->order && rv->order_defs == rv->n_defs)
+		return 0;
+	free(rv->order);
+	rv->order = NULL;
+	if ((order = malloc((rv->n_defs + 1) * sizeof *order)) == NULL)
+		return KJIT_ENOMEM;
+	for (size_t i = 0; i < rv->n_defs; i++)
+		order[i] = i;
+	n_order = rv->n_defs;
+	/* a merge sort: stable (equal names keep the order they were met in),
+	 * and no comparison context to pass (qsort has none) */
+	size_t *tmp = malloc((rv->n_defs + 1) * sizeof *tmp);
+	if (tmp == NULL) {
+		free(order);
+		return KJIT_ENOMEM;
+	}
+	for (size_t w = 1; w < n_order; w *= 2) {
+		for (size_t lo = 0; lo < n_order; lo += 2 * w) {
+			size_t mid = lo + w < n_order ? lo + w : n_order;
+			size_t hi = lo + 2 * w < n_order ? lo + 2 * w : n_order, a = lo, b = mid, k = lo;
+			while (a < mid || b < hi)
+				tmp[k++] = b >= hi || (a < mid && cmp_def(&rv->defs[order[a]], &rv->defs[order[b]]) <= 0)
+						   ? order[a++] : order[b++];
+		}
+		memcpy(order, tmp, n_order * sizeof *tmp);
+	}
+	free(tmp);
+	size_t k = 0, run = 0; /* run: where the current name's definitions start in the kept ones */
+	for (size_t i = 0; i < n_order; i++) {
+		const struct kj__inc_def *d = &rv->defs[order[i]];
+		if (k == 0 || cmp_def(&rv->defs[order[k - 1]], d) != 0)
+			run = k;
+		size_t j = run;
+		while (j < k && !same_def(&rv->defs[order[j]], d))
+			j++;
+		if (j == k)
+			order[k++] = order[i];
+	}
+	n_order = k;
+	rv->order = order;
+	rv->n_order = k;
+	rv->order_defs = rv->n_defs;
+	return 0;
+}
+
+int kj__inc_defs_find(const struct resolver *rv, const char *s, size_t n, size_t *lo, size_t *hi)
+{
+	struct kj__inc_def key = { .name = s, .name_len = n };
+	size_t a = 0, b = rv->n_order;
+
+	while (a < b) {
+		size_t mid = a + (b - a) / 2;
+		if (cmp_def(&rv->defs[rv->order[mid]], &key) < 0)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	*lo = a;
+	while (b < rv->n_order && cmp_def(&rv->defs[rv->order[b]], &key) == 0)
+		b++;
+	*hi = b > a ? b : a;
+	return *hi > *lo;
 }
 
 void kj__inc_macros_free(struct resolver *rv)

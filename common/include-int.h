@@ -100,6 +100,13 @@ int kj__inc_cmp_str(const void *a, const void *b);
 int kj__inc_check_request(const uint8_t *source, size_t source_len, const char *const *req_names,
 			  const uint8_t *const *req_data, const size_t *req_len, size_t n_req,
 			  const char *const *allowed_dirs, size_t n_dirs, char *err, size_t errlen);
+/* Indexes rv->defs by name (rv->order, each distinct definition once: two
+ * of one name with the same line are one), unless already done for these
+ * definitions.  0 or KJIT_ENOMEM. */
+int kj__inc_defs_index(struct resolver *rv);
+/* The range [*lo, *hi) of rv->order whose definitions name (s, n); 1 if
+ * not empty. */
+int kj__inc_defs_find(const struct resolver *rv, const char *s, size_t n, size_t *lo, size_t *hi);
 /* Frees what the macro half holds (defs, pending, kept texts). */
 void kj__inc_macros_free(struct resolver *rv);
 

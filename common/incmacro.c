@@ -60,8 +60,6 @@ struct tlist {
 /* One expansion run: the definitions' index and what it allocated. */
 struct mx {
 	struct resolver *rv;
-	size_t *order;       /* def indices sorted by name */
-	size_t n_order;
 	const char *hs_name[64];
 	size_t hs_len[64];
 	int n_hs;
@@ -206,102 +204,6 @@ static char *arena_alloc(struct mx *m, size_t n)
 	if (p)
 		m->arena[m->n_arena++] = p;
 	return p;
-}
-
-static int cmp_def(const struct kj__inc_def *a, const struct kj__inc_def *b)
-{
-	size_t n = a->name_len < b->name_len ? a->name_len : b->name_len;
-	int c = memcmp(a->name, b->name, n);
-	return c ? c : (a->name_len > b->name_len) - (a->name_len < b->name_len);
-}
-
-/* The length of a definition's line (its rest up to the first newline;
- * a -D's, all of it): two definitions of one name with the same line are
- * one alternative, not two. */
-static size_t def_line(const struct kj__inc_def *d)
-{
-	const char *nl = d->opt ? NULL : memchr(d->rest, '\n', (size_t)(d->end - d->rest));
-	return (size_t)((nl ? nl : d->end) - d->rest);
-}
-
-static int same_def(const struct kj__inc_def *a, const struct kj__inc_def *b)
-{
-	size_t la = def_line(a);
-	return cmp_def(a, b) == 0 && la == def_line(b) && memcmp(a->rest, b->rest, la) == 0;
-}
-
-/* The def indices by name (a lookup by binary search), each distinct
- * definition once; kept in rv until the definitions change. */
-static int build_order(struct mx *m)
-{
-	struct resolver *rv = m->rv;
-
-	if (rv->order && rv->order_defs == rv->n_defs) {
-		m->order = rv->order;
-		m->n_order = rv->n_order;
-		return 0;
-	}
-	free(rv->order);
-	rv->order = NULL;
-	if ((m->order = malloc((rv->n_defs + 1) * sizeof *m->order)) == NULL)
-		return KJIT_ENOMEM;
-	for (size_t i = 0; i < rv->n_defs; i++)
-		m->order[i] = i;
-	m->n_order = rv->n_defs;
-	/* a merge sort: stable (equal names keep the order they were met in),
-	 * and no comparison context to pass (qsort has none) */
-	size_t *tmp = malloc((rv->n_defs + 1) * sizeof *tmp);
-	if (tmp == NULL) {
-		free(m->order);
-		return KJIT_ENOMEM;
-	}
-	for (size_t w = 1; w < m->n_order; w *= 2) {
-		for (size_t lo = 0; lo < m->n_order; lo += 2 * w) {
-			size_t mid = lo + w < m->n_order ? lo + w : m->n_order;
-			size_t hi = lo + 2 * w < m->n_order ? lo + 2 * w : m->n_order, a = lo, b = mid, k = lo;
-			while (a < mid || b < hi)
-				tmp[k++] = b >= hi || (a < mid && cmp_def(&rv->defs[m->order[a]], &rv->defs[m->order[b]]) <= 0)
-						   ? m->order[a++] : m->order[b++];
-		}
-		memcpy(m->order, tmp, m->n_order * sizeof *tmp);
-	}
-	free(tmp);
-	size_t k = 0, run = 0; /* run: where the current name's definitions start in the kept ones */
-	for (size_t i = 0; i < m->n_order; i++) {
-		const struct kj__inc_def *d = &rv->defs[m->order[i]];
-		if (k == 0 || cmp_def(&rv->defs[m->order[k - 1]], d) != 0)
-			run = k;
-		size_t j = run;
-		while (j < k && !same_def(&rv->defs[m->order[j]], d))
-			j++;
-		if (j == k)
-			m->order[k++] = m->order[i];
-	}
-	m->n_order = k;
-	rv->order = m->order;
-	rv->n_order = k;
-	rv->order_defs = rv->n_defs;
-	return 0;
-}
-
-/* The range [*lo, *hi) of m->order whose definitions name (s, n). */
-static int lookup(const struct mx *m, const char *s, size_t n, size_t *lo, size_t *hi)
-{
-	struct kj__inc_def key = { .name = s, .name_len = n };
-	size_t a = 0, b = m->n_order;
-
-	while (a < b) {
-		size_t mid = a + (b - a) / 2;
-		if (cmp_def(&m->rv->defs[m->order[mid]], &key) < 0)
-			a = mid + 1;
-		else
-			b = mid;
-	}
-	*lo = a;
-	while (b < m->n_order && cmp_def(&m->rv->defs[m->order[b]], &key) == 0)
-		b++;
-	*hi = b > a ? b : a;
-	return *hi > *lo;
 }
 
 /* The hide-set bit of macro (s, n), or -1 past 64 distinct macros. */
@@ -606,7 +508,7 @@ static int expand(struct mx *m, const struct tseq *in, size_t pos, struct tlist 
 	for (size_t i = pos; i < in->n; i++) {
 		const struct tok *t = &in->v[i];
 		size_t lo, hi;
-		if (t->kind != T_ID || !lookup(m, t->s, t->n, &lo, &hi))
+		if (t->kind != T_ID || !kj__inc_defs_find(m->rv, t->s, t->n, &lo, &hi))
 			continue;
 		int bit = hs_bit(m, t->s, t->n), stays = 0, any = 0, r = 0;
 		if (bit < 0) {
@@ -617,7 +519,7 @@ static int expand(struct mx *m, const struct tseq *in, size_t pos, struct tlist 
 			continue;
 		for (size_t k = lo; r >= 0 && k < hi; k++) {
 			struct def d;
-			r = parse_def(&m->rv->defs[m->order[k]], &d);
+			r = parse_def(&m->rv->defs[m->rv->order[k]], &d);
 			if (r == 0 && !d.func) {
 				r = substitute(m, in, i, i + 1, &d, t->hs | ((uint64_t)1 << bit), NULL, NULL, NULL, out,
 					       depth);
@@ -688,7 +590,7 @@ int kj__inc_expand(struct resolver *rv, const struct kj__inc_pending *p, kj__inc
 	char buf[KJ_NAME_MAX + 2], open, seen[KJ_INC_EXPANSIONS_MAX][KJ_NAME_MAX + 2];
 	size_t n_seen = 0;
 	const char *e = memchr(p->op, '\n', (size_t)(p->op_end - p->op));
-	int r = build_order(&m);
+	int r = kj__inc_defs_index(rv);
 
 	if (r == 0)
 		r = lex(p->op, p->op_end, &q);
@@ -720,7 +622,7 @@ int kj__inc_expand(struct resolver *rv, const struct kj__inc_pending *p, kj__inc
 						   "or expand past %d replacements, %d levels or %d tokens",
 				 KJ_INC_EXPANSIONS_MAX, KJ_INC_EXPAND_STEPS_MAX, KJ_INC_EXPAND_DEPTH_MAX, KJ_INC_TOKENS_MAX);
 	tlist_free(&out);
-	free(q.v); /* m.order is rv's */
+	free(q.v);
 	for (size_t i = 0; i < m.n_arena; i++)
 		free(m.arena[i]);
 	free(m.arena);
