@@ -10,9 +10,19 @@
  * resolved against it, then the request's headers and the allowed
  * directories), and follows what it finds, to KJ_INCLUDE_DEPTH_MAX levels.
  * A name that could reach outside those places (absolute, a ".." leaving
- * the tree, control characters, a symlink leaving the roots, a computed
- * #include) is refused, so no file outside them can change a cache key or
- * leak into a compile log.
+ * the tree, control characters, a symlink leaving the roots) is refused,
+ * so no file outside them can change a cache key or leak into a compile
+ * log.
+ *
+ * Issue 30: the scan reads as the compilers' lexers do, in each variant
+ * they disagree on (a backslash and blanks before a newline, trigraphs:
+ * kj__inc_splice; a file holding one is scanned once per variant), the
+ * request's --pre-include= headers come first, and a computed include
+ * (#include H(cstdint)) is deferred to the end of the scan, then expanded
+ * (common/incmacro.c) with every #define of every file read and the
+ * request's -D/-U, each name it spells followed like a written one, to a
+ * fixed point.  #define lines are gathered only once a computed include is
+ * met (collect_defines): a scan without one pays nothing for them.
  *
  * A name found in none of those places is not an error here: it may be the
  * compiler's own header (<cuda_fp16.h>, "hip/hip_runtime.h" as hipify
