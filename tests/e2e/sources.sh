@@ -71,6 +71,9 @@ if [ $have_nvrtc = 1 ]; then
 	check "nvrtc: a change to a header reached through a computed include changes the key" \
 		[ "$(status "$c")" = compiled ] && [ "$(key "$c")" != "$k1" ]
 	cp "$TOP/tests/realworld/include/rw/host_only.cuh" "$INC/rw/host_only.cuh"
+	# the header named by -D: kjitd's own scan takes the request's -D too
+	twice "nvrtc: #include STR(rw/CONFIG) with -DSTYLES_CONFIG=common.cuh" --source "$S/cfg_by_define.cu" \
+		--backend cuda --target sm_90 -I "$INC" -DSTYLES_CONFIG=common.cuh --entry cfg_sum
 else
 	echo "# skip NVRTC checks: libnvrtc not installed"
 fi
@@ -188,6 +191,7 @@ covered() {
 }
 
 covered stl_computed.cu "$S/stl_computed.cu" "-I $INC" "-I $INC"
+covered cfg_by_define.cu "$S/cfg_by_define.cu" "-I $INC -DSTYLES_CONFIG=common.cuh" "-I $INC -DSTYLES_CONFIG=common.cuh"
 covered lexer_habits.cu "$S/lexer_habits.cu" "-std=c++14" "-std=c++14"
 covered "app/src/saxpy.cu" "$S/app/src/saxpy.cu" "" ""
 covered "app/src/saxpy.hip" "$S/app/src/saxpy.hip" "" "--offload-arch=gfx90a"
