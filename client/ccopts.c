@@ -4,7 +4,8 @@
  * kj__ccopts_take pulls -I DIR / -IDIR / --include-path=DIR, -D NAME[=V],
  * -U NAME, -O[LEVEL], -std=X, -default-device, nvcc's --fatbin, --compiler FAMILY,
  * --name-expression EXPR, warnings (-w, -Wall, -Wextra, -Werror, -Wno-...),
- * -g, -x LANG, other -fFLAG options, and glslc's -fshader-stage= /
+ * -g, -x LANG, other -fFLAG options, -include FILE / --pre-include[=]FILE
+ * (kept in cc->pre: the get command sends the file), and glslc's -fshader-stage= /
  * -fentry-point= / --target-env= out of a command line before getopt sees it (getopt would
  * read -std=c++17 as -s -t -d ...); the get command's own options and their
  * values pass through untouched.  Macros and the rest become compiler
@@ -80,6 +81,29 @@ static int take_lang(struct kj__ccopts *cc, const char *a, const char *next, int
 	return r < 0 ? r : 1;
 }
 
+/* nvcc's and hipcc's -include FILE, NVRTC's --pre-include=FILE (and the
+ * other spellings of both): the file, read by the get command and sent as
+ * a header (issue 30).  1 taken, or a negative code. */
+static int take_pre_include(struct kj__ccopts *cc, const char *a, const char *next, int *i, char *err,
+			    size_t errlen)
+{
+	const char *eq = strchr(a, '=');
+	const char *file = eq ? eq + 1 : next;
+
+	if (file == NULL || *file == '\0') {
+		kj__seterr(err, errlen, "missing argument to %s", a);
+		return KJIT_EINVAL;
+	}
+	if (cc->n_pre >= KJ_CCOPTS_MAX) {
+		kj__seterr(err, errlen, "more than %d pre-included files", KJ_CCOPTS_MAX);
+		return KJIT_EINVAL;
+	}
+	if (eq == NULL)
+		(*i)++;
+	cc->pre[cc->n_pre++] = file;
+	return 1;
+}
+
 /* Handles argv[*i] if it is a compiler-style option: 1 taken (*i moved past
  * its value), 0 not one, or a negative code. */
 static int take_one(struct kj__ccopts *cc, int argc, char **argv, int *i, char *err, size_t errlen)
@@ -102,6 +126,9 @@ static int take_one(struct kj__ccopts *cc, int argc, char **argv, int *i, char *
 		cc->exprs[cc->n_exprs++] = a[17] ? a + 18 : argv[++*i];
 		return 1;
 	}
+	if (strcmp(a, "-include") == 0 || strncmp(a, "-include=", 9) == 0 || strcmp(a, "--pre-include") == 0 ||
+	    strncmp(a, "--pre-include=", 14) == 0)
+		return take_pre_include(cc, a, next, i, err, errlen);
 	if (strcmp(a, "--compiler") == 0 || strncmp(a, "--compiler=", 11) == 0) {
 		if (a[10] == '\0' && next == NULL) {
 			kj__seterr(err, errlen, "missing argument to %s", a);
@@ -327,6 +354,10 @@ int kj__headers_for_source(const kjit_request *req, const char *path, const char
 		free(name);
 		name = p;
 		tree.anc = anc;
+		/* issue 30: the folder the include climbs to is a root, as it is
+		 * for the compiler: the client reads what its user can read (the
+		 * daemon reads none of it), and sends it under its tree path */
+		tree.src_dir = anc;
 		tree.climb = 0;
 		r = headers_in_tree(req, name, dirs, n, &tree, out, n_out, err, errlen);
 		free(anc);
@@ -373,6 +404,11 @@ static int headers_in_tree(const kjit_request *req, const char *sname, const cha
 		data[i] = req->headers[i].data;
 		lens[i] = req->headers[i].size;
 	}
+	struct kj__include_tree none = { 0 };
+	if (tree == NULL)
+		tree = &none;
+	tree->options = req->options; /* -D/-U for computed includes, pre-included headers */
+	tree->n_options = req->options ? req->n_options : 0;
 	r = kj__includes_resolve_tree(sname, req->source, req->source_size, names, data, lens, nh, dirs, n, tree,
 				      &inc, err, errlen);
 	if (r < 0)

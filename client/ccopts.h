@@ -26,6 +26,8 @@ struct kj__ccopts {
 	size_t n_exprs;
 	const char *arch;                  /* -arch=sm_90, --offload-arch=gfx90a ...: the target, or NULL */
 	char arch_opt[96];                 /* that flag as typed, for messages ("-arch sm_90") */
+	const char *pre[KJ_CCOPTS_MAX];    /* -include FILE, --pre-include[=]FILE: argv's strings */
+	size_t n_pre;
 };
 
 /* Takes the compiler-style options out of argv[1..*argc) (argv[0] is the

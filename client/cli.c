@@ -180,7 +180,7 @@ static const struct cmd cmds[] = {
 	{ "get", kj__cmd_get, "get (--source FILE | --kernel NAME) [--backend B] [--target T] [--entry E]... "
 			  "[-I DIR]... [-D NAME[=V]]... [-U NAME]... [-O[N]] [-std=STD] [--compiler C] "
 			  "[--name-expression EXPR]... "
-			  "[--opt OPT]... [--include-header [NAME=]FILE]... [-o FILE] [--json] [--explain]" },
+			  "[--opt OPT]... [--include-header [NAME=]FILE]... [-o FILE] [--json] [--explain] [--print-headers]" },
 	{ "warm", kj__cmd_warm, "warm [--backend B]... [--target T]... [--kernel NAME]... [-j N] [--replay] [--remote-only] [--json]" },
 	{ "targets", kj__cmd_targets, "targets [--json]" },
 	{ "stats", kj__cmd_stats, "stats [--json] [--zero] [--prometheus FILE]" },

@@ -67,7 +67,7 @@ struct get_args {
 	const char *source, *kernel, *target, *out;
 	const char *kernels[MAX_REPEAT];
 	size_t n_kernels;
-	int backend, json, explain;
+	int backend, json, explain, print_headers;
 	const char *entries[MAX_REPEAT], *opts[MAX_REPEAT], *headers[MAX_REPEAT];
 	size_t n_entries, n_opts, n_headers;
 };
@@ -79,7 +79,7 @@ static int get_parse(const struct cmd *cmd, int argc, char **argv, const struct 
 		{ "backend", required_argument, NULL, 'b' }, { "target", required_argument, NULL, 't' },
 		{ "entry", required_argument, NULL, 'e' }, { "opt", required_argument, NULL, 'O' },
 		{ "include-header", required_argument, NULL, 'I' }, { "json", no_argument, NULL, 'J' },
-		{ "explain", no_argument, NULL, 'X' },
+		{ "explain", no_argument, NULL, 'X' }, { "print-headers", no_argument, NULL, 'P' },
 		{ "output", required_argument, NULL, 'o' }, { NULL, 0, NULL, 0 }
 	};
 	int ch, r = 0;
@@ -99,6 +99,7 @@ static int get_parse(const struct cmd *cmd, int argc, char **argv, const struct 
 		case 'o': a->out = optarg; break;
 		case 'J': a->json = 1; break;
 		case 'X': a->explain = 1; break;
+		case 'P': a->print_headers = 1; break;
 		default: return kj__cli_option_error(cmd, ch, argv);
 		}
 	}
@@ -182,6 +183,51 @@ static int load_headers(const struct get_args *a, kjit_header *h, uint8_t **bufs
 			return kj__cli_fail(EX_FAIL, "out of memory");
 		h[i].data = bufs[i];
 		h[i].size = len;
+	}
+	return 0;
+}
+
+/* -include FILE / --pre-include=FILE (issue 30): each file, looked for as
+ * gcc does (the working directory, then each -I directory), becomes a
+ * header, named as the user wrote it when that is a tree path ("pre.h",
+ * "include/pre.h"), else by its base name, and the option
+ * "--pre-include=NAME" (opts[i], malloc'd).  A tree path found in neither
+ * is the compiler's own (-include cuda_fp16.h): the option alone.  Headers go after a's
+ * (a->n_headers grows, so the caller frees them with the rest).  0, or the
+ * exit code of the reported failure. */
+static int load_pre_includes(const struct kj__ccopts *cc, struct get_args *a, kjit_header *h, uint8_t **bufs,
+			     char **opts)
+{
+	for (size_t i = 0; i < cc->n_pre; i++) {
+		const char *f = cc->pre[i], *name = kj__path_ok(f) ? f : base_name(f);
+		char *path = access(f, R_OK) == 0 ? kj__strdup(f) : NULL;
+		size_t len = 0;
+		for (size_t d = 0; path == NULL && f[0] != '/' && d < cc->n_dirs; d++) {
+			char *p = kj__asprintf("%s/%s", cc->dirs[d], f);
+			if (p && access(p, R_OK) == 0)
+				path = p;
+			else
+				free(p);
+		}
+		if (path == NULL && kj__path_ok(f)) { /* the compiler's own (-include cuda_fp16.h): its to find */
+			if ((opts[i] = kj__asprintf("--pre-include=%s", f)) == NULL)
+				return kj__cli_fail(EX_FAIL, "out of memory");
+			continue;
+		}
+		if (path == NULL)
+			return kj__cli_fail(EX_FAIL, "-include %s: not found", f);
+		if (a->n_headers >= MAX_REPEAT) {
+			free(path);
+			return kj__cli_fail(EX_FAIL, "more than %d headers", MAX_REPEAT);
+		}
+		int r = read_input(path, KJ_HEADERS_MAX_TOTAL, &bufs[a->n_headers], &len);
+		free(path);
+		if (r != 0)
+			return r;
+		h[a->n_headers] = (kjit_header){ .name = kj__strdup(name), .data = bufs[a->n_headers], .size = len };
+		a->n_headers++;
+		if (h[a->n_headers - 1].name == NULL || (opts[i] = kj__asprintf("--pre-include=%s", name)) == NULL)
+			return kj__cli_fail(EX_FAIL, "out of memory");
 	}
 	return 0;
 }
@@ -351,7 +397,8 @@ int kj__cmd_get(const struct cmd *cmd, int argc, char **argv)
 	size_t src_len = 0;
 	kjit_client *c = NULL;
 	struct kj__ccopts cc; /* -I, -D, -U, -O, -std=, glslc's spellings (client/ccopts.c) */
-	const char *all_opts[KJ_CCOPTS_MAX + MAX_REPEAT];
+	const char *all_opts[2 * KJ_CCOPTS_MAX + MAX_REPEAT];
+	char *pre_opts[KJ_CCOPTS_MAX] = { NULL }; /* --pre-include=NAME of each -include FILE */
 	char ccerr[256] = "", *place = NULL;
 	kjit_header *found = NULL;
 	size_t n_found = 0;
@@ -375,6 +422,10 @@ int kj__cmd_get(const struct cmd *cmd, int argc, char **argv)
 	if (ex == 0)
 		ex = load_headers(&a, h, bufs);
 	if (ex == 0)
+		ex = load_pre_includes(&cc, &a, h, bufs, pre_opts);
+	for (size_t i = 0; ex == 0 && i < cc.n_pre; i++)
+		all_opts[cc.n_opts + a.n_opts + i] = pre_opts[i];
+	if (ex == 0)
 		ex = kj__cli_open(&c, 0);
 	if (ex != 0)
 		goto out;
@@ -387,7 +438,7 @@ int kj__cmd_get(const struct cmd *cmd, int argc, char **argv)
 		.source = src, .source_size = src_len,
 		.source_name = src_name,
 		.entries = a.entries, .n_entries = a.n_entries,
-		.options = all_opts, .n_options = cc.n_opts + a.n_opts,
+		.options = all_opts, .n_options = cc.n_opts + a.n_opts + cc.n_pre,
 		.headers = h, .n_headers = a.n_headers,
 		.include_dirs = cc.dirs, .n_include_dirs = cc.n_dirs, .compiler = cc.compiler,
 		.name_expressions = cc.exprs, .n_name_expressions = cc.n_exprs,
@@ -395,6 +446,10 @@ int kj__cmd_get(const struct cmd *cmd, int argc, char **argv)
 	};
 	if (a.source && (ex = source_headers(&req, a.source, &found, &n_found, &place)) != 0)
 		goto out;
+	for (size_t i = 0; a.print_headers && i < req.n_headers; i++) /* what the key covers (issue 30) */
+		fprintf(stderr, "header: %s\n", req.headers[i].name);
+	if (a.print_headers && req.source_name)
+		fprintf(stderr, "source: %s\n", req.source_name);
 	ex = get_one(&a, &cc, &req, c);
 out:
 	kj__headers_free(found, n_found);
@@ -406,6 +461,8 @@ out:
 		free((char *)h[i].name);
 		free(bufs[i]);
 	}
+	for (size_t i = 0; i < cc.n_pre; i++)
+		free(pre_opts[i]);
 	kj__ccopts_free(&cc);
 	return ex;
 }

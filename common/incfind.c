@@ -11,7 +11,11 @@
  * directories and the source's folder), so no file outside them can change
  * a key or leak into a log.  Found headers are kept in the caller's
  * kj__includes, each once; names found nowhere are listed as missing for
- * the key.  No state outside the resolver the caller holds.
+ * the key.  Also here, for the scan: its lexer's phases 1 and 2
+ * (kj__inc_splice: trigraphs, line splices, the variants of issue 30), the
+ * sorting and freeing of a result, and the record of macro definitions
+ * (#define lines, -D/-U) and its index by name, which common/incmacro.c
+ * expands computed includes with.  No state outside the resolver the caller holds.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -302,4 +306,372 @@ int kj__inc_open_roots(struct resolver *rv, const char *const *allowed_dirs, siz
 	if (tree && tree->anc)
 		rv->anc = realpath(tree->anc, NULL);
 	return 0;
+}
+
+/* The lexer's variants (issue 30): clang and gcc also splice a backslash
+ * followed by blanks before the newline (with a warning), NVRTC's and
+ * glslang's lexers may not; trigraphs ("??=" for '#') are replaced under
+ * ISO modes (-std=c++14, not gnu++14) and not otherwise.  The scan takes
+ * the union: a file holding either is scanned once per variant. */
+/* Trigraph ??c's replacement, or 0. */
+static char trigraph(uint8_t c)
+{
+	static const char from[] = "=/'()!<>-", to[] = "#\\^[]|{}~";
+	const char *f = c ? strchr(from, c) : NULL;
+	return f ? to[f - from] : 0;
+}
+
+/* The length of a splice at src[i] (a backslash): backslash-newline (or
+ * CRLF), or with KJ_SPLICE_BLANKS blanks between them; 0 if none.  *blanks is
+ * set when blanks would make one. */
+static size_t splice_len(const uint8_t *src, size_t i, size_t len, int flags, int *blanks)
+{
+	size_t j = i + 1;
+
+	while (j < len && (src[j] == ' ' || src[j] == '\t' || src[j] == '\f' || src[j] == '\v'))
+		j++;
+	size_t nl = j < len && src[j] == '\n' ? 1 : j + 1 < len && src[j] == '\r' && src[j + 1] == '\n' ? 2 : 0;
+	if (nl == 0)
+		return 0;
+	if (j > i + 1) {
+		*blanks = 1;
+		if (!(flags & KJ_SPLICE_BLANKS))
+			return 0;
+	}
+	return j + nl - i;
+}
+
+/* Translation phases 1 and 2 into a malloc'd, NUL-terminated copy:
+ * trigraphs replaced (with KJ_SPLICE_TRIGRAPHS), then backslash-newline pairs
+ * removed.  *seen gets the variants this file has (KJ_SPLICE_BLANKS: a
+ * backslash and blanks before a newline; KJ_SPLICE_TRIGRAPHS: a trigraph).
+ * Line numbers in errors count the spliced text. */
+int kj__inc_splice(const uint8_t *src, size_t len, int flags, char **out, size_t *outlen, int *seen)
+{
+	char *p = malloc(len + 1);
+	uint8_t *tri = NULL;
+	size_t i = 0, k = 0;
+	int blanks = 0;
+
+	if (p == NULL)
+		return KJIT_ENOMEM;
+	*seen = 0;
+	/* memchr is vectorised (memmem of "??" is not: it doubled the scan) */
+	for (const uint8_t *q = src, *e = src + len; len >= 3 && q + 2 < e && (q = memchr(q, '?', (size_t)(e - q - 2))); q++)
+		if (q[1] == '?' && trigraph(q[2])) {
+			*seen |= KJ_SPLICE_TRIGRAPHS;
+			break;
+		}
+	if ((flags & KJ_SPLICE_TRIGRAPHS) && (*seen & KJ_SPLICE_TRIGRAPHS)) {
+		size_t w = 0;
+		if ((tri = malloc(len + 1)) == NULL) {
+			free(p);
+			return KJIT_ENOMEM;
+		}
+		for (size_t r = 0; r < len; r++) {
+			char t = r + 2 < len && src[r] == '?' && src[r + 1] == '?' ? trigraph(src[r + 2]) : 0;
+			tri[w++] = t ? (uint8_t)t : src[r];
+			r += t ? 2 : 0;
+		}
+		src = tri;
+		len = w;
+	}
+	while (i < len) { /* copy up to the next backslash in one go */
+		const uint8_t *b = memchr(src + i, '\\', len - i);
+		size_t e = b ? (size_t)(b - src) : len;
+		memcpy(p + k, src + i, e - i);
+		k += e - i;
+		i = e;
+		if (i >= len)
+			break;
+		size_t sl = splice_len(src, i, len, flags, &blanks);
+		if (sl)
+			i += sl;
+		else
+			p[k++] = (char)src[i++];
+	}
+	p[k] = '\0';
+	free(tri);
+	*seen |= blanks ? KJ_SPLICE_BLANKS : 0;
+	*out = p;
+	*outlen = k;
+	return 0;
+}
+
+struct name_sort {
+	char *name;
+	uint8_t *data;
+	size_t len;
+};
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(((const struct name_sort *)a)->name, ((const struct name_sort *)b)->name);
+}
+
+int kj__inc_sort_out(struct kj__includes *out)
+{
+	struct name_sort *v;
+
+	if (out->n < 2)
+		return 0;
+	v = malloc(out->n * sizeof *v);
+	if (v == NULL)
+		return KJIT_ENOMEM;
+	for (size_t i = 0; i < out->n; i++)
+		v[i] = (struct name_sort){ out->names[i], out->data[i], out->len[i] };
+	qsort(v, out->n, sizeof *v, cmp_name);
+	for (size_t i = 0; i < out->n; i++) {
+		out->names[i] = v[i].name;
+		out->data[i] = v[i].data;
+		out->len[i] = v[i].len;
+	}
+	free(v);
+	return 0;
+}
+
+int kj__inc_cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void kj__includes_free(struct kj__includes *inc)
+{
+	if (inc == NULL)
+		return;
+	for (size_t i = 0; i < inc->n; i++) {
+		free(inc->names[i]);
+		free(inc->data[i]);
+	}
+	for (size_t i = 0; i < inc->n_missing; i++)
+		free(inc->missing[i]);
+	free(inc->missing);
+	free(inc->names);
+	free(inc->data);
+	free(inc->len);
+	memset(inc, 0, sizeof *inc);
+}
+
+static int macro_ident_start(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '$' || c >= 0x80;
+}
+
+static int macro_ident_char(unsigned char c)
+{
+	return macro_ident_start(c) || (c >= '0' && c <= '9');
+}
+
+int kj__inc_define(struct resolver *rv, const char *name, size_t name_len, const char *rest, const char *end)
+{
+	if (rv->n_defs >= KJ_INC_DEFS_MAX)
+		return KJIT_ETOOBIG;
+	if (rv->n_defs == rv->defs_cap) {
+		size_t cap = rv->defs_cap ? rv->defs_cap * 2 : 64;
+		struct kj__inc_def *d = realloc(rv->defs, cap * sizeof *d);
+		if (d == NULL)
+			return KJIT_ENOMEM;
+		rv->defs = d;
+		rv->defs_cap = cap;
+	}
+	rv->defs[rv->n_defs++] = (struct kj__inc_def){ name, name_len, rest, end, 0 };
+	return 0;
+}
+
+/* The -D/-U of one option, or NULL: "-DX", "-D X", "--define-macro=X". */
+static const char *macro_opt(const char *o, int *undef)
+{
+	*undef = 0;
+	if (strncmp(o, "--define-macro=", 15) == 0)
+		return o + 15;
+	if (strncmp(o, "--undefine-macro=", 17) == 0) {
+		*undef = 1;
+		return o + 17;
+	}
+	if (o[0] != '-' || (o[1] != 'D' && o[1] != 'U'))
+		return NULL;
+	*undef = o[1] == 'U';
+	o += 2;
+	while (*o == ' ')
+		o++;
+	return o;
+}
+
+int kj__inc_define_options(struct resolver *rv)
+{
+	for (size_t i = 0; i < rv->n_options; i++) {
+		int undef, r;
+		const char *o = rv->options[i] ? macro_opt(rv->options[i], &undef) : NULL;
+		if (o == NULL || !macro_ident_start((unsigned char)*o))
+			continue;
+		size_t n = 1;
+		while (macro_ident_char((unsigned char)o[n]))
+			n++;
+		if (undef) { /* drops the -D's of that name before it (a #define may still define it) */
+			size_t k = 0;
+			for (size_t j = 0; j < rv->n_defs; j++)
+				if (!(rv->defs[j].name_len == n && memcmp(rv->defs[j].name, o, n) == 0))
+					rv->defs[k++] = rv->defs[j];
+			rv->n_defs = k;
+			continue;
+		}
+		const char *rest = o + n, *end = rest + strlen(rest);
+		if (*rest == '=')
+			rest++;
+		else if (*rest == '\0')
+			rest = "1", end = rest + 1;
+		else if (*rest != '(')
+			continue; /* the compiler says what is wrong */
+		if (*rest == '(') { /* "f(a,b)=body": parse_def skips the '=' after ')' */
+			const char *close = strchr(rest, ')');
+			if (close == NULL || close[1] != '=')
+				continue;
+		}
+		if ((r = kj__inc_define(rv, o, n, rest, end)) < 0)
+			return r;
+		rv->defs[rv->n_defs - 1].opt = 1;
+	}
+	return 0;
+}
+
+static int cmp_def(const struct kj__inc_def *a, const struct kj__inc_def *b)
+{
+	size_t n = a->name_len < b->name_len ? a->name_len : b->name_len;
+	int c = memcmp(a->name, b->name, n);
+	return c ? c : (a->name_len > b->name_len) - (a->name_len < b->name_len);
+}
+
+/* The length of a definition's line (its rest up to the first newline;
+ * a -D's, all of it): two definitions of one name with the same line are
+ * one alternative, not two. */
+static size_t def_line(const struct kj__inc_def *d)
+{
+	const char *nl = d->opt ? NULL : memchr(d->rest, '\n', (size_t)(d->end - d->rest));
+	return (size_t)((nl ? nl : d->end) - d->rest);
+}
+
+static int same_def(const struct kj__inc_def *a, const struct kj__inc_def *b)
+{
+	size_t la = def_line(a);
+	return cmp_def(a, b) == 0 && la == def_line(b) && memcmp(a->rest, b->rest, la) == 0;
+}
+
+int kj__inc_defs_index(struct resolver *rv)
+{
+	size_t *order, n_order;
+
+	if (rv->order && rv->order_defs == rv->n_defs)
+		return 0;
+	free(rv->order);
+	rv->order = NULL;
+	if ((order = malloc((rv->n_defs + 1) * sizeof *order)) == NULL)
+		return KJIT_ENOMEM;
+	for (size_t i = 0; i < rv->n_defs; i++)
+		order[i] = i;
+	n_order = rv->n_defs;
+	/* a merge sort: stable (equal names keep the order they were met in),
+	 * and no comparison context to pass (qsort has none) */
+	size_t *tmp = malloc((rv->n_defs + 1) * sizeof *tmp);
+	if (tmp == NULL) {
+		free(order);
+		return KJIT_ENOMEM;
+	}
+	for (size_t w = 1; w < n_order; w *= 2) {
+		for (size_t lo = 0; lo < n_order; lo += 2 * w) {
+			size_t mid = lo + w < n_order ? lo + w : n_order;
+			size_t hi = lo + 2 * w < n_order ? lo + 2 * w : n_order, a = lo, b = mid, k = lo;
+			while (a < mid || b < hi)
+				tmp[k++] = b >= hi || (a < mid && cmp_def(&rv->defs[order[a]], &rv->defs[order[b]]) <= 0)
+						   ? order[a++] : order[b++];
+		}
+		memcpy(order, tmp, n_order * sizeof *tmp);
+	}
+	free(tmp);
+	size_t k = 0, run = 0; /* run: where the current name's definitions start in the kept ones */
+	for (size_t i = 0; i < n_order; i++) {
+		const struct kj__inc_def *d = &rv->defs[order[i]];
+		if (k == 0 || cmp_def(&rv->defs[order[k - 1]], d) != 0)
+			run = k;
+		size_t j = run;
+		while (j < k && !same_def(&rv->defs[order[j]], d))
+			j++;
+		if (j == k)
+			order[k++] = order[i];
+	}
+	n_order = k;
+	rv->order = order;
+	rv->n_order = k;
+	rv->order_defs = rv->n_defs;
+	return 0;
+}
+
+int kj__inc_defs_find(const struct resolver *rv, const char *s, size_t n, size_t *lo, size_t *hi)
+{
+	struct kj__inc_def key = { .name = s, .name_len = n };
+	size_t a = 0, b = rv->n_order;
+
+	while (a < b) {
+		size_t mid = a + (b - a) / 2;
+		if (cmp_def(&rv->defs[rv->order[mid]], &key) < 0)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	*lo = a;
+	while (b < rv->n_order && cmp_def(&rv->defs[rv->order[b]], &key) == 0)
+		b++;
+	*hi = b > a ? b : a;
+	return *hi > *lo;
+}
+
+void kj__inc_macros_free(struct resolver *rv)
+{
+	for (size_t i = 0; i < rv->n_kept; i++)
+		free(rv->kept[i]);
+	free(rv->kept);
+	free(rv->defs);
+	free(rv->pending);
+	free(rv->order);
+	rv->order = NULL;
+	rv->kept = NULL;
+	rv->defs = NULL;
+	rv->pending = NULL;
+	rv->n_kept = rv->n_defs = rv->n_pending = 0;
+}
+
+/* The arguments of kj__includes_resolve_tree, and the request's header
+ * names: a request header no safe #include could name ("/etc/passwd") is a
+ * malformed request, whether or not anything includes it.  0,
+ * KJIT_EINVAL, or KJIT_EINCLUDE with err written. */
+int kj__inc_check_request(const uint8_t *source, size_t source_len, const char *const *req_names,
+			  const uint8_t *const *req_data, const size_t *req_len, size_t n_req,
+			  const char *const *allowed_dirs, size_t n_dirs, char *err, size_t errlen)
+{
+	if ((source_len && source == NULL) || (n_req && (!req_names || !req_data || !req_len)) ||
+	    (n_dirs && allowed_dirs == NULL))
+		return KJIT_EINVAL;
+	for (size_t i = 0; i < n_req; i++)
+		if (req_names[i] == NULL || (req_len[i] && req_data[i] == NULL))
+			return KJIT_EINVAL;
+	for (size_t i = 0; i < n_req; i++) {
+		const char *why = kj__inc_name_problem(req_names[i], strlen(req_names[i]));
+		if (why == NULL && kj__inc_has_dots(req_names[i]))
+			why = "\"..\" or \".\" in path";
+		if (why) {
+			if (err && errlen)
+				snprintf(err, errlen, "request header %zu: %s (a header is named as an #include "
+					 "names it: a relative path without \"..\")", i + 1, why);
+			return KJIT_EINCLUDE;
+		}
+	}
+	return 0;
+}
+
+int kj__includes_resolve(const char *source_name, const uint8_t *source, size_t source_len,
+			 const char *const *req_names, const uint8_t *const *req_data, const size_t *req_len,
+			 size_t n_req, const char *const *allowed_dirs, size_t n_dirs,
+			 struct kj__includes *out, char *err, size_t errlen)
+{
+	return kj__includes_resolve_tree(source_name, source, source_len, req_names, req_data, req_len, n_req,
+					 allowed_dirs, n_dirs, NULL, out, err, errlen);
 }

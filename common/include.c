@@ -10,9 +10,19 @@
  * resolved against it, then the request's headers and the allowed
  * directories), and follows what it finds, to KJ_INCLUDE_DEPTH_MAX levels.
  * A name that could reach outside those places (absolute, a ".." leaving
- * the tree, control characters, a symlink leaving the roots, a computed
- * #include) is refused, so no file outside them can change a cache key or
- * leak into a compile log.
+ * the tree, control characters, a symlink leaving the roots) is refused,
+ * so no file outside them can change a cache key or leak into a compile
+ * log.
+ *
+ * Issue 30: the scan reads as the compilers' lexers do, in each variant
+ * they disagree on (a backslash and blanks before a newline, trigraphs:
+ * kj__inc_splice; a file holding one is scanned once per variant), the
+ * request's --pre-include= headers come first, and a computed include
+ * (#include H(cstdint)) is deferred to the end of the scan, then expanded
+ * (common/incmacro.c) with every #define of every file read and the
+ * request's -D/-U, each name it spells followed like a written one, to a
+ * fixed point.  #define lines are gathered only once a computed include is
+ * met (collect_defines): a scan without one pays nothing for them.
  *
  * A name found in none of those places is not an error here: it may be the
  * compiler's own header (<cuda_fp16.h>, "hip/hip_runtime.h" as hipify
@@ -58,7 +68,8 @@
 static int scan(struct resolver *rv, const char *where, const uint8_t *src, size_t len, int depth);
 
 /* Reads the operand of an #include starting at p into buf (NUL-terminated)
- * and *open ('"' or '<').  0, or KJIT_EINCLUDE with err written. */
+ * and *open ('"' or '<').  0; 1 when the operand is not a header name (a
+ * computed include); or KJIT_EINCLUDE with err written. */
 static int include_operand(struct resolver *rv, const char *where, size_t line, const char *p,
 			   const char *end, char *open, char buf[KJ_NAME_MAX + 1])
 {
@@ -66,13 +77,8 @@ static int include_operand(struct resolver *rv, const char *where, size_t line, 
 	size_t n;
 
 	*open = p < end ? *p : '\0';
-	if (*open != '"' && *open != '<') {
-		const char *e = p;
-		while (e < end && *e != '\n')
-			e++;
-		return kj__inc_fail(rv, KJIT_EINCLUDE, where, line, 0, p, (size_t)(e - p),
-			    "computed #include (a macro) is not allowed");
-	}
+	if (*open != '"' && *open != '<')
+		return 1; /* computed: expanded once the scan has seen every definition */
 	char close_ch = *open == '<' ? '>' : '"';
 	name = p + 1;
 	for (q = name; q < end && *q != close_ch && *q != '\n'; q++)
@@ -88,23 +94,18 @@ static int include_operand(struct resolver *rv, const char *where, size_t line, 
 	return 0;
 }
 
-/* Handles one #include whose operand starts at p (after whitespace).  A
- * quoted name is looked for next to the including file first, then, like a
- * bracketed one, among the request's headers and the allowed directories.
- * A name found nowhere is the compiler's business (its own or the system's
+/* Handles one #include of the name buf (open '"' or '<').  A quoted name
+ * is looked for next to the including file first, then, like a bracketed
+ * one, among the request's headers and the allowed directories.  A name
+ * found nowhere is the compiler's business (its own or the system's
  * headers, or an error of its own): it is recorded in out->missing, not
  * refused. */
-static int directive(struct resolver *rv, const char *where, size_t line, const char *p,
-		     const char *end, int depth)
+static int include_name(struct resolver *rv, const char *where, size_t line, char open, const char *buf, int depth)
 {
-	char open, buf[KJ_NAME_MAX + 1], rel[2 * KJ_NAME_MAX + 2];
+	char rel[2 * KJ_NAME_MAX + 2];
 	size_t idx;
-	int r, climb = 0, dots;
+	int r = 0, climb = 0, dots = kj__inc_has_dots(buf);
 
-	if ((r = include_operand(rv, where, line, p, end, &open, buf)) < 0)
-		return r;
-	r = 0;
-	dots = kj__inc_has_dots(buf);
 	if (open == '"') {
 		int j = kj__inc_tree_join(where, buf, rel, sizeof rel, &climb);
 		if (j < 0 || (j == 0 && strlen(rel) > KJ_NAME_MAX))
@@ -139,34 +140,35 @@ static int directive(struct resolver *rv, const char *where, size_t line, const 
 	return scan(rv, rv->out->names[idx], rv->out->data[idx], rv->out->len[idx], depth + 1);
 }
 
-/* Removes backslash-newline pairs (translation phase 2) into a malloc'd,
- * NUL-terminated copy.  Line numbers in errors count the spliced text. */
-static int splice(const uint8_t *src, size_t len, char **out, size_t *outlen)
+/* Keeps a computed include (operand p..op_end) for the end of the scan. */
+static int defer(struct resolver *rv, const char *where, size_t line, const char *p, const char *op_end, int depth)
 {
-	char *p = malloc(len + 1);
-	size_t i = 0, k = 0;
-
-	if (p == NULL)
-		return KJIT_ENOMEM;
-	while (i < len) { /* copy up to the next backslash in one go */
-		const uint8_t *b = memchr(src + i, '\\', len - i);
-		size_t e = b ? (size_t)(b - src) : len;
-		memcpy(p + k, src + i, e - i);
-		k += e - i;
-		i = e;
-		if (i >= len)
-			break;
-		if (i + 1 < len && src[i + 1] == '\n')
-			i += 2;
-		else if (i + 2 < len && src[i + 1] == '\r' && src[i + 2] == '\n')
-			i += 3;
-		else
-			p[k++] = (char)src[i++];
+	if (rv->n_pending >= KJ_HEADERS_MAX_COUNT)
+		return kj__inc_fail(rv, KJIT_ETOOBIG, where, line, 0, p, 0, "more than %d computed includes",
+				    KJ_HEADERS_MAX_COUNT);
+	if (rv->n_pending == rv->pending_cap) {
+		size_t cap = rv->pending_cap ? rv->pending_cap * 2 : 8;
+		struct kj__inc_pending *v = realloc(rv->pending, cap * sizeof *v);
+		if (v == NULL)
+			return KJIT_ENOMEM;
+		rv->pending = v;
+		rv->pending_cap = cap;
 	}
-	p[k] = '\0';
-	*out = p;
-	*outlen = k;
+	rv->pending[rv->n_pending++] = (struct kj__inc_pending){ where, line, p, op_end, depth };
 	return 0;
+}
+
+/* Handles one #include whose operand starts at p (after whitespace):
+ * a header name now, a computed one (a macro) at the end of the scan. */
+static int directive(struct resolver *rv, const char *where, size_t line, const char *p,
+		     const char *end, int depth)
+{
+	char open, buf[KJ_NAME_MAX + 1];
+	int r = include_operand(rv, where, line, p, end, &open, buf);
+
+	if (r == 1)
+		return defer(rv, where, line, p, end, depth);
+	return r < 0 ? r : include_name(rv, where, line, open, buf, depth);
 }
 
 /* The blanks of a line: space, tab, form feed, vertical tab, CR. */
@@ -435,10 +437,28 @@ static int has_include_probes(struct resolver *rv, struct scanner *sc, const cha
 		if (p >= n || s[p] != '(') /* "defined __has_include": no operand */
 			continue;
 		p = skip_blank(sc, p + 1);
-		r = directive(rv, where, sc->line, s + p, s + n, depth);
+		size_t close = p, level = 0; /* a computed operand ends at the matching ')' */
+		while (close < n && s[close] != '\n' && !(s[close] == ')' && level == 0))
+			level += s[close] == '(' ? 1 : s[close] == ')' ? (size_t)-1 : 0, close++;
+		r = directive(rv, where, sc->line, s + p, s + close, depth);
 		j = p;
 	}
 	return r;
+}
+
+/* Keeps the #define whose name follows k (a pointer into the text, which
+ * scan keeps), for computed includes.  The line itself is scanned on as
+ * usual.  0 or a negative code. */
+static int record_define(struct resolver *rv, struct scanner *sc, size_t k)
+{
+	size_t line = sc->line, j = skip_blank(sc, k), e = j;
+
+	sc->line = line; /* the main loop counts a comment's lines when it passes it */
+	while (e < sc->n && ident_char(sc->s[e]))
+		e++;
+	if (e == j || isdigit((unsigned char)sc->s[j]))
+		return 0; /* no name: the compiler's error */
+	return kj__inc_define(rv, sc->s + j, e - j, sc->s + e, sc->s + sc->n);
 }
 
 /* Handles the directive whose introducer ('#', or the digraph "%:", hlen
@@ -457,29 +477,29 @@ static int hash_line(struct resolver *rv, struct scanner *sc, const char *where,
 	sc->bol = 0;
 	sc->i = k;
 	int dead = conditional(sc, s + j, k - j, s + k);
-	if (!dead && (word_is(s + j, k - j, "if") || word_is(s + j, k - j, "elif")))
+	if (!dead && !rv->collect && (word_is(s + j, k - j, "if") || word_is(s + j, k - j, "elif")))
 		r = has_include_probes(rv, sc, where, depth, k);
+	if (!dead && rv->record && word_is(s + j, k - j, "define"))
+		return record_define(rv, sc, k);
 	if (r < 0 || dead || !(word_is(s + j, k - j, "include") || word_is(s + j, k - j, "include_next") ||
 			       word_is(s + j, k - j, "import")))
 		return r; /* the rest of the line is scanned as usual */
 	k = skip_blank(sc, k);
 	sc->i = k;
-	r = directive(rv, where, sc->line, s + k, s + n, depth);
+	if (!rv->collect) /* a pass for the definitions alone skips the line as this one does */
+		r = directive(rv, where, sc->line, s + k, s + n, depth);
 	while (sc->i < n && s[sc->i] != '\n')
 		sc->i++;
 	return r;
 }
 
-/* Scans one file's text for #include lines (and follows them). */
-static int scan(struct resolver *rv, const char *where, const uint8_t *src, size_t len, int depth)
+/* Scans one variant of a file's spliced text (sc) for #include lines
+ * (and follows them). */
+static int scan_text(struct resolver *rv, struct scanner *sc_, const char *where, int depth)
 {
-	struct scanner sc = { .line = 1, .bol = 1 };
-	char *text = NULL;
-	int r;
+	struct scanner sc = *sc_;
+	int r = 0;
 
-	if ((r = splice(src, len, &text, &sc.n)) < 0)
-		return r;
-	sc.s = text;
 	while (r == 0 && sc.i < sc.n) {
 		char ch = sc.s[sc.i];
 		if (ch == '\n') {
@@ -507,56 +527,121 @@ static int scan(struct resolver *rv, const char *where, const uint8_t *src, size
 			sc.i = skip_plain(sc.s, sc.i + 1, sc.n);
 		}
 	}
-	free(text);
+	*sc_ = sc;
 	return r;
 }
 
-struct name_sort {
-	char *name;
-	uint8_t *data;
-	size_t len;
-};
-
-static int cmp_name(const void *a, const void *b)
+/* Scans one file (each of its lexer variants) for #include lines and
+ * follows them.  A variant's text is kept (rv->kept) when a #define or a
+ * computed include points into it. */
+static int scan(struct resolver *rv, const char *where, const uint8_t *src, size_t len, int depth)
 {
-	return strcmp(((const struct name_sort *)a)->name, ((const struct name_sort *)b)->name);
+	int seen = 0, r = 0;
+
+	for (int v = 0; r == 0 && v <= (KJ_SPLICE_BLANKS | KJ_SPLICE_TRIGRAPHS); v++) {
+		struct scanner sc = { .line = 1, .bol = 1 };
+		char *text = NULL;
+		int s2;
+		if (v & ~seen)
+			continue; /* this file has nothing that variant reads otherwise */
+		if ((r = kj__inc_splice(src, len, v, &text, &sc.n, v == 0 ? &seen : &s2)) < 0)
+			return r;
+		size_t defs = rv->n_defs, pend = rv->n_pending;
+		sc.s = text;
+		r = scan_text(rv, &sc, where, depth);
+		if (rv->n_defs == defs && rv->n_pending == pend) {
+			free(text);
+		} else if (rv->n_kept == rv->kept_cap) {
+			size_t cap = rv->kept_cap ? rv->kept_cap * 2 : 16;
+			char **k = realloc(rv->kept, cap * sizeof *k);
+			if (k == NULL) {
+				free(text);
+				return KJIT_ENOMEM;
+			}
+			rv->kept = k;
+			rv->kept_cap = cap;
+			rv->kept[rv->n_kept++] = text;
+		} else {
+			rv->kept[rv->n_kept++] = text;
+		}
+	}
+	return r;
 }
 
-static int sort_out(struct kj__includes *out)
+/* kj__inc_expand's callback: one header name a computed include spells. */
+static int computed_name(struct resolver *rv, const struct kj__inc_pending *p, char open, const char *name,
+			 void *ctx)
 {
-	struct name_sort *v;
+	(void)ctx;
+	const char *why = kj__inc_name_problem(name, strlen(name));
+	if (why)
+		return kj__inc_fail(rv, KJIT_EINCLUDE, p->where, p->line, open, name, strlen(name), "%s", why);
+	return include_name(rv, p->where, p->line, open, name, p->depth);
+}
 
-	if (out->n < 2)
-		return 0;
-	v = malloc(out->n * sizeof *v);
-	if (v == NULL)
-		return KJIT_ENOMEM;
-	for (size_t i = 0; i < out->n; i++)
-		v[i] = (struct name_sort){ out->names[i], out->data[i], out->len[i] };
-	qsort(v, out->n, sizeof *v, cmp_name);
-	for (size_t i = 0; i < out->n; i++) {
-		out->names[i] = v[i].name;
-		out->data[i] = v[i].data;
-		out->len[i] = v[i].len;
+/* The definitions for computed includes, gathered only once one is met
+ * (a scan without one records none: recording cost the plain scan a third
+ * on directive-heavy text): every file scanned so far is read again for
+ * its #define lines alone, and files scanned from now on record theirs as
+ * they go.  The source is named source_name. */
+static int collect_defines(struct resolver *rv, const char *source_name, const uint8_t *source, size_t len)
+{
+	int r;
+
+	rv->record = rv->collect = 1;
+	r = scan(rv, source_name, source, len, 0);
+	for (size_t i = 0; r == 0 && i < rv->out->n; i++)
+		r = scan(rv, rv->out->names[i], rv->out->data[i], rv->out->len[i], 0);
+	rv->collect = 0;
+	return r;
+}
+
+/* Expands the computed includes once every file is scanned, with every
+ * definition seen; what they find is scanned too (more definitions, more
+ * computed includes), so this runs to a fixed point: a round that adds no
+ * definition and no computed include ends it. */
+static int expand_pending(struct resolver *rv)
+{
+	size_t done = 0, defs = (size_t)-1;
+
+	while (done < rv->n_pending || defs != rv->n_defs) {
+		size_t upto = rv->n_pending, from = defs == rv->n_defs ? done : 0;
+		defs = rv->n_defs;
+		for (size_t i = from; i < upto; i++) {
+			struct kj__inc_pending p = rv->pending[i]; /* the array may move while it runs */
+			int r = kj__inc_expand(rv, &p, computed_name, NULL);
+			if (r < 0)
+				return r;
+		}
+		done = upto;
+		if (defs == rv->n_defs && done == rv->n_pending)
+			break;
 	}
-	free(v);
 	return 0;
 }
 
-static int cmp_str(const void *a, const void *b)
+/* The request's pre-included files (-include FILE, NVRTC's
+ * --pre-include=FILE, both spelled "--pre-include=NAME" in a request): each
+ * a header read before the source, as if its first line included it. */
+static int pre_includes(struct resolver *rv, const char *source_name)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	for (size_t i = 0; i < rv->n_options; i++) {
+		const char *o = rv->options[i];
+		if (o == NULL || strncmp(o, KJ_PRE_INCLUDE_OPT, strlen(KJ_PRE_INCLUDE_OPT)) != 0)
+			continue;
+		o += strlen(KJ_PRE_INCLUDE_OPT);
+		const char *why = kj__inc_name_problem(o, strlen(o));
+		if (why == NULL && kj__inc_has_dots(o))
+			why = "\"..\" or \".\" in path";
+		if (why)
+			return kj__inc_fail(rv, KJIT_EINCLUDE, source_name, 0, '<', o, strlen(o),
+					    "%s (a pre-included file is named as a request header)", why);
+		int r = include_name(rv, source_name, 0, '<', o, 0);
+		if (r < 0)
+			return r;
+	}
+	return 0;
 }
-
-int kj__includes_resolve(const char *source_name, const uint8_t *source, size_t source_len,
-			 const char *const *req_names, const uint8_t *const *req_data, const size_t *req_len,
-			 size_t n_req, const char *const *allowed_dirs, size_t n_dirs,
-			 struct kj__includes *out, char *err, size_t errlen)
-{
-	return kj__includes_resolve_tree(source_name, source, source_len, req_names, req_data, req_len, n_req,
-					 allowed_dirs, n_dirs, NULL, out, err, errlen);
-}
-
 
 int kj__includes_resolve_tree(const char *source_name, const uint8_t *source, size_t source_len,
 			      const char *const *req_names, const uint8_t *const *req_data, const size_t *req_len,
@@ -572,34 +657,30 @@ int kj__includes_resolve_tree(const char *source_name, const uint8_t *source, si
 	memset(out, 0, sizeof *out);
 	if (err && errlen)
 		err[0] = '\0';
-	if ((source_len && source == NULL) || (n_req && (!req_names || !req_data || !req_len)) ||
-	    (n_dirs && allowed_dirs == NULL))
-		return KJIT_EINVAL;
-	for (size_t i = 0; i < n_req; i++)
-		if (req_names[i] == NULL || (req_len[i] && req_data[i] == NULL))
-			return KJIT_EINVAL;
-	/* A request header no safe #include could name ("/etc/passwd") is a
-	 * malformed request, whether or not anything includes it. */
-	for (size_t i = 0; i < n_req; i++) {
-		const char *why = kj__inc_name_problem(req_names[i], strlen(req_names[i]));
-		if (why == NULL && kj__inc_has_dots(req_names[i]))
-			why = "\"..\" or \".\" in path";
-		if (why) {
-			if (err && errlen)
-				snprintf(err, errlen, "request header %zu: %s (a header is named as an #include "
-					 "names it: a relative path without \"..\")", i + 1, why);
-			return KJIT_EINCLUDE;
-		}
+	if ((r = kj__inc_check_request(source, source_len, req_names, req_data, req_len, n_req, allowed_dirs,
+					n_dirs, err, errlen)) < 0)
+		return r;
+	if (tree) {
+		rv.options = tree->options;
+		rv.n_options = tree->options ? tree->n_options : 0;
 	}
 	r = kj__inc_open_roots(&rv, allowed_dirs, n_dirs, tree);
 	if (r == 0)
+		r = kj__inc_define_options(&rv);
+	if (r == 0)
+		r = pre_includes(&rv, source_name ? source_name : "source");
+	if (r == 0)
 		r = scan(&rv, source_name ? source_name : "source", source, source_len, 0);
+	if (r == 0 && rv.n_pending > 0)
+		r = collect_defines(&rv, source_name ? source_name : "source", source, source_len);
+	if (r == 0)
+		r = expand_pending(&rv);
 	if (tree)
 		tree->climb = rv.climb;
 	if (r == 0)
-		r = sort_out(out);
+		r = kj__inc_sort_out(out);
 	if (r == 0 && out->n_missing > 1)
-		qsort(out->missing, out->n_missing, sizeof *out->missing, cmp_str);
+		qsort(out->missing, out->n_missing, sizeof *out->missing, kj__inc_cmp_str);
 	if (r < 0) {
 		if (err && errlen && err[0] == '\0')
 			snprintf(err, errlen, "resolving includes: %s", kjit_strerror(r));
@@ -612,22 +693,6 @@ int kj__includes_resolve_tree(const char *source_name, const uint8_t *source, si
 	free(rv.dirs);
 	free(rv.roots);
 	free(rv.anc);
+	kj__inc_macros_free(&rv);
 	return r;
-}
-
-void kj__includes_free(struct kj__includes *inc)
-{
-	if (inc == NULL)
-		return;
-	for (size_t i = 0; i < inc->n; i++) {
-		free(inc->names[i]);
-		free(inc->data[i]);
-	}
-	for (size_t i = 0; i < inc->n_missing; i++)
-		free(inc->missing[i]);
-	free(inc->missing);
-	free(inc->names);
-	free(inc->data);
-	free(inc->len);
-	memset(inc, 0, sizeof *inc);
 }

@@ -12,7 +12,8 @@
 /* Include resolution: the headers a source may include, found by scanning
  * every #include line of the source and, recursively, of what it includes
  * (a literal "#if 0" group is skipped; every other conditional counts as
- * possibly taken).  A quoted name is first looked for next to the including
+ * possibly taken; a computed #include is expanded with every definition of
+ * its macros the scan met, common/incmacro.c).  A quoted name is first looked for next to the including
  * header, then, as a bracketed one, among the request's headers and in each
  * allowed directory; names that are absolute, contain "..", or control
  * characters, or a computed #include, are rejected (KJIT_EINCLUDE, with
@@ -48,7 +49,17 @@ struct kj__include_tree {
 	const char *anc;     /* the tree root's folder on disk (quoted includes), or NULL */
 	const char *src_dir; /* the source's folder: a root files may be read under, or NULL */
 	int climb;           /* out: most levels an include climbed above the tree root */
+	/* The request's options, as the daemon's whitelists spell them: -D/-U
+	 * (macros for computed includes, common/incmacro.c) and
+	 * KJ_PRE_INCLUDE_OPT NAME (a request header included before the
+	 * source).  Others are ignored.  NULL: none. */
+	const char *const *options;
+	size_t n_options;
 };
+
+/* A request's option naming a pre-included header (nvcc's and hipcc's
+ * -include FILE, NVRTC's --pre-include=FILE, as `kjit get` takes them). */
+#define KJ_PRE_INCLUDE_OPT "--pre-include="
 /* kj__includes_resolve with tree (NULL: none, as kj__includes_resolve). */
 int kj__includes_resolve_tree(const char *source_name, const uint8_t *source, size_t source_len,
 			      const char *const *req_names, const uint8_t *const *req_data, const size_t *req_len,

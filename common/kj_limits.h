@@ -29,6 +29,11 @@
 #define KJ_INCLUDE_DEPTH_MAX 32            /* nested #include levels we follow */
 #define KJ_EXPLAIN_CANDIDATES_MAX 32       /* earlier entries of one source name --explain compares (most recent first): each costs a recipe read and an include scan */
 #define KJ_INCLUDE_CLIMB_MAX 8             /* folders a source's includes may climb out of its own ("../../include/x.h": 2); real projects climb 1 or 2 */
+#define KJ_INC_EXPANSIONS_MAX 64          /* header names one computed #include may spell (a macro with several definitions: each tried) */
+#define KJ_INC_EXPAND_STEPS_MAX 20000      /* macro replacements one computed #include may take (bounds recursion and branching) */
+#define KJ_INC_EXPAND_DEPTH_MAX 64         /* nested macro expansions (each a few KB of stack, on libuv's pool threads) */
+#define KJ_INC_TOKENS_MAX 4096             /* tokens one expansion may grow to (A -> B B, B -> C C ... doubles) */
+#define KJ_INC_DEFS_MAX 200000             /* #define lines and -D options one scan keeps for computed includes */
 #define KJ_TREE_FILES_MAX (1u << 18)       /* entries of a system include tree we fingerprint */
 
 /* Daemon. */

@@ -458,6 +458,15 @@ int kj__includes_check(const struct kj__compile_job *job, char *err, size_t errl
 		}
 		r = scan_includes(job, h->name, h->data, h->len, err, errlen);
 	}
+	/* a pre-included file (-include, issue 30) is named as a header of the
+	 * job or of the toolchain is: a relative path of plain names */
+	for (size_t i = 0; r == 0 && i < job->n_options; i++) {
+		const char *pre = kj__opt_pre_include(job->options[i]);
+		if (pre && !kj__path_ok(pre)) {
+			snprintf(err, errlen, "pre-included '%.120s' is not a relative path of plain names", pre);
+			return KJIT_EINCLUDE;
+		}
+	}
 	return r;
 }
 

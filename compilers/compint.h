@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "buf.h"
 #include "compiler.h"
@@ -71,7 +72,8 @@ int kj__options_check2(const char *family, const struct kj__opt_rule *rules, siz
  * header whose path is absolute, or holds ".." that does not land (resolved
  * against the including file's place in the job's tree, the source at
  * source_name, which may have folders) on a file of the job, and source or
- * header names that are not relative paths of safe components.  Defence in depth: the worker
+ * header names that are not relative paths of safe components, and so a
+ * pre-included name (--pre-include=NAME).  Defence in depth: the worker
  * never reads a file the job did not bring, except the toolkit's own. */
 int kj__includes_check(const struct kj__compile_job *job, char *err, size_t errlen);
 
@@ -254,6 +256,17 @@ int kj__put_file(const char *dir, const char *name, const uint8_t *data, size_t 
 void kj__rm_job_dir(const char *dir);
 /* The captured log with every "DIR/" removed, capped; NULL if empty. */
 char *kj__clean_log(const struct kj__proc_out *po, const char *dir);
+
+/* A request's pre-included header (nvcc's and hipcc's -include FILE,
+ * NVRTC's --pre-include=FILE, as `kjit get` sends them: common/includes.h
+ * KJ_PRE_INCLUDE_OPT): NAME of "--pre-include=NAME", or NULL.  Its bytes
+ * are a header of the job; a family passes it on its own way (nvcc and
+ * hipcc: "-include NAME" after the definitions' header, from the job's
+ * directory; NVRTC and hiprtc: the option as it is). */
+static inline const char *kj__opt_pre_include(const char *opt)
+{
+	return opt && strncmp(opt, "--pre-include=", 14) == 0 && opt[14] ? opt + 14 : NULL;
+}
 
 /* Shell-driven compilers (nvcc, hipcc): no option value reaches a shell
  * (defs.c).  The job's definitions go to this header in the job's

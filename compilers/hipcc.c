@@ -288,7 +288,7 @@ static int run_hipcc(struct hipcc_state *st, const struct kj__compile_job *job, 
 	int r = KJIT_ENOMEM;
 
 	memset(&po, 0, sizeof po);
-	if ((argv = calloc(job->n_options + 12, sizeof *argv)) == NULL)
+	if ((argv = calloc(2 * job->n_options + 12, sizeof *argv)) == NULL)
 		goto out;
 	if ((size_t)snprintf(arch, sizeof arch, "--offload-arch=%s", job->target) >= sizeof arch ||
 	    (size_t)snprintf(inc, sizeof inc, "-I%s", dir) >= sizeof inc ||
@@ -300,13 +300,19 @@ static int run_hipcc(struct hipcc_state *st, const struct kj__compile_job *job, 
 	argv[a++] = st->hipcc;
 	argv[a++] = "--genco";
 	argv[a++] = arch;
-	for (size_t i = 0; i < job->n_options; i++) /* definitions: in defs; -x hip: below */
-		if (!kj__opt_is_macro(job->options[i]) && strcmp(job->options[i], "-x hip") != 0)
+	for (size_t i = 0; i < job->n_options; i++) /* definitions: in defs; pre-includes and -x hip: below */
+		if (!kj__opt_is_macro(job->options[i]) && !kj__opt_pre_include(job->options[i]) &&
+		    strcmp(job->options[i], "-x hip") != 0)
 			argv[a++] = job->options[i];
 	if (defs[0]) {
 		argv[a++] = "-include";
 		argv[a++] = defs;
 	}
+	for (size_t i = 0; i < job->n_options; i++) /* after the -D's, as on a command line */
+		if (kj__opt_pre_include(job->options[i])) {
+			argv[a++] = "-include";
+			argv[a++] = kj__opt_pre_include(job->options[i]);
+		}
 	argv[a++] = inc;
 	argv[a++] = "-o";
 	argv[a++] = outpath;

@@ -61,6 +61,7 @@ static const char *const hip_libs[] = { "libamdhip64.so.5", "libhiprtc.so.6", "l
 static const struct kj__opt_rule hip_rules[] = {
 	{ KJ_OPT_MACRO, "-D", NULL },
 	{ KJ_OPT_MACRO, "-U", NULL },
+	{ KJ_OPT_TEXT, "--pre-include=", NULL }, /* -include FILE: a header of the job (issue 30) */
 	{ KJ_OPT_CHOICE, "-O", "0|1|2|3" },
 	{ KJ_OPT_EXACT, "-ffast-math", NULL },
 	{ KJ_OPT_EXACT, "-fno-fast-math", NULL },
@@ -437,11 +438,24 @@ static int hiprtc_compile(void *state, const struct kj__compile_job *job, struct
 	    (r = kj__includes_check(job, err, sizeof err)) < 0)
 		return kj__out_error(out, r, err);
 	r = kj__rtc_args_build(&j, &a, out);
+	/* --pre-include=NAME (-include FILE) is clang's -include NAME: its
+	 * joined spelling keeps one option one string (issue 30) */
+	char *pre[KJ_OPTIONS_MAX_COUNT];
+	size_t n_pre = 0;
+	for (int i = 0; r == 0 && i < a.n_opts && n_pre < KJ_OPTIONS_MAX_COUNT; i++)
+		if (kj__opt_pre_include(a.opts[i])) {
+			if ((pre[n_pre] = kj__asprintf("-include%s", kj__opt_pre_include(a.opts[i]))) == NULL)
+				r = kj__out_error(out, KJIT_ENOMEM, "out of memory");
+			else
+				a.opts[i] = pre[n_pre++];
+		}
 	if (r == 0)
 		r = name_lines(&a, job, out);
 	if (r == 0)
 		r = run_hiprtc(st, job->source_name, a.src, a.n_headers, (const char **)a.hdrs, a.names, a.n_opts,
 			       a.opts, n_exprs, exprs, out);
+	while (n_pre > 0)
+		free(pre[--n_pre]);
 	kj__rtc_args_free(&a);
 	return r;
 }

@@ -66,6 +66,7 @@ struct nvcc_state {
 static const struct kj__opt_rule nvcc_rules[] = {
 	{ KJ_OPT_MACRO, "-D", NULL },
 	{ KJ_OPT_MACRO, "-U", NULL },
+	{ KJ_OPT_TEXT, "--pre-include=", NULL }, /* -include FILE: a header of the job (issue 30) */
 	{ KJ_OPT_EXACT, "--use_fast_math", NULL },
 	{ KJ_OPT_EXACT, "-use_fast_math", NULL },
 	{ KJ_OPT_CHOICE, "-std=", "c++11|c++14|c++17|c++20" },
@@ -281,7 +282,7 @@ static int run_nvcc(struct nvcc_state *st, const struct kj__compile_job *job, co
 {
 	char err[256], arch[KJ_TARGET_MAX + 16], inc[PATH_MAX + 4], srcpath[PATH_MAX + KJ_NAME_MAX],
 		outpath[PATH_MAX + 32];
-	const char **argv = calloc(job->n_options + 14, sizeof *argv);
+	const char **argv = calloc(2 * job->n_options + 14, sizeof *argv);
 	struct kj__proc_out po;
 	size_t a = 0;
 	int r = KJIT_ENOMEM;
@@ -301,14 +302,19 @@ static int run_nvcc(struct nvcc_state *st, const struct kj__compile_job *job, co
 	argv[a++] = st->nvcc;
 	argv[a++] = output_flag[kind];
 	argv[a++] = arch;
-	for (size_t i = 0; i < job->n_options; i++) /* fatbin given once, above; definitions in defs; -x cu below */
+	for (size_t i = 0; i < job->n_options; i++) /* fatbin given once, above; definitions in defs; pre-includes, -x cu below */
 		if (!kj__cuda_fatbin_opt(job->options[i]) && !kj__opt_is_macro(job->options[i]) &&
-		    strcmp(job->options[i], "-x cu") != 0)
+		    !kj__opt_pre_include(job->options[i]) && strcmp(job->options[i], "-x cu") != 0)
 			argv[a++] = job->options[i];
 	if (defs[0]) {
 		argv[a++] = "-include";
 		argv[a++] = defs;
 	}
+	for (size_t i = 0; i < job->n_options; i++) /* after the -D's, as on a command line */
+		if (kj__opt_pre_include(job->options[i])) {
+			argv[a++] = "-include";
+			argv[a++] = kj__opt_pre_include(job->options[i]);
+		}
 	argv[a++] = inc;
 	argv[a++] = "-o";
 	argv[a++] = outpath;

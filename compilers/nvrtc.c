@@ -81,6 +81,7 @@ static const char *const nvrtc_libs[] = {
 static const struct kj__opt_rule cuda_rules[] = {
 	{ KJ_OPT_MACRO, "-D", NULL },
 	{ KJ_OPT_MACRO, "-U", NULL },
+	{ KJ_OPT_TEXT, "--pre-include=", NULL }, /* -include FILE: a header of the job (issue 30) */
 	{ KJ_OPT_EXACT, "--use_fast_math", NULL },
 	{ KJ_OPT_EXACT, "-use_fast_math", NULL },
 	{ KJ_OPT_CHOICE, "-std=", "c++11|c++14|c++17|c++20" },

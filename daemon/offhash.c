@@ -115,9 +115,11 @@ static void on_work(uv_work_t *w)
 	struct kj__offhash *h = w->data;
 	const struct kj__get_req *q = h->q;
 	const char *dir = h->incdir;
-	int r = kj__includes_resolve(q->source_name, q->source, q->source_len, (const char *const *)q->hnames,
-				     (const uint8_t *const *)q->hdata, q->hlen, q->n_headers, &dir, 1, &h->inc, h->err,
-				     sizeof h->err);
+	/* the options carry -D/-U (computed includes) and pre-included headers */
+	struct kj__include_tree opts = { .options = (const char *const *)q->options, .n_options = q->n_options };
+	int r = kj__includes_resolve_tree(q->source_name, q->source, q->source_len, (const char *const *)q->hnames,
+					  (const uint8_t *const *)q->hdata, q->hlen, q->n_headers, &dir, 1, &opts,
+					  &h->inc, h->err, sizeof h->err);
 
 	if (r < 0)
 		goto out;

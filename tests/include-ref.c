@@ -4,6 +4,17 @@
  * Only the entry point is renamed (ref_includes_resolve_tree) and made
  * static; it shares common/incfind.c with the real scan.  Not built on its
  * own: test-include.c includes it.  Do not "improve" it: it is the oracle.
+ *
+ * Changed where issue 30 changed the behaviour on purpose, each change
+ * written plainly (byte by byte) and marked "issue 30": the lexer's
+ * variants (a backslash and blanks before a newline, trigraphs: the file is
+ * scanned once per variant it holds), #define lines recorded and computed
+ * includes deferred to the end of the scan (recorded as met, where the
+ * fast scan gathers them only once a computed include is seen), then
+ * expanded by the shared
+ * common/incmacro.c (so this checks that the fast scan finds the same
+ * definitions and operands; the expansion itself is tested on its own),
+ * and pre-included files.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -20,6 +31,25 @@
 #include "util.h"
 
 static int scan(struct resolver *rv, const char *where, const uint8_t *src, size_t len, int depth);
+static int include_name(struct resolver *rv, const char *where, size_t line, char open, const char *buf, int depth);
+
+/* issue 30: a computed include kept for the end of the scan. */
+static int defer(struct resolver *rv, const char *where, size_t line, const char *p, const char *op_end, int depth)
+{
+	if (rv->n_pending >= KJ_HEADERS_MAX_COUNT)
+		return kj__inc_fail(rv, KJIT_ETOOBIG, where, line, 0, p, 0, "more than %d computed includes",
+				    KJ_HEADERS_MAX_COUNT);
+	if (rv->n_pending == rv->pending_cap) {
+		size_t cap = rv->pending_cap ? rv->pending_cap * 2 : 8;
+		struct kj__inc_pending *v = realloc(rv->pending, cap * sizeof *v);
+		if (v == NULL)
+			return KJIT_ENOMEM;
+		rv->pending = v;
+		rv->pending_cap = cap;
+	}
+	rv->pending[rv->n_pending++] = (struct kj__inc_pending){ where, line, p, op_end, depth };
+	return 0;
+}
 
 /* Reads the operand of an #include starting at p into buf (NUL-terminated)
  * and *open ('"' or '<').  0, or KJIT_EINCLUDE with err written. */
@@ -30,13 +60,8 @@ static int include_operand(struct resolver *rv, const char *where, size_t line, 
 	size_t n;
 
 	*open = p < end ? *p : '\0';
-	if (*open != '"' && *open != '<') {
-		const char *e = p;
-		while (e < end && *e != '\n')
-			e++;
-		return kj__inc_fail(rv, KJIT_EINCLUDE, where, line, 0, p, (size_t)(e - p),
-			    "computed #include (a macro) is not allowed");
-	}
+	if (*open != '"' && *open != '<')
+		return 1; /* issue 30: computed, deferred */
 	char close_ch = *open == '<' ? '>' : '"';
 	name = p + 1;
 	for (q = name; q < end && *q != close_ch && *q != '\n'; q++)
@@ -61,13 +86,23 @@ static int include_operand(struct resolver *rv, const char *where, size_t line, 
 static int directive(struct resolver *rv, const char *where, size_t line, const char *p,
 		     const char *end, int depth)
 {
-	char open, buf[KJ_NAME_MAX + 1], rel[2 * KJ_NAME_MAX + 2];
-	size_t idx;
-	int r, climb = 0, dots;
+	char open, buf[KJ_NAME_MAX + 1];
+	int r;
 
 	if ((r = include_operand(rv, where, line, p, end, &open, buf)) < 0)
 		return r;
-	r = 0;
+	if (r == 1) /* issue 30 */
+		return defer(rv, where, line, p, end, depth);
+	return include_name(rv, where, line, open, buf, depth);
+}
+
+/* issue 30: directive's second half, for computed includes' names too. */
+static int include_name(struct resolver *rv, const char *where, size_t line, char open, const char *buf, int depth)
+{
+	char rel[2 * KJ_NAME_MAX + 2];
+	size_t idx;
+	int r = 0, climb = 0, dots;
+
 	dots = kj__inc_has_dots(buf);
 	if (open == '"') {
 		int j = kj__inc_tree_join(where, buf, rel, sizeof rel, &climb);
@@ -103,27 +138,50 @@ static int directive(struct resolver *rv, const char *where, size_t line, const 
 	return scan(rv, rv->out->names[idx], rv->out->data[idx], rv->out->len[idx], depth + 1);
 }
 
-/* Removes backslash-newline pairs (translation phase 2) into a malloc'd,
- * NUL-terminated copy.  Line numbers in errors count the spliced text. */
-static int splice(const uint8_t *src, size_t len, char **out, size_t *outlen)
+/* issue 30: trigraphs replaced (variant 2), then backslash-newline pairs
+ * removed, also with blanks between them (variant 1), into a malloc'd,
+ * NUL-terminated copy; *seen gets the variants the file holds. */
+static int splice(const uint8_t *src0, size_t len0, int v, char **out, size_t *outlen, int *seen)
 {
-	char *p = malloc(len + 1);
-	size_t k = 0;
+	static const char from[] = "=/'()!<>-", to[] = "#\\^[]|{}~";
+	char *p = malloc(len0 + 1);
+	uint8_t *src = malloc(len0 + 1);
+	size_t k = 0, len = 0;
 
-	if (p == NULL)
+	if (p == NULL || src == NULL) {
+		free(p);
+		free(src);
 		return KJIT_ENOMEM;
-	for (size_t i = 0; i < len; i++) {
-		if (src[i] == '\\' && i + 1 < len && src[i + 1] == '\n') {
-			i++;
-			continue;
-		}
-		if (src[i] == '\\' && i + 2 < len && src[i + 1] == '\r' && src[i + 2] == '\n') {
+	}
+	*seen = 0;
+	for (size_t i = 0; i < len0; i++) {
+		const char *f = i + 2 < len0 && src0[i] == '?' && src0[i + 1] == '?' && src0[i + 2] ?
+					strchr(from, src0[i + 2]) : NULL;
+		if (f)
+			*seen |= 2;
+		if (f && (v & 2)) {
+			src[len++] = (uint8_t)to[f - from];
 			i += 2;
+		} else {
+			src[len++] = src0[i];
+		}
+	}
+	for (size_t i = 0; i < len; i++) {
+		size_t j = i + 1;
+		while (src[i] == '\\' && j < len && (src[j] == ' ' || src[j] == '\t' || src[j] == '\f' || src[j] == '\v'))
+			j++;
+		int nl = src[i] == '\\' && j < len && src[j] == '\n' ? 1 :
+			 src[i] == '\\' && j + 1 < len && src[j] == '\r' && src[j + 1] == '\n' ? 2 : 0;
+		if (nl && j > i + 1)
+			*seen |= 1;
+		if (nl && (j == i + 1 || (v & 1))) {
+			i = j + (size_t)nl - 1;
 			continue;
 		}
 		p[k++] = (char)src[i];
 	}
 	p[k] = '\0';
+	free(src);
 	*out = p;
 	*outlen = k;
 	return 0;
@@ -319,7 +377,13 @@ static int has_include_probes(struct resolver *rv, struct scanner *sc, const cha
 		if (p >= n || s[p] != '(') /* "defined __has_include": no operand */
 			continue;
 		p = skip_blank(sc, p + 1);
-		r = directive(rv, where, sc->line, s + p, s + n, depth);
+		size_t close = p; /* issue 30: a computed operand ends at the matching ')' */
+		for (int level = 0; close < n && s[close] != '\n'; close++) {
+			if (s[close] == ')' && level == 0)
+				break;
+			level += s[close] == '(' ? 1 : s[close] == ')' ? -1 : 0;
+		}
+		r = directive(rv, where, sc->line, s + p, s + close, depth);
 		j = p;
 	}
 	return r;
@@ -343,6 +407,15 @@ static int hash_line(struct resolver *rv, struct scanner *sc, const char *where,
 	int dead = conditional(sc, s + j, k - j, s + k);
 	if (!dead && (word_is(s + j, k - j, "if") || word_is(s + j, k - j, "elif")))
 		r = has_include_probes(rv, sc, where, depth, k);
+	if (!dead && word_is(s + j, k - j, "define")) { /* issue 30: kept for computed includes */
+		size_t line = sc->line, d = skip_blank(sc, k), e = d;
+		sc->line = line;
+		while (e < n && ident_char(s[e]))
+			e++;
+		if (e == d || isdigit((unsigned char)s[d]))
+			return 0;
+		return kj__inc_define(rv, s + d, e - d, s + e, s + n);
+	}
 	if (r < 0 || dead || !(word_is(s + j, k - j, "include") || word_is(s + j, k - j, "include_next") ||
 				       word_is(s + j, k - j, "import")))
 		return r; /* the rest of the line is scanned as usual */
@@ -354,15 +427,34 @@ static int hash_line(struct resolver *rv, struct scanner *sc, const char *where,
 	return r;
 }
 
-/* Scans one file's text for #include lines (and follows them). */
+/* Scans one file's text for #include lines (and follows them); issue 30:
+ * once per lexer variant the file holds, each text kept when a definition
+ * or a computed include points into it. */
+static int scan_one(struct resolver *rv, const char *where, const uint8_t *src, size_t len, int depth, int v,
+		    int *seen);
+
 static int scan(struct resolver *rv, const char *where, const uint8_t *src, size_t len, int depth)
+{
+	int seen = 0, r = scan_one(rv, where, src, len, depth, 0, &seen);
+
+	for (int v = 1; r == 0 && v <= 3; v++) {
+		int s2;
+		if ((v & ~seen) == 0)
+			r = scan_one(rv, where, src, len, depth, v, &s2);
+	}
+	return r;
+}
+
+static int scan_one(struct resolver *rv, const char *where, const uint8_t *src, size_t len, int depth, int v,
+		    int *seen)
 {
 	struct scanner sc = { .line = 1, .bol = 1 };
 	char *text = NULL;
 	int r;
 
-	if ((r = splice(src, len, &text, &sc.n)) < 0)
+	if ((r = splice(src, len, v, &text, &sc.n, seen)) < 0)
 		return r;
+	size_t defs = rv->n_defs, pend = rv->n_pending;
 	sc.s = text;
 	while (r == 0 && sc.i < sc.n) {
 		char ch = sc.s[sc.i];
@@ -387,8 +479,73 @@ static int scan(struct resolver *rv, const char *where, const uint8_t *src, size
 			sc.i++;
 		}
 	}
-	free(text);
+	if (rv->n_defs != defs || rv->n_pending != pend) {
+		char **kept = realloc(rv->kept, (rv->n_kept + 1) * sizeof *kept);
+		if (kept == NULL) {
+			free(text);
+			return KJIT_ENOMEM;
+		}
+		rv->kept = kept;
+		rv->kept[rv->n_kept++] = text;
+		rv->kept_cap = rv->n_kept;
+	} else {
+		free(text);
+	}
 	return r;
+}
+
+/* issue 30: each name a computed include spells. */
+static int computed_name(struct resolver *rv, const struct kj__inc_pending *p, char open, const char *name,
+			 void *ctx)
+{
+	(void)ctx;
+	const char *why = kj__inc_name_problem(name, strlen(name));
+	if (why)
+		return kj__inc_fail(rv, KJIT_EINCLUDE, p->where, p->line, open, name, strlen(name), "%s", why);
+	return include_name(rv, p->where, p->line, open, name, p->depth);
+}
+
+/* issue 30: computed includes, to a fixed point, and pre-included files. */
+static int expand_pending(struct resolver *rv)
+{
+	size_t done = 0, defs = (size_t)-1;
+
+	while (done < rv->n_pending || defs != rv->n_defs) {
+		size_t upto = rv->n_pending, from = defs == rv->n_defs ? done : 0;
+		defs = rv->n_defs;
+		for (size_t i = from; i < upto; i++) {
+			struct kj__inc_pending p = rv->pending[i];
+			int r = kj__inc_expand(rv, &p, computed_name, NULL);
+			if (r < 0)
+				return r;
+		}
+		done = upto;
+		if (defs == rv->n_defs && done == rv->n_pending)
+			break;
+	}
+	return 0;
+}
+
+static int pre_includes(struct resolver *rv, const char *source_name)
+{
+	size_t pl = strlen(KJ_PRE_INCLUDE_OPT);
+
+	for (size_t i = 0; i < rv->n_options; i++) {
+		const char *o = rv->options[i];
+		if (o == NULL || strncmp(o, KJ_PRE_INCLUDE_OPT, pl) != 0)
+			continue;
+		o += pl;
+		const char *why = kj__inc_name_problem(o, strlen(o));
+		if (why == NULL && kj__inc_has_dots(o))
+			why = "\"..\" or \".\" in path";
+		if (why)
+			return kj__inc_fail(rv, KJIT_EINCLUDE, source_name, 0, '<', o, strlen(o),
+					    "%s (a pre-included file is named as a request header)", why);
+		int r = include_name(rv, source_name, 0, '<', o, 0);
+		if (r < 0)
+			return r;
+	}
+	return 0;
 }
 
 struct name_sort {
@@ -461,9 +618,20 @@ static int ref_includes_resolve_tree(const char *source_name, const uint8_t *sou
 			return KJIT_EINCLUDE;
 		}
 	}
+	if (tree) { /* issue 30 */
+		rv.options = tree->options;
+		rv.n_options = tree->options ? tree->n_options : 0;
+	}
+	rv.record = 1; /* the reference records every #define as it goes */
 	r = kj__inc_open_roots(&rv, allowed_dirs, n_dirs, tree);
 	if (r == 0)
+		r = kj__inc_define_options(&rv);
+	if (r == 0)
+		r = pre_includes(&rv, source_name ? source_name : "source");
+	if (r == 0)
 		r = scan(&rv, source_name ? source_name : "source", source, source_len, 0);
+	if (r == 0)
+		r = expand_pending(&rv);
 	if (tree)
 		tree->climb = rv.climb;
 	if (r == 0)
@@ -482,5 +650,6 @@ static int ref_includes_resolve_tree(const char *source_name, const uint8_t *sou
 	free(rv.dirs);
 	free(rv.roots);
 	free(rv.anc);
+	kj__inc_macros_free(&rv);
 	return r;
 }

@@ -210,6 +210,31 @@ static void put(const char *name, const char *text)
 
 /* -I: found headers join the request's (which win), recursively; names
  * found nowhere are left to the compiler; escapes are refused. */
+/* Issue 30: nvcc's and hipcc's -include FILE, NVRTC's --pre-include[=]FILE,
+ * taken as typed (the get command reads and sends each file). */
+static void test_pre_include_spellings(void)
+{
+	struct kj__ccopts cc;
+	char err[256];
+	int argc;
+	char *argv[] = { "get", "-include", "a.h", "--pre-include=b.h", "--pre-include", "c.h", "-include=d.h",
+			 "--source", "-include", "--backend", "cuda", NULL };
+	char *bad[] = { "get", "-include", NULL };
+
+	CHECK_EQ_INT(take(&cc, argv, &argc, err), 0);
+	CHECK_EQ_INT(cc.n_pre, 4);
+	CHECK_EQ_STR(cc.pre[0], "a.h");
+	CHECK_EQ_STR(cc.pre[1], "b.h");
+	CHECK_EQ_STR(cc.pre[2], "c.h");
+	CHECK_EQ_STR(cc.pre[3], "d.h");
+	CHECK_EQ_INT(argc, 5); /* --source's value "-include" is a value, not the option */
+	CHECK_EQ_STR(argv[2], "-include");
+	kj__ccopts_free(&cc);
+	CHECK_EQ_INT(take(&cc, bad, &argc, err), KJIT_EINVAL);
+	CHECK(strstr(err, "missing argument to -include") != NULL);
+	kj__ccopts_free(&cc);
+}
+
 static void test_headers_from_dirs(void)
 {
 	char tmpl[] = "/tmp/kjit-ccopts-XXXXXX", a[128], b[128], err[256];
@@ -247,5 +272,5 @@ static void test_headers_from_dirs(void)
 	nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-TEST_LIST(TEST(takes_compiler_options) TEST(missing_argument_and_after_dashdash) TEST(glslc_spellings)
+TEST_LIST(TEST(pre_include_spellings) TEST(takes_compiler_options) TEST(missing_argument_and_after_dashdash) TEST(glslc_spellings)
 	  TEST(habit_flags) TEST(target_flags) TEST(headers_from_dirs))

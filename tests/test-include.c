@@ -108,7 +108,8 @@ static void test_refuses_escapes(void)
 	refused("#include \"a\\tb\"\n", "#include");
 	refused("#include \"a\x01z.h\"\n", "a?z.h");
 	refused("#include MACRO\n", "MACRO");
-	refused("#define H \"a.h\"\n#include H\n", "computed");
+	refused("#define H \"../../x\"\n#include H\n", "../../x"); /* a computed name is refused as a plain one */
+	refused("#define H(x) <x>\n#include H(../y)\n", "../y");
 	refused("#ifndef __CUDACC_RTC__\n#include \"/etc/passwd\"\n#endif\n", "/etc/passwd");
 	refused("#include \"unterminated\n", "unterminated");
 	memset(src, 0, sizeof src);
@@ -456,6 +457,143 @@ static void test_other_spellings(void)
 	cleanup();
 }
 
+/* Resolves src (named "src/main.cu") with the options opts[n]. */
+static int resolve_opts(const char *src, const struct req *q, const char *const *opts, size_t n,
+			struct kj__includes *out, char *err, size_t errlen)
+{
+	const char *const dirs[] = { dir };
+	struct kj__include_tree t = { .options = opts, .n_options = n };
+	return kj__includes_resolve_tree("src/main.cu", (const uint8_t *)src, strlen(src), q->names, q->data,
+					 q->len, q->n, dirs, 1, &t, out, err, errlen);
+}
+
+/* 1 if out lists name among its headers (found) or, missing, its missing. */
+static int has(const struct kj__includes *out, const char *name, int found)
+{
+	for (size_t i = 0; i < (found ? out->n : out->n_missing); i++)
+		if (strcmp(found ? out->names[i] : out->missing[i], name) == 0)
+			return 1;
+	return 0;
+}
+
+/* Issue 30: computed includes expanded with every definition the scan saw
+ * (the source's, its headers', -D's, function-like ones too); each name
+ * spelled is found and keyed, or keyed as missing. */
+static void test_computed_includes(void)
+{
+	struct kj__includes out;
+	struct req q = { 0 };
+	char err[512];
+	static const char *const opts[] = { "-DHDR=a.h", "-Dbuffer_ld1(buf,i)=buf[i]", "-DINC(x)=<inc/x.h>",
+					    "-O3", "-DGONE=<gone.h>", "-UGONE" };
+
+	setup();
+	put(dir, "a.h", "#define LATER(x) <later/x>\n");
+	put(dir, "b.h", "int b;\n");
+	req_add(&q, "cfg.h", "#define PICK \"b.h\"\n");
+	const char *src = "#define H(x) <cuda/std/x>\n#include H(cstdint)\n"   /* CUTLASS's style */
+			  "#define STR2(x) #x\n#define STR(x) STR2(x)\n#include STR(HDR)\n" /* -D, through # */
+			  "#include \"cfg.h\"\n#include PICK\n"                    /* defined in a header */
+			  "#ifdef X\n#define ALT <alt1.h>\n#else\n#define ALT <alt2.h>\n#endif\n#include ALT\n"
+			  "#include INC(zz)\n#include LATER(l.h)\n"                  /* -D(x); defined after */
+			  "#define CAT(a, b) a##b\n#include STR(CAT(b, .h))\n"
+			  "#define V(...) <v/__VA_ARGS__>\n#include V(x.h)\n"
+			  "#if __has_include(H(array))\n#endif\n"
+			  "#define SELF SELF\n#define REC(x) REC(x)\n";
+	CHECK_EQ_INT(resolve_opts(src, &q, opts, KJ_ARRAY_SIZE(opts), &out, err, sizeof err), 0);
+	CHECK(has(&out, "a.h", 1) && has(&out, "b.h", 1) && has(&out, "cfg.h", 1));
+	CHECK(has(&out, "cuda/std/cstdint", 0) && has(&out, "cuda/std/array", 0) && has(&out, "alt1.h", 0) &&
+	      has(&out, "alt2.h", 0) && has(&out, "inc/zz.h", 0) && has(&out, "later/l.h", 0) &&
+	      has(&out, "v/x.h", 0));
+	kj__includes_free(&out);
+	/* -U drops the -D before it; a macro defined nowhere spells nothing */
+	CHECK_EQ_INT(resolve_opts("#include GONE\n", &q, opts, KJ_ARRAY_SIZE(opts), &out, err, sizeof err),
+		     KJIT_EINCLUDE);
+	CHECK(strstr(err, "src/main.cu:1: #include GONE: computed #include") != NULL);
+	/* self-reference ends (hide sets); so does a definition that recurses */
+	CHECK_EQ_INT(resolve_opts("#define A B\n#define B A\n#include A\n", &q, NULL, 0, &out, err, sizeof err),
+		     KJIT_EINCLUDE);
+	CHECK(strstr(err, "spell no header name") != NULL);
+	/* many definitions of many macros: bounded, said, not a hang */
+	char big[4096] = "";
+	for (int i = 0; i < 8; i++)
+		for (int k = 0; k < 4; k++)
+			snprintf(big + strlen(big), sizeof big - strlen(big), "#define M%d <x%d_%d.h>\n", i, i, k);
+	strcat(big, "#define ALL M0 M1 M2 M3 M4 M5 M6 M7\n#include ALL\n");
+	CHECK_EQ_INT(resolve_opts(big, &q, NULL, 0, &out, err, sizeof err), KJIT_EINCLUDE);
+	CHECK(strstr(err, "combine in more than") != NULL);
+	/* a doubling bomb (A -> B B, B -> C C, ...) and deep nesting: bounded */
+	big[0] = '\0';
+	for (int i = 0; i < 30; i++)
+		snprintf(big + strlen(big), sizeof big - strlen(big), "#define D%d D%d D%d\n", i, i + 1, i + 1);
+	strcat(big, "#include D0\n");
+	CHECK_EQ_INT(resolve_opts(big, &q, NULL, 0, &out, err, sizeof err), KJIT_EINCLUDE);
+	CHECK(strstr(err, "expand past") != NULL);
+	strcpy(big, "#define F(x) x\n#include ");
+	for (int i = 0; i < 100; i++)
+		strcat(big, "F(");
+	strcat(big, "<deep.h>");
+	for (int i = 0; i < 100; i++)
+		strcat(big, ")");
+	strcat(big, "\n");
+	CHECK_EQ_INT(resolve_opts(big, &q, NULL, 0, &out, err, sizeof err), KJIT_EINCLUDE);
+	CHECK(strstr(err, "levels") != NULL);
+	big[0] = '\0';
+	for (int i = 0; i < 100; i++)
+		snprintf(big + strlen(big), sizeof big - strlen(big), "#define N%d(x) N%d(x)\n", i, i + 1);
+	strcat(big, "#define N100(x) <x>\n#include N0(deep.h)\n");
+	CHECK_EQ_INT(resolve_opts(big, &q, NULL, 0, &out, err, sizeof err), KJIT_EINCLUDE);
+	CHECK(strstr(err, "more than 64 macros") != NULL);
+	/* one definition met many times (a header of many variants) is one alternative */
+	CHECK_EQ_INT(resolve_opts("#define R <r1.h>\n#define R <r1.h>\n#define R <r2.h>\n#include R\n", &q, NULL, 0,
+				  &out, err, sizeof err), 0);
+	CHECK_EQ_INT(out.n_missing, 2);
+	kj__includes_free(&out);
+	cleanup();
+}
+
+/* Issue 30: the lexer as the compilers have it: a backslash and blanks
+ * before a newline splice for clang and gcc (not necessarily for others),
+ * trigraphs under ISO modes only: the scan takes both readings. */
+static void test_splices_and_trigraphs(void)
+{
+	struct kj__includes out;
+	struct req q = { 0 };
+	char err[512];
+
+	setup();
+	/* spliced: "// x \" swallows the next line; not spliced: it is an #include */
+	CHECK_EQ_INT(resolve_opts("// note \\  \n#include \"s1.h\"\n#define Q \\ \t\n <s2.h>\n#include Q\n"
+				  "?\?=include \"t1.h\"\n%:include \"t2.h\" ?\?/\n#include \"t3.h\"\n",
+				  &q, NULL, 0, &out, err, sizeof err), 0);
+	CHECK(has(&out, "s1.h", 0) && has(&out, "s2.h", 0) && has(&out, "t1.h", 0) && has(&out, "t2.h", 0) &&
+	      has(&out, "t3.h", 0));
+	CHECK(has(&out, "src/s1.h", 0)); /* the quoted name tried beside the source first */
+	kj__includes_free(&out);
+	cleanup();
+}
+
+/* Issue 30: --pre-include=NAME (-include FILE) reads a request header first,
+ * followed and keyed like an #include; its macros count. */
+static void test_pre_include(void)
+{
+	struct kj__includes out;
+	struct req q = { 0 };
+	char err[512];
+	static const char *const opts[] = { KJ_PRE_INCLUDE_OPT "pre.h" };
+	static const char *const bad[] = { KJ_PRE_INCLUDE_OPT "../pre.h" };
+
+	setup();
+	req_add(&q, "pre.h", "#include \"dep.h\"\n#define P <from_pre.h>\n");
+	req_add(&q, "dep.h", "int dep;\n");
+	CHECK_EQ_INT(resolve_opts("#include P\n", &q, opts, 1, &out, err, sizeof err), 0);
+	CHECK(has(&out, "pre.h", 1) && has(&out, "dep.h", 1) && has(&out, "from_pre.h", 0));
+	kj__includes_free(&out);
+	CHECK_EQ_INT(resolve_opts("\n", &q, bad, 1, &out, err, sizeof err), KJIT_EINCLUDE);
+	CHECK(strstr(err, "pre-included") != NULL);
+	cleanup();
+}
+
 /* Issue 25: the scan skips plain bytes eight at a time; it must find
  * exactly what the byte-by-byte scan (tests/include-ref.c) found, on every
  * input: names, bytes, missing names, code, message and climb. */
@@ -537,6 +675,10 @@ static size_t tricky(char *out, size_t cap)
 		"./a.h", "/etc/passwd", "inc/a.h", "outside/secret.h", "\"a.h\"", "<b.h>", "\"r.h\"", "<sub/c.h>",
 		"#include \"a.h\"\n", "#include <missing.h>\n", "#if 0\n", "#endif\n", "#if __has_include(",
 		"\0", "\x7f", "\xff", "defined", ".", "..",
+		/* issue 30: computed includes, definitions, blank splices, trigraphs */
+		"#define M \"a.h\"\n", "#define M <sub/c.h>\n", "#include M\n", "#define F(x) <x>\n",
+		"#include F(b.h)\n", "#define S(x) #x\n", "#include S(r.h)\n", "M", "F(", "\\ \n", "\\\t\n",
+		"?\?/\n", "?\?=include \"a.h\"\n", "#if __has_include(M)\n",
 	};
 	size_t len = 0, ntok = rnd() % 300;
 
@@ -598,7 +740,7 @@ static void test_same_as_reference_scan(void)
 	cleanup();
 }
 
-TEST_LIST(TEST(same_as_reference_scan) TEST(other_spellings) TEST(dotdot_in_the_tree) TEST(source_folder_first) TEST(refuses_escapes) TEST(line_number_in_error) TEST(missing_names_listed) TEST(if_zero_skipped)
+TEST_LIST(TEST(computed_includes) TEST(splices_and_trigraphs) TEST(pre_include) TEST(same_as_reference_scan) TEST(other_spellings) TEST(dotdot_in_the_tree) TEST(source_folder_first) TEST(refuses_escapes) TEST(line_number_in_error) TEST(missing_names_listed) TEST(if_zero_skipped)
 	  TEST(nested_in_allowed_dir) TEST(request_header_shadows_dir)
 	  TEST(comments_and_strings_do_not_fool) TEST(depth_limit) TEST(cycle_terminates)
 	  TEST(missing_dir_and_no_source))

@@ -6,7 +6,7 @@
 # nvcc (a full .cu with host code) and hipcc --genco (a HIP program with
 # <cstdint> and <iostream>), as the daemon's compiler and per request.  Each compiles, repeats as a hit, and a change
 # to a header found through -I changes the key.  Then what must stay
-# refused: a missing entry point, names leaving the roots, /etc/passwd, and
+# refused: a missing entry point, names leaving the tree, /etc/passwd, and
 # -I /etc (the client reads and sends; the daemon reads nothing outside its
 # roots).  A compiler not installed here is said and its checks skipped.
 . "$(dirname "$0")/lib.sh"
@@ -300,23 +300,16 @@ g1=$(get --source "$A/shaders/gain.comp" --backend vulkan --target vulkan1.2 -I 
 check "shaderc: shaders/gain.comp with ../include/gain.glsl" [ "$(status "$g1")" = compiled ]
 g2=$(get --source "$R/beside/blur.comp" --backend vulkan --target vulkan1.2)
 check "shaderc: a header beside the source, no -I" [ "$(status "$g2")" = compiled ]
-# negative: without -I include/ is no root: "../include/x" leaves them all
+# issue 30: without -I, "../include/x" from the source's folder is found as
+# glslc finds it (the includer's folder first): the same tree, the same key
 g3=$(get --source "$A/shaders/gain.comp" --backend vulkan --target vulkan1.2)
-check "../include without -I: refused" [ "$g3" = error ] && grep -q 'gain.comp:5: #include "../include/gain.glsl"' "$T/err"
-# negative: a file beside the roots (app/secret.h: neither src/ nor include/)
+check "../include without -I: found, the key of the -I build" [ "$g3" = "hit $(key "$g1")" ]
+# a file beside the roots (app/secret.glsl: neither shaders/ nor include/) is
+# read as the compiler reads it: the client reads what its user can read
 printf '// SECRET-BYTES-%s\nfloat secret_gain(float x) { return x; }\n' $$ >"$A/secret.glsl"
 printf '#version 450\n#include "../secret.glsl"\nlayout(local_size_x = 1) in;\nvoid main() {}\n' >"$A/shaders/leak.comp"
 g4=$(get --source "$A/shaders/leak.comp" --backend vulkan --target vulkan1.2 -I "$A/include")
-check "a .. that leaves every root is refused" [ "$g4" = error ] &&
-	grep -q 'leak.comp:2: #include "../secret.glsl": ' "$T/err"
-check "and its bytes appear nowhere" sh -c "! grep -rq 'SECRET-BYTES-$$' '$T/err' '$KJIT_CACHE_DIR' '$T/kjitd.log'"
-if command -v strace >/dev/null 2>&1; then
-	strace -f -e trace=openat,open -o "$T/strace" "$KJIT" get --source "$A/shaders/leak.comp" --backend vulkan \
-		--target vulkan1.2 -I "$A/include" >/dev/null 2>&1
-	check "the client never opens it (strace)" sh -c "! grep -q 'secret.glsl' '$T/strace'"
-else
-	echo "# skip the client never opens it: strace not installed"
-fi
+check "a .. to the user's own file beside the roots compiles" [ "$(status "$g4")" = compiled ]
 rm -f "$A/secret.glsl" "$A/shaders/leak.comp"
 
 # What stays refused, whatever -I says.

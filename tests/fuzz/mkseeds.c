@@ -208,6 +208,12 @@ static void seeds_include(void)
 	include_seed("bad-absolute", "#include \"/etc/passwd\"\n", NULL, 0);
 	include_seed("bad-dotdot", "#include \"../../x\"\n", NULL, 0);
 	include_seed("bad-computed", "#define H <common.h>\n#include H\n", NULL, 0);
+	/* issue 30: computed includes expanded, lexer variants */
+	include_seed("computed", "#define S2(x) #x\n#define S(x) S2(x)\n#define H(x) <x>\n#define CAT(a, b) a##b\n"
+		     "#include H(common.h)\n#include S(CAT(common, .h))\n#define V(...) <__VA_ARGS__>\n"
+		     "#include V(common.h)\n#if __has_include(H(x.h))\n#endif\n", NULL, 0);
+	include_seed("variants", "// note \\ \n#include \"common.h\"\n?\?=include <common.h>\n?\?/\n#include \"x.h\"\n",
+		     NULL, 0);
 	include_seed("bad-escape", "#include \"escape.h\"\n", NULL, 0);
 	include_seed("next-import", "#include_next <sub/util.h>\n#import \"common.h\"\n", NULL, 0);
 	static const char *const cyc[] = { "a.h\n#include \"b.h\"\n", "b.h\n#include \"a.h\"\n" };

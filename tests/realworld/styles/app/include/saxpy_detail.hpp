@@ -1,0 +1,2 @@
+#pragma once
+#define SAXPY_DEFAULT_A 2.5f

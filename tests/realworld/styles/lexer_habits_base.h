@@ -1,0 +1,2 @@
+#pragma once
+#define LEXER_BASE 2.0f

@@ -1,0 +1,2 @@
+#pragma once
+#define LEXER_SPLICED 1

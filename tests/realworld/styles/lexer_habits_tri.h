@@ -1,0 +1,2 @@
+#pragma once
+#define LEXER_TRI 3.0f
