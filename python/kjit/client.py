@@ -77,15 +77,6 @@ else:  # Python < 3.7
     _FORK_CHECK = True
 
 
-def _hashable(x: Any) -> Any:
-    """x as part of a prepared request's key: lists become tuples; None
-    when x is None or empty."""
-    if not x:
-        return None
-    if isinstance(x, (list, tuple)):
-        return tuple(x)
-    return x
-
 #: Backend names and their enum kjit_backend values.
 BACKENDS = {"hip": 1, "cuda": 2, "vulkan": 3}
 #: enum kjit_status values and their names.
@@ -304,8 +295,10 @@ class Client:
         kjit.Error with the daemon's one-line message.
         """
         try:
-            k = (source, backend, target, _hashable(options), name, kernel, _hashable(entries), runtime_version,
-                 no_env, _hashable(include_dirs), compiler, _hashable(name_expressions), explain)
+            k = (source, backend, target, tuple(options) if options else None, name, kernel,
+                 tuple(entries) if entries else None, runtime_version, no_env,
+                 tuple(include_dirs) if include_dirs else None, compiler,
+                 tuple(name_expressions) if name_expressions else None, explain)
             prep = None if headers else self._prepared.get(k)
         except TypeError:  # unhashable: a bytearray source, a list inside a list...
             k = prep = None
@@ -403,8 +396,11 @@ class Client:
     def _get_prepared(self, req_at: int, backend: Backend, exprs: Sequence[str]) -> Object:
         """kjit_get of the request at address req_at (kept alive by the
         caller) into the Client's result, freed before returning."""
-        with self._locked():
-            h = self._handle()
+        lock = self._lock if self._forks == _forks[0] and not _FORK_CHECK else self._locked()
+        with lock:
+            h = self._h
+            if h is None or self._closed:
+                h = self._handle()
             res, at = self._res, self._res_at
             r = self._kget(h, req_at, at)
             try:
