@@ -241,6 +241,28 @@ scenario_hitpath() {
 		row 13 "ratio $label: socket path / floor (b), p50" "${rs}x" "" ""
 		row 13 "hit $label, process memo (same handle, same bytes), p50 / p99 us" "$mp50 / $mp99" "" ""
 	done
+	stop_daemon
+	# A shared daemon (--system: other uids admitted) serves each uid its own
+	# table (issue 35): its fast-path hit against the per-user daemon's.
+	if [ "$(id -u)" = 0 ]; then
+		progress "13: hit 16KB on a --system daemon (per-uid table) vs a per-user one"
+		local hs="$BIN/bench-hitlat --kernel blob16384 --target gfx90a -n $(n_of 20000 500) -w 200" su ss rsys
+		start_daemon A --hip-compiler test --kernels-dir "$T/k" || return 1
+		su=$(hp_lat KJIT_PROCESS_MEMO=0 $hs)
+		stop_daemon
+		start_daemon SYS --system --hip-compiler test --kernels-dir "$T/k" || return 1
+		ss=$(hp_lat KJIT_PROCESS_MEMO=0 $hs)
+		set -- $su; local up50=$1
+		set -- $ss; local yp50=$1 yp99=$2
+		rsys=$(ratio "$yp50" "$up50")
+		row 13 "hit 16KB, --system daemon, fast path (its uid's table), p50 / p99 us" "$yp50 / $yp99" "" ""
+		row 13 "ratio 16KB: --system daemon / per-user daemon, fast path, p50" "${rsys}x" "<= 1.5x" \
+			"$(verdict "$rsys" le 1.5)"
+		stop_daemon
+	else
+		note "scenario 13: not root: no --system daemon row"
+	fi
+	start_daemon A --hip-compiler test --kernels-dir "$T/k" || return 1
 	local secs p out
 	secs=$(n_of 3 1)
 	for p in 32; do

@@ -87,6 +87,9 @@
 #define KJ_HITTAB_PROBE 8                  /* slots a fingerprint may live in (linear probing window) */
 #define KJ_HITTAB_RETRIES 4                /* reads racing a rewrite before the client asks the socket */
 #define KJ_HITTAB_RECORD_SHARE 4           /* one object takes at most 1/4 of the arena */
+#define KJ_HITTAB_UIDS_MAX 16              /* per-uid tables of a daemon admitting other uids (daemon/hits.c) */
+#define KJ_HITTAB_UID_BYTES (32u << 20)    /* each: 16 x 32 MiB = 512 MiB of memfd at most, all uids */
+#define KJ_HITTAB_UID_SLOTS 4096           /* each: 256 KiB of index */
 
 /* Fleet tier (remote/remote.c, docs/remote.md). */
 #define KJ_REMOTE_PREFIX "kjit:v2:"        /* --remote-prefix default: v2 = KJO2 values; KJO1 nodes use kjit:v1: */

@@ -94,7 +94,7 @@ void kj__conn_close(struct kj__conn *c)
 	if (c->closing)
 		return;
 	c->closing = 1;
-	kj__hits_harvest(c->d, c->ctr);
+	kj__hits_harvest(c->d, c->uid, c->ctr);
 	kj__hitctr_free(c->ctr);
 	c->ctr = NULL;
 	if (c->counted)
@@ -194,7 +194,7 @@ struct kj__hitctr *kj__conn_hitctr(const struct kj__conn *c)
 void kj__conn_harvest_all(struct kj__daemon *d)
 {
 	for (struct kj__conn *c = d->conns; c; c = c->next)
-		kj__hits_harvest(d, c->ctr);
+		kj__hits_harvest(d, c->uid, c->ctr);
 }
 
 static void on_idle(uv_timer_t *t)

@@ -596,21 +596,27 @@ void kj__hits_start(struct kj__daemon *d);
 /* Closes the watch handle (server stop); kj__hits_free after the loop. */
 void kj__hits_stop(struct kj__daemon *d);
 void kj__hits_free(struct kj__hits *h);
-/* Publishes verified bytes for the GET body body/len (NULL: nothing). */
-void kj__hits_put(struct kj__daemon *d, const uint8_t *body, size_t len, const char *key, const char *target,
-		  const char *version, const uint8_t *data, size_t size);
+/* Publishes verified bytes for the GET body body/len (NULL: nothing), in
+ * the table of uid, the peer they were just sent to (a daemon admitting
+ * other uids keeps one table per uid; nothing if uid has none). */
+void kj__hits_put(struct kj__daemon *d, uid_t uid, const uint8_t *body, size_t len, const char *key,
+		  const char *target, const char *version, const uint8_t *data, size_t size);
 /* The same by fingerprint, only while the generation is still gen. */
-void kj__hits_put_fp(struct kj__daemon *d, const uint8_t fp[32], uint64_t gen, const char *key, const char *target,
-		     const char *version, const uint8_t *data, size_t size);
+void kj__hits_put_fp(struct kj__daemon *d, uid_t uid, const uint8_t fp[32], uint64_t gen, const char *key,
+		     const char *target, const char *version, const uint8_t *data, size_t size);
+/* The generation every table is in: bumped by each invalidation (0: no
+ * tables). */
 uint64_t kj__hits_gen(const struct kj__daemon *d);
-/* Drops every entry of the object key (hex). */
+/* Drops every entry of the object key (hex), in every table. */
 void kj__hits_remove_key(struct kj__daemon *d, const char *key);
-/* Invalidates every entry (why is logged). */
+/* Invalidates every entry of every table (why is logged). */
 void kj__hits_invalidate(struct kj__daemon *d, const char *why);
-/* Answers ATTACH: the table's reader fd and a new counters fd. */
+/* Answers ATTACH: the reader fd of the table of c's uid (made on its first
+ * ATTACH, KJ_HITTAB_UIDS_MAX at most) and a new counters fd. */
 void kj__hits_attach(struct kj__daemon *d, struct kj__conn *c, uint32_t id);
-/* Adds what ctr counted since the last harvest to the stats. */
-void kj__hits_harvest(struct kj__daemon *d, struct kj__hitctr *ctr);
+/* Adds what ctr (a connection of uid) counted since the last harvest to
+ * the stats. */
+void kj__hits_harvest(struct kj__daemon *d, uid_t uid, struct kj__hitctr *ctr);
 
 /* access.c: roles (docs/protocol.md).  --admin-gid's value into cfg: 0,
  * or -1 when it is not a gid or there are 16 already. */

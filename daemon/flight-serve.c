@@ -86,7 +86,7 @@ static void hits_joiners(struct kj__flight *f, const uint8_t *data, size_t len)
 {
 	for (size_t i = 0; i < f->n_w; i++) /* w[0] too: the opener may have left (its entry missing) */
 		if (f->w[i].has_fp && (!f->has_fp || memcmp(f->w[i].fp, f->fp, sizeof f->fp) != 0))
-			kj__hits_put_fp(f->d, f->w[i].fp, f->w[i].hits_gen, f->key, f->e.target, f->e.version, data, len);
+			kj__hits_put_fp(f->d, kj__conn_uid(f->w[i].c), f->w[i].fp, f->w[i].hits_gen, f->key, f->e.target, f->e.version, data, len);
 }
 
 void kj__flight_publish(struct kj__flight *f, int status, int join_status, const uint8_t *data, size_t len,
@@ -102,7 +102,7 @@ void kj__flight_publish(struct kj__flight *f, int status, int join_status, const
 	/* What every waiter was just sent.  Not if the table was invalidated
 	 * while the flight was open (a header changed). */
 	if (f->has_fp)
-		kj__hits_put_fp(d, f->fp, f->hits_gen, f->key, f->e.target, f->e.version, data, len);
+		kj__hits_put_fp(d, f->uid, f->fp, f->hits_gen, f->key, f->e.target, f->e.version, data, len);
 	f->e.compile_ms = compile_ms;
 	f->e.log = log;
 	f->e.lowered = lowered;

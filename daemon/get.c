@@ -121,9 +121,9 @@ static int answer_hit(struct kj__daemon *d, struct kj__conn *c, uint32_t id, uin
 	d->stats[KJ_STAT_SAVED_MS] += saved;
 	kj__send_object(d, c, id, KJIT_STATUS_HIT, &o, obj, len);
 	if (fp) /* its entries were checked */
-		kj__hits_put_fp(d, fp, gen, key, target, version, obj, len);
+		kj__hits_put_fp(d, kj__conn_uid(c), fp, gen, key, target, version, obj, len);
 	else
-		kj__hits_put(d, body, body_len, key, target, version, obj, len);
+		kj__hits_put(d, kj__conn_uid(c), body, body_len, key, target, version, obj, len);
 	d->stats[KJ_STAT_HITS]++;
 	kj__record_latency(d, t0);
 	r = 1;

@@ -1,12 +1,16 @@
 /* hits.c: kjitd's side of the shared read-only hit table (docs/hitpath.md).
  *
- * At start the daemon creates the table (common/hittab.c), unless its
- * socket admits other users (--system, --allow-gid, --allow-uid of a uid
- * other than its own and root: every mapper could read every object, so
- * the table never crosses users; --shared-hit-table does not lift this),
- * --no-shared-hit-table was given, or the kernel cannot seal a memfd: then
+ * At start the daemon creates the table (common/hittab.c), unless
+ * --no-shared-hit-table was given or the kernel cannot seal a memfd: then
  * it logs one line and every hit goes through the socket, where each
- * request is checked against its peer.
+ * request is checked against its peer.  A table never crosses users (every
+ * mapper can read every object in it): a daemon whose socket admits other
+ * uids (--system, --allow-gid, --allow-uid of a uid other than its own and
+ * root) keeps one table per uid, made at the uid's first ATTACH, handed
+ * only to that uid's connections and filled only with what that uid was
+ * answered; KJ_HITTAB_UIDS_MAX of them at most, never evicted (a client
+ * may keep an evicted table mapped, and its memory with it), later uids
+ * going through the socket.
  * get.c publishes an object here only after it was verified (a hot-set hit,
  * a digest-checked read, a fresh compile).  What the request bytes mean can
  * change without the bytes changing: a bundled kernel's source or a header
@@ -55,8 +59,19 @@
 #define CACHE_MASK (IN_MODIFY | IN_DELETE | IN_MOVED_FROM)
 #define CACHE_WATCHES_MAX 4096 /* object directories (one per target and version) */
 
-struct kj__hits {
+/* One table and the uid it serves (UID_ANY: the per-user daemon's one). */
+struct uid_tab {
+	uid_t uid;
 	struct kj__hittab *tab;
+};
+#define UID_ANY ((uid_t)-1)
+
+struct kj__hits {
+	struct uid_tab tabs[KJ_HITTAB_UIDS_MAX];
+	size_t n_tabs;
+	int per_uid;                 /* other uids are admitted: one table per uid */
+	int full_logged;             /* "every per-uid table is taken" said once */
+	uint64_t epoch;              /* bumped by each invalidation: a put stamped before is refused */
 	int ino_fd;
 	int cache_root_wd;
 	int *cache_wd;               /* watches of the cache's object directories */
@@ -222,6 +237,31 @@ static int others_admitted(const struct kj__daemon *d)
 	return 0;
 }
 
+/* The table of uid (per-user daemon: its one), made if create and there
+ * is room; NULL if none.  *r: why none was made (a code), if create. */
+static struct kj__hittab *table_of(struct kj__hits *h, uid_t uid, int create, int *r)
+{
+	size_t i;
+
+	if (!h->per_uid)
+		return h->n_tabs ? h->tabs[0].tab : NULL;
+	for (i = 0; i < h->n_tabs; i++)
+		if (h->tabs[i].uid == uid)
+			return h->tabs[i].tab;
+	if (!create)
+		return NULL;
+	if (h->n_tabs >= KJ_HITTAB_UIDS_MAX) {
+		*r = KJIT_EBUSY;
+		return NULL;
+	}
+	*r = kj__hittab_create(&h->tabs[i].tab, KJ_HITTAB_UID_BYTES, KJ_HITTAB_UID_SLOTS);
+	if (*r < 0)
+		return NULL;
+	h->tabs[i].uid = uid;
+	h->n_tabs++;
+	return h->tabs[i].tab;
+}
+
 void kj__hits_start(struct kj__daemon *d)
 {
 	struct kj__hits *h;
@@ -231,30 +271,30 @@ void kj__hits_start(struct kj__daemon *d)
 		hits_off(d, "--no-shared-hit-table");
 		return;
 	}
-	if (others_admitted(d)) {
-		hits_off(d, d->cfg.shared_hit_table
-				    ? "other users are admitted (--system, --allow-uid or --allow-gid), and one table "
-				      "would show each of them the others' objects; --shared-hit-table cannot lift that"
-				    : "other users are admitted (--system, --allow-uid or --allow-gid), and one table "
-				      "would show each of them the others' objects");
-		return;
-	}
 	if ((h = calloc(1, sizeof *h)) == NULL) {
 		hits_off(d, "out of memory");
 		return;
 	}
 	h->ino_fd = -1;
 	h->cache_root_wd = -1;
+	h->epoch = 1;
+	/* Other uids admitted: one table per uid, made at its first ATTACH and
+	 * filled only with what that uid was answered (--shared-hit-table, a
+	 * single table for every user, is not offered any more). */
+	h->per_uid = others_admitted(d);
 	if ((h->cache_wd = calloc(CACHE_WATCHES_MAX, sizeof *h->cache_wd)) == NULL) {
 		hits_off(d, "out of memory");
 		goto fail;
 	}
-	r = kj__hittab_create(&h->tab, KJ_HITTAB_BYTES_MAX, KJ_HITTAB_SLOTS_DEFAULT);
+	r = kj__hittab_create(&h->tabs[0].tab, h->per_uid ? KJ_HITTAB_UID_BYTES : KJ_HITTAB_BYTES_MAX,
+			      h->per_uid ? KJ_HITTAB_UID_SLOTS : KJ_HITTAB_SLOTS_DEFAULT);
 	if (r < 0) {
 		hits_off(d, r == KJIT_EIO ? "this kernel cannot seal a memfd (Linux 5.1 or later needed)"
 					  : kjit_strerror(r));
 		goto fail;
 	}
+	h->tabs[0].uid = h->per_uid ? geteuid() : UID_ANY; /* the daemon's own uid's: it can seal */
+	h->n_tabs = 1;
 	h->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	if (h->ino_fd < 0 || watch_tree(h->ino_fd, d->cfg.kernels_dir, 0) < 0) {
 		char why[512];
@@ -277,8 +317,13 @@ void kj__hits_start(struct kj__daemon *d)
 		kj__hits_stop(d);
 		return;
 	}
-	kj__log(d, "shared hit table on: %u slots, %u MiB at most", kj__hittab_slots(h->tab),
-		(unsigned)(KJ_HITTAB_BYTES_MAX >> 20));
+	if (h->per_uid)
+		kj__log(d, "shared hit table on, one per uid (other users are admitted): %u uids at most, %u slots and "
+			   "%u MiB each at most", (unsigned)KJ_HITTAB_UIDS_MAX, (unsigned)KJ_HITTAB_UID_SLOTS,
+			(unsigned)(KJ_HITTAB_UID_BYTES >> 20));
+	else
+		kj__log(d, "shared hit table on: %u slots, %u MiB at most", kj__hittab_slots(h->tabs[0].tab),
+			(unsigned)(KJ_HITTAB_BYTES_MAX >> 20));
 	return;
 fail:
 	kj__hits_free(h);
@@ -298,7 +343,9 @@ void kj__hits_stop(struct kj__daemon *d)
 	if (h == NULL || !h->poll_open || uv_is_closing((uv_handle_t *)&h->poll))
 		return;
 	/* From here on nothing watches the kernels: no new puts either. */
-	kj__hittab_invalidate(h->tab);
+	h->epoch++;
+	for (size_t i = 0; i < h->n_tabs; i++)
+		kj__hittab_invalidate(h->tabs[i].tab);
 	h->poll.data = h;
 	uv_close((uv_handle_t *)&h->poll, on_poll_closed);
 }
@@ -309,7 +356,8 @@ void kj__hits_free(struct kj__hits *h)
 		return;
 	if (h->ino_fd >= 0)
 		close(h->ino_fd);
-	kj__hittab_free(h->tab);
+	for (size_t i = 0; i < h->n_tabs; i++)
+		kj__hittab_free(h->tabs[i].tab);
 	free(h->cache_wd);
 	free(h);
 }
@@ -334,51 +382,78 @@ static int usable(const struct kj__daemon *d)
 
 uint64_t kj__hits_gen(const struct kj__daemon *d)
 {
-	return d->hits ? kj__hittab_gen(d->hits->tab) : 0;
+	return d->hits ? d->hits->epoch : 0;
 }
 
-void kj__hits_put_fp(struct kj__daemon *d, const uint8_t fp[32], uint64_t gen, const char *key, const char *target,
-		     const char *version, const uint8_t *data, size_t size)
+void kj__hits_put_fp(struct kj__daemon *d, uid_t uid, const uint8_t fp[32], uint64_t gen, const char *key,
+		     const char *target, const char *version, const uint8_t *data, size_t size)
 {
 	uint8_t bkey[KJ_SHA256_LEN];
+	struct kj__hittab *t;
 
-	if (!usable(d) || kj__hits_gen(d) != gen || unhex(key, bkey) < 0)
+	if (!usable(d) || kj__hits_gen(d) != gen || (t = table_of(d->hits, uid, 0, NULL)) == NULL ||
+	    unhex(key, bkey) < 0)
 		return;
 	/* KJIT_ETOOBIG (a large object) and KJIT_EINVAL: the socket serves it. */
-	kj__hittab_put(d->hits->tab, fp, bkey, target, version, data, size);
+	kj__hittab_put(t, fp, bkey, target, version, data, size);
 }
 
-void kj__hits_put(struct kj__daemon *d, const uint8_t *body, size_t len, const char *key, const char *target,
-		  const char *version, const uint8_t *data, size_t size)
+void kj__hits_put(struct kj__daemon *d, uid_t uid, const uint8_t *body, size_t len, const char *key,
+		  const char *target, const char *version, const uint8_t *data, size_t size)
 {
 	uint8_t fp[KJ_SHA256_LEN];
 
-	if (body == NULL || !usable(d) || kj__sha256(body, len, fp) < 0)
+	if (body == NULL || !usable(d) || table_of(d->hits, uid, 0, NULL) == NULL || kj__sha256(body, len, fp) < 0)
 		return;
-	kj__hits_put_fp(d, fp, kj__hits_gen(d), key, target, version, data, size);
+	kj__hits_put_fp(d, uid, fp, kj__hits_gen(d), key, target, version, data, size);
 }
 
 void kj__hits_remove_key(struct kj__daemon *d, const char *key)
 {
 	uint8_t bkey[KJ_SHA256_LEN];
 
-	if (d->hits && unhex(key, bkey) == 0)
-		kj__hittab_remove_key(d->hits->tab, bkey);
+	if (d->hits == NULL || unhex(key, bkey) < 0)
+		return;
+	for (size_t i = 0; i < d->hits->n_tabs; i++)
+		kj__hittab_remove_key(d->hits->tabs[i].tab, bkey);
 }
 
 void kj__hits_invalidate(struct kj__daemon *d, const char *why)
 {
-	if (d->hits == NULL)
+	struct kj__hits *h = d->hits;
+
+	if (h == NULL)
 		return;
-	kj__hittab_invalidate(d->hits->tab);
+	h->epoch++;
+	for (size_t i = 0; i < h->n_tabs; i++)
+		kj__hittab_invalidate(h->tabs[i].tab);
 	kj__log(d, "hit table invalidated: %s", why);
+}
+
+/* ATTACH from a uid that gets no table of its own (r: KJIT_EBUSY, every
+ * one is taken; else why it could not be made): its hits go through the
+ * socket.  Said once in the log. */
+static void no_table(struct kj__daemon *d, struct kj__conn *c, uint32_t id, int r)
+{
+	if (!d->hits->full_logged) {
+		d->hits->full_logged = 1;
+		if (r == KJIT_EBUSY)
+			kj__log(d, "every per-uid hit table is taken (%u uids); the hits of uid %u and any later one go "
+				   "through the socket", (unsigned)KJ_HITTAB_UIDS_MAX, (unsigned)kj__conn_uid(c));
+		else
+			kj__log(d, "cannot make a hit table for uid %u (%s); its hits go through the socket",
+				(unsigned)kj__conn_uid(c), kjit_strerror(r));
+	}
+	kj__conn_error(c, id, KJIT_ENOENT, r == KJIT_EBUSY ? "every per-uid hit table of this kjitd is taken"
+							   : "this kjitd has no hit table for you");
 }
 
 void kj__hits_attach(struct kj__daemon *d, struct kj__conn *c, uint32_t id)
 {
 	struct kj__buf b = { 0 };
 	struct kj__hitctr *ctr = NULL;
-	int fds[2] = { -1, -1 }, r;
+	struct kj__hittab *t;
+	int fds[2] = { -1, -1 }, r = 0;
 
 	if (!usable(d)) {
 		kj__conn_error(c, id, KJIT_ENOENT, "this kjitd shares no hit table");
@@ -391,11 +466,15 @@ void kj__hits_attach(struct kj__daemon *d, struct kj__conn *c, uint32_t id)
 	/* A change made before this client connected is seen before it looks
 	 * anything up, whatever order the loop noticed the two in. */
 	drain_events(d);
-	r = kj__hittab_reader_fd(d->hits->tab, &fds[0]);
+	if ((t = table_of(d->hits, kj__conn_uid(c), 1, &r)) == NULL) {
+		no_table(d, c, id, r);
+		return;
+	}
+	r = kj__hittab_reader_fd(t, &fds[0]);
 	if (r == 0)
-		r = kj__hitctr_create(&ctr, kj__hittab_slots(d->hits->tab), &fds[1]);
+		r = kj__hitctr_create(&ctr, kj__hittab_slots(t), &fds[1]);
 	if (r == 0 && (kj__msg_begin(&b, KJ_MSG_REPLY, id) < 0 || kj__msg_put_i32(&b, KJ_F_CODE, 0) < 0 ||
-		       kj__msg_put_u32(&b, KJ_F_SLOTS, kj__hittab_slots(d->hits->tab)) < 0))
+		       kj__msg_put_u32(&b, KJ_F_SLOTS, kj__hittab_slots(t)) < 0))
 		r = KJIT_ENOMEM;
 	if (r < 0) {
 		kj__buf_free(&b);
@@ -418,29 +497,31 @@ out:
 
 struct harvest_arg {
 	struct kj__daemon *d;
+	struct kj__hittab *tab;
 };
 
 /* Refreshes the object of a slot hit n times: last use (for gc) and its
  * saved compile time. */
 static void harvest_slot(void *arg, uint32_t slot, uint32_t n)
 {
-	struct kj__daemon *d = ((struct harvest_arg *)arg)->d;
+	struct harvest_arg *a = arg;
+	struct kj__daemon *d = a->d;
 	uint8_t key[KJ_SHA256_LEN];
 	char hex[65];
 	const uint8_t *p;
 	size_t len;
 	uint32_t saved = 0;
 
-	if (d->hits == NULL || !kj__hittab_slot_key(d->hits->tab, slot, key))
+	if (a->tab == NULL || !kj__hittab_slot_key(a->tab, slot, key))
 		return;
 	kj__hex(key, hex);
 	if (kj__cache_peek(d->cache, hex, &p, &len, &saved) == 0)
 		d->stats[KJ_STAT_SAVED_MS] += (uint64_t)saved * n;
 }
 
-void kj__hits_harvest(struct kj__daemon *d, struct kj__hitctr *ctr)
+void kj__hits_harvest(struct kj__daemon *d, uid_t uid, struct kj__hitctr *ctr)
 {
-	struct harvest_arg a = { d };
+	struct harvest_arg a = { d, d->hits ? table_of(d->hits, uid, 0, NULL) : NULL };
 	uint64_t hits = 0, bytes = 0;
 
 	if (ctr == NULL)

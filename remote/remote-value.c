@@ -4,13 +4,23 @@
  * Two layouts.  KJO1 (read only, by nodes without a secret):
  *   "KJO1" | u64 size | u32 log | u32 recipe | sha256[32] | object | log | recipe
  * KJO2 (what every node writes):
- *   "KJO2" | u32 flags (0) | u64 size | u32 meta | u32 entries | u32 lowered
+ *   "KJO2" | u32 flags | u64 size | u32 meta | u32 entries | u32 lowered
  *   | u32 log | u32 recipe | u32 mac | sha256[32]
  *   | meta | entries | lowered | object | log | recipe | mac
- * little-endian; mac is 0 bytes (a node without a secret wrote it) or 32:
- * HMAC-SHA256 under the fleet secret over u32 len(redis key) | redis key |
- * every byte of the value before the mac (its header included, so no
- * length or field can change without breaking it).
+ * little-endian; mac is 0 bytes (a node without a secret wrote it), or, over
+ * u32 len(redis key) | redis key | every byte of the value before the mac
+ * (its header included, so no length or field can change without breaking
+ * it), under the fleet secret: flags 1 (what nodes write since issue 35):
+ * 28 bytes, IV(12) | tag(16) of AES-256-GMAC (GCM with that input as its
+ * additional data and no text), a random IV per value, the AES key
+ * HMAC-SHA256(secret, u32 0 | GMAC_LABEL) (kj__remote_hmac with an empty
+ * key name); flags 0 (before): 32 bytes of
+ * HMAC-SHA256(secret, ...).  GMAC because the HMAC is a SHA-256 pass over
+ * the whole value: 2.8 ms per MiB on a CPU without SHA extensions, where
+ * GMAC (AES-NI, carry-less multiply) costs ~0.3 (docs/remote.md).  Both are
+ * read; a node before issue 35 counts a flags-1 value as corrupt and
+ * compiles (its HMAC value then overwrites it: recompiles during a rolling
+ * upgrade, never a wrong answer).
  *
  * Invariants:
  *  - Every length is checked against its cap (kj_limits.h) and against the
@@ -32,10 +42,12 @@
  *    MiB).  Without a secret the object is hashed and checked.
  *  - Decoding never copies: the object's fields point into the value.
  */
+#include <limits.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
+#include <openssl/rand.h>
 #include <string.h>
 
 #include "buf.h"
@@ -46,7 +58,12 @@
 
 #define V1_HDR (4 + 8 + 4 + 4 + KJ_SHA256_LEN)
 #define V2_HDR (4 + 4 + 8 + 6 * 4 + KJ_SHA256_LEN)
-#define MAC_LEN KJ_SHA256_LEN
+#define MAC_LEN KJ_SHA256_LEN /* HMAC-SHA256, flags 0 */
+#define F_GMAC 1u              /* flags: the mac is AES-256-GMAC */
+#define GMAC_IV 12
+#define GMAC_TAG 16
+#define GMAC_LEN (GMAC_IV + GMAC_TAG)
+#define GMAC_LABEL "kjit fleet value GMAC key v1"
 
 static void put_le(uint8_t *p, uint64_t v, int n)
 {
@@ -83,10 +100,33 @@ int kj__remote_hmac(const uint8_t *secret, size_t secret_len, const char *rkey, 
 	return r;
 }
 
+/* AES-256-GMAC under the key derived from secret, with iv, over u32
+ * len(rkey) | rkey | v[0..n): the tag into tag.  0 or KJIT_EINTERNAL. */
+static int gmac(const uint8_t *secret, size_t secret_len, const char *rkey, const uint8_t *v, size_t n,
+		const uint8_t iv[GMAC_IV], uint8_t tag[GMAC_TAG])
+{
+	uint8_t key[KJ_SHA256_LEN], klen[4];
+	EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+	int outl = 0, r = KJIT_EINTERNAL;
+
+	put_le(klen, strlen(rkey), 4);
+	if (ctx && kj__remote_hmac(secret, secret_len, "", (const uint8_t *)GMAC_LABEL, strlen(GMAC_LABEL), key) == 0 &&
+	    EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, NULL, NULL) == 1 &&
+	    EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, GMAC_IV, NULL) == 1 &&
+	    EVP_EncryptInit_ex(ctx, NULL, NULL, key, iv) == 1 && EVP_EncryptUpdate(ctx, NULL, &outl, klen, 4) == 1 &&
+	    EVP_EncryptUpdate(ctx, NULL, &outl, (const uint8_t *)rkey, (int)strlen(rkey)) == 1 && n <= INT_MAX &&
+	    EVP_EncryptUpdate(ctx, NULL, &outl, v, (int)n) == 1 && EVP_EncryptFinal_ex(ctx, NULL, &outl) == 1 &&
+	    EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, GMAC_TAG, tag) == 1)
+		r = 0;
+	OPENSSL_cleanse(key, sizeof key);
+	EVP_CIPHER_CTX_free(ctx);
+	return r;
+}
+
 size_t kj__remote_value_size(const struct kj__remote_object *o, int signed_)
 {
 	return V2_HDR + o->meta_len + o->entries_len + o->lowered_len + o->size + o->log_len + o->recipe_len +
-	       (signed_ ? MAC_LEN : 0);
+	       (signed_ ? GMAC_LEN : 0);
 }
 
 static int part_ok(const char *p, size_t n, size_t cap)
@@ -97,7 +137,7 @@ static int part_ok(const char *p, size_t n, size_t cap)
 int kj__remote_value_encode(const char *rkey, const struct kj__remote_object *o, const uint8_t *secret,
 			    size_t secret_len, struct kj__buf *b)
 {
-	uint8_t hdr[V2_HDR], dg[KJ_SHA256_LEN], mac[MAC_LEN];
+	uint8_t hdr[V2_HDR], dg[KJ_SHA256_LEN], mac[GMAC_LEN];
 	size_t start = b->len;
 	int r;
 
@@ -114,14 +154,14 @@ int kj__remote_value_encode(const char *rkey, const struct kj__remote_object *o,
 		dg[i] = (uint8_t)(hi << 4 | lo);
 	}
 	memcpy(hdr, "KJO2", 4);
-	put_le(hdr + 4, 0, 4);
+	put_le(hdr + 4, secret ? F_GMAC : 0, 4);
 	put_le(hdr + 8, o->size, 8);
 	put_le(hdr + 16, o->meta_len, 4);
 	put_le(hdr + 20, o->entries_len, 4);
 	put_le(hdr + 24, o->lowered_len, 4);
 	put_le(hdr + 28, o->log_len, 4);
 	put_le(hdr + 32, o->recipe_len, 4);
-	put_le(hdr + 36, secret ? MAC_LEN : 0, 4);
+	put_le(hdr + 36, secret ? GMAC_LEN : 0, 4);
 	memcpy(hdr + 40, dg, KJ_SHA256_LEN);
 	if (kj__buf_append(b, hdr, sizeof hdr) < 0 || kj__buf_append(b, o->meta, o->meta_len) < 0 ||
 	    kj__buf_append(b, o->entries, o->entries_len) < 0 || kj__buf_append(b, o->lowered, o->lowered_len) < 0 ||
@@ -130,9 +170,11 @@ int kj__remote_value_encode(const char *rkey, const struct kj__remote_object *o,
 		return KJIT_ENOMEM;
 	if (secret == NULL)
 		return 0;
-	if ((r = kj__remote_hmac(secret, secret_len, rkey, b->p + start, b->len - start, mac)) < 0)
+	if (RAND_bytes(mac, GMAC_IV) != 1)
+		return KJIT_EINTERNAL;
+	if ((r = gmac(secret, secret_len, rkey, b->p + start, b->len - start, mac, mac + GMAC_IV)) < 0)
 		return r;
-	return kj__buf_append(b, mac, MAC_LEN) < 0 ? KJIT_ENOMEM : 0;
+	return kj__buf_append(b, mac, GMAC_LEN) < 0 ? KJIT_ENOMEM : 0;
 }
 
 /* 1 if p[0..n) has no NUL (meta, lowered names) or, with list, is NUL-
@@ -162,14 +204,21 @@ static int decode_v1(const uint8_t *v, size_t n, struct kj__remote_object *o)
 	return 0;
 }
 
+/* flags and mac length: flags 0 with no mac or an HMAC (32), F_GMAC with
+ * a GMAC (28); anything else is corrupt. */
+static int mac_ok(uint64_t flags, uint64_t mac)
+{
+	return flags == 0 ? mac == 0 || mac == MAC_LEN : flags == F_GMAC && mac == GMAC_LEN;
+}
+
 static int decode_v2(const uint8_t *v, size_t n, struct kj__remote_object *o, size_t *mac_len)
 {
-	if (n < V2_HDR || get_le(v + 4, 4) != 0)
+	if (n < V2_HDR)
 		return KJIT_ECORRUPT;
 	uint64_t size = get_le(v + 8, 8), meta = get_le(v + 16, 4), ents = get_le(v + 20, 4), low = get_le(v + 24, 4),
 		 log = get_le(v + 28, 4), rec = get_le(v + 32, 4), mac = get_le(v + 36, 4);
 	if (size > KJ_REMOTE_OBJECT_MAX || meta > KJ_REMOTE_META_MAX || ents > KJ_REMOTE_ENTRIES_MAX ||
-	    low > KJ_LOWERED_MAX || log > KJ_REMOTE_LOG_MAX || rec > KJ_FRAME_MAX || (mac != 0 && mac != MAC_LEN) ||
+	    low > KJ_LOWERED_MAX || log > KJ_REMOTE_LOG_MAX || rec > KJ_FRAME_MAX || !mac_ok(get_le(v + 4, 4), mac) ||
 	    V2_HDR + meta + ents + low + size + log + rec + mac != n)
 		return KJIT_ECORRUPT;
 	const uint8_t *p = v + V2_HDR;
@@ -199,6 +248,7 @@ int kj__remote_value_decode(const char *rkey, const uint8_t *v, size_t n, const 
 {
 	uint8_t dg[KJ_SHA256_LEN], mac[MAC_LEN];
 	size_t mac_len = 0;
+	int ok;
 	int r = KJIT_ECORRUPT;
 
 	memset(o, 0, sizeof *o);
@@ -209,11 +259,18 @@ int kj__remote_value_decode(const char *rkey, const uint8_t *v, size_t n, const 
 	if (r < 0)
 		return r;
 	if (secret != NULL) { /* first: a forged value costs no hashing of its object */
-		if (o->format != 2 || mac_len != MAC_LEN)
+		if (o->format != 2 || mac_len == 0)
 			return KJIT_EDENIED;
-		if ((r = kj__remote_hmac(secret, secret_len, rkey, v, n - MAC_LEN, mac)) < 0)
+		if (mac_len == GMAC_LEN) { /* flags F_GMAC (decode_v2) */
+			r = gmac(secret, secret_len, rkey, v, n - GMAC_LEN, v + n - GMAC_LEN, mac);
+			ok = r == 0 && CRYPTO_memcmp(mac, v + n - GMAC_TAG, GMAC_TAG) == 0;
+		} else { /* an HMAC value, written before issue 35 */
+			r = kj__remote_hmac(secret, secret_len, rkey, v, n - MAC_LEN, mac);
+			ok = r == 0 && CRYPTO_memcmp(mac, v + n - MAC_LEN, MAC_LEN) == 0;
+		}
+		if (r < 0)
 			return r;
-		if (CRYPTO_memcmp(mac, v + n - MAC_LEN, MAC_LEN) != 0)
+		if (!ok)
 			return KJIT_EDENIED;
 	}
 	if (secret != NULL) { /* the digest is under the mac: the signer's word, not hashed again */

@@ -99,13 +99,13 @@ int kj__remote_is_up(const struct kj__remote *r);
 const char *kj__remote_describe(const struct kj__remote *r);
 
 /* A remote value's parts (remote-value.c).  As a lookup's answer: verified
- * (digest; and the HMAC when the node has a secret), valid only during the
+ * (digest; and the MAC when the node has a secret), valid only during the
  * callback, every pointer into the value.  As what kj__remote_publish
  * stores: data, size, digest, log, recipe, meta, entries, lowered. */
 struct kj__remote_object {
 	const uint8_t *data;
 	size_t size;
-	char digest[KJ_SHA256_HEX_LEN + 1];   /* checked: SHA-256 of data (signed values: under the HMAC) */
+	char digest[KJ_SHA256_HEX_LEN + 1];   /* checked: SHA-256 of data (signed values: under the MAC) */
 	uint8_t raw_digest[KJ_SHA256_LEN];    /* as stored in the value */
 	const char *log;
 	size_t log_len;
@@ -118,16 +118,16 @@ struct kj__remote_object {
 	const char *lowered;     /* lowered names, "EXPR\tLOWERED\n" each (KJO2); no NUL */
 	size_t lowered_len;
 	int format;              /* 1: KJO1 (its log carries the lowered names), 2: KJO2 */
-	int authenticated;       /* its HMAC verified under this node's secret */
+	int authenticated;       /* its MAC (GMAC, or an older HMAC) verified under this node's secret */
 };
 
 /* The value layouts (remote-value.c, docs/remote.md).  HMAC-SHA256 under
  * secret over u32 len(rkey) | rkey | v[0..n): 0 or KJIT_EINTERNAL. */
 int kj__remote_hmac(const uint8_t *secret, size_t secret_len, const char *rkey, const uint8_t *v, size_t n,
 		    uint8_t out[KJ_SHA256_LEN]);
-/* The KJO2 value's size for o (with its 32-byte HMAC when signed_). */
+/* The KJO2 value's size for o (with its 28-byte GMAC when signed_). */
 size_t kj__remote_value_size(const struct kj__remote_object *o, int signed_);
-/* Appends o as a KJO2 value for the Redis key rkey to b, with its HMAC when
+/* Appends o as a KJO2 value for the Redis key rkey to b, with its GMAC when
  * secret is not NULL.  0, KJIT_EINVAL (a part over its cap, a bad digest),
  * KJIT_ENOMEM, KJIT_EINTERNAL. */
 struct kj__buf;
@@ -136,8 +136,8 @@ int kj__remote_value_encode(const char *rkey, const struct kj__remote_object *o,
 /* Decodes the value v[0..n) read from rkey into o (pointers into v).  0;
  * KJIT_ECORRUPT (bad framing, a length over its cap, the object not
  * hashing to its digest: checked without a secret; with one the digest is
- * under the HMAC and the object is not hashed again); KJIT_EDENIED when secret is given and v is not a
- * KJO2 value whose HMAC verifies for rkey (forged: never served). */
+ * under the MAC and the object is not hashed again); KJIT_EDENIED when secret is given and v is not a
+ * KJO2 value whose MAC (GMAC; HMAC, flags 0) verifies for rkey (forged: never served). */
 int kj__remote_value_decode(const char *rkey, const uint8_t *v, size_t n, const uint8_t *secret, size_t secret_len,
 			    struct kj__remote_object *o);
 /* 1 if every one of want[0..n) is in o's entry list, else 0. */

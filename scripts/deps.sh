@@ -4,7 +4,9 @@
 # run again (apt-get skips what is installed). Needs root, or sudo.
 # redis-server and libhiredis-dev (0.14 on Debian 12: async API and the
 # libuv adapter, no TLS) serve the fleet tier, remote/remote.c.  glslc (the
-# same shaderc) is what tests/e2e/options.sh compares kjit's SPIR-V with.
+# same shaderc) is what tests/e2e/options.sh compares kjit's SPIR-V with;
+# python3-cryptography lets tests/e2e/redis-tool.py check a value's
+# AES-256-GMAC signature (fleet-trust.sh).
 set -eu
 
 PKGS="build-essential pkg-config clang libclang-rt-14-dev llvm
@@ -13,7 +15,7 @@ hipcc libamdhip64-dev rocm-device-libs rocminfo
 libshaderc-dev glslang-dev spirv-tools glslc libvulkan-dev mesa-vulkan-drivers
 valgrind systemd groff-base hyperfine
 redis-server libhiredis-dev
-python3"
+python3 python3-cryptography"
 
 # NVRTC and nvcc come from NVIDIA's CUDA toolkit, which Debian's main archive
 # lacks; kjit finds it in /usr/local/cuda (where NVIDIA's installer puts it and

@@ -9,6 +9,17 @@ parent, so replies would interleave) and connects again on first use.
 
 Strings are passed to libkjit as UTF-8.  Every failure raises a kjit.Error
 subclass carrying libkjit's or kjitd's one-line message (kjit.errors).
+
+The hit path of get() costs little more than libkjit's own hit (issue 35):
+the kjit_request of a call is built once and kept (per Client, keyed on the
+call's arguments; up to _PREPARED_MAX of them), kjit_get and
+kjit_result_free are called through prototypes taking plain addresses
+(ctypes' per-call checks of POINTER arguments cost more than the hit
+itself), into one kjit_result per Client reused under its lock, and the
+object is copied once, straight from libkjit's buffer into the bytes of
+Object.data.  Object.data stays a bytes that owns its memory: a
+memoryview over libkjit's buffer would save that one copy (16 KB: a
+fraction of a microsecond) but could outlive the result it points into.
 """
 from __future__ import annotations
 
@@ -28,6 +39,43 @@ from . import _lib
 from .errors import DaemonError, Error, error_for
 
 __all__ = ["Client", "Object", "Backend", "Source", "BACKENDS", "STATUSES"]
+
+#: Prepared requests kept per Client (the dict is emptied when full).
+_PREPARED_MAX = 256
+
+
+class _HitResult(ctypes.Structure):
+    """struct kjit_result with data as a plain address (c_void_p), so the
+    object is copied straight into a bytes; the layout is _lib.Result's."""
+    _fields_ = [(n, c_void_p if n == "data" else t) for n, t in _lib.Result._fields_]  # type: ignore[misc]
+
+
+# bytes from (address, size): one copy, holding the GIL (pythonapi).
+_bytes_at = ctypes.pythonapi.PyBytes_FromStringAndSize
+_bytes_at.restype = ctypes.py_object
+_bytes_at.argtypes = [c_void_p, ctypes.c_ssize_t]
+# kjit_get(client, request, result) and kjit_result_free(result) on
+# addresses: the GIL is released during the call, as for every libkjit call.
+_GetFn = ctypes.CFUNCTYPE(ctypes.c_int, c_void_p, c_void_p, c_void_p)
+_FreeFn = ctypes.CFUNCTYPE(None, c_void_p)
+
+
+# Forks of this process so far, counted in the child (os.register_at_fork):
+# a Client notices it runs in a child by an int compare, not a getpid()
+# system call per get.
+_forks = [0]
+
+
+def _count_fork() -> None:
+    _forks[0] += 1
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_count_fork)
+    _FORK_CHECK = False
+else:  # Python < 3.7
+    _FORK_CHECK = True
+
 
 #: Backend names and their enum kjit_backend values.
 BACKENDS = {"hip": 1, "cuda": 2, "vulkan": 3}
@@ -141,7 +189,13 @@ class Client:
         self._lock = threading.Lock()
         self._h: Optional[int] = None
         self._pid = os.getpid()
+        self._forks = _forks[0]
         self._closed = False
+        self._prepared: Dict[Any, Any] = {}
+        self._res = _HitResult()
+        self._res_at = ctypes.addressof(self._res)
+        self._kget = _GetFn(("kjit_get", self._lib))
+        self._kfree = _FreeFn(("kjit_result_free", self._lib))
         self._open()
 
     # ---- the handle ------------------------------------------------------
@@ -164,7 +218,7 @@ class Client:
         return self._h
 
     def _locked(self) -> threading.Lock:
-        if self._pid != os.getpid():
+        if self._forks != _forks[0] or (_FORK_CHECK and self._pid != os.getpid()):
             # A forked child: the parent's lock may be held by a thread that
             # does not exist here, and the socket is shared with the parent.
             self._lock = threading.Lock()
@@ -172,6 +226,7 @@ class Client:
                 self._lib.kjit_close(self._h)  # closes only this process's descriptor
                 self._h = None
             self._pid = os.getpid()
+            self._forks = _forks[0]
         return self._lock
 
     def _message(self, code: int, msg: Optional[bytes]) -> str:
@@ -239,11 +294,25 @@ class Client:
         Raises CompileError (with .log), TargetError, DaemonError or
         kjit.Error with the daemon's one-line message.
         """
-        req = self._request(source, backend, target, options, headers, name, kernel=kernel, entries=entries,
-                            runtime_version=runtime_version, no_env=no_env, include_dirs=include_dirs,
-                            compiler=compiler, name_expressions=name_expressions)
-        req.explain = 1 if explain else 0
-        return self._get(req, backend, list(name_expressions or ()))  # type: ignore[arg-type]
+        try:
+            k = (source, backend, target, tuple(options) if options else None, name, kernel,
+                 tuple(entries) if entries else None, runtime_version, no_env,
+                 tuple(include_dirs) if include_dirs else None, compiler,
+                 tuple(name_expressions) if name_expressions else None, explain)
+            prep = None if headers else self._prepared.get(k)
+        except TypeError:  # unhashable: a bytearray source, a list inside a list...
+            k = prep = None
+        if prep is None:
+            req = self._request(source, backend, target, options, headers, name, kernel=kernel, entries=entries,
+                                runtime_version=runtime_version, no_env=no_env, include_dirs=include_dirs,
+                                compiler=compiler, name_expressions=name_expressions)
+            req.explain = 1 if explain else 0
+            prep = (req, ctypes.addressof(req), list(name_expressions or ()))
+            if k is not None and not headers:
+                if len(self._prepared) >= _PREPARED_MAX:
+                    self._prepared.clear()
+                self._prepared[k] = prep
+        return self._get_prepared(prep[1], backend, prep[2])  # type: ignore[arg-type]
 
     def _request(self, source: Optional[Source] = None, backend: Optional[Backend] = None,
                  target: Optional[str] = None,
@@ -322,15 +391,37 @@ class Client:
                       res.explain.decode(errors="replace") if res.explain else None)
 
     def _get(self, req: _lib.Request, backend: Backend, exprs: Sequence[str] = ()) -> Object:
-        res = _lib.Result()
-        lib = self._lib
-        with self._locked():
-            h = self._handle()
-            r = lib.kjit_get(h, byref(req), byref(res))
+        return self._get_prepared(ctypes.addressof(req), backend, exprs)
+
+    def _get_prepared(self, req_at: int, backend: Backend, exprs: Sequence[str]) -> Object:
+        """kjit_get of the request at address req_at (kept alive by the
+        caller) into the Client's result, freed before returning."""
+        lock = self._lock if self._forks == _forks[0] and not _FORK_CHECK else self._locked()
+        with lock:
+            h = self._h
+            if h is None or self._closed:
+                h = self._handle()
+            res, at = self._res, self._res_at
+            r = self._kget(h, req_at, at)
             try:
-                out = self._outcome(h, r, res, backend, exprs)
+                if r < 0:
+                    log = res.log
+                    out: Union[Object, Error] = error_for(r, self._message(r, res.error or self._lib.kjit_last_error(h)),
+                                                          log.decode(errors="replace") if log else "")
+                else:
+                    size, tg, ver, log, ex = res.size, res.target, res.runtime_version, res.log, res.explain
+                    out = Object(_bytes_at(res.data, size) if size else b"",
+                                 STATUSES.get(res.status) or str(res.status),
+                                 res.key.decode(),
+                                 tg.decode() if tg else "",
+                                 ver.decode() if ver else "",
+                                 log.decode(errors="replace") if log else "",
+                                 backend,
+                                 {e: (res.lowered_names[i].decode() if res.lowered_names[i] else None)
+                                  for i, e in enumerate(exprs) if i < res.n_lowered_names} if exprs else None,
+                                 ex.decode(errors="replace") if ex else None)
             finally:
-                lib.kjit_result_free(byref(res))
+                self._kfree(at)
         if isinstance(out, Error):
             raise out
         return out

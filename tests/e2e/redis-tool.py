@@ -4,7 +4,10 @@
 An attacker's hands on the fleet's Redis (binary-safe GET/SET of values,
 KJO1 and KJO2 values built and signed the way docs/remote.md says), a
 checker of values, and a fake Redis that answers the handshake and then
-trickles or stalls every GET.  Standard library only.
+trickles or stalls every GET.  Standard library only, but for checking an
+AES-256-GMAC signature (what nodes write since issue 35): python3-cryptography
+(scripts/deps.sh).  Values built here are signed with HMAC-SHA256 (flags 0),
+as nodes before issue 35 wrote them and every node still reads.
 
   get SOCK KEY OUT                 the value of KEY into OUT (exit 1: none)
   set SOCK KEY FILE                SET KEY to FILE's bytes
@@ -13,7 +16,7 @@ trickles or stalls every GET.  Standard library only.
                                    IN (a KJO2 value) rebuilt: object, metadata
                                    (\n escapes) or entries replaced, signed
                                    for key K with secret S
-  verify VALUE KEY SECRET [OBJ]    exit 0 if VALUE is KJO2, its HMAC verifies
+  verify VALUE KEY SECRET [OBJ]    exit 0 if VALUE is KJO2, its MAC verifies
                                    for KEY, and (given OBJ) its object is OBJ
   fake SOCK trickle|silent|huge|slowbulk|extra|array|badsub|errinject|flood
                                    a fake Redis on SOCK until killed: GET
@@ -93,13 +96,28 @@ def build2(parts, key=None, secret=None, mac="good"):
     return body + hmac.new(secret, struct.pack("<I", len(k)) + k + body, hashlib.sha256).digest()
 
 
+GMAC_LABEL = b"kjit fleet value GMAC key v1"
+
+
 def verify(v, key, secret, obj=None):
-    if v[:4] != b"KJO2" or len(v) < HDR.size + 32:
+    if v[:4] != b"KJO2" or len(v) < HDR.size + 28:
         return False
+    flags = struct.unpack_from("<I", v, 4)[0]
     parts = parse2(v)
     k = key.encode()
-    want = hmac.new(secret, struct.pack("<I", len(k)) + k + v[:-32], hashlib.sha256).digest()
-    return hmac.compare_digest(want, parts["mac"]) and (obj is None or parts["object"] == obj)
+    signed = struct.pack("<I", len(k)) + k + v[:-len(parts["mac"])] if parts["mac"] else None
+    if signed is None:
+        return False
+    if flags == 1 and len(parts["mac"]) == 28:  # AES-256-GMAC: IV(12) | tag(16)
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+        aes_key = hmac.new(secret, struct.pack("<I", 0) + GMAC_LABEL, hashlib.sha256).digest()
+        want = AESGCM(aes_key).encrypt(parts["mac"][:12], b"", signed)  # no text: the tag alone
+        ok = hmac.compare_digest(want, parts["mac"][12:])
+    elif flags == 0 and len(parts["mac"]) == 32:  # HMAC-SHA256, before issue 35
+        ok = hmac.compare_digest(hmac.new(secret, signed, hashlib.sha256).digest(), parts["mac"])
+    else:
+        return False
+    return ok and (obj is None or parts["object"] == obj)
 
 
 # ---- the fake Redis ----

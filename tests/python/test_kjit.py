@@ -188,6 +188,46 @@ class TestGet(unittest.TestCase):
         with open(out2, "rb") as f:
             self.assertEqual(kjit.get_kernel("mul_f32", backend="vulkan").data, f.read())
 
+    def test_hit_path_identical_to_c(self):
+        # issue 35: get() keeps each call's prepared request and reuses one
+        # result per Client; every hit must still be the C client's answer,
+        # field for field, whichever path (process memo, shared table,
+        # socket) answered it, and differing arguments must never share a
+        # prepared request.
+        src = salted(CUDA_SRC)
+        path = os.path.join(TMP, "hitpath.cu")
+        with open(path, "w") as f:
+            f.write(src)
+        cl = kjit.Client()
+        first = cl.get(src, backend="cuda", target="sm_90", options=["-DV=1"])
+        for i in range(3):
+            out = os.path.join(TMP, f"hitpath.c{i}.cubin")
+            ref = json.loads(cli("get", "--source", path, "--backend", "cuda", "--target", "sm_90", "-DV=1",
+                                 "--json", "-o", out).stdout)
+            for o in (cl.get(src, backend="cuda", target="sm_90", options=["-DV=1"]),
+                      cl.get(src.encode(), backend="cuda", target="sm_90", options=("-DV=1",)),
+                      cl.get(bytearray(src.encode()), backend="cuda", target="sm_90", options=["-DV=1"]),
+                      kjit.Client().get(src, backend="cuda", target="sm_90", options=["-DV=1"])):
+                with open(out, "rb") as f:
+                    self.assertEqual(o.data, f.read())
+                self.assertIsInstance(o.data, bytes)
+                self.assertEqual((o.status, ref["status"]), ("hit", "hit"))
+                self.assertEqual((o.key, o.target, o.version, o.log, o.lowered_names, o.explain),
+                                 (ref["key"], ref["target"], ref["version"], "", {}, None))
+        other = cl.get(src, backend="cuda", target="sm_90", options=["-DV=2"])
+        self.assertNotEqual(other.key, first.key)
+        self.assertEqual(cl.get(src, backend="cuda", target="sm_90", options=["-DV=1"]).key, first.key)
+        # a 64 KB bundled-kernel-sized object and an error, twice each: the
+        # prepared path answers as the first call did
+        big = salted(CUDA_SRC) + "// " + "x" * 65536 + "\n"
+        a, b = cl.get(big, backend="cuda", target="sm_90"), cl.get(big, backend="cuda", target="sm_90")
+        self.assertEqual((a.data, a.key, b.status), (b.data, b.key, "hit"))
+        missing = "no_such_kernel_" + uuid.uuid4().hex[:6]
+        for _ in range(2):
+            with self.assertRaises(kjit.Error) as cm:
+                cl.get(None, backend="vulkan", kernel=missing)
+            self.assertIn(missing, str(cm.exception))
+
     def test_environment_resolution_and_no_env(self):
         src = salted(CUDA_SRC)
         os.environ["KJIT_CUDA_ARCH"] = "sm_80"
