@@ -193,7 +193,7 @@ int main(int argc, char **argv)
 		return EX_OK;
 	}
 	if (strcmp(argv[1], "--version") == 0) {
-		printf("kjit %d.%d\n", KJIT_VERSION_MAJOR, KJIT_VERSION_MINOR);
+		printf("kjit %s\n", KJ_PACKAGE_VERSION); /* python/kjit/_version.py, through the Makefile */
 		return EX_OK;
 	}
 	for (size_t i = 0; i < KJ_ARRAY_SIZE(cmds); i++) {
