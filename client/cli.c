@@ -172,6 +172,7 @@ static const struct cmd cmds[] = {
 	{ "export", kj__cmd_export, "export -o FILE [--target T]... [--json]" },
 	{ "import", kj__cmd_import, "import FILE [--json]" },
 	{ "ping", kj__cmd_ping, "ping [--json]" },
+	{ "config", kj__cmd_simple_admin, "config [--json]   (kjitd's settings, and where each came from)" },
 	{ "stop", kj__cmd_stop, "stop [--json]" },
 	{ "run", kj__cmd_run, "run [--no-preload] [--quiet] [--] CMD [ARGS]   (CMD with kjit's libnvrtc/libhiprtc)" },
 };

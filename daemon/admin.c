@@ -551,6 +551,7 @@ static int cmd_show(struct admin_call *x)
 {
 	return kj__admin_show(x->d, x->c, x->arg, &x->a->text, &x->a->json, x->a->error, sizeof x->a->error);
 }
+static int cmd_config(struct admin_call *x) { return kj__admin_config(x->d, &x->a->text, &x->a->json); }
 static int cmd_replay(struct admin_call *x)
 {
 	kj__handle_replay(x->d, x->c, x->id, x->arg); /* answers when every recipe has */
@@ -583,6 +584,7 @@ static const struct admin_cmd {
 	{ "kernels", 0, cmd_kernels }, { "ls", 0, cmd_ls },         { "show", 0, cmd_show },
 	{ "replay", 1, cmd_replay }, { "gc", 1, cmd_maint },        { "verify", 1, cmd_maint },
 	{ "clear", 1, cmd_maint },   { "export", 1, cmd_export },   { "import", 1, cmd_import },
+	{ "config", 0, cmd_config },
 };
 
 /* Runs cmd (arg) for request id on c and answers, or leaves the answer to
