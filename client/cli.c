@@ -170,7 +170,7 @@ static const struct cmd cmds[] = {
 	{ "verify", kj__cmd_verify, "verify [--json]" },
 	{ "clear", kj__cmd_simple_admin, "clear [--target T] [--json]" },
 	{ "export", kj__cmd_export, "export -o FILE [--target T]... [--json]" },
-	{ "import", kj__cmd_import, "import FILE [--json]" },
+	{ "import", kj__cmd_import, "import FILE|- [--json]   (the bundle is read here and streamed to kjitd)" },
 	{ "ping", kj__cmd_ping, "ping [--json]" },
 	{ "config", kj__cmd_simple_admin, "config [--json]   (kjitd's settings, and where each came from)" },
 	{ "stop", kj__cmd_stop, "stop [--json]" },

@@ -505,6 +505,16 @@ static int do_export(struct kj__daemon *d, struct kj__conn *c, uint32_t id, char
 /* Answered by the import task (bundle.c, offloop.c) when it has finished. */
 static int do_import(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const char *arg, struct answer *a)
 {
+	if (arg && strcmp(arg, "-") == 0) { /* what the client streamed (upload.c) */
+		int fd = kj__upload_take(d, kj__conn_uid(c));
+		if (fd < 0) {
+			snprintf(a->error, sizeof a->error, "import -: no bundle was sent first (ADMIN import-data)");
+			return KJIT_EINVAL;
+		}
+		char label[64];
+		snprintf(label, sizeof label, "a bundle streamed by uid %u", (unsigned)kj__conn_uid(c));
+		return kj__bundle_import_fd_task(d, c, id, fd, label);
+	}
 	int r = path_allowed(c, arg, a);
 
 	return r < 0 ? r : kj__bundle_import_task(d, c, id, arg);
@@ -642,6 +652,13 @@ void kj__handle_admin(struct kj__daemon *d, struct kj__conn *c, uint32_t id, con
 	if (kj__field_strdup(kj__msg_get(m, KJ_F_CMD), 32, &cmd) < 0 || cmd == NULL ||
 	    kj__field_strdup(kj__msg_get(m, KJ_F_ARG), 4096, &arg) < 0) {
 		kj__conn_error(c, id, KJIT_EINVAL, "malformed admin request");
+		goto out;
+	}
+	/* A chunk of a streamed bundle: at once, in order (the client waits
+	 * for each answer); administrators only, as import is. */
+	if (strcmp(cmd, "import-data") == 0) {
+		if (!kj__admin_refused(d, c, id, "import"))
+			kj__upload_chunk(d, c, id, arg, kj__msg_get(m, KJ_F_DATA));
 		goto out;
 	}
 	/* A command sees every object answered before it (its row, its

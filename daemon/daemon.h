@@ -252,6 +252,8 @@ struct kj__daemon {
 	int argc;                    /* the command line, reread with the configuration on SIGHUP */
 	char **argv;
 	uv_signal_t sighup;          /* SIGHUP: log reopened, configuration reread (config.c) */
+	struct kj__upload *uploads;  /* upload.c: bundles being streamed, one per uid */
+	size_t n_uploads;
 	/* quota.c: what each uid holds (connections, request bytes). */
 	struct kj__quota_uid *quota;
 	size_t n_quota, cap_quota;
@@ -704,6 +706,21 @@ int kj__bundle_import(struct kj__daemon *d, const char *path, uint64_t *imported
 /* The same as an offloop.c task answering request id on c when done: 0
  * queued, or KJIT_ENOMEM. */
 int kj__bundle_import_task(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const char *path);
+/* The same for a bundle the client streamed: fd (owned from here on,
+ * closed when done), label for the log. */
+int kj__bundle_import_fd_task(struct kj__daemon *d, struct kj__conn *c, uint32_t id, int fd, const char *label);
+
+/* upload.c: a bundle streamed by `kjit import` (docs/bundle.md, "Import"),
+ * so kjitd never opens a user's path: ADMIN import-data OFFSET with the
+ * bytes in KJ_F_DATA appends to the uid's one upload (offset 0 starts a new
+ * one, an unnamed file in <cache>/tmp; any other offset must be its size
+ * so far), at most --max-size in all; `ADMIN import -` then imports it.
+ * chunk answers request id itself.  take: the uid's finished upload's
+ * descriptor (the caller owns it), or -1.  free: every upload at exit. */
+void kj__upload_chunk(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const char *arg,
+		      const struct kj__field *data);
+int kj__upload_take(struct kj__daemon *d, uid_t uid);
+void kj__uploads_free(struct kj__daemon *d);
 
 /* replay.c: records the recipe of a compiled request (called on publish)
  * and answers ADMIN replay [DAYS]. */

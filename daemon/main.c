@@ -294,6 +294,7 @@ out:
 	/* Every worker was collected by the loop; collect what is left. */
 	if (d.loop)
 		kj__reap_orphans(&d, KJ_REAP_WAIT_MS);
+	kj__uploads_free(&d);
 	kj__hits_free(d.hits);
 	kj__memo_free(d.memo);
 	kj__negcache_free(d.negcache);
