@@ -249,6 +249,30 @@ static int stats_uids(struct kj__daemon *d, const struct kj__conn *c, struct ans
 	return r;
 }
 
+/* Which daemon this is (socket, cache folder) and its hit rate: hits
+ * over hits and misses (a miss compiled, joined or failed), "-" before
+ * the first. */
+static int stats_where(struct kj__daemon *d, struct answer *a)
+{
+	int64_t hits = stat_value(d, KJ_STAT_HITS), misses = stat_value(d, KJ_STAT_MISSES);
+	int r = kj__buf_printf(&a->text, "%-16s %s\n%-16s %s\n", "socket", d->cfg.socket_path, "cache", d->cfg.cache_dir);
+
+	if (hits + misses > 0)
+		r |= kj__buf_printf(&a->text, "%-16s %.1f%% (%lld of %lld)\n", "hit rate", 100.0 * (double)hits /
+				    (double)(hits + misses), (long long)hits, (long long)(hits + misses));
+	else
+		r |= kj__buf_printf(&a->text, "%-16s -\n", "hit rate");
+	r |= kj__buf_printf(&a->json, "\"socket\":");
+	r |= kj__json_str(&a->json, d->cfg.socket_path);
+	r |= kj__buf_printf(&a->json, ",\"cache_dir\":");
+	r |= kj__json_str(&a->json, d->cfg.cache_dir);
+	if (hits + misses > 0)
+		r |= kj__buf_printf(&a->json, ",\"hit_rate\":%.4f,", (double)hits / (double)(hits + misses));
+	else
+		r |= kj__buf_printf(&a->json, ",\"hit_rate\":null,");
+	return r;
+}
+
 static int do_stats(struct kj__daemon *d, const struct kj__conn *c, const char *arg, struct answer *a)
 {
 	struct kj__cache_totals t = { 0 };
@@ -272,6 +296,7 @@ static int do_stats(struct kj__daemon *d, const struct kj__conn *c, const char *
 	}
 	kj__cache_totals(d->cache, &t);
 	r |= kj__buf_printf(&a->json, "{");
+	r |= stats_where(d, a);
 	for (int i = 0; i < KJ_STAT_COUNT; i++) {
 		int64_t v = stat_value(d, i);
 		r |= kj__buf_printf(&a->text, "%-16s %lld\n", kj__stat_names[i], (long long)v);
@@ -550,6 +575,12 @@ struct admin_call {
 
 static int cmd_stats(struct admin_call *x)
 {
+	/* Looking is not using: the count server.c made of this request is
+	 * taken back, so `watch kjit stats` leaves "requests" alone. */
+	if (x->d->stats[KJ_STAT_REQUESTS] > x->d->stats_flushed[KJ_STAT_REQUESTS])
+		x->d->stats[KJ_STAT_REQUESTS]--;
+	else /* already written to the index (a flush came between) */
+		kj__cache_counter_add(x->d->cache, kj__stat_names[KJ_STAT_REQUESTS], -1);
 	kj__conn_harvest_all(x->d); /* fast-path hits up to this moment */
 	return do_stats(x->d, x->c, x->arg, x->a);
 }
