@@ -139,6 +139,9 @@ if [ -z "$SA" ]; then
 fi
 # shellcheck disable=SC2086
 install -d -m "$CMODE" -o "$DYN" -g "$DYN" "$CDIR"
+# The admin's setting in the conffile, read by the system kjitd (--system).
+echo "max-size = 3G" >>/etc/kjit/kjitd.conf
+cline=$(grep -c '' /etc/kjit/kjitd.conf)
 # shellcheck disable=SC2086
 (umask "$UMASK" && exec "$SA" -l "$LISTEN" setpriv --reuid="$DYN" --regid="$DYN" --clear-groups \
 	--no-new-privs $EXEC) >"$T/kjitd.out" 2>&1 &
@@ -181,6 +184,15 @@ chmod 0644 "$PUB/prog.c" && chmod 0777 "$PUB"
 as_user "$MEM" sh -c "cc -o '$PUB/prog' '$PUB/prog.c' \$(pkg-config --cflags --libs kjit) && '$PUB/prog'" >"$T/prog" 2>&1
 check "member of kjit: a C program built with pkg-config kjit pings the system kjitd ($(head -c 200 "$T/prog"))" \
 	grep -qx pong "$T/prog"
+as_user "$MEM" /usr/bin/kjit config >"$T/config" 2>&1
+check "kjit config: max-size 3G from /etc/kjit/kjitd.conf:$cline ($(grep '^max-size ' "$T/config" | tr -s ' '))" \
+	grep -q "^max-size  *3G  *'*/etc/kjit/kjitd.conf:$cline\$" "$T/config"
+check "kjit config: the unit's --system from the command line" grep -q '^system  *yes  *command line$' "$T/config"
+kill -HUP "$SA_PID" # socket-activate and setpriv exec'd: it is kjitd now
+sleep 0.3
+as_user "$MEM" /usr/bin/kjit ping >/dev/null 2>&1
+check "SIGHUP (systemctl reload): the system kjitd serves on" [ $? -eq 0 ]
+check "SIGHUP: it says it reread /etc/kjit/kjitd.conf" grep -q 'configuration reread from /etc/kjit/kjitd.conf' "$T/kjitd.out"
 as_user "$OUT" /usr/bin/kjit ping >"$T/out" 2>&1
 rc=$?
 check "a user outside the group kjit cannot use the socket (rc $rc)" [ $rc -ne 0 ]
