@@ -530,16 +530,8 @@ static int do_export(struct kj__daemon *d, struct kj__conn *c, uint32_t id, char
 /* Answered by the import task (bundle.c, offloop.c) when it has finished. */
 static int do_import(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const char *arg, struct answer *a)
 {
-	if (arg && strcmp(arg, "-") == 0) { /* what the client streamed (upload.c) */
-		int fd = kj__upload_take(d, kj__conn_uid(c));
-		if (fd < 0) {
-			snprintf(a->error, sizeof a->error, "import -: no bundle was sent first (ADMIN import-data)");
-			return KJIT_EINVAL;
-		}
-		char label[64];
-		snprintf(label, sizeof label, "a bundle streamed by uid %u", (unsigned)kj__conn_uid(c));
-		return kj__bundle_import_fd_task(d, c, id, fd, label);
-	}
+	if (arg && strcmp(arg, "-") == 0) /* what the client streamed */
+		return kj__upload_import(d, c, id, a->error, sizeof a->error);
 	int r = path_allowed(c, arg, a);
 
 	return r < 0 ? r : kj__bundle_import_task(d, c, id, arg);

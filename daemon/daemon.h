@@ -710,16 +710,17 @@ int kj__bundle_import_task(struct kj__daemon *d, struct kj__conn *c, uint32_t id
  * closed when done), label for the log. */
 int kj__bundle_import_fd_task(struct kj__daemon *d, struct kj__conn *c, uint32_t id, int fd, const char *label);
 
-/* upload.c: a bundle streamed by `kjit import` (docs/bundle.md, "Import"),
+/* upload.c: a bundle streamed by `kjit import` (docs/bundle.md, "Access"),
  * so kjitd never opens a user's path: ADMIN import-data OFFSET with the
  * bytes in KJ_F_DATA appends to the uid's one upload (offset 0 starts a new
  * one, an unnamed file in <cache>/tmp; any other offset must be its size
  * so far), at most --max-size in all; `ADMIN import -` then imports it.
- * chunk answers request id itself.  take: the uid's finished upload's
- * descriptor (the caller owns it), or -1.  free: every upload at exit. */
+ * chunk answers request id itself.  import: queues the import task of the
+ * caller's upload (0, answered when done), or a negative code with err
+ * set.  free: every upload at exit. */
 void kj__upload_chunk(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const char *arg,
 		      const struct kj__field *data);
-int kj__upload_take(struct kj__daemon *d, uid_t uid);
+int kj__upload_import(struct kj__daemon *d, struct kj__conn *c, uint32_t id, char *err, size_t errlen);
 void kj__uploads_free(struct kj__daemon *d);
 
 /* replay.c: records the recipe of a compiled request (called on publish)

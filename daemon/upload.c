@@ -123,19 +123,23 @@ void kj__upload_chunk(struct kj__daemon *d, struct kj__conn *c, uint32_t id, con
 	return;
 fail:
 	kj__log(d, "refused a bundle upload from uid %u: %s", (unsigned)uid, err);
-	kj__conn_error(c, id, code, err);
+	kj__conn_error(c, id, code, "%s", err);
 }
 
-int kj__upload_take(struct kj__daemon *d, uid_t uid)
+int kj__upload_import(struct kj__daemon *d, struct kj__conn *c, uint32_t id, char *err, size_t errlen)
 {
-	struct kj__upload *u = find(d, uid);
+	struct kj__upload *u = find(d, kj__conn_uid(c));
+	char label[64];
 
-	if (u == NULL)
-		return -1;
+	if (u == NULL) {
+		snprintf(err, errlen, "import -: no bundle was sent first (ADMIN import-data)");
+		return KJIT_EINVAL;
+	}
 	int fd = u->fd;
 	u->fd = -1;
 	drop(d, u);
-	return fd;
+	snprintf(label, sizeof label, "a bundle streamed by uid %u", (unsigned)kj__conn_uid(c));
+	return kj__bundle_import_fd_task(d, c, id, fd, label);
 }
 
 void kj__uploads_free(struct kj__daemon *d)
