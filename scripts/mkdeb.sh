@@ -27,11 +27,10 @@ unset MAKEFLAGS MFLAGS MAKELEVEL
 # with PREFIX compiled in (the Makefile's .prefix rule) are rebuilt for /usr.
 SEED=${SEED_BUILD:-build}
 if [ ! -d "$B/obj" ] && [ -f "$SEED/libkjit.a" ] && [ -f "$SEED/kjitd" ] &&
-	! nm "$SEED/libkjit.a" 2>/dev/null | grep -q __asan_init &&
+	! nm "$SEED/libkjit.a" 2>/dev/null | grep -q "__asan_init\|__gcov_" &&
 	readelf -p .comment "$SEED/kjitd" 2>/dev/null | grep -q GCC && ! readelf -p .comment "$SEED/kjitd" | grep -qi clang; then
 	mkdir -p "$B" && cp -a "$SEED/obj" "$B/obj"
 	cp -a "$SEED/.deps-ok" "$B/" 2>/dev/null || true # its objects count as built after deps.sh
-	find "$B/obj" -name '*.gcda' -delete
 fi
 make -s -j"$(nproc)" BUILD="$B" PREFIX=/usr SAN= OPT=-O2 all >/dev/null
 rm -rf "$ROOT"
