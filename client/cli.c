@@ -203,7 +203,8 @@ static int wants_json(int argc, char **argv)
  * is copied to the real stderr afterwards. */
 static int run_cmd(const struct cmd *cmd, int argc, char **argv)
 {
-	int json = wants_json(argc + 1, argv - 1);
+	/* run's arguments after CMD are CMD's own: its stderr is never held back */
+	int json = strcmp(cmd->name, "run") != 0 && wants_json(argc + 1, argv - 1);
 	int saved = json ? dup(2) : -1, mem = saved >= 0 ? memfd_create("kjit-stderr", MFD_CLOEXEC) : -1;
 
 	if (mem >= 0 && dup2(mem, 2) < 0) {
