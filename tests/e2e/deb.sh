@@ -37,6 +37,10 @@ SA=$(command -v systemd-socket-activate 2>/dev/null)
 MEM="kjdm$$" OUT="kjdo$$" DYN="kjdy$$"
 SA_PID=""
 INSTALLED=""
+# The package's group and user stay after a purge (Debian leaves system
+# users); the test removes those that were not here before it.
+HAD_GROUP=$(getent group kjit >/dev/null && echo 1)
+HAD_WORKER=$(getent passwd kjit-worker >/dev/null && echo 1)
 cleanup_deb() {
 	if [ -n "$SA_PID" ]; then
 		kill "$SA_PID" 2>/dev/null
@@ -46,6 +50,8 @@ cleanup_deb() {
 	userdel "$MEM" 2>/dev/null
 	userdel "$OUT" 2>/dev/null
 	userdel "$DYN" 2>/dev/null
+	[ -n "$HAD_WORKER" ] || userdel kjit-worker 2>/dev/null
+	[ -n "$HAD_GROUP" ] || groupdel kjit 2>/dev/null
 	cleanup
 }
 trap cleanup_deb EXIT INT TERM
@@ -121,7 +127,6 @@ CDIR=/var/cache/$(sed -n 's/^CacheDirectory=//p' "$UNIT")
 check "unit: DynamicUser=yes, CacheDirectory=kjit (what this test reproduces)" \
 	sh -c "grep -qx DynamicUser=yes '$UNIT' && [ '$CDIR' = /var/cache/kjit ]"
 check "unit: ExecStart runs /usr/bin/kjitd ($EXEC)" sh -c "echo '$EXEC' | grep -q '^/usr/bin/kjitd '"
-groupadd -f kjit 2>/dev/null
 useradd -M -N -g nogroup -G kjit -s /bin/sh "$MEM" && useradd -M -N -g nogroup -s /bin/sh "$OUT" &&
 	useradd --system -M -U -s /usr/sbin/nologin "$DYN" ||
 	{ not_ok users "cannot create users"; exit 1; }
@@ -218,6 +223,8 @@ for f in /etc/kjit /var/cache/kjit /var/cache/private/kjit /run/kjit; do
 done
 snapshot >"$T/after"
 diff "$T/before" "$T/after" >"$T/diff"
+check "purge: the group kjit and the user kjit-worker stay (Debian's way with system users)" \
+	sh -c "getent group kjit >/dev/null && getent passwd kjit-worker >/dev/null"
 check "purge: /etc, /lib/systemd, /var/cache, /run... as before the install ($(head -c 300 "$T/diff" | tr '\n' ' '))" \
 	[ ! -s "$T/diff" ]
 [ "$FAILS" -eq 0 ]
