@@ -17,6 +17,16 @@
 #      it leaves); it goes to the socket folder's kjitd.log.
 . "$(dirname "$0")/lib.sh"
 
+# The daemons this test starts besides start_daemon's: stopped however it ends.
+JPID=""
+cleanup_service() {
+	KJIT_SOCKET="$T/d/k.sock" "$KJIT" stop >/dev/null 2>&1
+	KJIT_SOCKET="$T/j/k.sock" "$KJIT" stop >/dev/null 2>&1
+	[ -n "$JPID" ] && kill "$JPID" 2>/dev/null
+	cleanup
+}
+trap cleanup_service EXIT INT TERM
+
 VERSION=$(sed -n 's/^__version__ = "\([^"]*\)"$/\1/p' "$TOP/python/kjit/_version.py")
 SRC="$TOP/tests/e2e/data/scale.hip"
 
@@ -116,7 +126,12 @@ printf '#include "nope.h"\n__global__ void k(){}\n' >"$T/bad.hip"
 KJIT_SOCKET="$T/j/k.sock" "$KJIT" get --source "$T/bad.hip" --backend hip --target gfx90a --opt=-Wnope \
 	>/dev/null 2>&1
 KJIT_SOCKET="$T/j/k.sock" "$KJIT" stop >/dev/null 2>&1
-wait "$JPID"
+i=0
+while kill -0 "$JPID" 2>/dev/null && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+check "journal stream: kjitd stopped" sh -c "! kill -0 $JPID 2>/dev/null"
+kill -9 "$JPID" 2>/dev/null
+wait "$JPID" 2>/dev/null
+JPID=""
 check "journal stream: the serving line is <6> without a timestamp" grep -q '^<6>serving ' "$J"
 check "journal stream: no line carries a timestamp" sh -c "! grep -q '^[0-9-]*T[0-9:]* kjitd' '$J'"
 check "journal stream: a failure is marked <4> or <3> ($(grep -c '^<[34]>' "$J") lines)" grep -q '^<[34]>' "$J"
