@@ -6,6 +6,12 @@
 
 BUILD   ?= build
 PREFIX  ?= /usr/local
+# /etc for the system prefix, PREFIX/etc for any other: kjitd reads
+# SYSCONFDIR/kjit/kjitd.conf (compiled in, like PREFIX).
+SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
+# The package's version, written in one place: python/kjit/_version.py
+# (pip reads it there too); kjit --version, kjitd --version, kjit.pc, the .deb.
+VERSION := $(shell sed -n 's/^__version__ = "\([^"]*\)"$$/\1/p' python/kjit/_version.py)
 DESTDIR ?=
 CC      ?= cc
 SAN     ?=
@@ -13,7 +19,8 @@ OPT     ?= -O2
 
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
 CPPFLAGS_KJ := -D_GNU_SOURCE -Iinclude -Iclient -Icommon -Icache -Icompilers -Idaemon -Idaemon/detect -Iremote \
-	-DKJIT_PREFIX='"$(PREFIX)"' -DKJIT_SRCDIR='"$(CURDIR)"'
+	-DKJIT_PREFIX='"$(PREFIX)"' -DKJIT_SRCDIR='"$(CURDIR)"' -DKJIT_SYSCONFDIR='"$(SYSCONFDIR)"' \
+	-DKJ_PACKAGE_VERSION='"$(VERSION)"'
 CFLAGS_KJ := -std=c11 $(OPT) -g -fPIC $(WARN) -fvisibility=hidden
 ifeq ($(SAN),1)
 CFLAGS_KJ += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -70,16 +77,22 @@ CLI_OBJ      := $(call obj,$(CLI_SRC))
 TESTS        := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 
 DEPS_OK := $(BUILD)/.deps-ok
+DEPS_TEST_OK := $(BUILD)/.deps-test-ok
 
-.PHONY: all deps test test-asan run stop install uninstall clean
+.PHONY: all deps deps-test test test-asan run stop install uninstall clean deb
 all: $(BUILD)/kjitd $(BUILD)/kjit $(BUILD)/libkjit.so $(BUILD)/libkjit.a \
 	$(BUILD)/include/kjit.h $(BUILD)/kjit.pc
 
-# scripts/deps.sh is a no-op when everything is installed.
+# scripts/deps.sh is a no-op when everything is installed.  Building and
+# running need its first list; `make test` its test tools as well.
 $(DEPS_OK): scripts/deps.sh
 	@./scripts/deps.sh
 	@mkdir -p $(BUILD) && touch $@
+$(DEPS_TEST_OK): scripts/deps.sh
+	@./scripts/deps.sh --test
+	@mkdir -p $(BUILD) && touch $@
 deps: $(DEPS_OK)
+deps-test: $(DEPS_TEST_OK)
 
 $(BUILD)/obj/%.o: %.c $(DEPS_OK)
 	@mkdir -p $(dir $@)
@@ -112,13 +125,14 @@ $(BUILD)/include/kjit.h: include/kjit.h common/kj_types.h
 	cp $< $@
 
 $(BUILD)/kjit.pc: client/kjit.pc.in Makefile
-	sed -e 's|@PREFIX@|$(PREFIX)|g' $< > $@
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
 
 # Objects with PREFIX compiled in are rebuilt when PREFIX changes.
 $(BUILD)/.prefix: FORCE
 	@mkdir -p $(BUILD)
-	@echo '$(PREFIX)' | cmp -s - $@ || echo '$(PREFIX)' >$@
-$(call obj,daemon/main.c) $(call obj,client/connect.c) $(BUILD)/kjit.pc: $(BUILD)/.prefix
+	@echo '$(PREFIX) $(SYSCONFDIR) $(VERSION)' | cmp -s - $@ || echo '$(PREFIX) $(SYSCONFDIR) $(VERSION)' >$@
+$(call obj,daemon/main.c) $(call obj,daemon/options.c) $(call obj,daemon/config.c) $(call obj,client/connect.c) \
+	$(call obj,client/cli.c) $(BUILD)/kjit.pc: $(BUILD)/.prefix
 .PHONY: FORCE
 FORCE:
 
@@ -136,7 +150,7 @@ $(BUILD)/tests/%: $(call obj,tests/%.c) $(DAEMON_OBJ) $(REMOTE_OBJ) $(DETECT_OBJ
 -include tests/stress/Makefile.part
 -include dropin/Makefile.part
 
-test: all $(TESTS) $(TEST_EXTRA)
+test: $(DEPS_TEST_OK) all $(TESTS) $(TEST_EXTRA)
 	@BUILD=$(BUILD) ./tests/run.sh
 
 # The same suite under AddressSanitizer and UndefinedBehaviorSanitizer.
@@ -158,11 +172,15 @@ stop: all
 install uninstall: UNITDIR ?= $(PREFIX)/lib/systemd
 install uninstall: SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 install uninstall: MANDIR ?= $(PREFIX)/share/man
-# The Python package (python/kjit) goes where python3 looks for packages
-# (its purelib: /usr/local/lib/python3.X/dist-packages for Debian's python3);
-# PYTHONDIR= chooses another place, PYTHONDIR=none skips it.
+install uninstall: TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
+install uninstall: COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
+# The Python package (python/kjit) goes inside PREFIX, where a python3 with
+# that prefix looks for packages (PREFIX/lib/python3.X/site-packages; the
+# .deb passes Debian's /usr/lib/python3/dist-packages); PYTHONDIR= chooses
+# another place, PYTHONDIR=none skips it.
 PYTHON ?= python3
-PYTHONDIR ?= $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' 2>/dev/null)
+PYTHONDIR ?= $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_path("purelib", "posix_prefix", \
+	vars={"base": "$(PREFIX)", "platbase": "$(PREFIX)"}))' 2>/dev/null)
 # GPU launches: on a machine with an NVIDIA GPU and its driver (scripts/gpu-run.sh).
 test-gpu: all kernels-examples
 	@BUILD=$(BUILD) ./scripts/gpu-run.sh test
@@ -176,7 +194,8 @@ install: all
 		exit 1; }
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include \
 		$(DESTDIR)$(PREFIX)/share/kjit $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 \
-		$(DESTDIR)$(UNITDIR)/system $(DESTDIR)$(UNITDIR)/user $(DESTDIR)$(SYSUSERSDIR)
+		$(DESTDIR)$(UNITDIR)/system $(DESTDIR)$(UNITDIR)/user $(DESTDIR)$(SYSUSERSDIR) \
+		$(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(COMPLETIONDIR) $(DESTDIR)$(SYSCONFDIR)/kjit
 	install -m 755 $(BUILD)/kjitd $(BUILD)/kjit $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(BUILD)/libkjit.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(BUILD)/libkjit.so $(DESTDIR)$(PREFIX)/lib/libkjit.so.0
@@ -188,7 +207,7 @@ install: all
 	install -m 755 $(BUILD)/dropin/hiprtc/libhiprtc.so.6 $(DESTDIR)$(PREFIX)/lib/kjit/hiprtc/
 	ln -sf libhiprtc.so.6 $(DESTDIR)$(PREFIX)/lib/kjit/hiprtc/libhiprtc.so.5
 	ln -sf libhiprtc.so.6 $(DESTDIR)$(PREFIX)/lib/kjit/hiprtc/libhiprtc.so
-	sed -e 's|@PREFIX@|$(PREFIX)|g' client/kjit.pc.in >$(DESTDIR)$(PREFIX)/lib/pkgconfig/kjit.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' client/kjit.pc.in >$(DESTDIR)$(PREFIX)/lib/pkgconfig/kjit.pc
 	chmod 644 $(DESTDIR)$(PREFIX)/lib/pkgconfig/kjit.pc
 	install -m 644 man/kjit.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 man/kjitd.8 $(DESTDIR)$(MANDIR)/man8/
@@ -198,6 +217,11 @@ install: all
 		chmod 644 $(DESTDIR)$(UNITDIR)/system/$$u $(DESTDIR)$(UNITDIR)/user/$$u || exit 1; \
 	done
 	install -m 644 systemd/kjit.sysusers $(DESTDIR)$(SYSUSERSDIR)/kjit.conf
+	install -m 644 systemd/kjit.tmpfiles $(DESTDIR)$(TMPFILESDIR)/kjit.conf
+	install -m 644 scripts/kjit.bash-completion $(DESTDIR)$(COMPLETIONDIR)/kjit
+	@# the daemon's configuration: an admin's edits are kept (the .deb marks it a conffile)
+	@if [ -e $(DESTDIR)$(SYSCONFDIR)/kjit/kjitd.conf ]; then echo "install: keeping $(SYSCONFDIR)/kjit/kjitd.conf"; \
+	else install -m 644 systemd/kjitd.conf $(DESTDIR)$(SYSCONFDIR)/kjit/kjitd.conf; fi
 	@# a root kjitd runs its compile workers as kjit-worker and will not start without it
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && ! getent passwd kjit-worker >/dev/null; then \
 		useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin kjit-worker; fi
@@ -231,11 +255,22 @@ uninstall:
 		$(DESTDIR)$(MANDIR)/man1/kjit.1 $(DESTDIR)$(MANDIR)/man8/kjitd.8 \
 		$(DESTDIR)$(UNITDIR)/system/kjitd.socket $(DESTDIR)$(UNITDIR)/system/kjitd.service \
 		$(DESTDIR)$(UNITDIR)/user/kjitd.socket $(DESTDIR)$(UNITDIR)/user/kjitd.service \
-		$(DESTDIR)$(SYSUSERSDIR)/kjit.conf
+		$(DESTDIR)$(SYSUSERSDIR)/kjit.conf $(DESTDIR)$(TMPFILESDIR)/kjit.conf $(DESTDIR)$(COMPLETIONDIR)/kjit
+	@# the configuration stays if the admin changed it
+	@if [ -e $(DESTDIR)$(SYSCONFDIR)/kjit/kjitd.conf ] && cmp -s systemd/kjitd.conf $(DESTDIR)$(SYSCONFDIR)/kjit/kjitd.conf; then \
+		rm -f $(DESTDIR)$(SYSCONFDIR)/kjit/kjitd.conf && rmdir $(DESTDIR)$(SYSCONFDIR)/kjit 2>/dev/null || true; fi
 	rm -rf $(DESTDIR)$(PREFIX)/share/kjit $(DESTDIR)$(PREFIX)/lib/kjit
 	@$(MAKE) --no-print-directory uninstall-python
 
+# `make deb`: the Debian package of the whole system, build-deb/kjit_VERSION_ARCH.deb,
+# from a staged `make install PREFIX=/usr` (scripts/mkdeb.sh; docs/packaging.md
+# says why dpkg-deb rather than debhelper), checked with lintian when it is
+# installed.  Its own build folder: PREFIX is compiled in.
+DEB_BUILD ?= build-deb
+deb: $(DEPS_OK)
+	@./scripts/mkdeb.sh $(DEB_BUILD) $(VERSION)
+
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) build-asan build-deb
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

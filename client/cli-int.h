@@ -40,6 +40,8 @@ int kj__cmd_stop(const struct cmd *cmd, int argc, char **argv);
 /* cmd-run.c: `kjit run -- CMD`; and the drop-in's counters of this user
  * as lines for `kjit stats` (nothing when no drop-in ever ran). */
 int kj__cmd_run(const struct cmd *cmd, int argc, char **argv);
+/* cmd-help.c: `kjit COMMAND --help`: the usage line and what it does, on f. */
+void kj__cli_help(FILE *f, const struct cmd *cmd);
 void kj__cli_dropin_stats(FILE *f);
 /* cmd-variant.c: when bundled kernel `kernel` (fetched for backend/target) is one
  * of several variants of an op, writes "variant: NAME of {...}: why" to out.

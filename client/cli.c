@@ -23,9 +23,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "cli-int.h"
 #include "outfile.h"
 #include "kjit.h"
@@ -183,15 +185,17 @@ static const struct cmd cmds[] = {
 			  "[--opt OPT]... [--include-header [NAME=]FILE]... [-o FILE] [--json] [--explain] [--print-headers]" },
 	{ "warm", kj__cmd_warm, "warm [--backend B]... [--target T]... [--kernel NAME]... [-j N] [--replay] [--remote-only] [--json]" },
 	{ "targets", kj__cmd_targets, "targets [--json]" },
+	{ "kernels", kj__cmd_simple_admin, "kernels [--json]" },
 	{ "stats", kj__cmd_stats, "stats [--json] [--zero] [--prometheus FILE]" },
 	{ "ls", kj__cmd_simple_admin, "ls [--target T] [--json]" },
-	{ "show", kj__cmd_simple_admin, "show KEY [--json]" },
+	{ "show", kj__cmd_simple_admin, "show KEY|PREFIX [--json]" },
 	{ "gc", kj__cmd_gc, "gc [--max-size SIZE] [--json]" },
 	{ "verify", kj__cmd_verify, "verify [--json]" },
 	{ "clear", kj__cmd_simple_admin, "clear [--target T] [--json]" },
 	{ "export", kj__cmd_export, "export -o FILE [--target T]... [--json]" },
-	{ "import", kj__cmd_import, "import FILE [--json]" },
+	{ "import", kj__cmd_import, "import FILE|- [--json]   (the bundle is read here and streamed to kjitd)" },
 	{ "ping", kj__cmd_ping, "ping [--json]" },
+	{ "config", kj__cmd_simple_admin, "config [--json]   (kjitd's settings, and where each came from)" },
 	{ "stop", kj__cmd_stop, "stop [--json]" },
 	{ "run", kj__cmd_run, "run [--no-preload] [--quiet] [--] CMD [ARGS]   (CMD with kjit's libnvrtc/libhiprtc)" },
 };
@@ -204,6 +208,66 @@ static void help(FILE *f)
 	fprintf(f, "exit status: 0 success, 1 the request failed, 2 usage error, 3 kjitd unreachable\n");
 }
 
+/* 1 if argv (a command's) asks for --json, before any "--". */
+static int wants_json(int argc, char **argv)
+{
+	for (int k = 2; k < argc && strcmp(argv[k], "--") != 0; k++)
+		if (strcmp(argv[k], "--json") == 0)
+			return 1;
+	return 0;
+}
+
+/* Runs cmd; with --json, a failure also prints one JSON object on stdout,
+ * {"error": the line the command wrote on stderr, "exit": its status},
+ * for scripts that parse stdout only.  stderr goes to a memfd meanwhile and
+ * is copied to the real stderr afterwards. */
+static int run_cmd(const struct cmd *cmd, int argc, char **argv)
+{
+	/* run's arguments after CMD are CMD's own: its stderr is never held back */
+	int json = strcmp(cmd->name, "run") != 0 && wants_json(argc + 1, argv - 1);
+	int saved = json ? dup(2) : -1, mem = saved >= 0 ? memfd_create("kjit-stderr", MFD_CLOEXEC) : -1;
+
+	if (mem >= 0 && dup2(mem, 2) < 0) {
+		close(mem);
+		mem = -1;
+	}
+	int ex = cmd->fn(cmd, argc, argv);
+	if (mem < 0) {
+		if (saved >= 0)
+			close(saved);
+		return ex;
+	}
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	struct kj__buf err = { 0 }, out = { 0 };
+	char chunk[4096];
+	ssize_t n;
+	lseek(mem, 0, SEEK_SET);
+	while ((n = read(mem, chunk, sizeof chunk)) > 0)
+		if (kj__buf_append(&err, chunk, (size_t)n) < 0)
+			break;
+	close(mem);
+	if (err.len && fwrite(err.p, 1, err.len, stderr) != err.len)
+		ex = ex ? ex : EX_FAIL;
+	if (ex != EX_OK && kj__buf_append(&err, "", 1) == 0) {
+		/* the last "kjit: ..." line is the failure */
+		char *line = (char *)err.p, *last = NULL;
+		for (char *p = strstr(line, "kjit: "); p; p = strstr(p + 1, "\nkjit: "))
+			last = p[0] == '\n' ? p + 1 : p;
+		const char *msg = last ? last + 6 : "failed";
+		size_t len = strcspn(msg, "\n");
+		char *one = kj__strndup(msg, len);
+		if (one && kj__buf_printf(&out, "{\"error\":") == 0 && kj__json_str(&out, one) == 0 &&
+		    kj__buf_printf(&out, ",\"exit\":%d}\n", ex) == 0)
+			fwrite(out.p, 1, out.len, stdout);
+		free(one);
+	}
+	kj__buf_free(&err);
+	kj__buf_free(&out);
+	return ex;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -213,7 +277,7 @@ int main(int argc, char **argv)
 		return EX_OK;
 	}
 	if (strcmp(argv[1], "--version") == 0) {
-		printf("kjit %d.%d\n", KJIT_VERSION_MAJOR, KJIT_VERSION_MINOR);
+		printf("kjit %s\n", KJ_PACKAGE_VERSION); /* python/kjit/_version.py, through the Makefile */
 		return EX_OK;
 	}
 	for (size_t i = 0; i < KJ_ARRAY_SIZE(cmds); i++) {
@@ -223,13 +287,13 @@ int main(int argc, char **argv)
 			if (strcmp(argv[k], "--") == 0)
 				break;
 			if (strcmp(argv[k], "--help") == 0 || strcmp(argv[k], "-h") == 0) {
-				printf("usage: kjit %s\n", cmds[i].usage);
+				kj__cli_help(stdout, &cmds[i]);
 				return EX_OK;
 			}
 		}
 		opterr = 0;
 		optind = 1;
-		return cmds[i].fn(&cmds[i], argc - 1, argv + 1);
+		return run_cmd(&cmds[i], argc - 1, argv + 1);
 	}
 	return kj__cli_fail(EX_USAGE, "unknown command \"%s\"; usage: kjit COMMAND [OPTIONS] (see `kjit --help`)",
 		    argv[1]);

@@ -624,6 +624,33 @@ static int arg_ok(const char *s, size_t max)
 	return 1;
 }
 
+int kj__admin_data(kjit_client *c, const char *cmd, const char *arg, const void *data, size_t len)
+{
+	struct kj__buf b = { 0 };
+	struct kj__msg m = { 0 };
+	uint8_t *body = NULL;
+	int code = 0;
+
+	int r = kj__client_begin(&b, KJ_MSG_ADMIN);
+	if (r == 0)
+		r = kj__msg_put_str(&b, KJ_F_CMD, cmd);
+	if (r == 0)
+		r = kj__msg_put_str(&b, KJ_F_ARG, arg);
+	if (r == 0)
+		r = kj__msg_put(&b, KJ_F_DATA, data, len);
+	if (r == 0)
+		r = kj__msg_end(&b);
+	if (r < 0) {
+		kj__buf_free(&b);
+		return kj__client_fail(c, r, "cannot build the request: %s", kjit_strerror(r));
+	}
+	r = kj__client_call(c, &b, &body, &m, &code);
+	kj__buf_free(&b);
+	kj__msg_free(&m);
+	free(body);
+	return r < 0 ? r : code;
+}
+
 int kjit_admin(kjit_client *c, const char *cmd, const char *arg, char **text, char **json)
 {
 	struct kj__msg m = { 0 };

@@ -309,6 +309,7 @@ static int check_objects(int fd, const struct bentry *be, uint32_t count, char *
 struct import_task {
 	struct kj__cache *cache;
 	char *path;
+	int fd;              /* a bundle the client streamed (upload.c), or -1: open path */
 	struct kj__cache_bulk *bulk;
 	uint64_t placed, present, imported;
 	int r;
@@ -364,7 +365,7 @@ static void import_run(void *arg)
 
 	if (t->entering)
 		return;
-	fd = open(t->path, O_RDONLY | O_CLOEXEC);
+	fd = t->fd >= 0 ? t->fd : open(t->path, O_RDONLY | O_CLOEXEC);
 	if ((r = check_header(fd, t->path, hdr, &size, t->err, sizeof t->err)) < 0 ||
 	    (r = check_trailer(fd, t->path, size, t->err, sizeof t->err)) < 0 ||
 	    (r = read_manifest(fd, t->path, hdr, size, &be, &count, t->err, sizeof t->err)) < 0 ||
@@ -373,7 +374,7 @@ static void import_run(void *arg)
 	r = place_all(t, fd, be, count);
 out:
 	bentries_free(be, count);
-	if (fd >= 0)
+	if (fd >= 0 && fd != t->fd)
 		close(fd);
 	t->r = r;
 }
@@ -421,6 +422,8 @@ static void import_free(void *arg)
 	struct import_task *t = arg;
 
 	kj__cache_bulk_free(t->bulk);
+	if (t->fd >= 0)
+		close(t->fd);
 	free(t->path);
 	free(t);
 }
@@ -436,6 +439,7 @@ static struct import_task *import_new(struct kj__daemon *d, const char *path)
 		return NULL;
 	}
 	t->cache = d->cache;
+	t->fd = -1;
 	return t;
 }
 
@@ -444,6 +448,18 @@ int kj__bundle_import_task(struct kj__daemon *d, struct kj__conn *c, uint32_t id
 	struct import_task *t = import_new(d, path);
 
 	return t ? kj__offloop_task(d, c, id, &import_ops, t) : KJIT_ENOMEM;
+}
+
+int kj__bundle_import_fd_task(struct kj__daemon *d, struct kj__conn *c, uint32_t id, int fd, const char *label)
+{
+	struct import_task *t = import_new(d, label);
+
+	if (t == NULL) {
+		close(fd);
+		return KJIT_ENOMEM;
+	}
+	t->fd = fd;
+	return kj__offloop_task(d, c, id, &import_ops, t);
 }
 
 int kj__bundle_import(struct kj__daemon *d, const char *path, uint64_t *imported, uint64_t *present, char *err,

@@ -34,7 +34,8 @@ struct kj__flight;
 struct kj__remote;
 struct kj__remote_lease;
 
-/* Configuration, from the command line. */
+/* Configuration, from the command line and the configuration file. */
+#define KJ_OPT_ROWS_MAX 64
 struct kj__config {
 	char *socket_path;
 	char *cache_dir;
@@ -90,6 +91,11 @@ struct kj__config {
 	uint64_t buf_max_per_uid;   /* --max-request-bytes-per-uid */
 	uint64_t idle_timeout_ms;   /* --idle-timeout: exit after this long without clients or work; 0: never */
 	int idle_timeout_set;       /* given on the command line */
+	/* The configuration file and where each setting came from (config.c, log.c). */
+	int log_level;              /* --log-level: LOG_ERR (3) to LOG_DEBUG (7); 0: LOG_INFO */
+	char *config_path;          /* --config / $KJITD_CONFIG / the default that was read; NULL: none */
+	char *origin[KJ_OPT_ROWS_MAX]; /* per option row: "command line", "FILE:LINE"; NULL: default */
+	char *given[KJ_OPT_ROWS_MAX];  /* ... and the value given there (a repeated one's joined by ",") */
 };
 
 /* Frames from a libuv stream (client connections, worker pipes): the one
@@ -253,6 +259,12 @@ struct kj__daemon {
 	uint64_t stats_flushed[KJ_STAT_COUNT];
 	uint64_t lat_hist[KJ_LAT_BUCKETS];
 	FILE *log;
+	int log_mode;                /* log.c: KJ_LOG_FILE, _STDERR, _STREAM (journal on stderr), _JOURNAL */
+	int argc;                    /* the command line, reread with the configuration on SIGHUP */
+	char **argv;
+	uv_signal_t sighup;          /* SIGHUP: log reopened, configuration reread (config.c) */
+	struct kj__upload *uploads;  /* upload.c: bundles being streamed, one per uid */
+	size_t n_uploads;
 	/* quota.c: what each uid holds (connections, request bytes). */
 	struct kj__quota_uid *quota;
 	size_t n_quota, cap_quota;
@@ -318,8 +330,22 @@ size_t kj__replybuf_len(const struct kj__replybuf *b);
 int kj__replybuf_charge(struct kj__replybuf *b, uid_t uid, int force, char *err, size_t errlen);
 void kj__replybuf_discharge(struct kj__replybuf *b, uid_t uid);
 
-/* log.c: logs one line with a timestamp to d->log. */
+/* log.c: kjitd's log (kjitd(8), LOG).  kj__log logs one
+ * line, its control bytes escaped, at the priority of a leading SD_* marker
+ * ("<4>", sd-daemon.h) or else one guessed from its first words (warning
+ * for "cannot ...", "failed ...", else info), if --log-level lets it: to
+ * the --log file or stderr with a timestamp, or to the journal (sd-journal,
+ * or "<N>" lines on a stderr that is a journal stream) without one.
+ * log_open: at start, creates --log 0600 (0640, group kjit, with --system)
+ * whatever the umask; 0 or an exit status (said on stderr).  log_detached:
+ * once a detached kjitd serves, moves its log and stderr off the terminal it
+ * left (to the journal when there is one, else <socket folder>/kjitd.log).
+ * log_reopen: SIGHUP's, opens --log's path anew (logrotate moved it);
+ * 0 or a negative errno, logged. */
 void kj__log(struct kj__daemon *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int kj__log_open(struct kj__daemon *d);
+void kj__log_detached(struct kj__daemon *d);
+int kj__log_reopen(struct kj__daemon *d);
 
 /* conn.c: client connections (docs in conn.c).  A connection stays
  * allocated while anyone holds a reference; once closed, sends to it are
@@ -702,6 +728,22 @@ int kj__bundle_import(struct kj__daemon *d, const char *path, uint64_t *imported
 /* The same as an offloop.c task answering request id on c when done: 0
  * queued, or KJIT_ENOMEM. */
 int kj__bundle_import_task(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const char *path);
+/* The same for a bundle the client streamed: fd (owned from here on,
+ * closed when done), label for the log. */
+int kj__bundle_import_fd_task(struct kj__daemon *d, struct kj__conn *c, uint32_t id, int fd, const char *label);
+
+/* upload.c: a bundle streamed by `kjit import` (docs/bundle.md, "Access"),
+ * so kjitd never opens a user's path: ADMIN import-data OFFSET with the
+ * bytes in KJ_F_DATA appends to the uid's one upload (offset 0 starts a new
+ * one, an unnamed file in <cache>/tmp; any other offset must be its size
+ * so far), at most --max-size in all; `ADMIN import -` then imports it.
+ * chunk answers request id itself.  import: queues the import task of the
+ * caller's upload (0, answered when done), or a negative code with err
+ * set.  free: every upload at exit. */
+void kj__upload_chunk(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const char *arg,
+		      const struct kj__field *data);
+int kj__upload_import(struct kj__daemon *d, struct kj__conn *c, uint32_t id, char *err, size_t errlen);
+void kj__uploads_free(struct kj__daemon *d);
 
 /* replay.c: records the recipe of a compiled request (called on publish)
  * and answers ADMIN replay [DAYS]. */
@@ -730,5 +772,26 @@ int kj__usage_error(const char *fmt, const char *arg);
  * tests/test-lists.c, which checks man/kjitd.8 against them. */
 void kj__options_usage(FILE *f);
 const char *kj__option_at(size_t i, int *shown);
+/* 1 if the i-th option row takes a value.  kj__options_apply: one pass
+ * of getopt over argv into cfg, noting each option's origin (NULL: none),
+ * ignoring the rows skip[] marks, marking in seen[] the rows given; -1 to
+ * go on, else an exit status (said on stderr). */
+int kj__option_has_arg(size_t i);
+int kj__options_apply(int argc, char **argv, struct kj__config *cfg, const char *origin, const unsigned char *skip,
+		      unsigned char *seen);
+
+/* config.c: the configuration file (kjitd(8), CONFIGURATION; docs/cli.md,
+ * `kjit config`).  file_read: path (--config), else $KJITD_CONFIG, else
+ * SYSCONFDIR/kjit/kjitd.conf with --system, $XDG_CONFIG_HOME/kjit/kjitd.conf
+ * without (a default that does not exist is no error); each `name = value`
+ * line applied as --name=value with origin "FILE:LINE", the rows in skip[]
+ * (the command line's) ignored; -1 to go on, else an exit status (said on
+ * stderr).  reload: SIGHUP's, reopens the log and rereads the file:
+ * --log-level takes effect, any other change is logged as needing a
+ * restart.  admin_config: ADMIN config's answer, every setting with its
+ * value and origin. */
+int kj__config_file_read(struct kj__config *cfg, const char *path, int system_mode, const unsigned char *skip);
+void kj__config_reload(struct kj__daemon *d);
+int kj__admin_config(struct kj__daemon *d, struct kj__buf *text, struct kj__buf *json);
 
 #endif /* KJ_DAEMON_H */

@@ -139,17 +139,70 @@ static int show_entry(const struct kj__cache_entry *e, struct kj__buf *text, str
 	return r | kj__buf_printf(json, "}");
 }
 
+/* A key prefix's matches among the entries the caller may see. */
+struct prefix_ctx {
+	const char *prefix;
+	size_t len;
+	unsigned n;
+	char key[65];
+};
+
+static int prefix_one(const struct kj__cache_entry *e, void *arg)
+{
+	struct prefix_ctx *x = arg;
+
+	if (strncmp(e->key, x->prefix, x->len) == 0 && x->n++ == 0)
+		snprintf(x->key, sizeof x->key, "%s", e->key);
+	return 0;
+}
+
+/* A unique prefix (6 to 63 hex digits, as --explain prints 16) made a
+ * whole key in full[], looked up among the entries the caller may see
+ * only: another user's entries neither match nor make it ambiguous.  0 or
+ * a negative code with err set. */
+static int resolve_prefix(struct kj__daemon *d, struct kj__conn *c, const char *arg, char full[65], char *err,
+			  size_t errlen)
+{
+	size_t n = strlen(arg);
+	struct prefix_ctx x = { arg, n, 0, "" };
+	int r;
+
+	if (n < 6 || n > 63 || strspn(arg, "0123456789abcdef") != n) {
+		snprintf(err, errlen, "'%s' is not a cache key (64 hex digits, or a unique prefix of 6 or more; "
+			 "`kjit ls` lists them)", arg);
+		return KJIT_EINVAL;
+	}
+	if (kj__peer_is_admin(d, c))
+		r = kj__cache_foreach(d->cache, NULL, prefix_one, &x);
+	else
+		r = kj__cache_foreach_of(d->cache, NULL, kj__conn_uid(c), prefix_one, &x);
+	if (r < 0)
+		return r;
+	if (x.n != 1) {
+		snprintf(err, errlen, x.n ? "key prefix %s matches %u entries; give more digits" : "no cache entry %s*",
+			 arg, x.n);
+		return x.n ? KJIT_EINVAL : KJIT_ENOENT;
+	}
+	memcpy(full, x.key, 65);
+	return 0;
+}
+
 int kj__admin_show(struct kj__daemon *d, struct kj__conn *c, const char *arg, struct kj__buf *text,
 		   struct kj__buf *json, char *err, size_t errlen)
 {
 	struct kj__cache_entry e;
+	char full[65];
 	int r;
 
-	if (arg == NULL || !kj__hex_ok(arg)) {
-		snprintf(err, errlen, "'%s' is not a cache key (64 hex digits; `kjit ls` lists them)", arg ? arg : "");
+	kj__cache_flush(d->cache);
+	if (arg && !kj__hex_ok(arg)) {
+		if ((r = resolve_prefix(d, c, arg, full, err, errlen)) < 0)
+			return r;
+		arg = full;
+	} else if (arg == NULL) {
+		snprintf(err, errlen, "show needs a cache key (64 hex digits, or a unique prefix; `kjit ls` lists them)");
 		return KJIT_EINVAL;
 	}
-	kj__cache_flush(d->cache);
 	/* a user's view holds only its own entries: another's is "no entry" */
 	if (!kj__peer_is_admin(d, c) && !kj__cache_requested_by(d->cache, arg, kj__conn_uid(c)))
 		r = KJIT_ENOENT;

@@ -42,6 +42,13 @@ static void on_signal(uv_signal_t *s, int signum)
 	kj__server_stop(d);
 }
 
+/* SIGHUP: the log reopened, the configuration reread (config.c); kjitd serves on. */
+static void on_sighup(uv_signal_t *s, int signum)
+{
+	(void)signum;
+	kj__config_reload(s->data);
+}
+
 static void on_flush(uv_timer_t *t)
 {
 	kj__conn_harvest_all(t->data);
@@ -95,20 +102,6 @@ static int detach(struct kj__daemon *d)
 		close(null);
 	}
 	return -1;
-}
-
-static int open_log(struct kj__daemon *d)
-{
-	if (d->cfg.log_path == NULL) {
-		d->log = stderr;
-		return 0;
-	}
-	d->log = fopen(d->cfg.log_path, "ae");
-	if (d->log == NULL) {
-		fprintf(stderr, "kjitd: cannot open log %s: %s\n", d->cfg.log_path, strerror(errno));
-		return 1;
-	}
-	return 0;
 }
 
 /* <cache>/tmp holds the workers' private directories; we hold the cache's
@@ -188,6 +181,10 @@ static void start_loop_handles(struct kj__daemon *d)
 	d->sigterm.data = d->sigint.data = d;
 	uv_signal_start(&d->sigterm, on_signal, SIGTERM);
 	uv_signal_start(&d->sigint, on_signal, SIGINT);
+	uv_signal_init(d->loop, &d->sighup);
+	d->sighup.data = d;
+	uv_signal_start(&d->sighup, on_sighup, SIGHUP);
+	uv_unref((uv_handle_t *)&d->sighup); /* it keeps no loop alive; closed when the loop ends */
 	uv_timer_init(d->loop, &d->flush_timer);
 	d->flush_timer.data = d;
 	uv_timer_start(&d->flush_timer, on_flush, KJ_INDEX_FLUSH_MS, KJ_INDEX_FLUSH_MS);
@@ -252,7 +249,10 @@ static int serve(struct kj__daemon *d)
 		d->cfg.cache_dir, d->cfg.socket_path, d->manifest.n, d->cfg.jobs,
 		(unsigned long long)d->cfg.max_size);
 	notify_ready(d, 0);
+	if (!d->cfg.foreground && getenv("NOTIFY_SOCKET") == NULL)
+		kj__log_detached(d); /* never again the terminal it left */
 	uv_run(d->loop, UV_RUN_DEFAULT);
+	uv_close((uv_handle_t *)&d->sighup, NULL);
 	kj__stats_flush(d);
 	return 0;
 }
@@ -266,6 +266,8 @@ static int daemon_main(int argc, char **argv, const char *arg)
 	(void)arg;
 	memset(&d, 0, sizeof d);
 	d.ready_fd = -1;
+	d.argc = argc;
+	d.argv = argv;
 	rc = kj__options_parse(argc, argv, &d.cfg);
 	if (rc >= 0)
 		goto out;
@@ -283,7 +285,7 @@ static int daemon_main(int argc, char **argv, const char *arg)
 		rc = rc == KJIT_EINVAL ? 2 : 1;   /* a bad $KJITD_REMOTE said why */
 		goto out;
 	}
-	if ((rc = open_log(&d)) != 0)
+	if ((rc = kj__log_open(&d)) != 0)
 		goto out;
 	if (!d.cfg.foreground && getenv("NOTIFY_SOCKET") == NULL && (rc = detach(&d)) >= 0)
 		goto out;
@@ -306,6 +308,7 @@ out:
 	/* Every worker was collected by the loop; collect what is left. */
 	if (d.loop)
 		kj__reap_orphans(&d, KJ_REAP_WAIT_MS);
+	kj__uploads_free(&d);
 	kj__hits_free(d.hits);
 	kj__memo_free(d.memo);
 	kj__negcache_free(d.negcache);

@@ -48,6 +48,7 @@ enum {
 	OPT_IDLE_TIMEOUT, OPT_CONNS_PER_UID, OPT_CONN_IDLE, OPT_REQ_BYTES, OPT_REQ_BYTES_UID,
 	OPT_ADMIN_GID, OPT_MAX_SIZE_UID, OPT_WORKER_USER, OPT_RESOLVES_PER_UID,
 	OPT_SOCKET_GROUP, OPT_READY_FD,
+	OPT_CONFIG, OPT_LOG_LEVEL, OPT_VERSION,
 };
 
 /* kjitd's options, one row each: getopt's table, the short options, the
@@ -76,6 +77,8 @@ static const struct opt_row {
 	{ "compile-timeout", required_argument, OPT_TIMEOUT, "[--compile-timeout SECONDS]" },
 	{ "kernels-dir", required_argument, OPT_KERNELS, "[--kernels-dir DIR]" },
 	{ "log", required_argument, OPT_LOG, "[--log FILE]" },
+	{ "log-level", required_argument, OPT_LOG_LEVEL, "[--log-level error|warning|notice|info|debug]" },
+	{ "config", required_argument, OPT_CONFIG, "[--config FILE]" },
 	{ "system", no_argument, OPT_SYSTEM, "[--system]" },
 	{ "allow-uid", required_argument, OPT_ALLOW_UID, "[--allow-uid UID]..." },
 	{ "allow-gid", required_argument, OPT_ALLOW_GID, "[--allow-gid GID]..." },
@@ -106,11 +109,13 @@ static const struct opt_row {
 	/* The readiness pipe of a client's autostart (client/connect.c). */
 	{ "ready-fd", required_argument, OPT_READY_FD, NULL },
 	{ "prestart", required_argument, OPT_PRESTART, "[--prestart FAMILY,...]" },
+	{ "version", no_argument, OPT_VERSION, "[--version]" },
 	{ "sysfs-root", required_argument, OPT_SYSFS, NULL },
 	{ "help", no_argument, 'h', NULL },
 };
 
 #define N_OPTS KJ_ARRAY_SIZE(opt_rows)
+_Static_assert(KJ_ARRAY_SIZE(opt_rows) <= KJ_OPT_ROWS_MAX, "struct kj__config's origin[] is too small");
 
 /* The usage text, wrapped at 100 columns, onto f. */
 static void print_usage(FILE *f)
@@ -147,6 +152,11 @@ const char *kj__option_at(size_t i, int *shown)
 		return NULL;
 	*shown = opt_rows[i].usage != NULL;
 	return opt_rows[i].name;
+}
+
+int kj__option_has_arg(size_t i)
+{
+	return i < N_OPTS && opt_rows[i].has_arg == required_argument;
 }
 
 int kj__usage_error(const char *fmt, const char *arg)
@@ -451,16 +461,52 @@ static int parse_access_opt(int c, const char *arg, struct kj__config *cfg)
 	return -1;
 }
 
-/* Parses the daemon's argv into cfg; returns -1 to go on, else an exit
- * status. */
-int kj__options_parse(int argc, char **argv, struct kj__config *cfg)
+/* Where the value of the row whose getopt value is c came from: origin
+ * ("command line", "FILE:LINE") and the text given, appended to a
+ * repeated option's; for `kjit config` (config.c).  0 or KJIT_ENOMEM. */
+static int note_origin(struct kj__config *cfg, int c, const char *origin, const char *arg)
+{
+	for (size_t i = 0; i < N_OPTS; i++) {
+		if (opt_rows[i].val != c)
+			continue;
+		char *v = cfg->given[i] && arg ? kj__asprintf("%s,%s", cfg->given[i], arg) : kj__strdup(arg ? arg : "yes");
+		char *o = kj__strdup(origin);
+		if (v == NULL || o == NULL) {
+			free(v);
+			free(o);
+			return KJIT_ENOMEM;
+		}
+		free(cfg->given[i]);
+		free(cfg->origin[i]);
+		cfg->given[i] = v;
+		cfg->origin[i] = o;
+		return 0;
+	}
+	return 0;
+}
+
+/* --log-level NAME: syslog's priorities by name (log.c). */
+static int parse_log_level(const char *arg, struct kj__config *cfg)
+{
+	static const char *const names[] = { "error", "warning", "notice", "info", "debug" };
+
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(names); i++)
+		if (strcmp(arg, names[i]) == 0) {
+			cfg->log_level = (int)i + 3; /* LOG_ERR is 3 ... LOG_DEBUG 7 */
+			return 0;
+		}
+	return kj__usage_error("--log-level '%s': expected error, warning, notice, info or debug", arg);
+}
+
+int kj__options_apply(int argc, char **argv, struct kj__config *cfg, const char *origin, const unsigned char *skip,
+		      unsigned char *seen)
 {
 	struct option lo[N_OPTS + 1];
-	char shorts[2 * N_OPTS + 1];
+	char shorts[2 * N_OPTS + 2];
 	size_t k = 0;
 	unsigned long v;
 	uint64_t size;
-	int c, rc;
+	int c, rc, idx;
 
 	memset(lo, 0, sizeof lo);
 	for (size_t i = 0; i < N_OPTS; i++) {
@@ -472,7 +518,17 @@ int kj__options_parse(int argc, char **argv, struct kj__config *cfg)
 		}
 	}
 	shorts[k] = '\0';
-	while ((c = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
+	optind = 0; /* glibc: start afresh (the command line, then the configuration file's lines) */
+	while ((idx = -1, c = getopt_long(argc, argv, shorts, lo, &idx)) != -1) {
+		size_t row = 0;
+		while (row < N_OPTS && opt_rows[row].val != c)
+			row++;
+		if (row < N_OPTS && skip && skip[row])
+			continue; /* the command line gives it: the file's value is ignored */
+		if (row < N_OPTS && seen)
+			seen[row] = 1;
+		if (row < N_OPTS && origin && note_origin(cfg, c, origin, optarg) < 0)
+			return 1;
 		if ((rc = parse_remote_opt(c, optarg, cfg)) >= 0 || (rc = parse_limit_opt(c, optarg, cfg)) >= 0 ||
 		    (rc = parse_compile_opt(c, optarg, cfg)) >= 0 || (rc = parse_access_opt(c, optarg, cfg)) >= 0) {
 			if (rc)
@@ -504,8 +560,17 @@ int kj__options_parse(int argc, char **argv, struct kj__config *cfg)
 				return kj__usage_error("--hot-size/--memo-size '%s': expected a size like 64M", optarg);
 			*(c == OPT_HOT ? &cfg->hot_size : &cfg->memo_size) = size;
 			break;
+		case OPT_LOG_LEVEL:
+			if ((rc = parse_log_level(optarg, cfg)) != 0)
+				return rc;
+			break;
+		case OPT_CONFIG: free(cfg->config_path); cfg->config_path = kj__strdup(optarg); break;
+		case OPT_VERSION: printf("kjitd %s\n", KJ_PACKAGE_VERSION); return 0;
 		case 'h': print_usage(stdout); return 0;
-		default: print_usage(stderr); return 2;
+		default:
+			fprintf(stderr, "kjitd: unknown option %s\n", optind > 0 && optind <= argc ? argv[optind - 1] : "");
+			print_usage(stderr);
+			return 2;
 		}
 	}
 	if (optind < argc)
@@ -515,6 +580,20 @@ int kj__options_parse(int argc, char **argv, struct kj__config *cfg)
 	return -1;
 }
 
+/* The command line, then the configuration file (config.c) for what the
+ * command line leaves unsaid, then the command line again for its values:
+ * the command line wins, and a repeated option is the command line's alone. */
+int kj__options_parse(int argc, char **argv, struct kj__config *cfg)
+{
+	unsigned char seen[N_OPTS] = { 0 };
+	struct kj__config cl = { 0 };
+	int rc = kj__options_apply(argc, argv, &cl, NULL, NULL, seen);
+
+	if (rc < 0)
+		rc = kj__config_file_read(cfg, cl.config_path, cl.system_mode, seen);
+	kj__options_free(&cl);
+	return rc >= 0 ? rc : kj__options_apply(argc, argv, cfg, "command line", NULL, NULL);
+}
 
 int kj__options_defaults(struct kj__config *cfg)
 {
@@ -613,6 +692,11 @@ void kj__options_free(struct kj__config *cfg)
 	free(cfg->remote_url);
 	free(cfg->remote_prefix);
 	free(cfg->remote_secret_file);
+	free(cfg->config_path);
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(cfg->origin); i++) {
+		free(cfg->origin[i]);
+		free(cfg->given[i]);
+	}
 	if (cfg->remote_secret)
 		explicit_bzero(cfg->remote_secret, cfg->remote_secret_len);
 	free(cfg->remote_secret);

@@ -61,7 +61,8 @@ static void dispatch(struct kj__daemon *d, struct kj__conn *c, const struct kj__
 		kj__conn_close(c);
 		return;
 	}
-	d->stats[KJ_STAT_REQUESTS]++;
+	if (h->type != KJ_MSG_ATTACH) /* mapping the hit table is set-up, not a request (`kjit stats` counts none) */
+		d->stats[KJ_STAT_REQUESTS]++;
 	switch (h->type) {
 	case KJ_MSG_PING:
 		kj__conn_reply_code(c, h->id, 0);

@@ -1,21 +1,38 @@
 #!/bin/sh
 # Installs what kjit needs on a fresh Debian 12 machine, and nothing more.
-# Called by the Makefile when a build or test dependency is missing; safe to
-# run again (apt-get skips what is installed). Needs root, or sudo.
-# redis-server and libhiredis-dev (0.14 on Debian 12: async API and the
-# libuv adapter, no TLS) serve the fleet tier, remote/remote.c.  glslc (the
-# same shaderc) is what tests/e2e/options.sh compares kjit's SPIR-V with;
-# python3-cryptography lets tests/e2e/redis-tool.py check a value's
+# Called by the Makefile when a dependency is missing; safe to run again
+# (apt-get skips what is installed). Needs root, or sudo.
+#   scripts/deps.sh         what building and running kjit needs (`make`,
+#                           `make run`, `make install`, `make deb`)
+#   scripts/deps.sh --test  that and the test tools (`make test`)
+# libhiredis-dev (0.14 on Debian 12: async API and the libuv adapter, no TLS)
+# is the fleet tier's client, remote/remote.c; redis-server only its tests'.
+# glslc (the same shaderc) is what tests/e2e/options.sh compares kjit's SPIR-V
+# with; python3-cryptography lets tests/e2e/redis-tool.py check a value's
 # AES-256-GMAC signature (fleet-trust.sh).
 set -eu
 
-PKGS="build-essential pkg-config clang libclang-rt-14-dev llvm
-libuv1-dev libsqlite3-dev sqlite3 libssl-dev libsystemd-dev
+# Building and running: compilers of the three backends, the libraries kjitd
+# links, and what `make deb` uses (dpkg-dev comes with build-essential).
+PKGS="build-essential pkg-config
+libuv1-dev libsqlite3-dev libssl-dev libsystemd-dev
 hipcc libamdhip64-dev rocm-device-libs rocminfo
-libshaderc-dev glslang-dev spirv-tools glslc libvulkan-dev mesa-vulkan-drivers
+libshaderc-dev glslang-dev libvulkan-dev mesa-vulkan-drivers
+libhiredis-dev
+python3"
+# Testing only: the clang build and sanitizers, the suite's tools (sqlite3's
+# shell, spirv-val, valgrind, systemd-analyze, groff, hyperfine, a Redis
+# server for the fleet tests) and lintian for the package (tests/e2e/deb.sh).
+TEST_PKGS="clang libclang-rt-14-dev llvm sqlite3 spirv-tools glslc python3-cryptography
 valgrind systemd groff-base hyperfine
-redis-server libhiredis-dev
-python3 python3-cryptography"
+redis-server
+lintian"
+if [ "${1:-}" = --test ]; then
+	PKGS="$PKGS $TEST_PKGS"
+elif [ $# -gt 0 ]; then
+	echo "usage: scripts/deps.sh [--test]" >&2
+	exit 2
+fi
 
 # NVRTC and nvcc come from NVIDIA's CUDA toolkit, which Debian's main archive
 # lacks; kjit finds it in /usr/local/cuda (where NVIDIA's installer puts it and

@@ -32,7 +32,7 @@ from .errors import CompileError, DaemonError, Error, TargetError
 __all__ = ["Client", "Object", "Error", "CompileError", "TargetError", "DaemonError",
            "LibraryNotFound", "get", "get_kernel", "get_many", "stats", "targets", "ping", "default_client",
            "library_path", "Backend", "Source", "BACKENDS", "STATUSES"]
-__version__ = "0.1"
+from ._version import __version__
 
 _default: Optional[Client] = None
 _default_lock = threading.Lock()

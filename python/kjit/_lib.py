@@ -4,12 +4,14 @@ Nothing here talks to kjitd; kjit.client does.  The library is loaded once,
 on first use, from the first of:
 
 1. ``$KJIT_LIBRARY`` (a path to libkjit.so);
-2. the build tree this package sits in: ``<repo>/$BUILD/libkjit.so``, then
+2. the package's own copy, ``kjit/libkjit.so.0`` beside this file (a wheel
+   of ``pip install ./python`` built after ``make`` carries one);
+3. the library of the install this package came with (``make install`` and
+   the Debian package record ``PREFIX/lib/libkjit.so.0`` in kjit/_install.py);
+4. the build tree this package sits in: ``<repo>/$BUILD/libkjit.so``, then
    ``<repo>/build/libkjit.so``, when the package is ``<repo>/python/kjit``
    (``PYTHONPATH=python`` after ``make``);
-3. the library of the install this package came with (``make install``
-   records ``PREFIX/lib/libkjit.so.0`` in kjit/_install.py);
-4. ``libkjit.so.0`` through the dynamic loader's search path.
+5. ``libkjit.so.0`` through the dynamic loader's search path.
 
 libkjit starts a per-user kjitd when none answers, looking for it beside
 the running executable first.  For Python that executable is python3, so
@@ -26,12 +28,18 @@ from ctypes import (POINTER, Structure, c_char, c_char_p, c_int, c_size_t,
                     c_uint8, c_void_p)
 from typing import Optional
 
+from .errors import Error
+
 __all__ = ["lib", "libc", "library_path", "LibraryNotFound", "OpenOptions", "Header", "Request",
            "Result"]
 
 
-class LibraryNotFound(OSError):
-    """libkjit.so could not be found or loaded."""
+class LibraryNotFound(Error, OSError):
+    """libkjit.so could not be found or loaded (a kjit.Error with code None,
+    and an OSError as it always was)."""
+
+    def __init__(self, message: str) -> None:
+        Error.__init__(self, message)
 
 
 class OpenOptions(Structure):
@@ -127,17 +135,20 @@ def _candidates() -> list:
     if env:
         return [env]
     here = os.path.dirname(os.path.abspath(__file__))
+    bundled = os.path.join(here, "libkjit.so.0")
+    if os.path.exists(bundled):
+        out.append(bundled)
+    try:
+        from . import _install  # written by `make install`
+        out.append(_install.LIBRARY)
+    except ImportError:
+        pass
     repo = os.path.dirname(os.path.dirname(here))
     build = os.environ.get("BUILD") or "build"
     for b in dict.fromkeys([build, "build"]):
         p = os.path.join(repo, b, "libkjit.so")
         if os.path.exists(p):
             out.append(p)
-    try:
-        from . import _install  # written by `make install`
-        out.append(_install.LIBRARY)
-    except ImportError:
-        pass
     out.append("libkjit.so.0")
     return out
 

@@ -125,6 +125,22 @@ if [ -n "$DAEMON_PID" ]; then
 	stop_daemon
 fi
 
+# ---- the Python module, inside PREFIX ----------------------------------------
+pyinit=$(find "$ROOT" -path '*/kjit/__init__.py' 2>/dev/null | head -n 1)
+check "the Python module is installed inside PREFIX (${pyinit:-none})" sh -c "echo '$pyinit' | grep -q '^$P/lib/python3[^/]*/site-packages/kjit/__init__.py\$'"
+if [ -n "$pyinit" ]; then
+	pydir=$(dirname "$(dirname "$pyinit")")
+	PYTHONPATH="$pydir" python3 -c "
+import kjit, kjit._lib as l
+assert kjit.__version__
+print(l._candidates()[0])" >"$T/py.out" 2>&1
+	check "the installed module names PREFIX/lib/libkjit.so.0 first ($(head -c 200 "$T/py.out"))" \
+		grep -qx '/usr/lib/libkjit.so.0' "$T/py.out"
+fi
+check "the configuration file is installed (SYSCONFDIR=/etc for PREFIX=/usr)" [ -f "$ROOT/etc/kjit/kjitd.conf" ]
+check "bash completion and tmpfiles.d are installed" \
+	sh -c "[ -f '$P/share/bash-completion/completions/kjit' ] && [ -f '$P/lib/tmpfiles.d/kjit.conf' ]"
+
 # ---- install for another PREFIX, and uninstall ------------------------------
 make -s SAN= OPT=-O2 BUILD="$IBUILD" PREFIX=/opt/kjit DESTDIR="$T/root2" install >"$T/make2.out" 2>&1
 rc=$?
