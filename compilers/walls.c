@@ -404,6 +404,12 @@ int kj__walls_enter(const char *family, int fd, char *tmpdir, size_t tmplen, int
 	}
 	if (root && (r = worker_ids(&uid, &gid, note, notelen)) < 0)
 		return r;
+	/* The new root's folders are made here as root and entered after the
+	 * drop to the worker user: kjitd's umask (027 under a hardened unit)
+	 * would leave them 0750 root and the job unable to reach its own tree.
+	 * Everything this process makes is inside its private root and tmpfs. */
+	if (root)
+		umask(022);
 	/* KJIT_WORKER_NO_NAMESPACES=1 (tests) makes an unprivileged worker take
 	 * the path of a kernel without user namespaces; a root one ignores it. */
 	const char *no_ns = getenv("KJIT_WORKER_NO_NAMESPACES");

@@ -252,4 +252,22 @@ for c in nvrtc hiprtc; do
 done
 stop_daemon
 rm -rf "$LIBT"
+
+# ---- a root kjitd under umask 027 (a hardened unit's UMask=0027, a root shell) ----
+# The worker's new root is made as root before the drop to the worker user:
+# under kjitd's umask its folders were 0750 root and every compile failed.
+if [ "$(id -u)" -eq 0 ]; then
+	(umask 027 && start_daemon) || not_ok "walls: start under umask 027" "no kjitd"
+	[ -n "$DAEMON_PID" ] || DAEMON_PID=$(pgrep -n -f "kjitd --foreground --socket $KJIT_SOCKET" || true)
+	for c in nvrtc hiprtc; do
+		b=$([ $c = nvrtc ] && echo cuda || echo hip); t=$([ $c = nvrtc ] && echo sm_90 || echo gfx90a)
+		"$KJIT" get --source "$T/ok.$([ $c = nvrtc ] && echo cu || echo hip)" --backend $b --target $t --compiler $c \
+			--opt -DUMASK_027 -o "$T/umask.$c" >"$T/umask.$c.line" 2>&1
+		check "$c compiles under a root kjitd started with umask 027 ($(head -c 150 "$T/umask.$c.line"))" \
+			sh -c "[ -s '$T/umask.$c' ] && grep -q '^compiled ' '$T/umask.$c.line'"
+	done
+	"$KJIT" stop >/dev/null 2>&1
+	sleep 0.5
+	DAEMON_PID=""
+fi
 finish
