@@ -100,9 +100,11 @@ int kj__last_open_errno(void);
  * mine_only, by root) that neither its group nor others may write;
  * -ENOENT when it does not exist.
  * kj__trust_peer: the listener of connected socket fd runs as the caller
- * or as root. */
+ * or as root, or (dir, the socket's folder, not NULL) any uid when every
+ * folder from / to dir is root's alone (the system socket's /run/kjit,
+ * handed by systemd to kjitd's DynamicUser). */
 int kj__trust_dir(const char *dir, int mine_only, char *why, size_t whylen);
-int kj__trust_peer(int fd, char *why, size_t whylen);
+int kj__trust_peer(int fd, const char *dir, char *why, size_t whylen);
 
 /* Connects (kj__client_connect), then attaches to the daemon's shared hit
  * table unless the fast path is off (any failure there: no fast path,

@@ -476,20 +476,25 @@ int kj__client_connect_trusted(kjit_client *c, const char *path, int *fd_out)
 	if (dir == NULL)
 		return -ENOMEM;
 	r = kj__trust_dir(dir, 0, why, sizeof why);
-	free(dir);
 	if (r == -ENOENT || r == -EACCES)
-		return r; /* connect would say the same: no such socket, or not for us */
+		goto out; /* connect would say the same: no such socket, or not for us */
 	if (r < 0)
 		goto untrusted;
-	if ((r = try_connect(path, &fd)) < 0)
-		return r == -EPERM ? -EACCES : r; /* KJ_UNTRUSTED is ours alone */
-	if (kj__trust_peer(fd, why, sizeof why) < 0) {
+	if ((r = try_connect(path, &fd)) < 0) {
+		r = r == -EPERM ? -EACCES : r; /* KJ_UNTRUSTED is ours alone */
+		goto out;
+	}
+	if (kj__trust_peer(fd, dir, why, sizeof why) < 0) {
 		close(fd);
 		goto untrusted;
 	}
 	*fd_out = fd;
-	return 0;
+	r = 0;
+out:
+	free(dir);
+	return r;
 untrusted:
+	free(dir);
 	c->sys_errno = EPERM;
 	kj__client_fail(c, KJIT_ECONNECT, "refusing to talk to kjitd at %s: %s; nothing was sent (remove it if it is "
 			"not yours, or set KJIT_SOCKET to a socket in a folder only you or root can write)", path, why);

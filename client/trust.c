@@ -12,7 +12,12 @@
  *    caller's or root's.  This holds even when the folder check was raced
  *    (a symlinked folder repointed between the check and the connect): a
  *    listener of another user is refused.  systemd's socket activation
- *    listens as root, so the system daemon (DynamicUser) passes.
+ *    listens as root, but kjitd listens again on the socket it is handed
+ *    (libuv's uv_listen), which makes the peer its own DynamicUser uid:
+ *    so a listener of any uid is trusted when every folder from / down
+ *    to the socket's is a real folder (no link) owned by root and
+ *    writable by no one else, as /run/kjit is: only root can have put
+ *    the socket there or handed its listener to a process.
  * Autostart reuses the folder check, stricter: the folder must be the
  * caller's own (root's /run/kjit is no place for a per-user daemon).
  * Nothing here keeps state.
@@ -54,7 +59,32 @@ int kj__trust_dir(const char *dir, int mine_only, char *why, size_t whylen)
 	return 0;
 }
 
-int kj__trust_peer(int fd, char *why, size_t whylen)
+/* Is every folder from / down to dir (absolute) a real folder owned by
+ * root and writable by neither group nor others?  1 or 0. */
+static int root_chain(const char *dir)
+{
+	char p[4096];
+	struct stat st;
+	size_t n = strlen(dir);
+
+	if (dir[0] != '/' || n >= sizeof p)
+		return 0;
+	memcpy(p, dir, n + 1);
+	for (size_t i = 1; i <= n; i++) {
+		if (p[i] != '/' && p[i] != '\0')
+			continue;
+		char c = p[i];
+		p[i] = '\0';
+		int ok = lstat(p, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 &&
+			 !(st.st_mode & (S_IWGRP | S_IWOTH));
+		p[i] = c;
+		if (!ok)
+			return 0;
+	}
+	return lstat("/", &st) == 0 && st.st_uid == 0 && !(st.st_mode & (S_IWGRP | S_IWOTH));
+}
+
+int kj__trust_peer(int fd, const char *dir, char *why, size_t whylen)
 {
 	struct ucred cred;
 	socklen_t len = sizeof cred;
@@ -65,7 +95,7 @@ int kj__trust_peer(int fd, char *why, size_t whylen)
 		snprintf(why, whylen, "its listener's uid cannot be read (SO_PEERCRED: %s)", strerror(errno));
 		return -EPERM;
 	}
-	if (cred.uid != me && cred.uid != 0) {
+	if (cred.uid != me && cred.uid != 0 && !(dir && root_chain(dir))) {
 		snprintf(why, whylen, "it is served by uid %u (pid %d), neither you (uid %u) nor root",
 			 (unsigned)cred.uid, (int)cred.pid, (unsigned)me);
 		return -EPERM;

@@ -9,9 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "client_int.h"
@@ -125,13 +127,78 @@ static void test_peer_self(void)
 	int sv[2];
 
 	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-	CHECK_EQ_INT(kj__trust_peer(sv[0], why, sizeof why), 0);
+	CHECK_EQ_INT(kj__trust_peer(sv[0], NULL, why, sizeof why), 0);
 	close(sv[0]);
 	close(sv[1]);
 	int fd = socket(AF_UNIX, SOCK_STREAM, 0); /* not connected: no peer to trust */
 	CHECK(fd >= 0);
-	CHECK(kj__trust_peer(fd, why, sizeof why) < 0 && why[0] != '\0');
+	CHECK(kj__trust_peer(fd, NULL, why, sizeof why) < 0 && why[0] != '\0');
 	close(fd);
+}
+
+/* A listener of uid 65534 in folder dir: the connected client end, or -1. */
+static int connect_to_other(const char *dir, pid_t *child)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int ready[2], fd;
+	char c;
+
+	snprintf(a.sun_path, sizeof a.sun_path, "%s/s", dir);
+	if (pipe(ready) < 0 || (*child = fork()) < 0)
+		return -1;
+	if (*child == 0) {
+		int l = socket(AF_UNIX, SOCK_STREAM, 0);
+		if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof a) < 0 || setgid(65534) < 0 || setuid(65534) < 0 ||
+		    listen(l, 4) < 0) /* listened as 65534, as kjitd re-listens on systemd's socket */
+			_exit(1);
+		if (write(ready[1], "r", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(ready[1]);
+	if (read(ready[0], &c, 1) != 1 || (fd = socket(AF_UNIX, SOCK_STREAM, 0)) < 0)
+		return close(ready[0]), -1;
+	close(ready[0]);
+	if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0)
+		return close(fd), -1;
+	return fd;
+}
+
+/* A listener of another uid: refused in a folder under /tmp (its chain has
+ * a world-writable /tmp), trusted where every folder is root's alone (as
+ * /run/kjit: kjitd's DynamicUser re-listens on the socket systemd made). */
+static void test_peer_root_chain(void)
+{
+	char why[256], dir[64];
+	pid_t child;
+	int fd;
+
+	if (geteuid() != 0) {
+		puts("# skip peer_root_chain: needs root (a listener of another uid)");
+		return;
+	}
+	snprintf(dir, sizeof dir, "/tmp/kjit-trust.XXXXXX");
+	CHECK(mkdtemp(dir) != NULL && chmod(dir, 0755) == 0);
+	CHECK((fd = connect_to_other(dir, &child)) >= 0);
+	CHECK(kj__trust_peer(fd, dir, why, sizeof why) < 0 && strstr(why, "uid 65534") != NULL);
+	close(fd);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	CHECK(kj__rm_rf(dir) == 0);
+	snprintf(dir, sizeof dir, "/run/kjit-trust.XXXXXX");
+	if (mkdtemp(dir) == NULL) {
+		puts("# skip peer_root_chain: no /run to make a root folder in");
+		return;
+	}
+	CHECK(chmod(dir, 0755) == 0);
+	CHECK((fd = connect_to_other(dir, &child)) >= 0);
+	CHECK_EQ_INT(kj__trust_peer(fd, dir, why, sizeof why), 0);
+	CHECK(kj__trust_peer(fd, NULL, why, sizeof why) < 0); /* without the folder: the uid rule alone */
+	close(fd);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	CHECK(kj__rm_rf(dir) == 0);
 }
 
 static void test_discovery_order(void)
@@ -187,4 +254,4 @@ static void test_discovery_order(void)
 	teardown();
 }
 
-TEST_LIST(TEST(dir_rules) TEST(peer_self) TEST(discovery_order))
+TEST_LIST(TEST(dir_rules) TEST(peer_self) TEST(peer_root_chain) TEST(discovery_order))
