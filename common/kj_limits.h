@@ -28,6 +28,7 @@
 #define KJ_FRAMES_KEEP_MAX (256u << 10)    /* a frame reader's buffer larger than this is freed once empty (common/frames.c): a large frame's memory goes back */
 #define KJ_INCLUDE_DEPTH_MAX 32            /* nested #include levels we follow */
 #define KJ_EXPLAIN_CANDIDATES_MAX 32       /* earlier entries of one source name --explain compares (most recent first): each costs a recipe read and an include scan */
+#define KJ_EXPLAIN_WORDS_MAX 8192          /* option words a side --explain compares per entry (hash sets, issue 29): past it the text says it stopped */
 #define KJ_INCLUDE_CLIMB_MAX 8             /* folders a source's includes may climb out of its own ("../../include/x.h": 2); real projects climb 1 or 2 */
 #define KJ_TREE_FILES_MAX (1u << 18)       /* entries of a system include tree we fingerprint */
 

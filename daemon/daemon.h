@@ -441,13 +441,19 @@ int kj__get_req_wants_lowered(const struct kj__get_req *g);
  * (for fuzzing).  0 or the code the client would get, reason in err. */
 int kj__get_check(const struct kj__msg *m, char *err, size_t errlen);
 
-/* explain.c: `kjit get --explain`.  What differs between a request
- * resolved to key (ki, its key's components) and the nearest earlier
- * entry of source_name, as text (malloc'd; sent with the object).  Never
- * fails the request: without memory, a text saying so (NULL only if even
- * that cannot be had). */
-char *kj__explain_text(struct kj__daemon *d, int backend, const char *source_name, const char *key,
-		       const struct kj__key_input *ki);
+/* explain.c: `kjit get --explain`.  What differs between a request and
+ * the nearest earlier entry of its source name that the caller may see.
+ * begin (the loop): copies the candidates, the entries of source_name and
+ * backend that uid requested (all: every entry; an administrator); NULL
+ * without memory.  run (any one thread, while the loop goes on): the text
+ * (malloc'd; sent with the object) for the request resolved to key (ki, its
+ * key's components); linear in their sizes, bounded.  Never fails the
+ * request: without memory (or x NULL), a text saying so (NULL only if even
+ * that cannot be had).  free: x and what it holds (NULL: nothing). */
+struct kj__explain;
+struct kj__explain *kj__explain_begin(struct kj__daemon *d, int backend, const char *source_name, uid_t uid, int all);
+char *kj__explain_run(struct kj__explain *x, const char *key, const struct kj__key_input *ki);
+void kj__explain_free(struct kj__explain *x);
 
 /* flight.c, flight-job.c, flight-serve.c, flight-remote.c: the miss, one
  * flight per key (docs in flight.c).  A flight is opaque outside these
@@ -473,7 +479,7 @@ struct kj__miss {
 	struct kj__pool *pool;       /* its compiler family's pool */
 	const char *key, *target, *version; /* what it resolved to */
 	struct kj__includes *inc;    /* its includes, resolved; taken (zeroed) with q */
-	const struct kj__key_input *ki; /* its key's components (--explain) */
+	char *explain;               /* --explain's text (explain.c), or NULL; set NULL once a waiter took it */
 	const uint8_t *fp;           /* the GET body's fingerprint for the hit table; NULL: kept out of it */
 	uint64_t hits_gen;           /* the hit table's generation when its resolve began (offhash.c) */
 	char *want;                  /* entries to check (hip, cuda), "NAME\n" each, or NULL; set NULL once taken */

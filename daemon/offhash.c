@@ -153,6 +153,8 @@ static void on_work(uv_work_t *w)
 		kj__memo_gather(h->raw, h->raw_len, q, &h->inc, h->incdir, &h->memo);
 	if (h->has_fp) /* asked for on the loop: the hit table is there */
 		h->has_fp = kj__sha256(h->raw, h->raw_len, h->fp) == 0;
+	if (q->explain) /* made before the loop knows whether it is a hit: a hit frees it */
+		h->explain = kj__explain_run(h->ex, h->key, &h->ki);
 out:
 	h->code = r;
 }
@@ -298,8 +300,12 @@ void kj__offhash_clear(struct kj__offhash *h)
 	kj__memo_files_free(&h->memo);
 	free(h->incdir);
 	free(h->want);
+	free(h->explain);
+	kj__explain_free(h->ex);
 	h->incdir = NULL;
 	h->want = NULL;
+	h->explain = NULL;
+	h->ex = NULL;
 }
 
 void kj__offhash_stop(struct kj__daemon *d)
