@@ -222,7 +222,7 @@ static void test_schema3_upgrade(void)
 	CHECK_EQ_INT(sqlite3_open(path, &db), SQLITE_OK);
 	CHECK_EQ_INT(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
 	CHECK_EQ_INT(sqlite3_step(st), SQLITE_ROW);
-	CHECK_EQ_INT(sqlite3_column_int(st, 0), 5);
+	CHECK_EQ_INT(sqlite3_column_int(st, 0), 6);
 	sqlite3_finalize(st);
 	sqlite3_close(db);
 	cleanup();
