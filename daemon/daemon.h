@@ -370,8 +370,13 @@ void kj__conn_unref(struct kj__conn *c);
  * the caller holds one reference and drops it with kj__conn_unref. */
 struct kj__conn *kj__conn_internal(struct kj__daemon *d, void (*sink)(void *arg, const uint8_t *body, size_t len),
 				   void *arg);
-/* The peer's credentials (SO_PEERCRED at accept; ours for an internal one). */
+/* The peer's credentials (SO_PEERCRED at accept; ours for an internal one).
+ * uid: the uid it is charged as and whose entries it sees, the owner of
+ * its user namespace for a peer in a child one (access.c); peer_uid:
+ * SO_PEERCRED's own, *nested (may be NULL) 1 for a peer in a child user
+ * namespace. */
 uid_t kj__conn_uid(const struct kj__conn *c);
+uid_t kj__conn_peer_uid(const struct kj__conn *c, int *nested);
 gid_t kj__conn_gid(const struct kj__conn *c);
 pid_t kj__conn_pid(const struct kj__conn *c);
 
@@ -601,6 +606,17 @@ void kj__hits_invalidate(struct kj__daemon *d, const char *why);
 void kj__hits_attach(struct kj__daemon *d, struct kj__conn *c, uint32_t id);
 /* Adds what ctr counted since the last harvest to the stats. */
 void kj__hits_harvest(struct kj__daemon *d, struct kj__hitctr *ctr);
+
+/* access.c: the uid a peer is charged as (issue 29).  For the peer
+ * process pid (SO_PEERCRED; sock its socket, for SO_PEERPIDFD) running as
+ * uid: *owner = uid and *nested = 0 when it runs in kjitd's user namespace;
+ * else the owner of the user namespace just below kjitd's that holds it,
+ * *nested = 1.  0, or -1 with the reason in err: the namespace cannot be
+ * told (the process is gone, its pid may be another's, or it is not below
+ * kjitd's): such a peer is refused. */
+int kj__userns_owner(int sock, pid_t pid, uid_t uid, uid_t *owner, int *nested, char *err, size_t errlen);
+/* Would uid be in gid through its account's groups (getgrouplist)? */
+int kj__uid_in_group(uid_t uid, gid_t gid);
 
 /* access.c: roles (docs/protocol.md).  --admin-gid's value into cfg: 0,
  * or -1 when it is not a gid or there are 16 already. */

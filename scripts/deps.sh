@@ -4,6 +4,8 @@
 # run again (apt-get skips what is installed). Needs root, or sudo.
 # redis-server and libhiredis-dev (0.14 on Debian 12: async API and the
 # libuv adapter, no TLS) serve the fleet tier, remote/remote.c.
+# uidmap (newuidmap) lets tests/e2e/tenancy.sh connect from a child user
+# namespace mapped to subordinate uids, as podman does.
 set -eu
 
 PKGS="build-essential pkg-config clang libclang-rt-14-dev llvm
@@ -12,7 +14,7 @@ hipcc libamdhip64-dev rocm-device-libs rocminfo
 libshaderc-dev glslang-dev spirv-tools libvulkan-dev mesa-vulkan-drivers
 valgrind systemd groff-base hyperfine
 redis-server libhiredis-dev
-python3"
+python3 uidmap"
 
 # NVRTC and nvcc come from NVIDIA's CUDA toolkit, which Debian's main archive
 # lacks; kjit finds it in /usr/local/cuda (where NVIDIA's installer puts it and

@@ -8,7 +8,13 @@
 #   2. another user's ping answers within 500 ms while an --explain
 #      compares 32 -D options of 500 words each against 32 entries (the
 #      comparison is linear and off the loop); the explain's own time, and
-#      one with 256 long options, are printed as "# bench" figures.
+#      one with 256 long options, are printed as "# bench" figures;
+#   3. subordinate uids (newuidmap, as podman runs them): a client in a
+#      child user namespace mapped to the owner's subuids is charged to the
+#      owner: two subuids holding the owner's two connections
+#      (--max-conns-per-uid 2) leave none to the owner or a third subuid;
+#      and --allow-gid admits a subuid that kept the group only if its
+#      owner's account is in the group.
 # Docs: docs/protocol.md ("--explain"), docs/reliability.md.
 . "$(dirname "$0")/lib.sh"
 
@@ -20,11 +26,12 @@ KJITC="$T/kjit"
 cp "$KJIT" "$KJITC" && chmod 0755 "$T" "$KJITC"
 A="$T/a" # sources, readable by both users
 mkdir -p "$A/v" "$A/o" && chmod -R 0755 "$A"
-GNAME="kjtg$$" OWN="kjto$$" OTH="kjtx$$"
+GNAME="kjtg$$" OWN="kjto$$" OTH="kjtx$$" OUT="kjtn$$"
 cleanup_all() {
 	stop_daemon
 	userdel "$OWN" 2>/dev/null
 	userdel "$OTH" 2>/dev/null
+	userdel "$OUT" 2>/dev/null # with its /etc/subuid and /etc/subgid ranges
 	groupdel "$GNAME" 2>/dev/null
 	[ -n "${KEEP:-}" ] && echo "# kept $T" >&2 || rm -rf "$T"
 }
@@ -126,5 +133,69 @@ echo "# bench: --explain with 256 options of 1000 bytes against 32 entries: $((t
 check "explain-long-answered" grep -q "^explain: " "$T/long.out"
 check "explain-long-capped-said" grep -q "compared the first [0-9]* words" "$T/long.out"
 check "daemon-alive" "$KJIT" ping
+
+# ---- 3. subordinate uids are charged to their owner ----
+if ! command -v newuidmap >/dev/null || ! command -v python3 >/dev/null ||
+	! unshare --help 2>/dev/null | grep -q -- --map-users; then
+	echo "# skip subuid checks: needs newuidmap (package uidmap), python3 and util-linux unshare --map-users"
+	finish
+	exit $?
+fi
+useradd -M -N -g nogroup -s /bin/sh "$OUT" || { not_ok users "cannot create $OUT"; finish; exit 1; }
+# a subordinate range for each (useradd gives one where /etc/subuid exists)
+n=0
+for u in "$OWN" "$OUT"; do
+	n=$((n + 1))
+	if ! grep -q "^$u:" /etc/subuid 2>/dev/null || ! grep -q "^$u:" /etc/subgid 2>/dev/null; then
+		lo=$((3000000 + ($$ % 1000) * 131072 + n * 65536))
+		usermod --add-subuids "$lo-$((lo + 65535))" --add-subgids "$lo-$((lo + 65535))" "$u" ||
+			{ not_ok subuids "cannot give $u a subordinate range"; finish; exit 1; }
+	fi
+done
+HOLD="$T/hold.py"
+cp "$TOP/tests/e2e/hold.py" "$HOLD" && chmod 0755 "$HOLD"
+U="$T/u"
+mkdir -p "$U" && chmod 0777 "$U"
+# in_subuid USER N [GROUPS] command...: command as USER's Nth subordinate uid,
+# in a child user namespace of its own made by newuidmap (the uid keeps the
+# supplementary groups it had: GROUPS, comma-separated, or USER's own)
+in_subuid() {
+	u=$1 k=$2 g=$3
+	shift 3
+	sub=$(grep "^$u:" /etc/subuid | head -n 1 | cut -d: -f2)
+	gopt=--init-groups
+	[ -n "$g" ] && gopt="--groups=$g"
+	setpriv --reuid="$u" --regid="$(id -g "$u")" "$gopt" \
+		unshare --user --map-users="$((sub + k)),1,1" -S 1 env KJIT_SOCKET="$KJIT_SOCKET" KJIT_NO_AUTOSTART=1 HOME=/ "$@"
+}
+stop_daemon
+start_daemon --allow-gid "$GID" --hip-compiler test --max-conns-per-uid 2 ||
+	{ not_ok start "kjitd did not start"; finish; exit 1; }
+chmod 0755 "$T/sock" && chmod 0666 "$KJIT_SOCKET"
+check "subuid-alone-admitted" in_subuid "$OWN" 1 "" "$KJITC" ping
+in_subuid "$OWN" 1 "" python3 "$HOLD" silent "$KJIT_SOCKET" 1 6 "$U/h1" &
+H1=$!
+in_subuid "$OWN" 2 "" python3 "$HOLD" silent "$KJIT_SOCKET" 1 6 "$U/h2" &
+H2=$!
+i=0
+while { [ ! -f "$U/h1" ] || [ ! -f "$U/h2" ]; } && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+check "subuid-two-connections-held" sh -c "head -n 1 '$U/h1' | grep -qx '1 0' && head -n 1 '$U/h2' | grep -qx '1 0'"
+as_user "$OWN" "$KJITC" ping >"$T/ownping.out" 2>&1
+check "subuid-charged-to-owner-owner-refused" sh -c "! grep -q 'answered' '$T/ownping.out'"
+check "subuid-refusal-says-busy" grep -qi "busy\|connections" "$T/ownping.out"
+in_subuid "$OWN" 3 "" "$KJITC" ping >"$T/sub3.out" 2>&1
+check "subuid-charged-to-owner-third-subuid-refused" sh -c "! grep -q 'answered' '$T/sub3.out'"
+check "subuid-other-user-unaffected" as_user "$OTH" "$KJITC" ping
+grep -q "refused uid $(id -u "$OWN") " "$T/kjitd.log" && ok "subuid-refusal-logged-as-owner" ||
+	not_ok "subuid-refusal-logged-as-owner" "no 'refused uid $(id -u "$OWN")' in the log"
+wait "$H1" "$H2"
+# --allow-gid: OUT's account is not in the group; a subuid of OUT that holds
+# the group anyway (kept from a session) is not admitted, though a process
+# of OUT's own uid holding it is (its groups are its own)
+check "allowgid-direct-kept-group-admitted" setpriv --reuid="$OUT" --regid=nogroup --groups="$GID" \
+	env KJIT_SOCKET="$KJIT_SOCKET" KJIT_NO_AUTOSTART=1 HOME=/ "$KJITC" ping
+in_subuid "$OUT" 1 "$GID" "$KJITC" ping >"$T/outsub.out" 2>&1
+check "allowgid-subuid-kept-group-refused" grep -q "access denied" "$T/outsub.out"
+check "allowgid-subuid-of-member-admitted" in_subuid "$OWN" 4 "$GID" "$KJITC" ping
 
 finish
