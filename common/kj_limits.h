@@ -34,6 +34,10 @@
 
 /* Daemon. */
 #define KJ_COMPILE_TIMEOUT_MS 60000        /* a compile past this kills its worker */
+#define KJ_JOB_IDLE_TIMEOUT_MS 30000       /* --job-idle-timeout: a compile whose worker's tree used no CPU this long is killed */
+#define KJ_WORKER_TICK_MS 250              /* a busy worker's timer: the timeouts above are checked this often */
+#define KJ_WORKER_SHARE_PCT 50             /* --worker-share: of a family's workers, one uid holds this much while another waits */
+#define KJ_WORKER_MAX_RSS (512ull << 20)   /* --worker-max-rss: a worker bigger than this after a job is replaced */
 #define KJ_CLIENT_IDLE_TIMEOUT_MS 30000    /* a connection silent this long mid-frame is closed */
 #define KJ_CLIENT_INFLIGHT_MAX 256         /* unanswered requests per connection (a kjit_get_many window); each holds a parsed request */
 #define KJ_REPLY_UNCHECKED_MAX (64u << 10) /* a reply this small is written without first checking that its uid's budget could hold it queued; past it only by this much per connection (daemon/conn-out.c) */

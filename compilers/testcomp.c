@@ -16,6 +16,10 @@
  *              worker must kill it when the job ends) and writes a file
  *              beside the job's directory; the log says its pid
  *   error      fail with KJIT_ECOMPILE and a log containing "error"
+ *   alloc N    keep N MiB allocated and touched (never freed: the worker's
+ *              resident size stays, as an in-process compiler's may after
+ *              a large compile), then echo the source (pool.c's
+ *              --worker-max-rss test, tests/e2e/tenancy.sh)
  *   size N [MS] an object of N bytes (at most KJ_OBJECT_MAX), the source
  *              repeated, after MS milliseconds: a small request gets a large
  *              object (the reply-budget and cache-share tests, budget.sh)
@@ -280,6 +284,12 @@ static int test_compile(void *state, const struct kj__compile_job *job, struct k
 			struct timespec ts = { num / 1000, (num % 1000) * 1000000L };
 			while (nanosleep(&ts, &ts) != 0)
 				;
+		}
+		if (strcmp(word, "alloc") == 0 && num > 0 && num <= 4096) {
+			char *keep = malloc((size_t)num << 20); /* deliberately kept: see above */
+			if (keep == NULL)
+				return kj__out_error(out, KJIT_ENOMEM, "test compiler: cannot allocate");
+			memset(keep, 1, (size_t)num << 20);
 		}
 		if (strcmp(word, "error") == 0) {
 			out->log = kj__strdup("test.src:1:1: error: requested failure\n");

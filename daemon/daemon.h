@@ -54,6 +54,9 @@ struct kj__config {
 	int failed_ttl_given;
 	unsigned jobs;              /* workers per compiler family */
 	unsigned compile_timeout_ms;
+	unsigned job_idle_ms;       /* --job-idle-timeout: a job whose worker uses no CPU this long is killed (pool.c) */
+	unsigned worker_share;      /* --worker-share: percent of cfg.jobs one uid holds while another waits */
+	uint64_t worker_max_rss;    /* --worker-max-rss: a worker bigger than this after a job is replaced */
 	int foreground;
 	int system_mode;            /* socket 0660 with a group, no 0700 directory */
 	uid_t allow_uid[16];
@@ -125,6 +128,26 @@ struct kj__pool_stats {
 	uint64_t started, crashed, timeouts, queued;
 };
 void kj__pool_stats(const struct kj__pool *p, struct kj__pool_stats *s);
+/* uidq.c: the jobs waiting for a pool's workers, a FIFO queue per uid in a
+ * ring served round-robin.  push: appends job to its uid's queue; 0 or
+ * KJIT_ENOMEM.  pop: the oldest job of the first uid in the ring that
+ * prefer takes (prefer NULL or none taken: of the first uid), whose queue
+ * then goes to the end of the ring; NULL when none waits.  any: 1 if prefer
+ * takes a uid with jobs waiting. */
+struct kj__uidq_node;
+struct kj__uidq {
+	struct kj__uidq_node *ring; /* served from the first; a served queue goes last */
+	size_t n;                   /* jobs waiting */
+};
+int kj__uidq_push(struct kj__uidq *q, struct kj__job *job);
+struct kj__job *kj__uidq_pop(struct kj__uidq *q, int (*prefer)(void *arg, uid_t uid), void *arg);
+int kj__uidq_any(struct kj__uidq *q, int (*prefer)(void *arg, uid_t uid), void *arg);
+
+/* workwatch.c: a worker seen from /proc, with its descendants.  rss: their
+ * resident bytes; tree_cpu: their CPU clock ticks (their reaped children's
+ * too).  0, or -1 when pid cannot be read (gone). */
+int kj__proc_rss(pid_t pid, uint64_t *bytes);
+int kj__proc_tree_cpu(pid_t pid, uint64_t *ticks);
 
 /* Bundled kernels (kernels_src/MANIFEST). */
 struct kj__kernel {

@@ -46,6 +46,7 @@ enum {
 	OPT_FAILED_TTL, OPT_CUDA_COMPILER,
 	OPT_IDLE_TIMEOUT, OPT_CONNS_PER_UID, OPT_CONN_IDLE, OPT_REQ_BYTES, OPT_REQ_BYTES_UID,
 	OPT_ADMIN_GID, OPT_MAX_SIZE_UID, OPT_WORKER_USER, OPT_RESOLVES_PER_UID,
+	OPT_JOB_IDLE, OPT_WORKER_SHARE, OPT_WORKER_RSS,
 };
 
 /* kjitd's options, one row each: getopt's table, the short options, the
@@ -100,6 +101,9 @@ static const struct opt_row {
 	{ "max-request-bytes-per-uid", required_argument, OPT_REQ_BYTES_UID, "[--max-request-bytes-per-uid SIZE]" },
 	{ "max-size-per-uid", required_argument, OPT_MAX_SIZE_UID, "[--max-size-per-uid SIZE]" },
 	{ "worker-user", required_argument, OPT_WORKER_USER, "[--worker-user NAME]" },
+	{ "job-idle-timeout", required_argument, OPT_JOB_IDLE, "[--job-idle-timeout SECONDS]" },
+	{ "worker-share", required_argument, OPT_WORKER_SHARE, "[--worker-share PERCENT]" },
+	{ "worker-max-rss", required_argument, OPT_WORKER_RSS, "[--worker-max-rss SIZE]" },
 	{ "sysfs-root", required_argument, OPT_SYSFS, NULL },
 	{ "help", no_argument, 'h', NULL },
 };
@@ -333,6 +337,21 @@ static int parse_limit_opt(int c, const char *arg, struct kj__config *cfg)
 			return kj__usage_error("--max-request-bytes[-per-uid] '%s': expected a size of 1M or more, like 512M", arg);
 		*(c == OPT_REQ_BYTES ? &cfg->buf_max_total : &cfg->buf_max_per_uid) = size;
 		return 0;
+	case OPT_JOB_IDLE: /* a job without CPU progress (pool.c) */
+		if (parse_uint(arg, 86400, &v) < 0 || v == 0)
+			return kj__usage_error("--job-idle-timeout '%s': expected seconds, 1 to 86400", arg);
+		cfg->job_idle_ms = (unsigned)v * 1000;
+		return 0;
+	case OPT_WORKER_SHARE: /* of a family's workers, one uid's while another waits (pool.c) */
+		if (parse_uint(arg, 100, &v) < 0 || v == 0)
+			return kj__usage_error("--worker-share '%s': expected a percentage, 1 to 100", arg);
+		cfg->worker_share = (unsigned)v;
+		return 0;
+	case OPT_WORKER_RSS:
+		if (kj__parse_size(arg, &size) < 0 || size < (1u << 20))
+			return kj__usage_error("--worker-max-rss '%s': expected a size of 1M or more, like 512M", arg);
+		cfg->worker_max_rss = size;
+		return 0;
 	case OPT_MAX_SIZE_UID: /* a uid's share of the cache (cache/share.c); default --max-size / 4 */
 		if (kj__parse_size(arg, &size) < 0 || size == 0)
 			return kj__usage_error("--max-size-per-uid '%s': expected a size like 1G", arg);
@@ -496,6 +515,12 @@ int kj__options_defaults(struct kj__config *cfg)
 	}
 	if (cfg->compile_timeout_ms == 0)
 		cfg->compile_timeout_ms = KJ_COMPILE_TIMEOUT_MS;
+	if (cfg->job_idle_ms == 0)
+		cfg->job_idle_ms = KJ_JOB_IDLE_TIMEOUT_MS;
+	if (cfg->worker_share == 0)
+		cfg->worker_share = KJ_WORKER_SHARE_PCT;
+	if (cfg->worker_max_rss == 0)
+		cfg->worker_max_rss = KJ_WORKER_MAX_RSS;
 	if (cfg->max_size == 0)
 		cfg->max_size = KJ_DEFAULT_MAX_SIZE;
 	if (cfg->hot_size == 0)
