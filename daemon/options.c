@@ -302,6 +302,23 @@ static int parse_remote_opt(int c, const char *arg, struct kj__config *cfg)
 	return -1;
 }
 
+/* The workers' count and limits not given (pool.c). */
+static void worker_defaults(struct kj__config *cfg)
+{
+	if (cfg->jobs == 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		cfg->jobs = n > 0 ? (unsigned)n : 1;
+	}
+	if (cfg->compile_timeout_ms == 0)
+		cfg->compile_timeout_ms = KJ_COMPILE_TIMEOUT_MS;
+	if (cfg->job_idle_ms == 0)
+		cfg->job_idle_ms = KJ_JOB_IDLE_TIMEOUT_MS;
+	if (cfg->worker_share == 0)
+		cfg->worker_share = KJ_WORKER_SHARE_PCT;
+	if (cfg->worker_max_rss == 0)
+		cfg->worker_max_rss = KJ_WORKER_MAX_RSS;
+}
+
 /* The limits' options (daemon/quota.c, docs/reliability.md); -1 when c is
  * not one of them, else 0 or an exit status. */
 static int parse_limit_opt(int c, const char *arg, struct kj__config *cfg)
@@ -509,18 +526,7 @@ int kj__options_defaults(struct kj__config *cfg)
 		cfg->kernels_dir = default_kernels_dir();
 	if (cfg->sysfs_root == NULL && getenv("KJIT_SYSFS_ROOT"))
 		cfg->sysfs_root = kj__strdup(getenv("KJIT_SYSFS_ROOT"));
-	if (cfg->jobs == 0) {
-		long n = sysconf(_SC_NPROCESSORS_ONLN);
-		cfg->jobs = n > 0 ? (unsigned)n : 1;
-	}
-	if (cfg->compile_timeout_ms == 0)
-		cfg->compile_timeout_ms = KJ_COMPILE_TIMEOUT_MS;
-	if (cfg->job_idle_ms == 0)
-		cfg->job_idle_ms = KJ_JOB_IDLE_TIMEOUT_MS;
-	if (cfg->worker_share == 0)
-		cfg->worker_share = KJ_WORKER_SHARE_PCT;
-	if (cfg->worker_max_rss == 0)
-		cfg->worker_max_rss = KJ_WORKER_MAX_RSS;
+	worker_defaults(cfg);
 	if (cfg->max_size == 0)
 		cfg->max_size = KJ_DEFAULT_MAX_SIZE;
 	if (cfg->hot_size == 0)
