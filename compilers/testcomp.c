@@ -248,14 +248,16 @@ static void list_fds(struct kj__buf *b)
 }
 
 /* "alloc N": N MiB allocated and touched, deliberately never freed (the
- * worker's resident size stays, as an in-process compiler's may).  0 or -1. */
-static int keep_memory(long mib)
+ * worker's resident size stays, as an in-process compiler's may); the log
+ * says where, so the compiler cannot drop the allocation.  0 or -1. */
+static int keep_memory(long mib, struct kj__compile_out *out)
 {
 	char *keep = malloc((size_t)mib << 20);
 
 	if (keep == NULL)
 		return -1;
 	memset(keep, 1, (size_t)mib << 20);
+	out->log = kj__asprintf("alloc: kept %ld MiB at %p (%d)\n", mib, (void *)keep, keep[(size_t)mib << 19]);
 	return 0;
 }
 
@@ -304,7 +306,7 @@ static int test_compile(void *state, const struct kj__compile_job *job, struct k
 			while (nanosleep(&ts, &ts) != 0)
 				;
 		}
-		if (strcmp(word, "alloc") == 0 && num > 0 && num <= 4096 && keep_memory(num) < 0)
+		if (strcmp(word, "alloc") == 0 && num > 0 && num <= 4096 && keep_memory(num, out) < 0)
 			return kj__out_error(out, KJIT_ENOMEM, "test compiler: cannot allocate");
 		if (strcmp(word, "error") == 0) {
 			out->log = kj__strdup("test.src:1:1: error: requested failure\n");

@@ -465,6 +465,11 @@ void kj__get_req_clear(struct kj__get_req *g);
  * every answer, so g is kept out of the memo and the hit table, which hold
  * neither. */
 int kj__get_req_wants_lowered(const struct kj__get_req *g);
+/* 1 if name is an absolute path into /proc or /dev (after repeated
+ * slashes and "." components): refused as an include or a header name
+ * (request.c, offhash.c), so a compiler never blocks reading one. */
+int kj__proc_dev_path(const char *name);
+
 /* Decodes and checks a GET body as kj__handle_get does, without serving it
  * (for fuzzing).  0 or the code the client would get, reason in err. */
 int kj__get_check(const struct kj__msg *m, char *err, size_t errlen);

@@ -121,6 +121,18 @@ static void on_work(uv_work_t *w)
 
 	if (r < 0)
 		goto out;
+	/* whatever the scan admits, a /proc or /dev path never reaches a compiler
+	 * (one that blocks reading /proc/self/fd/2 holds its worker) */
+	for (size_t i = 0; r == 0 && i < h->inc.n + h->inc.n_missing; i++) {
+		const char *name = i < h->inc.n ? h->inc.names[i] : h->inc.missing[i - h->inc.n];
+		if (kj__proc_dev_path(name)) {
+			snprintf(h->err, sizeof h->err, "#include %.200s refused: /proc and /dev paths never reach a compiler",
+				 name);
+			r = KJIT_EDENIED;
+		}
+	}
+	if (r < 0)
+		goto out;
 	h->ki = (struct kj__key_input){
 		.backend = q->backend,
 		.compiler = h->compiler,

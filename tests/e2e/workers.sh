@@ -10,7 +10,10 @@
 #      /proc/self/fd/2) fails after --job-idle-timeout 2, with one line
 #      saying so, long before the compile timeout;
 #   3. a worker that keeps 128 MiB after its job is replaced under
-#      --worker-max-rss 64M, and the next compile is served.
+#      --worker-max-rss 64M, and the next compile is served;
+#   4. /proc and /dev paths never reach a compiler: a raw GET (no client
+#      checks) with a header named /proc/self/fd/2, or //dev/./stdin, is
+#      refused with one line; so is a source including one.
 # The second uid is a temporary user (root only; as another user part 1 is
 # said skipped).  Docs: docs/reliability.md ("Workers").
 . "$(dirname "$0")/lib.sh"
@@ -88,5 +91,20 @@ printf 'int after_%s;\n' "$$" >"$T/src/after.hip"
 "$KJIT" get --source "$T/src/after.hip" --backend hip --target gfx90a -o /dev/null >"$T/after2.out" 2>&1
 check "rss: the next compile is served" grep -q '^compiled' "$T/after2.out"
 check "rss: by a new worker" sh -c "'$KJIT' stats | grep -q '^workers test .*started 2 '"
+
+# ---- 4. /proc and /dev paths refused before a compiler ----
+RAW="$T/rawclient"
+cc -std=c11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE $(san_flags) -I"$TOP/include" -I"$TOP/client" -I"$TOP/common" \
+	"$TOP/tests/e2e/rawclient.c" "$TOP/$BUILD/libkjit.a" -lcrypto -pthread -o "$RAW" 2>"$T/cc.err" ||
+	{ cat "$T/cc.err" >&2; not_ok "build rawclient" "cc failed"; exit 1; }
+"$RAW" "$KJIT_SOCKET" get backend=1 target=gfx90a name=p.hip 'src=#include "x.h"\n' \
+	hname=/proc/self/fd/2 hdata=x >"$T/raw1.out" 2>&1
+check "proc: a /proc header name refused with one line" sh -c \
+	"grep -q 'header /proc/self/fd/2 refused: /proc and /dev paths never reach a compiler' '$T/raw1.out' && [ \$(wc -l <'$T/raw1.out') -eq 1 ]"
+"$RAW" "$KJIT_SOCKET" get backend=1 target=gfx90a name=p.hip 'src=int v;\n' hname=//dev/./stdin hdata=x >"$T/raw2.out" 2>&1
+check "proc: a /dev header name refused" grep -q 'refused: /proc and /dev paths' "$T/raw2.out"
+"$RAW" "$KJIT_SOCKET" get backend=1 target=gfx90a name=p.hip 'src=#include "/proc/self/fd/2"\n' >"$T/raw3.out" 2>&1
+check "proc: a /proc include refused" grep -q 'reply .*code=-[0-9]* error=.*/proc/self/fd/2' "$T/raw3.out"
+check "proc: no compile started" sh -c "! grep -q 'compile .*p.hip' '$T/kjitd.log'"
 stop_daemon
 finish
