@@ -229,9 +229,11 @@ static int words_not_in(const char *a, const char *b, struct kj__buf *out, int *
 	size_t l, k = 0;
 	int n = 0;
 
-	if (strset_init(&set, KJ_EXPLAIN_WORDS_MAX) < 0)
+	while (k < KJ_EXPLAIN_WORDS_MAX && next_word(&p, &w, &l)) /* the set's size: b's words */
+		k++;
+	if (strset_init(&set, k) < 0)
 		return -1;
-	while (next_word(&p, &w, &l)) {
+	for (p = b, k = 0; next_word(&p, &w, &l);) {
 		if (k++ == KJ_EXPLAIN_WORDS_MAX) {
 			*capped = 1;
 			break;
