@@ -48,6 +48,7 @@ struct kj__explain {
 	char recipe[CANDS_MAX][65]; /* "" when none is kept */
 	int all;               /* the caller sees every entry (an administrator) */
 	int capped;            /* set by the comparisons: a side had more than KJ_EXPLAIN_WORDS_MAX words */
+	struct strset *opts_set; /* the request's option words, made once (explain_text); NULL: none */
 };
 
 /* The other entries of one source name: keys, most recently used first. */
@@ -219,48 +220,73 @@ static int next_word(const char **p, const char **w, size_t *l)
 	return 1;
 }
 
-/* Words of a (its first KJ_EXPLAIN_WORDS_MAX) that are not words of b (its
- * first as many), into out when not NULL; how many, or -1 without memory.
- * *capped set when a side had more. */
-static int words_not_in(const char *a, const char *b, struct kj__buf *out, int *capped)
+/* The set of the words of b (its first KJ_EXPLAIN_WORDS_MAX; *capped set
+ * when it has more).  0 or -1 (no memory). */
+static int words_set(struct strset *set, const char *b, int *capped)
 {
-	struct strset set;
 	const char *p = b, *w;
 	size_t l, k = 0;
-	int n = 0;
 
 	while (k < KJ_EXPLAIN_WORDS_MAX && next_word(&p, &w, &l)) /* the set's size: b's words */
 		k++;
-	if (strset_init(&set, k) < 0)
+	if (strset_init(set, k) < 0)
 		return -1;
 	for (p = b, k = 0; next_word(&p, &w, &l);) {
 		if (k++ == KJ_EXPLAIN_WORDS_MAX) {
 			*capped = 1;
 			break;
 		}
-		strset_add(&set, w, l, 0);
+		strset_add(set, w, l, 0);
 	}
-	for (p = a, k = 0; next_word(&p, &w, &l);) {
+	return 0;
+}
+
+/* Words of a (its first KJ_EXPLAIN_WORDS_MAX) not in set, into out when
+ * not NULL; how many.  *capped set when a had more. */
+static int not_in_set(const char *a, const struct strset *set, struct kj__buf *out, int *capped)
+{
+	const char *p = a, *w;
+	size_t l, k = 0;
+	int n = 0;
+
+	while (next_word(&p, &w, &l)) {
 		if (k++ == KJ_EXPLAIN_WORDS_MAX) {
 			*capped = 1;
 			break;
 		}
-		if (strset_has(&set, w, l))
+		if (strset_has(set, w, l))
 			continue;
 		if (out)
 			kj__buf_printf(out, "%s%.*s", out->len ? " " : "", (int)l, w);
 		n++;
 	}
+	return n;
+}
+
+/* Words of a not words of b (the first KJ_EXPLAIN_WORDS_MAX of each): how
+ * many, or -1 without memory. */
+static int words_not_in(const char *a, const char *b, struct kj__buf *out, int *capped)
+{
+	struct strset set;
+
+	if (words_set(&set, b, capped) < 0)
+		return -1;
+	int n = not_in_set(a, &set, out, capped);
 	free(set.s);
 	return n;
 }
 
 /* Options, entries: the words only here and only there; how many (each
- * word counts, so an entry one option away is nearer than one three away). */
-static int diff_words(struct kj__buf *b, const char *what, const char *here, const char *there, int *capped)
+ * word counts, so an entry one option away is nearer than one three away).
+ * here_set: here's words, made once for every entry compared (NULL: made
+ * here). */
+static int diff_words(struct kj__buf *b, const char *what, const char *here, const struct strset *here_set,
+		      const char *there, int *capped)
 {
 	struct kj__buf add = { 0 }, rem = { 0 };
-	int n = words_not_in(here, there, b ? &add : NULL, capped), m = words_not_in(there, here, b ? &rem : NULL, capped);
+	int n = words_not_in(here, there, b ? &add : NULL, capped);
+	int m = here_set ? not_in_set(there, here_set, b ? &rem : NULL, capped)
+			 : words_not_in(there, here, b ? &rem : NULL, capped);
 
 	n = n < 0 || m < 0 ? 1 : n + m; /* without memory: "something differs" */
 	if (n && b)
@@ -348,7 +374,7 @@ static int compare(struct kj__buf *b, struct kj__explain *x, const struct kj__ke
 		n += differs(b, "  target: here %s; there %s\n", ki->target, e->target);
 	if (strcmp(ki->version, e->version) != 0)
 		n += differs(b, "  runtime version: here %s; there %s\n", ki->version, e->version);
-	n += diff_words(b, "options", opts, e->options ? e->options : "", &x->capped);
+	n += diff_words(b, "options", opts, x->opts_set, e->options ? e->options : "", &x->capped);
 	if (!v->have)
 		return n;
 	if (ki->source_len != v->q.source_len || memcmp(ki->source, v->q.source, ki->source_len) != 0)
@@ -358,7 +384,7 @@ static int compare(struct kj__buf *b, struct kj__explain *x, const struct kj__ke
 		char *here = join_words(ki->entries, ki->n_entries);
 		char *there = join_words((const char *const *)v->q.entries, v->q.n_entries);
 		if (here && there)
-			n += diff_words(b, "entry points", here, there, &x->capped);
+			n += diff_words(b, "entry points", here, NULL, there, &x->capped);
 		free(here);
 		free(there);
 	}
@@ -398,8 +424,11 @@ static char *explain_text(struct kj__explain *x, const char *key, const struct k
 	char *opts = join_words(ki->options, ki->n_options);
 	int best;
 
+	struct strset opts_set;
+
 	if (opts == NULL)
 		return NULL;
+	x->opts_set = words_set(&opts_set, opts, &x->capped) == 0 ? &opts_set : NULL;
 	best = nearest(x, key, ki, opts, &bestv);
 	if (best < 0) {
 		kj__buf_printf(&b, "no earlier entry of %s for this backend in %s: a first compile\n", x->source_name,
@@ -417,6 +446,9 @@ static char *explain_text(struct kj__explain *x, const char *key, const struct k
 	if (x->capped)
 		kj__buf_printf(&b, "  (compared the first %d words of each side's options only)\n", KJ_EXPLAIN_WORDS_MAX);
 	recipe_view_free(&bestv);
+	if (x->opts_set)
+		free(opts_set.s);
+	x->opts_set = NULL;
 	free(opts);
 	if (kj__buf_append(&b, "", 1) < 0) {
 		kj__buf_free(&b);
