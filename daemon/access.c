@@ -31,6 +31,9 @@
  * takes its pid before kjitd reads it; since a subordinate uid's processes
  * live only in namespaces its owner made, that charges the same owner
  * (unless root mapped one host uid into namespaces of several owners).
+ * A kjitd not running as root cannot open another uid's /proc/PID/ns/user
+ * unless the process is in a namespace kjitd's uid owns (which gives it
+ * the capability to): such a peer is charged as its own uid.
  * No state of its own.
  */
 #include <errno.h>
@@ -192,6 +195,10 @@ int kj__userns_owner(int sock, pid_t pid, uid_t uid, uid_t *owner, int *nested, 
 		return 0;
 	snprintf(path, sizeof path, "/proc/%d/ns/user", (int)pid);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+		/* not ours to inspect (a per-user kjitd and another uid's process,
+		 * which is in no namespace kjitd's uid owns): charged as itself */
+		if (errno == EACCES || errno == EPERM)
+			return 0;
 		snprintf(err, errlen, "cannot tell pid %d's user namespace (%s): its process is gone", (int)pid,
 			 strerror(errno));
 		return -1;
