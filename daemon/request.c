@@ -153,10 +153,10 @@ static int parse_headers(struct kj__get_req *g, const struct kj__msg *m, char *e
 			snprintf(err, errlen, "a header name is empty, too long or holds a NUL");
 			return KJIT_EINVAL;
 		}
-		if (kj__proc_dev_path(g->hnames[k])) {
-			snprintf(err, errlen, "header %.200s refused: /proc and /dev paths never reach a compiler",
-				 g->hnames[k]);
-			return KJIT_EDENIED;
+		if (kj__proc_dev_path(g->hnames[k])) { /* the name unquoted: it may hold control bytes */
+			snprintf(err, errlen, "a header named under /proc or /dev is refused: such paths never reach a "
+				 "compiler");
+			return KJIT_EINVAL;
 		}
 		total += m->f[i + 1].len;
 		if (total > KJ_HEADERS_MAX_TOTAL) {
