@@ -72,7 +72,10 @@ struct ent {
 	uint32_t tuple;      /* index into c->tuples */
 	uint32_t compile_ms; /* what a hit saves (stats) */
 	uint32_t owner;      /* share.c: the owner's uid + 1; 0: none (counts against dir_uid); fills the padding */
+	uint32_t rsize;      /* its recipe's bytes (recipe.c), charged to it in c->bytes and its owner's share */
 };
+/* What an entry counts for in the cache's size: its object and its recipe. */
+#define KJ_ENT_BYTES(en) ((uint64_t)(en)->size + (en)->rsize)
 
 /* A verified object held in memory, with what its file looked like then. */
 struct hot {
@@ -213,7 +216,7 @@ int kj__share_victims(struct kj__cache *c, sqlite3 *db, uint64_t total, uint64_t
 /* ---- schema.c: the schema and its upgrades ---- */
 
 /* The schema this kjit writes (PRAGMA user_version). */
-#define KJ_SCHEMA_VERSION 5
+#define KJ_SCHEMA_VERSION 6
 /* Creates the tables the index lacks and upgrades an index of schema
  * version (older, or 0 for a new file) to KJ_SCHEMA_VERSION, in one
  * transaction: all of it or nothing.  0 or KJIT_EIO (logged; *corrupt set
@@ -325,7 +328,12 @@ int kj__pub_foreach(struct kj__cache *c, const char *target, int all, uid_t uid,
  * name unique, from the cache's thread), then the row (the cache's
  * thread).  0 or a negative code. */
 int kj__recipe_write(struct kj__cache *c, const char *recipe, const uint8_t *body, size_t len, uint64_t seq);
-int kj__recipe_link(struct kj__cache *c, const char *key, const char *recipe);
+int kj__recipe_link(struct kj__cache *c, const char *key, const char *recipe, size_t len);
+/* 1 if a row links an object to recipe (hex), 0 if none does, -1 unknown
+ * (an error: keep its file).  The cache's thread. */
+int kj__recipe_named(const struct kj__cache *c, const char *recipe);
+/* 1 if name is a recipe's file name ("<64 hex>.req"), its hex into recipe. */
+int kj__recipe_file_name(const char *name, char recipe[65]);
 
 /* Opens the object file at path for reading (never through a symlink) and
  * stats it: 0 with *fd open and *st; KJIT_ECORRUPT with why ("missing",

@@ -305,7 +305,7 @@ int kj__db_load(struct kj__cache *c)
 	if ((r = kj__tab_reserve(c, (size_t)count)) < 0)
 		return r;
 	rc = sqlite3_prepare_v2(c->db, "SELECT key, backend, target, version, ext, size, compile_ms,"
-				" last_used, used_seq, owner FROM objects", -1, &st, NULL);
+				" last_used, used_seq, owner, rsize FROM objects", -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return kj__db_fail(c, "prepare load");
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -333,6 +333,8 @@ int kj__db_load(struct kj__cache *c)
 		en.size = (uint32_t)size;
 		en.last_used = (uint32_t)last_used;
 		en.seq = (uint64_t)seq;
+		int64_t rsize = sqlite3_column_int64(st, 10); /* NULL (none, or older than schema 6): 0 */
+		en.rsize = rsize > 0 && rsize <= UINT32_MAX ? (uint32_t)rsize : 0;
 		if (sqlite3_column_type(st, 9) == SQLITE_INTEGER) {
 			int64_t owner = sqlite3_column_int64(st, 9);
 			en.owner = owner >= 0 && owner < UINT32_MAX ? (uint32_t)owner + 1 : 0;

@@ -240,7 +240,7 @@ static int finish_gc(struct kj__cache_job *j)
 		size_t i = kj__tab_find(c, j->found[k].key);
 		if (i == NONE || c->ents[i].seq > j->seq0)
 			continue; /* gone already, or used since begin */
-		gone += c->ents[i].size;
+		gone += KJ_ENT_BYTES(&c->ents[i]);
 		to_delete(j, i);
 	}
 	j->nfound = 0;
@@ -316,6 +316,7 @@ static int finish_delete(struct kj__cache_job *j)
 	char path[PATH_MAX];
 	struct stat st;
 
+	finish_sweep(j); /* the deleted objects' recipes no row names now */
 	for (size_t k = 0; k < j->n; k++) {
 		size_t i = kj__tab_find(c, j->ents[k].key);
 		if (i == NONE)

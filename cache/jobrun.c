@@ -208,10 +208,27 @@ static int sweep_add(struct kj__cache_job *j, const char *sub, const char *name)
 	return 0;
 }
 
-/* The files of one object directory that neither a row names nor a
- * publish is writing: candidates that finish checks again. */
-static void sweep_dir(struct kj__cache_job *j, sqlite3_stmt *loc, const char *sub, const char *path)
+/* Does a recipe_of row name the recipe of file name?  1 for a name that
+ * is no recipe's, or when it cannot be told (keep it). */
+static int recipe_row_names(sqlite3_stmt *named, const char *name)
 {
+	char recipe[KJ_SHA256_HEX_LEN + 1];
+
+	if (!kj__recipe_file_name(name, recipe))
+		return 1;
+	sqlite3_bind_text(named, 1, recipe, -1, SQLITE_TRANSIENT);
+	int rc = sqlite3_step(named);
+	sqlite3_reset(named);
+	return rc != SQLITE_DONE;
+}
+
+/* The files of one object directory (or recipes/) that neither a row
+ * names nor a publish is writing: candidates that finish checks again. */
+static void sweep_dir(struct kj__cache_job *j, sqlite3_stmt *loc, sqlite3_stmt *named, const char *sub,
+		      const char *path)
+{
+	int recipes = strcmp(sub, "recipes") == 0;
+
 	DIR *d = opendir(path);
 	struct dirent *fe;
 
@@ -221,7 +238,8 @@ static void sweep_dir(struct kj__cache_job *j, sqlite3_stmt *loc, const char *su
 		uint8_t key[KJ_SHA256_LEN];
 		const char *ext;
 		int cand = kj__obj_sweepable(j->c, sub, fe->d_name, 0) ||
-			   (kj__obj_name(fe->d_name, key, &ext) && !row_names(loc, key, sub, ext));
+			   (recipes ? !recipe_row_names(named, fe->d_name)
+				    : kj__obj_name(fe->d_name, key, &ext) && !row_names(loc, key, sub, ext));
 		if (cand && sweep_add(j, sub, fe->d_name) < 0) {
 			kj__job_fail(j, KJIT_ENOMEM);
 			break;
@@ -233,7 +251,7 @@ static void sweep_dir(struct kj__cache_job *j, sqlite3_stmt *loc, const char *su
 static void run_sweep(struct kj__cache_job *j, sqlite3 *db)
 {
 	struct kj__cache *c = j->c;
-	sqlite3_stmt *loc = NULL;
+	sqlite3_stmt *loc = NULL, *named = NULL;
 	DIR *top = opendir(c->dir);
 	struct dirent *de;
 	char path[PATH_MAX];
@@ -243,8 +261,10 @@ static void run_sweep(struct kj__cache_job *j, sqlite3 *db)
 		return;
 	}
 	if (sqlite3_prepare_v2(db, "SELECT target, version, ext FROM objects WHERE key = ?1", -1, &loc, NULL) !=
-	    SQLITE_OK) {
+		    SQLITE_OK ||
+	    sqlite3_prepare_v2(db, "SELECT 1 FROM recipe_of WHERE recipe = ?1 LIMIT 1", -1, &named, NULL) != SQLITE_OK) {
 		kj__job_fail(j, db_say(c, db, "sweep"));
+		sqlite3_finalize(loc);
 		closedir(top);
 		return;
 	}
@@ -255,9 +275,10 @@ static void run_sweep(struct kj__cache_job *j, sqlite3 *db)
 		if (kj__cache_pathf(path, sizeof path, "%s/%s", c->dir, de->d_name) < 0 ||
 		    c->fs->lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
 			continue; /* a file, or a symlink: never followed */
-		sweep_dir(j, loc, de->d_name, path);
+		sweep_dir(j, loc, named, de->d_name, path);
 	}
 	sqlite3_finalize(loc);
+	sqlite3_finalize(named);
 	closedir(top);
 }
 
@@ -301,16 +322,39 @@ static void unlink_ent(struct kj__cache_job *j, const struct kj__job_ent *e)
 		kj__cache_say(c, "cannot remove %s: %s", path, strerror(errno));
 }
 
+/* The recipes of ents[at..end), before their rows go (with their
+ * recipe_of rows, schema.c's trigger): sweep candidates that finish
+ * removes if no row names them then (job.c). */
+static void recipe_candidates(struct kj__cache_job *j, sqlite3_stmt *rof, size_t at, size_t end)
+{
+	char hex[KJ_SHA256_HEX_LEN + 1], name[KJ_SHA256_HEX_LEN + 5];
+
+	for (size_t i = at; i < end; i++) {
+		kj__hex(j->ents[i].key, hex);
+		sqlite3_bind_text(rof, 1, hex, -1, SQLITE_TRANSIENT);
+		if (sqlite3_step(rof) == SQLITE_ROW) {
+			const char *t = kj__db_col_text(rof, 0);
+			if (t && kj__hex_ok(t) && snprintf(name, sizeof name, "%s.req", t) > 0 &&
+			    sweep_add(j, "recipes", name) < 0)
+				kj__job_fail(j, KJIT_ENOMEM);
+		}
+		sqlite3_reset(rof);
+	}
+}
+
 static void run_delete(struct kj__cache_job *j, sqlite3 *db)
 {
-	sqlite3_stmt *del = NULL;
+	sqlite3_stmt *del = NULL, *rof = NULL;
 
-	if (sqlite3_prepare_v2(db, "DELETE FROM objects WHERE key = ?1", -1, &del, NULL) != SQLITE_OK) {
+	if (sqlite3_prepare_v2(db, "DELETE FROM objects WHERE key = ?1", -1, &del, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db, "SELECT recipe FROM recipe_of WHERE key = ?1", -1, &rof, NULL) != SQLITE_OK) {
 		kj__job_fail(j, db_say(j->c, db, "delete"));
+		sqlite3_finalize(del);
 		return;
 	}
 	for (size_t at = 0; at < j->n; at += KJ_MAINT_DELETE_BATCH) {
 		size_t end = j->n - at < KJ_MAINT_DELETE_BATCH ? j->n : at + KJ_MAINT_DELETE_BATCH;
+		recipe_candidates(j, rof, at, end);
 		int r = delete_batch(j, db, del, at, end);
 		if (r < 0) {
 			kj__job_fail(j, r); /* rows and files stay: back at the next open */
@@ -320,6 +364,7 @@ static void run_delete(struct kj__cache_job *j, sqlite3 *db)
 			unlink_ent(j, &j->ents[i]);
 	}
 	sqlite3_finalize(del);
+	sqlite3_finalize(rof);
 }
 
 static int take_victim(void *arg, const uint8_t key[KJ_SHA256_LEN])

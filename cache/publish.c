@@ -267,7 +267,7 @@ int kj__cache_pub_finish(struct kj__cache_pub *p)
 	p->own = NULL;
 	p->data = NULL;
 	p->lent = 0;
-	if (p->recipe_r == 0 && kj__recipe_link(c, p->e.key, p->recipe_hex) < 0)
+	if (p->recipe_r == 0 && kj__recipe_link(c, p->e.key, p->recipe_hex, p->recipe_len) < 0)
 		p->recipe_r = KJIT_EIO;
 	if (p->recipe && p->recipe_r < 0)
 		kj__cache_say(c, "could not store the recipe of %s: `kjit warm --replay` will not rebuild it", p->e.key);

@@ -10,9 +10,18 @@
  *    (store.c), so a reader never sees part of one.
  *  - The index's recipe_of(key, recipe) links an object to its recipe; the
  *    row is written after the file, so a row never names a missing file
- *    (a crash leaves at most a file no row names).  recipe_of rows outlive
- *    their objects: a listing joins on objects, so an evicted object's
- *    recipe is not replayed.
+ *    (a crash leaves at most a file no row names).
+ *  - A recipe counts in the cache's size and its object's owner's share
+ *    (issue 29): its length is the object's rsize (schema 6), in c->bytes
+ *    with the object's own size (KJ_ENT_BYTES), so gc evicts for it.  A
+ *    recipe shared by several objects (one request, several targets)
+ *    counts once for each: more than its disk, never less.
+ *  - A recipe goes with the last object that refers to it: a trigger
+ *    deletes an object's recipe_of row with the object's row (schema.c),
+ *    and the job that deleted the rows (gc, clear: cache/jobrun.c) or any
+ *    later sweep removes the files no row names (kj__obj_sweepable, on the
+ *    cache's thread, never while a publish is in flight: one may be about
+ *    to link the very file).
  *  - recipes/ must be a real directory (kj__obj_dir_check): one replaced
  *    by a symlink is refused, never followed, for reads and writes alike;
  *    a recipe that is not a regular file is refused.
@@ -67,7 +76,32 @@ int kj__recipe_write(struct kj__cache *c, const char *recipe, const uint8_t *bod
 	return r;
 }
 
-int kj__recipe_link(struct kj__cache *c, const char *key, const char *recipe)
+/* Charges len bytes of recipe to key's object: its row's rsize, its table
+ * entry's (and so c->bytes and its owner's share). */
+static int charge(struct kj__cache *c, const char *key, size_t len)
+{
+	sqlite3_stmt *st = NULL;
+	uint8_t k[KJ_SHA256_LEN];
+	uint32_t n = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
+	int r;
+
+	if (sqlite3_prepare_v2(c->db, "UPDATE objects SET rsize = ?2 WHERE key = ?1", -1, &st, NULL) != SQLITE_OK)
+		return kj__db_fail(c, "recipe size");
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, n);
+	r = sqlite3_step(st) == SQLITE_DONE ? 0 : kj__db_fail(c, "recipe size");
+	sqlite3_finalize(st);
+	kj__cache_unhex(key, k);
+	size_t i = kj__tab_find(c, k);
+	if (r == 0 && i != NONE) {
+		c->bytes -= c->ents[i].rsize;
+		c->ents[i].rsize = n;
+		c->bytes += n;
+	}
+	return r;
+}
+
+int kj__recipe_link(struct kj__cache *c, const char *key, const char *recipe, size_t len)
 {
 	sqlite3_stmt *st2 = NULL;
 	int r;
@@ -81,7 +115,30 @@ int kj__recipe_link(struct kj__cache *c, const char *key, const char *recipe)
 	sqlite3_bind_text(st2, 2, recipe, -1, SQLITE_STATIC);
 	r = sqlite3_step(st2) == SQLITE_DONE ? 0 : kj__db_fail(c, "recipe");
 	sqlite3_finalize(st2);
-	return r;
+	return r < 0 ? r : charge(c, key, len);
+}
+
+int kj__recipe_file_name(const char *name, char recipe[65])
+{
+	if (strlen(name) != KJ_SHA256_HEX_LEN + 4 || strcmp(name + KJ_SHA256_HEX_LEN, ".req") != 0 ||
+	    strspn(name, "0123456789abcdef") != KJ_SHA256_HEX_LEN)
+		return 0;
+	memcpy(recipe, name, KJ_SHA256_HEX_LEN);
+	recipe[KJ_SHA256_HEX_LEN] = '\0';
+	return 1;
+}
+
+int kj__recipe_named(const struct kj__cache *c, const char *recipe)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (sqlite3_prepare_v2(c->db, "SELECT 1 FROM recipe_of WHERE recipe = ?1 LIMIT 1", -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_text(st, 1, recipe, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
 }
 
 int kj__cache_recipe_store(struct kj__cache *c, const char *key, const char *recipe, const uint8_t *body,
@@ -93,7 +150,7 @@ int kj__cache_recipe_store(struct kj__cache *c, const char *key, const char *rec
 		return KJIT_EINVAL;
 	if ((r = kj__recipe_write(c, recipe, body, len, ++c->tmp_seq)) < 0)
 		return r;
-	return kj__recipe_link(c, key, recipe);
+	return kj__recipe_link(c, key, recipe, len);
 }
 
 int kj__cache_recipe_load(struct kj__cache *c, const char *recipe, uint8_t **body, size_t *len)

@@ -22,6 +22,12 @@
  *      time a request with entries is answered from it, from the object's
  *      own symbols (compilers/symbols.c; daemon/reply.c), so the upgrade
  *      reads no object file and costs an open nothing.
+ *   6  objects.rsize, the bytes of the object's recipe (recipe.c), counted
+ *      with the object in the cache's size and its owner's share; and
+ *      recipe_of rows go with their objects (a trigger).  An older index
+ *      loses the recipe_of rows of objects gone (their files are swept as
+ *      no row names them) and counts the recipes it keeps as 0 bytes until
+ *      their objects are published again.
  *
  * Invariants:
  *  - An upgrade is one transaction with the creation of the schema and the
@@ -51,14 +57,16 @@ static const char schema_sql[] =
 	" sha256 TEXT NOT NULL, created INTEGER NOT NULL, last_used INTEGER NOT NULL,"
 	" used_seq INTEGER NOT NULL DEFAULT 0, hits INTEGER NOT NULL DEFAULT 0,"
 	" compile_ms INTEGER NOT NULL DEFAULT 0, source_name TEXT, options TEXT,"
-	" compiler TEXT, log TEXT, lowered TEXT, owner INTEGER, entries TEXT);"
+	" compiler TEXT, log TEXT, lowered TEXT, owner INTEGER, entries TEXT, rsize INTEGER);"
 	"CREATE INDEX IF NOT EXISTS objects_lru ON objects(last_used, used_seq);"
 	"CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL);"
 	"CREATE TABLE IF NOT EXISTS recipe_of(key TEXT PRIMARY KEY, recipe TEXT NOT NULL);"
 	"CREATE TABLE IF NOT EXISTS object_uids(key TEXT NOT NULL, uid INTEGER NOT NULL,"
 	" PRIMARY KEY(key, uid)) WITHOUT ROWID;"
 	"CREATE TRIGGER IF NOT EXISTS object_uids_gone AFTER DELETE ON objects"
-	" BEGIN DELETE FROM object_uids WHERE key = old.key; END;";
+	" BEGIN DELETE FROM object_uids WHERE key = old.key; END;"
+	"CREATE TRIGGER IF NOT EXISTS recipe_of_gone AFTER DELETE ON objects"
+	" BEGIN DELETE FROM recipe_of WHERE key = old.key; END;";
 
 /* kj_lowered_split(log, part): part 0 the log without its lowered-name
  * lines, part 1 their list (kj__lowered_split_log); NULL when empty. */
@@ -138,6 +146,19 @@ static int add_entries(struct kj__cache *c, int *corrupt)
 	return kj__db_exec(c, "ALTER TABLE objects ADD COLUMN entries TEXT", corrupt);
 }
 
+/* Schema 6: the rsize column, where it is missing, and the recipe rows of
+ * objects gone. */
+static int add_rsize(struct kj__cache *c, int *corrupt)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(c->db, "SELECT rsize FROM objects LIMIT 0", -1, &st, NULL);
+
+	sqlite3_finalize(st);
+	if (rc != SQLITE_OK && kj__db_exec(c, "ALTER TABLE objects ADD COLUMN rsize INTEGER", corrupt) < 0)
+		return KJIT_EIO;
+	return kj__db_exec(c, "DELETE FROM recipe_of WHERE key NOT IN (SELECT key FROM objects)", corrupt);
+}
+
 int kj__db_schema(struct kj__cache *c, int64_t version, int *corrupt)
 {
 	char uids[128];
@@ -153,6 +174,7 @@ int kj__db_schema(struct kj__cache *c, int64_t version, int *corrupt)
 	    (version < 3 && (r = add_lowered(c, corrupt)) < 0) ||
 	    (version < 4 && (r = add_owner(c, corrupt)) < 0) ||
 	    (version < 5 && (r = add_entries(c, corrupt)) < 0) ||
+	    (version < 6 && (r = add_rsize(c, corrupt)) < 0) ||
 	    (r = kj__db_exec(c, "PRAGMA user_version=" KJ_STR(KJ_SCHEMA_VERSION), corrupt)) < 0 ||
 	    (r = kj__db_exec(c, "COMMIT", corrupt)) < 0) {
 		int ignore;

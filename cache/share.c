@@ -44,7 +44,7 @@ struct owner {
 };
 
 /* The owner fits struct ent's padding: a million entries stay 64 MB. */
-_Static_assert(sizeof(struct ent) == 64, "struct ent grew");
+_Static_assert(sizeof(struct ent) == 72, "struct ent grew");
 
 struct victims {
 	struct kj__cache *c;
@@ -104,7 +104,7 @@ static int owner_totals(struct kj__cache *c, struct owner **out, size_t *n_out)
 	int r = 0;
 
 	for (size_t i = 0; r == 0 && i < c->n; i++)
-		r = owner_add(c, &own, &n, owner_uid(c, &c->ents[i]), c->ents[i].size);
+		r = owner_add(c, &own, &n, owner_uid(c, &c->ents[i]), KJ_ENT_BYTES(&c->ents[i]));
 	if (r < 0) {
 		c->mem->free(own);
 		return r;
@@ -123,7 +123,7 @@ static int owner_totals_db(struct kj__cache *c, sqlite3 *db, struct owner **out,
 	size_t n = 0;
 	int rc, r = 0;
 
-	if (sqlite3_prepare_v2(db, "SELECT owner, size FROM objects", -1, &st, NULL) != SQLITE_OK) {
+	if (sqlite3_prepare_v2(db, "SELECT owner, size + coalesce(rsize, 0) FROM objects", -1, &st, NULL) != SQLITE_OK) {
 		kj__cache_say(c, "index %s/index.sqlite: gc: %s", c->dir, sqlite3_errmsg(db));
 		return KJIT_EIO;
 	}
@@ -185,7 +185,7 @@ int kj__share_victims(struct kj__cache *c, sqlite3 *db, uint64_t total, uint64_t
 
 	if ((r = owner_totals_db(c, db, &v.own, &v.n_own)) < 0)
 		goto out;
-	if (sqlite3_prepare_v2(db, "SELECT key, size, owner FROM objects ORDER BY last_used, used_seq, key", -1, &st,
+	if (sqlite3_prepare_v2(db, "SELECT key, size + coalesce(rsize, 0), owner FROM objects ORDER BY last_used, used_seq, key", -1, &st,
 			       NULL) != SQLITE_OK) {
 		kj__cache_say(c, "index %s/index.sqlite: gc: %s", c->dir, sqlite3_errmsg(db));
 		r = KJIT_EIO;

@@ -197,6 +197,9 @@ int kj__obj_sweepable(const struct kj__cache *c, const char *sub, const char *na
 			       strspn(base, "0123456789abcdef") == KJ_SHA256_HEX_LEN;
 		return kj__obj_name(base, key, &ext);
 	}
+	char recipe[KJ_SHA256_HEX_LEN + 1];
+	if (orphans && strcmp(sub, "recipes") == 0) /* no publish in flight (above): none is about to link it */
+		return kj__recipe_file_name(name, recipe) && kj__recipe_named(c, recipe) == 0;
 	if (!orphans || !kj__obj_name(name, key, &ext))
 		return 0;
 	size_t i = kj__tab_find(c, key);
@@ -508,8 +511,10 @@ void kj__obj_table_update(struct kj__cache *c, struct ent *en, size_t prior)
 		kj__tab_add(c, en);
 		return;
 	}
-	c->bytes -= c->ents[prior].size;
-	c->bytes += en->size;
+	c->bytes -= KJ_ENT_BYTES(&c->ents[prior]);
+	/* the row was replaced, its rsize with it: a publish with a recipe links
+	 * and counts it again (recipe.c) */
+	c->bytes += KJ_ENT_BYTES(en);
 	en->pending = c->ents[prior].pending;
 	c->ents[prior] = *en;
 }

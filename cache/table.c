@@ -10,7 +10,8 @@
  *    (linear probing, power of two, load <= 3/4) of entry index + 1.
  *    Removal shifts back (no tombstones) and moves the last entry into the
  *    hole, so indexes change on removal and are not kept across calls.
- *  - c->bytes is the sum of the entries' sizes.
+ *  - c->bytes is the sum of the entries' sizes, each its object's and its
+ *    recipe's (KJ_ENT_BYTES).
  *  - An entry with pending > 0 has its key in c->dirty exactly once.
  *  - Target, version and extension are interned once per distinct
  *    (backend, target, version, ext) in c->tuples; an entry names its tuple
@@ -106,7 +107,7 @@ void kj__tab_add(struct kj__cache *c, const struct ent *en)
 	c->ents[c->n] = *en;
 	slot_put(c, c->n);
 	c->n++;
-	c->bytes += en->size;
+	c->bytes += KJ_ENT_BYTES(en);
 }
 
 /* Backward-shift deletion in the slots, then the last entry moves into idx. */
@@ -128,7 +129,7 @@ void kj__tab_remove(struct kj__cache *c, size_t idx)
 		}
 	}
 	c->slots[hole] = 0;
-	c->bytes -= c->ents[idx].size;
+	c->bytes -= KJ_ENT_BYTES(&c->ents[idx]);
 	size_t last = c->n - 1;
 	if (idx != last) {
 		size_t s = slot_of(c, last);

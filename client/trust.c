@@ -18,18 +18,42 @@
  *    to the socket's is a real folder (no link) owned by root and
  *    writable by no one else, as /run/kjit is: only root can have put
  *    the socket there or handed its listener to a process.
+ * Inside a user namespace whose root is not mapped (a rootless container
+ * given the host's socket), root and kjitd show as the overflow uid and
+ * nothing can be told apart: the user says whom to trust there with
+ * KJIT_TRUST_UID=N[,N...] (uids as the client sees them, e.g. 65534), which
+ * then count as root does for both checks.
  * Autostart reuses the folder check, stricter: the folder must be the
  * caller's own (root's /run/kjit is no place for a per-user daemon).
  * Nothing here keeps state.
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "client_int.h"
+
+/* Is uid listed in $KJIT_TRUST_UID (numbers, comma-separated)? */
+static int trusted_by_env(uid_t uid)
+{
+	const char *v = getenv("KJIT_TRUST_UID");
+
+	while (v && *v) {
+		char *end;
+		errno = 0;
+		unsigned long n = strtoul(v, &end, 10);
+		if (end == v || errno != 0)
+			return 0;
+		if ((uid_t)n == uid && n == (unsigned long)uid)
+			return 1;
+		v = *end == ',' ? end + 1 : NULL;
+	}
+	return 0;
+}
 
 int kj__trust_dir(const char *dir, int mine_only, char *why, size_t whylen)
 {
@@ -46,7 +70,7 @@ int kj__trust_dir(const char *dir, int mine_only, char *why, size_t whylen)
 		snprintf(why, whylen, "%s is not a folder", dir);
 		return -ENOTDIR;
 	}
-	if (st.st_uid != me && (mine_only || st.st_uid != 0)) {
+	if (st.st_uid != me && (mine_only || (st.st_uid != 0 && !trusted_by_env(st.st_uid)))) {
 		snprintf(why, whylen, "its folder %s is owned by uid %u, not by you (uid %u)%s", dir,
 			 (unsigned)st.st_uid, (unsigned)me, mine_only ? "" : " or root");
 		return -EPERM;
@@ -95,7 +119,7 @@ int kj__trust_peer(int fd, const char *dir, char *why, size_t whylen)
 		snprintf(why, whylen, "its listener's uid cannot be read (SO_PEERCRED: %s)", strerror(errno));
 		return -EPERM;
 	}
-	if (cred.uid != me && cred.uid != 0 && !(dir && root_chain(dir))) {
+	if (cred.uid != me && cred.uid != 0 && !trusted_by_env(cred.uid) && !(dir && root_chain(dir))) {
 		snprintf(why, whylen, "it is served by uid %u (pid %d), neither you (uid %u) nor root",
 			 (unsigned)cred.uid, (int)cred.pid, (unsigned)me);
 		return -EPERM;

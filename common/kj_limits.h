@@ -28,6 +28,7 @@
 #define KJ_FRAMES_KEEP_MAX (256u << 10)    /* a frame reader's buffer larger than this is freed once empty (common/frames.c): a large frame's memory goes back */
 #define KJ_INCLUDE_DEPTH_MAX 32            /* nested #include levels we follow */
 #define KJ_EXPLAIN_CANDIDATES_MAX 32       /* earlier entries of one source name --explain compares (most recent first): each costs a recipe read and an include scan */
+#define KJ_EXPLAIN_WORDS_MAX 8192          /* option words a side --explain compares per entry (hash sets, issue 29): past it the text says it stopped */
 #define KJ_INCLUDE_CLIMB_MAX 8             /* folders a source's includes may climb out of its own ("../../include/x.h": 2); real projects climb 1 or 2 */
 #define KJ_INC_EXPANSIONS_MAX 64          /* header names one computed #include may spell (a macro with several definitions: each tried) */
 #define KJ_INC_EXPAND_STEPS_MAX 20000      /* macro replacements one computed #include may take (bounds recursion and branching) */
@@ -38,6 +39,10 @@
 
 /* Daemon. */
 #define KJ_COMPILE_TIMEOUT_MS 60000        /* a compile past this kills its worker */
+#define KJ_JOB_IDLE_TIMEOUT_MS 30000       /* --job-idle-timeout: a compile whose worker's tree used no CPU this long is killed */
+#define KJ_WORKER_TICK_MS 250              /* a busy worker's timer: the timeouts above are checked this often */
+#define KJ_WORKER_SHARE_PCT 50             /* --worker-share: of a family's workers, one uid holds this much while another waits */
+#define KJ_WORKER_MAX_RSS (512ull << 20)   /* --worker-max-rss: a worker bigger than this after a job is replaced */
 #define KJ_CLIENT_IDLE_TIMEOUT_MS 30000    /* a connection silent this long mid-frame is closed */
 #define KJ_CLIENT_INFLIGHT_MAX 256         /* unanswered requests per connection (a kjit_get_many window); each holds a parsed request */
 #define KJ_REPLY_UNCHECKED_MAX (64u << 10) /* a reply this small is written without first checking that its uid's budget could hold it queued; past it only by this much per connection (daemon/conn-out.c) */

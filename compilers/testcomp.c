@@ -17,6 +17,10 @@
  *              worker must kill it when the job ends) and writes a file
  *              beside the job's directory and one in it; the log says its pid
  *   error      fail with KJIT_ECOMPILE and a log containing "error"
+ *   alloc N    keep N MiB allocated and touched (never freed: the worker's
+ *              resident size stays, as an in-process compiler's may after
+ *              a large compile), then echo the source (pool.c's
+ *              --worker-max-rss test, tests/e2e/tenancy.sh)
  *   size N [MS] an object of N bytes (at most KJ_OBJECT_MAX), the source
  *              repeated, after MS milliseconds: a small request gets a large
  *              object (the reply-budget and cache-share tests, budget.sh)
@@ -252,6 +256,35 @@ static void background(struct kj__buf *b, long secs)
 		close(fd);
 }
 
+/* "fds": the worker's open descriptors, into b. */
+static void list_fds(struct kj__buf *b)
+{
+	DIR *dir = opendir("/proc/self/fd");
+	struct dirent *e;
+
+	kj__buf_printf(b, "fds:");
+	while (dir && (e = readdir(dir)) != NULL)
+		if (e->d_name[0] != '.' && atoi(e->d_name) != dirfd(dir))
+			kj__buf_printf(b, " %s", e->d_name);
+	if (dir)
+		closedir(dir);
+	kj__buf_printf(b, "\n");
+}
+
+/* "alloc N": N MiB allocated and touched, deliberately never freed (the
+ * worker's resident size stays, as an in-process compiler's may); the log
+ * says where, so the compiler cannot drop the allocation.  0 or -1. */
+static int keep_memory(long mib, struct kj__compile_out *out)
+{
+	char *keep = malloc((size_t)mib << 20);
+
+	if (keep == NULL)
+		return -1;
+	memset(keep, 1, (size_t)mib << 20);
+	out->log = kj__asprintf("alloc: kept %ld MiB at %p (%d)\n", mib, (void *)keep, keep[(size_t)mib << 19]);
+	return 0;
+}
+
 static int test_compile(void *state, const struct kj__compile_job *job, struct kj__compile_out *out)
 {
 	char word[16] = "", rest[512] = "";
@@ -276,15 +309,7 @@ static int test_compile(void *state, const struct kj__compile_job *job, struct k
 				if (fd >= 0)
 					close(fd);
 			} else {
-				DIR *dir = opendir("/proc/self/fd");
-				struct dirent *e;
-				kj__buf_printf(&b, "fds:");
-				while (dir && (e = readdir(dir)) != NULL)
-					if (e->d_name[0] != '.' && atoi(e->d_name) != dirfd(dir))
-						kj__buf_printf(&b, " %s", e->d_name);
-				if (dir)
-					closedir(dir);
-				kj__buf_printf(&b, "\n");
+				list_fds(&b);
 			}
 			if (kj__buf_append(&b, "", 1) < 0) {
 				kj__buf_free(&b);
@@ -305,6 +330,8 @@ static int test_compile(void *state, const struct kj__compile_job *job, struct k
 			while (nanosleep(&ts, &ts) != 0)
 				;
 		}
+		if (strcmp(word, "alloc") == 0 && num > 0 && num <= 4096 && keep_memory(num, out) < 0)
+			return kj__out_error(out, KJIT_ENOMEM, "test compiler: cannot allocate");
 		if (strcmp(word, "error") == 0) {
 			out->log = kj__strdup("test.src:1:1: error: requested failure\n");
 			return kj__out_error(out, KJIT_ECOMPILE, "test compiler: requested failure");

@@ -26,7 +26,9 @@ struct kj__conn {
 	} held[KJ_CLIENT_INFLIGHT_MAX];
 	unsigned n_held;
 	int refusing;                /* sending the reply of a frame never held: it releases no charge */
-	uid_t uid;
+	uid_t uid;                   /* charged: the peer's, or its user namespace's owner (access.c) */
+	uid_t peer_uid;              /* SO_PEERCRED's (roles: access.c) */
+	int nested;                  /* the peer runs in a user namespace below kjitd's */
 	gid_t gid;
 	pid_t pid;
 	kj__conn_dispatch_fn *dispatch; /* the server's: called for each whole frame */

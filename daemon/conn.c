@@ -66,6 +66,13 @@ uid_t kj__conn_uid(const struct kj__conn *c)
 	return c->uid;
 }
 
+uid_t kj__conn_peer_uid(const struct kj__conn *c, int *nested)
+{
+	if (nested)
+		*nested = c->nested;
+	return c->peer_uid;
+}
+
 pid_t kj__conn_pid(const struct kj__conn *c)
 {
 	return c->pid;
@@ -174,7 +181,7 @@ struct kj__conn *kj__conn_internal(struct kj__daemon *d, void (*sink)(void *arg,
 		return NULL;
 	c->d = d;
 	c->refs = 1;
-	c->uid = getuid();
+	c->uid = c->peer_uid = getuid();
 	c->pid = getpid();
 	c->sink = sink;
 	c->sink_arg = arg;
@@ -370,10 +377,19 @@ int kj__conn_accept(struct kj__daemon *d, uv_stream_t *server, kj__conn_dispatch
 		kj__conn_close(c);
 		return KJIT_EIO;
 	}
-	c->uid = cred.uid;
+	c->uid = c->peer_uid = cred.uid;
 	c->gid = cred.gid;
 	c->pid = cred.pid;
 	*out = c;
+	/* a peer in a child user namespace is charged to the namespace's owner */
+	char err[256];
+	if (kj__userns_owner(fd, cred.pid, cred.uid, &c->uid, &c->nested, err, sizeof err) < 0) {
+		kj__log(d, "refused uid %u pid %d: %s", (unsigned)cred.uid, (int)cred.pid, err);
+		kj__conn_error(c, 0, KJIT_EDENIED, "access denied: %s", err);
+		kj__conn_close(c);
+		*out = NULL;
+		return KJIT_EDENIED;
+	}
 	return 0;
 }
 

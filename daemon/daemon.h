@@ -56,6 +56,9 @@ struct kj__config {
 	int failed_ttl_given;
 	unsigned jobs;              /* workers per compiler family */
 	unsigned compile_timeout_ms;
+	unsigned job_idle_ms;       /* --job-idle-timeout: a job whose worker uses no CPU this long is killed (pool.c) */
+	unsigned worker_share;      /* --worker-share: percent of cfg.jobs one uid holds while another waits */
+	uint64_t worker_max_rss;    /* --worker-max-rss: a worker bigger than this after a job is replaced */
 	int foreground;
 	int system_mode;            /* socket 0660 with a group, no 0700 directory */
 	char *socket_group;         /* --socket-group: the socket's group (mode 0660), or NULL */
@@ -142,6 +145,26 @@ void kj__pool_stats(const struct kj__pool *p, struct kj__pool_stats *s);
  * it ready; a family kjitd does not know is said in the log and skipped,
  * one that cannot load fails as on a first request. */
 void kj__pool_prestart(struct kj__daemon *d);
+/* uidq.c: the jobs waiting for a pool's workers, a FIFO queue per uid in a
+ * ring served round-robin.  push: appends job to its uid's queue; 0 or
+ * KJIT_ENOMEM.  pop: the oldest job of the first uid in the ring that
+ * prefer takes (prefer NULL or none taken: of the first uid), whose queue
+ * then goes to the end of the ring; NULL when none waits.  any: 1 if prefer
+ * takes a uid with jobs waiting. */
+struct kj__uidq_node;
+struct kj__uidq {
+	struct kj__uidq_node *ring; /* served from the first; a served queue goes last */
+	size_t n;                   /* jobs waiting */
+};
+int kj__uidq_push(struct kj__uidq *q, struct kj__job *job);
+struct kj__job *kj__uidq_pop(struct kj__uidq *q, int (*prefer)(void *arg, uid_t uid), void *arg);
+int kj__uidq_any(struct kj__uidq *q, int (*prefer)(void *arg, uid_t uid), void *arg);
+
+/* workwatch.c: a worker seen from /proc, with its descendants.  rss: their
+ * resident bytes; tree_cpu: their CPU clock ticks (their reaped children's
+ * too).  0, or -1 when pid cannot be read (gone). */
+int kj__proc_rss(pid_t pid, uint64_t *bytes);
+int kj__proc_tree_cpu(pid_t pid, uint64_t *ticks);
 
 /* Bundled kernels (kernels_src/MANIFEST). */
 struct kj__kernel {
@@ -407,8 +430,13 @@ void kj__conn_unref(struct kj__conn *c);
  * the caller holds one reference and drops it with kj__conn_unref. */
 struct kj__conn *kj__conn_internal(struct kj__daemon *d, void (*sink)(void *arg, const uint8_t *body, size_t len),
 				   void *arg);
-/* The peer's credentials (SO_PEERCRED at accept; ours for an internal one). */
+/* The peer's credentials (SO_PEERCRED at accept; ours for an internal one).
+ * uid: the uid it is charged as and whose entries it sees, the owner of
+ * its user namespace for a peer in a child one (access.c); peer_uid:
+ * SO_PEERCRED's own, *nested (may be NULL) 1 for a peer in a child user
+ * namespace. */
 uid_t kj__conn_uid(const struct kj__conn *c);
+uid_t kj__conn_peer_uid(const struct kj__conn *c, int *nested);
 gid_t kj__conn_gid(const struct kj__conn *c);
 pid_t kj__conn_pid(const struct kj__conn *c);
 
@@ -479,17 +507,28 @@ void kj__get_req_clear(struct kj__get_req *g);
  * every answer, so g is kept out of the memo and the hit table, which hold
  * neither. */
 int kj__get_req_wants_lowered(const struct kj__get_req *g);
+/* 1 if name is an absolute path into /proc or /dev (after repeated
+ * slashes and "." components): refused as an include or a header name
+ * (request.c, offhash.c), so a compiler never blocks reading one. */
+int kj__proc_dev_path(const char *name);
+
 /* Decodes and checks a GET body as kj__handle_get does, without serving it
  * (for fuzzing).  0 or the code the client would get, reason in err. */
 int kj__get_check(const struct kj__msg *m, char *err, size_t errlen);
 
-/* explain.c: `kjit get --explain`.  What differs between a request
- * resolved to key (ki, its key's components) and the nearest earlier
- * entry of source_name, as text (malloc'd; sent with the object).  Never
- * fails the request: without memory, a text saying so (NULL only if even
- * that cannot be had). */
-char *kj__explain_text(struct kj__daemon *d, int backend, const char *source_name, const char *key,
-		       const struct kj__key_input *ki);
+/* explain.c: `kjit get --explain`.  What differs between a request and
+ * the nearest earlier entry of its source name that the caller may see.
+ * begin (the loop): copies the candidates, the entries of source_name and
+ * backend that uid requested (all: every entry; an administrator); NULL
+ * without memory.  run (any one thread, while the loop goes on): the text
+ * (malloc'd; sent with the object) for the request resolved to key (ki, its
+ * key's components); linear in their sizes, bounded.  Never fails the
+ * request: without memory (or x NULL), a text saying so (NULL only if even
+ * that cannot be had).  free: x and what it holds (NULL: nothing). */
+struct kj__explain;
+struct kj__explain *kj__explain_begin(struct kj__daemon *d, int backend, const char *source_name, uid_t uid, int all);
+char *kj__explain_run(struct kj__explain *x, const char *key, const struct kj__key_input *ki);
+void kj__explain_free(struct kj__explain *x);
 
 /* flight.c, flight-job.c, flight-serve.c, flight-remote.c: the miss, one
  * flight per key (docs in flight.c).  A flight is opaque outside these
@@ -515,7 +554,7 @@ struct kj__miss {
 	struct kj__pool *pool;       /* its compiler family's pool */
 	const char *key, *target, *version; /* what it resolved to */
 	struct kj__includes *inc;    /* its includes, resolved; taken (zeroed) with q */
-	const struct kj__key_input *ki; /* its key's components (--explain) */
+	char *explain;               /* --explain's text (explain.c), or NULL; set NULL once a waiter took it */
 	const uint8_t *fp;           /* the GET body's fingerprint for the hit table; NULL: kept out of it */
 	uint64_t hits_gen;           /* the hit table's generation when its resolve began (offhash.c) */
 	char *want;                  /* entries to check (hip, cuda), "NAME\n" each, or NULL; set NULL once taken */
@@ -643,6 +682,17 @@ void kj__hits_attach(struct kj__daemon *d, struct kj__conn *c, uint32_t id);
 /* Adds what ctr (a connection of uid) counted since the last harvest to
  * the stats. */
 void kj__hits_harvest(struct kj__daemon *d, uid_t uid, struct kj__hitctr *ctr);
+
+/* access.c: the uid a peer is charged as (issue 29).  For the peer
+ * process pid (SO_PEERCRED; sock its socket, for SO_PEERPIDFD) running as
+ * uid: *owner = uid and *nested = 0 when it runs in kjitd's user namespace;
+ * else the owner of the user namespace just below kjitd's that holds it,
+ * *nested = 1.  0, or -1 with the reason in err: the namespace cannot be
+ * told (the process is gone, its pid may be another's, or it is not below
+ * kjitd's): such a peer is refused. */
+int kj__userns_owner(int sock, pid_t pid, uid_t uid, uid_t *owner, int *nested, char *err, size_t errlen);
+/* Would uid be in gid through its account's groups (getgrouplist)? */
+int kj__uid_in_group(uid_t uid, gid_t gid);
 
 /* access.c: roles (docs/protocol.md).  --admin-gid's value into cfg: 0,
  * or -1 when it is not a gid or there are 16 already. */

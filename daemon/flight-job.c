@@ -271,8 +271,8 @@ int kj__flight_open(struct kj__daemon *d, struct kj__miss *m, char *err, size_t 
 	f->inc = *m->inc;
 	memset(m->inc, 0, sizeof *m->inc);
 	drop_headers(&f->q); /* in the recipe; the frame takes the includes */
-	if (f->q.explain) /* why it was not a hit, sent with the object */
-		f->w[0].explain = kj__explain_text(d, f->q.backend, f->source_name, f->key, m->ki);
+	f->w[0].explain = m->explain; /* --explain: why it was not a hit (offhash.c made it), sent with the object */
+	m->explain = NULL;
 	kj__fleet_miss(f); /* remote, lease, compile or refusal: may finish (and free f) at once */
 	return 0;
 fail:

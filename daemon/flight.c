@@ -233,9 +233,10 @@ int kj__flight_open_or_join(struct kj__daemon *d, struct kj__miss *m, char *err,
 	if (f == NULL) /* opens it: may end (and free f) before it returns */
 		return kj__flight_open(d, m, err, errlen);
 	r = kj__flight_add_waiter(f, m);
-	if (r == 0 && m->q->explain) /* why it was not a hit, sent with the object */
-		f->w[f->n_w - 1].explain =
-			kj__explain_text(d, m->q->backend, m->q->source_name ? m->q->source_name : "source", f->key, m->ki);
+	if (r == 0) { /* --explain: why it was not a hit (offhash.c made it), sent with the object */
+		f->w[f->n_w - 1].explain = m->explain;
+		m->explain = NULL;
+	}
 	return r;
 }
 

@@ -186,11 +186,13 @@ static int join_or_open_flight(struct get_req *g, struct kj__offhash *rs, char *
 	struct kj__miss m = {
 		.c = g->c, .id = g->id, .t0 = g->t0, .q = &g->q, .pool = g->pool,
 		.key = rs->key, .target = rs->target, .version = rs->version,
-		.inc = &rs->inc, .ki = &rs->ki, .fp = has_fp ? rs->fp : NULL, .hits_gen = rs->hits_gen, .want = rs->want,
+		.inc = &rs->inc, .explain = rs->explain, .fp = has_fp ? rs->fp : NULL, .hits_gen = rs->hits_gen,
+		.want = rs->want,
 	};
 	int r = kj__flight_open_or_join(g->d, &m, err, errlen);
 
 	rs->want = m.want; /* NULL once the flight took it */
+	rs->explain = m.explain;
 	return r;
 }
 
@@ -266,6 +268,9 @@ static void get_resolved(void *arg, int code, const char *error)
 	g->h.raw_len = g->raw_len;
 	g->h.uid = kj__conn_uid(g->c);
 	g->h.pool = g->pool;
+	/* --explain: the entries this uid may see, compared on the thread */
+	if (g->q.explain)
+		g->h.ex = kj__explain_begin(g->d, g->q.backend, g->q.source_name, g->h.uid, kj__peer_is_admin(g->d, g->c));
 	g->h.done = get_answer;
 	g->h.arg = g;
 	r = kj__offhash_start(&g->h);

@@ -123,6 +123,18 @@ static void on_work(uv_work_t *w)
 
 	if (r < 0)
 		goto out;
+	/* whatever the scan admits, a /proc or /dev path never reaches a compiler
+	 * (one that blocks reading /proc/self/fd/2 holds its worker) */
+	for (size_t i = 0; r == 0 && i < h->inc.n + h->inc.n_missing; i++) {
+		const char *name = i < h->inc.n ? h->inc.names[i] : h->inc.missing[i - h->inc.n];
+		if (kj__proc_dev_path(name)) {
+			snprintf(h->err, sizeof h->err, "#include %.200s refused: /proc and /dev paths never reach a compiler",
+				 name);
+			r = KJIT_EDENIED;
+		}
+	}
+	if (r < 0)
+		goto out;
 	h->ki = (struct kj__key_input){
 		.backend = q->backend,
 		.compiler = h->compiler,
@@ -155,6 +167,8 @@ static void on_work(uv_work_t *w)
 		kj__memo_gather(h->raw, h->raw_len, q, &h->inc, h->incdir, &h->memo);
 	if (h->has_fp) /* asked for on the loop: the hit table is there */
 		h->has_fp = kj__sha256(h->raw, h->raw_len, h->fp) == 0;
+	if (q->explain) /* made before the loop knows whether it is a hit: a hit frees it */
+		h->explain = kj__explain_run(h->ex, h->key, &h->ki);
 out:
 	h->code = r;
 }
@@ -300,8 +314,12 @@ void kj__offhash_clear(struct kj__offhash *h)
 	kj__memo_files_free(&h->memo);
 	free(h->incdir);
 	free(h->want);
+	free(h->explain);
+	kj__explain_free(h->ex);
 	h->incdir = NULL;
 	h->want = NULL;
+	h->explain = NULL;
+	h->ex = NULL;
 }
 
 void kj__offhash_stop(struct kj__daemon *d)

@@ -21,6 +21,7 @@ struct kj__offhash {
 	size_t raw_len;
 	uid_t uid;                     /* counted against --max-resolves-per-uid */
 	const struct kj__pool *pool;   /* ready: its identity and runtime version are copied */
+	struct kj__explain *ex;        /* --explain: its candidates (explain.c), or NULL; freed by clear */
 	void (*done)(struct kj__offhash *h); /* on the loop, exactly once after a start that returned 0 */
 	void *arg;
 	/* Results.  code: 0, a request's fault (reason in err), or
@@ -37,6 +38,7 @@ struct kj__offhash {
 	struct kj__includes inc;
 	struct kj__key_input ki;       /* the key's inputs: points into the above and q */
 	struct kj__memo_files memo;    /* memo.ok: what kj__memo_enter may keep */
+	char *explain;                 /* with q->explain: why it would not be a hit (explain.c), malloc'd */
 	int has_fp;                    /* fp: raw's SHA-256, the hit table's name for it */
 	uint8_t fp[KJ_SHA256_LEN];
 	uint64_t hits_gen;             /* the hit table's generation when the resolve began (on the loop):

@@ -49,6 +49,7 @@ enum {
 	OPT_ADMIN_GID, OPT_MAX_SIZE_UID, OPT_WORKER_USER, OPT_RESOLVES_PER_UID,
 	OPT_SOCKET_GROUP, OPT_READY_FD,
 	OPT_CONFIG, OPT_LOG_LEVEL, OPT_VERSION,
+	OPT_JOB_IDLE, OPT_WORKER_SHARE, OPT_WORKER_RSS,
 };
 
 /* kjitd's options, one row each: getopt's table, the short options, the
@@ -110,6 +111,9 @@ static const struct opt_row {
 	{ "ready-fd", required_argument, OPT_READY_FD, NULL },
 	{ "prestart", required_argument, OPT_PRESTART, "[--prestart FAMILY,...]" },
 	{ "version", no_argument, OPT_VERSION, "[--version]" },
+	{ "job-idle-timeout", required_argument, OPT_JOB_IDLE, "[--job-idle-timeout SECONDS]" },
+	{ "worker-share", required_argument, OPT_WORKER_SHARE, "[--worker-share PERCENT]" },
+	{ "worker-max-rss", required_argument, OPT_WORKER_RSS, "[--worker-max-rss SIZE]" },
 	{ "sysfs-root", required_argument, OPT_SYSFS, NULL },
 	{ "help", no_argument, 'h', NULL },
 };
@@ -314,6 +318,23 @@ static int parse_remote_opt(int c, const char *arg, struct kj__config *cfg)
 	return -1;
 }
 
+/* The workers' count and limits not given (pool.c). */
+static void worker_defaults(struct kj__config *cfg)
+{
+	if (cfg->jobs == 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		cfg->jobs = n > 0 ? (unsigned)n : 1;
+	}
+	if (cfg->compile_timeout_ms == 0)
+		cfg->compile_timeout_ms = KJ_COMPILE_TIMEOUT_MS;
+	if (cfg->job_idle_ms == 0)
+		cfg->job_idle_ms = KJ_JOB_IDLE_TIMEOUT_MS;
+	if (cfg->worker_share == 0)
+		cfg->worker_share = KJ_WORKER_SHARE_PCT;
+	if (cfg->worker_max_rss == 0)
+		cfg->worker_max_rss = KJ_WORKER_MAX_RSS;
+}
+
 /* The limits' options (daemon/quota.c, docs/reliability.md); -1 when c is
  * not one of them, else 0 or an exit status. */
 static int parse_limit_opt(int c, const char *arg, struct kj__config *cfg)
@@ -348,6 +369,21 @@ static int parse_limit_opt(int c, const char *arg, struct kj__config *cfg)
 		if (kj__parse_size(arg, &size) < 0 || size < (1u << 20))
 			return kj__usage_error("--max-request-bytes[-per-uid] '%s': expected a size of 1M or more, like 512M", arg);
 		*(c == OPT_REQ_BYTES ? &cfg->buf_max_total : &cfg->buf_max_per_uid) = size;
+		return 0;
+	case OPT_JOB_IDLE: /* a job without CPU progress (pool.c) */
+		if (parse_uint(arg, 86400, &v) < 0 || v == 0)
+			return kj__usage_error("--job-idle-timeout '%s': expected seconds, 1 to 86400", arg);
+		cfg->job_idle_ms = (unsigned)v * 1000;
+		return 0;
+	case OPT_WORKER_SHARE: /* of a family's workers, one uid's while another waits (pool.c) */
+		if (parse_uint(arg, 100, &v) < 0 || v == 0)
+			return kj__usage_error("--worker-share '%s': expected a percentage, 1 to 100", arg);
+		cfg->worker_share = (unsigned)v;
+		return 0;
+	case OPT_WORKER_RSS:
+		if (kj__parse_size(arg, &size) < 0 || size < (1u << 20))
+			return kj__usage_error("--worker-max-rss '%s': expected a size of 1M or more, like 512M", arg);
+		cfg->worker_max_rss = size;
 		return 0;
 	case OPT_MAX_SIZE_UID: /* a uid's share of the cache (cache/share.c); default --max-size / 4 */
 		if (kj__parse_size(arg, &size) < 0 || size == 0)
@@ -605,12 +641,7 @@ int kj__options_defaults(struct kj__config *cfg)
 		cfg->kernels_dir = default_kernels_dir();
 	if (cfg->sysfs_root == NULL && getenv("KJIT_SYSFS_ROOT"))
 		cfg->sysfs_root = kj__strdup(getenv("KJIT_SYSFS_ROOT"));
-	if (cfg->jobs == 0) {
-		long n = sysconf(_SC_NPROCESSORS_ONLN);
-		cfg->jobs = n > 0 ? (unsigned)n : 1;
-	}
-	if (cfg->compile_timeout_ms == 0)
-		cfg->compile_timeout_ms = KJ_COMPILE_TIMEOUT_MS;
+	worker_defaults(cfg);
 	if (cfg->max_size == 0)
 		cfg->max_size = KJ_DEFAULT_MAX_SIZE;
 	if (cfg->hot_size == 0)

@@ -14,6 +14,17 @@
  * compile by at most one job per worker, not by the whole flood.  On
  * shutdown every worker is killed and the loop runs until each one's exit
  * has been collected: no <defunct> child outlives kjitd.
+ *
+ * Issue 29: a uid holds at most cfg.worker_share percent of cfg.jobs
+ * workers (at least one) while another uid waits: an idle worker takes a
+ * job of a uid under its share first, and when every worker is busy and
+ * one uid is over its share while another waits under it, one more worker
+ * starts (at most cfg.jobs more), retired once its job is done while the
+ * pool is over cfg.jobs.  A busy worker's timer ticks every
+ * KJ_WORKER_TICK_MS: past cfg.compile_timeout_ms the job is killed, and so
+ * it is when its worker's process tree used no CPU for cfg.job_idle_ms
+ * (workwatch.c).  A worker whose resident size after a job is over
+ * cfg.worker_max_rss is replaced.
  */
 #include <errno.h>
 #include <signal.h>
@@ -38,6 +49,8 @@ struct worker {
 	int hello;                /* HELLO received */
 	int abandoned;            /* killed by us: its exit is expected */
 	char tmpdir[256];         /* its private temporary directory, ours to remove */
+	uint64_t job_us;          /* when its job began */
+	uint64_t cpu, cpu_us;     /* its tree's CPU ticks, and when they last moved (workwatch.c) */
 	int exited;
 	unsigned handles_open;
 };
@@ -48,21 +61,12 @@ struct ready_cb {
 	void *arg;
 };
 
-/* The jobs one uid has queued, in order; the pool's queues form a ring
- * served round-robin. */
-struct uid_queue {
-	struct uid_queue *next;
-	uid_t uid;
-	struct kj__job *head, *tail;
-};
-
 struct kj__pool {
 	struct kj__daemon *d;
 	char *family;
 	struct worker *workers;
 	unsigned n_workers;
-	struct uid_queue *queues;     /* served from the first; a served queue goes last */
-	size_t n_queued;
+	struct kj__uidq q;            /* the jobs waiting (uidq.c) */
 	struct ready_cb *ready_cbs;
 	char identity[256];
 	char runtime_version[KJ_VERSION_STR_MAX];
@@ -102,50 +106,38 @@ static void run_ready_cbs(struct kj__pool *p, int code, const char *error)
 	}
 }
 
-/* Takes the next job fairly: the first uid's oldest, then that uid's
- * queue goes to the end of the ring.  NULL when none is queued. */
-static struct kj__job *queue_pop(struct kj__pool *p)
+/* How many workers uid's jobs hold; and the most workers one uid may
+ * hold while another waits. */
+static unsigned held_by(const struct kj__pool *p, uid_t uid)
 {
-	struct uid_queue *q = p->queues;
+	unsigned n = 0;
 
-	if (q == NULL)
-		return NULL;
-	struct kj__job *job = q->head;
-	q->head = job->next;
-	p->queues = q->next;
-	if (q->head == NULL) {
-		free(q);
-	} else {
-		struct uid_queue **pp = &p->queues;
-		while (*pp)
-			pp = &(*pp)->next;
-		q->next = NULL;
-		*pp = q;
-	}
-	p->n_queued--;
-	job->next = NULL;
-	return job;
+	for (const struct worker *w = p->workers; w; w = w->next)
+		n += w->job && w->job->uid == uid;
+	return n;
 }
 
-/* Appends job to its uid's queue: 0 or KJIT_ENOMEM. */
-static int queue_push(struct kj__pool *p, struct kj__job *job)
+static unsigned share_of(const struct kj__pool *p)
 {
-	struct uid_queue **pp = &p->queues;
+	unsigned s = p->d->cfg.jobs * p->d->cfg.worker_share / 100;
 
-	while (*pp && (*pp)->uid != job->uid)
-		pp = &(*pp)->next;
-	if (*pp == NULL && (*pp = calloc(1, sizeof **pp)) == NULL)
-		return KJIT_ENOMEM;
-	struct uid_queue *q = *pp;
-	q->uid = job->uid;
-	job->next = NULL;
-	if (q->tail && q->head)
-		q->tail->next = job;
-	else
-		q->head = job;
-	q->tail = job;
-	p->n_queued++;
-	return 0;
+	return s ? s : 1;
+}
+
+/* Is uid under its share of the workers (queue_pop's preference)? */
+static int under_share(void *arg, uid_t uid)
+{
+	struct kj__pool *p = arg;
+
+	return held_by(p, uid) < share_of(p);
+}
+
+/* Takes the next job fairly (uidq.c): the oldest of the first uid in the
+ * ring under its share of the workers, else of the first uid.  NULL when
+ * none is queued. */
+static struct kj__job *queue_pop(struct kj__pool *p)
+{
+	return kj__uidq_pop(&p->q, under_share, p);
 }
 
 static void fail_queue(struct kj__pool *p, int code, const char *error)
@@ -211,19 +203,52 @@ static void worker_lost(struct worker *w, int code, const char *why)
 	dispatch(p);
 }
 
-static void on_timeout(uv_timer_t *t)
+/* A busy worker's tick: the compile timeout, and the time without CPU
+ * progress of its process tree. */
+static void on_tick(uv_timer_t *t)
 {
 	struct worker *w = t->data;
 	struct kj__pool *p = w->pool;
-	char why[256];
+	uint64_t now = kj__now_us(), cpu;
+	char why[320];
 
 	if (w->job == NULL)
 		return;
+	if (now - w->job_us >= (uint64_t)p->d->cfg.compile_timeout_ms * 1000) {
+		snprintf(why, sizeof why, "compile timed out after %u ms; its %s worker (pid %d) was killed and will be replaced",
+			 p->d->cfg.compile_timeout_ms, p->family, w->proc.pid);
+	} else if (kj__proc_tree_cpu(w->proc.pid, &cpu) < 0 || cpu != w->cpu) {
+		w->cpu = cpu;
+		w->cpu_us = now;
+		return;
+	} else if (now - w->cpu_us < (uint64_t)p->d->cfg.job_idle_ms * 1000) {
+		return;
+	} else {
+		snprintf(why, sizeof why, "compile used no CPU for %u ms (blocked reading or waiting on something); its %s "
+			 "worker (pid %d) was killed and will be replaced (--job-idle-timeout)",
+			 p->d->cfg.job_idle_ms, p->family, w->proc.pid);
+	}
 	p->st.timeouts++;
-	snprintf(why, sizeof why, "compile timed out after %u ms; its %s worker (pid %d) was killed and will be replaced",
-		 p->d->cfg.compile_timeout_ms, p->family, w->proc.pid);
 	kj__log(p->d, "%s", why);
 	worker_lost(w, KJIT_ETIMEDOUT, why);
+}
+
+/* After a job: a worker over cfg.worker_max_rss, or one more than
+ * cfg.jobs, is retired (killed; a new one starts on demand).  1 if so. */
+static int retire(struct worker *w)
+{
+	struct kj__pool *p = w->pool;
+	uint64_t rss = 0;
+
+	if (p->n_workers <= p->d->cfg.jobs &&
+	    (kj__proc_rss(w->proc.pid, &rss) < 0 || rss <= p->d->cfg.worker_max_rss))
+		return 0;
+	if (rss)
+		kj__log(p->d, "a %s worker (pid %d) kept %llu MiB after its job, over --worker-max-rss %llu MiB: replaced",
+			p->family, w->proc.pid, (unsigned long long)(rss >> 20),
+			(unsigned long long)(p->d->cfg.worker_max_rss >> 20));
+	worker_lost(w, 0, NULL);
+	return 1;
 }
 
 static void on_exit_cb(uv_process_t *proc, int64_t status, int sig)
@@ -327,7 +352,8 @@ static void handle_frame(struct worker *w, const struct kj__frame_hdr *h, const 
 		uv_timer_stop(&w->timer);
 		p->st.busy--;
 		job_finish(job, 0, &m, NULL);
-		dispatch(p);
+		if (!retire(w)) /* else worker_lost dispatched */
+			dispatch(p);
 	} else {
 		worker_lost(w, KJIT_EWORKER, "the compile worker sent an unexpected message; it was replaced");
 	}
@@ -535,7 +561,7 @@ static void dispatch(struct kj__pool *p)
 		return;
 	}
 	/* Hand queued jobs to idle workers that said hello. */
-	for (struct worker *w = p->workers; w && p->queues; w = w->next) {
+	for (struct worker *w = p->workers; w && p->q.n; w = w->next) {
 		if (!w->hello || w->job || w->exited)
 			continue;
 		struct kj__job *job = queue_pop(p);
@@ -545,14 +571,18 @@ static void dispatch(struct kj__pool *p)
 			return;
 		}
 		p->st.busy++;
-		uv_timer_start(&w->timer, on_timeout, p->d->cfg.compile_timeout_ms, 0);
+		w->job_us = w->cpu_us = kj__now_us();
+		w->cpu = 0;
+		uv_timer_start(&w->timer, on_tick, KJ_WORKER_TICK_MS, KJ_WORKER_TICK_MS);
 	}
-	/* Start more workers while jobs wait and there is room. */
+	/* Start more workers while jobs wait and there is room; one more past
+	 * cfg.jobs for a uid waiting under its share while all are busy. */
 	unsigned starting = 0;
 	for (struct worker *w = p->workers; w; w = w->next)
 		starting += !w->hello;
-	size_t waiting = p->n_queued;
-	while (waiting > starting && p->n_workers < p->d->cfg.jobs) {
+	size_t waiting = p->q.n;
+	unsigned room = p->d->cfg.jobs + (starting == 0 && kj__uidq_any(&p->q, under_share, p) ? 1 : 0);
+	while (waiting > starting && p->n_workers < room && p->n_workers < 2 * p->d->cfg.jobs) {
 		if (worker_spawn(p) < 0) {
 			if (p->n_workers == 0)
 				fail_queue(p, KJIT_EWORKER, "cannot start a compile worker; see the kjitd log");
@@ -598,7 +628,7 @@ void kj__pool_submit(struct kj__pool *p, struct kj__job *job)
 		return;
 	}
 	job->queued_us = kj__now_us();
-	if (queue_push(p, job) < 0) {
+	if (kj__uidq_push(&p->q, job) < 0) {
 		job_finish(job, KJIT_ENOMEM, NULL, "kjitd is out of memory; retry later");
 		return;
 	}

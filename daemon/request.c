@@ -105,6 +105,24 @@ static int dup_strs(const struct kj__msg *m, uint16_t tag, size_t max_count, siz
 	return 0;
 }
 
+int kj__proc_dev_path(const char *name)
+{
+	const char *p = name;
+
+	if (*p != '/')
+		return 0;
+	for (;;) { /* "//proc", "/./dev": the same directories */
+		while (*p == '/')
+			p++;
+		if (p[0] == '.' && (p[1] == '/' || p[1] == '\0'))
+			p++;
+		else
+			break;
+	}
+	return ((strncmp(p, "proc", 4) == 0 && (p[4] == '/' || p[4] == '\0')) ||
+		(strncmp(p, "dev", 3) == 0 && (p[3] == '/' || p[3] == '\0')));
+}
+
 /* Headers come as HEADER_NAME then HEADER_DATA, pair by pair. */
 static int parse_headers(struct kj__get_req *g, const struct kj__msg *m, char *err, size_t errlen)
 {
@@ -133,6 +151,11 @@ static int parse_headers(struct kj__get_req *g, const struct kj__msg *m, char *e
 		size_t k = g->n_headers++;
 		if (kj__field_strdup(&m->f[i], KJ_NAME_MAX, &g->hnames[k]) < 0 || g->hnames[k][0] == '\0') {
 			snprintf(err, errlen, "a header name is empty, too long or holds a NUL");
+			return KJIT_EINVAL;
+		}
+		if (kj__proc_dev_path(g->hnames[k])) { /* the name unquoted: it may hold control bytes */
+			snprintf(err, errlen, "a header named under /proc or /dev is refused: such paths never reach a "
+				 "compiler");
 			return KJIT_EINVAL;
 		}
 		total += m->f[i + 1].len;

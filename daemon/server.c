@@ -100,20 +100,25 @@ static void dispatch(struct kj__daemon *d, struct kj__conn *c, const struct kj__
 	kj__msg_free(&m);
 }
 
+/* A peer in a child user namespace (access.c) is admitted when its own uid
+ * is, or when its namespace's owner is: by uid, or by a group that both
+ * the peer kept and the owner's account has (a subordinate uid keeps its
+ * owner's groups: it must not be admitted on them alone). */
 static int peer_allowed(struct kj__daemon *d, const struct kj__conn *c)
 {
 	const struct kj__config *cfg = &d->cfg;
-	uid_t uid = kj__conn_uid(c);
+	int nested;
+	uid_t uid = kj__conn_peer_uid(c, &nested), owner = kj__conn_uid(c);
 
 	if (cfg->n_allow_uid == 0 && cfg->n_allow_gid == 0)
 		return 1;
-	if (uid == 0 || uid == getuid())
+	if (uid == 0 || uid == getuid() || (nested && (owner == 0 || owner == getuid())))
 		return 1;
 	for (size_t i = 0; i < cfg->n_allow_uid; i++)
-		if (cfg->allow_uid[i] == uid)
+		if (cfg->allow_uid[i] == uid || (nested && cfg->allow_uid[i] == owner))
 			return 1;
 	for (size_t i = 0; i < cfg->n_allow_gid; i++)
-		if (kj__conn_in_group(c, cfg->allow_gid[i]))
+		if (kj__conn_in_group(c, cfg->allow_gid[i]) && (!nested || kj__uid_in_group(owner, cfg->allow_gid[i])))
 			return 1;
 	return 0;
 }

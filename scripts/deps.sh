@@ -9,7 +9,9 @@
 # is the fleet tier's client, remote/remote.c; redis-server only its tests'.
 # glslc (the same shaderc) is what tests/e2e/options.sh compares kjit's SPIR-V
 # with; python3-cryptography lets tests/e2e/redis-tool.py check a value's
-# AES-256-GMAC signature (fleet-trust.sh).
+# AES-256-GMAC signature (fleet-trust.sh); uidmap (newuidmap) lets
+# tests/e2e/tenancy.sh connect from a child user namespace mapped to
+# subordinate uids, as podman does.
 set -eu
 
 # Building and running: compilers of the three backends, the libraries kjitd
@@ -23,7 +25,7 @@ python3"
 # Testing only: the clang build and sanitizers, the suite's tools (sqlite3's
 # shell, spirv-val, valgrind, systemd-analyze, groff, hyperfine, a Redis
 # server for the fleet tests) and lintian for the package (tests/e2e/deb.sh).
-TEST_PKGS="clang libclang-rt-14-dev llvm sqlite3 spirv-tools glslc python3-cryptography
+TEST_PKGS="clang libclang-rt-14-dev llvm sqlite3 spirv-tools glslc python3-cryptography uidmap
 valgrind systemd groff-base hyperfine
 redis-server
 lintian"

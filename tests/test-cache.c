@@ -1304,7 +1304,7 @@ static void test_requesters_and_migration(void)
 	sqlite3_stmt *st;
 	CHECK_EQ_INT(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
 	CHECK_EQ_INT(sqlite3_step(st), SQLITE_ROW);
-	CHECK_EQ_INT(sqlite3_column_int(st, 0), 5); /* and on to the current schema */
+	CHECK_EQ_INT(sqlite3_column_int(st, 0), 6); /* and on to the current schema */
 	sqlite3_finalize(st);
 	sqlite3_close(db);
 	cleanup();
@@ -1370,7 +1370,7 @@ static void test_lowered_column_and_schema2(void)
 	CHECK_EQ_INT(sqlite3_open(path, &db), SQLITE_OK);
 	CHECK_EQ_INT(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
 	CHECK_EQ_INT(sqlite3_step(st), SQLITE_ROW);
-	CHECK_EQ_INT(sqlite3_column_int(st, 0), 5);
+	CHECK_EQ_INT(sqlite3_column_int(st, 0), 6);
 	sqlite3_finalize(st);
 	sqlite3_close(db);
 	/* a newer index than this kjit's is refused, not rebuilt */
@@ -1487,7 +1487,7 @@ static void test_entries_column_and_schema4(void)
 	CHECK_EQ_INT(sqlite3_open(path, &db), SQLITE_OK);
 	CHECK_EQ_INT(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
 	CHECK_EQ_INT(sqlite3_step(st), SQLITE_ROW);
-	CHECK_EQ_INT(sqlite3_column_int(st, 0), 5);
+	CHECK_EQ_INT(sqlite3_column_int(st, 0), 6);
 	sqlite3_finalize(st);
 	sqlite3_close(db);
 	cleanup();

@@ -1,11 +1,13 @@
 /* test-share.c: each uid's share of the cache (cache/share.c): owners are
  * first requesters, gc evicts from owners over their share first, then in
- * plain LRU order, and an index of schema 3 gains owners on upgrade. */
+ * plain LRU order, and an index of schema 3 gains owners on upgrade; a
+ * recipe counts with its object and goes with it (schema 6). */
 #include <ftw.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cache.h"
@@ -222,10 +224,86 @@ static void test_schema3_upgrade(void)
 	CHECK_EQ_INT(sqlite3_open(path, &db), SQLITE_OK);
 	CHECK_EQ_INT(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
 	CHECK_EQ_INT(sqlite3_step(st), SQLITE_ROW);
-	CHECK_EQ_INT(sqlite3_column_int(st, 0), 5);
+	CHECK_EQ_INT(sqlite3_column_int(st, 0), 6);
 	sqlite3_finalize(st);
 	sqlite3_close(db);
 	cleanup();
 }
 
-TEST_LIST(TEST(over_share_first) TEST(then_lru) TEST(first_requester_owns) TEST(schema3_upgrade))
+#define REC_LEN 4096 /* bytes of each test recipe */
+
+/* Stores a recipe (hex rec) of REC_LEN bytes for object i. */
+static void put_recipe(struct kj__cache *c, int i, const char *rec)
+{
+	static uint8_t body[REC_LEN];
+	char key[65];
+	make_key(i, key);
+	memset(body, 'r', sizeof body);
+	CHECK_EQ_INT(kj__cache_recipe_store(c, key, rec, body, sizeof body), 0);
+}
+
+static int recipe_file(const char *rec)
+{
+	char path[512];
+	struct stat st;
+	snprintf(path, sizeof path, "%s/recipes/%s.req", dir, rec);
+	return stat(path, &st) == 0;
+}
+
+/* Recipes count in the owner's bytes and the cache's, across a reopen, and
+ * go with their object (gc); a schema 5 index loses the recipe rows of
+ * objects gone and counts the recipes it keeps as 0. */
+static void test_recipes_counted(void)
+{
+	static const char rec1[] = "1111111111111111111111111111111111111111111111111111111111111111";
+	static const char rec2[] = "2222222222222222222222222222222222222222222222222222222222222222";
+	struct kj__cache_totals t;
+	uint64_t ev = 0, freed = 0;
+	char path[512], sql[512], key[65];
+	sqlite3 *db;
+	sqlite3_stmt *st;
+
+	setup();
+	struct kj__cache *c = open_share(0);
+	put(c, 1, 1002);
+	put_recipe(c, 1, rec1);
+	CHECK_EQ_INT(bytes_of(c, 1002), OBJ + REC_LEN);
+	CHECK_EQ_INT(kj__cache_totals(c, &t), 0);
+	CHECK_EQ_INT(t.bytes, OBJ + REC_LEN);
+	kj__cache_close(c);
+	c = open_share(0);
+	CHECK_EQ_INT(bytes_of(c, 1002), OBJ + REC_LEN); /* rsize kept in the row */
+	CHECK(recipe_file(rec1));
+	CHECK_EQ_INT(kj__cache_gc(c, 1, &ev, &freed), 0);
+	CHECK_EQ_INT(ev, 1);
+	CHECK_EQ_INT(freed, OBJ + REC_LEN);
+	CHECK(!recipe_file(rec1)); /* the last object that named it is gone */
+	put(c, 2, 1003);
+	put_recipe(c, 2, rec2);
+	kj__cache_close(c);
+	snprintf(path, sizeof path, "%s/index.sqlite", dir);
+	CHECK_EQ_INT(sqlite3_open(path, &db), SQLITE_OK);
+	make_key(9, key);
+	snprintf(sql, sizeof sql, "ALTER TABLE objects DROP COLUMN rsize; DROP TRIGGER recipe_of_gone;"
+		 " INSERT INTO recipe_of(key, recipe) VALUES('%s', '%s'); PRAGMA user_version=5;", key, rec1);
+	CHECK_EQ_INT(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	c = open_share(0);
+	CHECK_EQ_INT(bytes_of(c, 1003), OBJ); /* counted as 0 until published again */
+	kj__cache_close(c);
+	CHECK_EQ_INT(sqlite3_open(path, &db), SQLITE_OK);
+	CHECK_EQ_INT(sqlite3_prepare_v2(db, "SELECT count(*) FROM recipe_of", -1, &st, NULL), SQLITE_OK);
+	CHECK_EQ_INT(sqlite3_step(st), SQLITE_ROW);
+	CHECK_EQ_INT(sqlite3_column_int(st, 0), 1); /* object 2's; object 9's row went */
+	sqlite3_finalize(st);
+	CHECK_EQ_INT(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
+	CHECK_EQ_INT(sqlite3_step(st), SQLITE_ROW);
+	CHECK_EQ_INT(sqlite3_column_int(st, 0), 6);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	CHECK(recipe_file(rec2));
+	cleanup();
+}
+
+TEST_LIST(TEST(over_share_first) TEST(then_lru) TEST(first_requester_owns) TEST(schema3_upgrade)
+	  TEST(recipes_counted))

@@ -140,7 +140,7 @@ EOF
 	sqlite3 "$KJIT_CACHE_DIR/index.sqlite" "UPDATE objects SET key = '$k1' WHERE key = '$k0';
 		ALTER TABLE objects DROP COLUMN entries; PRAGMA user_version=4;"
 	start_daemon || { not_ok start "kjitd did not start on the schema 4 index"; exit 1; }
-	check "old cache: schema 4 upgraded to 5" [ "$(sqlite3 "$KJIT_CACHE_DIR/index.sqlite" 'PRAGMA user_version')" = 5 ]
+	check "old cache: schema 4 upgraded to 6" [ "$(sqlite3 "$KJIT_CACHE_DIR/index.sqlite" 'PRAGMA user_version')" = 6 ]
 	c0=$(stat_value compiles)
 	b=$(get --source "$src" --backend cuda --target sm_90 --entry ka_old)
 	check "old cache: the request's object, under its legacy key, is a hit ($b)" [ "$b" = "hit $k1" ]

@@ -97,7 +97,7 @@ if [ $have_nvrtc = 1 ]; then
 			--name-expression 'scale<float, 4>' --name-expression 'scale<__half, 2>' 2>&1)
 		check "schema 2 index: the entry kept, a hit with its lowered names" sh -c "echo '$t4' | grep -q '^hit $k3' &&
 			echo '$t4' | grep -q '^lowered scale<__half, 2> _Z5scaleI6__halfLi2EEvPT_S1_i\$'"
-		check "schema 2 index: now schema 5" [ "$(sqlite3 "$KJIT_CACHE_DIR/index.sqlite" 'PRAGMA user_version')" = 5 ]
+		check "schema 2 index: now schema 6" [ "$(sqlite3 "$KJIT_CACHE_DIR/index.sqlite" 'PRAGMA user_version')" = 6 ]
 		"$KJIT" show "$k3" >"$T/show" 2>&1
 		check "schema 2 index: the names moved out of the log" sh -c "grep -q '^lowered *scale<float, 4> = ' '$T/show' &&
 			! grep -q 'kjit: lowered name' '$T/show'"

@@ -11,8 +11,8 @@ REQUESTS=${STRESS_REQUESTS:-1000}
 BIN="$TOP/$BUILD/stress/stress"
 if [ ! -x "$BIN" ] || [ "$BIN" -ot "$TOP/tests/stress/stress.c" ]; then
 	BIN="$T/stress"
-	cc -std=c11 -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -I"$TOP/client" -I"$TOP/common" \
-		"$TOP/tests/stress/stress.c" "$TOP/$BUILD/libkjit.a" -lcrypto -ldl -pthread -o "$BIN" ||
+	cc -std=c11 -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -I"$TOP/include" -I"$TOP/client" \
+		-I"$TOP/common" "$TOP/tests/stress/stress.c" "$TOP/$BUILD/libkjit.a" -lcrypto -ldl -pthread -o "$BIN" ||
 		{ not_ok "build stress" "cc failed"; exit 1; }
 fi
 # The hot set and the memo are caches that grow to their caps by design
@@ -28,6 +28,16 @@ if nm "$KJITD" 2>/dev/null | grep -q __asan_init; then
 	slack="--rss-slack 64"
 	echo "# note: ASan build: RSS slack 64 MB for the quarantine; the plain suite checks 20 MB" >&2
 fi
+# The index's checkpoints run on a connection of their own (offloop.c,
+# cache/jobrun.c), opened and closed each time; closing it leaves its
+# descriptor of index.sqlite open, because SQLite's unix VFS never closes a
+# file while the process holds a lock on it (the main connection's, held
+# for good in WAL mode), and hands that descriptor to the next connection
+# opened on the file.  So one more descriptor appears at the first
+# checkpoint, which a busy machine may put after the warm-up's count
+# (issue 29 item 8: 24 -> 25): a gc here opens and closes such a connection
+# before the count, and a leak of more is still caught.
+"$KJIT" gc >/dev/null || { not_ok "gc before the run" "kjit gc failed"; exit 1; }
 # shellcheck disable=SC2086
 "$BIN" -p "$DAEMON_PID" -c "$CLIENTS" -n "$REQUESTS" $slack >"$T/out" 2>&1
 rc=$?

@@ -22,6 +22,7 @@
  * slack (default 20 MB) after the warm-up, or a leaked descriptor.
  */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -93,6 +94,45 @@ static int count_fds(pid_t pid)
 		n += de->d_name[0] != '.';
 	closedir(d);
 	return n;
+}
+
+/* The daemon's descriptors with their targets, "N -> TARGET\n" each, into
+ * buf (for the report of a leak: which one it is). */
+static void list_fds(pid_t pid, char *buf, size_t cap)
+{
+	char path[64], link[PATH_MAX], target[PATH_MAX];
+	struct dirent *de;
+	size_t len = 0;
+
+	buf[0] = '\0';
+	snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+	DIR *d = opendir(path);
+	if (d == NULL)
+		return;
+	while ((de = readdir(d)) != NULL && len < cap) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(link, sizeof link, "%s/%s", path, de->d_name);
+		ssize_t n = readlink(link, target, sizeof target - 1);
+		target[n < 0 ? 0 : n] = '\0';
+		int w = snprintf(buf + len, cap - len, "%s -> %s\n", de->d_name, target);
+		len += w < 0 ? cap : (size_t)w;
+	}
+	closedir(d);
+}
+
+/* Prints the lines of after that are not in before (descriptors opened
+ * meanwhile). */
+static void print_new_fds(const char *before, const char *after)
+{
+	for (const char *p = after; *p;) {
+		size_t l = strcspn(p, "\n");
+		char line[PATH_MAX + 32];
+		snprintf(line, sizeof line, "%.*s\n", (int)l, p);
+		if (strstr(before, line) == NULL)
+			printf("stress: opened during the run: %.*s\n", (int)l, p);
+		p += l + (p[l] == '\n');
+	}
 }
 
 /* The source of kind k number i (client ci, request ri for unique ones). */
@@ -325,6 +365,8 @@ int main(int argc, char **argv)
 		return 1;
 	usleep(300000);
 	int fds0 = count_fds(dpid);
+	static char fdlist0[1 << 16], fdlist1[1 << 16];
+	list_fds(dpid, fdlist0, sizeof fdlist0);
 	long rss_start = proc_kb(dpid, "VmRSS"), rss_peak = rss_start;
 	printf("stress: %u clients x %u requests (hit %u%%, shared %u%%, miss %u%%, bad %u%%, disconnect %u%%)\n",
 	       clients, n_req, pct[K_HIT], pct[K_SHARED], pct[K_MISS], pct[K_BAD], pct[K_DISC]);
@@ -418,6 +460,8 @@ int main(int argc, char **argv)
 	}
 	if (fds1 < 0 || fds1 > fds0) {
 		printf("stress: FAIL: daemon descriptors %d -> %d\n", fds0, fds1);
+		list_fds(dpid, fdlist1, sizeof fdlist1);
+		print_new_fds(fdlist0, fdlist1);
 		fail = 1;
 	}
 	return fail;
