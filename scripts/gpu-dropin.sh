@@ -167,6 +167,7 @@ cat "$O/gpu-dropin-miss.txt"
 		awk '{print "worker minflt=" $10, "majflt=" $12, "cpu_ticks=" ($14 + $15), "on_cpu=" $39}' "/proc/$WK/stat"
 		grep -E 'AnonHuge|FilePmd' "/proc/$WK/smaps_rollup" | tr -s ' \n' '  '
 		grep -E 'ctxt' "/proc/$WK/status" | tr -s '\t\n' '  '
+		for p in $(pgrep -x kjitd); do printf 'kjitd pid %s ticks %s; ' "$p" "$(awk '{print $14 + $15}' "/proc/$p/stat")"; done
 		echo
 	}
 	for r in 1 2; do
