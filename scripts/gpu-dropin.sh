@@ -192,6 +192,14 @@ cat "$O/gpu-dropin-miss.txt"
 	done
 } >"$O/gpu-dropin-worker.txt" 2>&1
 cat "$O/gpu-dropin-worker.txt"
+worker_summary() { # CPU ms per warm compile: in-process lines' mean, the worker's ticks over its 8 compiles
+	awk '/^real .*dropmiss-later/ {l = $0; sub(/ dropmiss-later.*/, "", l); c = $0; sub(/.*cpu_ms=/, "", c); sub(/ .*/, "", c)
+			n = split(c, v, ","); t = 0; for (i = 1; i <= n; i++) t += v[i]; printf "summary %s: %.1f ms CPU per compile\n", l, t / n }
+		/^worker minflt/ {tk = $0; sub(/.*cpu_ticks=/, "", tk); sub(/ .*/, "", tk)
+			if (lab != "") printf "summary %s worker: %.1f ms CPU per compile\n", lab, (tk - t0) * 10 / 8; lab = ""; t0 = tk }
+		/^kjit .*dropmiss-later/ {lab = $0; sub(/ dropmiss-later.*/, "", lab)}' "$O/gpu-dropin-worker.txt"
+}
+worker_summary
 "$D/kjit" stats >"$O/gpu-dropin-stats.txt" 2>&1
 
 # Every NVRTC answer, real vs drop-in, on this machine's NVRTC.
@@ -221,7 +229,7 @@ WK=$(pgrep -n -f -- '--worker nvrtc')
 		wk
 	done
 } >>"$O/gpu-dropin-worker.txt" 2>&1
-tail -n 12 "$O/gpu-dropin-worker.txt"
+worker_summary | grep hugetlb
 "$D/kjit" stop >/dev/null 2>&1
 echo "# gpu-dropin: $FAILS failed"
 exit "$((FAILS > 0))"
