@@ -218,12 +218,12 @@ static int load(struct api *A, int ptx, char *path, size_t pathlen)
 	return 0;
 }
 
-/* -c: the CUDA driver loaded and initialised before NVRTC. */
+/* -c: the CUDA driver loaded and initialised before NVRTC (cuinit_ms: both). */
 static void cuda_first(void)
 {
+	double t0 = now_ms();
 	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
 	int (*init)(unsigned) = NULL;
-	double t0 = now_ms();
 
 	if (h != NULL)
 		*(void **)&init = dlsym(h, "cuInit");
