@@ -7,7 +7,7 @@
  * calls nothing of kjit's (the bench harness links libkjit in; nothing
  * here uses it), so which library answers is the library path's choice.
  *
- *   bench-dropmiss [-a ARCH] [-s SALT] [-f SOURCE] [-- OPTIONS...]
+ *   bench-dropmiss [-a ARCH] [-s SALT] [-f SOURCE] [-n N] [-g MS] [-j] [-c] [-- OPTIONS...]
  *
  * It compiles two new kernels (the salt, a comment in the text, makes each
  * a kjit miss): the first pays the library's first compile, the second is
@@ -19,13 +19,30 @@
  * total1 is load + version + create + compile1 + get: a process's first
  * call.  bench/dropmiss.sh runs it both ways in fresh processes and prints
  * the medians.
+ *
+ * -n N (issue 31's worker question: why does kjitd's warm worker spend
+ * 2.5-3x the CPU of a warm in-process compile on the H200 when both take
+ * the same here?) then compiles N more new kernels in this process the way
+ * the worker meets its jobs: -g MS idle before each (the worker waits for
+ * requests), -j each in a fresh folder made the working directory and
+ * TMPDIR (the worker's job-N).  A second line:
+ *   dropmiss-later n= gap_ms= jobdir= ms=A,B,.. cpu_ms=A,B,.. cpus=C>C,.. huge_kb=A/F
+ * (each compile's wall and CPU time, the CPU it started>ended on; then
+ * AnonHugePages/FilePmdMapped of /proc/self/smaps_rollup: memory and
+ * NVRTC's code on huge pages).  -c first loads the CUDA driver and calls
+ * cuInit (as PyTorch and CuPy have before their first compile, where a
+ * fresh process's first compile took 18-37 ms on the H200 against ~200 ms
+ * here without the driver): "dropmiss-cuda cuinit_ms= rc=".
  */
 #include <dlfcn.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef int res_t;
 typedef void *prog_t;
@@ -103,6 +120,79 @@ static int one(const struct api *A, const char *text, int n, const char *const *
 	return 0;
 }
 
+static double cpu_ms(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru) < 0)
+		return 0;
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+}
+
+/* "A/F": AnonHugePages and FilePmdMapped (kB) of /proc/self/smaps_rollup. */
+static void huge_kb(char *out, size_t len)
+{
+	FILE *f = fopen("/proc/self/smaps_rollup", "r");
+	char line[256];
+	long a = -1, fp = -1;
+
+	while (f && fgets(line, sizeof line, f)) {
+		sscanf(line, "AnonHugePages: %ld", &a);
+		sscanf(line, "FilePmdMapped: %ld", &fp);
+	}
+	if (f)
+		fclose(f);
+	snprintf(out, len, "%ld/%ld", a, fp);
+}
+
+/* -n: n more new kernels, gap_ms idle before each, each in a fresh
+ * working directory and TMPDIR under /tmp when jobdir; one line. */
+static int later(const struct api *A, const char *fmt, const char *salt, int n, int gap_ms, int jobdir, int nopt,
+		 const char *const *opts)
+{
+	char base[] = "/tmp/kjd-later.XXXXXX", dir[64];
+	size_t tl = strlen(fmt) + 256;
+	char *text = malloc(tl);
+
+	if (text == NULL || (jobdir && mkdtemp(base) == NULL))
+		return -1;
+	printf("dropmiss-later n=%d gap_ms=%d jobdir=%d", n, gap_ms, jobdir);
+	char ms[4096] = "", cpu[4096] = "", cpus[4096] = "";
+	size_t lm = 0, lc = 0, lp = 0;
+	for (int k = 0; k < n; k++) {
+		double t[3] = { 0 };
+		struct timespec gap = { gap_ms / 1000, (long)(gap_ms % 1000) * 1000000L };
+		if (gap_ms > 0)
+			nanosleep(&gap, NULL);
+		snprintf(dir, sizeof dir, "%s/job-%d", base, k);
+		if (jobdir && (mkdir(dir, 0700) < 0 || chdir(dir) < 0 || setenv("TMPDIR", dir, 1) < 0))
+			return -1;
+		snprintf(text, tl, "// kjd salt %s later %d\n%s", salt, k, fmt);
+		int c0 = sched_getcpu();
+		double u0 = cpu_ms();
+		if (one(A, text, nopt, opts, t) < 0)
+			return -1;
+		double u1 = cpu_ms();
+		int c1 = sched_getcpu();
+		if (jobdir && (chdir(base) < 0 || rmdir(dir) < 0))
+			return -1;
+		if (lm < sizeof ms)
+			lm += (size_t)snprintf(ms + lm, sizeof ms - lm, "%s%.1f", k ? "," : "", t[1]);
+		if (lc < sizeof cpu)
+			lc += (size_t)snprintf(cpu + lc, sizeof cpu - lc, "%s%.1f", k ? "," : "", u1 - u0);
+		if (lp < sizeof cpus)
+			lp += (size_t)snprintf(cpus + lp, sizeof cpus - lp, "%s%d>%d", k ? "," : "", c0, c1);
+	}
+	char hk[64];
+	huge_kb(hk, sizeof hk);
+	printf(" ms=%s cpu_ms=%s cpus=%s huge_kb=%s\n", ms, cpu, cpus, hk);
+	if (jobdir)
+		rmdir(base);
+	free(text);
+	return 0;
+}
+
 static int load(struct api *A, int ptx, char *path, size_t pathlen)
 {
 	void *h = dlopen("libnvrtc.so.13", RTLD_NOW | RTLD_LOCAL);
@@ -128,15 +218,32 @@ static int load(struct api *A, int ptx, char *path, size_t pathlen)
 	return 0;
 }
 
+/* -c: the CUDA driver loaded and initialised before NVRTC (cuinit_ms: both). */
+static void cuda_first(void)
+{
+	double t0 = now_ms();
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+	int (*init)(unsigned) = NULL;
+
+	if (h != NULL)
+		*(void **)&init = dlsym(h, "cuInit");
+	int rc = init ? init(0) : -1;
+	printf("dropmiss-cuda cuinit_ms=%.2f rc=%d\n", now_ms() - t0, rc);
+}
+
 int main(int argc, char **argv)
 {
 	const char *arch = "sm_90", *salt = "1", *fmt = default_src;
 	const char *opts[64];
-	int n = 0, i = 1, maj = 0, min = 0;
+	int n = 0, i = 1, maj = 0, min = 0, n_later = 0, gap_ms = 0, jobdir = 0, cuda = 0;
 	char archopt[64], path[4096] = "?";
 	struct api A;
 
 	for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
+		if (strcmp(argv[i], "-j") == 0 || strcmp(argv[i], "-c") == 0) {
+			*(argv[i][1] == 'j' ? &jobdir : &cuda) = 1;
+			continue;
+		}
 		if (i + 1 >= argc)
 			goto usage;
 		if (strcmp(argv[i], "-a") == 0)
@@ -145,6 +252,10 @@ int main(int argc, char **argv)
 			salt = argv[++i];
 		else if (strcmp(argv[i], "-f") == 0)
 			fmt = read_file(argv[++i]);
+		else if (strcmp(argv[i], "-n") == 0)
+			n_later = atoi(argv[++i]);
+		else if (strcmp(argv[i], "-g") == 0)
+			gap_ms = atoi(argv[++i]);
 		else
 			goto usage;
 	}
@@ -160,6 +271,8 @@ int main(int argc, char **argv)
 	snprintf(t2, tl, "// kjd salt %s b\n%s", salt, fmt);
 
 	struct rusage ru0, ru1;
+	if (cuda)
+		cuda_first();
 	double t0 = now_ms(), t[3] = { 0 }, c2[3] = { 0 };
 	if (load(&A, strncmp(arch, "compute_", 8) == 0, path, sizeof path) < 0)
 		return 1;
@@ -176,8 +289,13 @@ int main(int argc, char **argv)
 	       (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec + ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) * 1e3 +
 		       (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec + ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) / 1e3,
 	       ru1.ru_minflt - ru0.ru_minflt, path);
+	fflush(stdout);
+	if (n_later > 0 && later(&A, fmt, salt, n_later, gap_ms, jobdir, n, opts) < 0) {
+		fprintf(stderr, "bench-dropmiss: a later compile failed\n");
+		return 1;
+	}
 	return 0;
 usage:
-	fprintf(stderr, "usage: bench-dropmiss [-a ARCH] [-s SALT] [-f SOURCE] [-- OPTIONS...]\n");
+	fprintf(stderr, "usage: bench-dropmiss [-a ARCH] [-s SALT] [-f SOURCE] [-n N] [-g MS] [-j] [-c] [-- OPTIONS...]\n");
 	return 2;
 }

@@ -8,12 +8,17 @@
 # alternating; for the drop-in also its debug line (its own checks and
 # headers, kjitd's round trip) and the worker's CPU time, page faults and
 # compile time (kjitd's compile_ms).  Prints every line, then the medians.
-#   bash bench/dropmiss.sh [ROUNDS] [ARCH]      (default 7, sm_90)
+#   bash bench/dropmiss.sh [ROUNDS] [ARCH] [LATER]   (default 7, sm_90, 0)
+# LATER > 0: each process then compiles LATER more new kernels (-n), and
+# the last line compares the CPU per warm compile: in-process (the mean of
+# its LATER compiles) against the worker's (its CPU over the 2 + LATER
+# compiles of the drop-in's process), the median of the rounds' ratios.
 # BUILD (default build) holds kjitd, kjit, the drop-in and bench-dropmiss;
 # KJIT_TEST_NVRTC_DIR the real NVRTC (default /usr/local/cuda/lib64).
 set -u
 ROUNDS=${1:-7}
 ARCH=${2:-sm_90}
+LATER=${3:-0}
 BUILD=${BUILD:-build}
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 BIN="$TOP/$BUILD/bench"
@@ -33,13 +38,13 @@ W=${g:-$W}
 cms() { "$KJIT" stats --json | tr ',{}' '\n\n\n' | sed -n 's/^"compile_ms":\([0-9]*\)$/\1/p'; }
 wst() { awk '{print $10, ($14 + $15) * 10}' "/proc/$W/stat"; } # minor faults, CPU ms
 for r in $(seq "$ROUNDS"); do
-	LD_LIBRARY_PATH="$REAL" "$BIN/bench-dropmiss" -a "$ARCH" -s "r$r$$" | sed 's/^/real /'
+	LD_LIBRARY_PATH="$REAL" "$BIN/bench-dropmiss" -a "$ARCH" -s "r$r$$" -n "$LATER" | sed 's/^/real /'
 	m0=$(cms)
 	read -r f0 c0 <<<"$(wst)"
 	KJIT_DROPIN_DEBUG=1 LD_LIBRARY_PATH="$TOP/$BUILD/dropin/nvrtc" "$BIN/bench-dropmiss" -a "$ARCH" -s "k$r$$" \
-		2>"$T/dbg" | sed 's/^/kjit /'
+		-n "$LATER" 2>"$T/dbg" | sed 's/^/kjit /'
 	read -r f1 c1 <<<"$(wst)"
-	echo "kjit-worker compile_ms=$(($(cms) - m0)) cpu_ms=$((c1 - c0)) minflt=$((f1 - f0)) (2 compiles) |" \
+	echo "kjit-worker compile_ms=$(($(cms) - m0)) cpu_ms=$((c1 - c0)) minflt=$((f1 - f0)) ($((2 + LATER)) compiles) |" \
 		"$(tr '\n' ' ' <"$T/dbg")"
 done | tee "$T/lines"
 med() { # side field: the median of field over side's lines
@@ -50,3 +55,10 @@ echo "medians over $ROUNDS rounds, $ARCH:"
 for f in total1_ms compile1_ms compile2_ms version_ms load_ms; do
 	echo "  $f: real $(med real $f), drop-in $(med kjit $f)"
 done
+[ "$LATER" -gt 0 ] || exit 0
+grep -o 'real dropmiss-later.*cpu_ms=[0-9.,]*' "$T/lines" | sed 's/.*cpu_ms=//' | tr ',' ' ' |
+	awk '{s = 0; for (i = 1; i <= NF; i++) s += $i; print s / NF}' >"$T/real"
+grep '^kjit-worker' "$T/lines" | sed 's/.* cpu_ms=\([0-9]*\) .*/\1/' | awk -v n=$((2 + LATER)) '{print $1 / n}' >"$T/worker"
+paste "$T/real" "$T/worker" | awk '{printf "%.1f %.1f %.2f\n", $1, $2, $2 / $1}' | sort -k3 -n >"$T/ratio"
+awk '{r[NR] = $3; a = a sprintf(" %.1f/%.1f", $1, $2)} END {m = (NR % 2) ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2;
+	printf "  CPU per warm compile, in-process/worker (ms):%s; worker/in-process median %.2fx\n", a, m}' "$T/ratio"

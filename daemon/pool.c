@@ -407,12 +407,15 @@ static void worker_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
  * folders), TMPDIR (the base for a directory of its own should
  * KJIT_WORKER_TMPDIR be relative, with a relative --cache-dir), the
  * sanitizer options (a sanitized build's workers obey the same settings),
- * and KJIT_WORKER_NO_NAMESPACES (tests: an unprivileged daemon's workers
- * take the Landlock-only path of a kernel without user namespaces). */
+ * KJIT_WORKER_NO_NAMESPACES (tests: an unprivileged daemon's workers
+ * take the Landlock-only path of a kernel without user namespaces), and
+ * GLIBC_TUNABLES (the admin's malloc settings, e.g. glibc.malloc.hugetlb=1:
+ * issue 31 measures the nvrtc worker's compile with its heap on huge
+ * pages; glibc reads it at the worker's exec, nothing else does). */
 static char **worker_env(const struct kj__daemon *d, const char *tmpdir)
 {
 	static const char *const keep[] = { "LD_LIBRARY_PATH", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS",
-					    "TMPDIR", "KJIT_WORKER_NO_NAMESPACES" };
+					    "TMPDIR", "KJIT_WORKER_NO_NAMESPACES", "GLIBC_TUNABLES" };
 	char **env = calloc(KJ_ARRAY_SIZE(keep) + 6, sizeof *env);
 	size_t n = 0;
 

@@ -143,6 +143,63 @@ for i in 1 2 3 4 5 6; do
 	done
 done
 cat "$O/gpu-dropin-miss.txt"
+
+# ---- issue 31: why the warm worker's compile costs 2.5-3x a warm in-process one ----
+# Same NVRTC, source and options; on the Debian VM both take the same CPU,
+# and the same instructions (docs/dropin.md).  In-process, the worker's
+# conditions one at a time (6 new kernels after the first two): back to
+# back; an idle gap before each (the worker waits for requests); a fresh
+# working directory and TMPDIR each (its job-N); its environment (kjitd
+# gives workers only PATH, LANG, HOME, LD_LIBRARY_PATH, TMPDIR); its
+# rlimits; its malloc settings (compilers/nvrtc.c's mallopt); the CUDA
+# driver initialised first (-c: the Python programs' state); then the
+# drop-in with the worker's CPU ticks, CPU, faults and huge pages around.
+{
+	echo "cpus $(nproc) $(grep -m1 'model name' /proc/cpuinfo)"
+	grep -H . /sys/kernel/mm/transparent_hugepage/enabled /sys/kernel/mm/transparent_hugepage/defrag \
+		/sys/kernel/mm/transparent_hugepage/hugepages-*/enabled /sys/devices/system/cpu/vulnerabilities/spec_store_bypass \
+		/sys/devices/system/cpu/vulnerabilities/spectre_v2 /sys/devices/system/clocksource/clocksource0/current_clocksource \
+		/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor 2>/dev/null
+	env | grep -E '^(GLIBC_TUNABLES|MALLOC_[A-Z_]*|LD_BIND_NOW|LD_PRELOAD|CUDA_[A-Z_]*|NVRTC[A-Z_]*)='
+	grep -E 'Seccomp|Speculation|Cpus_allowed_list|THP' "/proc/$WK/status"
+	R="/usr/local/cuda/lib64:$LD_LIBRARY_PATH" K="$D/dropin/nvrtc:$LD_LIBRARY_PATH" B="$D/tests/bench-dropmiss"
+	wk() {
+		awk '{print "worker minflt=" $10, "majflt=" $12, "cpu_ticks=" ($14 + $15), "on_cpu=" $39}' "/proc/$WK/stat"
+		grep -E 'AnonHuge|FilePmd' "/proc/$WK/smaps_rollup" | tr -s ' \n' '  '
+		grep -E 'ctxt' "/proc/$WK/status" | tr -s '\t\n' '  '
+		for p in $(pgrep -x kjitd); do printf 'kjitd pid %s ticks %s; ' "$p" "$(awk '{print $14 + $15}' "/proc/$p/stat")"; done
+		echo
+	}
+	for r in 1 2; do
+		for v in "" "-g 300" "-j"; do
+			# shellcheck disable=SC2086
+			LD_LIBRARY_PATH="$R" "$B" -a sm_90 -s "w$r$$${v#-}" -n 6 $v | grep later | sed "s/^/real [$v] /"
+		done
+		# the CUDA driver up first, as in PyTorch and CuPy (their first compile: 18-37 ms)
+		LD_LIBRARY_PATH="$R" "$B" -a sm_90 -s "c$r$$" -n 6 -c | sed "s/^/real [-c] /"
+		env -i PATH=/usr/local/bin:/usr/bin:/bin LANG=C HOME=/nonexistent TMPDIR=/tmp LD_LIBRARY_PATH="$R" \
+			"$B" -a sm_90 -s "e$r$$" -n 6 | grep later | sed "s/^/real [worker env] /"
+		LD_LIBRARY_PATH="$R" prlimit --as=17179869184 --fsize=1073741824 --core=0 "$B" -a sm_90 -s "l$r$$" -n 6 |
+			grep later | sed "s/^/real [worker rlimits] /"
+		LD_LIBRARY_PATH="$R" MALLOC_TRIM_THRESHOLD_=268435456 MALLOC_MMAP_THRESHOLD_=33554432 "$B" -a sm_90 -s "m$r$$" -n 6 |
+			grep later | sed "s/^/real [worker mallopt] /"
+		for v in "" "-g 300"; do
+			wk
+			# shellcheck disable=SC2086
+			LD_LIBRARY_PATH="$K" "$B" -a sm_90 -s "x$r$$${v#-}" -n 6 $v | grep later | sed "s/^/kjit [$v] /"
+			wk
+		done
+	done
+} >"$O/gpu-dropin-worker.txt" 2>&1
+cat "$O/gpu-dropin-worker.txt"
+worker_summary() { # CPU ms per warm compile: in-process lines' mean, the worker's ticks over its 8 compiles
+	awk '/^real .*dropmiss-later/ {l = $0; sub(/ dropmiss-later.*/, "", l); c = $0; sub(/.*cpu_ms=/, "", c); sub(/ .*/, "", c)
+			n = split(c, v, ","); t = 0; for (i = 1; i <= n; i++) t += v[i]; printf "summary %s: %.1f ms CPU per compile\n", l, t / n }
+		/^worker minflt/ {tk = $0; sub(/.*cpu_ticks=/, "", tk); sub(/ .*/, "", tk)
+			if (lab != "") printf "summary %s worker: %.1f ms CPU per compile\n", lab, (tk - t0) * 10 / 8; lab = ""; t0 = tk }
+		/^kjit .*dropmiss-later/ {lab = $0; sub(/ dropmiss-later.*/, "", lab)}' "$O/gpu-dropin-worker.txt"
+}
+worker_summary
 "$D/kjit" stats >"$O/gpu-dropin-stats.txt" 2>&1
 
 # Every NVRTC answer, real vs drop-in, on this machine's NVRTC.
@@ -154,6 +211,25 @@ cmp -s "$W/real.txt" "$W/kj1.txt" && cmp -s "$W/real.txt" "$W/kj2.txt" &&
 	{ not_ok "gpu-dropin: nvrtc-api" "differs from the real NVRTC"; diff "$W/real.txt" "$W/kj1.txt" | head -20; }
 LD_LIBRARY_PATH="$D/dropin/nvrtc:$LD_LIBRARY_PATH" "$D/tests/bench-dropin" 2000 | tee "$O/gpu-dropin-bench.txt"
 cat "$O/gpu-dropin-stats.txt" | grep -E '^(hits|compiles|dropin)'
+"$D/kjit" stop >/dev/null 2>&1
+
+# ---- issue 31: the same worker with glibc's malloc on transparent huge pages ----
+# (a second kjitd whose workers get GLIBC_TUNABLES=glibc.malloc.hugetlb=1)
+export KJIT_SOCKET="$W/sock/huge.sock"
+GLIBC_TUNABLES=glibc.malloc.hugetlb=1 "$D/kjitd" --socket "$KJIT_SOCKET" --cache-dir "$W/cache-huge" \
+	--kernels-dir "$D/kernels_src" --log "$O/gpu-dropin-kjitd-huge.log" --prestart nvrtc &&
+	for i in $(seq 100); do "$D/kjit" stats 2>/dev/null | grep -q '^workers nvrtc *alive 1' && break; sleep 0.1; done
+sleep 2
+WK=$(pgrep -n -f -- '--worker nvrtc')
+{
+	tr '\0' '\n' <"/proc/$WK/environ" | grep GLIBC
+	for r in 1 2 3; do
+		wk
+		LD_LIBRARY_PATH="$K" "$B" -a sm_90 -s "h$r$$" -n 6 | grep later | sed "s/^/kjit hugetlb=1 /"
+		wk
+	done
+} >>"$O/gpu-dropin-worker.txt" 2>&1
+worker_summary | grep hugetlb
 "$D/kjit" stop >/dev/null 2>&1
 echo "# gpu-dropin: $FAILS failed"
 exit "$((FAILS > 0))"

@@ -101,14 +101,25 @@ fi
 
 # ---- --prestart / KJITD_PRESTART (what `kjit run` gives a kjitd it starts) ----
 stop_daemon
-export KJITD_PRESTART=nvrtc KJIT_CACHE_DIR="$T/cache2"
+export KJITD_PRESTART=nvrtc KJIT_CACHE_DIR="$T/cache2" GLIBC_TUNABLES=glibc.malloc.hugetlb=1
 start_daemon || { not_ok "dropin-inc: prestart" "kjitd did not start"; exit 1; }
-unset KJITD_PRESTART
+unset KJITD_PRESTART GLIBC_TUNABLES
 i=0
 while [ $i -lt 200 ] && ! "$KJIT" stats | grep -q '^workers nvrtc *alive 1'; do
 	sleep 0.05
 	i=$((i + 1))
 done
+# The admin's GLIBC_TUNABLES reaches the workers (issue 31: the nvrtc
+# worker's heap on huge pages), nothing else of kjitd's environment does.
+wp=$(pgrep -P "$DAEMON_PID" -f -- '--worker nvrtc' | head -n 1)
+if [ -n "$wp" ] && [ -r "/proc/$wp/environ" ]; then
+	tr '\0' '\n' <"/proc/$wp/environ" >"$T/wenv"
+	check "dropin-inc: kjitd passes GLIBC_TUNABLES on to its workers" grep -qx 'GLIBC_TUNABLES=glibc.malloc.hugetlb=1' "$T/wenv"
+	check "dropin-inc: and not KJITD_PRESTART (the worker's environment stays kjitd's list)" \
+		sh -c "! grep -q '^KJITD_PRESTART=' '$T/wenv'"
+else
+	echo "# skip dropin-inc: the worker's environment is not readable here"
+fi
 w=$("$KJIT" stats | grep '^workers nvrtc')
 check "dropin-inc: KJITD_PRESTART=nvrtc: the nvrtc worker is up before any request ($w)" \
 	sh -c "echo '$w' | grep -q 'alive 1 .*started 1' && [ '$(stat_value misses)' = 0 ]"
