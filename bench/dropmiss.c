@@ -35,7 +35,6 @@
  * here without the driver): "dropmiss-cuda cuinit_ms= rc=".
  */
 #include <dlfcn.h>
-#include <errno.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,15 +165,8 @@ static int later(const struct api *A, const char *fmt, const char *salt, int n, 
 		struct timespec gap = { gap_ms / 1000, (long)(gap_ms % 1000) * 1000000L };
 		if (gap_ms > 0)
 			nanosleep(&gap, NULL);
-		/* $KJD_JOB (with -j): both (default) a fresh working directory and
-		 * TMPDIR per compile, cwd or tmp only one of them, stable one
-		 * directory for every compile: which of the job's folders costs */
-		const char *mode = getenv("KJD_JOB") ? getenv("KJD_JOB") : "both";
-		int stable = strcmp(mode, "stable") == 0;
-		snprintf(dir, sizeof dir, "%s/job-%d", base, stable ? 0 : k);
-		if (jobdir && ((mkdir(dir, 0700) < 0 && !(stable && errno == EEXIST)) ||
-			       (strcmp(mode, "tmp") != 0 && chdir(dir) < 0) ||
-			       (strcmp(mode, "cwd") != 0 && setenv("TMPDIR", dir, 1) < 0)))
+		snprintf(dir, sizeof dir, "%s/job-%d", base, k);
+		if (jobdir && (mkdir(dir, 0700) < 0 || chdir(dir) < 0 || setenv("TMPDIR", dir, 1) < 0))
 			return -1;
 		snprintf(text, tl, "// kjd salt %s later %d\n%s", salt, k, fmt);
 		int c0 = sched_getcpu();
@@ -183,7 +175,7 @@ static int later(const struct api *A, const char *fmt, const char *salt, int n, 
 			return -1;
 		double u1 = cpu_ms();
 		int c1 = sched_getcpu();
-		if (jobdir && !stable && (chdir(base) < 0 || rmdir(dir) < 0))
+		if (jobdir && (chdir(base) < 0 || rmdir(dir) < 0))
 			return -1;
 		if (lm < sizeof ms)
 			lm += (size_t)snprintf(ms + lm, sizeof ms - lm, "%s%.1f", k ? "," : "", t[1]);
@@ -195,10 +187,8 @@ static int later(const struct api *A, const char *fmt, const char *salt, int n, 
 	char hk[64];
 	huge_kb(hk, sizeof hk);
 	printf(" ms=%s cpu_ms=%s cpus=%s huge_kb=%s\n", ms, cpu, cpus, hk);
-	if (jobdir) {
-		if (chdir("/") < 0 || (rmdir(dir) < 0 && errno != ENOENT) || rmdir(base) < 0)
-			perror("dropmiss: job folders left");
-	}
+	if (jobdir)
+		rmdir(base);
 	free(text);
 	return 0;
 }

@@ -243,10 +243,6 @@ int kj__make_job_dir(const char *root, const char *family, char *dir, size_t dir
 /* The name of a job's directory under the worker's private one: the path
  * every job compiles at (/tmp/job inside the walls; worker.c). */
 #define KJ_JOB_DIR_NAME "job"
-/* The worker's working directory during a job: empty, mode 0500, kept
- * from job to job (NVRTC 13's first compile in a new working directory
- * costs 3-4x its CPU on the H200: bench/RESULTS.md, issue 31). */
-#define KJ_JOB_CWD_NAME "cwd"
 /* The directory a job's files go to, into dir: job->dir (the worker's
  * fresh one at its fixed path) when set, else a fresh one made as
  * kj__make_job_dir does (*made set: remove it with kj__rm_job_dir).  0,

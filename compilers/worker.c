@@ -246,28 +246,7 @@ static int run_job(const struct kj__compiler_ops *ops, void *state, const struct
 	return r;
 }
 
-/* Is dir/KJ_JOB_CWD_NAME a real directory, 0500, with nothing in it? */
-static int cwd_clean(const char *dir)
-{
-	char path[PATH_MAX];
-	struct stat st;
-	struct dirent *e;
-	int clean = 1;
-
-	if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, KJ_JOB_CWD_NAME) >= sizeof path ||
-	    lstat(path, &st) < 0 || !S_ISDIR(st.st_mode) || (st.st_mode & 07777) != 0500)
-		return 0;
-	DIR *d = opendir(path);
-	if (d == NULL)
-		return 0;
-	while (clean && (e = readdir(d)) != NULL)
-		clean = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0;
-	closedir(d);
-	return clean;
-}
-
-/* Empties the worker's directory: what a job left is gone before the next
- * (the working directory too, if anything was left in it; else it stays). */
+/* Empties the worker's directory: what a job left is gone before the next. */
 static void wipe_dir(const char *dir)
 {
 	DIR *d = opendir(dir);
@@ -279,8 +258,6 @@ static void wipe_dir(const char *dir)
 	while ((e = readdir(d)) != NULL) {
 		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
 			continue;
-		if (strcmp(e->d_name, KJ_JOB_CWD_NAME) == 0 && cwd_clean(dir))
-			continue;
 		if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < sizeof path) {
 			int r = kj__rm_rf(path);
 			if (r < 0)
@@ -290,8 +267,7 @@ static void wipe_dir(const char *dir)
 	closedir(d);
 }
 
-/* The job's directory and TMPDIR pointing at it (the working directory is
- * KJ_JOB_CWD_NAME beside it, below):
+/* The job's directory, TMPDIR and the working directory pointing at it:
  * always KJ_JOB_DIR_NAME under the worker's private directory (/tmp/job
  * inside the walls), made fresh (the last job's was emptied away by
  * job_dir_leave), so the same request compiles at the same path on every
@@ -306,15 +282,7 @@ static int job_dir_enter(const char *tmpdir, char *dir, size_t dirlen)
 	 * this job does not run. */
 	if (mkdir(dir, 0700) < 0 && (errno != EEXIST || kj__rm_rf(dir) < 0 || mkdir(dir, 0700) < 0))
 		return KJIT_EIO;
-	/* The working directory is an empty one kept across jobs (wipe_dir
-	 * checks it stays empty): the in-process compilers read no file of the
-	 * job from it, and NVRTC pays 3-4x its CPU for its first compile in a
-	 * new one; nvcc and hipcc run in dir (the job's dir field). */
-	char cwd[PATH_MAX];
-	if ((size_t)snprintf(cwd, sizeof cwd, "%s/%s", tmpdir, KJ_JOB_CWD_NAME) >= sizeof cwd ||
-	    (mkdir(cwd, 0500) < 0 && errno != EEXIST))
-		return KJIT_EIO;
-	if (setenv("TMPDIR", dir, 1) < 0 || chdir(cwd) < 0)
+	if (setenv("TMPDIR", dir, 1) < 0 || chdir(dir) < 0)
 		return KJIT_EIO;
 	return 0;
 }
