@@ -56,8 +56,9 @@ DETECT_SRC   := $(wildcard daemon/detect/*.c)
 CACHE_SRC    := $(wildcard cache/*.c)
 COMPILER_SRC := $(wildcard compilers/*.c)
 DAEMON_SRC   := $(filter-out daemon/main.c,$(wildcard daemon/*.c))
-# The fleet tier (Redis), kjitd's only: remote/remote.h is its one interface.
-REMOTE_SRC   := $(wildcard remote/*.c)
+# The fleet tier, kjitd's only: remote/remote.h is its one interface;
+# remote/NAME/ holds a backend (redis today).
+REMOTE_SRC   := $(wildcard remote/*.c remote/redis/*.c)
 # The kjit command: client/cli.c and client/cmd-*.c, linked into the kjit
 # binary only; the other client/*.c are libkjit.
 CLI_SRC      := client/cli.c $(wildcard client/cmd-*.c)

@@ -8,19 +8,17 @@
  * flight-serve.c calls kj__flight_offer after a compile's local publish.
  *
  * Trust (docs/remote.md): a remote value is served only if it decoded and
- * verified in remote-value.c (its digest; on a node with a fleet secret,
- * its HMAC over the Redis key, metadata and object) and here it is for
- * what was asked: its metadata names the request's backend, target and
- * runtime version, its entry list covers the request's entry points, and
- * the object itself has them where its symbols can be listed
+ * verified in the tier (its digest; on a node with a fleet secret, its MAC
+ * over the store's key, metadata and object) and is for what was asked:
+ * the tier judges its metadata and entry list against the request's
+ * (kj__remote_fits: backend, target, runtime version, entry points), and
+ * here the object itself must have them where its symbols can be listed
  * (kj__entries_check).  Anything else is counted (remote forged), never
  * served, and the node compiles as on a miss; its publish overwrites the
- * value.  KJO2 values carry the lowered names of C++ name expressions in a
- * field of their own; a KJO1 value (read only by a node without a secret)
- * carries them in its log as "kjit: lowered name: EXPR = LOWERED" lines
- * (common/lowered.h), taken out of it here.  A served value goes through
- * the one publish sequence (kj__flight_publish) as a compile does, except
- * the publish back to the remote.
+ * value.  The value's layout, metadata text and lowered names are the
+ * tier's (remote/remote-meta.c).  A served value goes through the one
+ * publish sequence (kj__flight_publish) as a compile does, except the
+ * publish back to the remote.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +27,6 @@
 #include "flight-int.h"
 #include "kj_limits.h"
 #include "kj_types.h"
-#include "lowered.h"
 #include "proto.h"
 #include "remote.h"
 #include "sha.h"
@@ -103,14 +100,14 @@ static int value_entries(const struct kj__flight *f, struct kj__buf *b, const ch
 	return 0;
 }
 
-/* The start of a KJO2 value's metadata for f: what must match. */
-static char *meta_of(const struct kj__flight *f)
+/* What f compiles for, as the tier's metadata. */
+static struct kj__remote_meta meta_of(const struct kj__flight *f)
 {
-	return kj__asprintf("backend=%d\ntarget=%s\nversion=%s\n", f->e.backend, f->e.target, f->e.version);
+	return (struct kj__remote_meta){ f->e.backend, f->e.target, f->e.version, f->e.ext, f->e.compiler };
 }
 
 /* s[0..n) for a log line: at most cap - 1 bytes, each control or non-ASCII
- * byte a '.', so what a writer to the Redis put in a value (its metadata,
+ * byte a '.', so what a writer to the store put in a value (its metadata,
  * its object's symbol names) cannot forge lines of kjitd's log.  out may
  * be s. */
 static void printable(char *out, size_t cap, const char *s, size_t n)
@@ -134,8 +131,8 @@ static int waiters_covered(const struct kj__flight *f, const struct kj__remote_o
 	int r = kj__entries_list(o->data, o->size, &list);
 
 	free(list);
-	if (r <= 0 || o->format != 2)
-		return 1; /* listable (checked per waiter), or a KJO1 value: not judged, as before */
+	if (r <= 0)
+		return 1; /* listable: checked per waiter */
 	for (size_t i = 0; i < f->n_w; i++) {
 		size_t n = 0;
 		for (const char *p = f->w[i].want; p && *p && n < KJ_ENTRIES_MAX_COUNT; p = strchr(p, '\n') + 1)
@@ -144,10 +141,8 @@ static int waiters_covered(const struct kj__flight *f, const struct kj__remote_o
 			char one[KJ_NAME_MAX + 1];
 			const char *one_v[1] = { one };
 			snprintf(one, sizeof one, "%.*s", (int)(strchr(v[k], '\n') - v[k]), v[k]);
-			if (!kj__remote_entries_cover(o, one_v, 1)) {
-				snprintf(err, errlen, "its entry list does not cover the request's");
-				return 0;
-			}
+			if (!kj__remote_fits(o, NULL, one_v, 1, err, errlen))
+				return 0; /* a KJO1 value: not judged, as before */
 		}
 	}
 	return 1;
@@ -157,19 +152,14 @@ int kj__flight_fits(struct kj__flight *f, const struct kj__remote_object *o)
 {
 	struct kj__buf b = { 0 };
 	const char *want[KJ_ENTRIES_MAX_COUNT];
-	char *meta = meta_of(f), err[512] = "";
+	struct kj__remote_meta m = meta_of(f);
+	char err[512] = "";
 	int n = job_entries(f, &b, want);
 
-	if (meta == NULL || n < 0)
-		snprintf(err, sizeof err, "the request's entry points cannot be read (%s)", kjit_strerror(meta ? n : KJIT_ENOMEM));
-	else if (o->format == 2 && (o->meta_len < strlen(meta) || memcmp(o->meta, meta, strlen(meta)) != 0))
-		snprintf(err, sizeof err, "its metadata names another backend, target or version: %.*s",
-			 (int)(o->meta_len > 200 ? 200 : o->meta_len), o->meta ? o->meta : "");
-	else if (o->format == 2 && !kj__remote_entries_cover(o, want, (size_t)n))
-		snprintf(err, sizeof err, "its entry list does not cover the request's");
-	else if (waiters_covered(f, o, err, sizeof err))
+	if (n < 0)
+		snprintf(err, sizeof err, "the request's entry points cannot be read (%s)", kjit_strerror(n));
+	else if (kj__remote_fits(o, &m, want, (size_t)n, err, sizeof err) && waiters_covered(f, o, err, sizeof err))
 		kj__entries_check(o->data, o->size, want, (size_t)n, err, sizeof err); /* err set: not there */
-	free(meta);
 	kj__buf_free(&b);
 	if (err[0] == '\0')
 		return 1;
@@ -185,23 +175,9 @@ int kj__flight_fits(struct kj__flight *f, const struct kj__remote_object *o)
 void kj__flight_serve_remote(struct kj__flight *f, const struct kj__remote_object *o, const char *how)
 {
 	struct kj__daemon *d = f->d;
-	char *all = o->log_len ? kj__strndup(o->log, o->log_len) : NULL, *log = NULL, *lowered = NULL;
-	int split;
+	char *log = NULL, *lowered = NULL;
+	int split = kj__remote_texts(o, &log, &lowered) == 0; /* else: no memory, nothing is cached */
 
-	if (o->format == 2) { /* the names have a field of their own */
-		log = all;
-		all = NULL;
-		lowered = o->lowered_len ? kj__strndup(o->lowered, o->lowered_len) : NULL;
-		split = (o->log_len == 0 || log) && (o->lowered_len == 0 || lowered);
-	} else {
-		split = kj__lowered_split_log(all, &log, &lowered) == 0;
-	}
-
-	if (!split) { /* no memory: the whole log goes (libkjit reads the names there), nothing is cached */
-		log = all;
-		all = NULL;
-	}
-	free(all);
 	kj__flights_remove(d->flights, f);
 	/* the object's entry points: each waiter's checked, the index keeps them */
 	kj__flight_check_object(f, o->data, o->size);
@@ -242,8 +218,8 @@ void kj__flight_offer(struct kj__flight *f, const uint8_t *data, size_t len, con
 	const uint8_t *recipe = f->recipe.len > KJ_FRAME_HDR_SIZE ? f->recipe.p : NULL;
 	struct kj__buf ents = { 0 };
 	const char *want[KJ_ENTRIES_MAX_COUNT];
-	char *meta = kj__asprintf("backend=%d\ntarget=%s\nversion=%s\next=%s\ncompiler=%s\n", f->e.backend,
-				  f->e.target, f->e.version, f->e.ext, f->e.compiler ? f->e.compiler : "");
+	struct kj__remote_meta m = meta_of(f);
+	char *meta = kj__remote_meta_text(&m);
 	if (meta == NULL || value_entries(f, &ents, want) < 0) { /* not published: nothing is lost */
 		free(meta);
 		kj__buf_free(&ents);

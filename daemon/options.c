@@ -257,18 +257,16 @@ static int parse_lookup_timeout(const char *arg, struct kj__config *cfg)
  * them, else 0 or an exit status. */
 static int parse_remote_opt(int c, const char *arg, struct kj__config *cfg)
 {
-	struct kj__remote_url u;
 	char err[512];
 	unsigned long v;
 	uint64_t size;
 
 	switch (c) {
 	case OPT_REMOTE:
-		if (kj__remote_url_parse(arg, &u, err, sizeof err) < 0) {
+		if (kj__remote_url_check(arg, err, sizeof err) < 0) {
 			fprintf(stderr, "kjitd: --remote: %s\n", err);
 			return 2;
 		}
-		kj__remote_url_free(&u);
 		free(cfg->remote_url);
 		cfg->remote_url = kj__strdup(arg);
 		return 0;
@@ -672,13 +670,11 @@ int kj__options_defaults(struct kj__config *cfg)
 		cfg->idle_timeout_ms = 0;
 	}
 	if (cfg->remote_url == NULL && getenv("KJITD_REMOTE") && *getenv("KJITD_REMOTE")) {
-		struct kj__remote_url u;
 		char err[512];
-		if (kj__remote_url_parse(getenv("KJITD_REMOTE"), &u, err, sizeof err) < 0) {
+		if (kj__remote_url_check(getenv("KJITD_REMOTE"), err, sizeof err) < 0) {
 			fprintf(stderr, "kjitd: KJITD_REMOTE: %s\n", err);
 			return KJIT_EINVAL;
 		}
-		kj__remote_url_free(&u);
 		if ((cfg->remote_url = kj__strdup(getenv("KJITD_REMOTE"))) == NULL)
 			return KJIT_ENOMEM;
 	}

@@ -1,71 +1,180 @@
-/* remote.c: the fleet tier's handle (docs/remote.md): the options and their
- * defaults, lifetime, the one timer that drives connections and leases,
- * the counters, and the log line.  The work is done by remote-conn.c (the
- * connections), remote-object.c (values, lookup, publish), remote-lease.c
- * (single-flight across machines) and remote-url.c; remote-int.h says who
- * owns what.
+/* remote.c: the fleet tier's front (docs/remote.md): the table of backends
+ * chosen by the --remote URL's scheme, the handle that pairs a backend with
+ * its own handle, the lease the daemon holds (the backend's, wrapped so a
+ * release finds its backend), and the fleet secret file.  Everything a
+ * store does is the backend's (remote/redis/ today); the value format is
+ * remote-value.c's.
  *
  * Invariants:
- *  - A handle exists only with --remote: a daemon without it runs nothing
- *    of the fleet tier.
- *  - The timer runs only while something is pending (an op, a connection
- *    that is not up, a lease) and stops itself when nothing is; while an
- *    op or a connect is pending its period is half the lookup deadline (or
- *    of the operation timeout, if shorter), 1 ms to KJ_REMOTE_TICK_MS, so a
- *    late op is failed within half a lookup deadline of its own; with only
- *    leases or a retry pending it is KJ_REMOTE_TICK_MS.
- *  - The fleet secret is copied into the handle and wiped when it is
- *    freed; nothing logs it.
- *  - Every line logged (kj__remote_say) is one line: control bytes in it
- *    (an error reply's text, from the server) are written as '.'.
- *  - close fails pending lookups with KJIT_ESHUTDOWN and answers waiting
- *    leases UNAVAILABLE at once; the memory goes only once the timer is
- *    closed and no name resolution is in flight (kj__remote_free).
- *  - r->st is counted by the file that sees each event; kj__remote_stats
- *    copies it.
- *  - The lease owner id is host:pid:64 random bits unless one is given.
+ *  - The table below is the one place a backend is named: a new store is a
+ *    folder remote/NAME/ and one row here.
+ *  - A URL whose scheme no backend takes is refused with the forms the
+ *    backends accept, never echoing the URL (it may hold a password).
+ *  - A lease handed to the daemon wraps exactly one backend lease; it goes
+ *    back through kj__remote_publish or kj__remote_lease_release, which free
+ *    the wrapper; a wrapper that cannot be allocated releases the backend's
+ *    lease and answers UNAVAILABLE (the node compiles alone).
  */
-#include <stdarg.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "kj_limits.h"
 #include "kj_types.h"
-#include "remote-int.h"
 #include "util.h"
 
-void kj__remote_say(struct kj__remote *r, const char *fmt, ...)
-{
-	char line[512];
-	va_list ap;
+/* The backends, by scheme. */
+static const struct kj__remote_backend *const backends[] = {
+	&kj__remote_redis,
+};
 
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof line, fmt, ap);
-	va_end(ap);
-	for (char *p = line; *p; p++) /* what the server said (an error reply) stays on this line */
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = '.';
-	if (r->log)
-		r->log(r->log_arg, line);
-	else
-		fprintf(stderr, "kjitd: %s\n", line);
+struct kj__remote {
+	const struct kj__remote_backend *be;
+	void *h;
+};
+
+struct kj__remote_lease {
+	const struct kj__remote_backend *be;
+	void *l;
+};
+
+/* A lease request on its way through the backend. */
+struct lease_req {
+	const struct kj__remote_backend *be;
+	kj__remote_lease_cb cb;
+	void *arg;
+};
+
+/* The backend whose scheme starts url ("scheme://"), or NULL. */
+static const struct kj__remote_backend *backend_of(const char *url)
+{
+	const char *colon = url ? strstr(url, "://") : NULL;
+
+	for (size_t i = 0; colon && i < sizeof backends / sizeof backends[0]; i++)
+		for (const char *const *s = backends[i]->schemes; *s; s++)
+			if (strlen(*s) == (size_t)(colon - url) && strncmp(url, *s, (size_t)(colon - url)) == 0)
+				return backends[i];
+	return NULL;
 }
 
-char *kj__remote_key(const struct kj__remote *r, const char *what, const char *key)
+int kj__remote_url_check(const char *s, char *err, size_t errlen)
 {
-	return kj__asprintf("%s%s%s", r->prefix, what, key);
+	const struct kj__remote_backend *be = backend_of(s);
+
+	if (s == NULL || *s == '\0') {
+		snprintf(err, errlen, "empty remote URL");
+		return KJIT_EINVAL;
+	}
+	if (be == NULL) {
+		size_t off = (size_t)snprintf(err, errlen, "expected");
+		for (size_t i = 0; i < sizeof backends / sizeof backends[0] && off < errlen; i++)
+			off += (size_t)snprintf(err + off, errlen - off, "%s %s", i ? "," : "", backends[i]->usage);
+		return KJIT_EINVAL;
+	}
+	return be->check_url(s, err, errlen);
 }
 
-int kj__remote_seterr(char *err, size_t errlen, const char *msg)
+int kj__remote_new(uv_loop_t *loop, const struct kj__remote_options *opt, struct kj__remote **out, char *err,
+		   size_t errlen)
 {
-	snprintf(err, errlen, "%s", msg);
-	return KJIT_EINVAL;
+	struct kj__remote *r;
+	int rc;
+
+	*out = NULL;
+	if (opt == NULL || (rc = kj__remote_url_check(opt->url, err, errlen)) < 0)
+		return opt == NULL ? KJIT_EINVAL : rc;
+	if ((r = calloc(1, sizeof *r)) == NULL)
+		return KJIT_ENOMEM;
+	r->be = backend_of(opt->url);
+	if ((rc = r->be->open(loop, opt, &r->h, err, errlen)) < 0) {
+		free(r);
+		return rc;
+	}
+	*out = r;
+	return 0;
+}
+
+void kj__remote_close(struct kj__remote *r)
+{
+	if (r == NULL)
+		return;
+	r->be->close(r->h);
+	free(r);
+}
+
+int kj__remote_is_up(const struct kj__remote *r)
+{
+	return r && r->be->is_up(r->h);
+}
+
+const char *kj__remote_describe(const struct kj__remote *r)
+{
+	return r ? r->be->describe(r->h) : "";
+}
+
+void kj__remote_lookup(struct kj__remote *r, const char *key, kj__remote_lookup_cb cb, void *arg)
+{
+	r->be->lookup(r->h, key, cb, arg);
+}
+
+int kj__remote_publish(struct kj__remote *r, const char *key, const struct kj__remote_object *v,
+		       struct kj__remote_lease *lease)
+{
+	void *l = lease ? lease->l : NULL;
+
+	free(lease);
+	return r->be->publish(r->h, key, v, l);
+}
+
+static void on_lease(void *arg, int outcome, void *l, const struct kj__remote_object *obj)
+{
+	struct lease_req q = *(struct lease_req *)arg;
+	struct kj__remote_lease *lease = NULL;
+
+	free(arg);
+	if (l && (lease = malloc(sizeof *lease)) == NULL) {
+		q.be->lease_release(l);
+		outcome = KJ_LEASE_UNAVAILABLE;
+	} else if (l) {
+		*lease = (struct kj__remote_lease){ q.be, l };
+	}
+	q.cb(q.arg, outcome, lease, obj);
+}
+
+void kj__remote_lease(struct kj__remote *r, const char *key, kj__remote_lease_cb cb, void *arg)
+{
+	struct lease_req *q = malloc(sizeof *q);
+
+	if (q == NULL) {
+		cb(arg, KJ_LEASE_UNAVAILABLE, NULL, NULL);
+		return;
+	}
+	*q = (struct lease_req){ r->be, cb, arg };
+	r->be->lease(r->h, key, on_lease, q);
+}
+
+void kj__remote_lease_release(struct kj__remote_lease *l)
+{
+	if (l == NULL)
+		return;
+	l->be->lease_release(l->l);
+	free(l);
+}
+
+void kj__remote_note_forged(struct kj__remote *r)
+{
+	if (r)
+		r->be->note_forged(r->h);
+}
+
+void kj__remote_stats(const struct kj__remote *r, struct kj__remote_stats *s)
+{
+	r->be->stats(r->h, s);
 }
 
 int kj__remote_secret_load(const char *path, uint8_t **out, size_t *len, char *err, size_t errlen)
@@ -132,166 +241,3 @@ out:
 	return r;
 }
 
-static char *make_id(void)
-{
-	char host[256] = "host";
-	uint8_t rnd[8];
-
-	gethostname(host, sizeof host - 1);
-	host[sizeof host - 1] = '\0';
-	if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
-		memset(rnd, 0, sizeof rnd);
-	return kj__asprintf("%s:%ld:%02x%02x%02x%02x%02x%02x%02x%02x", host, (long)getpid(), rnd[0], rnd[1], rnd[2],
-			    rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
-}
-
-void kj__remote_free(struct kj__remote *r)
-{
-	if (r->tick_open || r->conns[C_CMD].gai_busy || r->conns[C_PUT].gai_busy || r->conns[C_SUB].gai_busy)
-		return;
-	kj__remote_url_free(&r->url);
-	free(r->describe);
-	free(r->prefix);
-	free(r->id);
-	free(r->channel);
-	if (r->secret) {
-		explicit_bzero(r->secret, r->secret_len);
-		free(r->secret);
-	}
-	free(r);
-}
-
-static void on_tick_closed(uv_handle_t *h)
-{
-	struct kj__remote *r = h->data;
-	r->tick_open = 0;
-	kj__remote_free(r);
-}
-
-int kj__remote_new(uv_loop_t *loop, const struct kj__remote_options *opt, struct kj__remote **out, char *err,
-		   size_t errlen)
-{
-	struct kj__remote *r;
-	int rc;
-
-	*out = NULL;
-	if (loop == NULL || opt == NULL || opt->url == NULL)
-		return kj__remote_seterr(err, errlen, "no remote URL");
-	if (opt->mode != KJ_REMOTE_RW && opt->mode != KJ_REMOTE_RO)
-		return kj__remote_seterr(err, errlen, "remote mode must be ro or rw");
-	if (opt->secret && (opt->secret_len < KJ_REMOTE_SECRET_MIN || opt->secret_len > KJ_REMOTE_SECRET_MAX))
-		return kj__remote_seterr(err, errlen, "the fleet secret must be 16 to 4096 bytes");
-	if ((r = calloc(1, sizeof *r)) == NULL)
-		return KJIT_ENOMEM;
-	if ((rc = kj__remote_url_parse(opt->url, &r->url, err, errlen)) < 0) {
-		free(r);
-		return rc;
-	}
-	r->loop = loop;
-	r->mode = opt->mode;
-	r->timeout_us = (uint64_t)(opt->timeout_ms ? opt->timeout_ms : KJ_REMOTE_TIMEOUT_MS) * 1000;
-	r->lookup_us = (uint64_t)(opt->lookup_ms ? opt->lookup_ms : KJ_REMOTE_LOOKUP_MS) * 1000;
-	r->lookup_per_mib_us = (uint64_t)(opt->lookup_ms_per_mib ? opt->lookup_ms_per_mib : KJ_REMOTE_LOOKUP_MS_PER_MIB) * 1000;
-	r->ttl_ms = opt->ttl_ms;
-	r->max_object = opt->max_object ? opt->max_object : KJ_REMOTE_OBJECT_MAX;
-	r->lease_ms = opt->lease_ms ? opt->lease_ms : KJ_REMOTE_LEASE_MS;
-	r->poll_ms = opt->lease_poll_ms ? opt->lease_poll_ms : KJ_REMOTE_LEASE_POLL_MS;
-	r->wait_max_ms = opt->lease_wait_max_ms ? opt->lease_wait_max_ms : KJ_REMOTE_LEASE_WAIT_MS;
-	r->log = opt->log;
-	r->log_arg = opt->log_arg;
-	r->prefix = kj__strdup(opt->prefix ? opt->prefix : KJ_REMOTE_PREFIX);
-	r->id = opt->daemon_id ? kj__strdup(opt->daemon_id) : make_id();
-	r->describe = kj__remote_url_describe(&r->url);
-	r->channel = r->prefix ? kj__asprintf("%spublished", r->prefix) : NULL;
-	if (opt->secret && opt->secret_len >= KJ_REMOTE_SECRET_MIN && opt->secret_len <= KJ_REMOTE_SECRET_MAX &&
-	    (r->secret = malloc(opt->secret_len)) != NULL) {
-		memcpy(r->secret, opt->secret, opt->secret_len);
-		r->secret_len = opt->secret_len;
-	}
-	uv_timer_init(loop, &r->tick);
-	r->tick.data = r;
-	r->tick_open = 1;
-	if (!r->prefix || !r->id || !r->describe || !r->channel || (opt->secret && r->secret == NULL)) {
-		uv_close((uv_handle_t *)&r->tick, on_tick_closed);
-		return KJIT_ENOMEM;
-	}
-	for (int i = 0; i < C_COUNT; i++) {
-		r->conns[i].r = r;
-		r->conns[i].role = i;
-		kj__remote_conn_connect(&r->conns[i]);
-	}
-	*out = r;
-	return 0;
-}
-
-void kj__remote_close(struct kj__remote *r)
-{
-	if (r == NULL)
-		return;
-	r->closing = 1;
-	uv_timer_stop(&r->tick);
-	for (int i = 0; i < C_COUNT; i++) {
-		struct conn *c = &r->conns[i];
-		if (c->gai_busy)
-			uv_cancel((uv_req_t *)&c->gai);
-		kj__remote_conn_drop(c, KJIT_ESHUTDOWN, "closing");
-	}
-	kj__remote_lease_close_all(r);
-	uv_close((uv_handle_t *)&r->tick, on_tick_closed);
-}
-
-int kj__remote_is_up(const struct kj__remote *r)
-{
-	return r && r->st.up;
-}
-
-const char *kj__remote_describe(const struct kj__remote *r)
-{
-	return r ? r->describe : "";
-}
-
-void kj__remote_stats(const struct kj__remote *r, struct kj__remote_stats *s)
-{
-	*s = r->st;
-}
-
-/* Half the lookup deadline (or of the operation timeout, if shorter), 1
- * ms at least, while an op or a connect is pending; else (leases, a
- * connection waiting for its retry) KJ_REMOTE_TICK_MS. */
-static uint64_t tick_period(const struct kj__remote *r)
-{
-	for (int i = 0; i < C_COUNT; i++) {
-		const struct conn *c = &r->conns[i];
-		if (c->head || c->state == S_CONNECTING || c->state == S_RESOLVING) {
-			uint64_t ms = (r->lookup_us < r->timeout_us ? r->lookup_us : r->timeout_us) / 2000;
-			return ms < 1 ? 1 : ms > KJ_REMOTE_TICK_MS ? KJ_REMOTE_TICK_MS : ms;
-		}
-	}
-	return KJ_REMOTE_TICK_MS;
-}
-
-static void on_tick(uv_timer_t *t)
-{
-	struct kj__remote *r = t->data;
-	uint64_t now = kj__now_us();
-	int busy = 0;
-
-	for (int i = 0; i < C_COUNT; i++) {
-		kj__remote_conn_tick(&r->conns[i], now);
-		busy |= kj__remote_conn_busy(&r->conns[i]);
-	}
-	kj__remote_lease_tick(r, now);
-	if (!busy && r->leases == NULL)
-		uv_timer_stop(&r->tick);
-	else if (!r->closing && uv_timer_get_repeat(&r->tick) != tick_period(r))
-		uv_timer_start(&r->tick, on_tick, tick_period(r), tick_period(r));
-}
-
-void kj__remote_tick_ensure(struct kj__remote *r)
-{
-	if (r->closing)
-		return;
-	uint64_t ms = tick_period(r);
-	if (!uv_is_active((uv_handle_t *)&r->tick) || uv_timer_get_repeat(&r->tick) > ms)
-		uv_timer_start(&r->tick, on_tick, ms, ms);
-}

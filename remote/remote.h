@@ -1,17 +1,23 @@
-/* remote.h: the fleet tier, a Redis shared by many kjitd (docs/remote.md):
- * the one interface of remote/ to the daemon (daemon/fleet.c puts it on
- * the request path, options.c reads its options, admin.c its counters).
+/* remote.h: the fleet tier, a store of compiled objects shared by many
+ * kjitd (docs/remote.md): the one interface of remote/ to the daemon (the
+ * miss puts it on the request path, options.c reads its options, admin.c
+ * its counters).  Which store is chosen by the --remote URL's scheme from
+ * the backend table in remote/remote.c (remote/backend.h says what a
+ * backend implements; today Redis, remote/redis/).  The value format (KJO2,
+ * its MAC under the fleet secret) and the metadata text are the tier's
+ * (remote-value.c): the daemon hands objects in and gets verified objects
+ * out, and never sees the store's protocol.
  *
  * One handle per daemon, created only when --remote is given: a kjitd
  * without it makes no connection, starts no timer and allocates nothing
- * here.  Everything runs on the daemon's libuv loop through hiredis's
- * async API; no call blocks, and every callback is called exactly once, on
- * the loop (possibly before the call that asked returns: callers must not
- * rely on the order).  The remote is an optimisation only: when it is down,
- * slow or answers garbage, lookups are misses, publishes are dropped and
- * leases are "unavailable", and the daemon goes on locally.
+ * here.  Everything runs on the daemon's libuv loop; no call blocks, and
+ * every callback is called exactly once, on the loop (possibly before the
+ * call that asked returns: callers must not rely on the order).  The
+ * remote is an optimisation only: when it is down, slow or answers
+ * garbage, lookups are misses, publishes are dropped and leases are
+ * "unavailable", and the daemon goes on locally.
  *
- * Request path (daemon/fleet.c):
+ * Request path (the miss):
  *   local memo/hot/disk miss -> kj__remote_lookup
  *     hit  -> publish locally (cache), serve
  *     miss -> kj__remote_lease
@@ -33,23 +39,11 @@
 struct kj__remote;
 struct kj__remote_lease;
 
-/* A parsed --remote URL:
- *   redis://[[user:]password@]host[:port][/db]   (host may be [v6addr])
- *   unix://[[user:]password@]/path/redis.sock[?db=N]
- * user and password are percent-decoded.  rediss:// is refused: Debian 12's
- * hiredis 0.14 has no TLS. */
-struct kj__remote_url {
-	char *host;      /* NULL for unix:// */
-	char *path;      /* NULL for redis:// */
-	char *user;      /* NULL: none (AUTH password alone, or no AUTH) */
-	char *password;  /* NULL: no AUTH */
-	int port;        /* 6379 unless given */
-	int db;          /* 0 unless given: SELECT db when not 0 */
-};
-/* Parses s into u (owned strings; free with kj__remote_url_free).  0, or
- * KJIT_EINVAL with a one-line reason in err; KJIT_ENOMEM. */
-int kj__remote_url_parse(const char *s, struct kj__remote_url *u, char *err, size_t errlen);
-void kj__remote_url_free(struct kj__remote_url *u);
+/* Checks a --remote URL: its scheme names a backend of the table
+ * (redis://, unix:// today) and that backend accepts the rest.  0, or
+ * KJIT_EINVAL with a one-line reason in err (an unknown scheme lists the
+ * accepted ones); KJIT_ENOMEM. */
+int kj__remote_url_check(const char *s, char *err, size_t errlen);
 
 /* Reads the fleet secret (--remote-secret FILE) into *out (malloc'd, *len
  * bytes; trailing newlines are not part of it).  Refused, with one line in
@@ -89,7 +83,7 @@ int kj__remote_new(uv_loop_t *loop, const struct kj__remote_options *opt, struct
 /* Disconnects: pending lookups are called with KJIT_ESHUTDOWN, waiting
  * leases with UNAVAILABLE; leases the caller still owns are freed with the
  * handle (publish or release them first: one freed here is not deleted in
- * Redis and expires by itself, as a dead daemon's would).  The memory goes
+ * the store and expires by itself, as a dead daemon's would).  The memory goes
  * once the loop has run the close callbacks.  NULL: no-op. */
 void kj__remote_close(struct kj__remote *r);
 
@@ -127,7 +121,7 @@ int kj__remote_hmac(const uint8_t *secret, size_t secret_len, const char *rkey, 
 		    uint8_t out[KJ_SHA256_LEN]);
 /* The KJO2 value's size for o (with its 28-byte GMAC when signed_). */
 size_t kj__remote_value_size(const struct kj__remote_object *o, int signed_);
-/* Appends o as a KJO2 value for the Redis key rkey to b, with its GMAC when
+/* Appends o as a KJO2 value for the store key rkey to b, with its GMAC when
  * secret is not NULL.  0, KJIT_EINVAL (a part over its cap, a bad digest),
  * KJIT_ENOMEM, KJIT_EINTERNAL. */
 struct kj__buf;
@@ -142,6 +136,28 @@ int kj__remote_value_decode(const char *rkey, const uint8_t *v, size_t n, const 
 			    struct kj__remote_object *o);
 /* 1 if every one of want[0..n) is in o's entry list, else 0. */
 int kj__remote_entries_cover(const struct kj__remote_object *o, const char *const *want, size_t n);
+
+/* What an object was compiled for (remote-meta.c): a value's metadata. */
+struct kj__remote_meta {
+	int backend;              /* enum kjit_backend */
+	const char *target, *version;
+	const char *ext, *compiler; /* informative; NULL: "" */
+};
+/* The metadata text a publish stores in v->meta for m: malloc'd, NULL: no
+ * memory. */
+char *kj__remote_meta_text(const struct kj__remote_meta *m);
+/* Whether the verified value o may answer a request compiled for m
+ * (backend, target, version; NULL: not checked) asking for the entry points
+ * want[0..n): 1; else 0 with one line of why in err (quoting up to 200
+ * bytes of its metadata: make it printable before logging).  A KJO1 value
+ * carries neither: 1. */
+int kj__remote_fits(const struct kj__remote_object *o, const struct kj__remote_meta *m, const char *const *want,
+		    size_t n, char *err, size_t errlen);
+/* o's log and lowered names ("EXPR\tLOWERED\n" lines) apart, each
+ * malloc'd or NULL when empty (a KJO1 value's names are lines of its log).
+ * 0, or KJIT_ENOMEM: *log is the whole log (or NULL), *lowered may be
+ * NULL; the caller frees both either way. */
+int kj__remote_texts(const struct kj__remote_object *o, char **log, char **lowered);
 
 /* Called once: obj is a verified hit, or NULL for a miss (absent, corrupt,
  * truncated, forged, remote down or timed out: code says which: 0 absent,
@@ -167,9 +183,6 @@ int kj__remote_publish(struct kj__remote *r, const char *key, const struct kj__r
 /* Counts a value that decoded but may not be served (entries or meta not
  * those asked for): remote_forged. */
 void kj__remote_note_forged(struct kj__remote *r);
-/* 1 when the node has a fleet secret. */
-int kj__remote_has_secret(const struct kj__remote *r);
-
 enum kj__lease_outcome {
 	KJ_LEASE_OWNED = 1,      /* we compile; *lease is ours until publish/release */
 	KJ_LEASE_PUBLISHED = 2,  /* another node published: obj is the verified object */

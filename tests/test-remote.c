@@ -22,6 +22,7 @@
 #include "buf.h"
 #include "kj_limits.h"
 #include "kjit.h"
+#include "redis/redis-int.h"
 #include "remote.h"
 #include "sha.h"
 #include "test.h"
@@ -409,38 +410,38 @@ static void wait_published(uv_loop_t *loop, struct kj__remote *r, uint64_t want)
 
 static void test_url_parse(void)
 {
-	struct kj__remote_url u;
+	struct kj__redis_url u;
 	char err[512];
 
-	CHECK_EQ_INT(kj__remote_url_parse("redis://cache.example", &u, err, sizeof err), 0);
+	CHECK_EQ_INT(kj__redis_url_parse("redis://cache.example", &u, err, sizeof err), 0);
 	CHECK_EQ_STR(u.host, "cache.example");
 	CHECK(u.port == 6379 && u.db == 0 && u.password == NULL && u.user == NULL && u.path == NULL);
-	kj__remote_url_free(&u);
-	CHECK_EQ_INT(kj__remote_url_parse("redis://10.0.0.5:6380/3", &u, err, sizeof err), 0);
+	kj__redis_url_free(&u);
+	CHECK_EQ_INT(kj__redis_url_parse("redis://10.0.0.5:6380/3", &u, err, sizeof err), 0);
 	CHECK(strcmp(u.host, "10.0.0.5") == 0 && u.port == 6380 && u.db == 3);
-	kj__remote_url_free(&u);
-	CHECK_EQ_INT(kj__remote_url_parse("redis://:s3cret@h", &u, err, sizeof err), 0);
+	kj__redis_url_free(&u);
+	CHECK_EQ_INT(kj__redis_url_parse("redis://:s3cret@h", &u, err, sizeof err), 0);
 	CHECK(u.user == NULL && strcmp(u.password, "s3cret") == 0 && strcmp(u.host, "h") == 0);
-	kj__remote_url_free(&u);
-	CHECK_EQ_INT(kj__remote_url_parse("redis://kjit:p%40ss%2Fw@h:1/2", &u, err, sizeof err), 0);
+	kj__redis_url_free(&u);
+	CHECK_EQ_INT(kj__redis_url_parse("redis://kjit:p%40ss%2Fw@h:1/2", &u, err, sizeof err), 0);
 	CHECK(strcmp(u.user, "kjit") == 0 && strcmp(u.password, "p@ss/w") == 0 && u.port == 1 && u.db == 2);
-	kj__remote_url_free(&u);
-	CHECK_EQ_INT(kj__remote_url_parse("redis://pw@h/", &u, err, sizeof err), 0);
+	kj__redis_url_free(&u);
+	CHECK_EQ_INT(kj__redis_url_parse("redis://pw@h/", &u, err, sizeof err), 0);
 	CHECK(u.user == NULL && strcmp(u.password, "pw") == 0 && u.db == 0);
-	kj__remote_url_free(&u);
-	CHECK_EQ_INT(kj__remote_url_parse("redis://[::1]:7000", &u, err, sizeof err), 0);
+	kj__redis_url_free(&u);
+	CHECK_EQ_INT(kj__redis_url_parse("redis://[::1]:7000", &u, err, sizeof err), 0);
 	CHECK(strcmp(u.host, "::1") == 0 && u.port == 7000);
-	kj__remote_url_free(&u);
-	CHECK_EQ_INT(kj__remote_url_parse("unix:///run/redis/redis.sock", &u, err, sizeof err), 0);
+	kj__redis_url_free(&u);
+	CHECK_EQ_INT(kj__redis_url_parse("unix:///run/redis/redis.sock", &u, err, sizeof err), 0);
 	CHECK(u.host == NULL && strcmp(u.path, "/run/redis/redis.sock") == 0);
-	kj__remote_url_free(&u);
-	CHECK_EQ_INT(kj__remote_url_parse("unix:///run/a@b.sock", &u, err, sizeof err), 0);
+	kj__redis_url_free(&u);
+	CHECK_EQ_INT(kj__redis_url_parse("unix:///run/a@b.sock", &u, err, sizeof err), 0);
 	CHECK(u.password == NULL && strcmp(u.path, "/run/a@b.sock") == 0);
-	kj__remote_url_free(&u);
-	CHECK_EQ_INT(kj__remote_url_parse("unix://u:pw@/tmp/r.sock?db=4", &u, err, sizeof err), 0);
+	kj__redis_url_free(&u);
+	CHECK_EQ_INT(kj__redis_url_parse("unix://u:pw@/tmp/r.sock?db=4", &u, err, sizeof err), 0);
 	CHECK(strcmp(u.path, "/tmp/r.sock") == 0 && u.db == 4 && strcmp(u.user, "u") == 0 &&
 	      strcmp(u.password, "pw") == 0);
-	kj__remote_url_free(&u);
+	kj__redis_url_free(&u);
 
 	static const char *const bad[] = {
 		"", "http://h", "redis://", "redis://h:0", "redis://h:99999", "redis://h:abc", "redis://h/x",
@@ -449,15 +450,27 @@ static void test_url_parse(void)
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		err[0] = '\0';
-		int rc = kj__remote_url_parse(bad[i], &u, err, sizeof err);
+		int rc = kj__redis_url_parse(bad[i], &u, err, sizeof err);
 		if (rc != KJIT_EINVAL)
 			fprintf(stderr, "accepted: '%s'\n", bad[i]);
 		CHECK_EQ_INT(rc, KJIT_EINVAL);
 		CHECK(err[0] != '\0' && strchr(err, '\n') == NULL);
 		CHECK(u.host == NULL && u.path == NULL && u.password == NULL);
 	}
-	CHECK_EQ_INT(kj__remote_url_parse("rediss://h:6380", &u, err, sizeof err), KJIT_EINVAL);
+	CHECK_EQ_INT(kj__redis_url_parse("rediss://h:6380", &u, err, sizeof err), KJIT_EINVAL);
 	CHECK(strstr(err, "TLS") != NULL);
+
+	/* the front: a scheme no backend takes lists the accepted forms; a
+	 * backend's own refusal (rediss: no TLS) comes through; no URL echoed */
+	CHECK_EQ_INT(kj__remote_url_check("http://:s3cretpw@cache:6379", err, sizeof err), KJIT_EINVAL);
+	CHECK(strstr(err, "expected redis://") != NULL && strstr(err, "unix://") != NULL);
+	CHECK(strstr(err, "s3cretpw") == NULL);
+	CHECK_EQ_INT(kj__remote_url_check("rediss://h:6380", err, sizeof err), KJIT_EINVAL);
+	CHECK(strstr(err, "no TLS") != NULL);
+	CHECK_EQ_INT(kj__remote_url_check("redis://h:0", err, sizeof err), KJIT_EINVAL);
+	CHECK_EQ_INT(kj__remote_url_check("redis://:pw@h:6379/1", err, sizeof err), 0);
+	CHECK_EQ_INT(kj__remote_url_check("unix:///run/r.sock", err, sizeof err), 0);
+	CHECK_EQ_INT(kj__remote_url_check("redis:/h", err, sizeof err), KJIT_EINVAL);
 
 	/* kj__remote_new refuses a bad URL without touching the loop */
 	uv_loop_t loop;
@@ -1257,6 +1270,47 @@ static void test_secret_file(void)
 	CHECK_EQ_INT(system(path), 0);
 }
 
+/* The tier judges what a value is for (remote-meta.c): its metadata must
+ * name the request's backend, target and version, its entry list cover the
+ * entries asked; a KJO1 value is not judged; its texts come apart. */
+static void test_meta_fits(void)
+{
+	struct kj__remote_meta m = { 2, "sm_90", "12.4", "cubin", "nvrtc" };
+	struct kj__remote_meta other = { 2, "sm_80", "12.4", NULL, NULL };
+	char *meta = kj__remote_meta_text(&m), err[512] = "", *log = NULL, *low = NULL;
+	static const char ents[] = "scale\0add\0";
+	const char *scale[] = { "scale" }, *mul[] = { "mul" };
+	struct kj__remote_object o = { .format = 2, .entries = ents, .entries_len = sizeof ents - 1 };
+
+	CHECK(meta != NULL && strncmp(meta, "backend=2\ntarget=sm_90\nversion=12.4\n", 36) == 0);
+	o.meta = meta;
+	o.meta_len = meta ? strlen(meta) : 0;
+	CHECK_EQ_INT(kj__remote_fits(&o, &m, scale, 1, err, sizeof err), 1);
+	CHECK_EQ_INT(kj__remote_fits(&o, &other, scale, 1, err, sizeof err), 0);
+	CHECK(strstr(err, "another backend, target or version") != NULL);
+	CHECK_EQ_INT(kj__remote_fits(&o, &m, mul, 1, err, sizeof err), 0);
+	CHECK(strstr(err, "does not cover") != NULL);
+	CHECK_EQ_INT(kj__remote_fits(&o, NULL, scale, 1, err, sizeof err), 1);
+	o.lowered = "scale<float>\t_Z5scaleIfEvv\n";
+	o.lowered_len = strlen(o.lowered);
+	o.log = "warning: x\n";
+	o.log_len = strlen(o.log);
+	CHECK_EQ_INT(kj__remote_texts(&o, &log, &low), 0);
+	CHECK(log && low && strcmp(log, "warning: x\n") == 0 && strcmp(low, o.lowered) == 0);
+	free(log);
+	free(low);
+	struct kj__remote_object old = { .format = 1 };
+	old.log = "warning: x\nkjit: lowered name: scale<float> = _Z5scaleIfEvv\n";
+	old.log_len = strlen(old.log);
+	CHECK_EQ_INT(kj__remote_fits(&old, &other, mul, 1, err, sizeof err), 1);
+	CHECK_EQ_INT(kj__remote_texts(&old, &log, &low), 0);
+	CHECK(log && strstr(log, "lowered name") == NULL && low && strcmp(low, "scale<float>\t_Z5scaleIfEvv\n") == 0);
+	free(log);
+	free(low);
+	free(meta);
+}
+
 TEST_LIST(TEST(url_parse) TEST(publish_lookup) TEST(corrupt_is_miss) TEST(lease_wait_publish) TEST(lease_stampede)
 	  TEST(lease_expiry_takeover) TEST(outage_reconnect) TEST(ro_never_writes) TEST(slow_server_times_out)
-	  TEST(tcp_auth_select) TEST(value_hmac) TEST(value_gmac) TEST(forged_cost) TEST(secret_file))
+	  TEST(tcp_auth_select) TEST(value_hmac) TEST(value_gmac) TEST(forged_cost) TEST(secret_file)
+	  TEST(meta_fits))

@@ -325,7 +325,7 @@ unnode 7
 # hiredis 0.14 aborts on a reply nobody asked for and on a malformed pub/sub
 # message, callocs a pointer per announced array element, and buffers a bulk
 # of any announced size on a connection without a deadline (the
-# subscription): remote/remote-guard.c and remote-conn.c refuse these and
+# subscription): remote/redis/redis-guard.c and redis-conn.c refuse these and
 # drop the connection; kjitd goes on.
 fake_start() { # MODE N: a fake Redis in MODE (the one before stopped) and node N on it
 	[ -n "$FAKE_PID" ] && kill "$FAKE_PID" 2>/dev/null && wait "$FAKE_PID" 2>/dev/null

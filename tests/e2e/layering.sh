@@ -5,7 +5,11 @@
 # else, and only daemon/flight*.c include that header, so every other file
 # holds a flight as an opaque pointer and the compiler refuses any field
 # use outside the module.  A definition or an include that leaks fails
-# here, naming the file.  Reads the source tree only (no daemon).
+# here, naming the file.  The fleet tier is an interface (issue 33): no
+# daemon file names Redis, the backends' table and private headers are
+# remote/'s own (remote/backend.h, remote/redis/redis-int.h included only
+# inside remote/ and by the tier's unit test).  Reads the source tree only
+# (no daemon).
 . "$(dirname "$0")/lib.sh"
 
 cd "$TOP" || exit 1
@@ -40,4 +44,11 @@ check "daemon/flight.c includes daemon/flight-int.h (included by: ${inc:-none})"
 # daemon.h declares the struct for everyone else, never its fields.
 check "daemon/daemon.h declares struct kj__flight only as an opaque type" \
 	sh -c 'grep -q "^struct kj__flight;" daemon/daemon.h && ! grep -qE "struct kj__(flight|waiter)[[:space:]]*\{" daemon/daemon.h'
+
+# The fleet tier: the daemon sees remote/remote.h only and never Redis.
+named=$(grep -lis redis daemon/*.c daemon/*.h daemon/*/*.c daemon/*/*.h 2>/dev/null | tr '\n' ' ' | sed 's/ $//')
+check "no daemon file names Redis (named in: ${named:-none})" [ -z "$named" ]
+inc=$(xargs grep -lE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"([^"]*/)?(backend|redis-int)\.h"' <"$T/src" |
+	grep -vE '^(remote/|tests/test-remote\.c$)' | tr '\n' ' ' | sed 's/ $//')
+check "remote/backend.h and redis-int.h are included inside remote/ only (also by: ${inc:-none})" [ -z "$inc" ]
 exit 0

@@ -1,4 +1,4 @@
-/* remote-object.c: kjit objects in Redis: lookup and publish.  One string
+/* redis-object.c: kjit objects in Redis: lookup and publish.  One string
  * per key, <prefix><key>, so a verified read is one GET; its layouts (KJO1,
  * KJO2) and their HMAC are remote-value.c's.
  *
@@ -10,7 +10,7 @@
  *    key is forged: a miss, counted (forged), never served; the node's own
  *    publish after its compile overwrites it.
  *  - A GET's deadline is the lookup time (plus the size term once the
- *    reply's length is known, remote-conn.c), not the operation timeout.
+ *    reply's length is known, redis-conn.c), not the operation timeout.
  *  - Lookups go on CMD, and only while it is up; in rw mode with a TTL a
  *    PEXPIRE follows each GET, so what the fleet reads stays.
  *  - A publish is one SET on PUT, never on CMD, so a big SET never delays
@@ -28,7 +28,7 @@
 #include "kj_limits.h"
 #include "kj_types.h"
 #include "proto.h"
-#include "remote-int.h"
+#include "redis-int.h"
 #include "sha.h"
 #include "util.h"
 
@@ -45,7 +45,7 @@ static int hex_to_raw(const char *hex, uint8_t out[KJ_SHA256_LEN])
 	return 0;
 }
 
-int kj__remote_get_result(struct kj__remote *r, const struct op *o, const redisReply *rep,
+int kj__remote_get_result(struct kj__redis *r, const struct op *o, const redisReply *rep,
 			  struct kj__remote_object *obj)
 {
 	if (rep == NULL)
@@ -71,7 +71,7 @@ int kj__remote_get_result(struct kj__remote *r, const struct op *o, const redisR
 
 static void lookup_done(struct op *o, redisAsyncContext *ac, const redisReply *rep)
 {
-	struct kj__remote *r = o->c->r;
+	struct kj__redis *r = o->c->r;
 	struct kj__remote_object obj;
 	int code = kj__remote_get_result(r, o, rep, &obj);
 
@@ -89,8 +89,8 @@ static void lookup_done(struct op *o, redisAsyncContext *ac, const redisReply *r
 	}
 }
 
-void kj__remote_get(struct kj__remote *r, const char *key, kj__remote_done_fn *done, kj__remote_lookup_cb cb,
-		    void *arg, struct kj__remote_lease *l, int *rc)
+void kj__remote_get(struct kj__redis *r, const char *key, kj__remote_done_fn *done, kj__remote_lookup_cb cb,
+		    void *arg, struct kj__redis_lease *l, int *rc)
 {
 	struct conn *c = &r->conns[C_CMD];
 	char *k = kj__remote_key(r, "", key);
@@ -118,7 +118,7 @@ out:
 	free(k);
 }
 
-void kj__remote_lookup(struct kj__remote *r, const char *key, kj__remote_lookup_cb cb, void *arg)
+void kj__redis_lookup(struct kj__redis *r, const char *key, kj__remote_lookup_cb cb, void *arg)
 {
 	int rc = KJIT_EINVAL;
 
@@ -138,7 +138,7 @@ fail:
 
 static void publish_done(struct op *o, redisAsyncContext *ac, const redisReply *rep)
 {
-	struct kj__remote *r = o->c->r;
+	struct kj__redis *r = o->c->r;
 
 	r->put_bytes -= o->bytes;
 	if (rep && rep->type == REDIS_REPLY_STATUS) {
@@ -153,7 +153,7 @@ static void publish_done(struct op *o, redisAsyncContext *ac, const redisReply *
 
 /* Builds SET key value [PX ttl] as RESP in one buffer: the value is
  * written straight into it (one copy of the object). */
-static int build_set(struct kj__remote *r, const char *k, const struct kj__remote_object *v, struct kj__buf *b)
+static int build_set(struct kj__redis *r, const char *k, const struct kj__remote_object *v, struct kj__buf *b)
 {
 	char ttl[24];
 	size_t vlen = kj__remote_value_size(v, r->secret != NULL);
@@ -173,8 +173,8 @@ static int build_set(struct kj__remote *r, const char *k, const struct kj__remot
 	return 0;
 }
 
-int kj__remote_publish(struct kj__remote *r, const char *key, const struct kj__remote_object *v,
-		       struct kj__remote_lease *lease)
+int kj__redis_publish(struct kj__redis *r, const char *key, const struct kj__remote_object *v,
+		       struct kj__redis_lease *lease)
 {
 	struct conn *c;
 	struct kj__buf b = { 0 };
@@ -229,13 +229,8 @@ out:
 	return rc;
 }
 
-void kj__remote_note_forged(struct kj__remote *r)
+void kj__redis_note_forged(struct kj__redis *r)
 {
 	if (r)
 		r->st.forged++;
-}
-
-int kj__remote_has_secret(const struct kj__remote *r)
-{
-	return r && r->secret != NULL;
 }

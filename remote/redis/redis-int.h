@@ -1,30 +1,31 @@
-/* remote-int.h: what the files of the fleet tier share and nothing outside
+/* redis-int.h: what the files of the Redis backend share and nothing outside
  * them may include (the rest of the daemon sees only remote/remote.h): the handle,
  * its three connections, the operations queued on them, the leases, and
  * the internal calls each file offers the others.
  *
  * Who owns what (each file opens with the invariants it keeps):
- *   remote.c         the handle: options, lifetime, the one timer that
- *                    drives connections and leases, stats, logging
- *   remote-url.c     the --remote URL and its password-free description
- *   remote-conn.c    struct conn and struct op: a connection, the FIFO of
- *                    operations on it, the handshake, outages, reconnect
- *                    with backoff, the per-operation absolute deadline
- *   remote-value.c   the value layouts (KJO1, KJO2) and their HMAC
- *   remote-object.c  the value layout, lookup, publish
- *   remote-lease.c   struct kj__remote_lease and r->leases: single-flight
- *                    across machines (acquire, renew, wait, take over)
- *   remote-guard.c   the reply objects a hostile server may make hiredis
- *                    build (c->fns)
+ *   redis.c         the handle: options, lifetime, the one timer that
+ *                   drives connections and leases, stats, logging; the
+ *                   backend row (kj__remote_redis)
+ *   redis-url.c     the --remote URL and its password-free description
+ *   redis-conn.c    struct conn and struct op: a connection, the FIFO of
+ *                   operations on it, the handshake, outages, reconnect
+ *                   with backoff, the per-operation absolute deadline
+ *   redis-object.c  lookup and publish of the tier's values (their layout
+ *                   and MAC are remote/remote-value.c's)
+ *   redis-lease.c   struct kj__redis_lease and r->leases: single-flight
+ *                   across machines (acquire, renew, wait, take over)
+ *   redis-guard.c   the reply objects a hostile server may make hiredis
+ *                   build (c->fns)
  *
  * Everything runs on the daemon's libuv loop, on one thread.  The handle
  * owns its connections, ops and leases; a lease is handed to the caller
- * with KJ_LEASE_OWNED and comes back through kj__remote_publish or
- * kj__remote_lease_release.  An op that refers to a lease holds a reference
+ * with KJ_LEASE_OWNED and comes back through kj__redis_publish or
+ * kj__redis_lease_release.  An op that refers to a lease holds a reference
  * (l->refs); the lease is freed at zero.
  */
-#ifndef KJ_REMOTE_INT_H
-#define KJ_REMOTE_INT_H
+#ifndef KJ_REDIS_INT_H
+#define KJ_REDIS_INT_H
 
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
@@ -33,8 +34,45 @@
 #include <uv.h>
 
 #include "kj_limits.h"
+#include "backend.h"
 #include "remote.h"
 #include "sha.h"
+
+/* A parsed --remote URL:
+ *   redis://[[user:]password@]host[:port][/db]   (host may be [v6addr])
+ *   unix://[[user:]password@]/path/redis.sock[?db=N]
+ * user and password are percent-decoded.  rediss:// is refused: Debian 12's
+ * hiredis 0.14 has no TLS. */
+struct kj__redis_url {
+	char *host;      /* NULL for unix:// */
+	char *path;      /* NULL for redis:// */
+	char *user;      /* NULL: none (AUTH password alone, or no AUTH) */
+	char *password;  /* NULL: no AUTH */
+	int port;        /* 6379 unless given */
+	int db;          /* 0 unless given: SELECT db when not 0 */
+};
+/* Parses s into u (owned strings; free with kj__redis_url_free).  0, or
+ * KJIT_EINVAL with a one-line reason in err; KJIT_ENOMEM. */
+int kj__redis_url_parse(const char *s, struct kj__redis_url *u, char *err, size_t errlen);
+void kj__redis_url_free(struct kj__redis_url *u);
+
+/* The backend's calls (remote.h's, on a struct kj__redis; redis.c puts
+ * them in the kj__remote_redis row). */
+struct kj__redis;
+struct kj__redis_lease;
+typedef kj__remote_be_lease_cb kj__redis_lease_cb;
+int kj__redis_new(uv_loop_t *loop, const struct kj__remote_options *opt, struct kj__redis **out, char *err,
+		  size_t errlen);
+void kj__redis_close(struct kj__redis *r);
+int kj__redis_is_up(const struct kj__redis *r);
+const char *kj__redis_describe(const struct kj__redis *r);
+void kj__redis_lookup(struct kj__redis *r, const char *key, kj__remote_lookup_cb cb, void *arg);
+int kj__redis_publish(struct kj__redis *r, const char *key, const struct kj__remote_object *v,
+		      struct kj__redis_lease *lease);
+void kj__redis_lease(struct kj__redis *r, const char *key, kj__redis_lease_cb cb, void *arg);
+void kj__redis_lease_release(struct kj__redis_lease *l);
+void kj__redis_note_forged(struct kj__redis *r);
+void kj__redis_stats(const struct kj__redis *r, struct kj__remote_stats *s);
 
 /* The connections: CMD carries lookups and leases (the request path), PUT
  * the publishes (a big SET never delays a lookup), SUB one SUBSCRIBE on
@@ -51,7 +89,7 @@ struct op;
 typedef void kj__remote_done_fn(struct op *o, redisAsyncContext *ac, const redisReply *rep);
 
 struct conn {
-	struct kj__remote *r;
+	struct kj__redis *r;
 	int role;
 	int state;
 	redisAsyncContext *ac;
@@ -63,9 +101,9 @@ struct conn {
 	uv_getaddrinfo_t gai;
 	int gai_busy;
 	char why[128];              /* an error reply during the handshake (AUTH refused) */
-	redisReplyObjectFunctions fns; /* the reader's: remote-guard.c's checks, then dflt's */
+	redisReplyObjectFunctions fns; /* the reader's: redis-guard.c's checks, then dflt's */
 	redisReplyObjectFunctions *dflt; /* hiredis's own object functions */
-	const char *refused;        /* why remote-guard.c refused a reply (the drop's reason) */
+	const char *refused;        /* why redis-guard.c refused a reply (the drop's reason) */
 	int overfull;               /* the reader holds more than any reply: reading stopped, the tick drops c */
 };
 
@@ -83,26 +121,26 @@ struct op {
 	size_t bytes;
 	kj__remote_lookup_cb cb;
 	void *arg;
-	struct kj__remote_lease *lease;
+	struct kj__redis_lease *lease;
 };
 
-struct kj__remote_lease {
-	struct kj__remote *r;
-	struct kj__remote_lease *prev, *next;
+struct kj__redis_lease {
+	struct kj__redis *r;
+	struct kj__redis_lease *prev, *next;
 	char key[KJ_SHA256_HEX_LEN + 1];
 	int state;
 	int refs;                   /* 1 for the list, 1 per op in flight */
-	kj__remote_lease_cb cb;
+	kj__redis_lease_cb cb;
 	void *arg;
 	uint64_t started_us, next_us; /* owned: next renewal; waiting: next poll */
 	int renewing;
 	int woken;                 /* a publish message came while checking */
 };
 
-struct kj__remote {
+struct kj__redis {
 	uv_loop_t *loop;
 	uv_timer_t tick;
-	struct kj__remote_url url;
+	struct kj__redis_url url;
 	char *describe;
 	char *prefix;
 	char *id;
@@ -116,7 +154,7 @@ struct kj__remote {
 	void (*log)(void *, const char *);
 	void *log_arg;
 	struct conn conns[C_COUNT];
-	struct kj__remote_lease *leases;
+	struct kj__redis_lease *leases;
 	uint64_t put_bytes;         /* publishes not yet acknowledged */
 	int warned;                 /* an outage was reported and has not ended */
 	int said_error;             /* an error reply was logged since the last outage */
@@ -126,28 +164,28 @@ struct kj__remote {
 	struct kj__remote_stats st;
 };
 
-/* remote.c */
+/* redis.c */
 /* One warning line through the log function given at creation (stderr
  * without one). */
-void kj__remote_say(struct kj__remote *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void kj__remote_say(struct kj__redis *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Writes msg into err; returns KJIT_EINVAL. */
 int kj__remote_seterr(char *err, size_t errlen, const char *msg);
 /* <prefix><what><key>, allocated; NULL: no memory. */
-char *kj__remote_key(const struct kj__remote *r, const char *what, const char *key);
+char *kj__remote_key(const struct kj__redis *r, const char *what, const char *key);
 /* Starts the timer unless it runs or the handle is closing: call after
  * queuing an op, losing a connection or adding a lease. */
-void kj__remote_tick_ensure(struct kj__remote *r);
+void kj__remote_tick_ensure(struct kj__redis *r);
 /* Frees r once closed and nothing of it is pending (the timer closed, no
  * name resolution in flight); else does nothing and is called again by
  * the last of them. */
-void kj__remote_free(struct kj__remote *r);
+void kj__remote_free(struct kj__redis *r);
 
-/* remote-url.c */
+/* redis-url.c */
 /* "redis://host:port/db" or "unix:///path?db=N", never the userinfo.
  * Allocated; NULL: no memory. */
-char *kj__remote_url_describe(const struct kj__remote_url *u);
+char *kj__redis_url_describe(const struct kj__redis_url *u);
 
-/* remote-conn.c */
+/* redis-conn.c */
 /* A new op on c whose reply goes to done (its time starts now); NULL: no
  * memory.  Fill cb, arg, lease, bytes, allow_us, then kj__remote_op_send. */
 struct op *kj__remote_op_new(struct conn *c, kj__remote_done_fn *done);
@@ -175,38 +213,38 @@ void kj__remote_conn_tick(struct conn *c, uint64_t now);
 /* 1 while c needs the timer: ops pending, or not up. */
 int kj__remote_conn_busy(const struct conn *c);
 
-/* remote-object.c */
+/* redis-object.c */
 /* GET <prefix><key> on CMD (and the TTL refresh) as an op for done, with
  * cb, arg and l stored in it.  *rc: 0 or why nothing was queued. */
-void kj__remote_get(struct kj__remote *r, const char *key, kj__remote_done_fn *done, kj__remote_lookup_cb cb,
-		    void *arg, struct kj__remote_lease *l, int *rc);
+void kj__remote_get(struct kj__redis *r, const char *key, kj__remote_done_fn *done, kj__remote_lookup_cb cb,
+		    void *arg, struct kj__redis_lease *l, int *rc);
 /* Classifies a GET reply: 1 hit (obj filled, valid while rep is), 0
  * absent, or an error (KJIT_ECORRUPT, KJIT_EDENIED forged, KJIT_EPROTO, why
  * o's connection failed); counts. */
-int kj__remote_get_result(struct kj__remote *r, const struct op *o, const redisReply *rep,
+int kj__remote_get_result(struct kj__redis *r, const struct op *o, const redisReply *rep,
 			  struct kj__remote_object *obj);
 
-/* remote-guard.c */
+/* redis-guard.c */
 /* Makes ac's reader build its replies through c->fns, which refuse what no
  * command of c is answered with (c->refused says why; hiredis drops the
  * connection).  Call once per new connection, before any byte is read. */
 void kj__remote_guard_attach(struct conn *c, redisAsyncContext *ac);
 
-/* remote-lease.c */
+/* redis-lease.c */
 /* Takes l off r->leases (no-op if it is not on it). */
-void kj__remote_lease_unlink(struct kj__remote_lease *l);
+void kj__remote_lease_unlink(struct kj__redis_lease *l);
 /* Drops a reference; frees l at zero. */
-void kj__remote_lease_unref(struct kj__remote_lease *l);
+void kj__remote_lease_unref(struct kj__redis_lease *l);
 /* On c: deletes the lease on key if owner holds it, and publishes key on
  * the channel so the fleet's waiters look (owner "": only the publish). */
-void kj__remote_send_release(struct kj__remote *r, struct conn *c, const char *key, const char *owner);
+void kj__remote_send_release(struct kj__redis *r, struct conn *c, const char *key, const char *owner);
 /* The timer's work on leases: renewals due, waiters' polls, waiters that
  * waited too long. */
-void kj__remote_lease_tick(struct kj__remote *r, uint64_t now);
+void kj__remote_lease_tick(struct kj__redis *r, uint64_t now);
 /* A publish message for key came on SUB: its waiters look now. */
-void kj__remote_lease_wake(struct kj__remote *r, const char *key);
+void kj__remote_lease_wake(struct kj__redis *r, const char *key);
 /* At close: waiters hear UNAVAILABLE; owned leases die with the handle
  * (not deleted in Redis: they expire, as a dead daemon's would). */
-void kj__remote_lease_close_all(struct kj__remote *r);
+void kj__remote_lease_close_all(struct kj__redis *r);
 
-#endif /* KJ_REMOTE_INT_H */
+#endif /* KJ_REDIS_INT_H */

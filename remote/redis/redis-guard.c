@@ -1,4 +1,4 @@
-/* remote-guard.c: what a hostile Redis server (or whoever sits on the
+/* redis-guard.c: what a hostile Redis server (or whoever sits on the
  * unencrypted link to it) may make hiredis build, checked before hiredis
  * builds it (docs/remote.md, "A hostile server").
  *
@@ -31,7 +31,7 @@
 #include <hiredis/hiredis.h>
 #include <string.h>
 
-#include "remote-int.h"
+#include "redis-int.h"
 
 static int word_is(const char *s, size_t len, const char *w)
 {

@@ -1,4 +1,4 @@
-/* remote-conn.c: one connection to Redis (hiredis async, on the loop) and
+/* redis-conn.c: one connection to Redis (hiredis async, on the loop) and
  * the operations queued on it: sending, replies, the handshake, outages,
  * reconnecting with backoff, and the per-operation deadline.
  *
@@ -23,7 +23,7 @@
  *  - A connection's reader holds at most buffer_cap unparsed bytes (one
  *    value, or Redis's pub/sub limit on SUB, which has no deadline): past
  *    it reading stops (c->overfull) and the tick drops c, so a server
- *    streaming an endless bulk costs bounded memory; remote-guard.c checks
+ *    streaming an endless bulk costs bounded memory; redis-guard.c checks
  *    the replies themselves.
  *  - A reply being read is read on in the same turn of the loop while
  *    bytes come (at most KJ_REMOTE_READS_PER_TURN reads of hiredis's
@@ -54,7 +54,7 @@
 
 #include "kj_limits.h"
 #include "kj_types.h"
-#include "remote-int.h"
+#include "redis-int.h"
 #include "util.h"
 
 struct op *kj__remote_op_new(struct conn *c, kj__remote_done_fn *done)
@@ -145,7 +145,7 @@ int kj__remote_conn_failure(const struct conn *c)
 	return c->drop_code ? c->drop_code : KJIT_ECONNECT;
 }
 
-static void outage_begin(struct kj__remote *r, const char *why)
+static void outage_begin(struct kj__redis *r, const char *why)
 {
 	r->st.errors++;
 	if (r->warned)
@@ -171,7 +171,7 @@ static void conn_schedule_retry(struct conn *c)
 
 static void conn_up(struct conn *c)
 {
-	struct kj__remote *r = c->r;
+	struct kj__redis *r = c->r;
 
 	c->state = S_UP;
 	c->backoff_ms = 0;
@@ -254,7 +254,7 @@ static void hello_done(struct op *o, redisAsyncContext *ac, const redisReply *re
 static void misc_done(struct op *o, redisAsyncContext *ac, const redisReply *rep)
 {
 	struct conn *c = o->c;
-	struct kj__remote *r = c->r;
+	struct kj__redis *r = c->r;
 
 	if (rep && rep->type == REDIS_REPLY_ERROR) {
 		r->st.errors++;
@@ -277,7 +277,7 @@ int kj__remote_send(struct conn *c, int argc, const char **argv)
  * message names a key just published somewhere in the fleet. */
 static void on_sub_message(redisAsyncContext *ac, void *reply, void *priv)
 {
-	struct kj__remote *r = priv;
+	struct kj__redis *r = priv;
 	struct conn *c = &r->conns[C_SUB];
 	redisReply *rep = reply;
 
@@ -297,7 +297,7 @@ static void on_sub_message(redisAsyncContext *ac, void *reply, void *priv)
 
 static void conn_hello(struct conn *c)
 {
-	struct kj__remote *r = c->r;
+	struct kj__redis *r = c->r;
 	char db[16];
 	int rc = 0;
 
@@ -325,7 +325,7 @@ static void conn_hello(struct conn *c)
 /* The most bytes c's reader may hold unparsed: one reply as large as any
  * value (CMD, PUT), or as much as Redis itself lets pile up for a
  * subscriber (SUB), plus slack for the read in progress. */
-static uint64_t value_cap(const struct kj__remote *r)
+static uint64_t value_cap(const struct kj__redis *r)
 {
 	return r->max_object + KJ_REMOTE_META_MAX + KJ_REMOTE_ENTRIES_MAX + KJ_LOWERED_MAX + KJ_REMOTE_LOG_MAX +
 	       KJ_FRAME_MAX + 256;
@@ -413,7 +413,7 @@ static void guarded_del_write(void *p)
 
 static void conn_start_at(struct conn *c, const char *ip)
 {
-	struct kj__remote *r = c->r;
+	struct kj__redis *r = c->r;
 	redisAsyncContext *ac = ip ? redisAsyncConnect(ip, r->url.port) : redisAsyncConnectUnix(r->url.path);
 
 	if (ac == NULL || ac->err) {
@@ -471,7 +471,7 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
 
 void kj__remote_conn_connect(struct conn *c)
 {
-	struct kj__remote *r = c->r;
+	struct kj__redis *r = c->r;
 	struct addrinfo hints;
 
 	if (r->url.path) {

@@ -1,4 +1,4 @@
-/* remote-lease.c: single-flight across machines: a lease per key in Redis
+/* redis-lease.c: single-flight across machines: a lease per key in Redis
  * (<prefix>lease:<key>, holding the owner's daemon id) so that one node of
  * the fleet compiles a key and the others wait for its publish.
  *
@@ -33,7 +33,7 @@
 #include <string.h>
 
 #include "kj_types.h"
-#include "remote-int.h"
+#include "redis-int.h"
 #include "util.h"
 
 static const char release_lua[] =
@@ -43,12 +43,12 @@ static const char renew_lua[] =
 	"if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end "
 	"return 0";
 
-static void lease_poll(struct kj__remote_lease *l);
-static int lease_send_pttl(struct kj__remote_lease *l);
+static void lease_poll(struct kj__redis_lease *l);
+static int lease_send_pttl(struct kj__redis_lease *l);
 
-void kj__remote_lease_unlink(struct kj__remote_lease *l)
+void kj__remote_lease_unlink(struct kj__redis_lease *l)
 {
-	struct kj__remote *r = l->r;
+	struct kj__redis *r = l->r;
 	if (r == NULL || (l->prev == NULL && r->leases != l))
 		return;
 	if (l->prev)
@@ -60,13 +60,13 @@ void kj__remote_lease_unlink(struct kj__remote_lease *l)
 	l->prev = l->next = NULL;
 }
 
-void kj__remote_lease_unref(struct kj__remote_lease *l)
+void kj__remote_lease_unref(struct kj__redis_lease *l)
 {
 	if (--l->refs == 0)
 		free(l);
 }
 
-void kj__remote_send_release(struct kj__remote *r, struct conn *c, const char *key, const char *owner)
+void kj__remote_send_release(struct kj__redis *r, struct conn *c, const char *key, const char *owner)
 {
 	char *lk = kj__remote_key(r, "lease:", key);
 	if (lk == NULL)
@@ -77,7 +77,7 @@ void kj__remote_send_release(struct kj__remote *r, struct conn *c, const char *k
 }
 
 /* Ends a waiting lease with outcome, giving up the list's reference. */
-static void lease_finish(struct kj__remote_lease *l, int outcome, const struct kj__remote_object *obj)
+static void lease_finish(struct kj__redis_lease *l, int outcome, const struct kj__remote_object *obj)
 {
 	kj__remote_lease_unlink(l);
 	l->state = L_DONE;
@@ -101,9 +101,9 @@ static void lease_finish(struct kj__remote_lease *l, int outcome, const struct k
 }
 
 /* Another node holds the lease: wait for its publish. */
-static void lease_held(struct kj__remote_lease *l)
+static void lease_held(struct kj__redis_lease *l)
 {
-	struct kj__remote *r = l->r;
+	struct kj__redis *r = l->r;
 
 	if (l->state == L_ACQUIRING) {
 		r->st.lease_waits++;
@@ -124,9 +124,9 @@ static void lease_held(struct kj__remote_lease *l)
  * outliving two lease lives, was planted by someone else (a writer to the
  * Redis), and waiting for it would cost every miss on the key the whole
  * wait_max_ms; it is counted as forged and the node compiles alone. */
-static void lease_on_pttl(struct kj__remote_lease *l, const redisReply *rep)
+static void lease_on_pttl(struct kj__redis_lease *l, const redisReply *rep)
 {
-	struct kj__remote *r = l->r;
+	struct kj__redis *r = l->r;
 
 	if (r == NULL || l->state == L_DONE)
 		return;
@@ -148,9 +148,9 @@ static void lease_pttl_done(struct op *o, redisAsyncContext *ac, const redisRepl
 	kj__remote_lease_unref(o->lease);
 }
 
-static int lease_send_pttl(struct kj__remote_lease *l)
+static int lease_send_pttl(struct kj__redis_lease *l)
 {
-	struct kj__remote *r = l->r;
+	struct kj__redis *r = l->r;
 	char *lk = kj__remote_key(r, "lease:", l->key);
 	struct op *o = lk ? kj__remote_op_new(&r->conns[C_CMD], lease_pttl_done) : NULL;
 	int rc = KJIT_ENOMEM;
@@ -166,9 +166,9 @@ static int lease_send_pttl(struct kj__remote_lease *l)
 	return rc;
 }
 
-static void lease_on_set(struct kj__remote_lease *l, int code, const redisReply *rep)
+static void lease_on_set(struct kj__redis_lease *l, int code, const redisReply *rep)
 {
-	struct kj__remote *r = l->r;
+	struct kj__redis *r = l->r;
 	if (r == NULL || l->state == L_DONE)
 		return;
 	if (code < 0 || rep->type == REDIS_REPLY_ERROR) {
@@ -194,9 +194,9 @@ static void lease_set_done(struct op *o, redisAsyncContext *ac, const redisReply
 	kj__remote_lease_unref(o->lease);
 }
 
-static int lease_send_set(struct kj__remote_lease *l)
+static int lease_send_set(struct kj__redis_lease *l)
 {
-	struct kj__remote *r = l->r;
+	struct kj__redis *r = l->r;
 	char ms[16];
 	char *lk = kj__remote_key(r, "lease:", l->key);
 	struct op *o = lk ? kj__remote_op_new(&r->conns[C_CMD], lease_set_done) : NULL;
@@ -214,7 +214,7 @@ static int lease_send_set(struct kj__remote_lease *l)
 	return rc;
 }
 
-static void lease_on_check(struct kj__remote_lease *l, int code, const struct kj__remote_object *obj)
+static void lease_on_check(struct kj__redis_lease *l, int code, const struct kj__remote_object *obj)
 {
 	if (l->r == NULL || l->state != L_CHECKING)
 		return;
@@ -241,9 +241,9 @@ static void lease_check_done(struct op *o, redisAsyncContext *ac, const redisRep
 }
 
 /* A waiter looks again: GET the object; absent -> try the lease. */
-static void lease_poll(struct kj__remote_lease *l)
+static void lease_poll(struct kj__redis_lease *l)
 {
-	struct kj__remote *r = l->r;
+	struct kj__redis *r = l->r;
 	int rc;
 
 	if (l->state != L_WAITING)
@@ -261,9 +261,9 @@ static void lease_poll(struct kj__remote_lease *l)
 	}
 }
 
-void kj__remote_lease(struct kj__remote *r, const char *key, kj__remote_lease_cb cb, void *arg)
+void kj__redis_lease(struct kj__redis *r, const char *key, kj__redis_lease_cb cb, void *arg)
 {
-	struct kj__remote_lease *l;
+	struct kj__redis_lease *l;
 
 	if (r == NULL || key == NULL || !kj__hex_ok(key) || r->mode == KJ_REMOTE_RO ||
 	    r->conns[C_CMD].state != S_UP || (l = calloc(1, sizeof *l)) == NULL) {
@@ -286,9 +286,9 @@ void kj__remote_lease(struct kj__remote *r, const char *key, kj__remote_lease_cb
 		lease_finish(l, KJ_LEASE_UNAVAILABLE, NULL);
 }
 
-void kj__remote_lease_release(struct kj__remote_lease *l)
+void kj__redis_lease_release(struct kj__redis_lease *l)
 {
-	struct kj__remote *r;
+	struct kj__redis *r;
 
 	if (l == NULL)
 		return;
@@ -309,9 +309,9 @@ static void renew_done(struct op *o, redisAsyncContext *ac, const redisReply *re
 	kj__remote_lease_unref(o->lease);
 }
 
-static void lease_renew(struct kj__remote_lease *l)
+static void lease_renew(struct kj__redis_lease *l)
 {
-	struct kj__remote *r = l->r;
+	struct kj__redis *r = l->r;
 	char ms[16];
 	char *lk = kj__remote_key(r, "lease:", l->key);
 	struct op *o = lk ? kj__remote_op_new(&r->conns[C_CMD], renew_done) : NULL;
@@ -330,9 +330,9 @@ static void lease_renew(struct kj__remote_lease *l)
 	free(lk);
 }
 
-void kj__remote_lease_tick(struct kj__remote *r, uint64_t now)
+void kj__remote_lease_tick(struct kj__redis *r, uint64_t now)
 {
-	for (struct kj__remote_lease *l = r->leases, *next; l; l = next) {
+	for (struct kj__redis_lease *l = r->leases, *next; l; l = next) {
 		next = l->next;
 		if (l->state == L_OWNED && now >= l->next_us && !l->renewing) {
 			l->next_us = now + (uint64_t)r->lease_ms * 1000 / 3;
@@ -346,9 +346,9 @@ void kj__remote_lease_tick(struct kj__remote *r, uint64_t now)
 	}
 }
 
-void kj__remote_lease_wake(struct kj__remote *r, const char *key)
+void kj__remote_lease_wake(struct kj__redis *r, const char *key)
 {
-	for (struct kj__remote_lease *l = r->leases, *next; l; l = next) {
+	for (struct kj__redis_lease *l = r->leases, *next; l; l = next) {
 		next = l->next;
 		if (memcmp(l->key, key, KJ_SHA256_HEX_LEN) != 0)
 			continue;
@@ -359,10 +359,10 @@ void kj__remote_lease_wake(struct kj__remote *r, const char *key)
 	}
 }
 
-void kj__remote_lease_close_all(struct kj__remote *r)
+void kj__remote_lease_close_all(struct kj__redis *r)
 {
 	while (r->leases) {
-		struct kj__remote_lease *l = r->leases;
+		struct kj__redis_lease *l = r->leases;
 		int was = l->state;
 		l->state = L_DONE;
 		r->leases = l->next;

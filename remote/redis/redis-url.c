@@ -1,4 +1,4 @@
-/* remote-url.c: the --remote URL, parsed into a struct kj__remote_url, and
+/* redis-url.c: the --remote URL, parsed into a struct kj__redis_url, and
  * the description of it that logs and `kjit ping` show.
  *
  * Invariants:
@@ -20,7 +20,7 @@
 
 #include "kj_limits.h"
 #include "kj_types.h"
-#include "remote-int.h"
+#include "redis-int.h"
 #include "util.h"
 
 /* Percent-decodes [s, s+n) into a new string; NULL on a bad escape or
@@ -84,7 +84,7 @@ static int url_scheme(const char *s, int *is_unix, const char **rest, char *err,
 
 /* [user:]password@ at *p, if any (an empty user is none:
  * redis://:pw@host); moves *p past it. */
-static int url_userinfo(const char **p, struct kj__remote_url *u, char *err, size_t errlen)
+static int url_userinfo(const char **p, struct kj__redis_url *u, char *err, size_t errlen)
 {
 	const char *s = *p, *slash = strchr(s, '/'), *at = NULL;
 	const char *limit = slash ? slash : s + strlen(s);
@@ -110,7 +110,7 @@ static int url_userinfo(const char **p, struct kj__remote_url *u, char *err, siz
 }
 
 /* /path[?db=N] */
-static int url_unix(const char *p, struct kj__remote_url *u, char *err, size_t errlen)
+static int url_unix(const char *p, struct kj__redis_url *u, char *err, size_t errlen)
 {
 	const char *q = strchr(p, '?');
 	size_t n = q ? (size_t)(q - p) : strlen(p);
@@ -152,7 +152,7 @@ static int url_hostport(const char *p, const char *hend, const char **h, size_t 
 }
 
 /* host[:port][/db] */
-static int url_tcp(const char *p, struct kj__remote_url *u, char *err, size_t errlen)
+static int url_tcp(const char *p, struct kj__redis_url *u, char *err, size_t errlen)
 {
 	const char *slash = strchr(p, '/');
 	const char *hend = slash ? slash : p + strlen(p), *h, *portp;
@@ -175,7 +175,7 @@ static int url_tcp(const char *p, struct kj__remote_url *u, char *err, size_t er
 	return 0;
 }
 
-int kj__remote_url_parse(const char *s, struct kj__remote_url *u, char *err, size_t errlen)
+int kj__redis_url_parse(const char *s, struct kj__redis_url *u, char *err, size_t errlen)
 {
 	const char *p = NULL;
 	int is_unix = 0, r;
@@ -187,11 +187,11 @@ int kj__remote_url_parse(const char *s, struct kj__remote_url *u, char *err, siz
 	if ((r = url_userinfo(&p, u, err, errlen)) == 0)
 		r = is_unix ? url_unix(p, u, err, errlen) : url_tcp(p, u, err, errlen);
 	if (r < 0)
-		kj__remote_url_free(u);
+		kj__redis_url_free(u);
 	return r;
 }
 
-void kj__remote_url_free(struct kj__remote_url *u)
+void kj__redis_url_free(struct kj__redis_url *u)
 {
 	if (u == NULL)
 		return;
@@ -202,7 +202,7 @@ void kj__remote_url_free(struct kj__remote_url *u)
 	memset(u, 0, sizeof *u);
 }
 
-char *kj__remote_url_describe(const struct kj__remote_url *u)
+char *kj__redis_url_describe(const struct kj__redis_url *u)
 {
 	if (u->path)
 		return kj__asprintf("unix://%s?db=%d", u->path, u->db);
