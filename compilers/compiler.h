@@ -31,7 +31,6 @@ struct kj__compile_out {
 struct kj__compiler_ops {
 	const char *name;      /* the family's name (compiler.c lists them all) */
 	int backend;           /* enum kjit_backend */
-	const char *ext;       /* default object extension: "hsaco", "cubin", "spv" */
 	/* Loads the compiler (dlopen and the like) and warms it so the first
 	 * job does not pay for it.  0, or KJIT_EBACKEND with a reason in err. */
 	int (*init)(void **state, char *err, size_t errlen);

@@ -234,8 +234,3 @@ void kj__remote_note_forged(struct kj__remote *r)
 	if (r)
 		r->st.forged++;
 }
-
-int kj__remote_has_secret(const struct kj__remote *r)
-{
-	return r && r->secret != NULL;
-}
