@@ -46,7 +46,7 @@ COMMON_SRC   := $(wildcard common/*.c)
 # -I (client/ccopts.c) and which needs only libc and util.c; outfile.c
 # writes the command's -o like cp.
 CLIENT_COMMON_SRC := common/alloc.c common/buf.c common/err.c common/frames.c common/hitctr.c common/hittab.c common/incfind.c \
-	common/include.c common/lowered.c common/outfile.c common/proto.c common/resolve.c common/sha.c common/targetid.c common/util.c
+	common/htab.c common/include.c common/lowered.c common/outfile.c common/proto.c common/resolve.c common/sha.c common/targetid.c common/util.c
 DETECT_SRC   := $(wildcard daemon/detect/*.c)
 CACHE_SRC    := $(wildcard cache/*.c)
 COMPILER_SRC := $(wildcard compilers/*.c)
