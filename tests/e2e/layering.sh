@@ -74,6 +74,16 @@ check "remote/ includes common/ and remote/ headers only (also:${bad:- none})" [
 # dropin/: its private headers are included inside dropin/ only.
 bad=$(outside 'dropin/*' $(includers 'dropin\.h|nvrtc-int\.h|hiprtc-int\.h'))
 check "dropin/'s headers are included inside dropin/ only (also by:${bad:- none})" [ -z "$bad" ]
+# compilers/compint.h is compilers/'s own (issue 33): what the daemon needs
+# of compilers/ (the entry points of an object) is in compilers/compiler.h.
+# The three flight files below are left for the lead, who owns their merge
+# with the miss path's rework: each compiles with compiler.h in its place.
+left="daemon/flight-job.c daemon/flight-remote.c daemon/flight-serve.c"
+bad=""
+for f in $(outside 'compilers/*' $(includers 'compint\.h')); do
+	case " $left " in *" $f "*) ;; *) bad="$bad $f" ;; esac
+done
+check "compilers/compint.h is included inside compilers/ only (also by:${bad:- none}; left: $left)" [ -z "$bad" ]
 # python/kjit: libkjit through kjit.h's functions only, never a kj__ symbol.
 bad=$(grep -lE 'kj__[a-z]' python/kjit/*.py | tr '\n' ' ')
 check "python/kjit names no internal kj__ symbol (named in: ${bad:-none})" [ -z "$bad" ]
