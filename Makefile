@@ -78,7 +78,7 @@ TESTS        := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 DEPS_OK := $(BUILD)/.deps-ok
 
 .PHONY: all deps test test-asan run stop install uninstall clean
-all: $(BUILD)/kjitd $(BUILD)/kjit $(BUILD)/libkjit.so $(BUILD)/libkjit.a \
+all: $(BUILD)/kjitd $(BUILD)/kjitd-dist $(BUILD)/kjit $(BUILD)/libkjit.so $(BUILD)/libkjit.a \
 	$(BUILD)/include/kjit.h $(BUILD)/kjit.pc
 
 # scripts/deps.sh is a no-op when everything is installed.
@@ -92,6 +92,19 @@ $(BUILD)/obj/%.o: %.c $(DEPS_OK)
 	$(CC) $(CPPFLAGS_KJ) $(CFLAGS_KJ) $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/kjitd: $(call obj,daemon/main.c) $(DAEMON_OBJ) $(REMOTE_OBJ) $(DETECT_OBJ) $(COMPILER_OBJ) $(CACHE_OBJ) $(COMMON_OBJ)
+	$(CC) $(LDFLAGS_KJ) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
+
+# The installed kjitd (kjitd-dist, installed as kjitd): the same objects
+# without the "test" compiler family (compilers/testcomp.c, the fake
+# compiler the crash, hang and budget tests drive), compiler.c compiled once
+# more with KJ_NO_TESTCOMP.  The tests and benchmarks run $(BUILD)/kjitd.
+DIST_COMPILER_OBJ := $(BUILD)/obj/dist/compilers/compiler.o \
+	$(filter-out $(call obj,compilers/compiler.c compilers/testcomp.c),$(COMPILER_OBJ))
+$(BUILD)/obj/dist/compilers/compiler.o: compilers/compiler.c $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_KJ) $(CFLAGS_KJ) $(CFLAGS) -DKJ_NO_TESTCOMP -MMD -MP -c $< -o $@
+$(BUILD)/kjitd-dist: $(call obj,daemon/main.c) $(DAEMON_OBJ) $(REMOTE_OBJ) $(DETECT_OBJ) $(DIST_COMPILER_OBJ) $(CACHE_OBJ) \
+		$(COMMON_OBJ)
 	$(CC) $(LDFLAGS_KJ) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
 $(BUILD)/kjit: $(CLI_MAIN_OBJ) $(BUILD)/libkjit.a
@@ -183,7 +196,8 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include \
 		$(DESTDIR)$(PREFIX)/share/kjit $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 \
 		$(DESTDIR)$(UNITDIR)/system $(DESTDIR)$(UNITDIR)/user $(DESTDIR)$(SYSUSERSDIR)
-	install -m 755 $(BUILD)/kjitd $(BUILD)/kjit $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(BUILD)/kjitd-dist $(DESTDIR)$(PREFIX)/bin/kjitd
+	install -m 755 $(BUILD)/kjit $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(BUILD)/libkjit.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(BUILD)/libkjit.so $(DESTDIR)$(PREFIX)/lib/libkjit.so.0
 	ln -sf libkjit.so.0 $(DESTDIR)$(PREFIX)/lib/libkjit.so
