@@ -68,6 +68,7 @@ export
 verify|--json
 gc|--max-size|nonsense
 run
+run|--quiet|--|sh|-c|echo "\$LD_LIBRARY_PATH"
 LINES
 
 # No arguments at all: the same usage error.
