@@ -37,9 +37,10 @@ DAEMON_LIBS  := -luv -lhiredis -lsqlite3 -lcrypto -ldl $(SHADERC_LIBS) -lsystemd
 # per-process memo and the shared hit table are indexed by the SHA-256 of the
 # request body, and a collision there would serve the wrong object, so the
 # fingerprint is a real hash from a well-kept library, not a hand-written one.
-# Programs linking it with threads of their own (the kjit command's warm, the
-# stress client) add -pthread, a no-op since glibc 2.34 but needed before.
-LIBKJIT_LIBS := -lcrypto
+# It carries the kjit command (kjit_cli_main), whose warm runs threads, hence
+# -pthread (a no-op since glibc 2.34 but needed before); programs linking
+# libkjit.a add it too.
+LIBKJIT_LIBS := -lcrypto -pthread
 CLIENT_LIBS  := -lcrypto -pthread
 
 COMMON_SRC   := $(wildcard common/*.c)
@@ -49,9 +50,11 @@ COMMON_SRC   := $(wildcard common/*.c)
 # fingerprints request bodies for the process memo and the shared hit table
 # (hittab.c, whose reader libkjit uses; hitctr.c, its per-client counters),
 # and the include scan (include.c, incfind.c, incmacro.c), which libkjit runs itself for
-# -I (client/ccopts.c) and which needs only libc and util.c.
+# -I (client/ccopts.c) and which needs only libc and util.c; outfile.c
+# writes the command's -o like cp.
 CLIENT_COMMON_SRC := common/alloc.c common/buf.c common/err.c common/frames.c common/hitctr.c common/hittab.c common/incfind.c \
-	common/incmacro.c common/include.c common/lowered.c common/proto.c common/resolve.c common/sha.c common/targetid.c common/util.c
+	common/htab.c common/incmacro.c common/include.c common/lowered.c common/outfile.c common/proto.c common/resolve.c common/sha.c \
+	common/targetid.c common/util.c
 DETECT_SRC   := $(wildcard daemon/detect/*.c)
 CACHE_SRC    := $(wildcard cache/*.c)
 COMPILER_SRC := $(wildcard compilers/*.c)
@@ -59,10 +62,13 @@ DAEMON_SRC   := $(filter-out daemon/main.c,$(wildcard daemon/*.c))
 # The fleet tier, kjitd's only: remote/remote.h is its one interface;
 # remote/NAME/ holds a backend (redis today).
 REMOTE_SRC   := $(wildcard remote/*.c remote/redis/*.c)
-# The kjit command: client/cli.c and client/cmd-*.c, linked into the kjit
-# binary only; the other client/*.c are libkjit.
+# The kjit command: client/cli.c and client/cmd-*.c are libkjit's, like the
+# other client/*.c (kjit_cli_main, which `python3 -m kjit` calls too); the
+# kjit binary is client/kjit-main.c, a main calling it, linked with libkjit.a.
+# The drop-ins link libkjit's objects less the command's (LIBKJIT_OBJ below).
+CLI_MAIN_SRC := client/kjit-main.c
 CLI_SRC      := client/cli.c $(wildcard client/cmd-*.c)
-CLIENT_SRC   := $(filter-out $(CLI_SRC),$(wildcard client/*.c))
+CLIENT_SRC   := $(filter-out $(CLI_MAIN_SRC) $(CLI_SRC),$(wildcard client/*.c))
 TEST_SRC     := $(wildcard tests/test-*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
@@ -75,13 +81,14 @@ DAEMON_OBJ   := $(call obj,$(DAEMON_SRC))
 REMOTE_OBJ   := $(call obj,$(REMOTE_SRC))
 CLIENT_OBJ   := $(call obj,$(CLIENT_SRC))
 CLI_OBJ      := $(call obj,$(CLI_SRC))
+CLI_MAIN_OBJ := $(call obj,$(CLI_MAIN_SRC))
 TESTS        := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 
 DEPS_OK := $(BUILD)/.deps-ok
 DEPS_TEST_OK := $(BUILD)/.deps-test-ok
 
 .PHONY: all deps deps-test test test-asan run stop install uninstall clean deb
-all: $(BUILD)/kjitd $(BUILD)/kjit $(BUILD)/libkjit.so $(BUILD)/libkjit.a \
+all: $(BUILD)/kjitd $(BUILD)/kjitd-dist $(BUILD)/kjit $(BUILD)/libkjit.so $(BUILD)/libkjit.a \
 	$(BUILD)/include/kjit.h $(BUILD)/kjit.pc
 
 # scripts/deps.sh is a no-op when everything is installed.  Building and
@@ -102,16 +109,29 @@ $(BUILD)/obj/%.o: %.c $(DEPS_OK)
 $(BUILD)/kjitd: $(call obj,daemon/main.c) $(DAEMON_OBJ) $(REMOTE_OBJ) $(DETECT_OBJ) $(COMPILER_OBJ) $(CACHE_OBJ) $(COMMON_OBJ)
 	$(CC) $(LDFLAGS_KJ) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
-$(BUILD)/kjit: $(CLI_OBJ) $(call obj,common/outfile.c) $(BUILD)/libkjit.a
+# The installed kjitd (kjitd-dist, installed as kjitd): the same objects
+# without the "test" compiler family (compilers/testcomp.c, the fake
+# compiler the crash, hang and budget tests drive), compiler.c compiled once
+# more with KJ_NO_TESTCOMP.  The tests and benchmarks run $(BUILD)/kjitd.
+DIST_COMPILER_OBJ := $(BUILD)/obj/dist/compilers/compiler.o \
+	$(filter-out $(call obj,compilers/compiler.c compilers/testcomp.c),$(COMPILER_OBJ))
+$(BUILD)/obj/dist/compilers/compiler.o: compilers/compiler.c $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_KJ) $(CFLAGS_KJ) $(CFLAGS) -DKJ_NO_TESTCOMP -MMD -MP -c $< -o $@
+$(BUILD)/kjitd-dist: $(call obj,daemon/main.c) $(DAEMON_OBJ) $(REMOTE_OBJ) $(DETECT_OBJ) $(DIST_COMPILER_OBJ) $(CACHE_OBJ) \
+		$(COMMON_OBJ)
+	$(CC) $(LDFLAGS_KJ) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
+
+$(BUILD)/kjit: $(CLI_MAIN_OBJ) $(BUILD)/libkjit.a
 	$(CC) $(LDFLAGS_KJ) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS)
 
 LIBKJIT_OBJ  := $(CLIENT_OBJ) $(CLIENT_COMMON_OBJ)
 
-$(BUILD)/libkjit.a: $(LIBKJIT_OBJ)
+$(BUILD)/libkjit.a: $(LIBKJIT_OBJ) $(CLI_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/libkjit.so: $(LIBKJIT_OBJ)
+$(BUILD)/libkjit.so: $(LIBKJIT_OBJ) $(CLI_OBJ)
 	$(CC) -shared -Wl,-soname,libkjit.so.0 $(LDFLAGS_KJ) $(LDFLAGS) -o $@ $^ $(LIBKJIT_LIBS)
 
 # The public header carries the same KJIT_TYPES_DEFINED block as the
@@ -138,7 +158,7 @@ $(call obj,daemon/main.c) $(call obj,daemon/options.c) $(call obj,daemon/config.
 FORCE:
 
 # Each tests/test-NAME.c is one binary linked with every module.
-$(BUILD)/tests/%: $(call obj,tests/%.c) $(DAEMON_OBJ) $(REMOTE_OBJ) $(DETECT_OBJ) $(COMPILER_OBJ) $(CACHE_OBJ) $(CLIENT_OBJ) \
+$(BUILD)/tests/%: $(call obj,tests/%.c) $(DAEMON_OBJ) $(REMOTE_OBJ) $(DETECT_OBJ) $(COMPILER_OBJ) $(CACHE_OBJ) $(CLIENT_OBJ) $(CLI_OBJ) \
 		$(COMMON_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_KJ) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS) -lvulkan
@@ -197,7 +217,8 @@ install: all
 		$(DESTDIR)$(PREFIX)/share/kjit $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 \
 		$(DESTDIR)$(UNITDIR)/system $(DESTDIR)$(UNITDIR)/user $(DESTDIR)$(SYSUSERSDIR) \
 		$(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(COMPLETIONDIR) $(DESTDIR)$(SYSCONFDIR)/kjit
-	install -m 755 $(BUILD)/kjitd $(BUILD)/kjit $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(BUILD)/kjitd-dist $(DESTDIR)$(PREFIX)/bin/kjitd
+	install -m 755 $(BUILD)/kjit $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(BUILD)/libkjit.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(BUILD)/libkjit.so $(DESTDIR)$(PREFIX)/lib/libkjit.so.0
 	ln -sf libkjit.so.0 $(DESTDIR)$(PREFIX)/lib/libkjit.so

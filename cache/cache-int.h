@@ -38,6 +38,8 @@
 #include <time.h>
 
 #include "cache.h"
+#include "htab.h"
+#include "ilist.h"
 #include "sha.h"
 
 #define NONE ((size_t)-1)             /* "no entry": what kj__tab_find returns on a miss */
@@ -80,8 +82,8 @@ struct ent {
 /* A verified object held in memory, with what its file looked like then. */
 struct hot {
 	uint8_t key[KJ_SHA256_LEN];
-	struct hot *chain;           /* next in the bucket */
-	struct hot *prev, *next;     /* LRU list */
+	struct kj__hnode hn;         /* in c->hot_tab, hashed by the key */
+	struct kj__ilink lru;        /* in c->hot_lru */
 	uint8_t *data;
 	size_t size;
 	dev_t dev;
@@ -126,10 +128,9 @@ struct kj__cache {
 	struct kj__cache_pub *pubs;
 
 	/* hot.c: verified objects in memory, most recently used first. */
-	struct hot **hot_tab;
-	size_t hot_cap, hot_n;
+	struct kj__htab hot_tab;
 	uint64_t hot_bytes, hot_max;
-	struct hot *hot_head, *hot_tail;
+	struct kj__ilist hot_lru;
 };
 
 /* ---- cache.c: helpers ---- */

@@ -199,6 +199,7 @@ int kj__cache_open(struct kj__cache **out, const char *dir, const struct kj__cac
 	c->max_size = opt && opt->max_size ? opt->max_size : KJ_DEFAULT_MAX_SIZE;
 	c->max_per_uid = opt ? opt->max_size_per_uid : 0;
 	c->hot_max = opt && opt->hot_max ? opt->hot_max : KJ_HOT_BYTES_MAX;
+	kj__htab_init(&c->hot_tab, mem->calloc, mem->free);
 	c->dir_mode = opt && opt->dir_mode ? opt->dir_mode : 0700;
 	c->file_mode = opt && opt->file_mode ? opt->file_mode : 0600;
 	c->dir = kj__cache_strdup(c, dir);

@@ -10,9 +10,13 @@
  * one ADMIN request each, whose wire form docs/cli.md lists.  `kjit warm`
  * runs its GETs on -j threads, one kjit_client each.
  *
- * This file holds main, the command table and the output helpers of
- * cli-int.h; the subcommands live in cmd-get.c, cmd-admin.c and
- * cmd-warm.c.  All of them link into the kjit binary, not into libkjit.
+ * This file holds kjit_cli_main (the command's entry point, kjit.h), the
+ * command table and the output helpers of cli-int.h; the subcommands live
+ * in cmd-*.c.  All of them are part of libkjit, so that the kjit binary
+ * (kjit-main.c, a main calling kjit_cli_main) and `python3 -m kjit`
+ * (python/kjit/__main__.py, through ctypes) run one parser: one place to
+ * add a flag, the same errors from both.  Nothing here keeps state between
+ * calls: getopt is reset at every call and output flushed before return.
  */
 
 #include <errno.h>
@@ -268,9 +272,9 @@ static int run_cmd(const struct cmd *cmd, int argc, char **argv)
 	return ex;
 }
 
-int main(int argc, char **argv)
+static int cli_run(int argc, char **argv)
 {
-	if (argc < 2)
+	if (argc < 2 || argv == NULL)
 		return kj__cli_fail(EX_USAGE, "no command given; usage: kjit COMMAND [OPTIONS] (see `kjit --help`)");
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
 		help(stdout);
@@ -292,10 +296,21 @@ int main(int argc, char **argv)
 			}
 		}
 		opterr = 0;
-		optind = 1;
+		optind = 0; /* glibc: a full reset, for a second call in one process */
 		return run_cmd(&cmds[i], argc - 1, argv + 1);
 	}
 	return kj__cli_fail(EX_USAGE, "unknown command \"%s\"; usage: kjit COMMAND [OPTIONS] (see `kjit --help`)",
 		    argv[1]);
 }
 
+
+KJIT_EXPORT int kjit_cli_main(int argc, char **argv)
+{
+	int r = cli_run(argc, argv);
+
+	/* As at the binary's exit (a failed flush is not reported there either):
+	 * a caller that stays, Python, sees the output before it prints its own. */
+	(void)fflush(stdout);
+	(void)fflush(stderr);
+	return r;
+}

@@ -14,16 +14,17 @@
  * reaches the memo too.  Bounded by
  * KJ_PROCESS_MEMO_BYTES, least recently used out first; one object takes at
  * most 1/KJ_PROCESS_MEMO_SHARE of it.  KJIT_PROCESS_MEMO=0 turns it off.
- * Owned by one kjit_client and used by one thread at a time, like it.
+ * Indexed by common/htab.h (hashed by the fingerprint), ordered by
+ * common/ilist.h.  Owned by one kjit_client and used by one thread at a time, like it.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "client_int.h"
+#include "htab.h"
+#include "ilist.h"
 #include "procmemo.h"
 #include "util.h"
-
-#define BUCKETS 256 /* a power of two; chains stay short for a few thousand entries */
 
 struct pm_ent {
 	uint8_t fp[KJ_SHA256_LEN];
@@ -35,20 +36,15 @@ struct pm_ent {
 	char **lowered; /* the result's lowered_names (--name-expression), kept with it */
 	size_t n_lowered;
 	size_t cost;
-	struct pm_ent *chain, *prev, *next;
+	struct kj__hnode hn;  /* in m->tab, hashed by fp */
+	struct kj__ilink lru; /* in m->lru */
 };
 
 struct kj__procmemo {
-	struct pm_ent *tab[BUCKETS];
-	struct pm_ent *head, *tail; /* most recently used first */
+	struct kj__htab tab;
+	struct kj__ilist lru; /* most recently used first */
 	size_t bytes, max_bytes;
-	size_t n;
 };
-
-static struct pm_ent **bucket(struct kj__procmemo *m, const uint8_t fp[KJ_SHA256_LEN])
-{
-	return &m->tab[fp[0] & (BUCKETS - 1)];
-}
 
 int kj__procmemo_new(struct kj__procmemo **out, size_t max_bytes)
 {
@@ -59,6 +55,7 @@ int kj__procmemo_new(struct kj__procmemo **out, size_t max_bytes)
 	if (m == NULL)
 		return KJIT_ENOMEM;
 	m->max_bytes = max_bytes;
+	kj__htab_init(&m->tab, NULL, NULL);
 	*out = m;
 	return 0;
 }
@@ -67,29 +64,6 @@ int kj__procmemo_enabled_by_env(void)
 {
 	const char *v = getenv("KJIT_PROCESS_MEMO");
 	return v == NULL || strcmp(v, "0") != 0;
-}
-
-static void unlink_lru(struct kj__procmemo *m, struct pm_ent *e)
-{
-	if (e->prev)
-		e->prev->next = e->next;
-	else
-		m->head = e->next;
-	if (e->next)
-		e->next->prev = e->prev;
-	else
-		m->tail = e->prev;
-	e->prev = e->next = NULL;
-}
-
-static void push_front(struct kj__procmemo *m, struct pm_ent *e)
-{
-	e->next = m->head;
-	if (m->head)
-		m->head->prev = e;
-	m->head = e;
-	if (m->tail == NULL)
-		m->tail = e;
 }
 
 /* Copies n lowered names (entries may be NULL) into *out.  0 or KJIT_ENOMEM
@@ -127,13 +101,9 @@ static void ent_free(struct pm_ent *e)
 
 static void drop(struct kj__procmemo *m, struct pm_ent *e)
 {
-	struct pm_ent **pp = bucket(m, e->fp);
-	while (*pp != e)
-		pp = &(*pp)->chain;
-	*pp = e->chain;
-	unlink_lru(m, e);
+	kj__htab_remove(&m->tab, &e->hn);
+	kj__ilist_unlink(&m->lru, &e->lru);
 	m->bytes -= e->cost;
-	m->n--;
 	ent_free(e);
 }
 
@@ -141,16 +111,21 @@ void kj__procmemo_free(struct kj__procmemo *m)
 {
 	if (m == NULL)
 		return;
-	while (m->head)
-		drop(m, m->head);
+	while (m->lru.head)
+		drop(m, KJ_CONTAINER_OF(m->lru.head, struct pm_ent, lru));
+	kj__htab_fini(&m->tab);
 	free(m);
 }
 
 static struct pm_ent *find(struct kj__procmemo *m, const uint8_t fp[KJ_SHA256_LEN])
 {
-	for (struct pm_ent *e = *bucket(m, fp); e; e = e->chain)
+	uint64_t h = kj__htab_hash_sha(fp);
+
+	for (struct kj__hnode *x = kj__htab_first(&m->tab, h); x; x = kj__htab_next(x, h)) {
+		struct pm_ent *e = KJ_CONTAINER_OF(x, struct pm_ent, hn);
 		if (memcmp(e->fp, fp, KJ_SHA256_LEN) == 0)
 			return e;
+	}
 	return NULL;
 }
 
@@ -177,8 +152,7 @@ int kj__procmemo_get(struct kj__procmemo *m, const uint8_t fp[KJ_SHA256_LEN], ui
 	res->size = e->size;
 	memcpy(res->key, e->key, sizeof res->key);
 	res->status = KJIT_STATUS_HIT;
-	unlink_lru(m, e);
-	push_front(m, e);
+	kj__ilist_to_front(&m->lru, &e->lru);
 	return 1;
 }
 
@@ -193,6 +167,8 @@ int kj__procmemo_put(struct kj__procmemo *m, const uint8_t fp[KJ_SHA256_LEN], ui
 		cost += sizeof(char *) + (res->lowered_names[i] ? strlen(res->lowered_names[i]) + 1 : 0);
 	if (cost > m->max_bytes / KJ_PROCESS_MEMO_SHARE)
 		return 0; /* too large to keep: the socket or the table serves it */
+	if (kj__htab_reserve(&m->tab) < 0)
+		return KJIT_ENOMEM;
 	struct pm_ent *e = calloc(1, sizeof *e);
 	if (e == NULL || (e->data = malloc(res->size)) == NULL ||
 	    (e->target = kj__strdup(res->target ? res->target : "")) == NULL ||
@@ -213,19 +189,16 @@ int kj__procmemo_put(struct kj__procmemo *m, const uint8_t fp[KJ_SHA256_LEN], ui
 	struct pm_ent *old = find(m, fp);
 	if (old)
 		drop(m, old);
-	while (m->tail && m->bytes + cost > m->max_bytes)
-		drop(m, m->tail);
-	struct pm_ent **b = bucket(m, fp);
-	e->chain = *b;
-	*b = e;
-	push_front(m, e);
+	while (m->lru.tail && m->bytes + cost > m->max_bytes)
+		drop(m, KJ_CONTAINER_OF(m->lru.tail, struct pm_ent, lru));
+	kj__htab_insert(&m->tab, &e->hn, kj__htab_hash_sha(fp));
+	kj__ilist_push_front(&m->lru, &e->lru);
 	m->bytes += cost;
-	m->n++;
 	return 0;
 }
 
 void kj__procmemo_usage(const struct kj__procmemo *m, size_t *entries, size_t *bytes)
 {
-	*entries = m ? m->n : 0;
+	*entries = m ? m->tab.n : 0;
 	*bytes = m ? m->bytes : 0;
 }

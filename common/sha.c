@@ -42,11 +42,6 @@ int kj__sha_final(struct kj__sha *s, uint8_t out[KJ_SHA256_LEN])
 	return EVP_DigestFinal_ex(s->ctx, out, &n) == 1 && n == KJ_SHA256_LEN ? 0 : KJIT_EINTERNAL;
 }
 
-int kj__sha_reset(struct kj__sha *s)
-{
-	return EVP_DigestInit_ex(s->ctx, EVP_sha256(), NULL) == 1 ? 0 : KJIT_EINTERNAL;
-}
-
 void kj__sha_free(struct kj__sha *s)
 {
 	if (s == NULL)

@@ -12,9 +12,8 @@ struct kj__sha;  /* streaming context (opaque; wraps EVP_MD_CTX) */
 
 int kj__sha_new(struct kj__sha **out);
 int kj__sha_update(struct kj__sha *s, const void *p, size_t n);
-/* Finishes into out[32]; the context may be reused after kj__sha_reset. */
+/* Finishes into out[32]; the context is then spent (free it). */
 int kj__sha_final(struct kj__sha *s, uint8_t out[KJ_SHA256_LEN]);
-int kj__sha_reset(struct kj__sha *s);
 void kj__sha_free(struct kj__sha *s);
 
 /* Loads OpenSSL's configuration and algorithms on the calling thread.  A

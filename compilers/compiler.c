@@ -17,7 +17,9 @@
 #include "kj_types.h"
 #include "kj_limits.h"
 #include "lowered.h"
+#ifndef KJ_NO_TESTCOMP
 #include "testcomp.h"
+#endif
 #include "util.h"
 
 /* Every compiler family, one row each: the one list of family names (the
@@ -35,7 +37,9 @@ static const struct family {
 	{ &kj__compiler_nvrtc, 1, 0, "/usr/local/cuda" },
 	{ &kj__compiler_nvcc, 0, 0, "/usr/local/cuda" },
 	{ &kj__compiler_shaderc, 1, 0, NULL },
+#ifndef KJ_NO_TESTCOMP /* the tests' fake compiler: not in the installed kjitd (Makefile) */
 	{ &kj__compiler_test, 0, 1, NULL },
+#endif
 };
 
 static const struct family *family_named(const char *name)

@@ -31,7 +31,6 @@ struct kj__compile_out {
 struct kj__compiler_ops {
 	const char *name;      /* the family's name (compiler.c lists them all) */
 	int backend;           /* enum kjit_backend */
-	const char *ext;       /* default object extension: "hsaco", "cubin", "spv" */
 	/* Loads the compiler (dlopen and the like) and warms it so the first
 	 * job does not pay for it.  0, or KJIT_EBACKEND with a reason in err. */
 	int (*init)(void **state, char *err, size_t errlen);
@@ -83,5 +82,19 @@ int kj__worker_main(const char *family, int fd);
 /* The host trees a family's worker may read (compilers/walls.c), each
  * after a space, into out: what `kjit targets` shows.  0 or KJIT_ETOOBIG. */
 int kj__worker_trees(const char *family, char *out, size_t outlen);
+
+/* Checks that each of entries[0..n) is an entry point of obj (symbols.c:
+ * an ELF's defined function symbols, PTX's .entry names, SPIR-V's
+ * OpEntryPoint names).  0 (also when obj's symbols cannot be listed), or
+ * KJIT_ECOMPILE with "no entry point 'X' in the object; it has: A, B" in
+ * err. */
+int kj__entries_check(const uint8_t *obj, size_t len, const char *const *entries, size_t n, char *err,
+		      size_t errlen);
+/* The entry points of obj, as kj__entries_check finds them, into *out
+ * (malloc'd, a list of common/entrylist.h holding the names a request may
+ * ask for, kj__name_ok; "" when it has none): what the index keeps beside the object (schema 5).
+ * 0; 1 with *out NULL when its symbols cannot be listed (or their list is
+ * over KJ_OBJ_ENTRIES_MAX: not judged); KJIT_ENOMEM. */
+int kj__entries_list(const uint8_t *obj, size_t len, char **out);
 
 #endif /* KJ_COMPILER_H */

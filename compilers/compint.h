@@ -211,20 +211,6 @@ int kj__trees_id(const char *const *dirs, size_t n, char *out, size_t outlen);
  * include directory; may be NULL).  Computed once per worker start. */
 int kj__system_headers_id(const char *extra, char *out, size_t outlen);
 
-/* Checks that each of entries[0..n) is an entry point of obj (symbols.c:
- * an ELF's defined function symbols, PTX's .entry names, SPIR-V's
- * OpEntryPoint names).  0 (also when obj's symbols cannot be listed), or
- * KJIT_ECOMPILE with "no entry point 'X' in the object; it has: A, B" in
- * err. */
-int kj__entries_check(const uint8_t *obj, size_t len, const char *const *entries, size_t n, char *err,
-		      size_t errlen);
-/* The entry points of obj, as kj__entries_check finds them, into *out
- * (malloc'd, "NAME\n" each, the names a request may ask for: kj__name_ok;
- * "" when it has none): what the index keeps beside the object (schema 5).
- * 0; 1 with *out NULL when its symbols cannot be listed (or their list is
- * over KJ_OBJ_ENTRIES_MAX: not judged); KJIT_ENOMEM. */
-int kj__entries_list(const uint8_t *obj, size_t len, char **out);
-
 /* Full compilers as child processes (spawn.c). */
 struct kj__proc_out {
 	struct kj__buf log;  /* first KJ_LOG_MAX bytes of stdout+stderr */

@@ -381,7 +381,6 @@ static int hipcc_compile(void *state, const struct kj__compile_job *job, struct 
 const struct kj__compiler_ops kj__compiler_hipcc = {
 	.name = "hipcc",
 	.backend = KJIT_BACKEND_HIP,
-	.ext = "hsaco",
 	.init = hipcc_init,
 	.fini = hipcc_fini,
 	.identity = hipcc_identity,

@@ -463,7 +463,6 @@ static int hiprtc_compile(void *state, const struct kj__compile_job *job, struct
 const struct kj__compiler_ops kj__compiler_hiprtc = {
 	.name = "hiprtc",
 	.backend = KJIT_BACKEND_HIP,
-	.ext = "hsaco",
 	.init = hiprtc_init,
 	.fini = hiprtc_fini,
 	.identity = hiprtc_identity,

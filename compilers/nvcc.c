@@ -428,7 +428,6 @@ static int nvcc_compile(void *state, const struct kj__compile_job *job, struct k
 const struct kj__compiler_ops kj__compiler_nvcc = {
 	.name = "nvcc",
 	.backend = KJIT_BACKEND_CUDA,
-	.ext = "cubin",
 	.init = nvcc_init,
 	.fini = nvcc_fini,
 	.identity = nvcc_identity,

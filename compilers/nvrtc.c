@@ -555,7 +555,6 @@ static int nvrtc_compile(void *state, const struct kj__compile_job *job, struct 
 const struct kj__compiler_ops kj__compiler_nvrtc = {
 	.name = "nvrtc",
 	.backend = KJIT_BACKEND_CUDA,
-	.ext = "cubin",
 	.init = nvrtc_init,
 	.fini = nvrtc_fini,
 	.identity = nvrtc_identity,

@@ -423,7 +423,6 @@ out:
 const struct kj__compiler_ops kj__compiler_shaderc = {
 	.name = "shaderc",
 	.backend = KJIT_BACKEND_VULKAN,
-	.ext = "spv",
 	.init = shaderc_init,
 	.fini = shaderc_fini,
 	.identity = shaderc_identity,

@@ -25,6 +25,7 @@
 
 #include "buf.h"
 #include "compint.h"
+#include "entrylist.h"
 #include "kj_limits.h"
 #include "kj_types.h"
 #include "util.h"
@@ -286,7 +287,7 @@ static int collect(const char *name, size_t len, void *arg)
 		return 0;
 	if (k->b->len + len + 1 > KJ_OBJ_ENTRIES_MAX)
 		return 2;
-	if (kj__buf_append(k->b, nm, len) < 0 || kj__buf_append(k->b, "\n", 1) < 0) {
+	if (kj__entries_add(k->b, nm, len) < 0) {
 		k->nomem = 1;
 		return 2;
 	}

@@ -363,7 +363,6 @@ static int test_compile(void *state, const struct kj__compile_job *job, struct k
 const struct kj__compiler_ops kj__compiler_test = {
 	.name = "test",
 	.backend = KJIT_BACKEND_HIP,
-	.ext = "hsaco",
 	.init = test_init,
 	.fini = test_fini,
 	.identity = test_identity,

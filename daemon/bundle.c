@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "bundle-int.h"
-#include "compint.h"
+#include "compiler.h"
 #include "daemon.h"
 #include "kj_types.h"
 #include "lowered.h"

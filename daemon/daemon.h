@@ -24,6 +24,7 @@
 
 #include "cache.h"
 #include "detect.h"
+#include "entrylist.h"
 #include "kj_limits.h"
 #include "frames.h"
 #include "proto.h"
@@ -614,16 +615,11 @@ void kj__record_latency(struct kj__daemon *d, uint64_t t0);
  * code (no entry, the index unreadable, no memory): then a hit cannot carry
  * them. */
 int kj__lowered_of(struct kj__daemon *d, const char *key, char **out, char **log);
-/* Entry points (hip and cuda: not in the key; reply.c).  join: v[0..n)
- * as "NAME\n" each (malloc'd; NULL when n is 0 or out of memory).
- * missing: 0 if every name of want is a line of list (or either is NULL:
- * nothing asked, or the object's entries not known), else KJIT_ECOMPILE
- * with "no entry point 'X' in WHAT; it has: A, B" in err.  object_entries:
+/* Entry points (hip and cuda: not in the key; lists are common/entrylist.h's,
+ * whose join and missing the daemon uses).  object_entries (reply.c):
  * key's list from the index into *list (malloc'd; NULL: not known), and
  * for a row that has none yet, from data's symbols, recorded in the index;
  * 0 or a negative code. */
-char *kj__entries_join(char *const *v, size_t n);
-int kj__entries_missing(const char *list, const char *want, const char *what, char *err, size_t errlen);
 int kj__object_entries(struct kj__daemon *d, const char *key, const uint8_t *data, size_t len, char **list);
 
 /* fleet.c: the fleet tier on the request path (docs/remote.md).  start:

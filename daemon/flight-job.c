@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "compiler.h"
-#include "compint.h"
+#include "compiler.h"
 #include "flight-int.h"
 #include "kj_types.h"
 #include "lowered.h"

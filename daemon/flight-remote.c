@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compint.h"
+#include "compiler.h"
 #include "flight-int.h"
 #include "kj_limits.h"
 #include "kj_types.h"

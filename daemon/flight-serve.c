@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compint.h"
+#include "compiler.h"
 #include "flight-int.h"
 #include "kj_types.h"
 #include "util.h"

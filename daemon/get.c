@@ -21,7 +21,6 @@
 #include <sys/stat.h>
 
 #include "compiler.h"
-#include "compint.h"
 #include "daemon.h"
 #include "kj_types.h"
 #include "lowered.h"

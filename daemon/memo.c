@@ -10,7 +10,8 @@
  * time) and checked with stat on every use; any change drops the entry.
  * The rest (the daemon's configuration and detected targets, each
  * compiler's identity) is fixed for the daemon's life.  Bounded by
- * KJ_MEMO_BYTES_MAX, least recently used out first.
+ * KJ_MEMO_BYTES_MAX, least recently used out first (common/htab.h indexes
+ * the entries by the body's hash, common/ilist.h orders them).
  *
  * Entering a resolution takes two steps (issue 25: the loop never waits
  * on the disk): kj__memo_gather (at the end) stats and re-reads the files
@@ -24,10 +25,10 @@
 #include <sys/stat.h>
 
 #include "daemon.h"
+#include "htab.h"
+#include "ilist.h"
 #include "kj_types.h"
 #include "util.h"
-
-#define MEMO_BUCKETS_MIN 256
 
 struct memo_file {
 	char *path;
@@ -38,21 +39,20 @@ struct memo_file {
 };
 
 struct memo_ent {
-	uint64_t h;
 	uint8_t *body;
 	size_t len;
 	struct kj__memo_hit hit;
 	struct memo_file *files;
 	size_t n_files;
 	size_t bytes;               /* what this entry costs, for the bound */
-	struct memo_ent *chain, *prev, *next;
+	struct kj__hnode hn;        /* in m->tab, hashed by body_hash */
+	struct kj__ilink lru;       /* in m->lru */
 };
 
 struct kj__memo {
-	struct memo_ent **tab;
-	size_t cap, n;
+	struct kj__htab tab;
+	struct kj__ilist lru;       /* most recently used first */
 	size_t bytes, max_bytes;
-	struct memo_ent *head, *tail;
 };
 
 /* A fast hash of the body, 8 bytes at a time; collisions are settled by
@@ -81,31 +81,9 @@ int kj__memo_new(struct kj__memo **out, size_t max_bytes)
 	if (m == NULL)
 		return KJIT_ENOMEM;
 	m->max_bytes = max_bytes;
+	kj__htab_init(&m->tab, NULL, NULL);
 	*out = m;
 	return 0;
-}
-
-static void lru_unlink(struct kj__memo *m, struct memo_ent *e)
-{
-	if (e->prev)
-		e->prev->next = e->next;
-	else
-		m->head = e->next;
-	if (e->next)
-		e->next->prev = e->prev;
-	else
-		m->tail = e->prev;
-	e->prev = e->next = NULL;
-}
-
-static void lru_front(struct kj__memo *m, struct memo_ent *e)
-{
-	e->next = m->head;
-	if (m->head)
-		m->head->prev = e;
-	m->head = e;
-	if (m->tail == NULL)
-		m->tail = e;
 }
 
 static void ent_free(struct memo_ent *e)
@@ -119,14 +97,9 @@ static void ent_free(struct memo_ent *e)
 
 static void remove_ent(struct kj__memo *m, struct memo_ent *e)
 {
-	struct memo_ent **pp = &m->tab[e->h & (m->cap - 1)];
-
-	while (*pp != e)
-		pp = &(*pp)->chain;
-	*pp = e->chain;
-	lru_unlink(m, e);
+	kj__htab_remove(&m->tab, &e->hn);
+	kj__ilist_unlink(&m->lru, &e->lru);
 	m->bytes -= e->bytes;
-	m->n--;
 	ent_free(e);
 }
 
@@ -134,9 +107,9 @@ void kj__memo_free(struct kj__memo *m)
 {
 	if (m == NULL)
 		return;
-	while (m->head)
-		remove_ent(m, m->head);
-	free(m->tab);
+	while (m->lru.head)
+		remove_ent(m, KJ_CONTAINER_OF(m->lru.head, struct memo_ent, lru));
+	kj__htab_fini(&m->tab);
 	free(m);
 }
 
@@ -150,11 +123,12 @@ static int file_same(const struct memo_file *f)
 
 int kj__memo_find(struct kj__memo *m, const uint8_t *body, size_t len, struct kj__memo_hit *out)
 {
-	if (m == NULL || m->cap == 0)
+	if (m == NULL || m->tab.n == 0)
 		return 0;
 	uint64_t h = body_hash(body, len);
-	for (struct memo_ent *e = m->tab[h & (m->cap - 1)]; e; e = e->chain) {
-		if (e->h != h || e->len != len || memcmp(e->body, body, len) != 0)
+	for (struct kj__hnode *x = kj__htab_first(&m->tab, h); x; x = kj__htab_next(x, h)) {
+		struct memo_ent *e = KJ_CONTAINER_OF(x, struct memo_ent, hn);
+		if (e->len != len || memcmp(e->body, body, len) != 0)
 			continue;
 		for (size_t i = 0; i < e->n_files; i++) {
 			if (!file_same(&e->files[i])) {
@@ -162,31 +136,10 @@ int kj__memo_find(struct kj__memo *m, const uint8_t *body, size_t len, struct kj
 				return 0;
 			}
 		}
-		lru_unlink(m, e);
-		lru_front(m, e);
+		kj__ilist_to_front(&m->lru, &e->lru);
 		*out = e->hit;
 		return 1;
 	}
-	return 0;
-}
-
-static int grow(struct kj__memo *m)
-{
-	size_t cap = m->cap ? m->cap * 2 : MEMO_BUCKETS_MIN;
-	struct memo_ent **tab = calloc(cap, sizeof *tab);
-
-	if (tab == NULL)
-		return KJIT_ENOMEM;
-	for (size_t b = 0; b < m->cap; b++) {
-		for (struct memo_ent *e = m->tab[b], *next; e; e = next) {
-			next = e->chain;
-			e->chain = tab[e->h & (cap - 1)];
-			tab[e->h & (cap - 1)] = e;
-		}
-	}
-	free(m->tab);
-	m->tab = tab;
-	m->cap = cap;
 	return 0;
 }
 
@@ -199,13 +152,12 @@ static int put(struct kj__memo *m, const uint8_t *body, size_t len, uint64_t h, 
 
 	if (m == NULL || cost > m->max_bytes / 8)
 		return 0; /* one request may take at most an eighth of the memo */
-	if ((m->n + 1 > m->cap && grow(m) < 0) || (e = calloc(1, sizeof *e)) == NULL ||
+	if (kj__htab_reserve(&m->tab) < 0 || (e = calloc(1, sizeof *e)) == NULL ||
 	    (e->body = malloc(len ? len : 1)) == NULL ||
 	    (n_paths && (e->files = calloc(n_paths, sizeof *e->files)) == NULL))
 		goto nomem;
 	memcpy(e->body, body, len);
 	e->len = len;
-	e->h = h;
 	e->hit = *hit;
 	for (size_t i = 0; i < n_paths; i++, e->n_files++) {
 		if ((e->files[i].path = kj__strdup(paths[i])) == NULL)
@@ -218,20 +170,19 @@ static int put(struct kj__memo *m, const uint8_t *body, size_t len, uint64_t h, 
 	}
 	/* The same bytes may be there already (a request raced its own
 	 * resolution): the newer resolution wins. */
-	for (struct memo_ent *o = m->tab[e->h & (m->cap - 1)]; o; o = o->chain) {
-		if (o->h == e->h && o->len == len && memcmp(o->body, body, len) == 0) {
+	for (struct kj__hnode *x = kj__htab_first(&m->tab, h); x; x = kj__htab_next(x, h)) {
+		struct memo_ent *o = KJ_CONTAINER_OF(x, struct memo_ent, hn);
+		if (o->len == len && memcmp(o->body, body, len) == 0) {
 			remove_ent(m, o);
 			break;
 		}
 	}
-	while (m->tail && m->bytes + cost > m->max_bytes)
-		remove_ent(m, m->tail);
+	while (m->lru.tail && m->bytes + cost > m->max_bytes)
+		remove_ent(m, KJ_CONTAINER_OF(m->lru.tail, struct memo_ent, lru));
 	e->bytes = cost;
-	e->chain = m->tab[e->h & (m->cap - 1)];
-	m->tab[e->h & (m->cap - 1)] = e;
-	lru_front(m, e);
+	kj__htab_insert(&m->tab, &e->hn, h);
+	kj__ilist_push_front(&m->lru, &e->lru);
 	m->bytes += cost;
-	m->n++;
 	return 0;
 nomem:
 	if (e)

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compint.h"
+#include "compiler.h"
 
 #include "daemon.h"
 #include "kj_types.h"
@@ -109,64 +109,6 @@ int kj__lowered_of(struct kj__daemon *d, const char *key, char **out, char **log
 	}
 	kj__cache_entry_free(&e);
 	return r;
-}
-
-char *kj__entries_join(char *const *v, size_t n)
-{
-	struct kj__buf b = { 0 };
-
-	if (n == 0)
-		return NULL;
-	for (size_t i = 0; i < n; i++)
-		if (kj__buf_append(&b, v[i], strlen(v[i])) < 0 || kj__buf_append(&b, "\n", 1) < 0) {
-			kj__buf_free(&b);
-			return NULL;
-		}
-	if (kj__buf_append(&b, "", 1) < 0) {
-		kj__buf_free(&b);
-		return NULL;
-	}
-	return (char *)b.p;
-}
-
-/* 1 if the line name (len bytes) is one of list's lines. */
-static int listed(const char *list, const char *name, size_t len)
-{
-	for (const char *p = list; *p;) {
-		const char *nl = strchr(p, '\n');
-		size_t l = nl ? (size_t)(nl - p) : strlen(p);
-		if (l == len && memcmp(p, name, len) == 0)
-			return 1;
-		p += l + (nl != NULL);
-	}
-	return 0;
-}
-
-int kj__entries_missing(const char *list, const char *want, const char *what, char *err, size_t errlen)
-{
-	if (list == NULL || want == NULL)
-		return 0;
-	for (const char *p = want; *p;) {
-		const char *nl = strchr(p, '\n');
-		size_t l = nl ? (size_t)(nl - p) : strlen(p);
-		if (l && !listed(list, p, l)) {
-			struct kj__buf has = { 0 };
-			for (const char *q = list; *q && has.len < 400;) {
-				const char *e = strchr(q, '\n');
-				size_t k = e ? (size_t)(e - q) : strlen(q);
-				kj__buf_printf(&has, "%s%.*s", has.len ? ", " : "", (int)k, q);
-				q += k + (e != NULL);
-			}
-			size_t total = strlen(list);
-			snprintf(err, errlen, "no entry point '%.*s' in %s; it has: %.*s%s", (int)l, p, what,
-				 has.len ? (int)has.len : 4, has.len ? (const char *)has.p : "none",
-				 has.len < total && has.len >= 400 ? ", ..." : "");
-			kj__buf_free(&has);
-			return KJIT_ECOMPILE;
-		}
-		p += l + (nl != NULL);
-	}
-	return 0;
 }
 
 int kj__object_entries(struct kj__daemon *d, const char *key, const uint8_t *data, size_t len, char **list)

@@ -232,6 +232,15 @@ KJIT_EXPORT int kjit_admin(kjit_client *c, const char *cmd, const char *arg,
  * c NULL: why this thread's last kjit_open failed. */
 KJIT_EXPORT const char *kjit_last_error(const kjit_client *c);
 
+/* The kjit command (docs/cli.md): argv[0] is the program's name, argv[1]
+ * the subcommand; it writes to stdout and stderr as `kjit` does and returns
+ * its exit status (0 success, 1 the request failed, 2 usage error, 3 kjitd
+ * unreachable), flushing stdout first.  The kjit binary is a main calling
+ * it, and `python3 -m kjit` calls it through ctypes, so both take the same
+ * options and refuse the same mistakes.  It uses getopt and stdio, so call
+ * it from one thread at a time; `kjit run` replaces the calling process. */
+KJIT_EXPORT int kjit_cli_main(int argc, char **argv);
+
 #ifdef __cplusplus
 }
 #endif

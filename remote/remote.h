@@ -183,6 +183,7 @@ int kj__remote_publish(struct kj__remote *r, const char *key, const struct kj__r
 /* Counts a value that decoded but may not be served (entries or meta not
  * those asked for): remote_forged. */
 void kj__remote_note_forged(struct kj__remote *r);
+
 enum kj__lease_outcome {
 	KJ_LEASE_OWNED = 1,      /* we compile; *lease is ours until publish/release */
 	KJ_LEASE_PUBLISHED = 2,  /* another node published: obj is the verified object */

@@ -1,6 +1,7 @@
 #!/bin/sh
 # design-map.sh: docs/design.md's "Map of the tree" names every .c and .h
-# outside tests/ (issue 25): each file tracked by git appears in the map's
+# outside tests/ (issue 25) and every module of the Python package,
+# python/kjit/*.py (issue 33): each file tracked by git appears in the map's
 # section as `NAME` or `.../NAME`.  A file added without its map line fails
 # here, naming it.  Needs git and the repository (a source tree without
 # .git is skipped loudly).
@@ -16,10 +17,11 @@ sed -n '/^## Map of the tree/,/^## /p' docs/design.md >"$T/map"
 check "docs/design.md has its map section" [ -s "$T/map" ]
 missing=""
 n=0
-for f in $(git ls-files '*.c' '*.h' | grep -v '^tests/'); do
+for f in $(git ls-files '*.c' '*.h' 'python/kjit/*.py' | grep -v '^tests/'); do
 	b=$(basename "$f")
 	n=$((n + 1))
 	grep -qF -e "\`$b\`" -e "/$b\`" "$T/map" || missing="$missing $f"
 done
-check "the map names all $n source files (missing:${missing:- none})" [ -z "$missing" ]
+npy=$(git ls-files 'python/kjit/*.py' | wc -l)
+check "the map names all $n source files ($npy of them python/kjit/*.py) (missing:${missing:- none})" [ -z "$missing" ]
 exit 0

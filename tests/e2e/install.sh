@@ -34,6 +34,8 @@ for f in bin/kjitd bin/kjit lib/libkjit.so.0 lib/libkjit.a include/kjit.h lib/pk
 	check "installed: /usr/$f" [ -f "$P/$f" ]
 done
 check "installed: bin/kjitd and bin/kjit are executable" sh -c "[ -x '$P/bin/kjitd' ] && [ -x '$P/bin/kjit' ]"
+# The tests' fake compiler family stays in the build (issue 33).
+check "installed kjitd has no \"test\" compiler family" sh -c "! grep -q 'kjit_test' '$P/bin/kjitd'"
 check "installed: lib/libkjit.so -> libkjit.so.0" [ "$(readlink "$P/lib/libkjit.so" 2>/dev/null)" = libkjit.so.0 ]
 soname=$(readelf -d "$P/lib/libkjit.so.0" 2>/dev/null | sed -n 's/.*SONAME.*\[\(.*\)\].*/\1/p')
 check "libkjit.so.0: SONAME is libkjit.so.0 (${soname:-none})" [ "$soname" = libkjit.so.0 ]

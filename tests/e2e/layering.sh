@@ -51,4 +51,45 @@ check "no daemon file names Redis (named in: ${named:-none})" [ -z "$named" ]
 inc=$(xargs grep -lE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"([^"]*/)?(backend|redis-int)\.h"' <"$T/src" |
 	grep -vE '^(remote/|tests/test-remote\.c$)' | tr '\n' ' ' | sed 's/ $//')
 check "remote/backend.h and redis-int.h are included inside remote/ only (also by: ${inc:-none})" [ -z "$inc" ]
+# includers HEADER-REGEX: the files that include a header whose name matches.
+includers() {
+	xargs grep -lE "^[[:space:]]*#[[:space:]]*include[[:space:]]*[<\"]([^\">]*/)?($1)[\">]" <"$T/src" |
+		tr '\n' ' ' | sed 's/ $//'
+}
+# outside PREFIX FILES...: those of FILES not under PREFIX (a folder or file
+# glob), tests/ and bench/ left out (a test may open any layer).
+outside() {
+	p=$1
+	shift
+	for f in "$@"; do
+		case "$f" in
+		$p | tests/* | bench/*) ;;
+		*) printf ' %s' "$f" ;;
+		esac
+	done
+}
+
+# docs/design.md's layer rules for remote/ and dropin/ (issue 33).
+# remote/: daemon/ reaches it through remote.h alone; remote-int.h stays in
+# remote/; remote/ itself includes common/ and its own headers only.
+bad=$(outside 'daemon/*' $(includers 'remote\.h') | sed 's| remote/[^ ]*||g')
+check "remote/remote.h is included by daemon/ and remote/ only (also by:${bad:- none})" [ -z "$bad" ]
+bad=$(outside 'remote/*' $(includers 'remote-int\.h'))
+check "remote/remote-int.h is included inside remote/ only (also by:${bad:- none})" [ -z "$bad" ]
+own=$( (cd common && ls ./*.h) | sed 's|^\./||'; (cd remote && ls ./*.h) | sed 's|^\./||')
+bad=""
+for h in $(grep -hoE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"[^"]+"' remote/*.c remote/*.h | sed 's/.*"\(.*\)"/\1/' | sort -u); do
+	printf '%s\n' "$own" | grep -qxF "$h" || bad="$bad $h"
+done
+check "remote/ includes common/ and remote/ headers only (also:${bad:- none})" [ -z "$bad" ]
+# dropin/: its private headers are included inside dropin/ only.
+bad=$(outside 'dropin/*' $(includers 'dropin\.h|nvrtc-int\.h|hiprtc-int\.h'))
+check "dropin/'s headers are included inside dropin/ only (also by:${bad:- none})" [ -z "$bad" ]
+# compilers/compint.h is compilers/'s own (issue 33): what the daemon needs
+# of compilers/ (the entry points of an object) is in compilers/compiler.h.
+bad=$(outside 'compilers/*' $(includers 'compint\.h'))
+check "compilers/compint.h is included inside compilers/ only (also by:${bad:- none})" [ -z "$bad" ]
+# python/kjit: libkjit through kjit.h's functions only, never a kj__ symbol.
+bad=$(grep -lE 'kj__[a-z]' python/kjit/*.py | tr '\n' ' ')
+check "python/kjit names no internal kj__ symbol (named in: ${bad:-none})" [ -z "$bad" ]
 exit 0
