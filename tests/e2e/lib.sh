@@ -79,6 +79,17 @@ san_flags() {
 	fi
 }
 
+# san_python_env: the VAR=VALUE words a Python process (or any program
+# not built with the sanitizers) needs to load a sanitized libkjit: the
+# sanitizers' runtimes first (LD_PRELOAD, colon-separated), leaks not
+# reported (the interpreter's own); nothing for a plain build.
+san_python_env() {
+	if [ -n "$(san_flags)" ]; then
+		echo "LD_PRELOAD=$(${CC:-cc} -print-file-name=libasan.so):$(${CC:-cc} -print-file-name=libubsan.so)" \
+			"ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+	fi
+}
+
 finish() {
 	[ "$FAILS" -eq 0 ]
 }

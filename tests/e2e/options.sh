@@ -79,7 +79,7 @@ if [ -x "$NVCC" ]; then
 	# python3 -m kjit takes the same command line (python/kjit/__main__.py): the same key, a hit
 	if have python3; then
 		# shellcheck disable=SC2086
-		PYTHONPATH="$TOP/python" PYTHONDONTWRITEBYTECODE=1 python3 -m kjit get --source "$T/lam.cu" \
+		env $(san_python_env) PYTHONPATH="$TOP/python" PYTHONDONTWRITEBYTECODE=1 python3 -m kjit get --source "$T/lam.cu" \
 			--compiler nvcc -arch=sm_90 $NV -Xcompiler -fno-strict-aliasing "$FN" >"$T/py.out" 2>&1
 		check "python3 -m kjit: the same flags, the same key (a hit)" \
 			grep -q "^hit $(cut -d' ' -f2 "$T/out")" "$T/py.out"

@@ -9,6 +9,8 @@
 . "$(dirname "$0")/lib.sh"
 
 PY=$(command -v python3)
+# a sanitized libkjit (make test-asan) needs its runtimes in the interpreter
+for v in $(san_python_env); do export "$v"; done
 if [ -z "$PY" ] || ! "$PY" -m venv --help >/dev/null 2>&1; then
 	not_ok "python3 -m venv" "python3 or its venv module is missing: pip install NOT tested"
 	exit 1

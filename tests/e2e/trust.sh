@@ -98,7 +98,8 @@ as "$VIC" "$KJIT" ping >"$T/p.out" 2>"$T/p.err"
 rc=$?
 check "trust: ping with a squatted folder exits 3, one line naming it (exit $rc)" \
 	sh -c "[ $rc = 3 ] && [ \$(wc -l <'$T/p.err') -eq 1 ] && grep -qF '$SQ' '$T/p.err'"
-as "$VIC" PYTHONPATH="$TOP/python" PYTHONDONTWRITEBYTECODE=1 KJIT_LIBRARY="$TOP/$BUILD/libkjit.so" "$PY" -c '
+# shellcheck disable=SC2046
+as "$VIC" $(san_python_env) PYTHONPATH="$TOP/python" PYTHONDONTWRITEBYTECODE=1 KJIT_LIBRARY="$TOP/$BUILD/libkjit.so" "$PY" -c '
 import sys, kjit
 try:
     kjit.Client().ping()

@@ -85,7 +85,7 @@ start_daemon --hip-compiler test --jobs 1 --worker-max-rss 64M || { not_ok start
 printf '#pragma kjit_test alloc 128\n// big %s\n' "$$" >"$T/src/big.hip"
 "$KJIT" get --source "$T/src/big.hip" --backend hip --target gfx90a -o /dev/null >"$T/big.out" 2>&1
 check "rss: the big job compiled" grep -q '^compiled' "$T/big.out"
-check "rss: its worker replaced" grep -q "kept 1[23][0-9] MiB after its job, over --worker-max-rss 64 MiB: replaced" \
+check "rss: its worker replaced" grep -q "kept [0-9]* MiB after its job, over --worker-max-rss 64 MiB: replaced" \
 	"$T/kjitd.log"
 printf 'int after_%s;\n' "$$" >"$T/src/after.hip"
 "$KJIT" get --source "$T/src/after.hip" --backend hip --target gfx90a -o /dev/null >"$T/after2.out" 2>&1
