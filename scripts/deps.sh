@@ -24,8 +24,9 @@ libhiredis-dev
 python3"
 # Testing only: the clang build and sanitizers, the suite's tools (sqlite3's
 # shell, spirv-val, valgrind, systemd-analyze, groff, hyperfine, a Redis
-# server for the fleet tests) and lintian for the package (tests/e2e/deb.sh).
-TEST_PKGS="clang libclang-rt-14-dev llvm sqlite3 spirv-tools glslc python3-cryptography uidmap
+# server for the fleet tests, python3-venv for pip.sh's venvs when python3 is
+# Debian's) and lintian for the package (tests/e2e/deb.sh).
+TEST_PKGS="clang libclang-rt-14-dev llvm sqlite3 spirv-tools glslc python3-cryptography python3-venv uidmap
 valgrind systemd groff-base hyperfine
 redis-server
 lintian"
