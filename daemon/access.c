@@ -69,13 +69,13 @@ int kj__admin_gid_opt(struct kj__config *cfg, const char *arg)
 	return 0;
 }
 
-/* Is gid among the groups of process pid, which must run as uid?  Reads
- * the Uid: and Groups: lines of /proc/PID/status. */
+/* Does process pid run as uid, with gid among its groups ((gid_t)-1: no
+ * group asked)?  Reads the Uid: and Groups: lines of /proc/PID/status. */
 static int proc_in_group(pid_t pid, uid_t uid, gid_t gid)
 {
 	char path[64], *line = NULL;
 	size_t cap = 0;
-	int uid_ok = 0, found = 0;
+	int uid_ok = 0, found = gid == (gid_t)-1;
 
 	if (pid <= 0)
 		return 0;
@@ -165,21 +165,7 @@ static int peer_still_there(int sock, pid_t pid, uid_t uid)
 		if (rc == 0 || e != ENOSYS)
 			return rc == 0 || e == EPERM;
 	}
-	char path[64], *line = NULL;
-	size_t cap = 0;
-	int ok = 0;
-	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-	FILE *f = fopen(path, "re");
-	if (f == NULL)
-		return 0;
-	while (getline(&line, &cap, f) > 0) {
-		unsigned long real;
-		if (sscanf(line, "Uid: %lu", &real) == 1)
-			ok = real == (unsigned long)uid;
-	}
-	free(line);
-	fclose(f);
-	return ok;
+	return proc_in_group(pid, uid, (gid_t)-1);
 }
 
 int kj__userns_owner(int sock, pid_t pid, uid_t uid, uid_t *owner, int *nested, char *err, size_t errlen)
