@@ -18,7 +18,7 @@ SAN     ?=
 OPT     ?= -O2
 
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
-CPPFLAGS_KJ := -D_GNU_SOURCE -Iinclude -Iclient -Icommon -Icache -Icompilers -Idaemon -Idaemon/detect -Iremote \
+CPPFLAGS_KJ := -D_GNU_SOURCE -Iinclude -Iclient -Icommon -Icache -Icompilers -Idaemon -Idaemon/net -Idaemon/miss -Idaemon/admin -Idaemon/detect -Iremote \
 	-DKJIT_PREFIX='"$(PREFIX)"' -DKJIT_SRCDIR='"$(CURDIR)"' -DKJIT_SYSCONFDIR='"$(SYSCONFDIR)"' \
 	-DKJ_PACKAGE_VERSION='"$(VERSION)"'
 CFLAGS_KJ := -std=c11 $(OPT) -g -fPIC $(WARN) -fvisibility=hidden
@@ -58,7 +58,9 @@ CLIENT_COMMON_SRC := common/alloc.c common/buf.c common/err.c common/frames.c co
 DETECT_SRC   := $(wildcard daemon/detect/*.c)
 CACHE_SRC    := $(wildcard cache/*.c)
 COMPILER_SRC := $(wildcard compilers/*.c)
-DAEMON_SRC   := $(filter-out daemon/main.c,$(wildcard daemon/*.c))
+# daemon/'s rooms: net/ (the socket, connections, per-user limits), miss/ (a GET
+# from parsing to the finished compile), admin/ (ADMIN requests, whole-cache jobs).
+DAEMON_SRC   := $(filter-out daemon/main.c,$(wildcard daemon/*.c daemon/net/*.c daemon/miss/*.c daemon/admin/*.c))
 # The fleet tier, kjitd's only: remote/remote.h is its one interface;
 # remote/NAME/ holds a backend (redis today).
 REMOTE_SRC   := $(wildcard remote/*.c remote/redis/*.c)

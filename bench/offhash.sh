@@ -1,6 +1,6 @@
 #!/bin/bash
 # offhash.sh: a memo miss's include scan and hashing off kjitd's loop
-# (issue 25, daemon/offhash.c), the daemon under test against a baseline
+# (issue 25, daemon/miss/offhash.c), the daemon under test against a baseline
 # kjitd, in one run, alternating R rounds (default 2).
 #
 #   bench/offhash.sh BASE_KJITD [R]

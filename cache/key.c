@@ -15,7 +15,7 @@
  *     vulkan backend (shaderc's entry point changes the SPIR-V); hip and
  *     cuda (NVRTC, nvcc, hiprtc, hipcc) build the same object whatever
  *     entries are asked, which every answer checks against the object's
- *     list instead (daemon/reply.c), so their keys have no tag 6: the key
+ *     list instead (daemon/net/reply.c), so their keys have no tag 6: the key
  *     an entry-less request always had.  kj__cache_key_legacy keeps tag 6
  *     for every backend: the key such requests had before (docs/cache.md,
  *     "Entry points and old caches").

@@ -1,6 +1,6 @@
 /* recipe.c: recipes, the requests behind objects, so that `kjit warm
  * --replay` can compile again, for the current compiler and runtime, what
- * was used recently (daemon/replay.c).
+ * was used recently (daemon/admin/replay.c).
  *
  * Invariants:
  *  - A recipe is stored content-addressed: <dir>/recipes/<hex digest>.req

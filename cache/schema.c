@@ -20,7 +20,7 @@
  *      of hip and cuda objects (cache/key.c).  An older index gets the
  *      column empty (NULL: not known); kjitd fills a row's list the first
  *      time a request with entries is answered from it, from the object's
- *      own symbols (compilers/symbols.c; daemon/reply.c), so the upgrade
+ *      own symbols (compilers/symbols.c; daemon/net/reply.c), so the upgrade
  *      reads no object file and costs an open nothing.
  *   6  objects.rsize, the bytes of the object's recipe (recipe.c), counted
  *      with the object in the cache's size and its owner's share; and

@@ -133,7 +133,7 @@ int kj__client_call(kjit_client *c, struct kj__buf *req, uint8_t **body, struct 
 /* Starts a request of type in b (the id is filled by kj__client_call). */
 int kj__client_begin(struct kj__buf *b, uint16_t type);
 /* ADMIN cmd arg with len bytes of data (KJ_F_DATA): a chunk of a bundle
- * `kjit import` streams (daemon/upload.c).  0 or a negative code, the
+ * `kjit import` streams (daemon/net/upload.c).  0 or a negative code, the
  * daemon's message in kjit_last_error(c). */
 int kj__admin_data(kjit_client *c, const char *cmd, const char *arg, const void *data, size_t len);
 /* kjit_get with flags: KJ_GET_NO_COMPILE asks for a fetch only (local

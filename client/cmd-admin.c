@@ -294,7 +294,7 @@ int kj__cmd_export(const struct cmd *cmd, int argc, char **argv)
 }
 
 /* Streams FILE (or stdin for "-") to kjitd in chunks (ADMIN import-data,
- * daemon/upload.c): kjitd never opens the user's path, which a sandboxed
+ * daemon/net/upload.c): kjitd never opens the user's path, which a sandboxed
  * system daemon could not see.  An exit status. */
 static int upload_bundle(const char *path, int json)
 {

@@ -44,7 +44,7 @@
 #include "util.h"
 
 /* Longest administrative argument (a path plus a list of targets); kjitd
- * refuses longer (daemon/admin.c). */
+ * refuses longer (daemon/admin/admin.c). */
 #define ADMIN_ARG_MAX 4096
 
 /* Why this thread's last kjit_open failed, for kjit_last_error(NULL): a

@@ -6,7 +6,7 @@
  * (an object whose symbols could not be read).  A name is one line: it
  * holds no "\n" and no NUL (the request parser refuses others, and
  * compilers/symbols.c keeps only names that pass kj__name_ok).  It is kept
- * in this form in the index (cache/, schema 5), in a bundle (daemon/bundle.c)
+ * in this form in the index (cache/, schema 5), in a bundle (daemon/admin/bundle.c)
  * and in a remote value (remote/), so no conversion sits between them.
  *
  * The functions below are the only place that splits or builds one; the

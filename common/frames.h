@@ -2,7 +2,7 @@
  * frames out (the framing is proto.h's).
  *
  * Every reader of a stream of frames uses it: kjitd's client connections
- * and worker pipes (libuv reads into its room, daemon/framer.c), the
+ * and worker pipes (libuv reads into its room, daemon/net/framer.c), the
  * blocking reads of the worker and of tests (proto.c kj__frame_read_fd),
  * libkjit's replies (client/libkjit.c: one at a time, and the ATTACH reply
  * with its descriptors) and kjit_get_many's pipelined ones

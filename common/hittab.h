@@ -1,7 +1,7 @@
 /* hittab.h: the shared read-only hit table (docs/hitpath.md).
  *
  * kjitd writes verified objects into a sealed memfd, indexed by the
- * SHA-256 of the exact GET body a client sends (the bytes daemon/memo.c
+ * SHA-256 of the exact GET body a client sends (the bytes daemon/miss/memo.c
  * keys on); clients map it PROT_READ and copy a hit out without waking the
  * daemon.  Each slot carries a seqlock; the header a global generation that
  * invalidates every entry at once.  The writer (kj__hittab_*) lives in the

@@ -1,5 +1,5 @@
 /* htab.h: one intrusive hash table with chained buckets, the index of the
- * caches kept in memory (cache/hot.c, client/procmemo.c, daemon/memo.c).
+ * caches kept in memory (cache/hot.c, client/procmemo.c, daemon/miss/memo.c).
  *
  * An element embeds a struct kj__hnode holding its 64-bit hash; the table
  * holds pointers to nodes and never the elements' keys, so a caller walks

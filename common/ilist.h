@@ -1,5 +1,5 @@
 /* ilist.h: one intrusive doubly linked list, the LRU order of the caches
- * kept in memory (cache/hot.c, client/procmemo.c, daemon/memo.c).
+ * kept in memory (cache/hot.c, client/procmemo.c, daemon/miss/memo.c).
  *
  * An element embeds a struct kj__ilink and is found back from it with
  * KJ_CONTAINER_OF; the list owns nothing and allocates nothing.  Invariant:

@@ -1,5 +1,5 @@
 /* includes.h: the include scan's contract (common/include.c, the scan;
- * common/incfind.c, where a name leads).  Shared by kjitd (daemon/get.c,
+ * common/incfind.c, where a name leads).  Shared by kjitd (daemon/miss/get.c,
  * explain.c, through cache/cache.h) and libkjit (client/ccopts.c, for -I):
  * it needs only libc and common/util.c.
  */

@@ -11,7 +11,7 @@
 #define KJ_SOURCE_MAX (4u << 20)           /* a kernel source larger than this is a mistake */
 #define KJ_HEADERS_MAX_TOTAL (16u << 20)   /* all headers of one request together */
 #define KJ_OBJECT_MAX (48u << 20)          /* largest code object we store or serve */
-#define KJ_PUBLISH_PENDING_MAX (256ull << 20) /* object bytes whose publish may wait on a thread (daemon/publish.c); past it, on the loop */
+#define KJ_PUBLISH_PENDING_MAX (256ull << 20) /* object bytes whose publish may wait on a thread (daemon/miss/publish.c); past it, on the loop */
 #define KJ_LOG_MAX (256u << 10)            /* compiler logs are cut (marked) past this */
 #define KJ_LOWERED_MAX (512u << 10)        /* lowered names of one compile (common/lowered.h): 256 expressions of 1 KiB and their mangled names; past it the compile fails */
 #define KJ_NAME_MAX 255                    /* source, kernel, entry and header names */
@@ -45,7 +45,7 @@
 #define KJ_WORKER_MAX_RSS (512ull << 20)   /* --worker-max-rss: a worker bigger than this after a job is replaced */
 #define KJ_CLIENT_IDLE_TIMEOUT_MS 30000    /* a connection silent this long mid-frame is closed */
 #define KJ_CLIENT_INFLIGHT_MAX 256         /* unanswered requests per connection (a kjit_get_many window); each holds a parsed request */
-#define KJ_REPLY_UNCHECKED_MAX (64u << 10) /* a reply this small is written without first checking that its uid's budget could hold it queued; past it only by this much per connection (daemon/conn-out.c) */
+#define KJ_REPLY_UNCHECKED_MAX (64u << 10) /* a reply this small is written without first checking that its uid's budget could hold it queued; past it only by this much per connection (daemon/net/conn-out.c) */
 #define KJ_CLIENT_INFLIGHT_BYTES_MAX (2u << 20) /* request bytes read past the first unanswered one: bounds what a pipelining client makes kjitd hold */
 #define KJ_DEFAULT_MAX_SIZE (5ull << 30)   /* --max-size default: 5 GiB */
 #define KJ_CACHE_SHARE_DIV 4               /* --max-size-per-uid default: a quarter of --max-size; gc evicts from uids over it first (cache/share.c) */
@@ -59,14 +59,14 @@
 #define KJ_WORKER_USER_DEFAULT "kjit-worker" /* the unprivileged user a root kjitd's workers run as */
 #define KJ_HOT_BYTES_MAX (256u << 20)      /* verified objects kept in memory */
 #define KJ_MEMO_BYTES_MAX (64u << 20)      /* request bodies remembered with their cache key */
-#define KJ_NEGCACHE_MAX 64                 /* failed compiles remembered (daemon/negcache.c) */
+#define KJ_NEGCACHE_MAX 64                 /* failed compiles remembered (daemon/miss/negcache.c) */
 #define KJ_FAILED_TTL_MS 5000              /* --failed-ttl default: a startup storm, not an edit cycle */
 #define KJ_MAINT_DELETE_BATCH 256          /* index rows a maintenance thread deletes per transaction: the loop's own writes wait at most one batch */
 #define KJ_IMPORT_ENTER_MAX 4096          /* imported entries the loop enters in its table per turn (a few ms) */
 #define KJ_WAL_CHECKPOINT_PAGES 1000      /* the index's WAL is checkpointed (on a thread) past this many pages: SQLite's own default */
 #define KJ_MAINT_BUSY_MS 5000              /* a maintenance thread's index connection waits this long for the loop's write to end */
 
-/* What one local user may hold of the daemon (daemon/quota.c, docs/reliability.md). */
+/* What one local user may hold of the daemon (daemon/net/quota.c, docs/reliability.md). */
 #define KJ_CONN_PER_UID_MAX 256            /* connections per uid (not owner/root): a build with a client per core fits */
 #define KJ_CONN_PRIV_RESERVE 64            /* descriptors only the owner and root may use: stop/stats on a flooded daemon */
 #define KJ_FD_RESERVE 64                   /* descriptors kept for the cache, index, log, detection and the fleet tier */
@@ -74,7 +74,7 @@
 #define KJ_CONN_IDLE_MS 300000             /* a connection with nothing in flight silent this long is closed (clients reconnect) */
 #define KJ_REQ_BYTES_MAX (512ull << 20)    /* request bytes in flight and queued, all uids: bounds RSS under a flood */
 #define KJ_REQ_BYTES_PER_UID_MAX (160ull << 20) /* per uid: the largest request (4 MiB source + 16 MiB headers) held 4x over, twice */
-#define KJ_RESOLVE_RUNNING_MAX 8           /* GETs resolving (include scan, key hash, memo's file checks) on libuv's pool at once, all uids; more wait in kjitd's queue: publishes and admin tasks share the pool's 4 threads and queue behind at most these (daemon/offhash.c) */
+#define KJ_RESOLVE_RUNNING_MAX 8           /* GETs resolving (include scan, key hash, memo's file checks) on libuv's pool at once, all uids; more wait in kjitd's queue: publishes and admin tasks share the pool's 4 threads and queue behind at most these (daemon/miss/offhash.c) */
 #define KJ_RESOLVE_PER_UID_MAX 4096        /* GETs one uid may have resolving or waiting to (--max-resolves-per-uid); past it "kjitd is busy ... retry": 16 connections each with a full kjit_get_many window (256) fit, the byte quota bounds their bytes, this their count */
 #define KJ_REQ_COPIES 2                    /* a queued compile holds its request twice (job frame and replay recipe) */
 #define KJ_MMAP_THRESHOLD (256u << 10)     /* blocks this large come from mmap and go back to the system when freed */
@@ -92,7 +92,7 @@
 #define KJ_HITTAB_PROBE 8                  /* slots a fingerprint may live in (linear probing window) */
 #define KJ_HITTAB_RETRIES 4                /* reads racing a rewrite before the client asks the socket */
 #define KJ_HITTAB_RECORD_SHARE 4           /* one object takes at most 1/4 of the arena */
-#define KJ_HITTAB_UIDS_MAX 16              /* per-uid tables of a daemon admitting other uids (daemon/hits.c) */
+#define KJ_HITTAB_UIDS_MAX 16              /* per-uid tables of a daemon admitting other uids (daemon/net/hits.c) */
 #define KJ_HITTAB_UID_BYTES (32u << 20)    /* each: 16 x 32 MiB = 512 MiB of memfd at most, all uids */
 #define KJ_HITTAB_UID_SLOTS 4096           /* each: 256 KiB of index */
 

@@ -65,7 +65,7 @@ enum kj__field_tag {
 	KJ_F_NO_COMPILE = 25,      /* u32 1: fetch only (local, remote), never compile a miss */
 	KJ_F_SLOTS = 26,           /* u32: the hit table's slot count (ATTACH reply) */
 	KJ_F_LOWERED = 27,         /* str: lowered names, "EXPR\tLOWERED\n" each (common/lowered.h) */
-	KJ_F_EXPLAIN = 28,         /* GET u32 1: explain a miss; REPLY str: why it was not a hit (daemon/explain.c) */
+	KJ_F_EXPLAIN = 28,         /* GET u32 1: explain a miss; REPLY str: why it was not a hit (daemon/miss/explain.c) */
 	KJ_F_WANT_LOG = 29,        /* u32 1: a hit carries its compile's log too (the drop-in libraries, docs/dropin.md) */
 };
 

@@ -40,7 +40,7 @@ uint64_t kj__now_us(void);
 int64_t kj__wall_s(void);
 
 /* The file, in a cache folder, where the per-user kjitd serving that cache
- * records its socket's path (daemon/server.c writes it, client/discover.c
+ * records its socket's path (daemon/net/server.c writes it, client/discover.c
  * reads it): a client of the same user under another runtime folder (su,
  * cron, Slurm) finds that daemon instead of starting a second one. */
 #define KJ_SOCKET_RECORD "socket-path"

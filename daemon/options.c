@@ -333,7 +333,7 @@ static void worker_defaults(struct kj__config *cfg)
 		cfg->worker_max_rss = KJ_WORKER_MAX_RSS;
 }
 
-/* The limits' options (daemon/quota.c, docs/reliability.md); -1 when c is
+/* The limits' options (daemon/net/quota.c, docs/reliability.md); -1 when c is
  * not one of them, else 0 or an exit status. */
 static int parse_limit_opt(int c, const char *arg, struct kj__config *cfg)
 {
@@ -459,7 +459,7 @@ static int socket_group_opt(const char *arg, struct kj__config *cfg)
 	return cfg->socket_group ? 0 : kj__usage_error("%s", "out of memory");
 }
 
-/* Who may connect and administer (daemon/access.c); -1 when c is not one
+/* Who may connect and administer (daemon/net/access.c); -1 when c is not one
  * of them, else 0 or an exit status. */
 static int parse_access_opt(int c, const char *arg, struct kj__config *cfg)
 {

@@ -2,7 +2,7 @@
  *
  * Compiler families: compilers/compiler.c's table is the only place a
  * family's name, backend, default and toolkit tree are written; kjitd's
- * options, its request parser, its pool choice (daemon/get.c family_for) and
+ * options, its request parser, its pool choice (daemon/miss/get.c family_for) and
  * the worker walls ask it.  These tests check what the table answers and
  * scan the C sources (comments left out) for a family's name spelled as a
  * string anywhere but its own files (compilers/hiprtc.c, dropin/nvrtc*.c,

@@ -3,7 +3,7 @@
  * make in a real user, libkjit's process memo: the least recently used entry
  * goes first, a use moves an entry to the front, growth keeps every entry
  * findable.  A source scan checks that cache/hot.c, client/procmemo.c and
- * daemon/memo.c no longer hand-roll a list or buckets of their own.
+ * daemon/miss/memo.c no longer hand-roll a list or buckets of their own.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -243,7 +243,7 @@ static void test_procmemo_many_entries_all_found(void)
  * a hand-written prev/next list or bucket array of its own. */
 static void test_one_list_one_table(void)
 {
-	static const char *const files[] = { "cache/hot.c", "client/procmemo.c", "daemon/memo.c" };
+	static const char *const files[] = { "cache/hot.c", "client/procmemo.c", "daemon/miss/memo.c" };
 	static const char *const own[] = { "->prev->next", "->next->prev", "->chain = tab[", "= &m->tab[" };
 
 	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {

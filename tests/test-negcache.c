@@ -1,5 +1,5 @@
 /* test-negcache.c: failed compiles remembered for a few seconds
- * (daemon/negcache.c): served while fresh, gone after the ttl, replaced
+ * (daemon/miss/negcache.c): served while fresh, gone after the ttl, replaced
  * oldest first, off with ttl 0. */
 #include <stdio.h>
 #include <string.h>

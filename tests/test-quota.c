@@ -1,4 +1,4 @@
-/* test-quota.c: daemon/quota.c, the per-uid connection and byte limits,
+/* test-quota.c: daemon/net/quota.c, the per-uid connection and byte limits,
  * on a daemon context built here (no loop, no socket). */
 #include <string.h>
 #include <sys/resource.h>

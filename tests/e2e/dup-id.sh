@@ -1,7 +1,7 @@
 #!/bin/sh
 # dup-id.sh: a request id reused on one connection cannot get a client
 # around its uid's byte budget (--max-request-bytes-per-uid).  A request's
-# bytes stay charged until it is answered (daemon/conn.c); a second frame
+# bytes stay charged until it is answered (daemon/net/conn.c); a second frame
 # with the id of one in flight, refused as over the budget, gets its busy
 # reply at once, and that reply must not release the first request's
 # charge: else a third request that does not fit is let in.  The control

@@ -1,8 +1,8 @@
 #!/bin/sh
 # layering.sh: private structs stay private (issue 25).  A flight and its
 # waiters belong to the flight module: `struct kj__flight {` and
-# `struct kj__waiter {` are defined in daemon/flight-int.h and nowhere
-# else, and only daemon/flight*.c include that header, so every other file
+# `struct kj__waiter {` are defined in daemon/miss/flight-int.h and nowhere
+# else, and only daemon/miss/flight*.c include that header, so every other file
 # holds a flight as an opaque pointer and the compiler refuses any field
 # use outside the module.  A definition or an include that leaks fails
 # here, naming the file.  The fleet tier is an interface (issue 33): no
@@ -24,23 +24,23 @@ defined_in() {
 }
 for s in kj__flight kj__waiter; do
 	where=$(defined_in "$s")
-	check "struct $s is defined only in daemon/flight-int.h (defined in: ${where:-nowhere})" \
-		[ "$where" = "daemon/flight-int.h" ]
+	check "struct $s is defined only in daemon/miss/flight-int.h (defined in: ${where:-nowhere})" \
+		[ "$where" = "daemon/miss/flight-int.h" ]
 done
 
-# Who includes the private header: daemon/flight*.c only.
+# Who includes the private header: daemon/miss/flight*.c only.
 inc=$(xargs grep -lE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]([^">]*/)?flight-int\.h[">]' <"$T/src" |
 	tr '\n' ' ' | sed 's/ $//')
 bad=""
 for f in $inc; do
 	case "$f" in
-	daemon/flight*.c) ;;
+	daemon/miss/flight*.c) ;;
 	*) bad="$bad $f" ;;
 	esac
 done
-check "daemon/flight-int.h is included by daemon/flight*.c only (also by:${bad:- none})" [ -z "$bad" ]
-check "daemon/flight.c includes daemon/flight-int.h (included by: ${inc:-none})" \
-	sh -c 'case " $1 " in *" daemon/flight.c "*) exit 0 ;; esac; exit 1' sh "$inc"
+check "daemon/miss/flight-int.h is included by daemon/miss/flight*.c only (also by:${bad:- none})" [ -z "$bad" ]
+check "daemon/miss/flight.c includes daemon/miss/flight-int.h (included by: ${inc:-none})" \
+	sh -c 'case " $1 " in *" daemon/miss/flight.c "*) exit 0 ;; esac; exit 1' sh "$inc"
 # daemon.h declares the struct for everyone else, never its fields.
 check "daemon/daemon.h declares struct kj__flight only as an opaque type" \
 	sh -c 'grep -q "^struct kj__flight;" daemon/daemon.h && ! grep -qE "struct kj__(flight|waiter)[[:space:]]*\{" daemon/daemon.h'
@@ -92,4 +92,13 @@ check "compilers/compint.h is included inside compilers/ only (also by:${bad:- n
 # python/kjit: libkjit through kjit.h's functions only, never a kj__ symbol.
 bad=$(grep -lE 'kj__[a-z]' python/kjit/*.py | tr '\n' ' ')
 check "python/kjit names no internal kj__ symbol (named in: ${bad:-none})" [ -z "$bad" ]
+# daemon/'s rooms (issue 33): each room's private headers stay in it, and no
+# folder of the tree holds more than 20 .c files.
+for pair in net:conn-int miss:flight-int admin:bundle-int; do
+	room=${pair%%:*} h=${pair#*:}
+	bad=$(outside "daemon/$room/*" $(includers "$h\\.h"))
+	check "daemon/$room/$h.h is included inside daemon/$room/ only (also by:${bad:- none})" [ -z "$bad" ]
+done
+big=$(sed -n 's|/[^/]*\.c$||p' "$T/src" | grep -v '^tests' | sort | uniq -c | awk '$1 > 20 { printf " %s (%d)", $2, $1 }')
+check "no product folder holds more than 20 .c files (over:${big:- none})" [ -z "$big" ]
 exit 0

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The request memo (daemon/memo.c) never serves a stale key: a bundled
+# The request memo (daemon/miss/memo.c) never serves a stale key: a bundled
 # kernel whose source, or a header it includes from the kernels directory,
 # changes on disk is resolved (and compiled) again; going back to the old
 # bytes is a hit on the old object.

@@ -1,6 +1,6 @@
 #!/bin/sh
 # offhash-stale.sh: a header edited while a request's key is resolved on a
-# pool thread (daemon/offhash.c) never puts the old object in the shared hit
+# pool thread (daemon/miss/offhash.c) never puts the old object in the shared hit
 # table under the request's bytes.  The resolve reads a.h, then waits on a
 # slow second header (tests/e2e/slowopen.c, preloaded into kjitd only);
 # a.h is edited meanwhile.  The request itself may be answered with what it

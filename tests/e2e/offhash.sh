@@ -1,6 +1,6 @@
 #!/bin/sh
 # offhash.sh: a memo miss's key is resolved off kjitd's loop
-# (daemon/offhash.c, daemon/memo.c; issue 25): the include scan (headers
+# (daemon/miss/offhash.c, daemon/miss/memo.c; issue 25): the include scan (headers
 # read from <kernels>/include), the SHA-256 over source and headers and the
 # memo's file checks run on libuv's thread pool.  Checked, with the "test"
 # compiler (it echoes the source as the object):

@@ -1,6 +1,6 @@
 #!/bin/sh
 # offloop.sh: gc, verify, clear, export and import run off kjitd's loop
-# (daemon/offloop.c, cache/job.c, cache/bulk.c, daemon/bundle.c; issue
+# (daemon/admin/offloop.c, cache/job.c, cache/bulk.c, daemon/admin/bundle.c; issue
 # 25).  On a cache of some thousands of entries, `kjit ping` is answered
 # while each of them is still running, within PING_MAX_MS; the commands'
 # results stay right (planted corruption found and dropped, gc under its

@@ -1,6 +1,6 @@
 #!/bin/sh
 # publish.sh: the publish of a compiled object runs off kjitd's loop
-# (daemon/publish.c, cache/publish.c; issue 25).  kjitd runs on a slow
+# (daemon/miss/publish.c, cache/publish.c; issue 25).  kjitd runs on a slow
 # disk: tests/e2e/slowfsync.c, preloaded into kjitd only, makes each fsync
 # of an object's temporary file sleep 3 s.  Checked: the client has its
 # object long before the publish ends; a stream of requests for it during

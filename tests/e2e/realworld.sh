@@ -255,7 +255,7 @@ check "--explain on a miss: the nearest earlier entry, the option" grep -q "^exp
 # x1's publish (off kjitd's loop) may still be in flight after its answer: its
 # entry is seen, its recipe not yet, and x3 would be compared with it on four
 # components only.  An admin command begins once the publishes in flight have
-# finished (daemon/publish.c kj__publish_when_idle).
+# finished (daemon/miss/publish.c kj__publish_when_idle).
 "$KJIT" stats >/dev/null 2>&1
 # shellcheck disable=SC2086
 "$KJIT" get --source "$R/softmax.comp" --backend vulkan --target vulkan1.2 -I "$T/xinc" $D8 -DEXPLAIN_BASE --explain >"$T/x2" 2>&1

@@ -3,7 +3,7 @@
  * KJIT_TEST_SLOW_OPEN_MS milliseconds first, while the file named by
  * KJIT_TEST_SLOW_OPEN_FLAG exists (unset: always).  kjitd opens such a
  * header only to resolve a request's includes and to check it for the memo,
- * both on libuv's thread pool (daemon/offhash.c): a loop that still did
+ * both on libuv's thread pool (daemon/miss/offhash.c): a loop that still did
  * that work itself would stop answering for as long.  Every other call is
  * the C library's. */
 #define _GNU_SOURCE

@@ -1,4 +1,4 @@
-/* fuzz-bundle.c: the bundle importer (daemon/bundle.c, `kjit import`).
+/* fuzz-bundle.c: the bundle importer (daemon/admin/bundle.c, `kjit import`).
  *
  * The input is written as a bundle file and imported into a cache opened
  * once in a temporary directory.  When the input's first byte is odd the

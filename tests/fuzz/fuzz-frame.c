@@ -1,5 +1,5 @@
 /* fuzz-frame.c: the framing of common/proto.c and its one frame reader,
- * common/frames.c (daemon/framer.c hands libuv its room).
+ * common/frames.c (daemon/net/framer.c hands libuv its room).
  *
  * The input is a byte stream as a client would send it.  Checked:
  *  - kj__frame_hdr_decode on its first 12 bytes, and kj__msg_decode on the

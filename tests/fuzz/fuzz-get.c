@@ -2,7 +2,7 @@
  *
  * The input is a frame body.  It is split into fields with kj__msg_decode,
  * then checked by kj__get_check, which runs the same kj__get_req_parse
- * (daemon/request.c) as kj__handle_get does before it resolves a target
+ * (daemon/miss/request.c) as kj__handle_get does before it resolves a target
  * or touches the cache.  Linked from the archive of the real modules, so
  * it pulls in request.c and what that calls (manifest.c, common/), not the
  * server; nothing is stubbed.  Contracts checked: the code is 0 or one of

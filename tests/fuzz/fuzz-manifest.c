@@ -1,4 +1,4 @@
-/* fuzz-manifest.c: the bundled-kernel manifest parser (daemon/manifest.c).
+/* fuzz-manifest.c: the bundled-kernel manifest parser (daemon/admin/manifest.c).
  *
  * The input is written as MANIFEST in a fixed temporary directory and
  * loaded with kj__manifest_load.  Checked: 0 or KJIT_EINVAL with a message;

@@ -251,7 +251,7 @@ static void seeds_manifest(void)
 	put_str("manifest", "short", "k hip\n");
 }
 
-/* ---- bundles (daemon/bundle.c's format, docs/bundle.md) ---- */
+/* ---- bundles (daemon/admin/bundle.c's format, docs/bundle.md) ---- */
 
 static void le(uint8_t *p, uint64_t v, int n)
 {

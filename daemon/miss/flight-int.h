@@ -1,5 +1,5 @@
 /* flight-int.h: a flight and its waiters, private to the flight module
- * (daemon/flight.c, flight-job.c, flight-serve.c, flight-remote.c; no
+ * (daemon/miss/flight.c, flight-job.c, flight-serve.c, flight-remote.c; no
  * other file includes this header, tests/e2e/layering.sh checks it).
  * Every other file holds a struct kj__flight only as an opaque pointer
  * and calls the functions daemon.h declares.
