@@ -15,10 +15,7 @@
 # Helper: attack.c (attach-scan).
 . "$(dirname "$0")/lib.sh"
 
-if [ "$(id -u)" -ne 0 ] || ! command -v useradd >/dev/null || ! command -v setpriv >/dev/null; then
-	echo "# skip hittab-uids: needs root, useradd and setpriv (temporary users)"
-	exit 0
-fi
+users_or_skip hittab-uids
 AT="$T/attack"
 cc -std=c11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE $(san_flags) -I"$TOP/include" -I"$TOP/common" \
 	"$TOP/tests/e2e/attack.c" "$TOP/$BUILD/libkjit.a" -lcrypto -o "$AT" 2>"$T/cc.err" ||
@@ -27,25 +24,8 @@ KJITC="$T/kjit"
 cp "$KJIT" "$KJITC" && chmod 0755 "$T" "$KJITC" "$AT"
 A="$T/a"
 mkdir -p "$A" && chmod 0777 "$A"
-GNAME="kjhg$$" UA="kjha$$" UB="kjhb$$"
-cleanup_all() {
-	stop_daemon
-	userdel "$UA" 2>/dev/null
-	userdel "$UB" 2>/dev/null
-	groupdel "$GNAME" 2>/dev/null
-	[ -n "${KEEP:-}" ] && echo "# kept $T" >&2 || rm -rf "$T"
-}
-trap cleanup_all EXIT INT TERM
-groupadd "$GNAME" && useradd -M -N -g nogroup -G "$GNAME" -s /bin/sh "$UA" &&
-	useradd -M -N -g nogroup -G "$GNAME" -s /bin/sh "$UB" || { not_ok users "cannot create users"; exit 1; }
-GID=$(getent group "$GNAME" | cut -d: -f3)
-
-as_user() { # user, command...
-	u=$1
-	shift
-	setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups env KJIT_SOCKET="$KJIT_SOCKET" \
-		KJIT_NO_AUTOSTART=1 HOME=/ "$@"
-}
+UA="kjha$$" UB="kjhb$$"
+make_users "kjhg$$" "$UA" "$UB" || exit 1
 as_uid() { # numeric uid (no passwd entry), command...
 	u=$1
 	shift

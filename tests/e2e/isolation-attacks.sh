@@ -27,10 +27,7 @@
 # "Attacks tried and their results".
 . "$(dirname "$0")/lib.sh"
 
-if [ "$(id -u)" -ne 0 ] || ! command -v useradd >/dev/null || ! command -v setpriv >/dev/null; then
-	echo "# skip isolation-attacks: needs root, useradd and setpriv (temporary users)"
-	exit 0
-fi
+users_or_skip isolation-attacks
 AT="$T/attack"
 cc -std=c11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE $(san_flags) -I"$TOP/include" -I"$TOP/common" \
 	"$TOP/tests/e2e/attack.c" "$TOP/$BUILD/libkjit.a" -lcrypto -o "$AT" 2>"$T/cc.err" ||
@@ -40,27 +37,10 @@ cp "$KJIT" "$KJITC" && chmod 0755 "$T" "$KJITC" "$AT"
 A="$T/a" # sources, readable by both users
 U="$T/u" # where the users write
 mkdir -p "$A" "$U" && chmod 0755 "$A" && chmod 0777 "$U"
-GNAME="kjag$$" ATK="kjat$$" VIC="kjvi$$"
+ATK="kjat$$" VIC="kjvi$$"
 ETC_SECRET="/etc/kjit-attack-$$.secret"
-cleanup_all() {
-	stop_daemon
-	userdel "$ATK" 2>/dev/null
-	userdel "$VIC" 2>/dev/null
-	groupdel "$GNAME" 2>/dev/null
-	rm -f "$ETC_SECRET" /tmp/kjit-attack-$$.pwned
-	[ -n "${KEEP:-}" ] && echo "# kept $T" >&2 || rm -rf "$T"
-}
-trap cleanup_all EXIT INT TERM
-groupadd "$GNAME" && useradd -M -N -g nogroup -G "$GNAME" -s /bin/sh "$ATK" &&
-	useradd -M -N -g nogroup -G "$GNAME" -s /bin/sh "$VIC" || { not_ok users "cannot create users"; exit 1; }
-GID=$(getent group "$GNAME" | cut -d: -f3)
-
-as_user() { # user, command...
-	u=$1
-	shift
-	setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups env KJIT_SOCKET="$KJIT_SOCKET" \
-		KJIT_NO_AUTOSTART=1 HOME=/ "$@"
-}
+cleanup_more() { rm -f "$ETC_SECRET" /tmp/kjit-attack-$$.pwned; }
+make_users "kjag$$" "$ATK" "$VIC" || exit 1
 # waitall: waits for the jobs in $pids (not for kjitd, also a job here).
 pids=""
 waitall() {

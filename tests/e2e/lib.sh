@@ -56,11 +56,53 @@ stop_daemon() {
 	DAEMON_PID=""
 }
 
+# cleanup: the daemon stopped, the temporary users and group removed (see
+# make_users), the script's own cleanup_more (a function it may redefine)
+# run, $T removed (kept with KEEP=1).
+TMP_USERS="" TMP_GROUP=""
+cleanup_more() { :; }
 cleanup() {
 	stop_daemon
-	rm -rf "$T"
+	for u in $TMP_USERS; do userdel "$u" 2>/dev/null; done
+	[ -z "$TMP_GROUP" ] || groupdel "$TMP_GROUP" 2>/dev/null
+	cleanup_more
+	[ -n "${KEEP:-}" ] && echo "# kept $T" >&2 || rm -rf "$T"
 }
 trap cleanup EXIT INT TERM
+
+# users_or_skip NAME: the script ends here, skipped loudly, unless it runs as
+# root with useradd and setpriv (a second user is a real account, as an
+# attacker's would be).
+users_or_skip() {
+	if [ "$(id -u)" -ne 0 ] || ! command -v useradd >/dev/null || ! command -v setpriv >/dev/null; then
+		echo "# skip $1: needs root, useradd and setpriv (temporary users)"
+		exit 0
+	fi
+}
+
+# make_users GROUP USER...: a new group and users without a home, primary
+# group nogroup, each a member of GROUP; GID is the group's id.  All are
+# removed on exit.  Non-zero (after a "not ok users" line) if one cannot be
+# made.
+make_users() {
+	TMP_GROUP=$1
+	shift
+	groupadd "$TMP_GROUP" || { TMP_GROUP=""; not_ok users "cannot create group"; return 1; }
+	for u in "$@"; do
+		useradd -M -N -g nogroup -G "$TMP_GROUP" -s /bin/sh "$u" || { not_ok users "cannot create $u"; return 1; }
+		TMP_USERS="$TMP_USERS $u"
+	done
+	GID=$(getent group "$TMP_GROUP" | cut -d: -f3)
+}
+
+# as_user USER COMMAND...: COMMAND as USER with its groups, this test's
+# socket and no autostart.
+as_user() {
+	u=$1
+	shift
+	setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups env KJIT_SOCKET="$KJIT_SOCKET" \
+		KJIT_NO_AUTOSTART=1 HOME=/ "$@"
+}
 
 # stat_value NAME: one counter from `kjit stats --json`.
 stat_value() {

@@ -18,34 +18,14 @@
 # Docs: docs/protocol.md ("--explain"), docs/reliability.md.
 . "$(dirname "$0")/lib.sh"
 
-if [ "$(id -u)" -ne 0 ] || ! command -v useradd >/dev/null || ! command -v setpriv >/dev/null; then
-	echo "# skip tenancy: needs root, useradd and setpriv (temporary users)"
-	exit 0
-fi
+users_or_skip tenancy
 KJITC="$T/kjit"
 cp "$KJIT" "$KJITC" && chmod 0755 "$T" "$KJITC"
 A="$T/a" # sources, readable by both users
 mkdir -p "$A/v" "$A/o" && chmod -R 0755 "$A"
-GNAME="kjtg$$" OWN="kjto$$" OTH="kjtx$$" OUT="kjtn$$"
-cleanup_all() {
-	stop_daemon
-	userdel "$OWN" 2>/dev/null
-	userdel "$OTH" 2>/dev/null
-	userdel "$OUT" 2>/dev/null # with its /etc/subuid and /etc/subgid ranges
-	groupdel "$GNAME" 2>/dev/null
-	[ -n "${KEEP:-}" ] && echo "# kept $T" >&2 || rm -rf "$T"
-}
-trap cleanup_all EXIT INT TERM
-groupadd "$GNAME" && useradd -M -N -g nogroup -G "$GNAME" -s /bin/sh "$OWN" &&
-	useradd -M -N -g nogroup -G "$GNAME" -s /bin/sh "$OTH" || { not_ok users "cannot create users"; exit 1; }
-GID=$(getent group "$GNAME" | cut -d: -f3)
-
-as_user() { # user, command...
-	u=$1
-	shift
-	setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups env KJIT_SOCKET="$KJIT_SOCKET" \
-		KJIT_NO_AUTOSTART=1 HOME=/ "$@"
-}
+OWN="kjto$$" OTH="kjtx$$" OUT="kjtn$$"
+cleanup_more() { userdel "$OUT" 2>/dev/null; } # made later, without the group (with its /etc/subuid and /etc/subgid ranges)
+make_users "kjtg$$" "$OWN" "$OTH" || exit 1
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 start_daemon --allow-gid "$GID" --hip-compiler test --jobs 2 || { not_ok start "kjitd did not start"; exit 1; }
