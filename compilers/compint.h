@@ -115,9 +115,16 @@ char *kj__log_dup_of(const char *p, size_t n, size_t total);
  * (hiprtc and NVRTC take C strings), KJIT_ENOMEM. */
 int kj__cstr_dup(const uint8_t *p, size_t n, char **out);
 
-/* A job as the runtime compilers (hiprtc, NVRTC) take it: NUL-terminated
- * source and headers, header names, and the options with
- * "--gpu-architecture=TARGET" first. */
+/* The tree path of the quoted name (n bytes, not NUL-terminated) included
+ * from the file at tree path from: from's folder, then name's components,
+ * "." dropped, ".." taking one folder back, into out.  0, or -1 when it
+ * climbs above the tree root or does not fit in outlen. */
+int kj__tree_join(const char *from, const char *name, size_t n, char *out, size_t outlen);
+
+/* The runtime compilers' skeleton (rtc.c), shared by hiprtc and NVRTC. */
+/* A job as the runtime compilers take it: NUL-terminated source and
+ * headers, header names, and the options with "--gpu-architecture=TARGET"
+ * first. */
 struct kj__rtc_args {
 	char *src;
 	char **hdrs;
@@ -126,12 +133,6 @@ struct kj__rtc_args {
 	int n_headers, n_opts, n_extra;
 	char arch[KJ_TARGET_MAX + 32];
 };
-/* The tree path of the quoted name (n bytes, not NUL-terminated) included
- * from the file at tree path from: from's folder, then name's components,
- * "." dropped, ".." taking one folder back, into out.  0, or -1 when it
- * climbs above the tree root or does not fit in outlen. */
-int kj__tree_join(const char *from, const char *name, size_t n, char *out, size_t outlen);
-
 /* The program's name when it is the one-line wrapper kj__rtc_args_build
  * makes for a source with a place in the tree (the source itself is a
  * header under that place: a program of the same name would include itself). */
@@ -146,6 +147,69 @@ void kj__rtc_args_free(struct kj__rtc_args *a);
 /* Appends opt (not copied: it must outlive a) after the job's options.  0,
  * or KJIT_EINTERNAL with out->error past KJ_RTC_EXTRA_OPTS. */
 int kj__rtc_args_push(struct kj__rtc_args *a, const char *opt, struct kj__compile_out *out);
+
+/* The calls hiprtc and NVRTC both have, with the same shapes (a result is
+ * an int, 0 for success; a program an opaque pointer).  code_size and code
+ * give the object: hiprtc's code object, NVRTC's cubin (or its PTX, in a
+ * copy of the table with those two swapped). */
+struct kj__rtc_api {
+	int (*version)(int *, int *);
+	const char *(*errstr)(int);
+	int (*create)(void **, const char *, const char *, int, const char *const *, const char *const *);
+	int (*compile)(void *, int, const char *const *);
+	int (*log_size)(void *, size_t *);
+	int (*log)(void *, char *);
+	int (*code_size)(void *, size_t *);
+	int (*code)(void *, char *);
+	int (*destroy)(void **);
+	int (*add_name)(void *, const char *);               /* may be NULL */
+	int (*lowered)(void *, const char *, const char **);  /* may be NULL */
+};
+/* What differs between the runtime families: where the library is, what
+ * its calls are named, and the words of their messages. */
+struct kj__rtc_family {
+	const char *name;            /* "hiprtc", "nvrtc" */
+	const char *title;           /* as messages say it: "hiprtc", "NVRTC" */
+	const char *const *libs;     /* the library names tried in order, NULL last */
+	const char *not_found;       /* the error when none loads */
+	const char *lacks;           /* the error when one lacks a call (its name follows) */
+	struct {                     /* the symbol of each call of struct kj__rtc_api */
+		const char *version, *errstr, *create, *compile, *log_size, *log, *code_size, *code, *destroy,
+			*add_name, *lowered;
+	} sym;
+	const char *no_object;       /* the error when the object is missing or over KJ_OBJECT_MAX */
+	const char *bad_object;      /* the error when it is not what was asked for */
+	const char *log_marker;      /* the private directory its log names (kj__log_scrub), or NULL */
+	const char *log_blind;       /* the name it gives the program there */
+	const char *warm_file;       /* the warm-up program's name ("kjit_warmup.cu") */
+};
+/* One compile: the program, its headers, options and name expressions. */
+struct kj__rtc_prog {
+	const char *name, *src;
+	int n_headers;
+	const char *const *hdrs, *const *hdr_names;
+	int n_opts;
+	const char *const *opts;
+	int n_exprs;
+	const char *const *exprs;
+	unsigned machine;            /* the ELF e_machine the object must have; 0: not an ELF (PTX) */
+};
+/* Opens the first of f's libraries that loads (kj__dlopen_compiler, so
+ * never kjit's drop-in) into *lib and fills api from it.  0, or
+ * KJIT_EBACKEND with f's words in err. */
+int kj__rtc_load(const struct kj__rtc_family *f, void **lib, struct kj__rtc_api *api, char *err, size_t errlen);
+/* Compiles p through api: the log (capped, f's private directory
+ * scrubbed) into out->log, then the object into out->data and each name
+ * expression's lowered name into out->lowered.  0; KJIT_ECOMPILE with the
+ * log's first error as out->error; or another negative code with
+ * out->error (KJIT_ENOMEM without). */
+int kj__rtc_run(const struct kj__rtc_family *f, const struct kj__rtc_api *api, const struct kj__rtc_prog *p,
+		struct kj__compile_out *out);
+/* Compiles a trivial kernel with the one option arch, so that the first
+ * job does not pay for loading the compiler's own libraries.  0, or a
+ * negative code with "TITLE cannot compile a trivial kernel (...)" in err. */
+int kj__rtc_warm(const struct kj__rtc_family *f, const struct kj__rtc_api *api, const char *arch, unsigned machine,
+		 char *err, size_t errlen);
 
 /* Sets out->error to a malloc'd copy of msg (best effort) and returns code. */
 int kj__out_error(struct kj__compile_out *out, int code, const char *msg);
