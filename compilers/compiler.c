@@ -282,6 +282,13 @@ static int rule_match(const struct kj__opt_rule *r, const char *opt)
 	return 0;
 }
 
+int kj__identity_put(const char *identity, const char *runtime, char *id, size_t idlen, char *rv, size_t rvlen)
+{
+	if ((size_t)snprintf(id, idlen, "%s", identity) >= idlen || (size_t)snprintf(rv, rvlen, "%s", runtime) >= rvlen)
+		return KJIT_ETOOBIG;
+	return 0;
+}
+
 int kj__lowered_add(struct kj__compile_out *out, const char *expr, const char *lowered)
 {
 	int r = kj__lowered_append(&out->lowered, expr, lowered);

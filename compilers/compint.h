@@ -6,6 +6,7 @@
 #ifndef KJ_COMPINT_H
 #define KJ_COMPINT_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -213,6 +214,9 @@ int kj__rtc_warm(const struct kj__rtc_family *f, const struct kj__rtc_api *api, 
 
 /* Sets out->error to a malloc'd copy of msg (best effort) and returns code. */
 int kj__out_error(struct kj__compile_out *out, int code, const char *msg);
+/* A family's identity op over the strings its init made: identity into
+ * id, runtime into rv.  0 or KJIT_ETOOBIG. */
+int kj__identity_put(const char *identity, const char *runtime, char *id, size_t idlen, char *rv, size_t rvlen);
 
 /* The walls a worker stands in (compilers/walls.c). */
 enum { KJ_WALLS_LANDLOCK = 1, KJ_WALLS_NS_USER = 2, KJ_WALLS_NS_ROOT = 3 };
@@ -306,6 +310,58 @@ int kj__put_file(const char *dir, const char *name, const uint8_t *data, size_t 
 void kj__rm_job_dir(const char *dir);
 /* The captured log with every "DIR/" removed, capped; NULL if empty. */
 char *kj__clean_log(const struct kj__proc_out *po, const char *dir);
+
+/* The skeleton of the families that run a full compiler (spawn-family.c:
+ * hipcc, nvcc).  A family's state begins with this struct. */
+struct kj__spawn_state {
+	char path[PATH_MAX];        /* the compiler's executable */
+	char tmp_root[PATH_MAX];    /* where job directories are made outside a worker */
+	char identity[KJ_VERSION_STR_MAX * 2];
+	char runtime[KJ_VERSION_STR_MAX];
+};
+/* What differs between the spawned families (the command line they share
+ * is at the top of spawn-family.c). */
+struct kj__spawn_family {
+	const char *name;           /* "hipcc": messages, job directories, the shell check */
+	const char *not_found;      /* the error when find finds no compiler */
+	const char *out_file;       /* the object's name in the job's directory */
+	const char *fallback;       /* the source's name when the user's cannot be written */
+	const char *lang;           /* "hip": `-x hip` before a source that needs it */
+	const char *arch_opt;       /* "--offload-arch=": the target follows */
+	/* Sets st->path.  0 or a negative code. */
+	int (*find)(struct kj__spawn_state *st);
+	/* Fills st->identity and st->runtime (kj__spawn_query helps).  0 or a
+	 * negative code with the reason in err. */
+	int (*probe)(struct kj__spawn_state *st, char *err, size_t errlen);
+	/* The job's target and options against the family's rules.  0, or a
+	 * negative code with the reason in err. */
+	int (*check)(void *state, const struct kj__compile_job *job, char *err, size_t errlen);
+	/* 1 if the source, written under name, needs `-x LANG` before it. */
+	int (*needs_lang)(const struct kj__compile_job *job, const char *name);
+	/* The flag saying what the compiler writes ("--genco", "--cubin"). */
+	const char *(*output_flag)(const struct kj__compile_job *job);
+	/* 1 if a job option goes on the command line (NULL: all do); the
+	 * skeleton itself keeps definitions, pre-includes and `-x LANG` off. */
+	int (*passes)(const char *opt);
+	/* Reads the object from dir/out_file into out.  0, or a negative code
+	 * with out->error. */
+	int (*take)(const char *dir, const struct kj__compile_job *job, struct kj__compile_out *out);
+};
+/* A family's init: allocates size bytes of state, finds the compiler,
+ * sets the temporary root (TMPDIR, else /tmp) and probes.  0, or a
+ * negative code with the reason in err. */
+int kj__spawn_init(const struct kj__spawn_family *f, size_t size, void **state, char *err, size_t errlen);
+void kj__spawn_fini(void *state);
+/* The identity and runtime version probe found (compiler ops' identity). */
+int kj__spawn_identity(void *state, char *id, size_t idlen, char *rv, size_t rvlen);
+/* Runs `COMPILER ARG` in a fresh directory (named for family) and gives its
+ * output in *text (malloc'd).  0, KJIT_EIO (no directory) or
+ * KJIT_EBACKEND (it failed). */
+int kj__spawn_query(const struct kj__spawn_state *st, const char *family, const char *arg, char **text);
+/* Compiles job the way the top of spawn-family.c says.  0 with out->data,
+ * KJIT_ECOMPILE with out->log, or another negative code with out->error. */
+int kj__spawn_compile(const struct kj__spawn_family *f, void *state, const struct kj__compile_job *job,
+		      struct kj__compile_out *out);
 
 /* A request's pre-included header (nvcc's and hipcc's -include FILE,
  * NVRTC's --pre-include=FILE, as `kjit get` sends them: common/includes.h

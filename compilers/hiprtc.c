@@ -250,10 +250,7 @@ static int hiprtc_identity(void *state, char *id, size_t idlen, char *rv, size_t
 {
 	struct hiprtc_state *st = state;
 
-	if ((size_t)snprintf(id, idlen, "%s", st->identity) >= idlen ||
-	    (size_t)snprintf(rv, rvlen, "%s", st->runtime) >= rvlen)
-		return KJIT_ETOOBIG;
-	return 0;
+	return kj__identity_put(st->identity, st->runtime, id, idlen, rv, rvlen);
 }
 
 /* Puts `#line 1 "NAME"` before *text (malloc'd; replaced): comgr compiles
