@@ -419,10 +419,11 @@ const char *kj__amd_bitcode_dir(void);
  * names, sizes and contents of the *.bc files of the bitcode directory, or
  * "device-libs none".  0 or a negative code. */
 int kj__amd_devlibs_id(char *out, size_t outlen);
-/* Parses target with kj__amd_target_parse and writes its canonical form
- * into canon.  0 or KJIT_ETARGET with a reason naming target in err. */
-int kj__amd_target_canon(const char *target, char *canon, size_t canonlen, char *err,
-			 size_t errlen);
+/* 0 if target is an AMD target ID (kj__amd_target_parse) in its canonical
+ * form, the one both HIP families admit; else KJIT_ETARGET with a reason
+ * naming target (and the canonical form, when that is all that differs)
+ * in err. */
+int kj__amd_target_ok(const char *target, char *err, size_t errlen);
 
 /* dlopen(name, flags), refusing kjit's own drop-in libnvrtc/libhiprtc
  * (dropin/, found first when `kjit run` put its folder on the library

@@ -64,18 +64,14 @@ static const struct kj__opt_rule hipcc_only[] = {
 
 static int hipcc_check_target(void *state, const char *target, char *err, size_t errlen)
 {
-	char canon[KJ_TARGET_MAX], path[PATH_MAX];
+	char path[PATH_MAX];
 	struct stat sb;
 	const char *dir = kj__amd_bitcode_dir();
-	int r = kj__amd_target_canon(target, canon, sizeof canon, err, errlen);
+	int r = kj__amd_target_ok(target, err, errlen);
 
 	(void)state;
 	if (r < 0)
 		return r;
-	if (strcmp(canon, target) != 0) {
-		snprintf(err, errlen, "target '%s' is not canonical (expected '%s')", target, canon);
-		return KJIT_ETARGET;
-	}
 	size_t pl = strcspn(target, ":");
 	if (dir == NULL || pl < 4 ||
 	    (size_t)snprintf(path, sizeof path, "%s/oclc_isa_version_%.*s.bc", dir, (int)(pl - 3),

@@ -166,15 +166,10 @@ static void runtime_version(struct hiprtc_state *st)
 static int hiprtc_check_target(void *state, const char *target, char *err, size_t errlen)
 {
 	struct hiprtc_state *st = state;
-	char canon[KJ_TARGET_MAX];
-	int r = kj__amd_target_canon(target, canon, sizeof canon, err, errlen);
+	int r = kj__amd_target_ok(target, err, errlen);
 
 	if (r < 0)
 		return r;
-	if (strcmp(canon, target) != 0) {
-		snprintf(err, errlen, "target '%s' is not canonical (expected '%s')", target, canon);
-		return KJIT_ETARGET;
-	}
 	size_t pl = strcspn(target, ":");
 	for (size_t i = 0; i < st->n_isas; i++)
 		if (strlen(st->isas[i]) == pl && strncmp(st->isas[i], target, pl) == 0)
