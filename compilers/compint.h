@@ -411,6 +411,8 @@ int kj__nvcc_beside(const char *libdir, char *out, size_t outlen);
 
 /* The HIP option whitelist (hiprtc.c), shared by hipcc: same clang underneath. */
 const struct kj__opt_rule *kj__hip_option_rules(size_t *n);
+/* The CUDA option whitelist NVRTC and nvcc share (nvrtc.c); each adds its own. */
+const struct kj__opt_rule *kj__cuda_option_rules(size_t *n);
 
 /* AMD facts shared by hiprtc and hipcc (amd.c). */
 /* The device-libs bitcode directory, or NULL if none of the known ones exists. */

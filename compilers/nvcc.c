@@ -59,28 +59,11 @@ struct nvcc_state {
 	int n_archs;
 };
 
-/* Options a CUDA source may carry through nvcc.  Anything else is refused. */
-static const struct kj__opt_rule nvcc_rules[] = {
-	{ KJ_OPT_MACRO, "-D", NULL },
-	{ KJ_OPT_MACRO, "-U", NULL },
-	{ KJ_OPT_TEXT, "--pre-include=", NULL }, /* -include FILE: a header of the job (issue 30) */
-	{ KJ_OPT_EXACT, "--use_fast_math", NULL },
-	{ KJ_OPT_EXACT, "-use_fast_math", NULL },
-	{ KJ_OPT_CHOICE, "-std=", "c++11|c++14|c++17|c++20" },
-	{ KJ_OPT_CHOICE, "--std=", "c++11|c++14|c++17|c++20" },
-	{ KJ_OPT_CHOICE, "--ftz=", "true|false" },
-	{ KJ_OPT_CHOICE, "--prec-div=", "true|false" },
-	{ KJ_OPT_CHOICE, "--prec-sqrt=", "true|false" },
-	{ KJ_OPT_CHOICE, "--fmad=", "true|false" },
-	{ KJ_OPT_UINT, "--maxrregcount=", NULL },
-	{ KJ_OPT_UINT, "-maxrregcount=", NULL },
-	{ KJ_OPT_EXACT, "-lineinfo", NULL },
-	{ KJ_OPT_EXACT, "--generate-line-info", NULL },
-	{ KJ_OPT_EXACT, "--extra-device-vectorization", NULL },
+/* nvcc's own options beside the CUDA rules it shares with NVRTC
+ * (kj__cuda_option_rules).  Anything else is refused. */
+static const struct kj__opt_rule nvcc_only[] = {
 	{ KJ_OPT_EXACT, "--expt-relaxed-constexpr", NULL },
 	{ KJ_OPT_EXACT, "--expt-extended-lambda", NULL },
-	{ KJ_OPT_EXACT, "-w", NULL },
-	{ KJ_OPT_EXACT, "--disable-warnings", NULL },
 	/* nvcc's own warning options (it has no -Wall/-Wextra: "Unknown option") */
 	{ KJ_OPT_CHOICE, "-Werror=", "all-warnings|cross-execution-space-call|reorder|default-stream-launch|"
 				     "missing-launch-bounds|ext-lambda-captures-this|deprecated-declarations" },
@@ -90,21 +73,13 @@ static const struct kj__opt_rule nvcc_rules[] = {
 	{ KJ_OPT_EXACT, "-Wdefault-stream-launch", NULL },
 	{ KJ_OPT_EXACT, "-Wmissing-launch-bounds", NULL },
 	{ KJ_OPT_EXACT, "-Wext-lambda-captures-this", NULL },
-	{ KJ_OPT_EXACT, "-O", NULL },
-	{ KJ_OPT_CHOICE, "-O", "0|1|2|3" },
 	{ KJ_OPT_EXACT, "--fatbin", NULL },
 	{ KJ_OPT_EXACT, "-fatbin", NULL },
 	/* the spellings build files carry (CUTLASS, CMake, PyTorch extensions) */
-	{ KJ_OPT_CHOICE, "-ftz=", "true|false" },
-	{ KJ_OPT_CHOICE, "-prec-div=", "true|false" },
-	{ KJ_OPT_CHOICE, "-prec-sqrt=", "true|false" },
-	{ KJ_OPT_CHOICE, "-fmad=", "true|false" },
 	{ KJ_OPT_EXACT, "--extended-lambda", NULL },
 	{ KJ_OPT_EXACT, "-extended-lambda", NULL },
 	{ KJ_OPT_EXACT, "-expt-extended-lambda", NULL },
 	{ KJ_OPT_EXACT, "-expt-relaxed-constexpr", NULL },
-	{ KJ_OPT_EXACT, "--restrict", NULL },
-	{ KJ_OPT_EXACT, "-restrict", NULL },
 	{ KJ_OPT_EXACT, "--resource-usage", NULL },
 	{ KJ_OPT_EXACT, "-res-usage", NULL },
 	{ KJ_OPT_EXACT, "-x cu", NULL }, /* what kjit does anyway: not passed on */
@@ -118,12 +93,11 @@ static const struct kj__opt_rule nvcc_rules[] = {
 	{ KJ_OPT_LIST, "--diag-error=", "#|*" },
 	{ KJ_OPT_LIST, "-diag-error=", "#|*" },
 	/* values nvcc hands the host compiler (the host code is compiled and
-	 * dropped) and ptxas: code-generation and warning flags only, never
-	 * a file, a plugin or another program (-Wl, -Wa, -Wp are not -W*) */
+	 * dropped): code-generation and warning flags only, never a file, a
+	 * plugin or another program (-Wl, -Wa, -Wp are not -W*); ptxas's are
+	 * in the shared rules */
 	{ KJ_OPT_LIST, "-Xcompiler=", KJ_HOST_CC_VALUES },
 	{ KJ_OPT_LIST, "--compiler-options=", KJ_HOST_CC_VALUES },
-	{ KJ_OPT_LIST, "-Xptxas=", KJ_PTXAS_VALUES },
-	{ KJ_OPT_LIST, "--ptxas-options=", KJ_PTXAS_VALUES },
 };
 
 int kj__nvcc_beside(const char *libdir, char *out, size_t outlen)
@@ -275,7 +249,11 @@ static int nvcc_check(void *state, const struct kj__compile_job *job, char *err,
 {
 	int r = nvcc_check_target(state, job->target, err, errlen);
 
-	return r < 0 ? r : kj__options_check("nvcc", nvcc_rules, KJ_ARRAY_SIZE(nvcc_rules), job, err, errlen);
+	size_t n_rules;
+	const struct kj__opt_rule *rules = kj__cuda_option_rules(&n_rules);
+
+	return r < 0 ? r : kj__options_check2("nvcc", rules, n_rules, nvcc_only, KJ_ARRAY_SIZE(nvcc_only), job, err,
+					      errlen);
 }
 
 /* nvcc's names and steps for the spawned compilers' skeleton (spawn-family.c). */

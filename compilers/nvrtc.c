@@ -24,7 +24,7 @@
  *
  * Loading, the compile and the warm-up are the runtime compilers'
  * skeleton (rtc.c) driven by nvrtc_family below; what is NVRTC's own
- * here: the option rules (cuda_rules: the family's options live there),
+ * here: its options (nvrtc_only beside the CUDA rules shared with nvcc),
  * the architectures and PTX, the toolkit's headers and the header aliases.
  */
 #include <dlfcn.h>
@@ -86,7 +86,10 @@ static const struct kj__rtc_family nvrtc_family = {
 	.warm_file = "kjit_warmup.cu",
 };
 
-/* NVRTC options a CUDA source may carry.  Anything else is refused. */
+/* The CUDA options NVRTC and nvcc both take (nvcc.c adds its own to
+ * them; the spellings checked against NVRTC 13.0 and nvcc 13.0).  A job's
+ * option must match a rule of these or of the family's own; anything else
+ * is refused. */
 static const struct kj__opt_rule cuda_rules[] = {
 	{ KJ_OPT_MACRO, "-D", NULL },
 	{ KJ_OPT_MACRO, "-U", NULL },
@@ -106,6 +109,20 @@ static const struct kj__opt_rule cuda_rules[] = {
 	{ KJ_OPT_EXACT, "--extra-device-vectorization", NULL },
 	{ KJ_OPT_EXACT, "-w", NULL },
 	{ KJ_OPT_EXACT, "--disable-warnings", NULL },
+	{ KJ_OPT_EXACT, "-O", NULL },
+	{ KJ_OPT_CHOICE, "-O", "0|1|2|3" },
+	{ KJ_OPT_CHOICE, "-ftz=", "true|false" },
+	{ KJ_OPT_CHOICE, "-prec-div=", "true|false" },
+	{ KJ_OPT_CHOICE, "-prec-sqrt=", "true|false" },
+	{ KJ_OPT_CHOICE, "-fmad=", "true|false" },
+	{ KJ_OPT_EXACT, "--restrict", NULL },
+	{ KJ_OPT_EXACT, "-restrict", NULL },
+	{ KJ_OPT_LIST, "-Xptxas=", KJ_PTXAS_VALUES },
+	{ KJ_OPT_LIST, "--ptxas-options=", KJ_PTXAS_VALUES },
+};
+
+/* NVRTC's own options beside cuda_rules. */
+static const struct kj__opt_rule nvrtc_only[] = {
 	/* NVRTC has no -Wall/-Wextra/-Werror (it says "unrecognized option");
 	 * its warnings are steered by number, as nvcc's --diag-*. */
 	{ KJ_OPT_TEXT, "--diag-suppress=", NULL },
@@ -113,21 +130,16 @@ static const struct kj__opt_rule cuda_rules[] = {
 	{ KJ_OPT_TEXT, "--diag-error=", NULL },
 	{ KJ_OPT_EXACT, "-default-device", NULL },
 	{ KJ_OPT_EXACT, "--device-as-default-execution-space", NULL },
-	{ KJ_OPT_EXACT, "-O", NULL },
-	{ KJ_OPT_CHOICE, "-O", "0|1|2|3" },
 	{ KJ_OPT_TEXT, KJ_NAME_EXPR_OPT, NULL },
-	/* spellings NVRTC takes as well (checked against NVRTC 13.0) */
-	{ KJ_OPT_CHOICE, "-ftz=", "true|false" },
-	{ KJ_OPT_CHOICE, "-prec-div=", "true|false" },
-	{ KJ_OPT_CHOICE, "-prec-sqrt=", "true|false" },
-	{ KJ_OPT_CHOICE, "-fmad=", "true|false" },
-	{ KJ_OPT_EXACT, "--restrict", NULL },
-	{ KJ_OPT_EXACT, "-restrict", NULL },
 	{ KJ_OPT_EXACT, "--device-int128", NULL },
 	{ KJ_OPT_EXACT, "-device-int128", NULL },
-	{ KJ_OPT_LIST, "-Xptxas=", KJ_PTXAS_VALUES },
-	{ KJ_OPT_LIST, "--ptxas-options=", KJ_PTXAS_VALUES },
 };
+
+const struct kj__opt_rule *kj__cuda_option_rules(size_t *n)
+{
+	*n = KJ_ARRAY_SIZE(cuda_rules);
+	return cuda_rules;
+}
 
 /* Is a directory with cuda_fp16.h in it at d (a malloc'd or stack path)? */
 static int toolkit_include_at(const char *d)
@@ -420,7 +432,8 @@ static int nvrtc_compile(void *state, const struct kj__compile_job *job, struct 
 			return kj__out_error(out, KJIT_EINVAL, "NVRTC makes a cubin or PTX, not a fatbin: --fatbin "
 				"needs nvcc (--compiler nvcc)");
 	if ((r = nvrtc_check_target(st, job->target, err, sizeof err)) < 0 ||
-	    (r = kj__options_check("nvrtc", cuda_rules, KJ_ARRAY_SIZE(cuda_rules), job, err, sizeof err)) < 0 ||
+	    (r = kj__options_check2("nvrtc", cuda_rules, KJ_ARRAY_SIZE(cuda_rules), nvrtc_only,
+				    KJ_ARRAY_SIZE(nvrtc_only), job, err, sizeof err)) < 0 ||
 	    (r = kj__includes_check(job, err, sizeof err)) < 0)
 		return kj__out_error(out, r, err);
 	target_arch(job->target, &arch, &ptx);
