@@ -14,6 +14,7 @@
 #include "buf.h"
 #include "compiler.h"
 #include "kj_limits.h"
+#include "lowered.h"
 
 /* ELF e_machine values of the objects we produce (elf.h: EM_AMDGPU, EM_CUDA). */
 #define KJ_EM_AMDGPU 224
@@ -92,8 +93,8 @@ char *kj__log_scrub(const char *log, const char *marker, const char *blind, cons
  * RESULT's LOWERED field; kjitd stores it in the index's own column,
  * sends it with every answer for the key, hit or compile, and `kjit show`
  * lists it; libkjit turns it into kjit_result.lowered_names.  Families
- * that take no expressions (hipcc, nvcc, shaderc) refuse the option. */
-#define KJ_NAME_EXPR_OPT "--name-expression="
+ * that take no expressions (hipcc, nvcc, shaderc) refuse the option
+ * (KJ_NAME_EXPR_OPT, common/lowered.h). */
 /* Appends expr's lowered name to out->lowered.  0, KJIT_EINVAL (a tab or
  * newline in either), KJIT_ETOOBIG (past KJ_LOWERED_MAX) or KJIT_ENOMEM,
  * with out->error set. */
