@@ -155,7 +155,8 @@ out:
 		out->data = NULL;
 		out->len = 0;
 	}
-	api->destroy(&prog);
+	if (prog)
+		api->destroy(&prog);
 	return r;
 }
 
