@@ -26,8 +26,6 @@
 #include "util.h"
 
 #define KEY_HEX_LEN 64
-/* How a name expression travels (compilers/compint.h's KJ_NAME_EXPR_OPT). */
-#define KJ_NAME_EXPR_OPTION "--name-expression="
 
 /* 1 if s is 1..max bytes without control characters. */
 static int printable(const char *s, size_t max)
@@ -179,8 +177,8 @@ static int encode(struct kj__buf *b, const kjit_request *req, const struct resol
 	if (r == 0)
 		r = put_strs(b, KJ_F_OPTION, req->options, req->n_options);
 	for (size_t i = 0; r == 0 && i < req->n_name_expressions; i++) {
-		char o[KJ_NAME_MAX + sizeof KJ_NAME_EXPR_OPTION];
-		snprintf(o, sizeof o, "%s%s", KJ_NAME_EXPR_OPTION, req->name_expressions[i]);
+		char o[KJ_NAME_MAX + sizeof KJ_NAME_EXPR_OPT];
+		snprintf(o, sizeof o, "%s%s", KJ_NAME_EXPR_OPT, req->name_expressions[i]);
 		r = kj__msg_put_str(b, KJ_F_OPTION, o);
 	}
 	for (size_t i = 0; r == 0 && i < req->n_headers; i++) {

@@ -19,6 +19,12 @@
 
 #define KJ_LOWERED_LEGACY_PREFIX "kjit: lowered name: "
 
+/* How a name expression travels in a request, a job and the key: the
+ * option "--name-expression=EXPR" (`kjit get` sends it; the runtime
+ * compiler families hand EXPR to AddNameExpression; the others refuse
+ * it). */
+#define KJ_NAME_EXPR_OPT "--name-expression="
+
 /* Appends the line of expr to *list (malloc'd; *list may be NULL).  0,
  * KJIT_EINVAL (a tab or newline in expr or lowered, or an empty one),
  * KJIT_ETOOBIG (the list would pass KJ_LOWERED_MAX bytes) or KJIT_ENOMEM;

@@ -129,10 +129,10 @@ out:
 	return r;
 }
 
-int kj__amd_target_canon(const char *target, char *canon, size_t canonlen, char *err,
-			 size_t errlen)
+int kj__amd_target_ok(const char *target, char *err, size_t errlen)
 {
 	struct kj__amd_target t;
+	char canon[KJ_TARGET_MAX];
 
 	if (target == NULL || !kj__token_ok(target, KJ_TARGET_MAX)) {
 		snprintf(err, errlen, "target '%.64s' is not a valid AMD target ID",
@@ -142,8 +142,12 @@ int kj__amd_target_canon(const char *target, char *canon, size_t canonlen, char 
 	int r = kj__amd_target_parse(target, &t, err, errlen);
 	if (r < 0)
 		return KJIT_ETARGET;
-	if (kj__amd_target_format(&t, canon, canonlen) < 0) {
+	if (kj__amd_target_format(&t, canon, sizeof canon) < 0) {
 		snprintf(err, errlen, "target '%s' cannot be formatted", target);
+		return KJIT_ETARGET;
+	}
+	if (strcmp(canon, target) != 0) {
+		snprintf(err, errlen, "target '%s' is not canonical (expected '%s')", target, canon);
 		return KJIT_ETARGET;
 	}
 	return 0;

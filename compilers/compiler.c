@@ -282,6 +282,13 @@ static int rule_match(const struct kj__opt_rule *r, const char *opt)
 	return 0;
 }
 
+int kj__identity_put(const char *identity, const char *runtime, char *id, size_t idlen, char *rv, size_t rvlen)
+{
+	if ((size_t)snprintf(id, idlen, "%s", identity) >= idlen || (size_t)snprintf(rv, rvlen, "%s", runtime) >= rvlen)
+		return KJIT_ETOOBIG;
+	return 0;
+}
+
 int kj__lowered_add(struct kj__compile_out *out, const char *expr, const char *lowered)
 {
 	int r = kj__lowered_append(&out->lowered, expr, lowered);
@@ -624,66 +631,6 @@ int kj__bundle_find(const uint8_t *p, size_t n, const char *target, const uint8_
 		}
 	}
 	return KJIT_ENOENT;
-}
-
-int kj__rtc_args_build(const struct kj__compile_job *job, struct kj__rtc_args *a, struct kj__compile_out *out)
-{
-	size_t nh = job->n_headers;
-	char err[256];
-	int r;
-
-	memset(a, 0, sizeof *a);
-	a->hdrs = calloc(nh + 2, sizeof *a->hdrs);
-	a->names = calloc(nh + 2, sizeof *a->names);
-	a->opts = calloc(job->n_options + 1 + KJ_RTC_EXTRA_OPTS, sizeof *a->opts);
-	if (a->hdrs == NULL || a->names == NULL || a->opts == NULL)
-		return kj__out_error(out, KJIT_ENOMEM, "out of memory");
-	if ((r = kj__cstr_dup(job->source, job->source_len, &a->src)) < 0)
-		return kj__out_error(out, r, "the source holds a NUL byte");
-	for (size_t i = 0; i < nh; i++, a->n_headers++) {
-		a->names[i] = job->headers[i].name;
-		if ((r = kj__cstr_dup(job->headers[i].data, job->headers[i].len, &a->hdrs[i])) < 0) {
-			snprintf(err, sizeof err, "header '%.100s' holds a NUL byte", a->names[i]);
-			return kj__out_error(out, r, err);
-		}
-	}
-	/* A source with a place in the include tree ("src/main.hip": its
-	 * "../include/x.h" climbs out of src/): the runtime compilers keep the
-	 * program itself at their root, so the program is one line including
-	 * the source, which is given as a header under its place. */
-	if (strchr(job->source_name, '/') != NULL) {
-		a->names[nh] = job->source_name;
-		a->hdrs[nh] = a->src;
-		a->n_headers++;
-		if ((a->src = kj__asprintf("#include \"%s\"\n", job->source_name)) == NULL)
-			return kj__out_error(out, KJIT_ENOMEM, "out of memory");
-	}
-	snprintf(a->arch, sizeof a->arch, "--gpu-architecture=%s", job->target);
-	a->opts[0] = a->arch;
-	for (size_t i = 0; i < job->n_options; i++)
-		a->opts[i + 1] = job->options[i];
-	a->n_opts = (int)job->n_options + 1;
-	return 0;
-}
-
-int kj__rtc_args_push(struct kj__rtc_args *a, const char *opt, struct kj__compile_out *out)
-{
-	if (a->n_extra >= KJ_RTC_EXTRA_OPTS)
-		return kj__out_error(out, KJIT_EINTERNAL, "too many compiler-added options");
-	a->opts[a->n_opts++] = opt;
-	a->n_extra++;
-	return 0;
-}
-
-void kj__rtc_args_free(struct kj__rtc_args *a)
-{
-	for (size_t i = 0; a->hdrs && a->hdrs[i]; i++)
-		free(a->hdrs[i]);
-	free(a->hdrs);
-	free(a->names);
-	free(a->opts);
-	free(a->src);
-	memset(a, 0, sizeof *a);
 }
 
 void *kj__dlopen_compiler(const char *name, int flags)

@@ -6,6 +6,7 @@
 #ifndef KJ_COMPINT_H
 #define KJ_COMPINT_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "buf.h"
 #include "compiler.h"
 #include "kj_limits.h"
+#include "lowered.h"
 
 /* ELF e_machine values of the objects we produce (elf.h: EM_AMDGPU, EM_CUDA). */
 #define KJ_EM_AMDGPU 224
@@ -91,8 +93,8 @@ char *kj__log_scrub(const char *log, const char *marker, const char *blind, cons
  * RESULT's LOWERED field; kjitd stores it in the index's own column,
  * sends it with every answer for the key, hit or compile, and `kjit show`
  * lists it; libkjit turns it into kjit_result.lowered_names.  Families
- * that take no expressions (hipcc, nvcc, shaderc) refuse the option. */
-#define KJ_NAME_EXPR_OPT "--name-expression="
+ * that take no expressions (hipcc, nvcc, shaderc) refuse the option
+ * (KJ_NAME_EXPR_OPT, common/lowered.h). */
 /* Appends expr's lowered name to out->lowered.  0, KJIT_EINVAL (a tab or
  * newline in either), KJIT_ETOOBIG (past KJ_LOWERED_MAX) or KJIT_ENOMEM,
  * with out->error set. */
@@ -115,9 +117,16 @@ char *kj__log_dup_of(const char *p, size_t n, size_t total);
  * (hiprtc and NVRTC take C strings), KJIT_ENOMEM. */
 int kj__cstr_dup(const uint8_t *p, size_t n, char **out);
 
-/* A job as the runtime compilers (hiprtc, NVRTC) take it: NUL-terminated
- * source and headers, header names, and the options with
- * "--gpu-architecture=TARGET" first. */
+/* The tree path of the quoted name (n bytes, not NUL-terminated) included
+ * from the file at tree path from: from's folder, then name's components,
+ * "." dropped, ".." taking one folder back, into out.  0, or -1 when it
+ * climbs above the tree root or does not fit in outlen. */
+int kj__tree_join(const char *from, const char *name, size_t n, char *out, size_t outlen);
+
+/* The runtime compilers' skeleton (rtc.c), shared by hiprtc and NVRTC. */
+/* A job as the runtime compilers take it: NUL-terminated source and
+ * headers, header names, and the options with "--gpu-architecture=TARGET"
+ * first. */
 struct kj__rtc_args {
 	char *src;
 	char **hdrs;
@@ -126,12 +135,6 @@ struct kj__rtc_args {
 	int n_headers, n_opts, n_extra;
 	char arch[KJ_TARGET_MAX + 32];
 };
-/* The tree path of the quoted name (n bytes, not NUL-terminated) included
- * from the file at tree path from: from's folder, then name's components,
- * "." dropped, ".." taking one folder back, into out.  0, or -1 when it
- * climbs above the tree root or does not fit in outlen. */
-int kj__tree_join(const char *from, const char *name, size_t n, char *out, size_t outlen);
-
 /* The program's name when it is the one-line wrapper kj__rtc_args_build
  * makes for a source with a place in the tree (the source itself is a
  * header under that place: a program of the same name would include itself). */
@@ -147,8 +150,74 @@ void kj__rtc_args_free(struct kj__rtc_args *a);
  * or KJIT_EINTERNAL with out->error past KJ_RTC_EXTRA_OPTS. */
 int kj__rtc_args_push(struct kj__rtc_args *a, const char *opt, struct kj__compile_out *out);
 
+/* The calls hiprtc and NVRTC both have, with the same shapes (a result is
+ * an int, 0 for success; a program an opaque pointer).  code_size and code
+ * give the object: hiprtc's code object, NVRTC's cubin (or its PTX, in a
+ * copy of the table with those two swapped). */
+struct kj__rtc_api {
+	int (*version)(int *, int *);
+	const char *(*errstr)(int);
+	int (*create)(void **, const char *, const char *, int, const char *const *, const char *const *);
+	int (*compile)(void *, int, const char *const *);
+	int (*log_size)(void *, size_t *);
+	int (*log)(void *, char *);
+	int (*code_size)(void *, size_t *);
+	int (*code)(void *, char *);
+	int (*destroy)(void **);
+	int (*add_name)(void *, const char *);               /* may be NULL */
+	int (*lowered)(void *, const char *, const char **);  /* may be NULL */
+};
+/* What differs between the runtime families: where the library is, what
+ * its calls are named, and the words of their messages. */
+struct kj__rtc_family {
+	const char *name;            /* "hiprtc", "nvrtc" */
+	const char *title;           /* as messages say it: "hiprtc", "NVRTC" */
+	const char *const *libs;     /* the library names tried in order, NULL last */
+	const char *not_found;       /* the error when none loads */
+	const char *lacks;           /* the error when one lacks a call (its name follows) */
+	struct {                     /* the symbol of each call of struct kj__rtc_api */
+		const char *version, *errstr, *create, *compile, *log_size, *log, *code_size, *code, *destroy,
+			*add_name, *lowered;
+	} sym;
+	const char *no_object;       /* the error when the object is missing or over KJ_OBJECT_MAX */
+	const char *bad_object;      /* the error when it is not what was asked for */
+	const char *log_marker;      /* the private directory its log names (kj__log_scrub), or NULL */
+	const char *log_blind;       /* the name it gives the program there */
+	const char *warm_file;       /* the warm-up program's name ("kjit_warmup.cu") */
+};
+/* One compile: the program, its headers, options and name expressions. */
+struct kj__rtc_prog {
+	const char *name, *src;
+	int n_headers;
+	const char *const *hdrs, *const *hdr_names;
+	int n_opts;
+	const char *const *opts;
+	int n_exprs;
+	const char *const *exprs;
+	unsigned machine;            /* the ELF e_machine the object must have; 0: not an ELF (PTX) */
+};
+/* Opens the first of f's libraries that loads (kj__dlopen_compiler, so
+ * never kjit's drop-in) into *lib and fills api from it.  0, or
+ * KJIT_EBACKEND with f's words in err. */
+int kj__rtc_load(const struct kj__rtc_family *f, void **lib, struct kj__rtc_api *api, char *err, size_t errlen);
+/* Compiles p through api: the log (capped, f's private directory
+ * scrubbed) into out->log, then the object into out->data and each name
+ * expression's lowered name into out->lowered.  0; KJIT_ECOMPILE with the
+ * log's first error as out->error; or another negative code with
+ * out->error (KJIT_ENOMEM without). */
+int kj__rtc_run(const struct kj__rtc_family *f, const struct kj__rtc_api *api, const struct kj__rtc_prog *p,
+		struct kj__compile_out *out);
+/* Compiles a trivial kernel with the one option arch, so that the first
+ * job does not pay for loading the compiler's own libraries.  0, or a
+ * negative code with "TITLE cannot compile a trivial kernel (...)" in err. */
+int kj__rtc_warm(const struct kj__rtc_family *f, const struct kj__rtc_api *api, const char *arch, unsigned machine,
+		 char *err, size_t errlen);
+
 /* Sets out->error to a malloc'd copy of msg (best effort) and returns code. */
 int kj__out_error(struct kj__compile_out *out, int code, const char *msg);
+/* A family's identity op over the strings its init made: identity into
+ * id, runtime into rv.  0 or KJIT_ETOOBIG. */
+int kj__identity_put(const char *identity, const char *runtime, char *id, size_t idlen, char *rv, size_t rvlen);
 
 /* The walls a worker stands in (compilers/walls.c). */
 enum { KJ_WALLS_LANDLOCK = 1, KJ_WALLS_NS_USER = 2, KJ_WALLS_NS_ROOT = 3 };
@@ -243,6 +312,58 @@ void kj__rm_job_dir(const char *dir);
 /* The captured log with every "DIR/" removed, capped; NULL if empty. */
 char *kj__clean_log(const struct kj__proc_out *po, const char *dir);
 
+/* The skeleton of the families that run a full compiler (spawn-family.c:
+ * hipcc, nvcc).  A family's state begins with this struct. */
+struct kj__spawn_state {
+	char path[PATH_MAX];        /* the compiler's executable */
+	char tmp_root[PATH_MAX];    /* where job directories are made outside a worker */
+	char identity[KJ_VERSION_STR_MAX * 2];
+	char runtime[KJ_VERSION_STR_MAX];
+};
+/* What differs between the spawned families (the command line they share
+ * is at the top of spawn-family.c). */
+struct kj__spawn_family {
+	const char *name;           /* "hipcc": messages, job directories, the shell check */
+	const char *not_found;      /* the error when find finds no compiler */
+	const char *out_file;       /* the object's name in the job's directory */
+	const char *fallback;       /* the source's name when the user's cannot be written */
+	const char *lang;           /* "hip": `-x hip` before a source that needs it */
+	const char *arch_opt;       /* "--offload-arch=": the target follows */
+	/* Sets st->path.  0 or a negative code. */
+	int (*find)(struct kj__spawn_state *st);
+	/* Fills st->identity and st->runtime (kj__spawn_query helps).  0 or a
+	 * negative code with the reason in err. */
+	int (*probe)(struct kj__spawn_state *st, char *err, size_t errlen);
+	/* The job's target and options against the family's rules.  0, or a
+	 * negative code with the reason in err. */
+	int (*check)(void *state, const struct kj__compile_job *job, char *err, size_t errlen);
+	/* 1 if the source, written under name, needs `-x LANG` before it. */
+	int (*needs_lang)(const struct kj__compile_job *job, const char *name);
+	/* The flag saying what the compiler writes ("--genco", "--cubin"). */
+	const char *(*output_flag)(const struct kj__compile_job *job);
+	/* 1 if a job option goes on the command line (NULL: all do); the
+	 * skeleton itself keeps definitions, pre-includes and `-x LANG` off. */
+	int (*passes)(const char *opt);
+	/* Reads the object from dir/out_file into out.  0, or a negative code
+	 * with out->error. */
+	int (*take)(const char *dir, const struct kj__compile_job *job, struct kj__compile_out *out);
+};
+/* A family's init: allocates size bytes of state, finds the compiler,
+ * sets the temporary root (TMPDIR, else /tmp) and probes.  0, or a
+ * negative code with the reason in err. */
+int kj__spawn_init(const struct kj__spawn_family *f, size_t size, void **state, char *err, size_t errlen);
+void kj__spawn_fini(void *state);
+/* The identity and runtime version probe found (compiler ops' identity). */
+int kj__spawn_identity(void *state, char *id, size_t idlen, char *rv, size_t rvlen);
+/* Runs `COMPILER ARG` in a fresh directory (named for family) and gives its
+ * output in *text (malloc'd).  0, KJIT_EIO (no directory) or
+ * KJIT_EBACKEND (it failed). */
+int kj__spawn_query(const struct kj__spawn_state *st, const char *family, const char *arg, char **text);
+/* Compiles job the way the top of spawn-family.c says.  0 with out->data,
+ * KJIT_ECOMPILE with out->log, or another negative code with out->error. */
+int kj__spawn_compile(const struct kj__spawn_family *f, void *state, const struct kj__compile_job *job,
+		      struct kj__compile_out *out);
+
 /* A request's pre-included header (nvcc's and hipcc's -include FILE,
  * NVRTC's --pre-include=FILE, as `kjit get` sends them: common/includes.h
  * KJ_PRE_INCLUDE_OPT): NAME of "--pre-include=NAME", or NULL.  Its bytes
@@ -291,6 +412,8 @@ int kj__nvcc_beside(const char *libdir, char *out, size_t outlen);
 
 /* The HIP option whitelist (hiprtc.c), shared by hipcc: same clang underneath. */
 const struct kj__opt_rule *kj__hip_option_rules(size_t *n);
+/* The CUDA option whitelist NVRTC and nvcc share (nvrtc.c); each adds its own. */
+const struct kj__opt_rule *kj__cuda_option_rules(size_t *n);
 
 /* AMD facts shared by hiprtc and hipcc (amd.c). */
 /* The device-libs bitcode directory, or NULL if none of the known ones exists. */
@@ -299,10 +422,11 @@ const char *kj__amd_bitcode_dir(void);
  * names, sizes and contents of the *.bc files of the bitcode directory, or
  * "device-libs none".  0 or a negative code. */
 int kj__amd_devlibs_id(char *out, size_t outlen);
-/* Parses target with kj__amd_target_parse and writes its canonical form
- * into canon.  0 or KJIT_ETARGET with a reason naming target in err. */
-int kj__amd_target_canon(const char *target, char *canon, size_t canonlen, char *err,
-			 size_t errlen);
+/* 0 if target is an AMD target ID (kj__amd_target_parse) in its canonical
+ * form, the one both HIP families admit; else KJIT_ETARGET with a reason
+ * naming target (and the canonical form, when that is all that differs)
+ * in err. */
+int kj__amd_target_ok(const char *target, char *err, size_t errlen);
 
 /* dlopen(name, flags), refusing kjit's own drop-in libnvrtc/libhiprtc
  * (dropin/, found first when `kjit run` put its folder on the library

@@ -2,19 +2,22 @@
  * hipcc driver (perl + clang) as a child process, for systems where hiprtc
  * is missing or misbehaves.
  *
- * Each job gets a private directory (the worker's, at its fixed path:
- * job->dir) holding the source, under the name the user gave it and
- * passed to hipcc relative to the directory (__FILE__ is that name, the
- * same on every node and run), and the job's headers and nothing else;
- * hipcc runs there through posix_spawn with
- * a clean environment (PATH, HOME and TMPDIR pointing into the directory,
+ * A job runs as the spawned compilers' skeleton runs it (spawn-family.c,
+ * driven by hipcc_family below): a private directory (the worker's, at
+ * its fixed path: job->dir) holding the source, under the name the user
+ * gave it and passed to hipcc relative to the directory (__FILE__ is that
+ * name, the same on every node and run), and the job's headers and
+ * nothing else; hipcc runs there through posix_spawn (spawn.c) with a
+ * clean environment (PATH, HOME and TMPDIR pointing into the directory,
  * LC_ALL=C, HIP_PLATFORM=amd), its own process group (a job past
  * KJ_COMPILE_TIMEOUT_MS has the whole group killed) and stdout+stderr
  * captured as the log (capped at KJ_LOG_MAX, the directory's path removed).
  * The directory is emptied afterwards, whatever happened.  hipcc.pl
  * builds one shell command line: no definition reaches it (they go to a
  * header included first, defs.c) and every argument it gets is checked
- * against the shell-safe set before it runs.
+ * against the shell-safe set before it runs.  What is hipcc's own here:
+ * finding it, its version, its target and option checks, and cutting the
+ * device ELF out of what it writes.
  *
  * On Debian `hipcc --genco` writes a clang offload bundle
  * ("__CLANG_OFFLOAD_BUNDLE__" with an empty host entry and one
@@ -33,19 +36,13 @@
  * and the device libs carry oclc_isa_version_NNN.bc for its processor.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include "buf.h"
 #include "compint.h"
 #include "kj_types.h"
 #include "kj_limits.h"
@@ -55,13 +52,6 @@
 
 static const char *const hipcc_paths[] = { "/usr/bin/hipcc", "/opt/rocm/bin/hipcc",
 					   "/opt/rocm/hip/bin/hipcc" };
-
-struct hipcc_state {
-	char hipcc[PATH_MAX];
-	char tmp_root[PATH_MAX];     /* where job directories are made */
-	char identity[KJ_VERSION_STR_MAX * 2];
-	char runtime[KJ_VERSION_STR_MAX];
-};
 
 /* hipcc's own beside the rules shared with hiprtc: -fPIC as CMake passes
  * it (host code only), and -x hip, which kjit gives every source anyway
@@ -74,18 +64,14 @@ static const struct kj__opt_rule hipcc_only[] = {
 
 static int hipcc_check_target(void *state, const char *target, char *err, size_t errlen)
 {
-	char canon[KJ_TARGET_MAX], path[PATH_MAX];
+	char path[PATH_MAX];
 	struct stat sb;
 	const char *dir = kj__amd_bitcode_dir();
-	int r = kj__amd_target_canon(target, canon, sizeof canon, err, errlen);
+	int r = kj__amd_target_ok(target, err, errlen);
 
 	(void)state;
 	if (r < 0)
 		return r;
-	if (strcmp(canon, target) != 0) {
-		snprintf(err, errlen, "target '%s' is not canonical (expected '%s')", target, canon);
-		return KJIT_ETARGET;
-	}
 	size_t pl = strcspn(target, ":");
 	if (dir == NULL || pl < 4 ||
 	    (size_t)snprintf(path, sizeof path, "%s/oclc_isa_version_%.*s.bc", dir, (int)(pl - 3),
@@ -98,34 +84,36 @@ static int hipcc_check_target(void *state, const char *target, char *err, size_t
 	return 0;
 }
 
-static void hipcc_fini(void *state)
+/* Sets st->path: the first of hipcc_paths that runs. */
+static int find_hipcc(struct kj__spawn_state *st)
 {
-	free(state);
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(hipcc_paths); i++)
+		if (access(hipcc_paths[i], X_OK) == 0) {
+			snprintf(st->path, sizeof st->path, "%s", hipcc_paths[i]);
+			return 0;
+		}
+	return KJIT_EBACKEND;
 }
 
 /* Fills st->identity and st->runtime from `hipcc --version`. */
-static int probe_version(struct hipcc_state *st, char *err, size_t errlen)
+static int probe_version(struct kj__spawn_state *st, char *err, size_t errlen)
 {
-	int r = KJIT_EBACKEND;
-	char dir[PATH_MAX], hipv[KJ_VERSION_STR_MAX] = "", clangv[KJ_VERSION_STR_MAX] = "";
-	char dl[KJ_VERSION_STR_MAX], sys[32];
-	const char *argv[] = { st->hipcc, "--version", NULL };
-	struct kj__proc_out po;
+	char hipv[KJ_VERSION_STR_MAX] = "", clangv[KJ_VERSION_STR_MAX] = "";
+	char dl[KJ_VERSION_STR_MAX], sys[32], *t = NULL;
 	int maj = 0, min = 0;
+	int r = kj__spawn_query(st, "hipcc", "--version", &t);
 
-	memset(&po, 0, sizeof po);
-	if (kj__make_job_dir(st->tmp_root, "hipcc", dir, sizeof dir) < 0) {
-		snprintf(err, errlen, "cannot make a directory under %s", st->tmp_root);
-		return KJIT_EIO;
+	if (r < 0) {
+		if (r == KJIT_EIO)
+			snprintf(err, errlen, "cannot make a directory under %s", st->tmp_root);
+		else
+			snprintf(err, errlen, "'%s --version' failed", st->path);
+		return r;
 	}
-	if (kj__run_capture(argv, dir, KJ_COMPILE_TIMEOUT_MS, &po) < 0 || !WIFEXITED(po.status) ||
-	    WEXITSTATUS(po.status) != 0 || kj__buf_append(&po.log, "", 1) < 0) {
-		snprintf(err, errlen, "'%s --version' failed", st->hipcc);
-		goto out;
-	}
-	const char *t = (const char *)po.log.p, *h = strstr(t, "HIP version: "), *c = strstr(t, "clang version ");
+	r = KJIT_EBACKEND;
+	const char *h = strstr(t, "HIP version: "), *c = strstr(t, "clang version ");
 	if (h == NULL || sscanf(h + 13, "%63s", hipv) != 1 || sscanf(hipv, "%d.%d", &maj, &min) != 2) {
-		snprintf(err, errlen, "'%s --version' names no HIP version", st->hipcc);
+		snprintf(err, errlen, "'%s --version' names no HIP version", st->path);
 		goto out;
 	}
 	if (c)
@@ -147,48 +135,8 @@ static int probe_version(struct hipcc_state *st, char *err, size_t errlen)
 	snprintf(st->runtime, sizeof st->runtime, "%d.%d", maj, min);
 	r = 0;
 out:
-	kj__buf_free(&po.log);
-	kj__rm_job_dir(dir);
+	free(t);
 	return r;
-}
-
-static int hipcc_init(void **state, char *err, size_t errlen)
-{
-	int r = KJIT_ENOMEM;
-	struct hipcc_state *st = calloc(1, sizeof *st);
-	const char *tmp = getenv("TMPDIR");
-
-	if (st == NULL)
-		goto out;
-	r = KJIT_EBACKEND;
-	for (size_t i = 0; i < KJ_ARRAY_SIZE(hipcc_paths) && !st->hipcc[0]; i++)
-		if (access(hipcc_paths[i], X_OK) == 0)
-			snprintf(st->hipcc, sizeof st->hipcc, "%s", hipcc_paths[i]);
-	if (!st->hipcc[0]) {
-		snprintf(err, errlen, "hipcc not found (/usr/bin/hipcc, /opt/rocm/bin/hipcc): install hipcc");
-		goto out;
-	}
-	snprintf(st->tmp_root, sizeof st->tmp_root, "%s",
-		 tmp && tmp[0] == '/' && strlen(tmp) < PATH_MAX / 2 ? tmp : "/tmp");
-	if ((r = probe_version(st, err, errlen)) < 0)
-		goto out;
-	/* success */
-	*state = st;
-	st = NULL;
-	r = 0;
-out:
-	free(st);
-	return r;
-}
-
-static int hipcc_identity(void *state, char *id, size_t idlen, char *rv, size_t rvlen)
-{
-	struct hipcc_state *st = state;
-
-	if ((size_t)snprintf(id, idlen, "%s", st->identity) >= idlen ||
-	    (size_t)snprintf(rv, rvlen, "%s", st->runtime) >= rvlen)
-		return KJIT_ETOOBIG;
-	return 0;
 }
 
 /* 1 if name ends in suffix (and is longer). */
@@ -198,27 +146,26 @@ static int ends_with(const char *name, const char *suffix)
 	return l > s && strcmp(name + l - s, suffix) == 0;
 }
 
-/* The file name the source is written under, so that hipcc's messages and
- * __FILE__ name the user's file (at its place in the include tree:
+/* The source is written under the user's name, so that hipcc's messages
+ * and __FILE__ name the user's file (at its place in the include tree:
  * "src/main.hip", so that its "../include/x.h" lands where it does on the
- * user's disk): its own, as the user gave it; one that does not end in
- * .hip or .cu (x.cpp, as HIP programs are often named, or "source") gets
- * *as_hip: `-x hip` goes before it, whatever HIP_COMPILE_CXX_AS_HIP says.
- * "source.hip" only for a name kjit cannot write. */
-static void source_file(const struct kj__compile_job *job, char *out, size_t outlen, int *as_hip)
+ * user's disk).  One that does not end in .hip or .cu (x.cpp, as HIP
+ * programs are often named, or "source") needs `-x hip` before it,
+ * whatever HIP_COMPILE_CXX_AS_HIP says, and so does any with the user's
+ * own -x hip.  ("source.hip" only for a name kjit cannot write.) */
+static int needs_hip(const struct kj__compile_job *job, const char *name)
 {
-	const char *name = job->source_name;
-	int ok = kj__path_ok(name) && strcmp(name, HIPCC_OUT) != 0 && strcmp(name, KJ_DEFS_HEADER) != 0;
+	int as_hip = !ends_with(name, ".hip") && !ends_with(name, ".cu");
 
-	*as_hip = ok && !ends_with(name, ".hip") && !ends_with(name, ".cu");
-	for (size_t i = 0; ok && i < job->n_options; i++) /* the user's own -x hip */
-		*as_hip |= strcmp(job->options[i], "-x hip") == 0;
-	snprintf(out, outlen, "%s", ok ? name : "source.hip");
+	for (size_t i = 0; i < job->n_options; i++) /* the user's own -x hip */
+		as_hip |= strcmp(job->options[i], "-x hip") == 0;
+	return as_hip;
 }
 
-/* Reads dir/HIPCC_OUT and takes the device ELF for target out of it. */
-static int take_object(const char *dir, const char *target, struct kj__compile_out *out)
+/* Reads dir/HIPCC_OUT and takes the device ELF for the job's target out of it. */
+static int take_object(const char *dir, const struct kj__compile_job *job, struct kj__compile_out *out)
 {
+	const char *target = job->target;
 	char path[PATH_MAX];
 	uint8_t *data = NULL;
 	size_t len = 0;
@@ -258,132 +205,55 @@ out:
 	return r;
 }
 
-/* Writes the job's headers, then its source as src, into dir.  0 or a
- * negative code with out->error. */
-static int write_job(const char *dir, const struct kj__compile_job *job, const char *src,
-		     struct kj__compile_out *out)
+/* The target, then the options: the rules shared with hiprtc and hipcc's own. */
+static int hipcc_check(void *state, const struct kj__compile_job *job, char *err, size_t errlen)
 {
-	for (size_t i = 0; i < job->n_headers; i++) {
-		if (strcmp(job->headers[i].name, src) == 0 || strcmp(job->headers[i].name, HIPCC_OUT) == 0)
-			continue; /* the source itself wins */
-		if (kj__put_file(dir, job->headers[i].name, job->headers[i].data, job->headers[i].len) < 0)
-			return kj__out_error(out, KJIT_EIO, "cannot write a header into the temporary directory");
-	}
-	if (kj__put_file(dir, src, job->source, job->source_len) < 0)
-		return kj__out_error(out, KJIT_EIO, "cannot write the source into the temporary directory");
-	return 0;
+	size_t n_rules;
+	const struct kj__opt_rule *rules = kj__hip_option_rules(&n_rules);
+	int r = hipcc_check_target(state, job->target, err, errlen);
+
+	return r < 0 ? r : kj__options_check2("hipcc", rules, n_rules, hipcc_only, KJ_ARRAY_SIZE(hipcc_only), job, err,
+					      errlen);
 }
 
-/* Runs `hipcc --genco` on dir/src into dir/HIPCC_OUT, with the log (its
- * private paths removed) in out->log.  0, or a negative code with
- * out->error (KJIT_ECOMPILE: hipcc rejected the source). */
-static int run_hipcc(struct hipcc_state *st, const struct kj__compile_job *job, const char *dir, const char *src,
-		     const char *defs, int as_hip, struct kj__compile_out *out)
+static const char *genco(const struct kj__compile_job *job)
 {
-	char err[256], arch[KJ_TARGET_MAX + 32], inc[PATH_MAX + 4];
-	char srcpath[PATH_MAX + KJ_NAME_MAX], outpath[PATH_MAX + 32];
-	const char **argv = NULL;
-	size_t a = 0;
-	struct kj__proc_out po;
-	int r = KJIT_ENOMEM;
+	(void)job;
+	return "--genco";
+}
 
-	memset(&po, 0, sizeof po);
-	if ((argv = calloc(2 * job->n_options + 12, sizeof *argv)) == NULL)
-		goto out;
-	if ((size_t)snprintf(arch, sizeof arch, "--offload-arch=%s", job->target) >= sizeof arch ||
-	    (size_t)snprintf(inc, sizeof inc, "-I%s", dir) >= sizeof inc ||
-	    (size_t)snprintf(srcpath, sizeof srcpath, "%s%s", src[0] == '-' ? "./" : "", src) >= sizeof srcpath ||
-	    (size_t)snprintf(outpath, sizeof outpath, "%s/%s", dir, HIPCC_OUT) >= sizeof outpath) {
-		r = kj__out_error(out, KJIT_EINTERNAL, "temporary path too long");
-		goto out;
-	}
-	argv[a++] = st->hipcc;
-	argv[a++] = "--genco";
-	argv[a++] = arch;
-	for (size_t i = 0; i < job->n_options; i++) /* definitions: in defs; pre-includes and -x hip: below */
-		if (!kj__opt_is_macro(job->options[i]) && !kj__opt_pre_include(job->options[i]) &&
-		    strcmp(job->options[i], "-x hip") != 0)
-			argv[a++] = job->options[i];
-	if (defs[0]) {
-		argv[a++] = "-include";
-		argv[a++] = defs;
-	}
-	for (size_t i = 0; i < job->n_options; i++) /* after the -D's, as on a command line */
-		if (kj__opt_pre_include(job->options[i])) {
-			argv[a++] = "-include";
-			argv[a++] = kj__opt_pre_include(job->options[i]);
-		}
-	argv[a++] = inc;
-	argv[a++] = "-o";
-	argv[a++] = outpath;
-	if (as_hip) { /* x.cpp: a HIP source under its C++ name */
-		argv[a++] = "-x";
-		argv[a++] = "hip";
-	}
-	argv[a++] = srcpath;
-	argv[a] = NULL;
-	if ((r = kj__argv_shell_safe("hipcc", argv, err, sizeof err)) < 0) {
-		r = kj__out_error(out, r, err);
-		goto out;
-	}
-	if ((r = kj__run_capture(argv, dir, KJ_COMPILE_TIMEOUT_MS, &po)) < 0) {
-		r = kj__out_error(out, r, "cannot run hipcc");
-		goto out;
-	}
-	out->log = kj__clean_log(&po, dir);
-	if (po.timed_out) {
-		r = kj__out_error(out, KJIT_ETIMEDOUT, "hipcc ran past the compile timeout and was killed");
-		goto out;
-	}
-	if (!WIFEXITED(po.status) || WEXITSTATUS(po.status) != 0) {
-		char status[64];
-		snprintf(status, sizeof status, "hipcc failed (%s %d)", WIFEXITED(po.status) ? "exit status" : "signal",
-			 WIFEXITED(po.status) ? WEXITSTATUS(po.status) : WTERMSIG(po.status));
-		kj__log_reason(out->log, status, err, sizeof err);
-		r = kj__out_error(out, KJIT_ECOMPILE, err);
-		goto out;
-	}
-	r = 0;
-out:
-	kj__buf_free(&po.log);
-	free(argv);
-	return r;
+/* hipcc's names and steps for the spawned compilers' skeleton (spawn-family.c). */
+static const struct kj__spawn_family hipcc_family = {
+	.name = "hipcc",
+	.not_found = "hipcc not found (/usr/bin/hipcc, /opt/rocm/bin/hipcc): install hipcc",
+	.out_file = HIPCC_OUT,
+	.fallback = "source.hip",
+	.lang = "hip",
+	.arch_opt = "--offload-arch=",
+	.find = find_hipcc,
+	.probe = probe_version,
+	.check = hipcc_check,
+	.needs_lang = needs_hip,
+	.output_flag = genco,
+	.take = take_object,
+};
+
+static int hipcc_init(void **state, char *err, size_t errlen)
+{
+	return kj__spawn_init(&hipcc_family, sizeof(struct kj__spawn_state), state, err, errlen);
 }
 
 static int hipcc_compile(void *state, const struct kj__compile_job *job, struct kj__compile_out *out)
 {
-	struct hipcc_state *st = state;
-	char err[256], dir[PATH_MAX] = "", src[KJ_NAME_MAX + 16], defs[PATH_MAX + 32];
-	int as_hip = 0, made = 0;
-	size_t n_rules;
-	const struct kj__opt_rule *rules = kj__hip_option_rules(&n_rules);
-	int r;
-
-	memset(out, 0, sizeof *out);
-	if ((r = hipcc_check_target(st, job->target, err, sizeof err)) < 0 ||
-	    (r = kj__options_check2("hipcc", rules, n_rules, hipcc_only, KJ_ARRAY_SIZE(hipcc_only), job, err,
-				    sizeof err)) < 0 ||
-	    (r = kj__includes_check(job, err, sizeof err)) < 0)
-		return kj__out_error(out, r, err);
-	if (kj__job_dir_open(job, st->tmp_root, "hipcc", dir, sizeof dir, &made) < 0)
-		return kj__out_error(out, KJIT_EIO, "cannot make a temporary directory for hipcc");
-	source_file(job, src, sizeof src, &as_hip);
-	if ((r = write_job(dir, job, src, out)) == 0 &&
-	    (r = kj__defs_write(dir, job, defs, sizeof defs, err, sizeof err)) < 0)
-		r = kj__out_error(out, r, err);
-	if (r == 0 && (r = run_hipcc(st, job, dir, src, defs, as_hip, out)) == 0)
-		r = take_object(dir, job->target, out);
-	if (made) /* else the worker empties its own */
-		kj__rm_job_dir(dir);
-	return r;
+	return kj__spawn_compile(&hipcc_family, state, job, out);
 }
 
 const struct kj__compiler_ops kj__compiler_hipcc = {
 	.name = "hipcc",
 	.backend = KJIT_BACKEND_HIP,
 	.init = hipcc_init,
-	.fini = hipcc_fini,
-	.identity = hipcc_identity,
+	.fini = kj__spawn_fini,
+	.identity = kj__spawn_identity,
 	.check_target = hipcc_check_target,
 	.compile = hipcc_compile,
 };

@@ -14,6 +14,11 @@
  * read from the real file name of the loaded library
  * (libamdhip64.so.5.2.21153 -> "5.2", via dlinfo + realpath), else from
  * the soname ("5").  State is one struct per worker; nothing is global.
+ *
+ * Loading, the compile and the warm-up are the runtime compilers'
+ * skeleton (rtc.c) driven by hiprtc_family below; what is hiprtc's own
+ * here: the comgr ISA list and target checks, the option rules (shared
+ * with hipcc), the `#line` names and -include of the compile's front.
  */
 #include <dlfcn.h>
 #include <limits.h>
@@ -27,27 +32,9 @@
 #include "kj_limits.h"
 #include "util.h"
 
-typedef int hiprtc_res; /* hiprtcResult: 0 is HIPRTC_SUCCESS */
-typedef void *hiprtc_prog;
-
-struct hiprtc_api {
-	hiprtc_res (*version)(int *, int *);
-	const char *(*errstr)(hiprtc_res);
-	hiprtc_res (*create)(hiprtc_prog *, const char *, const char *, int, const char **,
-			     const char **);
-	hiprtc_res (*compile)(hiprtc_prog, int, const char **);
-	hiprtc_res (*log_size)(hiprtc_prog, size_t *);
-	hiprtc_res (*log)(hiprtc_prog, char *);
-	hiprtc_res (*code_size)(hiprtc_prog, size_t *);
-	hiprtc_res (*code)(hiprtc_prog, char *);
-	hiprtc_res (*destroy)(hiprtc_prog *);
-	hiprtc_res (*add_name)(hiprtc_prog, const char *);                /* may be NULL */
-	hiprtc_res (*lowered)(hiprtc_prog, const char *, const char **);   /* may be NULL */
-};
-
 struct hiprtc_state {
 	void *lib, *comgr;
-	struct hiprtc_api api;
+	struct kj__rtc_api api;
 	char **isas;          /* processors comgr lists, "gfx90a" */
 	size_t n_isas;
 	char identity[KJ_VERSION_STR_MAX * 2];
@@ -55,7 +42,27 @@ struct hiprtc_state {
 };
 
 static const char *const hip_libs[] = { "libamdhip64.so.5", "libhiprtc.so.6", "libhiprtc.so",
-					"libamdhip64.so" };
+					"libamdhip64.so", NULL };
+
+/* hiprtc's names and words for the runtime compilers' skeleton (rtc.c). */
+static const struct kj__rtc_family hiprtc_family = {
+	.name = "hiprtc",
+	.title = "hiprtc",
+	.libs = hip_libs,
+	.not_found = "hiprtc not found (libamdhip64.so.5 / libhiprtc.so): install ROCm's hiprtc",
+	.lacks = "hiprtc library lacks a hiprtc* symbol",
+	.sym = { "hiprtcVersion", "hiprtcGetErrorString", "hiprtcCreateProgram", "hiprtcCompileProgram",
+		 "hiprtcGetProgramLogSize", "hiprtcGetProgramLog", "hiprtcGetCodeSize", "hiprtcGetCode",
+		 "hiprtcDestroyProgram", "hiprtcAddNameExpression", "hiprtcGetLoweredName" },
+	.no_object = "hiprtc returned no code object or one over the size cap",
+	.bad_object = "hiprtc returned something other than an AMDGPU ELF",
+	/* comgr names the source "CompileSource" under its private
+	 * .../comgr-XXXXXX/input/ directory, headers under include/: the
+	 * log gets the user's names, no private path */
+	.log_marker = "/comgr-",
+	.log_blind = "CompileSource",
+	.warm_file = "kjit_warmup.hip",
+};
 
 /* Clang options a HIP source may carry.  Anything else is refused. */
 static const struct kj__opt_rule hip_rules[] = {
@@ -96,42 +103,6 @@ const struct kj__opt_rule *kj__hip_option_rules(size_t *n)
 {
 	*n = KJ_ARRAY_SIZE(hip_rules);
 	return hip_rules;
-}
-
-static void *sym(void *lib, const char *name, int *missing)
-{
-	void *p = dlsym(lib, name);
-	if (p == NULL)
-		*missing = 1;
-	return p;
-}
-
-static int load_api(struct hiprtc_state *st, char *err, size_t errlen)
-{
-	int missing = 0;
-
-	for (size_t i = 0; i < KJ_ARRAY_SIZE(hip_libs) && st->lib == NULL; i++)
-		st->lib = kj__dlopen_compiler(hip_libs[i], RTLD_NOW | RTLD_LOCAL);
-	if (st->lib == NULL) {
-		snprintf(err, errlen, "hiprtc not found (libamdhip64.so.5 / libhiprtc.so): install ROCm's hiprtc");
-		return KJIT_EBACKEND;
-	}
-	*(void **)&st->api.version = sym(st->lib, "hiprtcVersion", &missing);
-	*(void **)&st->api.errstr = sym(st->lib, "hiprtcGetErrorString", &missing);
-	*(void **)&st->api.create = sym(st->lib, "hiprtcCreateProgram", &missing);
-	*(void **)&st->api.compile = sym(st->lib, "hiprtcCompileProgram", &missing);
-	*(void **)&st->api.log_size = sym(st->lib, "hiprtcGetProgramLogSize", &missing);
-	*(void **)&st->api.log = sym(st->lib, "hiprtcGetProgramLog", &missing);
-	*(void **)&st->api.code_size = sym(st->lib, "hiprtcGetCodeSize", &missing);
-	*(void **)&st->api.code = sym(st->lib, "hiprtcGetCode", &missing);
-	*(void **)&st->api.destroy = sym(st->lib, "hiprtcDestroyProgram", &missing);
-	*(void **)&st->api.add_name = dlsym(st->lib, "hiprtcAddNameExpression");
-	*(void **)&st->api.lowered = dlsym(st->lib, "hiprtcGetLoweredName");
-	if (missing) {
-		snprintf(err, errlen, "hiprtc library lacks a hiprtc* symbol: %s", dlerror());
-		return KJIT_EBACKEND;
-	}
-	return 0;
 }
 
 /* Loads comgr, lists its ISAs into st->isas and appends "comgr X.Y" to id. */
@@ -195,15 +166,10 @@ static void runtime_version(struct hiprtc_state *st)
 static int hiprtc_check_target(void *state, const char *target, char *err, size_t errlen)
 {
 	struct hiprtc_state *st = state;
-	char canon[KJ_TARGET_MAX];
-	int r = kj__amd_target_canon(target, canon, sizeof canon, err, errlen);
+	int r = kj__amd_target_ok(target, err, errlen);
 
 	if (r < 0)
 		return r;
-	if (strcmp(canon, target) != 0) {
-		snprintf(err, errlen, "target '%s' is not canonical (expected '%s')", target, canon);
-		return KJIT_ETARGET;
-	}
 	size_t pl = strcspn(target, ":");
 	for (size_t i = 0; i < st->n_isas; i++)
 		if (strlen(st->isas[i]) == pl && strncmp(st->isas[i], target, pl) == 0)
@@ -212,88 +178,6 @@ static int hiprtc_check_target(void *state, const char *target, char *err, size_
 		 target, (int)pl, target, st->n_isas ? st->isas[0] : "none",
 		 st->n_isas ? st->isas[st->n_isas - 1] : "none");
 	return KJIT_ETARGET;
-}
-
-/* Compiles src (NUL-terminated) with hiprtc; the shared core of compile and
- * the warm-up of init. */
-static int run_hiprtc(struct hiprtc_state *st, const char *name, const char *src, int n_hdr,
-		      const char **hdrs, const char **hdr_names, int n_opts, const char **opts, int n_exprs,
-		      const char *const *exprs, struct kj__compile_out *out)
-{
-	int r = KJIT_EINTERNAL;
-	hiprtc_prog p = NULL;
-	size_t log_len = 0, len = 0;
-	char *log = NULL;
-	uint8_t *code = NULL;
-	char msg[256];
-
-	hiprtc_res e = st->api.create(&p, src, name, n_hdr, hdrs, hdr_names);
-	if (e != 0) {
-		snprintf(msg, sizeof msg, "hiprtcCreateProgram: %s", st->api.errstr(e));
-		r = kj__out_error(out, KJIT_EINTERNAL, msg);
-		p = NULL;
-		goto out;
-	}
-	for (int i = 0; i < n_exprs; i++) {
-		if (st->api.add_name == NULL || st->api.lowered == NULL || st->api.add_name(p, exprs[i]) != 0) {
-			r = kj__out_error(out, KJIT_EINVAL, "this hiprtc cannot take name expressions");
-			goto out;
-		}
-	}
-	hiprtc_res ce = st->api.compile(p, n_opts, opts);
-	if (st->api.log_size(p, &log_len) == 0 && log_len > 1 && log_len < KJ_FRAME_MAX) {
-		if ((log = malloc(log_len + 1)) == NULL) {
-			r = KJIT_ENOMEM;
-			goto out;
-		}
-		if (st->api.log(p, log) == 0) {
-			/* comgr names the source "CompileSource" under its private
-			 * .../comgr-XXXXXX/input/ directory, headers under include/:
-			 * the user's names, no private path */
-			log[log_len] = '\0';
-			char *clean = kj__log_scrub(log, "/comgr-", "CompileSource", name);
-			out->log = kj__log_dup(clean ? clean : log, strlen(clean ? clean : log));
-			free(clean);
-		}
-	}
-	if (ce != 0) {
-		kj__log_reason(out->log, st->api.errstr(ce), msg, sizeof msg);
-		r = kj__out_error(out, KJIT_ECOMPILE, msg);
-		goto out;
-	}
-	if (st->api.code_size(p, &len) != 0 || len == 0 || len > KJ_OBJECT_MAX) {
-		r = kj__out_error(out, len > KJ_OBJECT_MAX ? KJIT_ETOOBIG : KJIT_EINTERNAL,
-				  "hiprtc returned no code object or one over the size cap");
-		goto out;
-	}
-	if ((code = malloc(len)) == NULL) {
-		r = KJIT_ENOMEM;
-		goto out;
-	}
-	if (st->api.code(p, (char *)code) != 0 || !kj__elf_is(code, len, KJ_EM_AMDGPU, NULL)) {
-		r = kj__out_error(out, KJIT_EINTERNAL, "hiprtc returned something other than an AMDGPU ELF");
-		goto out;
-	}
-	for (int i = 0; i < n_exprs; i++) {
-		const char *low = NULL;
-		if (st->api.lowered(p, exprs[i], &low) != 0 || low == NULL) {
-			r = kj__out_error(out, KJIT_ECOMPILE, "hiprtc has no lowered name for a --name-expression");
-			goto out;
-		}
-		if ((r = kj__lowered_add(out, exprs[i], low)) < 0)
-			goto out;
-	}
-	/* success */
-	out->data = code;
-	out->len = len;
-	code = NULL;
-	r = 0;
-out:
-	if (p)
-		st->api.destroy(&p);
-	free(code);
-	free(log);
-	return r;
 }
 
 static void hiprtc_fini(void *state)
@@ -318,7 +202,7 @@ static int hiprtc_init(void **state, char *err, size_t errlen)
 
 	if (st == NULL)
 		goto out;
-	if ((r = load_api(st, err, errlen)) < 0)
+	if ((r = kj__rtc_load(&hiprtc_family, &st->lib, &st->api, err, errlen)) < 0)
 		goto out;
 	if ((r = load_isas(st, comgr_id, sizeof comgr_id, err, errlen)) < 0)
 		goto out;
@@ -340,20 +224,13 @@ static int hiprtc_init(void **state, char *err, size_t errlen)
 	runtime_version(st);
 	/* Warm-up: the first compile loads comgr's LLVM and device libs. */
 	if (st->n_isas > 0) {
-		struct kj__compile_out o = { 0 };
 		char arch[KJ_TARGET_MAX + 32];
-		const char *opt[1] = { arch };
 		snprintf(arch, sizeof arch, "--gpu-architecture=%s", st->isas[st->n_isas - 1]);
 		for (size_t i = 0; i < st->n_isas; i++)
 			if (strcmp(st->isas[i], "gfx90a") == 0)
 				snprintf(arch, sizeof arch, "--gpu-architecture=gfx90a");
-		r = run_hiprtc(st, "kjit_warmup.hip", "extern \"C\" __global__ void kjit_warmup() {}\n",
-			       0, NULL, NULL, 1, opt, 0, NULL, &o);
-		kj__compile_out_free(&o);
-		if (r < 0) {
-			snprintf(err, errlen, "hiprtc cannot compile a trivial kernel (%s)", kjit_strerror(r));
+		if ((r = kj__rtc_warm(&hiprtc_family, &st->api, arch, KJ_EM_AMDGPU, err, errlen)) < 0)
 			goto out;
-		}
 	}
 	/* success */
 	*state = st;
@@ -368,10 +245,7 @@ static int hiprtc_identity(void *state, char *id, size_t idlen, char *rv, size_t
 {
 	struct hiprtc_state *st = state;
 
-	if ((size_t)snprintf(id, idlen, "%s", st->identity) >= idlen ||
-	    (size_t)snprintf(rv, rvlen, "%s", st->runtime) >= rvlen)
-		return KJIT_ETOOBIG;
-	return 0;
+	return kj__identity_put(st->identity, st->runtime, id, idlen, rv, rvlen);
 }
 
 /* Puts `#line 1 "NAME"` before *text (malloc'd; replaced): comgr compiles
@@ -451,9 +325,15 @@ static int hiprtc_compile(void *state, const struct kj__compile_job *job, struct
 		}
 	if (r == 0)
 		r = name_lines(&a, job, out);
-	if (r == 0)
-		r = run_hiprtc(st, job->source_name, a.src, a.n_headers, (const char **)a.hdrs, a.names, a.n_opts,
-			       a.opts, n_exprs, exprs, out);
+	if (r == 0) {
+		const struct kj__rtc_prog p = {
+			.name = job->source_name, .src = a.src,
+			.n_headers = a.n_headers, .hdrs = (const char *const *)a.hdrs, .hdr_names = a.names,
+			.n_opts = a.n_opts, .opts = a.opts, .n_exprs = n_exprs, .exprs = exprs,
+			.machine = KJ_EM_AMDGPU,
+		};
+		r = kj__rtc_run(&hiprtc_family, &st->api, &p, out);
+	}
 	while (n_pre > 0)
 		free(pre[--n_pre]);
 	kj__rtc_args_free(&a);

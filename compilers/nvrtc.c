@@ -21,6 +21,11 @@
  * Runtime version: "MAJ.MIN": the CUDA version the objects are built
  * against, since a cubin or PTX from NVRTC N loads with any driver that
  * supports CUDA N.
+ *
+ * Loading, the compile and the warm-up are the runtime compilers'
+ * skeleton (rtc.c) driven by nvrtc_family below; what is NVRTC's own
+ * here: its options (nvrtc_only beside the CUDA rules shared with nvcc),
+ * the architectures and PTX, the toolkit's headers and the header aliases.
  */
 #include <dlfcn.h>
 #include <limits.h>
@@ -37,26 +42,13 @@
 #include "targetid.h"
 #include "util.h"
 
-typedef int nvrtc_res; /* nvrtcResult: 0 is NVRTC_SUCCESS */
-typedef void *nvrtc_prog;
-
-struct nvrtc_api {
-	nvrtc_res (*version)(int *, int *);
-	nvrtc_res (*num_archs)(int *);
-	nvrtc_res (*archs)(int *);
-	const char *(*errstr)(nvrtc_res);
-	nvrtc_res (*create)(nvrtc_prog *, const char *, const char *, int, const char *const *,
-			    const char *const *);
-	nvrtc_res (*compile)(nvrtc_prog, int, const char *const *);
-	nvrtc_res (*log_size)(nvrtc_prog, size_t *);
-	nvrtc_res (*log)(nvrtc_prog, char *);
-	nvrtc_res (*ptx_size)(nvrtc_prog, size_t *);
-	nvrtc_res (*ptx)(nvrtc_prog, char *);
-	nvrtc_res (*cubin_size)(nvrtc_prog, size_t *);
-	nvrtc_res (*cubin)(nvrtc_prog, char *);
-	nvrtc_res (*destroy)(nvrtc_prog *);
-	nvrtc_res (*add_name)(nvrtc_prog, const char *);                  /* may be NULL */
-	nvrtc_res (*lowered)(nvrtc_prog, const char *, const char **);     /* may be NULL */
+/* NVRTC's own calls beside the skeleton's (struct kj__rtc_api, whose
+ * code_size and code are the cubin's). */
+struct nvrtc_more {
+	int (*num_archs)(int *);
+	int (*archs)(int *);
+	int (*ptx_size)(void *, size_t *);
+	int (*ptx)(void *, char *);
 };
 
 #define NVRTC_ARCHS_MAX 128
@@ -64,7 +56,9 @@ struct nvrtc_api {
 
 struct nvrtc_state {
 	void *lib;
-	struct nvrtc_api api;
+	struct kj__rtc_api api;      /* the cubin's */
+	struct kj__rtc_api ptx_api;  /* the same with the PTX's code_size and code */
+	struct nvrtc_more more;
 	int archs[NVRTC_ARCHS_MAX];
 	int n_archs;
 	int major, minor;
@@ -74,10 +68,28 @@ struct nvrtc_state {
 
 static const char *const nvrtc_libs[] = {
 	"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so",
-	"/usr/local/cuda/lib64/libnvrtc.so", "/usr/local/cuda/lib/libnvrtc.so",
+	"/usr/local/cuda/lib64/libnvrtc.so", "/usr/local/cuda/lib/libnvrtc.so", NULL,
 };
 
-/* NVRTC options a CUDA source may carry.  Anything else is refused. */
+/* NVRTC's names and words for the runtime compilers' skeleton (rtc.c). */
+static const struct kj__rtc_family nvrtc_family = {
+	.name = "nvrtc",
+	.title = "NVRTC",
+	.libs = nvrtc_libs,
+	.not_found = "NVRTC not found (libnvrtc.so.13/.12): install the CUDA toolkit's NVRTC",
+	.lacks = "libnvrtc lacks an nvrtc* symbol (NVRTC 11.2 or later is needed)",
+	.sym = { "nvrtcVersion", "nvrtcGetErrorString", "nvrtcCreateProgram", "nvrtcCompileProgram",
+		 "nvrtcGetProgramLogSize", "nvrtcGetProgramLog", "nvrtcGetCUBINSize", "nvrtcGetCUBIN",
+		 "nvrtcDestroyProgram", "nvrtcAddNameExpression", "nvrtcGetLoweredName" },
+	.no_object = "nvrtc returned no object or one over the size cap",
+	.bad_object = "nvrtc returned a malformed object",
+	.warm_file = "kjit_warmup.cu",
+};
+
+/* The CUDA options NVRTC and nvcc both take (nvcc.c adds its own to
+ * them; the spellings checked against NVRTC 13.0 and nvcc 13.0).  A job's
+ * option must match a rule of these or of the family's own; anything else
+ * is refused. */
 static const struct kj__opt_rule cuda_rules[] = {
 	{ KJ_OPT_MACRO, "-D", NULL },
 	{ KJ_OPT_MACRO, "-U", NULL },
@@ -97,6 +109,20 @@ static const struct kj__opt_rule cuda_rules[] = {
 	{ KJ_OPT_EXACT, "--extra-device-vectorization", NULL },
 	{ KJ_OPT_EXACT, "-w", NULL },
 	{ KJ_OPT_EXACT, "--disable-warnings", NULL },
+	{ KJ_OPT_EXACT, "-O", NULL },
+	{ KJ_OPT_CHOICE, "-O", "0|1|2|3" },
+	{ KJ_OPT_CHOICE, "-ftz=", "true|false" },
+	{ KJ_OPT_CHOICE, "-prec-div=", "true|false" },
+	{ KJ_OPT_CHOICE, "-prec-sqrt=", "true|false" },
+	{ KJ_OPT_CHOICE, "-fmad=", "true|false" },
+	{ KJ_OPT_EXACT, "--restrict", NULL },
+	{ KJ_OPT_EXACT, "-restrict", NULL },
+	{ KJ_OPT_LIST, "-Xptxas=", KJ_PTXAS_VALUES },
+	{ KJ_OPT_LIST, "--ptxas-options=", KJ_PTXAS_VALUES },
+};
+
+/* NVRTC's own options beside cuda_rules. */
+static const struct kj__opt_rule nvrtc_only[] = {
 	/* NVRTC has no -Wall/-Wextra/-Werror (it says "unrecognized option");
 	 * its warnings are steered by number, as nvcc's --diag-*. */
 	{ KJ_OPT_TEXT, "--diag-suppress=", NULL },
@@ -104,21 +130,16 @@ static const struct kj__opt_rule cuda_rules[] = {
 	{ KJ_OPT_TEXT, "--diag-error=", NULL },
 	{ KJ_OPT_EXACT, "-default-device", NULL },
 	{ KJ_OPT_EXACT, "--device-as-default-execution-space", NULL },
-	{ KJ_OPT_EXACT, "-O", NULL },
-	{ KJ_OPT_CHOICE, "-O", "0|1|2|3" },
 	{ KJ_OPT_TEXT, KJ_NAME_EXPR_OPT, NULL },
-	/* spellings NVRTC takes as well (checked against NVRTC 13.0) */
-	{ KJ_OPT_CHOICE, "-ftz=", "true|false" },
-	{ KJ_OPT_CHOICE, "-prec-div=", "true|false" },
-	{ KJ_OPT_CHOICE, "-prec-sqrt=", "true|false" },
-	{ KJ_OPT_CHOICE, "-fmad=", "true|false" },
-	{ KJ_OPT_EXACT, "--restrict", NULL },
-	{ KJ_OPT_EXACT, "-restrict", NULL },
 	{ KJ_OPT_EXACT, "--device-int128", NULL },
 	{ KJ_OPT_EXACT, "-device-int128", NULL },
-	{ KJ_OPT_LIST, "-Xptxas=", KJ_PTXAS_VALUES },
-	{ KJ_OPT_LIST, "--ptxas-options=", KJ_PTXAS_VALUES },
 };
+
+const struct kj__opt_rule *kj__cuda_option_rules(size_t *n)
+{
+	*n = KJ_ARRAY_SIZE(cuda_rules);
+	return cuda_rules;
+}
 
 /* Is a directory with cuda_fp16.h in it at d (a malloc'd or stack path)? */
 static int toolkit_include_at(const char *d)
@@ -170,7 +191,7 @@ int kj__nvrtc_lib_dir(char *dir, size_t dirlen)
 	Dl_info info;
 	int r = KJIT_ENOENT;
 
-	for (size_t i = 0; i < KJ_ARRAY_SIZE(nvrtc_libs) && lib == NULL; i++)
+	for (size_t i = 0; nvrtc_libs[i] != NULL && lib == NULL; i++)
 		lib = kj__dlopen_compiler(nvrtc_libs[i], RTLD_LAZY | RTLD_LOCAL);
 	if (lib == NULL)
 		return KJIT_ENOENT;
@@ -185,41 +206,25 @@ int kj__nvrtc_lib_dir(char *dir, size_t dirlen)
 	return r;
 }
 
+/* The skeleton's calls, then NVRTC's own; the PTX's table.  0 or
+ * KJIT_EBACKEND with the reason in err. */
 static int load_api(struct nvrtc_state *st, char *err, size_t errlen)
 {
-	int missing = 0;
+	int r = kj__rtc_load(&nvrtc_family, &st->lib, &st->api, err, errlen);
 
-	for (size_t i = 0; i < KJ_ARRAY_SIZE(nvrtc_libs) && st->lib == NULL; i++)
-		st->lib = kj__dlopen_compiler(nvrtc_libs[i], RTLD_NOW | RTLD_LOCAL);
-	if (st->lib == NULL) {
-		snprintf(err, errlen, "NVRTC not found (libnvrtc.so.13/.12): install the CUDA toolkit's NVRTC");
+	if (r < 0)
+		return r;
+	*(void **)&st->more.num_archs = dlsym(st->lib, "nvrtcGetNumSupportedArchs");
+	*(void **)&st->more.archs = dlsym(st->lib, "nvrtcGetSupportedArchs");
+	*(void **)&st->more.ptx_size = dlsym(st->lib, "nvrtcGetPTXSize");
+	*(void **)&st->more.ptx = dlsym(st->lib, "nvrtcGetPTX");
+	if (!st->more.num_archs || !st->more.archs || !st->more.ptx_size || !st->more.ptx) {
+		snprintf(err, errlen, "%s", nvrtc_family.lacks);
 		return KJIT_EBACKEND;
 	}
-#define NV_SYM(field, name)                                   \
-	do {                                                  \
-		*(void **)&st->api.field = dlsym(st->lib, name); \
-		missing |= st->api.field == NULL;             \
-	} while (0)
-	NV_SYM(version, "nvrtcVersion");
-	NV_SYM(num_archs, "nvrtcGetNumSupportedArchs");
-	NV_SYM(archs, "nvrtcGetSupportedArchs");
-	NV_SYM(errstr, "nvrtcGetErrorString");
-	NV_SYM(create, "nvrtcCreateProgram");
-	NV_SYM(compile, "nvrtcCompileProgram");
-	NV_SYM(log_size, "nvrtcGetProgramLogSize");
-	NV_SYM(log, "nvrtcGetProgramLog");
-	NV_SYM(ptx_size, "nvrtcGetPTXSize");
-	NV_SYM(ptx, "nvrtcGetPTX");
-	NV_SYM(cubin_size, "nvrtcGetCUBINSize");
-	NV_SYM(cubin, "nvrtcGetCUBIN");
-	NV_SYM(destroy, "nvrtcDestroyProgram");
-#undef NV_SYM
-	*(void **)&st->api.add_name = dlsym(st->lib, "nvrtcAddNameExpression");
-	*(void **)&st->api.lowered = dlsym(st->lib, "nvrtcGetLoweredName");
-	if (missing) {
-		snprintf(err, errlen, "libnvrtc lacks an nvrtc* symbol (NVRTC 11.2 or later is needed)");
-		return KJIT_EBACKEND;
-	}
+	st->ptx_api = st->api;
+	st->ptx_api.code_size = st->more.ptx_size;
+	st->ptx_api.code = st->more.ptx;
 	return 0;
 }
 
@@ -262,83 +267,6 @@ bad:
 		 st->n_archs ? st->archs[st->n_archs - 1] : 0, st->n_archs ? st->archs[0] : 0,
 		 st->n_archs ? st->archs[st->n_archs - 1] : 0);
 	return KJIT_ETARGET;
-}
-
-/* Compiles src with opts[0..n) and takes PTX (ptx) or cubin into out. */
-static int run_nvrtc(struct nvrtc_state *st, const char *name, const char *src, int nh,
-		     const char *const *hdrs, const char *const *names, int n, const char *const *opts,
-		     int n_exprs, const char *const *exprs, int ptx, struct kj__compile_out *out)
-{
-	int r = KJIT_EINTERNAL;
-	nvrtc_prog p = NULL;
-	size_t log_len = 0, len = 0;
-	char *log = NULL, msg[256];
-	uint8_t *code = NULL;
-
-	nvrtc_res e = st->api.create(&p, src, name, nh, hdrs, names);
-	if (e != 0) {
-		snprintf(msg, sizeof msg, "nvrtcCreateProgram: %s", st->api.errstr(e));
-		p = NULL;
-		r = kj__out_error(out, KJIT_EINTERNAL, msg);
-		goto out;
-	}
-	for (int i = 0; i < n_exprs; i++) {
-		if (st->api.add_name == NULL || st->api.lowered == NULL || st->api.add_name(p, exprs[i]) != 0) {
-			r = kj__out_error(out, KJIT_EINVAL, "this NVRTC cannot take name expressions");
-			goto out;
-		}
-	}
-	nvrtc_res ce = st->api.compile(p, n, opts);
-	if (st->api.log_size(p, &log_len) == 0 && log_len > 1 && log_len < KJ_FRAME_MAX) {
-		if ((log = malloc(log_len + 1)) == NULL) {
-			r = KJIT_ENOMEM;
-			goto out;
-		}
-		if (st->api.log(p, log) == 0) {
-			log[log_len] = '\0';
-			out->log = kj__log_dup(log, strlen(log));
-		}
-	}
-	if (ce != 0) {
-		kj__log_reason(out->log, st->api.errstr(ce), msg, sizeof msg);
-		r = kj__out_error(out, KJIT_ECOMPILE, msg);
-		goto out;
-	}
-	e = ptx ? st->api.ptx_size(p, &len) : st->api.cubin_size(p, &len);
-	if (e != 0 || len == 0 || len > KJ_OBJECT_MAX) {
-		r = kj__out_error(out, len > KJ_OBJECT_MAX ? KJIT_ETOOBIG : KJIT_EINTERNAL,
-				  "nvrtc returned no object or one over the size cap");
-		goto out;
-	}
-	if ((code = malloc(len)) == NULL) {
-		r = KJIT_ENOMEM;
-		goto out;
-	}
-	e = ptx ? st->api.ptx(p, (char *)code) : st->api.cubin(p, (char *)code);
-	if (e != 0 || (!ptx && !kj__elf_is(code, len, KJ_EM_CUDA, NULL))) {
-		r = kj__out_error(out, KJIT_EINTERNAL, "nvrtc returned a malformed object");
-		goto out;
-	}
-	for (int i = 0; i < n_exprs; i++) {
-		const char *low = NULL;
-		if (st->api.lowered(p, exprs[i], &low) != 0 || low == NULL) {
-			r = kj__out_error(out, KJIT_ECOMPILE, "nvrtc has no lowered name for a --name-expression");
-			goto out;
-		}
-		if ((r = kj__lowered_add(out, exprs[i], low)) < 0)
-			goto out;
-	}
-	/* success */
-	out->data = code;
-	out->len = len;
-	code = NULL;
-	r = 0;
-out:
-	if (p)
-		st->api.destroy(&p);
-	free(code);
-	free(log);
-	return r;
 }
 
 /* NVRTC matches an in-memory header by its exact name and does not look
@@ -451,8 +379,8 @@ static int nvrtc_init(void **state, char *err, size_t errlen)
 	if ((r = load_api(st, err, errlen)) < 0)
 		goto out;
 	r = KJIT_EBACKEND;
-	if (st->api.version(&st->major, &st->minor) != 0 || st->api.num_archs(&n) != 0 || n <= 0 ||
-	    n > NVRTC_ARCHS_MAX || st->api.archs(st->archs) != 0) {
+	if (st->api.version(&st->major, &st->minor) != 0 || st->more.num_archs(&n) != 0 || n <= 0 ||
+	    n > NVRTC_ARCHS_MAX || st->more.archs(st->archs) != 0) {
 		snprintf(err, errlen, "NVRTC does not report its version or architectures");
 		goto out;
 	}
@@ -468,19 +396,10 @@ static int nvrtc_init(void **state, char *err, size_t errlen)
 	mallopt(M_TRIM_THRESHOLD, KJ_NVRTC_HEAP_KEEP);
 	mallopt(M_MMAP_THRESHOLD, KJ_NVRTC_HEAP_KEEP / 8);
 	/* Warm-up: the first compile loads the builtins library. */
-	{
-		struct kj__compile_out o = { 0 };
-		char arch[48];
-		const char *opt[1] = { arch };
-		snprintf(arch, sizeof arch, "--gpu-architecture=compute_%d", st->archs[n - 1]);
-		r = run_nvrtc(st, "kjit_warmup.cu", "extern \"C\" __global__ void kjit_warmup() {}\n", 0,
-			      NULL, NULL, 1, opt, 0, NULL, 1, &o);
-		kj__compile_out_free(&o);
-		if (r < 0) {
-			snprintf(err, errlen, "NVRTC cannot compile a trivial kernel (%s)", kjit_strerror(r));
-			goto out;
-		}
-	}
+	char arch[48];
+	snprintf(arch, sizeof arch, "--gpu-architecture=compute_%d", st->archs[n - 1]);
+	if ((r = kj__rtc_warm(&nvrtc_family, &st->ptx_api, arch, 0, err, errlen)) < 0)
+		goto out;
 	/* success */
 	*state = st;
 	st = NULL;
@@ -513,7 +432,8 @@ static int nvrtc_compile(void *state, const struct kj__compile_job *job, struct 
 			return kj__out_error(out, KJIT_EINVAL, "NVRTC makes a cubin or PTX, not a fatbin: --fatbin "
 				"needs nvcc (--compiler nvcc)");
 	if ((r = nvrtc_check_target(st, job->target, err, sizeof err)) < 0 ||
-	    (r = kj__options_check("nvrtc", cuda_rules, KJ_ARRAY_SIZE(cuda_rules), job, err, sizeof err)) < 0 ||
+	    (r = kj__options_check2("nvrtc", cuda_rules, KJ_ARRAY_SIZE(cuda_rules), nvrtc_only,
+				    KJ_ARRAY_SIZE(nvrtc_only), job, err, sizeof err)) < 0 ||
 	    (r = kj__includes_check(job, err, sizeof err)) < 0)
 		return kj__out_error(out, r, err);
 	target_arch(job->target, &arch, &ptx);
@@ -541,9 +461,15 @@ static int nvrtc_compile(void *state, const struct kj__compile_job *job, struct 
 	if (r == 0 && ((r = with_aliases(&a, &names, &hdrs, &nh)) < 0 ||
 		       (r = dotdot_aliases(&names, &hdrs, &nh, spell, &n_spell)) < 0))
 		kj__out_error(out, r, "out of memory");
-	if (r == 0)
-		r = run_nvrtc(st, strchr(job->source_name, '/') ? KJ_RTC_WRAPPER_NAME : job->source_name, a.src, nh, hdrs,
-			      names, a.n_opts, a.opts, n_exprs, exprs, ptx, out);
+	if (r == 0) {
+		const struct kj__rtc_prog p = {
+			.name = strchr(job->source_name, '/') ? KJ_RTC_WRAPPER_NAME : job->source_name, .src = a.src,
+			.n_headers = nh, .hdrs = hdrs, .hdr_names = names,
+			.n_opts = a.n_opts, .opts = a.opts, .n_exprs = n_exprs, .exprs = exprs,
+			.machine = ptx ? 0 : KJ_EM_CUDA,
+		};
+		r = kj__rtc_run(&nvrtc_family, ptx ? &st->ptx_api : &st->api, &p, out);
+	}
 	while (n_spell > 0)
 		free(spell[--n_spell]);
 	free(names);

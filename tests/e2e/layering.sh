@@ -89,6 +89,17 @@ check "dropin/'s headers are included inside dropin/ only (also by:${bad:- none}
 # of compilers/ (the entry points of an object) is in compilers/compiler.h.
 bad=$(outside 'compilers/*' $(includers 'compint\.h'))
 check "compilers/compint.h is included inside compilers/ only (also by:${bad:- none})" [ -z "$bad" ]
+# ... and nothing outside it keeps a copy of what it needs from there: the
+# name expressions' option is common/lowered.h's alone.
+bad=$(outside 'common/lowered.h' $(xargs grep -lE '#[[:space:]]*define[[:space:]]+[A-Z_]+[[:space:]]+"--name-expression="' <"$T/src"))
+check "the name-expression option is defined in common/lowered.h only (also in:${bad:- none})" [ -z "$bad" ]
+# The families' skeletons (issue 33, docs/compilers.md): hiprtc and NVRTC
+# make and compile programs only through compilers/rtc.c, hipcc and nvcc
+# run their compiler only through compilers/spawn-family.c.
+bad=$(outside 'compilers/rtc.c' $(grep -lE 'api(\.|->)(create|compile)\(' compilers/*.c))
+check "runtime compilers compile through compilers/rtc.c only (also in:${bad:- none})" [ -z "$bad" ]
+bad=$(outside 'compilers/spawn*.c' $(grep -l 'kj__run_capture(' compilers/*.c))
+check "spawned compilers run through compilers/spawn-family.c only (also in:${bad:- none})" [ -z "$bad" ]
 # python/kjit: libkjit through kjit.h's functions only, never a kj__ symbol.
 bad=$(grep -lE 'kj__[a-z]' python/kjit/*.py | tr '\n' ' ')
 check "python/kjit names no internal kj__ symbol (named in: ${bad:-none})" [ -z "$bad" ]
