@@ -68,6 +68,7 @@ struct nvrtc_state {
 	int archs[NVRTC_ARCHS_MAX];
 	int n_archs;
 	int major, minor;
+	int no_cache;                    /* NVRTC 12.9+: --no-cache (docs/dropin.md, "NVRTC's own cache") */
 	char inc_opt[2][PATH_MAX + 16];  /* "--include-path=DIR" and its cccl/, or "" */
 	char tree[32];                   /* tree identity of the include directory, or "none" */
 };
@@ -457,6 +458,7 @@ static int nvrtc_init(void **state, char *err, size_t errlen)
 		goto out;
 	}
 	st->n_archs = n;
+	st->no_cache = st->major > 12 || (st->major == 12 && st->minor >= 9);
 	if ((r = find_toolkit_include(st)) < 0) {
 		snprintf(err, errlen, "cannot fingerprint the CUDA toolkit's include directory (%s)", kjit_strerror(r));
 		goto out;
@@ -471,10 +473,10 @@ static int nvrtc_init(void **state, char *err, size_t errlen)
 	{
 		struct kj__compile_out o = { 0 };
 		char arch[48];
-		const char *opt[1] = { arch };
+		const char *opt[2] = { arch, "--no-cache" };
 		snprintf(arch, sizeof arch, "--gpu-architecture=compute_%d", st->archs[n - 1]);
 		r = run_nvrtc(st, "kjit_warmup.cu", "extern \"C\" __global__ void kjit_warmup() {}\n", 0,
-			      NULL, NULL, 1, opt, 0, NULL, 1, &o);
+			      NULL, NULL, 1 + st->no_cache, opt, 0, NULL, 1, &o);
 		kj__compile_out_free(&o);
 		if (r < 0) {
 			snprintf(err, errlen, "NVRTC cannot compile a trivial kernel (%s)", kjit_strerror(r));
@@ -534,6 +536,8 @@ static int nvrtc_compile(void *state, const struct kj__compile_job *job, struct 
 	for (size_t i = 0; r == 0 && i < KJ_ARRAY_SIZE(st->inc_opt); i++)
 		if (st->inc_opt[i][0])
 			r = kj__rtc_args_push(&a, st->inc_opt[i], out);
+	if (r == 0 && st->no_cache) /* no driver cache, so no libcuda in the worker; same bytes */
+		r = kj__rtc_args_push(&a, "--no-cache", out);
 	const char **names = NULL, **hdrs = NULL;
 	char *spell[KJ_HEADERS_MAX_COUNT];
 	size_t n_spell = 0;
