@@ -7,7 +7,7 @@
  * calls nothing of kjit's (the bench harness links libkjit in; nothing
  * here uses it), so which library answers is the library path's choice.
  *
- *   bench-dropmiss [-a ARCH] [-s SALT] [-S] [-f SOURCE] [-n N] [-g MS] [-j] [-c] [-- OPTIONS...]
+ *   bench-dropmiss [-a ARCH] [-s SALT] [-S] [-f SOURCE] [-n N] [-g MS] [-j] [-c] [-P REAL,DROPIN [-R OPT]] [-- OPTIONS...]
  *
  * It compiles two new kernels: the first pays the library's first compile,
  * the second is a new kernel with everything loaded.  Each kernel's text
@@ -244,9 +244,9 @@ static int later(const struct api *A, const char *fmt, const char *salt, int cod
 	return 0;
 }
 
-static int load(struct api *A, int ptx, char *path, size_t pathlen)
+static int load(struct api *A, const char *lib, int ptx, char *path, size_t pathlen)
 {
-	void *h = dlopen("libnvrtc.so.13", RTLD_NOW | RTLD_LOCAL);
+	void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
 	Dl_info di;
 
 	if (h == NULL) {
@@ -270,6 +270,57 @@ static int load(struct api *A, int ptx, char *path, size_t pathlen)
 	return 0;
 }
 
+/* -P REAL,DROPIN: n new kernels compiled in turn by the real NVRTC and by
+ * kjit's drop-in (both loaded by path into this process), each pair a few
+ * tens of milliseconds apart, so both compiles of a pair meet the same
+ * machine (on the H200's VM, and on a shared one, a process's CPU time per
+ * compile takes one of two levels for seconds at a time, whoever compiles).
+ * real_opt (-R) goes to the real NVRTC only (--no-cache: the worker's own
+ * option, which the drop-in would forward).  One untimed compile each
+ * first; then one line:
+ *   dropmiss-pairs n= real_ms=A,B,.. kjit_ms=A,B,.. ratio_median=R ratio_min=R ratio_max=R */
+static int pairs(const char *spec, const char *arch, const char *salt, const char *fmt, int n, int nopt,
+		 const char **opts, const char *real_opt)
+{
+	char real[2048], *comma, x[32], path[4096], st[3];
+	struct api A[2];
+	int ptx = strncmp(arch, "compute_", 8) == 0, ro = nopt + (real_opt != NULL);
+	double ms[2][256], ratio[256];
+
+	snprintf(real, sizeof real, "%s", spec);
+	if ((comma = strchr(real, ',')) == NULL || n < 1 || n > 256)
+		return 2;
+	*comma = '\0';
+	if (load(&A[0], real, ptx, path, sizeof path) < 0 || load(&A[1], comma + 1, ptx, path, sizeof path) < 0)
+		return 1;
+	opts[nopt] = real_opt;
+	for (int k = -1; k < n; k++)
+		for (int w = 0; w < 2; w++) {
+			double t[3] = { 0 };
+			snprintf(x, sizeof x, "pair %d %s", k, w ? "kjit" : "real");
+			char *text = salted(fmt, salt, x, 1);
+			if (one(&A[w], text, w ? nopt : ro, opts, t, st) < 0)
+				return 1;
+			free(text);
+			if (k >= 0)
+				ms[w][k] = t[1];
+		}
+	printf("dropmiss-pairs n=%d", n);
+	for (int w = 0; w < 2; w++)
+		for (int k = 0; k < n; k++)
+			printf("%s%.1f", k ? "," : w ? " kjit_ms=" : " real_ms=", ms[w][k]);
+	for (int k = 0; k < n; k++) {
+		double r = ms[1][k] / ms[0][k];
+		int j = k;
+		for (; j > 0 && ratio[j - 1] > r; j--)
+			ratio[j] = ratio[j - 1];
+		ratio[j] = r;
+	}
+	printf(" ratio_median=%.2f ratio_min=%.2f ratio_max=%.2f\n",
+	       n % 2 ? ratio[n / 2] : (ratio[n / 2 - 1] + ratio[n / 2]) / 2, ratio[0], ratio[n - 1]);
+	return 0;
+}
+
 /* -c: the CUDA driver loaded and initialised before NVRTC (cuinit_ms: both). */
 static void cuda_first(void)
 {
@@ -285,7 +336,7 @@ static void cuda_first(void)
 
 int main(int argc, char **argv)
 {
-	const char *arch = "sm_90", *salt = "1", *fmt = default_src;
+	const char *arch = "sm_90", *salt = "1", *fmt = default_src, *pair = NULL, *real_opt = NULL;
 	const char *opts[64];
 	int n = 0, i = 1, maj = 0, min = 0, n_later = 0, gap_ms = 0, jobdir = 0, cuda = 0, comment = 0;
 	char archopt[64], path[4096] = "?", s1[3], s2[3];
@@ -308,12 +359,16 @@ int main(int argc, char **argv)
 			n_later = atoi(argv[++i]);
 		else if (strcmp(argv[i], "-g") == 0)
 			gap_ms = atoi(argv[++i]);
+		else if (strcmp(argv[i], "-P") == 0)
+			pair = argv[++i];
+		else if (strcmp(argv[i], "-R") == 0)
+			real_opt = argv[++i];
 		else
 			goto usage;
 	}
 	snprintf(archopt, sizeof archopt, "--gpu-architecture=%s", arch);
 	opts[n++] = archopt;
-	for (i++; i < argc && n < 64; i++)
+	for (i++; i < argc && n < 63; i++)
 		opts[n++] = argv[i];
 	char *t1 = salted(fmt, salt, "a", !comment), *t2 = salted(fmt, salt, "b", !comment);
 
@@ -321,7 +376,9 @@ int main(int argc, char **argv)
 	if (cuda)
 		cuda_first();
 	double t0 = now_ms(), t[3] = { 0 }, c2[3] = { 0 };
-	if (load(&A, strncmp(arch, "compute_", 8) == 0, path, sizeof path) < 0)
+	if (pair)
+		return pairs(pair, arch, salt, fmt, n_later, n, opts, real_opt);
+	if (load(&A, "libnvrtc.so.13", strncmp(arch, "compute_", 8) == 0, path, sizeof path) < 0)
 		return 1;
 	double tl0 = now_ms();
 	if (A.version(&maj, &min) != 0)
@@ -343,6 +400,6 @@ int main(int argc, char **argv)
 	}
 	return 0;
 usage:
-	fprintf(stderr, "usage: bench-dropmiss [-a ARCH] [-s SALT] [-S] [-f SOURCE] [-n N] [-g MS] [-j] [-c] [-- OPTIONS...]\n");
+	fprintf(stderr, "usage: bench-dropmiss [-a ARCH] [-s SALT] [-S] [-f SOURCE] [-n N] [-g MS] [-j] [-c] [-P REAL,DROPIN [-R OPT]] [-- OPTIONS...]\n");
 	return 2;
 }

@@ -45,6 +45,7 @@ if [ "${1:-}" = pack ]; then # here: DIR gets what the GPU machine needs
 	cp "$B/kjit" "$B/kjitd" "$0" "$P/" && cp -r "$B/dropin/nvrtc" "$P/dropin/" && cp -r kernels_src python "$P/" &&
 		cp tests/dropin/jiterator.py tests/dropin/nvrtc_inc.py tests/dropin/cupy_like.py tests/dropin/nvrtc_cache.py \
 			"$B/tests/dropin/nvrtc-api" "$B/tests/dropin/bench-dropin" "$B/bench/bench-dropmiss" "$P/tests/" || exit 1
+	cp bench/dropmiss-pairs.sh "$P/" || exit 1
 	[ -z "${KJITD_OLD:-}" ] || cp "$KJITD_OLD" "$P/kjitd-old" || exit 1
 	{ git rev-parse --short HEAD; git diff --quiet HEAD || echo +uncommitted; } | tr -d '\n' >"$P/commit"
 	(cd "$P/debs" && apt-get download libuv1 libhiredis0.14 >/dev/null) || exit 1
@@ -53,6 +54,7 @@ fi
 D=$(cd "$(dirname "$0")" && pwd)
 O=${1:-${OUT:-/tmp}}
 W=$(mktemp -d /tmp/kjit-gpu-dropin.XXXXXX)
+mkdir -p "$O" || exit 1
 FAILS=0
 ok() { echo "ok $1"; }
 not_ok() { echo "not ok $1: $2"; FAILS=$((FAILS + 1)); }
