@@ -35,6 +35,9 @@
 #     a kernel new to both, one in NVRTC's cache only, then a kjit hit;
 #  4. kjitd-old (if packed) beside this kjitd: does any worker load libcuda;
 #  5. nvrtc_inc.py and nvrtc-api against the real NVRTC, bench-dropin.
+# The pack also holds bench/dropmiss-pairs.sh (`sh DIR/dropmiss-pairs.sh`):
+# the worker's compile against the program's own, pair by pair in one
+# process, which the two-speed CPU of the H200's VM cannot blur.
 # Prints "ok NAME" / "not ok NAME: why" lines and `summary` lines (medians,
 # min-max) and writes everything to OUTDIR (default $OUT or /tmp).  ROUNDS
 # (default 4) and PYROUNDS (3): rounds of sections 2 and 3.
