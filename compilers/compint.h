@@ -207,11 +207,12 @@ int kj__rtc_load(const struct kj__rtc_family *f, void **lib, struct kj__rtc_api 
  * out->error (KJIT_ENOMEM without). */
 int kj__rtc_run(const struct kj__rtc_family *f, const struct kj__rtc_api *api, const struct kj__rtc_prog *p,
 		struct kj__compile_out *out);
-/* Compiles a trivial kernel with the one option arch, so that the first
- * job does not pay for loading the compiler's own libraries.  0, or a
- * negative code with "TITLE cannot compile a trivial kernel (...)" in err. */
-int kj__rtc_warm(const struct kj__rtc_family *f, const struct kj__rtc_api *api, const char *arch, unsigned machine,
-		 char *err, size_t errlen);
+/* Compiles a trivial kernel with the option arch (and extra, unless NULL,
+ * as every job of the family has it), so that the first job does not pay
+ * for loading the compiler's own libraries.  0, or a negative code with
+ * "TITLE cannot compile a trivial kernel (...)" in err. */
+int kj__rtc_warm(const struct kj__rtc_family *f, const struct kj__rtc_api *api, const char *arch, const char *extra,
+		 unsigned machine, char *err, size_t errlen);
 
 /* Sets out->error to a malloc'd copy of msg (best effort) and returns code. */
 int kj__out_error(struct kj__compile_out *out, int code, const char *msg);

@@ -229,7 +229,7 @@ static int hiprtc_init(void **state, char *err, size_t errlen)
 		for (size_t i = 0; i < st->n_isas; i++)
 			if (strcmp(st->isas[i], "gfx90a") == 0)
 				snprintf(arch, sizeof arch, "--gpu-architecture=gfx90a");
-		if ((r = kj__rtc_warm(&hiprtc_family, &st->api, arch, KJ_EM_AMDGPU, err, errlen)) < 0)
+		if ((r = kj__rtc_warm(&hiprtc_family, &st->api, arch, NULL, KJ_EM_AMDGPU, err, errlen)) < 0)
 			goto out;
 	}
 	/* success */

@@ -62,6 +62,7 @@ struct nvrtc_state {
 	int archs[NVRTC_ARCHS_MAX];
 	int n_archs;
 	int major, minor;
+	int no_cache;                    /* NVRTC 12.9+: --no-cache (docs/dropin.md, "NVRTC's own cache") */
 	char inc_opt[2][PATH_MAX + 16];  /* "--include-path=DIR" and its cccl/, or "" */
 	char tree[32];                   /* tree identity of the include directory, or "none" */
 };
@@ -385,6 +386,7 @@ static int nvrtc_init(void **state, char *err, size_t errlen)
 		goto out;
 	}
 	st->n_archs = n;
+	st->no_cache = st->major > 12 || (st->major == 12 && st->minor >= 9);
 	if ((r = find_toolkit_include(st)) < 0) {
 		snprintf(err, errlen, "cannot fingerprint the CUDA toolkit's include directory (%s)", kjit_strerror(r));
 		goto out;
@@ -398,7 +400,7 @@ static int nvrtc_init(void **state, char *err, size_t errlen)
 	/* Warm-up: the first compile loads the builtins library. */
 	char arch[48];
 	snprintf(arch, sizeof arch, "--gpu-architecture=compute_%d", st->archs[n - 1]);
-	if ((r = kj__rtc_warm(&nvrtc_family, &st->ptx_api, arch, 0, err, errlen)) < 0)
+	if ((r = kj__rtc_warm(&nvrtc_family, &st->ptx_api, arch, st->no_cache ? "--no-cache" : NULL, 0, err, errlen)) < 0)
 		goto out;
 	/* success */
 	*state = st;
@@ -454,6 +456,8 @@ static int nvrtc_compile(void *state, const struct kj__compile_job *job, struct 
 	for (size_t i = 0; r == 0 && i < KJ_ARRAY_SIZE(st->inc_opt); i++)
 		if (st->inc_opt[i][0])
 			r = kj__rtc_args_push(&a, st->inc_opt[i], out);
+	if (r == 0 && st->no_cache) /* no driver cache, so no libcuda in the worker; same bytes */
+		r = kj__rtc_args_push(&a, "--no-cache", out);
 	const char **names = NULL, **hdrs = NULL;
 	char *spell[KJ_HEADERS_MAX_COUNT];
 	size_t n_spell = 0;

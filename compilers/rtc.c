@@ -160,14 +160,14 @@ out:
 	return r;
 }
 
-int kj__rtc_warm(const struct kj__rtc_family *f, const struct kj__rtc_api *api, const char *arch, unsigned machine,
-		 char *err, size_t errlen)
+int kj__rtc_warm(const struct kj__rtc_family *f, const struct kj__rtc_api *api, const char *arch, const char *extra,
+		 unsigned machine, char *err, size_t errlen)
 {
 	struct kj__compile_out o = { 0 };
-	const char *opt[1] = { arch };
+	const char *opt[2] = { arch, extra };
 	const struct kj__rtc_prog p = {
 		.name = f->warm_file, .src = "extern \"C\" __global__ void kjit_warmup() {}\n",
-		.n_opts = 1, .opts = opt, .machine = machine,
+		.n_opts = extra != NULL ? 2 : 1, .opts = opt, .machine = machine,
 	};
 	int r = kj__rtc_run(f, api, &p, &o);
 

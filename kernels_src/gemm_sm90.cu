@@ -58,52 +58,7 @@ struct __align__(64) kj_tmap {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 /* ---- sm_90a: TMA + wgmma, warp-specialized ----------------------------------------- */
 
-KJ_DEV void gm9_bar_init(unsigned bar, unsigned count)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-KJ_DEV void gm9_bar_expect(unsigned bar, unsigned bytes)
-{
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
-                 : "memory");
-}
-KJ_DEV void gm9_bar_arrive(unsigned bar)
-{
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-/* wait until the barrier's phase `parity` has completed */
-KJ_DEV void gm9_bar_wait(unsigned bar, unsigned parity)
-{
-    unsigned done = 0, polls = 0;
-    for (;;) {
-        asm volatile("{\n.reg .pred p;\n"
-                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                     "selp.u32 %0, 1, 0, p;\n}\n"
-                     : "=r"(done)
-                     : "r"(bar), "r"(parity)
-                     : "memory");
-        if (done)
-            return;
-        if (++polls == (1u << 28))
-            __trap();
-    }
-}
-
-/* one box of the tensor map at coordinates (k, row) into shared memory at dst */
-KJ_DEV void gm9_tma_load(unsigned dst, const kj_tmap *map, unsigned bar, int k, int row)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-                 " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
-                 "l"(reinterpret_cast<kj_size>(map)), "r"(k), "r"(row), "r"(bar)
-                 : "memory");
-}
-
-/* wgmma shared-memory descriptor of a K-major tile of 128-byte rows, 128-byte swizzle,
- * 8-row groups 1024 bytes apart (the tile starts 1024-byte aligned) */
-KJ_DEV unsigned long long gm9_desc(unsigned addr)
-{
-    return (unsigned long long)((addr & 0x3ffff) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
-}
+#include "kjit_wgmma.h" /* mbarriers, bulk tensor copies, descriptors, fences (pf9_*) */
 
 #define GM9_D8(i)                                                                          \
     "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]),             \
@@ -138,10 +93,6 @@ KJ_DEV unsigned long long gm9_desc(unsigned addr)
 GM9_WGMMA(kj_s_f16, "f16")
 GM9_WGMMA(kj_s_bf16, "bf16")
 
-KJ_DEV void gm9_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-KJ_DEV void gm9_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int N> KJ_DEV void gm9_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
-
 /* the block's tile (tm, tn): blocks in launch order cover GM9_GROUP tile rows at a time */
 KJ_DEV void gm9_tile(int *tm, int *tn)
 {
@@ -164,17 +115,17 @@ KJ_DEV void gm9_consumer(unsigned base, unsigned bars, unsigned short *C, int M,
     for (int kt = 0; kt < KT; kt++) {
         const int s = kt % GM9_STAGES;
         const unsigned a = base + s * GM9_STAGE_BYTES + wg * (64 * 128), b = base + s * GM9_STAGE_BYTES + GM9_A_BYTES;
-        gm9_bar_wait(bars + s * 8, (unsigned)(kt / GM9_STAGES) & 1);
-        gm9_fence();
+        pf9_bar_wait(bars + s * 8, (unsigned)(kt / GM9_STAGES) & 1);
+        pf9_fence();
 #pragma unroll
         for (int kk = 0; kk < GM9_BK / 16; kk++) /* 16 halves = 32 bytes along the row */
-            gm9_mma(S(), d, gm9_desc(a + kk * 32), gm9_desc(b + kk * 32));
-        gm9_commit();
-        gm9_wait<1>(); /* the previous slab's wgmma are done: hand its stage back */
+            gm9_mma(S(), d, pf9_desc_k(a + kk * 32), pf9_desc_k(b + kk * 32));
+        pf9_commit();
+        pf9_wait<1>(); /* the previous slab's wgmma are done: hand its stage back */
         if (kt > 0 && t == 0)
-            gm9_bar_arrive(bars + (GM9_STAGES + (kt - 1) % GM9_STAGES) * 8);
+            pf9_bar_arrive(bars + (GM9_STAGES + (kt - 1) % GM9_STAGES) * 8);
     }
-    gm9_wait<0>();
+    pf9_wait<0>();
     /* accumulator layout, per warp of the warpgroup: d[4j..4j+1] at row lane/4, columns
      * 8j + 2 (lane % 4) + {0, 1}; d[4j+2..4j+3] the same 8 rows further down */
     const int r = m0 + wg * 64 + (t / 32) * 16 + (t % 32) / 4, c0 = n0 + (t % 4) * 2;
@@ -208,8 +159,8 @@ KJ_DEV void gm9_body(unsigned short *C, int M, int N, int K, const kj_tmap *tmA,
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < GM9_STAGES; s++) {
-            gm9_bar_init(bars + s * 8, 1);                      /* the producer's expect_tx */
-            gm9_bar_init(bars + (GM9_STAGES + s) * 8, 2);       /* one arrive a consumer */
+            pf9_bar_init(bars + s * 8, 1);                      /* the producer's expect_tx */
+            pf9_bar_init(bars + (GM9_STAGES + s) * 8, 2);       /* one arrive a consumer */
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -221,10 +172,10 @@ KJ_DEV void gm9_body(unsigned short *C, int M, int N, int K, const kj_tmap *tmA,
                 const int s = kt % GM9_STAGES;
                 const unsigned a = base + s * GM9_STAGE_BYTES, full = bars + s * 8;
                 if (kt >= GM9_STAGES) /* the consumers' release of this stage's last use */
-                    gm9_bar_wait(bars + (GM9_STAGES + s) * 8, (unsigned)(kt / GM9_STAGES - 1) & 1);
-                gm9_bar_expect(full, GM9_STAGE_BYTES);
-                gm9_tma_load(a, tmA, full, kt * GM9_BK, m0);
-                gm9_tma_load(a + GM9_A_BYTES, tmB, full, kt * GM9_BK, n0);
+                    pf9_bar_wait(bars + (GM9_STAGES + s) * 8, (unsigned)(kt / GM9_STAGES - 1) & 1);
+                pf9_bar_expect(full, GM9_STAGE_BYTES);
+                pf9_tma_load(a, tmA, full, kt * GM9_BK, m0);
+                pf9_tma_load(a + GM9_A_BYTES, tmB, full, kt * GM9_BK, n0);
             }
         }
     } else {

@@ -429,9 +429,9 @@ static void test_rtc_warm_and_load(void)
 	struct kj__rtc_api api, failing = fake_api;
 	void *lib = NULL;
 
-	CHECK_EQ_INT(kj__rtc_warm(&fake_rtc, &fake_api, "--gpu-architecture=t1", KJ_EM_AMDGPU, err, sizeof err), 0);
+	CHECK_EQ_INT(kj__rtc_warm(&fake_rtc, &fake_api, "--gpu-architecture=t1", NULL, KJ_EM_AMDGPU, err, sizeof err), 0);
 	failing.compile = fake_compile_fails;
-	CHECK(kj__rtc_warm(&fake_rtc, &failing, "--gpu-architecture=t1", KJ_EM_AMDGPU, err, sizeof err) < 0);
+	CHECK(kj__rtc_warm(&fake_rtc, &failing, "--gpu-architecture=t1", NULL, KJ_EM_AMDGPU, err, sizeof err) < 0);
 	CHECK(strncmp(err, "FakeRTC cannot compile a trivial kernel (", 41) == 0);
 
 	/* no library: the family's words */

@@ -1,7 +1,8 @@
 /*
- * kjit_wgmma.h: the Hopper (sm_90a) pieces of attn_prefill_sm90.cu: mbarriers, bulk
- * tensor copies, wgmma shared-memory descriptors and the three wgmma shapes the
- * prefill issues (generated operand lists: 64 or 32 f32 accumulators a thread).
+ * kjit_wgmma.h: the Hopper (sm_90a) pieces of attn_prefill_sm90.cu and gemm_sm90.cu:
+ * mbarriers, bulk tensor copies, wgmma shared-memory descriptors, fences, and the three
+ * wgmma shapes the prefill issues (generated operand lists: 64 or 32 f32 accumulators a
+ * thread; the GEMM's m64n256k16 stays in gemm_sm90.cu).
  *   pf9_bar_init/expect/arrive/wait   mbarrier in shared memory (wait traps after
  *                                     about 2^28 polls: a bug, not a hang)
  *   pf9_tma_load(dst, map, bar, x, y) one box of a 2-D tensor map at (x, y)
