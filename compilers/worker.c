@@ -29,6 +29,7 @@
 #include <dirent.h>
 #include <limits.h>
 #include <errno.h>
+#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -246,25 +247,27 @@ static int run_job(const struct kj__compiler_ops *ops, void *state, const struct
 	return r;
 }
 
-/* Empties the worker's directory: what a job left is gone before the next. */
+/* nftw's callback for wipe_dir: removes one thing a job left.  FTW_MOUNT
+ * never enters another filesystem, so the walls' read-only trees mounted
+ * under the worker's /tmp (a library folder of kjitd's under /tmp) are
+ * neither walked nor reported, and a folder still holding one stays. */
+static int wipe_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	if (ftw->level == 0 || remove(path) == 0 || errno == ENOENT)
+		return 0;
+	if (flag == FTW_DP && (errno == ENOTEMPTY || errno == EEXIST || errno == EBUSY))
+		return 0;
+	fprintf(stderr, "kjit worker: cannot remove %s: %s\n", path, strerror(errno));
+	return 0;
+}
+
+/* Empties the worker's directory: what a job left is gone before the next
+ * (within the directory's own filesystem only). */
 static void wipe_dir(const char *dir)
 {
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	char path[PATH_MAX];
-
-	if (d == NULL)
-		return;
-	while ((e = readdir(d)) != NULL) {
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-			continue;
-		if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < sizeof path) {
-			int r = kj__rm_rf(path);
-			if (r < 0)
-				fprintf(stderr, "kjit worker: cannot remove %s: %s\n", path, strerror(-r));
-		}
-	}
-	closedir(d);
+	if (nftw(dir, wipe_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0 && errno != ENOENT)
+		fprintf(stderr, "kjit worker: cannot empty %s: %s\n", dir, strerror(errno));
 }
 
 /* The job's directory, TMPDIR and the working directory pointing at it:

@@ -68,4 +68,9 @@ if [ "$nw" = 0 ]; then
 else
 	check "nvrtc-nocache: kjitd's nvrtc worker never loaded the CUDA driver ($nd of $nw workers did)" [ "$nd" = 0 ]
 fi
+# The library folder lies under /tmp, so the walls mount it read-only inside
+# the worker's own /tmp: emptying that /tmp after a job leaves the mount alone
+# (it used to walk into it and log "cannot remove ...: Read-only file system").
+check "nvrtc-nocache: the worker's clean-up after a job stays off the mounted library folder" \
+	sh -c '! grep -q "cannot remove" "$1"' sh "$T/kjitd.log"
 finish
