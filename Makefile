@@ -264,7 +264,8 @@ install: all
 	@$(MAKE) --no-print-directory install-python
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
 
-# python/kjit into PYTHONDIR, told where the library is installed.
+# python/kjit into PYTHONDIR, told where the library is installed, with its
+# C extension when built (make does; the package runs without it).
 .PHONY: install-python uninstall-python
 install-python:
 	@if [ -z "$(PYTHONDIR)" ] || [ "$(PYTHONDIR)" = none ]; then \
@@ -273,6 +274,7 @@ install-python:
 		echo "install python/kjit -> $(DESTDIR)$(PYTHONDIR)/kjit" && \
 		install -d $(DESTDIR)$(PYTHONDIR)/kjit && \
 		install -m 644 python/kjit/*.py python/kjit/py.typed $(DESTDIR)$(PYTHONDIR)/kjit/ && \
+		{ [ ! -f '$(PY_EXT)' ] || install -m 644 '$(PY_EXT)' $(DESTDIR)$(PYTHONDIR)/kjit/; } && \
 		printf '"""Written by make install: where libkjit is installed."""\nLIBRARY = "%s"\n' \
 			'$(PREFIX)/lib/libkjit.so.0' >$(DESTDIR)$(PYTHONDIR)/kjit/_install.py && \
 		chmod 644 $(DESTDIR)$(PYTHONDIR)/kjit/_install.py; \
