@@ -41,6 +41,10 @@ typedef struct {
 	PyObject *forks;    /* kjit.client's fork counter, a list of one int */
 	PyObject *names[A_N];        /* get()'s parameter names, interned */
 	PyObject *s_forks, *s_lock, *s_h, *s_closed, *s_acquire, *s_release, *s_failure;
+	/* The last call answered: its arguments (those of the key), key and
+	 * prepared request, so that a repeat finds it without a key. */
+	PyObject *last_a[A_N];
+	PyObject *last_key, *last_prep;
 } Hitter;
 
 extern PyTypeObject kj__hitter_type;

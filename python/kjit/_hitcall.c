@@ -7,7 +7,10 @@
  * items; "tuple(x) if x else None" for the four lists) and looked up in the
  * Client's own dict of prepared requests (the same dict object get()
  * fills), then, under the Client's lock and on its open handle,
- * kj__hit_fetch answers.
+ * kj__hit_fetch answers.  A repeat of the last call needs no key: when
+ * every argument is the very object it was (each of an immutable type:
+ * None, bool, int, str, bytes, a tuple of str or bytes) or a list holding
+ * the very items it held, the last call's prepared request is taken.
  *
  * Whatever this path does not take goes to the Python get with the call's
  * arguments unchanged: a Client without a Hitter (the ctypes path), a
@@ -69,8 +72,18 @@ int kj__hit_call_init(Hitter *h, PyObject *prepared, PyObject *forks)
 	return 0;
 }
 
+/* Forgets the last call. */
+static void memo_clear(Hitter *h)
+{
+	for (int i = 0; i < A_N; i++)
+		Py_CLEAR(h->last_a[i]);
+	Py_CLEAR(h->last_key);
+	Py_CLEAR(h->last_prep);
+}
+
 void kj__hit_call_clear(Hitter *h)
 {
+	memo_clear(h);
 	Py_CLEAR(h->prepared);
 	Py_CLEAR(h->forks);
 	for (int i = 0; i < A_N; i++)
@@ -115,11 +128,72 @@ static int bind(Hitter *h, PyObject *const *args, Py_ssize_t nargs, PyObject *kw
 
 /* The prepared (request, address, exprs) of the call bound in a (a new
  * reference), or NULL, no exception set, when get() must answer. */
+/* Whether v (an argument) is of a type whose value an identity fixes:
+ * None, bool, int, float, str, bytes, or a tuple or list (its items then
+ * compared one by one) of str or bytes. */
+static int memo_fixed(PyObject *v, int seq)
+{
+	if (v == Py_None || PyBool_Check(v) || PyLong_CheckExact(v) || PyFloat_CheckExact(v) ||
+	    PyUnicode_CheckExact(v) || PyBytes_CheckExact(v))
+		return 1;
+	if (!PyTuple_CheckExact(v) && !(seq && PyList_CheckExact(v)))
+		return 0;
+	for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(v); i++) {
+		PyObject *x = PySequence_Fast_GET_ITEM(v, i);
+		if (!PyUnicode_CheckExact(x) && !PyBytes_CheckExact(x))
+			return 0;
+	}
+	return 1;
+}
+
+/* Whether the call bound in a is the last one again (see the top). */
+static int memo_same(Hitter *h, PyObject **a)
+{
+	if (h->last_prep == NULL)
+		return 0;
+	for (Py_ssize_t i = 0; i < N_KEY; i++) {
+		PyObject *v = a[key_items[i].arg], *was = PyTuple_GET_ITEM(h->last_key, i);
+		if (v == h->last_a[key_items[i].arg] && !PyList_CheckExact(v))
+			continue;
+		if (!key_items[i].seq || !PyList_CheckExact(v))
+			return 0;
+		Py_ssize_t n = PyList_GET_SIZE(v);
+		if (n != (was == Py_None ? 0 : PyTuple_GET_SIZE(was)))
+			return 0;
+		for (Py_ssize_t k = 0; k < n; k++)
+			if (PyList_GET_ITEM(v, k) != PyTuple_GET_ITEM(was, k))
+				return 0;
+	}
+	return 1;
+}
+
+/* Keeps the call bound in a, its key and prep as the last call, when
+ * memo_same can recognize it; else forgets the last call. */
+static void memo_keep(Hitter *h, PyObject **a, PyObject *key, PyObject *prep)
+{
+	memo_clear(h);
+	for (Py_ssize_t i = 0; i < N_KEY; i++)
+		if (!memo_fixed(a[key_items[i].arg], key_items[i].seq))
+			return;
+	for (Py_ssize_t i = 0; i < N_KEY; i++) {
+		Py_INCREF(a[key_items[i].arg]);
+		h->last_a[key_items[i].arg] = a[key_items[i].arg];
+	}
+	Py_INCREF(key);
+	h->last_key = key;
+	Py_INCREF(prep);
+	h->last_prep = prep;
+}
+
 static PyObject *prepared(Hitter *h, PyObject **a)
 {
 	int t = a[A_HEADERS] == Py_None ? 0 : PyObject_IsTrue(a[A_HEADERS]);
 	if (t != 0) /* headers are never prepared; an error is get()'s to raise */
 		goto slow;
+	if (memo_same(h, a)) {
+		Py_INCREF(h->last_prep);
+		return h->last_prep;
+	}
 	PyObject *key = PyTuple_New(N_KEY);
 	if (key == NULL)
 		goto slow;
@@ -141,11 +215,13 @@ static PyObject *prepared(Hitter *h, PyObject **a)
 		PyTuple_SET_ITEM(key, i, v);
 	}
 	PyObject *prep = PyDict_GetItemWithError(h->prepared, key); /* borrowed */
-	Py_DECREF(key);
 	if (prep != NULL && PyTuple_Check(prep) && PyTuple_GET_SIZE(prep) >= 3) {
+		memo_keep(h, a, key, prep);
+		Py_DECREF(key);
 		Py_INCREF(prep);
 		return prep;
 	}
+	Py_DECREF(key);
 slow:
 	PyErr_Clear();
 	return NULL;

@@ -118,6 +118,34 @@ class TestHitPaths(unittest.TestCase):
         self.assertTrue(seen[0][1]["scale<float>"].startswith("_Z"), seen[0][1])
         self.assertEqual(seen, [seen[0]] * len(seen))
 
+    def test_a_repeat_is_the_same_request_only(self):
+        """The C path takes a repeat of the last call without a key only
+        when nothing it names has changed: a list edited in place, another
+        argument, a bytearray source are new requests."""
+        src = salted(GLSL_SRC)
+        c = client("extension")
+        opts = ["-DV=1"]
+        keys = []
+        for _ in range(2):
+            keys.append(c.get(src, "vulkan", "vulkan1.2", opts).key)
+        opts[0] = "-DV=2"  # the same list object, another request
+        keys.append(c.get(src, "vulkan", "vulkan1.2", opts).key)
+        keys.append(c.get(src, "vulkan", "vulkan1.2", ["-DV=2"]).key)  # an equal list: the same
+        keys.append(c.get(src, "vulkan", "vulkan1.2", ("-DV=2",)).key)
+        opts.append("-DW=1")
+        keys.append(c.get(src, "vulkan", "vulkan1.2", opts).key)
+        buf = bytearray(src.encode())
+        keys.append(c.get(buf, "vulkan", "vulkan1.2", opts).key)
+        buf[-2:-1] = b"x"  # edited in place: another source
+        keys.append(c.get(buf, "vulkan", "vulkan1.2", opts).key)
+        self.assertEqual(keys[0], keys[1])
+        self.assertEqual(len({keys[1], keys[2], keys[5]}), 3, keys)
+        self.assertEqual((keys[3], keys[4]), (keys[2], keys[2]))
+        self.assertEqual(keys[6], keys[5])
+        self.assertNotEqual(keys[7], keys[6])
+        ref = client("ctypes")
+        self.assertEqual(ref.get(src, "vulkan", "vulkan1.2", ["-DV=2", "-DW=1"]).key, keys[5])
+
     def test_errors_are_the_same_on_both_paths(self):
         bad = salted('extern "C" __global__ void k() { both_paths_undeclared = 1; }')
         missing = "no_such_kernel_" + uuid.uuid4().hex[:6]
