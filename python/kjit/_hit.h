@@ -47,7 +47,9 @@ typedef struct {
 	PyObject *last_key, *last_prep;
 } Hitter;
 
+/* kjit._hit.Hitter (_hit.c): one per kjit.Client, made by client.py. */
 extern PyTypeObject kj__hitter_type;
+/* kjit._hit.Get (_hitcall.c): Client.get's method descriptor. */
 extern PyTypeObject kj__get_type;
 
 /* The kjit.Object of kjit_get(c, req) (data a bytes, or with view a
