@@ -241,6 +241,7 @@ static void hitter_dealloc(PyObject *self)
 			PyThread_release_lock(h->mutex);
 		PyThread_free_lock(h->mutex);
 	}
+	Py_XDECREF(h->stamp);
 	Py_TYPE(self)->tp_free(self);
 }
 
@@ -465,6 +466,39 @@ static PyObject *hitter_exit(PyObject *self, PyObject *const *args, Py_ssize_t n
 	return hitter_release(self, NULL);
 }
 
+/* Hitter.bind(handle, stamp): the Client's open handle (an int) and the
+ * fork counter's value, or bind(None, None) once it is closed. */
+static PyObject *hitter_bind(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	Hitter *h = (Hitter *)self;
+	if (nargs != 2) {
+		PyErr_Format(PyExc_TypeError, "Hitter.bind takes 2 arguments (%zd given)", nargs);
+		return NULL;
+	}
+	kjit_client *c = args[0] == Py_None ? NULL : PyLong_AsVoidPtr(args[0]);
+	if (c == NULL && PyErr_Occurred())
+		return NULL;
+	h->handle = c;
+	Py_INCREF(args[1]);
+	Py_XSETREF(h->stamp, args[1]);
+	Py_RETURN_NONE;
+}
+
+/* Hitter.renew(): in a child after fork, a new lock (the old one may be
+ * held by a thread of the parent) and no handle. */
+static PyObject *hitter_renew(PyObject *self, PyObject *unused)
+{
+	Hitter *h = (Hitter *)self;
+	PyThread_type_lock m = PyThread_allocate_lock();
+	if (m == NULL)
+		return PyErr_NoMemory();
+	PyThread_free_lock(h->mutex); /* no thread of this process waits on it */
+	h->mutex = m;
+	h->locked = 0;
+	h->handle = NULL;
+	Py_RETURN_NONE;
+}
+
 static PyObject *hitter_live(PyObject *self, void *unused)
 {
 	return PyLong_FromSsize_t(((Hitter *)self)->live);
@@ -476,6 +510,9 @@ static PyMethodDef hitter_methods[] = {
 	{ "acquire", hitter_acquire, METH_NOARGS, "Takes the Client's lock (threading.Lock's acquire())." },
 	{ "release", hitter_release, METH_NOARGS, "Releases it (RuntimeError when not held)." },
 	{ "__enter__", hitter_acquire, METH_NOARGS, "acquire()" },
+	{ "bind", (PyCFunction)(void (*)(void))hitter_bind, METH_FASTCALL,
+	  "bind(handle, stamp): the Client's open handle and the fork counter then; bind(None, None) when closed." },
+	{ "renew", hitter_renew, METH_NOARGS, "In a child after fork: a new lock, no handle." },
 	{ "__exit__", (PyCFunction)(void (*)(void))hitter_exit, METH_FASTCALL, "release()" },
 	{ NULL, NULL, 0, NULL },
 };

@@ -31,16 +31,21 @@ typedef struct {
 	PyObject *status[N_STATUS]; /* "hit", "compiled", "joined", "remote hit" */
 	PyObject *key, *target, *version; /* the last ones made, or NULL */
 	Py_ssize_t live;            /* Results whose kjit_result is not freed yet */
-	/* The Client's lock (its _lock is the Hitter, until a fork replaces it
-	 * with a threading.Lock): held while the handle is used. */
+	/* The Client's lock (its _lock is the Hitter): held while the handle
+	 * is used; renewed in a child after fork (Hitter.renew). */
 	PyThread_type_lock mutex;
 	int locked;
+	/* The Client's open handle as client.py binds it (Hitter.bind: on open,
+	 * NULL on close and after fork), and the fork counter's value then:
+	 * the C path takes a call only while both hold. */
+	kjit_client *handle;
+	PyObject *stamp;
 	/* Client.get in C (_hitcall.c), set up when the Hitter was given the
 	 * Client's prepared dict: */
 	PyObject *prepared; /* the Client's dict of prepared requests (the same object) */
 	PyObject *forks;    /* kjit.client's fork counter, a list of one int */
 	PyObject *names[A_N];        /* get()'s parameter names, interned */
-	PyObject *s_forks, *s_lock, *s_h, *s_closed, *s_acquire, *s_release, *s_failure;
+	PyObject *s_failure;        /* "_failure" */
 	/* The last call answered: its arguments (those of the key), key and
 	 * prepared request, so that a repeat finds it without a key. */
 	PyObject *last_a[A_N];

@@ -6,8 +6,9 @@
  * parameters, its key is built exactly as get() builds it (the same 13
  * items; "tuple(x) if x else None" for the four lists) and looked up in the
  * Client's own dict of prepared requests (the same dict object get()
- * fills), then, under the Client's lock and on its open handle,
- * kj__hit_fetch answers.  A repeat of the last call needs no key: when
+ * fills), then, under the Client's lock (the Hitter's own) and on the open
+ * handle client.py bound into the Hitter (Hitter.bind: on open, close and
+ * in a child after fork), kj__hit_fetch answers.  A repeat of the last call needs no key: when
  * every argument is the very object it was (each of an immutable type:
  * None, bool, int, str, bytes, a tuple of str or bytes) or a list holding
  * the very items it held, the last call's prepared request is taken.
@@ -63,12 +64,8 @@ int kj__hit_call_init(Hitter *h, PyObject *prepared, PyObject *forks)
 	for (int i = 0; i < A_N; i++)
 		if ((h->names[i] = PyUnicode_InternFromString(arg_names[i])) == NULL)
 			return -1;
-	static const char *const attrs[] = { "_forks", "_lock", "_h", "_closed", "acquire", "release", "_failure" };
-	PyObject **dst[] = { &h->s_forks, &h->s_lock,    &h->s_h,      &h->s_closed,
-			     &h->s_acquire, &h->s_release, &h->s_failure };
-	for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++)
-		if ((*dst[i] = PyUnicode_InternFromString(attrs[i])) == NULL)
-			return -1;
+	if ((h->s_failure = PyUnicode_InternFromString("_failure")) == NULL)
+		return -1;
 	return 0;
 }
 
@@ -88,13 +85,8 @@ void kj__hit_call_clear(Hitter *h)
 	Py_CLEAR(h->forks);
 	for (int i = 0; i < A_N; i++)
 		Py_CLEAR(h->names[i]);
-	Py_CLEAR(h->s_forks);
-	Py_CLEAR(h->s_lock);
-	Py_CLEAR(h->s_h);
-	Py_CLEAR(h->s_closed);
-	Py_CLEAR(h->s_acquire);
-	Py_CLEAR(h->s_release);
 	Py_CLEAR(h->s_failure);
+	Py_CLEAR(h->stamp);
 }
 
 /* a[i]: argument i of the call (borrowed), or its default.  1 when this
@@ -227,24 +219,27 @@ slow:
 	return NULL;
 }
 
-/* Whether client is of this process (its _forks is the fork counter's). */
-static int same_process(Hitter *h, PyObject *client)
+/* Whether h's handle was bound in this process (no fork since). */
+static int same_process(Hitter *h)
 {
-	PyObject *mine = PyObject_GetAttr(client, h->s_forks);
-	if (mine == NULL)
-		return -1;
 	PyObject *now = PyList_GET_ITEM(h->forks, 0);
-	int same = mine == now ? 1 : PyObject_RichCompareBool(mine, now, Py_EQ);
-	Py_DECREF(mine);
-	return same;
+	if (h->stamp == NULL)
+		return 0;
+	int same = now == h->stamp ? 1 : PyObject_RichCompareBool(now, h->stamp, Py_EQ);
+	if (same < 0)
+		PyErr_Clear();
+	return same > 0;
 }
 
 /* The Client's exception for the failure (code, error, log) of kjit_get on
- * handle hv, set; returns NULL. */
-static PyObject *raise_failure(Hitter *h, PyObject *client, PyObject *hv, PyObject *failure)
+ * handle c, set; returns NULL. */
+static PyObject *raise_failure(Hitter *h, PyObject *client, kjit_client *c, PyObject *failure)
 {
-	PyObject *exc = PyObject_CallMethodObjArgs(client, h->s_failure, hv, PyTuple_GET_ITEM(failure, 0),
-						   PyTuple_GET_ITEM(failure, 1), PyTuple_GET_ITEM(failure, 2), NULL);
+	PyObject *hv = PyLong_FromVoidPtr(c);
+	PyObject *exc = hv ? PyObject_CallMethodObjArgs(client, h->s_failure, hv, PyTuple_GET_ITEM(failure, 0),
+							PyTuple_GET_ITEM(failure, 1), PyTuple_GET_ITEM(failure, 2), NULL)
+			   : NULL;
+	Py_XDECREF(hv);
 	Py_DECREF(failure);
 	if (exc != NULL) {
 		PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
@@ -253,59 +248,32 @@ static PyObject *raise_failure(Hitter *h, PyObject *client, PyObject *hv, PyObje
 	return NULL;
 }
 
-/* kj__hit_fetch of prep on the client's handle, with its lock held (the
- * GIL is released while the lock waits, as threading.Lock does).  1 with
- * *out set (NULL: an exception), or 0 when get() must answer. */
+/* kj__hit_fetch of prep on the client's handle, under its lock (the
+ * Hitter's; the GIL is released while it waits).  1 with *out set (NULL:
+ * an exception), or 0 when get() must answer: no handle bound (not open
+ * yet, closed) or bound before a fork. */
 static int answer(Hitter *h, PyObject *client, PyObject *prep, PyObject **a, PyObject **out)
 {
 	const kjit_request *req = PyLong_AsVoidPtr(PyTuple_GET_ITEM(prep, 1));
 	int view = req ? PyObject_IsTrue(a[A_VIEW]) : -1;
-	int same = view >= 0 ? same_process(h, client) : -1;
-	if (same <= 0) {
-		if (same < 0)
-			PyErr_Clear();
+	if (view < 0) {
+		PyErr_Clear(); /* get() raises it again */
 		return 0;
 	}
-	PyObject *lock = PyObject_GetAttr(client, h->s_lock);
-	int own = lock == (PyObject *)h; /* else a threading.Lock, after a fork */
-	PyObject *ok = !lock ? NULL : own ? (kj__hit_lock(h) < 0 ? NULL : Py_True)
-					  : PyObject_CallMethodObjArgs(lock, h->s_acquire, NULL);
-	if (ok == NULL) { /* a signal's exception while waiting */
-		Py_XDECREF(lock);
+	if (h->handle == NULL || !same_process(h))
+		return 0;
+	if (kj__hit_lock(h) < 0) { /* a signal's exception while waiting */
 		*out = NULL;
 		return 1;
 	}
-	if (!own)
-		Py_DECREF(ok);
-	int taken = 0;
-	PyObject *hv = PyObject_GetAttr(client, h->s_h);
-	PyObject *closed = hv ? PyObject_GetAttr(client, h->s_closed) : NULL;
-	kjit_client *c = hv && hv != Py_None ? PyLong_AsVoidPtr(hv) : NULL;
-	if (c != NULL && closed == Py_False) {
+	kjit_client *c = h->handle; /* again, under the lock: a close may have come first */
+	if (c != NULL) {
 		*out = kj__hit_fetch(h, c, req, a[A_BACKEND], PyTuple_GET_ITEM(prep, 2), view);
 		if (*out != NULL && PyTuple_CheckExact(*out))
-			*out = raise_failure(h, client, hv, *out);
-		taken = 1;
+			*out = raise_failure(h, client, c, *out);
 	}
-	PyObject *et, *ev, *etb;
-	PyErr_Fetch(&et, &ev, &etb);
-	if (!taken) { /* get() looks again */
-		Py_CLEAR(et);
-		Py_CLEAR(ev);
-		Py_CLEAR(etb);
-	}
-	if (own) {
-		kj__hit_unlock(h);
-	} else {
-		PyObject *r = PyObject_CallMethodObjArgs(lock, h->s_release, NULL);
-		Py_XDECREF(r);
-		PyErr_Clear();
-	}
-	PyErr_Restore(et, ev, etb);
-	Py_XDECREF(closed);
-	Py_XDECREF(hv);
-	Py_DECREF(lock);
-	return taken;
+	kj__hit_unlock(h);
+	return c != NULL;
 }
 
 /* A Client's get in C: the Python get it stands for, and the call. */

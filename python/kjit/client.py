@@ -249,6 +249,8 @@ class Client:
         if r < 0:
             raise error_for(r, self._message(r, self._lib.kjit_last_error(None)))
         self._h = h.value
+        if self._hitter is not None:  # the C path's copy of the handle
+            self._hitter.bind(self._h, self._forks)
 
     def _handle(self) -> int:
         """The live handle (called with the lock held)."""
@@ -263,7 +265,11 @@ class Client:
         if self._forks != _forks[0] or (_FORK_CHECK and self._pid != os.getpid()):
             # A forked child: the parent's lock may be held by a thread that
             # does not exist here, and the socket is shared with the parent.
-            self._lock = threading.Lock()
+            if self._hitter is not None:
+                self._hitter.renew()  # a new lock; no handle for the C path
+                self._lock = self._hitter  # type: ignore[assignment]
+            else:
+                self._lock = threading.Lock()
             if self._h is not None:
                 self._lib.kjit_close(self._h)  # closes only this process's descriptor
                 self._h = None
@@ -286,6 +292,8 @@ class Client:
                 self._lib.kjit_close(self._h)
                 self._h = None
             self._closed = True
+            if self._hitter is not None:
+                self._hitter.bind(None, None)
 
     def __enter__(self) -> "Client":
         return self
@@ -296,6 +304,8 @@ class Client:
     def __del__(self) -> None:
         try:
             if self._h is not None and self._pid == os.getpid():
+                if self._hitter is not None:
+                    self._hitter.bind(None, None)
                 self._lib.kjit_close(self._h)
                 self._h = None
         except Exception:  # interpreter shutdown
