@@ -204,6 +204,17 @@ install uninstall: COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
 PYTHON ?= python3
 PYTHONDIR ?= $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_path("purelib", "posix_prefix", \
 	vars={"base": "$(PREFIX)", "platbase": "$(PREFIX)"}))' 2>/dev/null)
+# The Python package's C hit path, kjit._hit (python/kjit/_hit.c), built
+# for $(PYTHON) beside the library, where kjit._lib looks for it
+# (BUILD/python/kjit/; python3-dev has the headers); install-python copies it.
+PY_INCLUDE := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
+PY_EXT := $(BUILD)/python/kjit/_hit$(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
+all: $(PY_EXT)
+$(PY_EXT): python/kjit/_hit.c python/kjit/_hitcall.c python/kjit/_hit.h include/kjit.h $(DEPS_OK)
+	@test -f '$(PY_INCLUDE)/Python.h' || { echo "$@: no Python.h for $(PYTHON) (install python3-dev: scripts/deps.sh)" >&2; exit 1; }
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_KJ) $(CFLAGS) -Iinclude -isystem '$(PY_INCLUDE)' -shared $(LDFLAGS_KJ) $(LDFLAGS) -o $@ \
+		$(filter %.c,$^)
 # GPU launches: on a machine with an NVIDIA GPU and its driver (scripts/gpu-run.sh).
 test-gpu: all kernels-examples
 	@BUILD=$(BUILD) ./scripts/gpu-run.sh test
@@ -255,7 +266,8 @@ install: all
 	@$(MAKE) --no-print-directory install-python
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
 
-# python/kjit into PYTHONDIR, told where the library is installed.
+# python/kjit into PYTHONDIR, told where the library is installed, with its
+# C extension when built (make does; the package runs without it).
 .PHONY: install-python uninstall-python
 install-python:
 	@if [ -z "$(PYTHONDIR)" ] || [ "$(PYTHONDIR)" = none ]; then \
@@ -264,6 +276,7 @@ install-python:
 		echo "install python/kjit -> $(DESTDIR)$(PYTHONDIR)/kjit" && \
 		install -d $(DESTDIR)$(PYTHONDIR)/kjit && \
 		install -m 644 python/kjit/*.py python/kjit/py.typed $(DESTDIR)$(PYTHONDIR)/kjit/ && \
+		{ [ ! -f '$(PY_EXT)' ] || install -m 644 '$(PY_EXT)' $(DESTDIR)$(PYTHONDIR)/kjit/; } && \
 		printf '"""Written by make install: where libkjit is installed."""\nLIBRARY = "%s"\n' \
 			'$(PREFIX)/lib/libkjit.so.0' >$(DESTDIR)$(PYTHONDIR)/kjit/_install.py && \
 		chmod 644 $(DESTDIR)$(PYTHONDIR)/kjit/_install.py; \

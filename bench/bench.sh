@@ -139,19 +139,33 @@ ensure_hit() {
 }
 
 # python_hit N W C_P50: the same 16 KB hit through the Python package
-# (bench/pyhit.py, ctypes over libkjit.so) against the C client's figure.
+# (bench/pyhit.py: kjit.Client.get through its C extension kjit._hit, as
+# bytes and as a view, and through ctypes, KJIT_PYTHON_EXT=0) against the
+# C client's figure.
 python_hit() {
-	local py p50 p99 r=n/a cp50=$3
+	local py p50 p99 r cp50=$3 n=$1 w=$2 how label
 	command -v python3 >/dev/null 2>&1 || { note "scenario 1: no python3: no Python row"; return 0; }
-	progress "1: hit latency 16KB from Python"
-	py=$(PYTHONPATH="$TOP/python" KJIT_LIBRARY="$TOP/$BUILD/libkjit.so" python3 "$TOP/bench/pyhit.py" \
-		--kernel blob16384 --target gfx90a -n "$1" -w "$2" 2>>"$T/err") ||
-		{ py=""; note "scenario 1: bench/pyhit.py failed: $(tail -n 1 "$T/err")"; }
-	set -- $py
-	p50=${1:-n/a} p99=${2:-n/a}
-	[ "$p50" != n/a ] && [ "$cp50" != n/a ] && r=$(ratio "$p50" "$cp50")
-	row 1 "hit 16KB from Python, kjit.Client.get --kernel, p50 / p99 us" "$p50 / $p99" "" ""
-	row 1 "ratio 16KB: Python hit / C hit (kjit_get), p50" "${r}x" "<= 1.5x" "$(verdict "$r" le 1.5)"
+	for how in ext view ctypes; do
+		case $how in
+		ext) label="hit 16KB from Python, kjit.Client.get --kernel" ;;
+		view) label="hit 16KB from Python, kjit.Client.get --kernel, view=True (no copy)" ;;
+		ctypes) label="hit 16KB from Python through ctypes (KJIT_PYTHON_EXT=0)" ;;
+		esac
+		progress "1: $label"
+		py=$(PYTHONPATH="$TOP/python" KJIT_LIBRARY="$TOP/$BUILD/libkjit.so" KJIT_PYTHON_EXT=$([ $how = ctypes ] && echo 0 || echo 1) \
+			python3 "$TOP/bench/pyhit.py" --kernel blob16384 --target gfx90a -n "$n" -w "$w" \
+			$([ $how = view ] && echo --view) 2>>"$T/err") ||
+			{ py=""; note "scenario 1: bench/pyhit.py ($how) failed: $(tail -n 1 "$T/err")"; }
+		p50=$(echo "$py" | cut -s -d' ' -f1) p99=$(echo "$py" | cut -s -d' ' -f2)
+		p50=${p50:-n/a} p99=${p99:-n/a} r=n/a
+		[ "$p50" != n/a ] && [ "$cp50" != n/a ] && r=$(ratio "$p50" "$cp50")
+		row 1 "$label, p50 / p99 us" "$p50 / $p99" "" ""
+		case $how in
+		ext) row 1 "ratio 16KB: Python hit / C hit (kjit_get), p50" "${r}x" "<= 1.5x" "$(verdict "$r" le 1.5)" ;;
+		view) row 1 "ratio 16KB: Python hit, view=True / C hit, p50" "${r}x" "" "" ;;
+		ctypes) row 1 "ratio 16KB: Python hit through ctypes / C hit, p50" "${r}x" "" "" ;;
+		esac
+	done
 }
 
 scenario_hit() {

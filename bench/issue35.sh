@@ -7,7 +7,10 @@
 #                                   path with and without the process memo,
 #                                   and the --system socket path
 #   bash bench/issue35.sh py [R]    kjit_get (bench-hitlat) vs kjit.Client.get
-#                                   (bench/pyhit.py), same daemon, same request;
+#                                   (bench/pyhit.py), same daemon, same request:
+#                                   through the C extension kjit._hit (bytes,
+#                                   then view=True) and through ctypes
+#                                   (KJIT_PYTHON_EXT=0, a pure-Python install);
 #                                   with PYBASE=DIR also DIR/bench/pyhit.py (a
 #                                   `git archive BASE python bench` there: the
 #                                   package before, on this build's libkjit)
@@ -61,17 +64,23 @@ uid)
 	;;
 py)
 	daemon p
-	py() { # TREE: p50 us of TREE/bench/pyhit.py (its own python/ package)
+	py() { # TREE [pyhit options]: p50 us of TREE/bench/pyhit.py (its own python/ package)
+		local tree=$1
+		shift
 		KJIT_SOCKET="$T/p.sock" KJIT_LIBRARY="$B/libkjit.so" \
-			python3 "$1/bench/pyhit.py" --kernel blob16384 --target gfx90a -n 3000 -w 100 | cut -d' ' -f1
+			python3 "$tree/bench/pyhit.py" --kernel blob16384 --target gfx90a -n 3000 -w 100 "$@" 2>/dev/null |
+			cut -d' ' -f1
 	}
-	echo "round  C kjit_get  Python Client.get  ratio${PYBASE:+ | base Client.get  ratio}"
+	KJIT_PYTHON_EXT=1 py "$TOP" -n 1 -w 1 >/dev/null || { echo "issue35.sh py: the C extension did not load (make)" >&2; exit 1; }
+	echo "round  C kjit_get | Python get: C ext  ratio | ext view  ratio | ctypes  ratio${PYBASE:+ | base  ratio}"
 	for i in $(seq "$R"); do
 		c=$(hit "$T/p.sock" $HL -n 3000 -w 100)
-		p=$(py "$TOP")
+		e=$(KJIT_PYTHON_EXT=1 py "$TOP")
+		v=$(KJIT_PYTHON_EXT=1 py "$TOP" --view)
+		t=$(KJIT_PYTHON_EXT=0 py "$TOP")
 		b=""
-		[ -n "${PYBASE:-}" ] && b=$(py "$PYBASE") && b=" | $b           $(ratio "$b" "$c")x"
-		echo "$i      $c        $p             $(ratio "$p" "$c")x$b"
+		[ -n "${PYBASE:-}" ] && b=$(py "$PYBASE") && b=" | $b  $(ratio "$b" "$c")x"
+		echo "$i      $c       | $e  $(ratio "$e" "$c")x | $v  $(ratio "$v" "$c")x | $t  $(ratio "$t" "$c")x$b"
 	done
 	;;
 *)

@@ -11,7 +11,8 @@
 # with; python3-cryptography lets tests/e2e/redis-tool.py check a value's
 # AES-256-GMAC signature (fleet-trust.sh); uidmap (newuidmap) lets
 # tests/e2e/tenancy.sh connect from a child user namespace mapped to
-# subordinate uids, as podman does.
+# subordinate uids, as podman does.  python3-dev has the headers of the Python
+# package's C extension (python/kjit/_hit.c), which make builds.
 set -eu
 
 # Building and running: compilers of the three backends, the libraries kjitd
@@ -21,7 +22,7 @@ libuv1-dev libsqlite3-dev libssl-dev libsystemd-dev
 hipcc libamdhip64-dev rocm-device-libs rocminfo
 libshaderc-dev glslang-dev libvulkan-dev mesa-vulkan-drivers
 libhiredis-dev
-python3"
+python3 python3-dev"
 # Testing only: the clang build and sanitizers, the suite's tools (sqlite3's
 # shell, spirv-val, valgrind, systemd-analyze, groff, hyperfine, a Redis
 # server for the fleet tests, python3-venv for pip.sh's venvs when python3 is

@@ -9,6 +9,15 @@ and, when the tree has been built (``make``: ``build/libkjit.so``, or the
 is tagged for this platform (``py3-none-linux_x86_64``), one without it is
 pure (``py3-none-any``) and finds an installed libkjit.
 
+The wheel also carries the C extension kjit._hit (kjit/_hit.c, _hitcall.c:
+Client.get's hit path, issue 35), compiled here for the interpreter running
+the build (its Python.h; ``$CC`` or the compiler Python was built with) and
+include/kjit.h; the wheel is then tagged for that interpreter
+(``cp311-cp311-linux_x86_64``).  When it cannot be built (no compiler, no
+Python.h, not CPython) the wheel goes without it, saying why on stderr, and
+the package takes its ctypes path; ``KJIT_WHEEL_EXTENSION=none`` leaves it
+out on purpose.
+
 PEP 517 hooks: build_wheel, build_sdist, get_requires_for_build_wheel,
 get_requires_for_build_sdist, prepare_metadata_for_build_wheel, and the
 PEP 660 editable hooks (an editable install is a ``.pth`` naming python/).
@@ -18,13 +27,19 @@ import hashlib
 import io
 import os
 import re
+import shlex
+import subprocess
+import sys
 import sysconfig
 import tarfile
+import tempfile
 import zipfile
 
 NAME = "kjit"
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # python/
 SUMMARY = "Client of kjitd, the shared JIT cache for GPU kernels (ctypes over libkjit)"
+EXT_SOURCES = ("kjit/_hit.c", "kjit/_hitcall.c")
+EXT_FILES = EXT_SOURCES + ("kjit/_hit.h",)
 
 
 def _version():
@@ -48,11 +63,58 @@ def _library():
     return None
 
 
-def _tag(lib):
-    if lib is None:
+def _kjit_h():
+    """The folder holding kjit.h: the sdist's include/, else the tree's."""
+    for d in (os.path.join(HERE, "include"), os.path.join(os.path.dirname(HERE), "include")):
+        if os.path.isfile(os.path.join(d, "kjit.h")):
+            return d
+    return None
+
+
+def _extension(tmp):
+    """(name in the wheel, bytes) of kjit._hit built for this interpreter,
+    or None, saying why on stderr."""
+    if os.environ.get("KJIT_WHEEL_EXTENSION") == "none":
+        return None
+    inc = sysconfig.get_paths().get("include") or ""
+    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ""
+    kh = _kjit_h()
+    why = None
+    if sys.implementation.name != "cpython" or not suffix:
+        why = "not CPython"
+    elif not os.path.isfile(os.path.join(inc, "Python.h")):
+        why = "no Python.h in %s (python3-dev)" % inc
+    elif kh is None:
+        why = "no include/kjit.h"
+    else:
+        cc = shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")
+        out = os.path.join(tmp, "_hit" + suffix)
+        cmd = cc + ["-std=c11", "-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-I", kh,
+                    "-isystem", inc, "-o", out] + [os.path.join(HERE, f) for f in EXT_SOURCES]
+        try:
+            r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+        except OSError as e:
+            why = "%s: %s" % (cc[0], e)
+        else:
+            if r.returncode == 0:
+                with open(out, "rb") as f:
+                    return ("%s/_hit%s" % (NAME, suffix), f.read())
+            why = "%s failed: %s" % (" ".join(cmd), " | ".join(r.stdout.strip().splitlines()[-3:]))
+    sys.stderr.write("kjit backend: the C extension kjit._hit is not in the wheel (%s); "
+                     "kjit.Client.get takes its ctypes path\n" % why)
+    return None
+
+
+def _tag(lib, ext=False):
+    if ext:
+        py = "cp%d%d" % sys.version_info[:2]
+        abi = py + getattr(sys, "abiflags", "")
+    elif lib is None:
         return "py3-none-any"
+    else:
+        py, abi = "py3", "none"
     plat = sysconfig.get_platform().replace("-", "_").replace(".", "_")
-    return "py3-none-" + plat
+    return "%s-%s-%s" % (py, abi, plat)
 
 
 def _metadata():
@@ -127,7 +189,11 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     if lib is not None:
         with open(lib, "rb") as f:
             files.append(("%s/libkjit.so.0" % NAME, f.read(), 0o755))
-    return _write_wheel(wheel_directory, files, _tag(lib))
+    with tempfile.TemporaryDirectory() as tmp:
+        ext = _extension(tmp)
+    if ext is not None:
+        files.append((ext[0], ext[1], 0o755))
+    return _write_wheel(wheel_directory, files, _tag(lib, ext is not None))
 
 
 def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
@@ -143,9 +209,13 @@ def build_sdist(sdist_directory, config_settings=None):
             info.size = len(data)
             info.mode = 0o644
             t.addfile(info, io.BytesIO(data))
-        for rel in ("pyproject.toml", "_build/backend.py"):
+        for rel in ("pyproject.toml", "_build/backend.py") + EXT_FILES:
             with open(os.path.join(HERE, rel), "rb") as f:
                 add(rel, f.read())
+        kh = _kjit_h()
+        if kh is not None:  # the extension's one outside header
+            with open(os.path.join(kh, "kjit.h"), "rb") as f:
+                add("include/kjit.h", f.read())
         for arc, data, _ in _package_files():
             add(arc, data)
         add("PKG-INFO", _metadata().encode())

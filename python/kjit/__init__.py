@@ -16,8 +16,12 @@ need only the driver.  Errors raise kjit.CompileError (with .log),
 kjit.TargetError, kjit.DaemonError or their base kjit.Error, each carrying
 the daemon's one-line message.
 
-This package is ctypes over libkjit.so (no compiled extension); see
-kjit._lib for where the library is found (KJIT_LIBRARY overrides).
+This package is ctypes over libkjit.so, with one small C extension,
+kjit._hit, under the hit path of Client.get (used when it loads; the
+ctypes path gives the same results without it); see kjit._lib for where
+the library and the extension are found (KJIT_LIBRARY overrides).
+get(..., view=True) gives Object.data as a read-only memoryview over
+libkjit's result instead of a bytes copy, valid until released.
 """
 from __future__ import annotations
 

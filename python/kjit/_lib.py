@@ -23,14 +23,15 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 import threading
 from ctypes import (POINTER, Structure, c_char, c_char_p, c_int, c_size_t,
                     c_uint8, c_void_p)
-from typing import Optional
+from typing import Any, Optional
 
 from .errors import Error
 
-__all__ = ["lib", "libc", "library_path", "LibraryNotFound", "OpenOptions", "Header", "Request",
+__all__ = ["lib", "libc", "library_path", "extension", "LibraryNotFound", "OpenOptions", "Header", "Request",
            "Result"]
 
 
@@ -157,6 +158,9 @@ class _Loaded:
     dll: Optional[ctypes.CDLL] = None
     path: Optional[str] = None
     libc: Optional[ctypes.CDLL] = None
+    ext: Any = None  # kjit._hit, once loaded
+    ext_tried: bool = False
+    ext_why: str = ""  # why it did not load
 
 
 _state = _Loaded()
@@ -207,3 +211,54 @@ def library_path() -> str:
     lib()
     assert _state.path is not None
     return _state.path
+
+
+def _load_extension() -> Any:
+    """kjit._hit from the package, else from beside the library; None when
+    neither loads (_state.ext_why says why)."""
+    import importlib.machinery
+    import importlib.util
+    import sysconfig
+    why = []
+    try:
+        from . import _hit  # type: ignore[attr-defined]
+        return _hit
+    except ImportError as e:
+        why.append(f"kjit._hit: {e}")
+    path = library_path()
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    if not os.path.isabs(path) or not suffix:
+        _state.ext_why = "; ".join(why + [f"no build folder beside {path}"])
+        return None
+    so = os.path.join(os.path.dirname(path), "python", "kjit", "_hit" + suffix)
+    if not os.path.exists(so):
+        _state.ext_why = "; ".join(why + [f"{so}: not built"])
+        return None
+    try:
+        loader = importlib.machinery.ExtensionFileLoader("kjit._hit", so)
+        spec = importlib.util.spec_from_file_location("kjit._hit", so, loader=loader)
+        assert spec is not None
+        mod = importlib.util.module_from_spec(spec)
+        loader.exec_module(mod)
+    except ImportError as e:
+        _state.ext_why = "; ".join(why + [f"{so}: {e}"])
+        return None
+    sys.modules.setdefault("kjit._hit", mod)
+    return mod
+
+
+def extension() -> Any:
+    """The C extension kjit._hit, or None for the ctypes path: always None
+    with $KJIT_PYTHON_EXT=0; with $KJIT_PYTHON_EXT=1 a missing one raises
+    kjit.Error saying why.  Loads libkjit first (LibraryNotFound)."""
+    want = os.environ.get("KJIT_PYTHON_EXT", "")
+    if want == "0":
+        return None
+    lib()
+    with _load_lock:
+        if not _state.ext_tried:
+            _state.ext = _load_extension()
+            _state.ext_tried = True
+    if _state.ext is None and want == "1":
+        raise Error("KJIT_PYTHON_EXT=1 but the C extension kjit._hit did not load: " + _state.ext_why)
+    return _state.ext

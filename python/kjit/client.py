@@ -12,14 +12,22 @@ subclass carrying libkjit's or kjitd's one-line message (kjit.errors).
 
 The hit path of get() costs little more than libkjit's own hit (issue 35):
 the kjit_request of a call is built once and kept (per Client, keyed on the
-call's arguments; up to _PREPARED_MAX of them), kjit_get and
-kjit_result_free are called through prototypes taking plain addresses
-(ctypes' per-call checks of POINTER arguments cost more than the hit
-itself), into one kjit_result per Client reused under its lock, and the
-object is copied once, straight from libkjit's buffer into the bytes of
-Object.data.  Object.data stays a bytes that owns its memory: a
-memoryview over libkjit's buffer would save that one copy (16 KB: a
-fraction of a microsecond) but could outlive the result it points into.
+call's arguments; up to _PREPARED_MAX of them), and the call goes through
+the C extension kjit._hit (python/kjit/_hit.c; kjit._lib.extension() says
+where it is found) when it loads: one kjit_get on the kept request with the
+GIL released, the Object made in C, its data copied once from libkjit's
+buffer into a bytes.  get(..., view=True) skips that copy: Object.data is a
+read-only memoryview over the kjit_result itself, which is freed when the
+view is released (Object.release(), memoryview.release()) or collected;
+the view keeps the result alive, so it can never point into freed memory,
+and a released view raises ValueError on use.  Without the extension (a
+pure-Python install, another interpreter, $KJIT_PYTHON_EXT=0) the same
+calls go through ctypes: kjit_get and kjit_result_free through prototypes
+taking plain addresses (ctypes' per-call checks of POINTER arguments cost
+more than the hit itself), into one kjit_result per Client reused under its
+lock; view=True there gives a memoryview over a bytes copy, with the same
+release semantics.  Both paths give the same Objects and raise the same
+errors.
 """
 from __future__ import annotations
 
@@ -120,7 +128,9 @@ class Object:
     """A compiled code object and how it was obtained.
 
     data: the object's bytes (HSACO, cubin, PTX or SPIR-V), ready for
-    hipModuleLoadData / cuModuleLoadData / vkCreateShaderModule.
+    hipModuleLoadData / cuModuleLoadData / vkCreateShaderModule; with
+    get(..., view=True) a read-only memoryview of them instead, valid until
+    released (Object.release(), or a with block).
     status: "hit" (served from the cache), "compiled" (compiled for this
     request) or "joined" (waited on a compile another request started).
     key: the hex SHA-256 cache key.  target: the canonical target it was
@@ -153,7 +163,22 @@ class Object:
         return len(self.data)
 
     def __bytes__(self) -> bytes:
-        return self.data
+        d = self.data
+        return d if type(d) is bytes else bytes(d)
+
+    def release(self) -> None:
+        """With get(..., view=True), releases Object.data (a memoryview over
+        libkjit's result, which is freed now unless another view of it is
+        open); using data afterwards raises ValueError.  A no-op for bytes."""
+        d = self.data
+        if type(d) is memoryview:
+            d.release()
+
+    def __enter__(self) -> "Object":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
 
     def __repr__(self) -> str:
         return (f"<kjit.Object {self.status} {self.key[:12]} {self.backend} {self.target} "
@@ -196,7 +221,24 @@ class Client:
         self._res_at = ctypes.addressof(self._res)
         self._kget = _GetFn(("kjit_get", self._lib))
         self._kfree = _FreeFn(("kjit_result_free", self._lib))
+        ext = _lib.extension()
+        self._hitter = None
+        if ext is not None:
+            self._hitter = ext.Hitter(ctypes.cast(self._lib.kjit_get, c_void_p).value,
+                                      ctypes.cast(self._lib.kjit_result_free, c_void_p).value, Object, STATUSES,
+                                      prepared=self._prepared, forks=_forks)
+            self._lock = self._hitter  # type: ignore[assignment]  # a lock C takes without a call
+            if not _FORK_CHECK and not isinstance(Client.__dict__["get"], ext.Get):
+                # c.get(...) in C for a Client with a Hitter and a prepared
+                # request (_hitcall.c); everything else comes to this get
+                Client.get = ext.Get(Client.__dict__["get"])  # type: ignore[method-assign]
         self._open()
+
+    @property
+    def hit_path(self) -> str:
+        """"extension" when get() goes through the C extension kjit._hit,
+        "ctypes" when through ctypes (kjit._lib.extension())."""
+        return "ctypes" if self._hitter is None else "extension"
 
     # ---- the handle ------------------------------------------------------
 
@@ -207,6 +249,8 @@ class Client:
         if r < 0:
             raise error_for(r, self._message(r, self._lib.kjit_last_error(None)))
         self._h = h.value
+        if self._hitter is not None:  # the C path's copy of the handle
+            self._hitter.bind(self._h, self._forks)
 
     def _handle(self) -> int:
         """The live handle (called with the lock held)."""
@@ -221,7 +265,11 @@ class Client:
         if self._forks != _forks[0] or (_FORK_CHECK and self._pid != os.getpid()):
             # A forked child: the parent's lock may be held by a thread that
             # does not exist here, and the socket is shared with the parent.
-            self._lock = threading.Lock()
+            if self._hitter is not None:
+                self._hitter.renew()  # a new lock; no handle for the C path
+                self._lock = self._hitter  # type: ignore[assignment]
+            else:
+                self._lock = threading.Lock()
             if self._h is not None:
                 self._lib.kjit_close(self._h)  # closes only this process's descriptor
                 self._h = None
@@ -244,6 +292,8 @@ class Client:
                 self._lib.kjit_close(self._h)
                 self._h = None
             self._closed = True
+            if self._hitter is not None:
+                self._hitter.bind(None, None)
 
     def __enter__(self) -> "Client":
         return self
@@ -254,6 +304,8 @@ class Client:
     def __del__(self) -> None:
         try:
             if self._h is not None and self._pid == os.getpid():
+                if self._hitter is not None:
+                    self._hitter.bind(None, None)
                 self._lib.kjit_close(self._h)
                 self._h = None
         except Exception:  # interpreter shutdown
@@ -269,7 +321,8 @@ class Client:
             runtime_version: Optional[str] = None, no_env: bool = False,
             include_dirs: Optional[Sequence[Union[str, os.PathLike]]] = None,
             compiler: Optional[str] = None,
-            name_expressions: Optional[Sequence[str]] = None, explain: bool = False) -> Object:
+            name_expressions: Optional[Sequence[str]] = None, explain: bool = False,
+            view: bool = False) -> Object:
         """Fetches the code object of source (str or bytes) compiled for
         backend ("hip", "cuda" or "vulkan"; required), or of the bundled
         kernel named kernel.
@@ -289,7 +342,10 @@ class Client:
         instantiate ("scale<float>"), whose lowered names come back in
         Object.lowered_names.  Macros and the like go in options
         ("-DN=4", "-std=c++17").  explain: for a result that is not a hit,
-        Object.explain says why (`kjit get --explain`).
+        Object.explain says why (`kjit get --explain`).  view: Object.data
+        is a read-only memoryview over libkjit's result instead of a bytes
+        copy, valid until released (Object.release(), a with block, or
+        data.release()); using it afterwards raises ValueError.
 
         Raises CompileError (with .log), TargetError, DaemonError or
         kjit.Error with the daemon's one-line message.
@@ -307,12 +363,12 @@ class Client:
                                 runtime_version=runtime_version, no_env=no_env, include_dirs=include_dirs,
                                 compiler=compiler, name_expressions=name_expressions)
             req.explain = 1 if explain else 0
-            prep = (req, ctypes.addressof(req), list(name_expressions or ()))
+            prep = (req, ctypes.addressof(req), list(name_expressions) if name_expressions else None)
             if k is not None and not headers:
                 if len(self._prepared) >= _PREPARED_MAX:
                     self._prepared.clear()
                 self._prepared[k] = prep
-        return self._get_prepared(prep[1], backend, prep[2])  # type: ignore[arg-type]
+        return self._get_prepared(prep[1], backend, prep[2], view)  # type: ignore[arg-type]
 
     def _request(self, source: Optional[Source] = None, backend: Optional[Backend] = None,
                  target: Optional[str] = None,
@@ -390,41 +446,51 @@ class Client:
                        for i, e in enumerate(exprs) if i < res.n_lowered_names},
                       res.explain.decode(errors="replace") if res.explain else None)
 
-    def _get(self, req: _lib.Request, backend: Backend, exprs: Sequence[str] = ()) -> Object:
-        return self._get_prepared(ctypes.addressof(req), backend, exprs)
-
-    def _get_prepared(self, req_at: int, backend: Backend, exprs: Sequence[str]) -> Object:
+    def _get_prepared(self, req_at: int, backend: Backend, exprs: Optional[Sequence[str]], view: bool) -> Object:
         """kjit_get of the request at address req_at (kept alive by the
-        caller) into the Client's result, freed before returning."""
+        caller), through the extension or ctypes; the result freed before
+        returning, or with view=True when its memoryview is released."""
         lock = self._lock if self._forks == _forks[0] and not _FORK_CHECK else self._locked()
         with lock:
             h = self._h
             if h is None or self._closed:
                 h = self._handle()
-            res, at = self._res, self._res_at
-            r = self._kget(h, req_at, at)
-            try:
-                if r < 0:
-                    log = res.log
-                    out: Union[Object, Error] = error_for(r, self._message(r, res.error or self._lib.kjit_last_error(h)),
-                                                          log.decode(errors="replace") if log else "")
-                else:
-                    size, tg, ver, log, ex = res.size, res.target, res.runtime_version, res.log, res.explain
-                    out = Object(_bytes_at(res.data, size) if size else b"",
-                                 STATUSES.get(res.status) or str(res.status),
-                                 res.key.decode(),
-                                 tg.decode() if tg else "",
-                                 ver.decode() if ver else "",
-                                 log.decode(errors="replace") if log else "",
-                                 backend,
-                                 {e: (res.lowered_names[i].decode() if res.lowered_names[i] else None)
-                                  for i, e in enumerate(exprs) if i < res.n_lowered_names} if exprs else None,
-                                 ex.decode(errors="replace") if ex else None)
-            finally:
-                self._kfree(at)
-        if isinstance(out, Error):
-            raise out
+            hitter = self._hitter
+            out = (hitter.get(h, req_at, backend, exprs, view) if hitter is not None
+                   else self._get_ctypes(h, req_at, backend, exprs, view))
+            if type(out) is tuple:  # (code, error, log): read kjit_last_error(h) under the lock
+                raise self._failure(h, *out)
         return out
+
+    def _failure(self, h: int, code: int, err: Optional[bytes], log: Optional[bytes]) -> Error:
+        """The exception of a failed kjit_get on h (the lock held): libkjit's
+        message, else kjit_last_error(h), else kjit_strerror(code)."""
+        return error_for(code, self._message(code, err or self._lib.kjit_last_error(h)),
+                         log.decode(errors="replace") if log else "")
+
+    def _get_ctypes(self, h: int, req_at: int, backend: Backend, exprs: Optional[Sequence[str]],
+                    view: bool) -> Union[Object, tuple]:
+        """_get_prepared's ctypes path (the lock held): the Object, or
+        (code, error, log) of a failure."""
+        res, at = self._res, self._res_at
+        r = self._kget(h, req_at, at)
+        try:
+            if r < 0:
+                return (r, res.error, res.log)
+            size, tg, ver, log, ex = res.size, res.target, res.runtime_version, res.log, res.explain
+            data = _bytes_at(res.data, size) if size else b""
+            return Object(memoryview(data) if view else data,
+                          STATUSES.get(res.status) or str(res.status),
+                          res.key.decode(),
+                          tg.decode() if tg else "",
+                          ver.decode() if ver else "",
+                          log.decode(errors="replace") if log else "",
+                          backend,
+                          {e: (res.lowered_names[i].decode() if res.lowered_names[i] else None)
+                           for i, e in enumerate(exprs) if i < res.n_lowered_names} if exprs else None,
+                          ex.decode(errors="replace") if ex else None)
+        finally:
+            self._kfree(at)
 
     def get_many(self, requests: Sequence[Mapping[str, Any]], *, return_exceptions: bool = False,
                  on_ready: Optional[Any] = None) -> List[Any]:

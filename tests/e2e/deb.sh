@@ -80,6 +80,8 @@ for f in /usr/bin/kjitd /usr/bin/kjit /usr/lib/libkjit.so.0 /usr/lib/libkjit.so 
 	/usr/share/kjit/kernels_src/MANIFEST /usr/lib/kjit/nvrtc/libnvrtc.so.13; do
 	check "package holds $f" grep -qxF "$f" "$T/contents"
 done
+check "package holds the Python package's C extension (kjit._hit)" \
+	grep -q '^/usr/lib/python3/dist-packages/kjit/_hit\..*\.so$' "$T/contents"
 check "package: /etc/kjit/kjitd.conf is a conffile" \
 	sh -c "dpkg-deb -I '$DEB' conffiles | grep -qx /etc/kjit/kjitd.conf"
 
@@ -168,9 +170,12 @@ assert kjit.__version__ == '$VERSION', kjit.__version__
 assert kjit.library_path() == '/usr/lib/libkjit.so.0', kjit.library_path()
 o = kjit.get(open('$PUB/scale.hip').read(), backend='hip', target='gfx90a')
 print(o.status)
+print(kjit.default_client().hit_path)
 " >"$T/py" 2>&1
 check "member of kjit: Debian's python3 imports the packaged kjit, loads /usr/lib/libkjit.so.0, gets a hit" \
 	grep -qx 'hit' "$T/py"
+check "member of kjit: ... through the packaged C extension ($(tail -n 1 "$T/py" | head -c 100))" \
+	grep -qx 'extension' "$T/py"
 cat >"$PUB/prog.c" <<'EOF'
 #include <kjit.h>
 #include <stdio.h>

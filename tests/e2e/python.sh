@@ -3,7 +3,11 @@
 # temporary socket and cache: `python3 -m unittest` discovery over
 # tests/python/, with a result class that prints one "ok NAME" or
 # "not ok NAME: why" line per test for tests/run.sh to count (tracebacks go
-# to stderr).  The package loads this build's libkjit.so (KJIT_LIBRARY).
+# to stderr).  The package loads this build's libkjit.so (KJIT_LIBRARY) and
+# must load its C extension, kjit._hit, built beside it (KJIT_PYTHON_EXT=1:
+# a build without it fails here, loudly; tests/python/test_hit.py runs the
+# ctypes path too).  Under make test-asan the extension carries the
+# sanitizers as the library does, and loads with their runtimes preloaded.
 . "$(dirname "$0")/lib.sh"
 
 if ! command -v python3 >/dev/null 2>&1; then
@@ -21,7 +25,7 @@ if [ -n "$(san_flags)" ]; then
 	ubsan=$(${CC:-cc} -print-file-name=libubsan.so)
 	export LD_PRELOAD="$asan $ubsan" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 fi
-export PYTHONPATH="$TOP/python" PYTHONDONTWRITEBYTECODE=1
+export PYTHONPATH="$TOP/python" PYTHONDONTWRITEBYTECODE=1 KJIT_PYTHON_EXT=1
 export KJIT_LIBRARY="$TOP/$BUILD/libkjit.so" KJIT_BIN="$KJIT" KJIT_TEST_TMP="$T"
 cd "$TOP" || exit 1
 python3 - tests/python <<'EOF'

@@ -692,11 +692,15 @@ class TestInstall(unittest.TestCase):
             b.write(a.read())
         env["PYTHONPATH"] = site
         q = subprocess.run([sys.executable, "-c", "import kjit; print(kjit.__file__); "
-                            "print(kjit.library_path()); kjit.ping()"],
+                            "print(kjit.library_path()); kjit.ping(); "
+                            "print(kjit.default_client().hit_path, kjit._lib.extension().__file__)"],
                            capture_output=True, env=env, timeout=60, cwd=TMP)
         self.assertEqual(q.returncode, 0, q.stderr)
+        ext = [f for f in os.listdir(os.path.join(site, "kjit")) if f.startswith("_hit.") and f.endswith(".so")]
+        self.assertEqual(len(ext), 1, ext)  # the C extension, installed beside the modules
         self.assertEqual(q.stdout.decode().split(),
-                         [os.path.join(site, "kjit", "__init__.py"), lib])
+                         [os.path.join(site, "kjit", "__init__.py"), lib,
+                          "extension", os.path.join(site, "kjit", ext[0])])
         p = subprocess.run(make + ["uninstall-python"], capture_output=True, env=env, timeout=120)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertFalse(os.path.exists(os.path.join(site, "kjit")))
