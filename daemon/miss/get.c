@@ -188,7 +188,7 @@ static int join_or_open_flight(struct get_req *g, struct kj__offhash *rs, char *
 		.inc = &rs->inc, .explain = rs->explain, .fp = has_fp ? rs->fp : NULL, .hits_gen = rs->hits_gen,
 		.want = rs->want,
 	};
-	int r = kj__flight_open_or_join(g->d, &m, err, errlen);
+	int r = kj__miss_open_or_join(g->d, &m, err, errlen);
 
 	rs->want = m.want; /* NULL once the flight took it */
 	rs->explain = m.explain;
