@@ -2,7 +2,7 @@
  * parts: connections (conn.c: reading frames, replies, back-pressure), the
  * server (server.c: listening, accepting, dispatching to the handlers),
  * the GET request (request.c parses, get.c answers), single-flight
- * (flight.c: one compile per key), the worker pool (pool.c: compile
+ * (miss.c: one compile per key), the worker pool (pool.c: compile
  * processes), the memo, the recent failures (negcache.c), the
  * bundled-kernel manifest and the administrative
  * commands.  Arrows point one way: server.c calls the handlers, handlers
@@ -270,7 +270,7 @@ struct kj__daemon {
 	struct kj__memo *memo;       /* request bytes -> key, for the hit path */
 	struct kj__negcache *negcache; /* recently failed compiles (negcache.c) */
 	struct kj__flights *flights; /* misses in progress, by key (miss.c) */
-	struct kj__remote *remote;   /* the fleet tier (fleet.c); NULL without --remote */
+	struct kj__remote *remote;   /* the fleet tier (miss.c); NULL without --remote */
 	struct kj__conn *conns;      /* all live connections */
 	struct kj__hits *hits;       /* the shared hit table and its watches (hits.c), or NULL */
 	struct kj__gpu gpus[16];     /* detected at start */
@@ -538,7 +538,6 @@ void kj__explain_free(struct kj__explain *x);
  * flight still in it (NULL: nothing); count: how many are open. */
 struct kj__flight;
 struct kj__flights;
-struct kj__remote_object;
 int kj__flights_new(struct kj__flights **out);
 void kj__flights_free(struct kj__flights *t);
 size_t kj__flights_count(const struct kj__flights *t);
@@ -674,7 +673,7 @@ void kj__stats_flush(struct kj__daemon *d);
 void kj__admin_answer(struct kj__conn *c, uint32_t id, int r, struct kj__buf *text, struct kj__buf *json,
 		      const char *err);
 
-/* publish.c: the cache's part of a flight's publish (flight.c), its disk
+/* publish.c: the cache's part of a flight's publish (miss.c), its disk
  * work and digest on libuv's thread pool: e's object (data, len bytes: the
  * reply buffer of e->key holding them is shared, else one is made; the
  * hot set's copy is made on the thread), its recipe (a GET frame, or

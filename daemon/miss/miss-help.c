@@ -179,7 +179,8 @@ void kj__flight_free(struct kj__flight *f)
 	if (f == NULL)
 		return;
 	kj__quota_release(f->d, f->uid, f->charged);
-	kj__remote_lease_release(f->lease); /* a compile that never ended: let the fleet go on */
+	if (f->lease) /* a compile that never ended: let the fleet go on (without --remote, remote/ is never called) */
+		kj__remote_lease_release(f->lease);
 	for (size_t i = 0; i < f->n_w; i++) {
 		kj__conn_unref(f->w[i].c);
 		free(f->w[i].explain);
@@ -259,7 +260,7 @@ static char *join_options(char **v, size_t n)
 static int build_job(struct kj__flight *f, const struct kj__get_req *g, const struct kj__includes *inc)
 {
 	/* hip, cuda: the object is the module's whatever entries are asked;
-	 * each waiter's are checked against it when it comes (flight-serve.c) */
+	 * each waiter's are checked against it when it comes (kj__miss_check_object) */
 	int entries = kj__cache_key_entries_in(g->backend);
 	struct kj__compile_job job = {
 		.target = f->e.target,
@@ -581,7 +582,7 @@ static void printable(char *out, size_t cap, const char *s, size_t n)
 /* hip, cuda (entries not in the key): an object whose symbols cannot be
  * listed is judged by the value's signed entry list, which must cover
  * every waiter's entries; one whose symbols can be is judged per waiter
- * when it is answered (flight-serve.c), a missing entry being the request's
+ * when it is answered (kj__miss_check_object), a missing entry being the request's
  * error, not the value's.  1 if it fits, else 0 with why in err. */
 static int waiters_covered(const struct kj__flight *f, const struct kj__remote_object *o, char *err, size_t errlen)
 {

@@ -316,8 +316,9 @@ static void do_publish(struct kj__flight *f, const struct ev_arg *a)
 	publish(f, KJIT_STATUS_COMPILED, KJIT_STATUS_JOINED, data, len, a->log, a->lowered, a->us / 1000);
 	struct kj__remote_lease *lease = f->lease;
 	f->lease = NULL;
-	if (d->remote == NULL || data == NULL ||
-	    kj__miss_fleet_value(f, data, len, a->log, a->lowered, &v, &meta, &ents) < 0) {
+	if (d->remote == NULL)
+		return; /* without --remote there is no lease, and remote/ is never called */
+	if (data == NULL || kj__miss_fleet_value(f, data, len, a->log, a->lowered, &v, &meta, &ents) < 0) {
 		kj__remote_lease_release(lease);
 		return;
 	}
@@ -337,8 +338,10 @@ static void do_serve(struct kj__flight *f, const struct ev_arg *a)
 	char *log = NULL, *lowered = NULL;
 	int split = kj__remote_texts(o, &log, &lowered) == 0; /* else: no memory, nothing is cached */
 
-	kj__remote_lease_release(f->lease);
-	f->lease = NULL;
+	if (f->lease) { /* held after RECHECK only */
+		kj__remote_lease_release(f->lease);
+		f->lease = NULL;
+	}
 	kj__miss_check_object(f, o->data, o->size);
 	d->stats[KJ_STAT_REMOTE_HITS] += f->n_w;
 	if (split) {
