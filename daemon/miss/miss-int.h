@@ -57,7 +57,8 @@ enum kj__miss_event {
 /* What the driver does next.  LOOKUP: ask the tier for the key.  LEASE:
  * refuse the waiters that may not compile, then ask the tier for the
  * lease.  RECHECK: ask the tier for the key once more (the lease held).
- * COMPILE: refuse the waiters that may not compile, then build the job
+ * COMPILE: refuse the waiters that may not compile (unless LEASE did:
+ * once a flight, struct kj__flight's fetch_checked), then build the job
  * and queue it.  SERVE: answer every waiter with the tier's value, then
  * publish it here (the lease, if held, given back).  PUBLISH: answer
  * every waiter with the compiled object, publish it here, then in the
@@ -136,6 +137,9 @@ struct kj__flight {
 	uint64_t hits_gen;           /* the hit table's generation when the flight opened */
 	struct kj__pool *pool;       /* the compiler family it runs on */
 	struct kj__remote_lease *lease; /* the fleet's lease while compiling; released on free */
+	int fetch_checked;           /* the waiters that may only fetch were refused, once: when the
+				      * tier missed (or, without --remote, at START); a fetch-only
+				      * request joining later is served whatever the flight gets */
 };
 
 /* miss-help.c: what the driver calls, each returning to it (none calls

@@ -223,11 +223,22 @@ static void on_job_done(struct kj__job *job, int code, const struct kj__msg *res
 	free(a.lowered);
 }
 
-/* COMPILE: the waiters that may not compile refused, the job built and
+/* LEASE and COMPILE refuse the waiters that may only fetch, once per
+ * flight: those there when the tier missed (or, without --remote, the
+ * opener at START); a fetch-only request that joins a flight about to
+ * compile is served the object (as it always was). */
+static void refuse_fetch_only(struct kj__flight *f)
+{
+	if (!f->fetch_checked)
+		kj__miss_refuse(f);
+	f->fetch_checked = 1;
+}
+
+/* COMPILE: the waiters that may not compile refused (once), the job built and
  * queued (pool.c: round-robin by uid, an idle worker fed). */
 static void do_compile(struct kj__flight *f)
 {
-	kj__miss_refuse(f);
+	refuse_fetch_only(f);
 	int r = kj__miss_make_job(f);
 	if (r < 0) {
 		struct ev_arg a = { .code = r, .counted_as = r };
@@ -416,7 +427,7 @@ static void feed(struct kj__flight *f, enum kj__miss_event e, struct ev_arg *a)
 		kj__remote_lookup(d->remote, f->key, on_lookup, f);
 		return;
 	case KJ_MISS_DO_LEASE:
-		kj__miss_refuse(f); /* those that may only fetch */
+		refuse_fetch_only(f);
 		kj__remote_lease(d->remote, f->key, on_lease, f);
 		return;
 	case KJ_MISS_DO_COMPILE: do_compile(f); return;
