@@ -2,7 +2,7 @@
  * parts: connections (conn.c: reading frames, replies, back-pressure), the
  * server (server.c: listening, accepting, dispatching to the handlers),
  * the GET request (request.c parses, get.c answers), single-flight
- * (flight.c: one compile per key), the worker pool (pool.c: compile
+ * (miss.c: one compile per key), the worker pool (pool.c: compile
  * processes), the memo, the recent failures (negcache.c), the
  * bundled-kernel manifest and the administrative
  * commands.  Arrows point one way: server.c calls the handlers, handlers
@@ -269,8 +269,8 @@ struct kj__daemon {
 	struct kj__manifest manifest;
 	struct kj__memo *memo;       /* request bytes -> key, for the hit path */
 	struct kj__negcache *negcache; /* recently failed compiles (negcache.c) */
-	struct kj__flights *flights; /* compiles in progress, by key (flight.c) */
-	struct kj__remote *remote;   /* the fleet tier (fleet.c); NULL without --remote */
+	struct kj__flights *flights; /* misses in progress, by key (miss.c) */
+	struct kj__remote *remote;   /* the fleet tier (miss.c); NULL without --remote */
 	struct kj__conn *conns;      /* all live connections */
 	struct kj__hits *hits;       /* the shared hit table and its watches (hits.c), or NULL */
 	struct kj__gpu gpus[16];     /* detected at start */
@@ -531,21 +531,18 @@ struct kj__explain *kj__explain_begin(struct kj__daemon *d, int backend, const c
 char *kj__explain_run(struct kj__explain *x, const char *key, const struct kj__key_input *ki);
 void kj__explain_free(struct kj__explain *x);
 
-/* flight.c, flight-job.c, flight-serve.c, flight-remote.c: the miss, one
- * flight per key (docs in flight.c).  A flight is opaque outside these
- * files (its struct is in their private flight-int.h).  The table of open
- * flights: new: 0 or KJIT_ENOMEM; free: frees it and every flight still in
- * it (NULL: nothing); count: how many are open; foreach: calls fn on each
- * (fn must not add or remove flights). */
+/* miss.c: the miss, one flight per key, as one state machine (docs in
+ * miss.c; its helpers in miss-help.c).  A flight is opaque outside these
+ * files (its struct is in their private miss-int.h).  The table of open
+ * flights (miss-help.c): new: 0 or KJIT_ENOMEM; free: frees it and every
+ * flight still in it (NULL: nothing); count: how many are open. */
 struct kj__flight;
 struct kj__flights;
-struct kj__remote_object;
 int kj__flights_new(struct kj__flights **out);
 void kj__flights_free(struct kj__flights *t);
 size_t kj__flights_count(const struct kj__flights *t);
-void kj__flights_foreach(struct kj__flights *t, void (*fn)(struct kj__flight *f, void *arg), void *arg);
 
-/* A miss as get.c resolved it, for kj__flight_open_or_join.  Pointers are
+/* A miss as get.c resolved it, for kj__miss_open_or_join.  Pointers are
  * borrowed for the call, except want, which the flight takes. */
 struct kj__miss {
 	struct kj__conn *c;          /* the client, and its request id */
@@ -555,41 +552,20 @@ struct kj__miss {
 	struct kj__pool *pool;       /* its compiler family's pool */
 	const char *key, *target, *version; /* what it resolved to */
 	struct kj__includes *inc;    /* its includes, resolved; taken (zeroed) with q */
-	char *explain;               /* --explain's text (explain.c), or NULL; set NULL once a waiter took it */
+	char *explain;               /* --explain's text (explain.c), or NULL; set NULL once the flight took it */
 	const uint8_t *fp;           /* the GET body's fingerprint for the hit table; NULL: kept out of it */
 	uint64_t hits_gen;           /* the hit table's generation when its resolve began (offhash.c) */
 	char *want;                  /* entries to check (hip, cuda), "NAME\n" each, or NULL; set NULL once taken */
 };
-/* Joins the open flight for m->key, or opens one (its index entry, compile
- * job and replay recipe, then the fleet tier: remote lookup, lease, the
- * compile or a refusal; it may end before this returns), and attaches the
- * waiter's --explain text when asked.  0 (the client will be answered) or
- * a code with the reason in err (nothing sent). */
-int kj__flight_open_or_join(struct kj__daemon *d, struct kj__miss *m, char *err, size_t errlen);
+/* Joins the open flight for m->key, or opens one (its index entry and
+ * replay recipe, the request and includes moved in, then the machine
+ * started: the fleet tier when --remote, the compile or a refusal; it may
+ * end before this returns), the waiter taking m's --explain text and
+ * entries.  0 (the client will be answered) or a code with the reason in
+ * err (nothing sent). */
+int kj__miss_open_or_join(struct kj__daemon *d, struct kj__miss *m, char *err, size_t errlen);
 
-/* For fleet.c (all on an open flight f, in the table).  daemon, key: what
- * f belongs to and its key.  set_lease: f holds the fleet lease from now
- * (released when f ends); take_lease: f's lease (NULL: none), f holding
- * none after.  fits: 1 if the verified remote object o is what f asked
- * for (metadata, entry list, the object's symbols), else 0, counted as
- * forged and logged.  serve_remote: o answers every waiter (`remote hit`)
- * and is published locally (kj__flight_publish's sequence, no remote
- * publish), logged with how; frees f.  fail: every waiter gets code and
- * line; frees f.  refuse_fetch_only: refuses the waiters that may not
- * compile (every one on a --no-compile node); 1 if none is left (f freed),
- * else 0.  compile: logs it and queues f's job (it may end, and free f,
- * at once). */
-struct kj__daemon *kj__flight_daemon(const struct kj__flight *f);
-const char *kj__flight_key(const struct kj__flight *f);
-void kj__flight_set_lease(struct kj__flight *f, struct kj__remote_lease *lease);
-struct kj__remote_lease *kj__flight_take_lease(struct kj__flight *f);
-int kj__flight_fits(struct kj__flight *f, const struct kj__remote_object *o);
-void kj__flight_serve_remote(struct kj__flight *f, const struct kj__remote_object *o, const char *how);
-void kj__flight_fail(struct kj__flight *f, int code, const char *line);
-int kj__flight_refuse_fetch_only(struct kj__flight *f);
-void kj__flight_compile(struct kj__flight *f);
-
-/* reply.c: the replies to GET (get.c, fleet.c).  What an object reply
+/* reply.c: the replies to GET (get.c, miss.c).  What an object reply
  * says besides the object's bytes. */
 struct kj__obj_reply {
 	const char *key, *target, *version;
@@ -622,24 +598,12 @@ int kj__lowered_of(struct kj__daemon *d, const char *key, char **out, char **log
  * 0 or a negative code. */
 int kj__object_entries(struct kj__daemon *d, const char *key, const uint8_t *data, size_t len, char **list);
 
-/* fleet.c: the fleet tier on the request path (docs/remote.md).  start:
- * creates d->remote when --remote is set (nothing otherwise): 0 or a code
- * with the reason in err.  stop: releases the leases of open flights and
- * closes the remote (idempotent). */
+/* miss.c: the fleet tier's handle (docs/remote.md).  start: creates
+ * d->remote when --remote is set (nothing otherwise): 0 or a code with the
+ * reason in err.  stop: releases the leases of open flights and closes the
+ * remote (idempotent). */
 int kj__fleet_start(struct kj__daemon *d, char *err, size_t errlen);
 void kj__fleet_stop(struct kj__daemon *d);
-/* A local miss: f is in the flight table with its waiters and its job
- * built.  Looks the key up in the remote (one lookup for all joiners),
- * then takes the fleet lease and compiles, serves another node's publish,
- * or refuses (--no-compile, fetch-only waiters).  May answer and free f
- * before it returns. */
-void kj__fleet_miss(struct kj__flight *f);
-/* Publishes the object v under key to the remote off the request path,
- * consuming lease (NULL: none); with v NULL (the compile failed, or its
- * value could not be made) or without a remote, just releases the lease
- * so a waiter elsewhere takes over. */
-void kj__fleet_publish(struct kj__daemon *d, const char *key, const struct kj__remote_object *v,
-		       struct kj__remote_lease *lease);
 
 /* get.c: answers GET.  body/len are the raw request (valid through the
  * call): the memo is checked with them before anything is decoded; a body
@@ -709,7 +673,7 @@ void kj__stats_flush(struct kj__daemon *d);
 void kj__admin_answer(struct kj__conn *c, uint32_t id, int r, struct kj__buf *text, struct kj__buf *json,
 		      const char *err);
 
-/* publish.c: the cache's part of a flight's publish (flight.c), its disk
+/* publish.c: the cache's part of a flight's publish (miss.c), its disk
  * work and digest on libuv's thread pool: e's object (data, len bytes: the
  * reply buffer of e->key holding them is shared, else one is made; the
  * hot set's copy is made on the thread), its recipe (a GET frame, or

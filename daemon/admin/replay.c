@@ -5,8 +5,8 @@
  *
  * A recipe is the GET frame a request would send, without its target and
  * version: the source and headers (or the bundled kernel's name), entry
- * points and options.  The flight module makes it when a flight opens
- * (flight.c) and its publish stores it, content-addressed, with the object
+ * points and options.  The miss makes it when a flight opens
+ * (miss-help.c) and its publish stores it, content-addressed, with the object
  * (publish.c, cache/recipe.c).  Replay feeds each recipe,
  * with the target the object was built for, through the ordinary GET path
  * on an internal connection, and answers the admin client once every

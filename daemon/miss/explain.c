@@ -6,7 +6,7 @@
  * as `kjit ls` and `kjit show` do): a user learns nothing of another's
  * options, headers or keys.  The nearest (fewest differing components; the
  * most recently used among equals) is said in a text the waiter keeps,
- * sent with the object (flight-serve.c).  The components are the key's
+ * sent with the object (miss.c).  The components are the key's
  * (cache/key.c): compiler identity, target, runtime version, options (from
  * the objects table), and, from the entry's replay recipe (cache/recipe.c:
  * the request it was built from), the source bytes, the headers by name

@@ -9,7 +9,7 @@
  * includes; hash), answered back on the loop (get_answer).  A cached
  * object is answered at once (answer_hit, the hot set first; every reply
  * is written by reply.c).  A miss is handed, with what it resolved to, to
- * the flight module (kj__flight_open_or_join, flight.c): it joins the
+ * the miss's machine (kj__miss_open_or_join, miss.c): it joins the
  * flight for its key if one is open (one compile per key, the others
  * answered "joined" with the same bytes) or opens one; from there the
  * flight module answers it, publishes the object and offers it to the
@@ -173,8 +173,8 @@ static int answer_resolved(struct get_req *g, struct kj__offhash *rs, int lowere
 
 /* ---- a miss: one compile per key ---- */
 
-/* Joins the open flight for rs->key, or opens one (flight.c: its job,
- * recipe, the fleet tier, then the compile), with the GET body's
+/* Joins the open flight for rs->key, or opens one (miss.c: its recipe,
+ * the fleet tier when --remote, then the compile), with the GET body's
  * fingerprint for the hit table unless lowered names must go with the
  * object (the table holds none).  0 (g's client will be answered when the
  * flight ends) or a code, reason in err. */
@@ -188,7 +188,7 @@ static int join_or_open_flight(struct get_req *g, struct kj__offhash *rs, char *
 		.inc = &rs->inc, .explain = rs->explain, .fp = has_fp ? rs->fp : NULL, .hits_gen = rs->hits_gen,
 		.want = rs->want,
 	};
-	int r = kj__flight_open_or_join(g->d, &m, err, errlen);
+	int r = kj__miss_open_or_join(g->d, &m, err, errlen);
 
 	rs->want = m.want; /* NULL once the flight took it */
 	rs->explain = m.explain;

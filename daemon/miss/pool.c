@@ -91,11 +91,6 @@ static void worker_kill(struct worker *w)
 	uv_process_kill(&w->proc, SIGKILL);
 }
 
-static void job_finish(struct kj__job *job, int code, const struct kj__msg *res, const char *error)
-{
-	job->done(job, code, res, error);
-}
-
 static void run_ready_cbs(struct kj__pool *p, int code, const char *error)
 {
 	while (p->ready_cbs) {
@@ -145,7 +140,7 @@ static void fail_queue(struct kj__pool *p, int code, const char *error)
 	struct kj__job *job;
 
 	while ((job = queue_pop(p)) != NULL)
-		job_finish(job, code, NULL, error);
+		job->done(job, code, NULL, error);
 }
 
 static void worker_unlink(struct worker *w)
@@ -192,7 +187,7 @@ static void worker_lost(struct worker *w, int code, const char *why)
 
 	w->job = NULL;
 	if (job)
-		job_finish(job, code, NULL, why);
+		job->done(job, code, NULL, why);
 	worker_unlink(w);
 	if (!w->exited) {
 		w->abandoned = 1;
@@ -351,7 +346,7 @@ static void handle_frame(struct worker *w, const struct kj__frame_hdr *h, const 
 		w->job = NULL;
 		uv_timer_stop(&w->timer);
 		p->st.busy--;
-		job_finish(job, 0, &m, NULL);
+		job->done(job, 0, &m, NULL);
 		if (!retire(w)) /* else worker_lost dispatched */
 			dispatch(p);
 	} else {
@@ -623,16 +618,16 @@ void kj__pool_submit(struct kj__pool *p, struct kj__job *job)
 {
 	maybe_retry(p);
 	if (p->shutting_down) {
-		job_finish(job, KJIT_ESHUTDOWN, NULL, "kjitd is shutting down");
+		job->done(job, KJIT_ESHUTDOWN, NULL, "kjitd is shutting down");
 		return;
 	}
 	if (p->failed) {
-		job_finish(job, p->failed, NULL, p->failure);
+		job->done(job, p->failed, NULL, p->failure);
 		return;
 	}
 	job->queued_us = kj__now_us();
 	if (kj__uidq_push(&p->q, job) < 0) {
-		job_finish(job, KJIT_ENOMEM, NULL, "kjitd is out of memory; retry later");
+		job->done(job, KJIT_ENOMEM, NULL, "kjitd is out of memory; retry later");
 		return;
 	}
 	p->st.queued++;
@@ -685,7 +680,7 @@ void kj__pool_shutdown(struct kj__pool *p)
 		struct kj__job *job = w->job;
 		w->job = NULL;
 		if (job)
-			job_finish(job, KJIT_ESHUTDOWN, NULL, "kjitd is shutting down");
+			job->done(job, KJIT_ESHUTDOWN, NULL, "kjitd is shutting down");
 		worker_unlink(w);
 		if (!w->exited)
 			worker_kill(w);

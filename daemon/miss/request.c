@@ -307,7 +307,7 @@ static int same_strv(char *const *a, size_t na, char *const *b, size_t nb)
 /* Where entries are not in the key (hip, cuda), every kernel of the
  * manifest built from k's file with k's options is one module, compiled
  * once: their entries, "NAME\n" each, go with the module's fleet value
- * (flight-remote.c), so a node fetching any kernel of it is served
+ * (miss-help.c), so a node fetching any kernel of it is served
  * whichever kernel compiled it.  0 or KJIT_ENOMEM. */
 static int module_entries(struct kj__get_req *g, const struct kj__manifest *m, const struct kj__kernel *k)
 {

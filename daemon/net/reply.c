@@ -1,5 +1,5 @@
-/* reply.c: the replies to GET, for get.c (hits, refusals) and the flight
- * module (compiles, joins, remote hits; flight-serve.c): an object with what goes with it (key, target,
+/* reply.c: the replies to GET, for get.c (hits, refusals) and the
+ * miss (compiles, joins, remote hits; miss.c): an object with what goes with it (key, target,
  * version, the compile log, the lowered names of C++ name expressions),
  * or a failure with its one line and log; and the counters replies move.
  *

@@ -125,7 +125,7 @@ check "B: no compile" [ "$(nstat 2 compiles)" = 0 ]
 check "B: remote_hits 1 in stats" [ "$(nstat 2 remote_hits)" = 1 ]
 check "B: kjit show works for the remote object" sh -c "KJIT_SOCKET=$T/n/2.sock $KJIT show $k | grep -q 'source *ab.src'"
 check "B: the log says remote hit" grep -q "remote hit $k" "$T/log.2"
-# A remote hit is published as a compile is (daemon/miss/flight.c): the same
+# A remote hit is published as a compile is (daemon/miss/miss.c): the same
 # request again is answered from the shared hit table, without the socket.
 get 2 "$s" "$T/b1.o"
 check "B: the remote hit entered the shared hit table (fast hits $(nstat 2 fast_hits))" [ "$(nstat 2 fast_hits)" -ge 1 ]

@@ -1,10 +1,11 @@
 #!/bin/sh
 # layering.sh: private structs stay private (issue 25).  A flight and its
-# waiters belong to the flight module: `struct kj__flight {` and
-# `struct kj__waiter {` are defined in daemon/miss/flight-int.h and nowhere
-# else, and only daemon/miss/flight*.c include that header, so every other file
-# holds a flight as an opaque pointer and the compiler refuses any field
-# use outside the module.  A definition or an include that leaks fails
+# waiters belong to the miss (issue 33): `struct kj__flight {` and
+# `struct kj__waiter {` are defined in daemon/miss/miss-int.h and nowhere
+# else, and only daemon/miss/miss*.c (and the machine's unit test,
+# tests/test-miss.c) include that header, so every other file holds a
+# flight as an opaque pointer and the compiler refuses any field use
+# outside the miss.  A definition or an include that leaks fails
 # here, naming the file.  The fleet tier is an interface (issue 33): no
 # daemon file names Redis, the backends' table and private headers are
 # remote/'s own (remote/backend.h, remote/redis/redis-int.h included only
@@ -24,23 +25,26 @@ defined_in() {
 }
 for s in kj__flight kj__waiter; do
 	where=$(defined_in "$s")
-	check "struct $s is defined only in daemon/miss/flight-int.h (defined in: ${where:-nowhere})" \
-		[ "$where" = "daemon/miss/flight-int.h" ]
+	check "struct $s is defined only in daemon/miss/miss-int.h (defined in: ${where:-nowhere})" \
+		[ "$where" = "daemon/miss/miss-int.h" ]
 done
 
-# Who includes the private header: daemon/miss/flight*.c only.
-inc=$(xargs grep -lE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]([^">]*/)?flight-int\.h[">]' <"$T/src" |
+# Who includes the private header: daemon/miss/miss*.c and tests/test-miss.c only.
+inc=$(xargs grep -lE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]([^">]*/)?miss-int\.h[">]' <"$T/src" |
 	tr '\n' ' ' | sed 's/ $//')
 bad=""
 for f in $inc; do
 	case "$f" in
-	daemon/miss/flight*.c) ;;
+	daemon/miss/miss*.c | tests/test-miss.c) ;;
 	*) bad="$bad $f" ;;
 	esac
 done
-check "daemon/miss/flight-int.h is included by daemon/miss/flight*.c only (also by:${bad:- none})" [ -z "$bad" ]
-check "daemon/miss/flight.c includes daemon/miss/flight-int.h (included by: ${inc:-none})" \
-	sh -c 'case " $1 " in *" daemon/miss/flight.c "*) exit 0 ;; esac; exit 1' sh "$inc"
+check "daemon/miss/miss-int.h is included by daemon/miss/miss*.c and tests/test-miss.c only (also by:${bad:- none})" [ -z "$bad" ]
+check "daemon/miss/miss.c includes daemon/miss/miss-int.h (included by: ${inc:-none})" \
+	sh -c 'case " $1 " in *" daemon/miss/miss.c "*) exit 0 ;; esac; exit 1' sh "$inc"
+# The miss is one machine: the five files it replaced stay gone.
+old=$(ls daemon/miss/flight*.c daemon/miss/flight-int.h daemon/miss/fleet.c 2>/dev/null | tr '\n' ' ')
+check "the miss is daemon/miss/miss.c and miss-help.c (left over: ${old:-none})" [ -z "$old" ]
 # daemon.h declares the struct for everyone else, never its fields.
 check "daemon/daemon.h declares struct kj__flight only as an opaque type" \
 	sh -c 'grep -q "^struct kj__flight;" daemon/daemon.h && ! grep -qE "struct kj__(flight|waiter)[[:space:]]*\{" daemon/daemon.h'
@@ -105,7 +109,7 @@ bad=$(grep -lE 'kj__[a-z]' python/kjit/*.py | tr '\n' ' ')
 check "python/kjit names no internal kj__ symbol (named in: ${bad:-none})" [ -z "$bad" ]
 # daemon/'s rooms (issue 33): each room's private headers stay in it, and no
 # folder of the tree holds more than 20 .c files.
-for pair in net:conn-int miss:flight-int admin:bundle-int; do
+for pair in net:conn-int miss:miss-int admin:bundle-int; do
 	room=${pair%%:*} h=${pair#*:}
 	bad=$(outside "daemon/$room/*" $(includers "$h\\.h"))
 	check "daemon/$room/$h.h is included inside daemon/$room/ only (also by:${bad:- none})" [ -z "$bad" ]
