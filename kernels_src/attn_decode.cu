@@ -68,6 +68,9 @@
 #ifndef KJ_ATT_PF /* CUDA: L2 prefetch of the rows this many steps ahead (0: none) */
 #define KJ_ATT_PF 0
 #endif
+#ifndef KJ_ATT_SP /* 1: the next step's rows are loaded before this step's math */
+#define KJ_ATT_SP 0
+#endif
 #ifndef KJ_ATT_CS /* CUDA: how K/V rows are loaded (att_ld4) */
 #define KJ_ATT_CS 1
 #endif
@@ -218,6 +221,53 @@ KJ_DEV void att_prefetch_row(const float *row, int sub, int D)
             asm volatile("prefetch.global.L2 [%0];" ::"l"(row + 4 * f));
     }
 #endif
+}
+#endif
+
+/* The K and V rows of the NK keys a lane group takes at step i (tiles of NK * ng keys
+ * from tb, ending at lim); ok[n]: the key is valid (else a valid row is re-read). */
+template <int NK>
+KJ_DEV void att_load_step(const float *kb, const float *vb, int tb, int lim, int i, int D, bool vec,
+                          int grp, int sub, int ng, float (&kr)[NK][8], float (&vr)[NK][8],
+                          bool (&ok)[NK])
+{
+    const int base = tb + i * NK * ng, te = att_imin(base + NK * ng, lim);
+#pragma unroll
+    for (int n = 0; n < NK; n++) {
+        const int t = base + grp + n * ng;
+        ok[n] = t < te;
+        att_load_row(kb + (kj_size)(ok[n] ? t : base) * D, sub, D, vec, kr[n]);
+    }
+#pragma unroll
+    for (int n = 0; n < NK; n++)
+        att_load_row(vb + (kj_size)(ok[n] ? base + grp + n * ng : base) * D, sub, D, vec, vr[n]);
+}
+
+#if KJ_ATT_SP
+/* KJ_ATT_SP: software-pipelined keys: the rows of step i + 1 are loaded into a second
+ * set of registers before the math of step i, so a lane's loads stay in flight while it
+ * computes (two steps a trip, the buffers swapping roles, so no register copies). */
+KJ_DEV void att_keys_pipe(const float *kb, const float *vb, int s, int S, int kv_len, int D,
+                          bool vec, int grp, int sub, int ng, const float4 *sq,
+                          float (&acc)[KJ_ATT_G][8], float (&m)[KJ_ATT_G], float (&l)[KJ_ATT_G])
+{
+    enum { NK = KJ_ATT_NK };
+    int tb, lim;
+    const int nt = att_tiles(s, S, kv_len, NK * ng, &tb, &lim);
+    float ka[NK][8], va[NK][8], kc[NK][8], vc[NK][8];
+    bool oa[NK], oc[NK];
+    if (nt > 0)
+        att_load_step<NK>(kb, vb, tb, lim, 0, D, vec, grp, sub, ng, ka, va, oa);
+    for (int i = 0; i < nt; i += 2) {
+        if (i + 1 < nt)
+            att_load_step<NK>(kb, vb, tb, lim, i + 1, D, vec, grp, sub, ng, kc, vc, oc);
+        att_step<NK>(sq, sub, ka, va, oa, acc, m, l);
+        if (i + 1 >= nt)
+            break;
+        if (i + 2 < nt)
+            att_load_step<NK>(kb, vb, tb, lim, i + 2, D, vec, grp, sub, ng, ka, va, oa);
+        att_step<NK>(sq, sub, kc, vc, oc, acc, m, l);
+    }
 }
 #endif
 
@@ -417,7 +467,11 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB)
             m[g] = -KJ_INF;
             l[g] = 0.f;
         }
+#if KJ_ATT_SP
+        att_keys_pipe(kb, vb, s, S, kv_len, D, vec, grp, sub, ng, sq, acc, m, l);
+#else
         att_keys_regs(kb, vb, s, S, kv_len, D, vec, grp, sub, ng, sq, acc, m, l);
+#endif
         /* merge the lane groups of the block through shared memory */
 #pragma unroll
         for (int g = 0; g < KJ_ATT_G; g++) {
