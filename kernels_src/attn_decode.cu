@@ -71,6 +71,12 @@
 #ifndef KJ_ATT_SP /* 1: the next step's rows are loaded before this step's math */
 #define KJ_ATT_SP 0
 #endif
+#ifndef KJ_ATT_TR /* 1: a step's G * NK dot products summed by one transposing butterfly */
+#define KJ_ATT_TR 0
+#endif
+#ifndef KJ_ATT_LZ /* 1: acc rescaled only when the max grows by more than 2^8 (lazy) */
+#define KJ_ATT_LZ 0
+#endif
 #ifndef KJ_ATT_CS /* CUDA: how K/V rows are loaded (att_ld4) */
 #define KJ_ATT_CS 1
 #endif
@@ -117,6 +123,7 @@ KJ_DEV void att_load_row(const float *__restrict__ row, int sub, int D, bool vec
     }
 }
 
+#if !KJ_ATT_TR
 /* Sum over the KJ_ATT_LPK lanes of a group (xor offsets stay inside the group). */
 KJ_DEV float att_group_sum(float v)
 {
@@ -125,6 +132,7 @@ KJ_DEV float att_group_sum(float v)
         v += kj_shfl_xor(v, off);
     return v;
 }
+#endif
 
 KJ_DEV float att_exp2(float x) { return exp2f(x); }
 KJ_DEV int att_imin(int a, int b) { return a < b ? a : b; }
@@ -166,6 +174,7 @@ template <int W> KJ_DEV void att_ldcgw(const float *p, float *r)
     }
 }
 
+#if !KJ_ATT_TR && !KJ_ATT_LZ
 /* One online-softmax step of a lane group over NK keys (rows kr, vr; ok: the key is
  * valid) for the KJ_ATT_G heads of this pass; sq: the scaled q, [G][MAX_D / 4]. */
 template <int NK>
@@ -208,6 +217,131 @@ KJ_DEV void att_step(const float4 *sq, int sub, const float (&kr)[NK][8], const 
         m[g] = mn;
     }
 }
+#endif
+
+#if KJ_ATT_TR || KJ_ATT_LZ
+/* The V = G * NK sums over the group's LPK lanes of t (a lane's share of each dot
+ * product), on every lane: log2 V transposing levels (a lane keeps half its values and
+ * swaps the other half with its partner: V - 1 shuffles in all, not V per level), then
+ * plain butterfly levels, then a broadcast of each sum from a lane that holds it. */
+template <int V> KJ_DEV void att_group_sums(float (&t)[V], int sub)
+{
+#if KJ_ATT_TR
+    static_assert(V <= KJ_ATT_LPK, "att_group_sums: more values than lanes");
+    float v[V];
+#pragma unroll
+    for (int i = 0; i < V; i++)
+        v[i] = t[i];
+    int off = KJ_ATT_LPK / 2;
+#pragma unroll
+    for (int h = V / 2; h >= 1; h >>= 1, off >>= 1) {
+        const bool up = (sub & off) != 0;
+#pragma unroll
+        for (int i = 0; i < h; i++) {
+            const float send = up ? v[i] : v[i + h], keep = up ? v[i + h] : v[i];
+            v[i] = keep + kj_shfl_xor(send, off);
+        }
+    }
+#pragma unroll
+    for (; off > 0; off >>= 1)
+        v[0] += kj_shfl_xor(v[0], off);
+    /* sum j sits on the lanes whose bit LPK / 2 / (V / h) is set for each set bit h of j */
+#pragma unroll
+    for (int j = 0; j < V; j++) {
+        int src = 0;
+#pragma unroll
+        for (int h = V / 2, o = KJ_ATT_LPK / 2; h >= 1; h >>= 1, o >>= 1)
+            src += (j & h) ? o : 0;
+#if defined(KJ_CUDA)
+        t[j] = __shfl_sync(0xffffffffu, v[0], src, KJ_ATT_LPK);
+#else
+        t[j] = __shfl(v[0], src, KJ_ATT_LPK);
+#endif
+    }
+#else
+#pragma unroll
+    for (int i = 0; i < V; i++)
+        t[i] = att_group_sum(t[i]);
+#endif
+}
+
+/* att_step with KJ_ATT_TR (all the step's dot products reduced together) and KJ_ATT_LZ
+ * (lazy rescale: m may trail the running max by up to 8 in log2 units, so p <= 2^8;
+ * acc, l and m stay one consistent partial, which the merges take as any other). */
+template <int NK>
+KJ_DEV void att_step(const float4 *sq, int sub, const float (&kr)[NK][8], const float (&vr)[NK][8],
+                     const bool (&ok)[NK], float (&acc)[KJ_ATT_G][8], float (&m)[KJ_ATT_G],
+                     float (&l)[KJ_ATT_G])
+{
+    float t[KJ_ATT_G * NK];
+#pragma unroll
+    for (int g = 0; g < KJ_ATT_G; g++) {
+        const float4 q0 = sq[g * (KJ_ATT_MAX_D / 4) + sub];
+        const float4 q1 = sq[g * (KJ_ATT_MAX_D / 4) + KJ_ATT_LPK + sub];
+        const float qr[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+#pragma unroll
+        for (int n = 0; n < NK; n++) {
+            float d = 0.f;
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+                d += qr[i] * kr[n][i];
+            t[g * NK + n] = d;
+        }
+    }
+    att_group_sums<KJ_ATT_G * NK>(t, sub);
+#pragma unroll
+    for (int g = 0; g < KJ_ATT_G; g++) {
+        float sc[NK], p[NK], mn = -KJ_INF;
+#pragma unroll
+        for (int n = 0; n < NK; n++) {
+            sc[n] = ok[n] ? t[g * NK + n] : -KJ_INF;
+            mn = fmaxf(mn, sc[n]);
+        }
+#if KJ_ATT_LZ
+        if (mn > m[g] + 8.f) { /* the first key, or a max 2^8 past m: rescale */
+            const float corr = att_exp2(m[g] - mn); /* m = -inf: 0 */
+            l[g] *= corr;
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+                acc[g][i] *= corr;
+            m[g] = mn;
+        }
+        const float mr = m[g] == -KJ_INF ? 0.f : m[g];
+        float ps = 0.f;
+#pragma unroll
+        for (int n = 0; n < NK; n++)
+            ps += p[n] = att_exp2(sc[n] - mr);
+        l[g] += ps;
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            float a = acc[g][i];
+#pragma unroll
+            for (int n = 0; n < NK; n++)
+                a += p[n] * vr[n][i];
+            acc[g][i] = a;
+        }
+#else
+        mn = fmaxf(mn, m[g]);
+        const float mr = mn == -KJ_INF ? 0.f : mn;
+        const float corr = att_exp2(m[g] - mr);
+        float ps = 0.f;
+#pragma unroll
+        for (int n = 0; n < NK; n++)
+            ps += p[n] = att_exp2(sc[n] - mr);
+        l[g] = l[g] * corr + ps;
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            float a = acc[g][i] * corr;
+#pragma unroll
+            for (int n = 0; n < NK; n++)
+                a += p[n] * vr[n][i];
+            acc[g][i] = a;
+        }
+        m[g] = mn;
+#endif
+    }
+}
+#endif
 
 #if KJ_ATT_PF > 0
 /* Ask L2 for the 16-byte pieces of row `row` this lane will load (KJ_ATT_PF). */
