@@ -26,7 +26,12 @@
  * in the CUDA manifest lines since the H200 ran them 2-4 points nearer the copy).
  * Streaming K/V through shared memory instead (cp.async, 2-6 stages of 16 keys, or
  * sm_90 bulk copies on an mbarrier, in commit 03f0d3d) measured slower on the H100:
- * 75-81% of copy against this path's 84-90%.
+ * 75-81% of copy against this path's 84-90%.  On the H200 (issue 34, round 7) a
+ * software-pipelined loop (one key a group a step, the next step's rows loaded into a
+ * second set of registers before this step's math; two keys a step spill at the 128
+ * registers of 2 blocks an SM) ran 92.4% where this loop ran 96.7% in the same call, and
+ * summing a step's 8 dot products with one transposing butterfly (16 shuffles, not 32)
+ * 94.1-94.5% against 94.3-94.8% (91-93% with KJ_ATT_LZ: spills); both in commit 04aa246.
  *
  * Launch: block KJ_BLOCK; grid.x = Hkv, grid.y = S splits (1 <= S); no dynamic shared
  * memory.  A good S fills the device once and no more: Hkv x S within the blocks it runs
@@ -68,13 +73,7 @@
 #ifndef KJ_ATT_PF /* CUDA: L2 prefetch of the rows this many steps ahead (0: none) */
 #define KJ_ATT_PF 0
 #endif
-#ifndef KJ_ATT_SP /* 1: the next step's rows are loaded before this step's math */
-#define KJ_ATT_SP 0
-#endif
-#ifndef KJ_ATT_TR /* 1: a step's G * NK dot products summed by one transposing butterfly */
-#define KJ_ATT_TR 0
-#endif
-#ifndef KJ_ATT_LZ /* 1: acc rescaled only when the max grows by more than 2^8 (lazy) */
+#ifndef KJ_ATT_LZ /* 1: lazy rescale, the step's dot products reduced together (att_step) */
 #define KJ_ATT_LZ 0
 #endif
 #ifndef KJ_ATT_CS /* CUDA: how K/V rows are loaded (att_ld4) */
@@ -123,7 +122,6 @@ KJ_DEV void att_load_row(const float *__restrict__ row, int sub, int D, bool vec
     }
 }
 
-#if !KJ_ATT_TR
 /* Sum over the KJ_ATT_LPK lanes of a group (xor offsets stay inside the group). */
 KJ_DEV float att_group_sum(float v)
 {
@@ -132,7 +130,6 @@ KJ_DEV float att_group_sum(float v)
         v += kj_shfl_xor(v, off);
     return v;
 }
-#endif
 
 KJ_DEV float att_exp2(float x) { return exp2f(x); }
 KJ_DEV int att_imin(int a, int b) { return a < b ? a : b; }
@@ -174,7 +171,7 @@ template <int W> KJ_DEV void att_ldcgw(const float *p, float *r)
     }
 }
 
-#if !KJ_ATT_TR && !KJ_ATT_LZ
+#if !KJ_ATT_LZ
 /* One online-softmax step of a lane group over NK keys (rows kr, vr; ok: the key is
  * valid) for the KJ_ATT_G heads of this pass; sq: the scaled q, [G][MAX_D / 4]. */
 template <int NK>
@@ -217,57 +214,13 @@ KJ_DEV void att_step(const float4 *sq, int sub, const float (&kr)[NK][8], const 
         m[g] = mn;
     }
 }
-#endif
-
-#if KJ_ATT_TR || KJ_ATT_LZ
-/* The V = G * NK sums over the group's LPK lanes of t (a lane's share of each dot
- * product), on every lane: log2 V transposing levels (a lane keeps half its values and
- * swaps the other half with its partner: V - 1 shuffles in all, not V per level), then
- * plain butterfly levels, then a broadcast of each sum from a lane that holds it. */
-template <int V> KJ_DEV void att_group_sums(float (&t)[V], int sub)
-{
-#if KJ_ATT_TR
-    static_assert(V <= KJ_ATT_LPK, "att_group_sums: more values than lanes");
-    float v[V];
-#pragma unroll
-    for (int i = 0; i < V; i++)
-        v[i] = t[i];
-    int off = KJ_ATT_LPK / 2;
-#pragma unroll
-    for (int h = V / 2; h >= 1; h >>= 1, off >>= 1) {
-        const bool up = (sub & off) != 0;
-#pragma unroll
-        for (int i = 0; i < h; i++) {
-            const float send = up ? v[i] : v[i + h], keep = up ? v[i + h] : v[i];
-            v[i] = keep + kj_shfl_xor(send, off);
-        }
-    }
-#pragma unroll
-    for (; off > 0; off >>= 1)
-        v[0] += kj_shfl_xor(v[0], off);
-    /* sum j sits on the lanes whose bit LPK / 2 / (V / h) is set for each set bit h of j */
-#pragma unroll
-    for (int j = 0; j < V; j++) {
-        int src = 0;
-#pragma unroll
-        for (int h = V / 2, o = KJ_ATT_LPK / 2; h >= 1; h >>= 1, o >>= 1)
-            src += (j & h) ? o : 0;
-#if defined(KJ_CUDA)
-        t[j] = __shfl_sync(0xffffffffu, v[0], src, KJ_ATT_LPK);
 #else
-        t[j] = __shfl(v[0], src, KJ_ATT_LPK);
-#endif
-    }
-#else
-#pragma unroll
-    for (int i = 0; i < V; i++)
-        t[i] = att_group_sum(t[i]);
-#endif
-}
-
-/* att_step with KJ_ATT_TR (all the step's dot products reduced together) and KJ_ATT_LZ
- * (lazy rescale: m may trail the running max by up to 8 in log2 units, so p <= 2^8;
- * acc, l and m stay one consistent partial, which the merges take as any other). */
+/* att_step with KJ_ATT_LZ: the G * NK dot products of the step first, their group sums
+ * issued together, then a lazy rescale: m moves (and acc, l are rescaled) only when a
+ * score passes it by more than 8 (log2 units), so p <= 2^8 and most steps skip the
+ * multiplies of acc * corr; (m, l, acc) stay one consistent partial, which the merges
+ * take as any other.  On the H200 (issue 34, L = 65536, three pairs in one call) it ran
+ * 0.3-0.5 us faster than the step above, 94.5-95.0% of copy against 94.3-94.8%. */
 template <int NK>
 KJ_DEV void att_step(const float4 *sq, int sub, const float (&kr)[NK][8], const float (&vr)[NK][8],
                      const bool (&ok)[NK], float (&acc)[KJ_ATT_G][8], float (&m)[KJ_ATT_G],
@@ -288,7 +241,9 @@ KJ_DEV void att_step(const float4 *sq, int sub, const float (&kr)[NK][8], const 
             t[g * NK + n] = d;
         }
     }
-    att_group_sums<KJ_ATT_G * NK>(t, sub);
+#pragma unroll
+    for (int i = 0; i < KJ_ATT_G * NK; i++)
+        t[i] = att_group_sum(t[i]); /* every lane, whatever its key */
 #pragma unroll
     for (int g = 0; g < KJ_ATT_G; g++) {
         float sc[NK], p[NK], mn = -KJ_INF;
@@ -297,16 +252,15 @@ KJ_DEV void att_step(const float4 *sq, int sub, const float (&kr)[NK][8], const 
             sc[n] = ok[n] ? t[g * NK + n] : -KJ_INF;
             mn = fmaxf(mn, sc[n]);
         }
-#if KJ_ATT_LZ
-        if (mn > m[g] + 8.f) { /* the first key, or a max 2^8 past m: rescale */
-            const float corr = att_exp2(m[g] - mn); /* m = -inf: 0 */
+        if (mn > m[g] + 8.f) { /* the first key (m = -inf: corr 0), or a max 2^8 past m */
+            const float corr = att_exp2(m[g] - mn);
             l[g] *= corr;
 #pragma unroll
             for (int i = 0; i < 8; i++)
                 acc[g][i] *= corr;
             m[g] = mn;
         }
-        const float mr = m[g] == -KJ_INF ? 0.f : m[g];
+        const float mr = m[g] == -KJ_INF ? 0.f : m[g]; /* no key yet: keep zeros */
         float ps = 0.f;
 #pragma unroll
         for (int n = 0; n < NK; n++)
@@ -320,25 +274,6 @@ KJ_DEV void att_step(const float4 *sq, int sub, const float (&kr)[NK][8], const 
                 a += p[n] * vr[n][i];
             acc[g][i] = a;
         }
-#else
-        mn = fmaxf(mn, m[g]);
-        const float mr = mn == -KJ_INF ? 0.f : mn;
-        const float corr = att_exp2(m[g] - mr);
-        float ps = 0.f;
-#pragma unroll
-        for (int n = 0; n < NK; n++)
-            ps += p[n] = att_exp2(sc[n] - mr);
-        l[g] = l[g] * corr + ps;
-#pragma unroll
-        for (int i = 0; i < 8; i++) {
-            float a = acc[g][i] * corr;
-#pragma unroll
-            for (int n = 0; n < NK; n++)
-                a += p[n] * vr[n][i];
-            acc[g][i] = a;
-        }
-        m[g] = mn;
-#endif
     }
 }
 #endif
@@ -355,53 +290,6 @@ KJ_DEV void att_prefetch_row(const float *row, int sub, int D)
             asm volatile("prefetch.global.L2 [%0];" ::"l"(row + 4 * f));
     }
 #endif
-}
-#endif
-
-/* The K and V rows of the NK keys a lane group takes at step i (tiles of NK * ng keys
- * from tb, ending at lim); ok[n]: the key is valid (else a valid row is re-read). */
-template <int NK>
-KJ_DEV void att_load_step(const float *kb, const float *vb, int tb, int lim, int i, int D, bool vec,
-                          int grp, int sub, int ng, float (&kr)[NK][8], float (&vr)[NK][8],
-                          bool (&ok)[NK])
-{
-    const int base = tb + i * NK * ng, te = att_imin(base + NK * ng, lim);
-#pragma unroll
-    for (int n = 0; n < NK; n++) {
-        const int t = base + grp + n * ng;
-        ok[n] = t < te;
-        att_load_row(kb + (kj_size)(ok[n] ? t : base) * D, sub, D, vec, kr[n]);
-    }
-#pragma unroll
-    for (int n = 0; n < NK; n++)
-        att_load_row(vb + (kj_size)(ok[n] ? base + grp + n * ng : base) * D, sub, D, vec, vr[n]);
-}
-
-#if KJ_ATT_SP
-/* KJ_ATT_SP: software-pipelined keys: the rows of step i + 1 are loaded into a second
- * set of registers before the math of step i, so a lane's loads stay in flight while it
- * computes (two steps a trip, the buffers swapping roles, so no register copies). */
-KJ_DEV void att_keys_pipe(const float *kb, const float *vb, int s, int S, int kv_len, int D,
-                          bool vec, int grp, int sub, int ng, const float4 *sq,
-                          float (&acc)[KJ_ATT_G][8], float (&m)[KJ_ATT_G], float (&l)[KJ_ATT_G])
-{
-    enum { NK = KJ_ATT_NK };
-    int tb, lim;
-    const int nt = att_tiles(s, S, kv_len, NK * ng, &tb, &lim);
-    float ka[NK][8], va[NK][8], kc[NK][8], vc[NK][8];
-    bool oa[NK], oc[NK];
-    if (nt > 0)
-        att_load_step<NK>(kb, vb, tb, lim, 0, D, vec, grp, sub, ng, ka, va, oa);
-    for (int i = 0; i < nt; i += 2) {
-        if (i + 1 < nt)
-            att_load_step<NK>(kb, vb, tb, lim, i + 1, D, vec, grp, sub, ng, kc, vc, oc);
-        att_step<NK>(sq, sub, ka, va, oa, acc, m, l);
-        if (i + 1 >= nt)
-            break;
-        if (i + 2 < nt)
-            att_load_step<NK>(kb, vb, tb, lim, i + 2, D, vec, grp, sub, ng, ka, va, oa);
-        att_step<NK>(sq, sub, kc, vc, oc, acc, m, l);
-    }
 }
 #endif
 
@@ -601,11 +489,7 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB)
             m[g] = -KJ_INF;
             l[g] = 0.f;
         }
-#if KJ_ATT_SP
-        att_keys_pipe(kb, vb, s, S, kv_len, D, vec, grp, sub, ng, sq, acc, m, l);
-#else
         att_keys_regs(kb, vb, s, S, kv_len, D, vec, grp, sub, ng, sq, acc, m, l);
-#endif
         /* merge the lane groups of the block through shared memory */
 #pragma unroll
         for (int g = 0; g < KJ_ATT_G; g++) {
