@@ -26,7 +26,12 @@
  * in the CUDA manifest lines since the H200 ran them 2-4 points nearer the copy).
  * Streaming K/V through shared memory instead (cp.async, 2-6 stages of 16 keys, or
  * sm_90 bulk copies on an mbarrier, in commit 03f0d3d) measured slower on the H100:
- * 75-81% of copy against this path's 84-90%.
+ * 75-81% of copy against this path's 84-90%.  On the H200 (issue 34, round 7) a
+ * software-pipelined loop (one key a group a step, the next step's rows loaded into a
+ * second set of registers before this step's math; two keys a step spill at the 128
+ * registers of 2 blocks an SM) ran 92.4% where this loop ran 96.7% in the same call, and
+ * summing a step's 8 dot products with one transposing butterfly (16 shuffles, not 32)
+ * 94.1-94.5% against 94.3-94.8% (91-93% with KJ_ATT_LZ: spills); both in commit 04aa246.
  *
  * Launch: block KJ_BLOCK; grid.x = Hkv, grid.y = S splits (1 <= S); no dynamic shared
  * memory.  A good S fills the device once and no more: Hkv x S within the blocks it runs
@@ -67,6 +72,9 @@
 #endif
 #ifndef KJ_ATT_PF /* CUDA: L2 prefetch of the rows this many steps ahead (0: none) */
 #define KJ_ATT_PF 0
+#endif
+#ifndef KJ_ATT_LZ /* 1: lazy rescale, the step's dot products reduced together (att_step) */
+#define KJ_ATT_LZ 0
 #endif
 #ifndef KJ_ATT_CS /* CUDA: how K/V rows are loaded (att_ld4) */
 #define KJ_ATT_CS 1
@@ -163,6 +171,7 @@ template <int W> KJ_DEV void att_ldcgw(const float *p, float *r)
     }
 }
 
+#if !KJ_ATT_LZ
 /* One online-softmax step of a lane group over NK keys (rows kr, vr; ok: the key is
  * valid) for the KJ_ATT_G heads of this pass; sq: the scaled q, [G][MAX_D / 4]. */
 template <int NK>
@@ -205,6 +214,69 @@ KJ_DEV void att_step(const float4 *sq, int sub, const float (&kr)[NK][8], const 
         m[g] = mn;
     }
 }
+#else
+/* att_step with KJ_ATT_LZ: the G * NK dot products of the step first, their group sums
+ * issued together, then a lazy rescale: m moves (and acc, l are rescaled) only when a
+ * score passes it by more than 8 (log2 units), so p <= 2^8 and most steps skip the
+ * multiplies of acc * corr; (m, l, acc) stay one consistent partial, which the merges
+ * take as any other.  On the H200 (issue 34, L = 65536, three pairs in one call) it ran
+ * 0.3-0.5 us faster than the step above, 94.5-95.0% of copy against 94.3-94.8%. */
+template <int NK>
+KJ_DEV void att_step(const float4 *sq, int sub, const float (&kr)[NK][8], const float (&vr)[NK][8],
+                     const bool (&ok)[NK], float (&acc)[KJ_ATT_G][8], float (&m)[KJ_ATT_G],
+                     float (&l)[KJ_ATT_G])
+{
+    float t[KJ_ATT_G * NK];
+#pragma unroll
+    for (int g = 0; g < KJ_ATT_G; g++) {
+        const float4 q0 = sq[g * (KJ_ATT_MAX_D / 4) + sub];
+        const float4 q1 = sq[g * (KJ_ATT_MAX_D / 4) + KJ_ATT_LPK + sub];
+        const float qr[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+#pragma unroll
+        for (int n = 0; n < NK; n++) {
+            float d = 0.f;
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+                d += qr[i] * kr[n][i];
+            t[g * NK + n] = d;
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < KJ_ATT_G * NK; i++)
+        t[i] = att_group_sum(t[i]); /* every lane, whatever its key */
+#pragma unroll
+    for (int g = 0; g < KJ_ATT_G; g++) {
+        float sc[NK], p[NK], mn = -KJ_INF;
+#pragma unroll
+        for (int n = 0; n < NK; n++) {
+            sc[n] = ok[n] ? t[g * NK + n] : -KJ_INF;
+            mn = fmaxf(mn, sc[n]);
+        }
+        if (mn > m[g] + 8.f) { /* the first key (m = -inf: corr 0), or a max 2^8 past m */
+            const float corr = att_exp2(m[g] - mn);
+            l[g] *= corr;
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+                acc[g][i] *= corr;
+            m[g] = mn;
+        }
+        const float mr = m[g] == -KJ_INF ? 0.f : m[g]; /* no key yet: keep zeros */
+        float ps = 0.f;
+#pragma unroll
+        for (int n = 0; n < NK; n++)
+            ps += p[n] = att_exp2(sc[n] - mr);
+        l[g] += ps;
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            float a = acc[g][i];
+#pragma unroll
+            for (int n = 0; n < NK; n++)
+                a += p[n] * vr[n][i];
+            acc[g][i] = a;
+        }
+    }
+}
+#endif
 
 #if KJ_ATT_PF > 0
 /* Ask L2 for the 16-byte pieces of row `row` this lane will load (KJ_ATT_PF). */
