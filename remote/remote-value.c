@@ -9,8 +9,8 @@
  *   | meta | entries | lowered | object | log | recipe | mac
  * little-endian; mac is, without a secret, 0 bytes (a node before round
  * seven of issue 35) or 32: the checksum trailer "KJC1" | IV(12, zeros) |
- * tag(16) of AES-256-GMAC under a public key (CK_KEY in place of the
- * secret) over the same input as the MAC below: a check against corruption
+ * tag(16) of AES-256-GMAC under a public key (CK_KEY's 32 ASCII bytes)
+ * over the same input as the MAC below: a check against corruption
  * that costs ~0.15 ms a MiB where the object's SHA-256 costs 2.6 on a CPU
  * without SHA extensions; older nodes without a secret do not check a mac
  * and hash the object as before (docs/remote.md, "The unsigned value's
@@ -74,7 +74,8 @@
 #define GMAC_LEN (GMAC_IV + GMAC_TAG)
 #define GMAC_LABEL "kjit fleet value GMAC key v1"
 #define CK_MAGIC "KJC1"                         /* an unsigned value's checksum trailer */
-#define CK_KEY "kjit public value checksum v1" /* its GMAC's "secret": public, so no authentication */
+#define CK_KEY "kjit public value checksum key 1" /* its GMAC's 32-byte key: public, so no authentication */
+_Static_assert(sizeof CK_KEY - 1 == 32, "CK_KEY is an AES-256 key");
 
 static void put_le(uint8_t *p, uint64_t v, int n)
 {
@@ -111,26 +112,37 @@ int kj__remote_hmac(const uint8_t *secret, size_t secret_len, const char *rkey, 
 	return r;
 }
 
-/* AES-256-GMAC under the key derived from secret, with iv, over u32
- * len(rkey) | rkey | v[0..n): the tag into tag.  0 or KJIT_EINTERNAL. */
-static int gmac(const uint8_t *secret, size_t secret_len, const char *rkey, const uint8_t *v, size_t n,
-		const uint8_t iv[GMAC_IV], uint8_t tag[GMAC_TAG])
+/* AES-256-GMAC under the 32-byte key, with iv, over u32 len(rkey) | rkey |
+ * v[0..n): the tag into tag.  0 or KJIT_EINTERNAL. */
+static int gmac_key(const uint8_t key[32], const char *rkey, const uint8_t *v, size_t n, const uint8_t iv[GMAC_IV],
+		    uint8_t tag[GMAC_TAG])
 {
-	uint8_t key[KJ_SHA256_LEN], klen[4];
+	uint8_t klen[4];
 	EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
 	int outl = 0, r = KJIT_EINTERNAL;
 
 	put_le(klen, strlen(rkey), 4);
-	if (ctx && kj__remote_hmac(secret, secret_len, "", (const uint8_t *)GMAC_LABEL, strlen(GMAC_LABEL), key) == 0 &&
-	    EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, NULL, NULL) == 1 &&
+	if (ctx && EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, NULL, NULL) == 1 &&
 	    EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, GMAC_IV, NULL) == 1 &&
 	    EVP_EncryptInit_ex(ctx, NULL, NULL, key, iv) == 1 && EVP_EncryptUpdate(ctx, NULL, &outl, klen, 4) == 1 &&
 	    EVP_EncryptUpdate(ctx, NULL, &outl, (const uint8_t *)rkey, (int)strlen(rkey)) == 1 && n <= INT_MAX &&
 	    EVP_EncryptUpdate(ctx, NULL, &outl, v, (int)n) == 1 && EVP_EncryptFinal_ex(ctx, NULL, &outl) == 1 &&
 	    EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, GMAC_TAG, tag) == 1)
 		r = 0;
-	OPENSSL_cleanse(key, sizeof key);
 	EVP_CIPHER_CTX_free(ctx);
+	return r;
+}
+
+/* gmac_key under the key derived from secret (GMAC_LABEL). */
+static int gmac(const uint8_t *secret, size_t secret_len, const char *rkey, const uint8_t *v, size_t n,
+		const uint8_t iv[GMAC_IV], uint8_t tag[GMAC_TAG])
+{
+	uint8_t key[KJ_SHA256_LEN];
+	int r = kj__remote_hmac(secret, secret_len, "", (const uint8_t *)GMAC_LABEL, strlen(GMAC_LABEL), key);
+
+	if (r == 0)
+		r = gmac_key(key, rkey, v, n, iv, tag);
+	OPENSSL_cleanse(key, sizeof key);
 	return r;
 }
 
@@ -181,8 +193,7 @@ int kj__remote_value_encode(const char *rkey, const struct kj__remote_object *o,
 		return KJIT_ENOMEM;
 	if (secret == NULL) { /* the checksum trailer: "KJC1" | IV (zeros) | tag under the public key */
 		uint8_t ck[MAC_LEN] = CK_MAGIC;
-		if ((r = gmac((const uint8_t *)CK_KEY, strlen(CK_KEY), rkey, b->p + start, b->len - start, ck + 4,
-			      ck + 4 + GMAC_IV)) < 0)
+		if ((r = gmac_key((const uint8_t *)CK_KEY, rkey, b->p + start, b->len - start, ck + 4, ck + 4 + GMAC_IV)) < 0)
 			return r;
 		return kj__buf_append(b, ck, MAC_LEN) < 0 ? KJIT_ENOMEM : 0;
 	}
@@ -271,7 +282,7 @@ static int checksum_ok(const char *rkey, const uint8_t *v, size_t n, size_t mac_
 
 	if (mac_len != MAC_LEN || memcmp(t, CK_MAGIC, 4) != 0)
 		return 0;
-	if (gmac((const uint8_t *)CK_KEY, strlen(CK_KEY), rkey, v, n - MAC_LEN, t + 4, tag) < 0)
+	if (gmac_key((const uint8_t *)CK_KEY, rkey, v, n - MAC_LEN, t + 4, tag) < 0)
 		return KJIT_EINTERNAL;
 	return memcmp(tag, t + 4 + GMAC_IV, GMAC_TAG) == 0;
 }
