@@ -53,6 +53,6 @@ way() { # LABEL WRITER READER SALT
 way "old writes, new reads" O N 1000
 way "new writes, old reads" N O 2000
 for n in O N; do
-	echo "$n: $(grep -o 'remote [a-z ]*' "$T/$n.log" | sort | uniq -c | tr -s ' ' | tr '\n' ';')"
-	KJIT_SOCKET="$T/$n.sock" "$TOP/${BUILD:-build}/kjit" stats --json | grep -o '"remote":{[^}]*}'
+	echo "$n: $(KJIT_SOCKET="$T/$n.sock" "$TOP/${BUILD:-build}/kjit" stats --json |
+		grep -o '"\(hits\|corrupt\|forged\|publishes\)":[0-9]*' | tr '\n' ' ')"
 done
