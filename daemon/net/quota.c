@@ -99,7 +99,7 @@ void kj__quota_init(struct kj__daemon *d)
 	 * freed: a flood of the largest requests must not leave the heap at
 	 * its peak (glibc would otherwise raise the threshold to the largest
 	 * block freed).  Smaller ones from the heap, whose free top is kept up
-	 * to KJ_HEAP_KEEP: a 1 MiB object or source takes pages already
+	 * to KJ_HEAP_KEEP per arena: a 1 MiB object or source takes pages already
 	 * faulted in (from mmap, each of its buffers was faulted in and zeroed
 	 * again per request: a third of a 1 MiB remote hit's time, issue 35);
 	 * kj__quota_tick trims what a load left. */
