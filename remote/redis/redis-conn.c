@@ -30,7 +30,9 @@
  *    16 KiB, never past buffer_cap), hiredis's needless stop and start of
  *    the poll after each read is skipped, and the reader keeps its buffer
  *    between replies up to KJ_REMOTE_READER_KEEP: a 1 MiB value is not 64
- *    events, 128 epoll_ctl and a fresh 2 MiB buffer.
+ *    events, 128 epoll_ctl and a fresh 2 MiB buffer.  A command sent on
+ *    an up connection is written in the same turn (write_now), the write
+ *    event armed only for what the socket does not take.
  *  - A connection is dropped only from the tick or from close, never from
  *    inside a hiredis callback.  A lost one is S_DOWN and connects again
  *    after a backoff doubling from KJ_REMOTE_RETRY_MIN_MS to
