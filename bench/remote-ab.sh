@@ -12,7 +12,8 @@
 # $ROUNDS rounds (default 2), the two builds alternating in each; $GAP ms
 # between gets (default 20; 0: back to back).  Prints one line per (build,
 # size, round): p50 / p99 us, the load average, and the floor.  Needs
-# `make bench-bins`.
+# `make bench-bins`.  Lookups wait up to 200 ms, as in scenario 8 (a loaded
+# machine must not turn a remote hit into a compile).
 set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 BIN="$TOP/${BUILD:-build}/bench"
@@ -43,7 +44,7 @@ node() { # NAME KJITD [options]
 	shift 2
 	out=$("$BIN/bench-startd" "$T/$name.sock" 120 -- "$kjitd" --foreground --socket "$T/$name.sock" \
 		--cache-dir "$T/$name" --log "$T/$name.log" --hip-compiler test --kernels-dir "$T/k" \
-		--remote "unix://$RS" "$@") || { echo "kjitd $name did not start" >&2; exit 1; }
+		--remote "unix://$RS" --remote-lookup-timeout 200 "$@") || { echo "kjitd $name did not start" >&2; exit 1; }
 	PIDS="$PIDS ${out#* }"
 }
 hits() { # LABEL A B SIZE N SALT

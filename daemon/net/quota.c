@@ -95,10 +95,16 @@ void kj__quota_init(struct kj__daemon *d)
 	uint64_t reserve = KJ_FD_RESERVE + 2ull * workers;
 	d->conn_max_total = budget > reserve + 2 * KJ_CONN_PRIV_RESERVE ? (unsigned)(budget - reserve)
 									 : 2 * KJ_CONN_PRIV_RESERVE;
-	/* Large buffers from mmap, returned to the system when freed: a flood
-	 * of 4 MiB requests must not leave the heap at its peak (glibc would
-	 * otherwise raise the threshold to the largest block freed). */
-	mallopt(M_MMAP_THRESHOLD, KJ_MMAP_THRESHOLD);
+	/* Blocks of 4 MiB and more from mmap, returned to the system when
+	 * freed: a flood of the largest requests must not leave the heap at
+	 * its peak (glibc would otherwise raise the threshold to the largest
+	 * block freed).  Smaller ones from the heap, whose free top is kept up
+	 * to KJ_HEAP_KEEP per arena: a 1 MiB object or source takes pages already
+	 * faulted in (from mmap, each of its buffers was faulted in and zeroed
+	 * again per request: a third of a 1 MiB remote hit's time, issue 35);
+	 * kj__quota_tick trims what a load left. */
+	if (mallopt(M_MMAP_THRESHOLD, KJ_MMAP_THRESHOLD) != 1 || mallopt(M_TRIM_THRESHOLD, KJ_HEAP_KEEP) != 1)
+		kj__log(d, "warning: cannot set malloc's thresholds; large buffers are faulted in per request");
 }
 
 int kj__quota_conn_add(struct kj__daemon *d, uid_t uid, char *err, size_t errlen)

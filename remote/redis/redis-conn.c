@@ -30,7 +30,9 @@
  *    16 KiB, never past buffer_cap), hiredis's needless stop and start of
  *    the poll after each read is skipped, and the reader keeps its buffer
  *    between replies up to KJ_REMOTE_READER_KEEP: a 1 MiB value is not 64
- *    events, 128 epoll_ctl and a fresh 2 MiB buffer.
+ *    events, 128 epoll_ctl and a fresh 2 MiB buffer.  A command sent on
+ *    an up connection is written in the same turn (write_now), the write
+ *    event armed only for what the socket does not take.
  *  - A connection is dropped only from the tick or from close, never from
  *    inside a hiredis callback.  A lost one is S_DOWN and connects again
  *    after a backoff doubling from KJ_REMOTE_RETRY_MIN_MS to
@@ -100,6 +102,24 @@ static void redis_reply_cb(redisAsyncContext *ac, void *reply, void *priv)
 	free(o);
 }
 
+static void guarded_events(redisLibuvEvents *p, int add, int del);
+
+/* The command hiredis just queued on an up c, written now rather than on
+ * the next turn's write event (which cost a turn of the loop and two
+ * stops and starts of the poll, four epoll_ctl, per GET): what the
+ * socket does not take, or an error, is left to the write event as
+ * before, so a failure is still handled from the poll, never here. */
+static void write_now(struct conn *c)
+{
+	int done = 0;
+
+	if (!c->want_write)
+		return;
+	c->want_write = 0;
+	if (redisBufferWrite(&c->ac->c, &done) != REDIS_OK || !done)
+		guarded_events(c->ac->ev.data, UV_WRITABLE, 0);
+}
+
 int kj__remote_op_send(struct op *o, int argc, const char **argv, const size_t *lens, const char *resp,
 		       size_t resp_len)
 {
@@ -121,15 +141,19 @@ int kj__remote_op_send(struct op *o, int argc, const char **argv, const size_t *
 	else
 		c->head = o;
 	c->tail = o;
+	c->direct = c->state == S_UP;
+	c->want_write = 0;
 	if (resp)
 		rc = redisAsyncFormattedCommand(c->ac, redis_reply_cb, o, resp, resp_len);
 	else
 		rc = redisAsyncCommandArgv(c->ac, redis_reply_cb, o, argc, argv, lens);
+	c->direct = 0;
 	if (rc != REDIS_OK) {
 		op_unlink(o);
 		free(o);
 		return KJIT_ECONNECT;
 	}
+	write_now(c);
 	kj__remote_tick_ensure(c->r);
 	return 0;
 }
@@ -336,7 +360,6 @@ static uint64_t buffer_cap(const struct conn *c)
 	return (c->role == C_SUB ? KJ_REMOTE_SUB_BUF_MAX : value_cap(c->r)) + KJ_REMOTE_READ_SLACK;
 }
 
-static void guarded_events(redisLibuvEvents *p, int add, int del);
 
 /* The libuv adapter's poll callback, then a look at what the reader holds:
  * over buffer_cap (a bulk larger than any value, streamed on a connection
@@ -403,6 +426,13 @@ static void guarded_del_read(void *p)
 
 static void guarded_add_write(void *p)
 {
+	redisAsyncContext *ac = ((redisLibuvEvents *)p)->context;
+	struct conn *c = ac ? ac->data : NULL;
+
+	if (c && c->ac == ac && c->direct) { /* kj__remote_op_send writes it at once */
+		c->want_write = 1;
+		return;
+	}
 	guarded_events(p, UV_WRITABLE, 0);
 }
 

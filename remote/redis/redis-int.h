@@ -105,6 +105,8 @@ struct conn {
 	redisReplyObjectFunctions *dflt; /* hiredis's own object functions */
 	const char *refused;        /* why redis-guard.c refused a reply (the drop's reason) */
 	int overfull;               /* the reader holds more than any reply: reading stopped, the tick drops c */
+	int direct;                 /* kj__remote_op_send is queuing a command on an up c: written at once */
+	int want_write;             /* hiredis asked for the write event meanwhile (not armed yet) */
 };
 
 struct op {
