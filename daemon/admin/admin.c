@@ -686,7 +686,7 @@ void kj__handle_admin(struct kj__daemon *d, struct kj__conn *c, uint32_t id, con
 	}
 	/* A command sees every object answered before it (its row, its
 	 * counters): it runs once the publishes in flight now are done. */
-	if (d->pubs && (l = calloc(1, sizeof *l)) != NULL) {
+	if (kj__publish_pending(d) && (l = calloc(1, sizeof *l)) != NULL) {
 		*l = (struct admin_later){ d, c, id, cmd, arg };
 		kj__conn_ref(c);
 		kj__publish_when_idle(d, admin_later_run, l);
