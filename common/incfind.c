@@ -188,6 +188,15 @@ static int kj__inc_under_a_root(const struct resolver *rv, const char *real)
 	return 0;
 }
 
+/* The scan's budget ran out: stop (the caller scans again without one). */
+static int over_budget(struct resolver *rv)
+{
+	rv->over = 1;
+	if (rv->err && rv->errlen)
+		snprintf(rv->err, rv->errlen, "the include scan is too large for kjitd's loop");
+	return KJIT_EBUSY;
+}
+
 /* Reads dir/name if it exists and lies under a root: 1 read (*data, *len),
  * 0 not there, or a negative code with err written. */
 static int kj__inc_read_under(struct resolver *rv, const char *dir, const char *name, uint8_t **data, size_t *len,
@@ -195,13 +204,27 @@ static int kj__inc_read_under(struct resolver *rv, const char *dir, const char *
 {
 	char path[PATH_MAX], real[PATH_MAX];
 	int n = snprintf(path, sizeof path, "%s/%s", dir, name);
+	size_t max = KJ_HEADERS_MAX_TOTAL;
 
+	if (rv->budget) { /* a scan on kjitd's loop: stop once it is no longer small */
+		if (rv->probes_left == 0)
+			return over_budget(rv);
+		rv->probes_left--;
+		if (rv->disk_left < max)
+			max = rv->disk_left;
+	}
 	if (n < 0 || (size_t)n >= sizeof path || realpath(path, real) == NULL)
 		return 0; /* not there (or a dangling link) */
 	if (!kj__inc_under_a_root(rv, real))
 		return kj__inc_fail(rv, KJIT_EINCLUDE, where, line, open, shown, strlen(shown),
 			    "resolves outside the allowed include directories");
-	int r = kj__read_file(real, KJ_HEADERS_MAX_TOTAL, data, len);
+	if (rv->budget && rv->disk_left == 0) /* found, but not to be opened here */
+		return over_budget(rv);
+	int r = kj__read_file(real, max, data, len);
+	if (r == -EFBIG && max < KJ_HEADERS_MAX_TOTAL)
+		return over_budget(rv);
+	if (r >= 0 && rv->budget)
+		rv->disk_left -= *len;
 	if (r == -EFBIG)
 		return kj__inc_fail(rv, KJIT_ETOOBIG, where, line, open, shown, strlen(shown), "header too large");
 	if (r < 0)

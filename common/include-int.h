@@ -43,6 +43,10 @@ struct resolver {
 	size_t *order;               /* incmacro.c: defs indices by name, each distinct one once */
 	size_t n_order, order_defs;  /* ... built when n_defs was order_defs */
 	int record;                  /* #define lines are recorded (once a computed include is met) */
+	int budget;                  /* the tree's disk budget applies: what is left of it below */
+	size_t disk_left;
+	unsigned probes_left;
+	int over;                    /* the budget ran out (the scan stopped with KJIT_EBUSY) */
 	int collect;                 /* a pass that only records #define lines */
 };
 

@@ -251,6 +251,8 @@ enum kj__stat {
 	KJ_STAT_SAVED_MS, KJ_STAT_PUBLISH_ERRORS, KJ_STAT_CONNECTIONS, KJ_STAT_FAST_HITS,
 	KJ_STAT_REMOTE_HITS,         /* requests answered from the fleet tier */
 	KJ_STAT_REFUSED,             /* misses refused: --no-compile, or a fetch-only request */
+	KJ_STAT_RESOLVED_INLINE,     /* memo misses resolved on the loop (small: offhash.c) */
+	KJ_STAT_RESOLVED_POOL,       /* ... and on a pool thread */
 	KJ_STAT_COUNT
 };
 extern const char *const kj__stat_names[KJ_STAT_COUNT];

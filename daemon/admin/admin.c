@@ -38,6 +38,8 @@ const char *const kj__stat_names[KJ_STAT_COUNT] = {
 	[KJ_STAT_FAST_HITS] = "fast_hits",
 	[KJ_STAT_REMOTE_HITS] = "remote_hits",
 	[KJ_STAT_REFUSED] = "refused",
+	[KJ_STAT_RESOLVED_INLINE] = "resolved_inline",
+	[KJ_STAT_RESOLVED_POOL] = "resolved_pool",
 };
 
 struct answer {

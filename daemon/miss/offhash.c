@@ -119,10 +119,18 @@ static void on_work(struct kj__offwork *w)
 	const char *dir = h->incdir;
 	/* the options carry -D/-U (computed includes) and pre-included headers */
 	struct kj__include_tree opts = { .options = (const char *const *)q->options, .n_options = q->n_options };
+	if (h->here) /* on the loop: no header read from disk, few names looked up */
+		opts.probes_max = KJ_RESOLVE_INLINE_PROBES;
 	int r = kj__includes_resolve_tree(q->source_name, q->source, q->source_len, (const char *const *)q->hnames,
 					  (const uint8_t *const *)q->hdata, q->hlen, q->n_headers, &dir, 1, &opts,
 					  &h->inc, h->err, sizeof h->err);
 
+	if (opts.over) { /* too much for the loop: a thread does it all again */
+		h->over = 1;
+		h->err[0] = '\0';
+		kj__includes_free(&h->inc);
+		return;
+	}
 	if (r < 0)
 		goto out;
 	/* whatever the scan admits, a /proc or /dev path never reaches a compiler
@@ -175,18 +183,46 @@ out:
 	h->code = r;
 }
 
-/* On the loop: the run ended (or never ran: kjitd is stopping). */
+static const struct kj__offwork_ops resolve_ops;
+
+/* On the loop: the run ended (or never ran: kjitd is stopping).  A run
+ * on the loop whose include scan outgrew its budget goes to a thread. */
 static int on_done(struct kj__offwork *w, int code)
 {
 	struct kj__offhash *h = (struct kj__offhash *)((char *)w - offsetof(struct kj__offhash, work));
+	struct kj__daemon *d = h->d;
 
-	if (code < 0 || h->d->stopping)
+	if (code == 0 && h->over) {
+		h->here = h->over = 0;
+		h->work = (struct kj__offwork){ .ops = &resolve_ops, .uid = h->uid };
+		kj__offwork_submit(d, KJ_OFFQ_RESOLVE, &h->work, KJ_OFFWORK_POOL);
+		return 0;
+	}
+	d->stats[h->here ? KJ_STAT_RESOLVED_INLINE : KJ_STAT_RESOLVED_POOL]++;
+	if (code < 0 || d->stopping)
 		h->code = KJIT_ESHUTDOWN;
 	h->done(h);
 	return 0;
 }
 
 static const struct kj__offwork_ops resolve_ops = { NULL, on_work, on_done };
+
+/* 1 if h is cheaper resolved here, on the loop, than handed to a thread
+ * and back (issue 35: the hop costs 0.2 to 14 ms on a loaded machine, the
+ * SHA-256 of 16 KiB about 45 us on one without SHA instructions): few
+ * bytes to hash and no --explain (it reads the caller's entries).  The
+ * include scan is bounded in on_work: a header to read from <kernels>/include
+ * (a disk may be slow: offhash.sh) or more than KJ_RESOLVE_INLINE_PROBES
+ * names looked up there send it to a thread, from the start. */
+static int small(const struct kj__offhash *h)
+{
+	const struct kj__get_req *q = h->q;
+	uint64_t n = (uint64_t)q->source_len + (h->has_fp ? h->raw_len : 0);
+
+	for (size_t i = 0; i < q->n_headers; i++)
+		n += q->hlen[i];
+	return !q->explain && n <= KJ_RESOLVE_INLINE_BYTES;
+}
 
 int kj__offhash_start(struct kj__offhash *h)
 {
@@ -220,7 +256,9 @@ int kj__offhash_start(struct kj__offhash *h)
 	h->has_fp = h->raw != NULL && d->hits != NULL;
 	h->hits_gen = kj__hits_gen(d); /* before the thread reads any file */
 	h->work = (struct kj__offwork){ .ops = &resolve_ops, .uid = h->uid };
-	kj__offwork_submit(d, KJ_OFFQ_RESOLVE, &h->work, KJ_OFFWORK_POOL);
+	h->here = small(h);
+	h->over = 0;
+	kj__offwork_submit(d, KJ_OFFQ_RESOLVE, &h->work, h->here ? KJ_OFFWORK_HERE : KJ_OFFWORK_POOL);
 	return 0;
 }
 

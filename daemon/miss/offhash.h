@@ -47,6 +47,8 @@ struct kj__offhash {
 	char alt_target[KJ_OFFHASH_ALT_MAX][KJ_TARGET_MAX];
 	/* offhash.c's own: its place in kjitd's resolve queue (offwork.c) */
 	struct kj__offwork work;
+	int here;                      /* tried on the loop, with the include scan's budget */
+	int over;                      /* ... which ran out: resolved again on a thread */
 };
 
 /* Resolves h->q's target on the loop (request, configuration, detection),
