@@ -4,8 +4,15 @@
  * from <kernels>/include), the SHA-256 over its source and headers (about
  * 0.58 ms per MB), the memo's re-reading of the files that went in, the
  * key before entries left it (hip, cuda with entries) and the keys of
- * compatible AMD targets.  All of that runs here on libuv's thread pool;
- * get.c answers with the results on the loop.
+ * compatible AMD targets.  All of that runs on libuv's thread pool
+ * (offwork.c's resolve queue); get.c answers with the results on the loop.
+ * A small request (at most KJ_RESOLVE_INLINE_BYTES to hash, no --explain)
+ * is resolved on the loop instead, the hop to a thread and back costing
+ * more than its resolve (issue 35): its include scan has a budget (no
+ * header opened from disk, at most KJ_RESOLVE_INLINE_PROBES names looked
+ * up there), and one that outgrows it is resolved again on a thread from
+ * the start, so the loop never reads a header nor hashes much.  The
+ * results, and the memo's checks, are the same either way.
  *
  * Invariants:
  *  - A run touches only its own struct kj__offhash, the request it points
