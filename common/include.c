@@ -663,10 +663,6 @@ int kj__includes_resolve_tree(const char *source_name, const uint8_t *source, si
 	if (tree) {
 		rv.options = tree->options;
 		rv.n_options = tree->options ? tree->n_options : 0;
-		rv.budget = tree->disk_max != 0 || tree->probes_max != 0;
-		rv.disk_left = tree->disk_max;
-		rv.probes_left = tree->probes_max;
-		tree->over = 0;
 	}
 	r = kj__inc_open_roots(&rv, allowed_dirs, n_dirs, tree);
 	if (r == 0)
@@ -679,10 +675,8 @@ int kj__includes_resolve_tree(const char *source_name, const uint8_t *source, si
 		r = collect_defines(&rv, source_name ? source_name : "source", source, source_len);
 	if (r == 0)
 		r = expand_pending(&rv);
-	if (tree) {
+	if (tree)
 		tree->climb = rv.climb;
-		tree->over = rv.over;
-	}
 	if (r == 0)
 		r = kj__inc_sort_out(out);
 	if (r == 0 && out->n_missing > 1)

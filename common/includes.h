@@ -56,13 +56,11 @@ struct kj__include_tree {
 	const char *const *options;
 	size_t n_options;
 	/* A budget, for a scan kjitd runs on its loop (daemon/miss/offhash.c):
-	 * at most disk_max bytes of headers read from disk and probes_max
-	 * looks on disk (an allowed directory or the tree's folder tried for a
-	 * name).  0 and 0: no budget.  Past either, the scan stops with
-	 * KJIT_EBUSY and over set (out): its caller scans again without one
-	 * (on a thread), so the budget never changes a result, only where it
-	 * is computed. */
-	size_t disk_max;
+	 * no header opened from disk, at most probes_max looks there (an
+	 * allowed directory or the tree's folder tried for a name); 0: no
+	 * budget.  Past it, the scan stops with KJIT_EBUSY and over set (out):
+	 * its caller scans again without one (on a thread), so the budget never
+	 * changes a result, only where it is computed. */
 	unsigned probes_max;
 	int over;
 };
