@@ -188,6 +188,15 @@ static int kj__inc_under_a_root(const struct resolver *rv, const char *real)
 	return 0;
 }
 
+/* The scan's budget ran out: stop (the caller scans again without one). */
+static int over_budget(struct resolver *rv)
+{
+	*rv->over = 1;
+	if (rv->err && rv->errlen)
+		snprintf(rv->err, rv->errlen, "the include scan is too large for kjitd's loop");
+	return KJIT_EBUSY;
+}
+
 /* Reads dir/name if it exists and lies under a root: 1 read (*data, *len),
  * 0 not there, or a negative code with err written. */
 static int kj__inc_read_under(struct resolver *rv, const char *dir, const char *name, uint8_t **data, size_t *len,
@@ -196,11 +205,15 @@ static int kj__inc_read_under(struct resolver *rv, const char *dir, const char *
 	char path[PATH_MAX], real[PATH_MAX];
 	int n = snprintf(path, sizeof path, "%s/%s", dir, name);
 
+	if (rv->budget && rv->probes_left-- == 0) /* a scan on kjitd's loop: only a few looks */
+		return over_budget(rv);
 	if (n < 0 || (size_t)n >= sizeof path || realpath(path, real) == NULL)
 		return 0; /* not there (or a dangling link) */
 	if (!kj__inc_under_a_root(rv, real))
 		return kj__inc_fail(rv, KJIT_EINCLUDE, where, line, open, shown, strlen(shown),
 			    "resolves outside the allowed include directories");
+	if (rv->budget) /* found: never opened on kjitd's loop */
+		return over_budget(rv);
 	int r = kj__read_file(real, KJ_HEADERS_MAX_TOTAL, data, len);
 	if (r == -EFBIG)
 		return kj__inc_fail(rv, KJIT_ETOOBIG, where, line, open, shown, strlen(shown), "header too large");
@@ -291,8 +304,14 @@ int kj__inc_add_missing(struct resolver *rv, const char *name)
 /* Fills rv's realpaths: the directories, the tree's folder on disk and the
  * roots (the directories and the source's folder).  0 or KJIT_ENOMEM. */
 int kj__inc_open_roots(struct resolver *rv, const char *const *allowed_dirs, size_t n_dirs,
-		      const struct kj__include_tree *tree)
+		      struct kj__include_tree *tree)
 {
+	if (tree) { /* a budget: a scan on kjitd's loop (daemon/miss/offhash.c) */
+		tree->over = 0;
+		rv->budget = tree->probes_max != 0;
+		rv->probes_left = tree->probes_max;
+		rv->over = &tree->over;
+	}
 	if ((rv->dirs = calloc(n_dirs + 1, sizeof *rv->dirs)) == NULL ||
 	    (rv->roots = calloc(n_dirs + 1, sizeof *rv->roots)) == NULL)
 		return KJIT_ENOMEM;

@@ -43,6 +43,9 @@ struct resolver {
 	size_t *order;               /* incmacro.c: defs indices by name, each distinct one once */
 	size_t n_order, order_defs;  /* ... built when n_defs was order_defs */
 	int record;                  /* #define lines are recorded (once a computed include is met) */
+	int budget;                  /* the tree's budget applies: no header opened, probes_left looks */
+	unsigned probes_left;
+	int *over;                   /* the tree's: set when the budget ran out (KJIT_EBUSY) */
 	int collect;                 /* a pass that only records #define lines */
 };
 
@@ -134,8 +137,9 @@ int kj__inc_lookup(struct resolver *rv, const char *name, size_t *idx, const cha
 /* Records a name looked for and not found, once (the key covers it). */
 int kj__inc_add_missing(struct resolver *rv, const char *name);
 /* Fills rv's realpaths: the directories, the tree's folder on disk and the
- * roots (the directories and the source's folder).  0 or KJIT_ENOMEM. */
+ * roots (the directories and the source's folder), and takes the tree's
+ * budget (over cleared).  0 or KJIT_ENOMEM. */
 int kj__inc_open_roots(struct resolver *rv, const char *const *allowed_dirs, size_t n_dirs,
-		       const struct kj__include_tree *tree);
+		       struct kj__include_tree *tree);
 
 #endif /* KJ_INCLUDE_INT_H */

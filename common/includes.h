@@ -55,6 +55,14 @@ struct kj__include_tree {
 	 * source).  Others are ignored.  NULL: none. */
 	const char *const *options;
 	size_t n_options;
+	/* A budget, for a scan kjitd runs on its loop (daemon/miss/offhash.c):
+	 * no header opened from disk, at most probes_max looks there (an
+	 * allowed directory or the tree's folder tried for a name); 0: no
+	 * budget.  Past it, the scan stops with KJIT_EBUSY and over set (out):
+	 * its caller scans again without one (on a thread), so the budget never
+	 * changes a result, only where it is computed. */
+	unsigned probes_max;
+	int over;
 };
 
 /* A request's option naming a pre-included header (nvcc's and hipcc's

@@ -75,6 +75,8 @@
 #define KJ_REQ_BYTES_MAX (512ull << 20)    /* request bytes in flight and queued, all uids: bounds RSS under a flood */
 #define KJ_REQ_BYTES_PER_UID_MAX (160ull << 20) /* per uid: the largest request (4 MiB source + 16 MiB headers) held 4x over, twice */
 #define KJ_RESOLVE_RUNNING_MAX 8           /* GETs resolving (include scan, key hash, memo's file checks) on libuv's pool at once, all uids; more wait in kjitd's queue: publishes and admin tasks share the pool's 4 threads and queue behind at most these (daemon/miss/offhash.c) */
+#define KJ_RESOLVE_INLINE_BYTES (64u << 10) /* a GET whose bytes to hash (body, source, headers) are at most this is resolved on kjitd's loop, not a pool thread: the hop costs more (daemon/miss/offhash.c, issue 35) */
+#define KJ_RESOLVE_INLINE_PROBES 32        /* ... as long as its include scan looks a name up on disk at most this many times and finds none there (a header to read from disk: on a thread) */
 #define KJ_RESOLVE_PER_UID_MAX 4096        /* GETs one uid may have resolving or waiting to (--max-resolves-per-uid); past it "kjitd is busy ... retry": 16 connections each with a full kjit_get_many window (256) fit, the byte quota bounds their bytes, this their count */
 #define KJ_REQ_COPIES 2                    /* a queued compile holds its request twice (job frame and replay recipe) */
 #define KJ_MMAP_THRESHOLD (4u << 20)       /* blocks this large come from mmap and go back to the system when freed (smaller ones from the heap: a 1 MiB object's buffers are not faulted in again per request) */

@@ -27,6 +27,7 @@
 #include "entrylist.h"
 #include "kj_limits.h"
 #include "frames.h"
+#include "offwork.h"
 #include "proto.h"
 
 struct kj__daemon;
@@ -250,6 +251,8 @@ enum kj__stat {
 	KJ_STAT_SAVED_MS, KJ_STAT_PUBLISH_ERRORS, KJ_STAT_CONNECTIONS, KJ_STAT_FAST_HITS,
 	KJ_STAT_REMOTE_HITS,         /* requests answered from the fleet tier */
 	KJ_STAT_REFUSED,             /* misses refused: --no-compile, or a fetch-only request */
+	KJ_STAT_RESOLVED_INLINE,     /* memo misses resolved on the loop (small: offhash.c) */
+	KJ_STAT_RESOLVED_POOL,       /* ... and on a pool thread */
 	KJ_STAT_COUNT
 };
 extern const char *const kj__stat_names[KJ_STAT_COUNT];
@@ -301,19 +304,12 @@ struct kj__daemon {
 	dev_t sock_dev;              /* the socket file we bound, to notice it removed or replaced */
 	ino_t sock_ino;
 	int sock_lost;               /* it was: do not unlink whatever is at the path now */
-	/* offloop.c: gc, verify and clear jobs; the head runs, the rest wait. */
-	struct kj__offloop *offloop_head, *offloop_tail;
-	uv_work_t ckpt_work;         /* offloop.c: the index's checkpoint, on a thread */
-	int ckpt_busy;
-	int offloop_wait_pub;        /* offloop.c: the head task waits for publishes in flight */
+	/* offwork.c: the queues of work on libuv's thread pool (resolves,
+	 * publishes, admin tasks, the index's checkpoint). */
+	struct kj__offq offq[KJ_OFFQ_COUNT];
+	struct kj__offwork ckpt_work; /* offloop.c: the index's checkpoint */
 	size_t pub_n;                /* publish.c: publishes in flight, and their object bytes */
 	uint64_t pub_bytes;
-	uint64_t pub_seq;            /* publish.c: publishes begun */
-	struct kj__publish *pubs;    /* publish.c: those in flight */
-	struct kj__pub_idle *pub_idle; /* publish.c: callbacks waiting for those in flight to finish */
-	/* offhash.c: GETs resolving on the thread pool, and those waiting to. */
-	struct kj__offhash *hash_run, *hash_wait, *hash_wait_tail;
-	unsigned hash_n_run;
 };
 
 /* quota.c: connections and request bytes per peer uid (docs in quota.c).
@@ -687,6 +683,8 @@ int kj__publish_start(struct kj__daemon *d, const struct kj__cache_entry *e, con
  * out of memory).  What was answered before an admin command is in the
  * index when it runs (replay's recipes, export's rows). */
 void kj__publish_when_idle(struct kj__daemon *d, void (*fn)(void *arg), void *arg);
+/* 1 while a publish is in flight. */
+int kj__publish_pending(const struct kj__daemon *d);
 
 /* offloop.c: admin tasks with their slow part on libuv's thread pool, one
  * at a time in arrival order.  A task's steps: begin on the loop (0, or an

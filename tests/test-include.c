@@ -182,6 +182,54 @@ static void test_missing_names_listed(void)
 	cleanup();
 }
 
+/* A scan with a budget (kjitd's loop, daemon/miss/offhash.c) stops with
+ * KJIT_EBUSY and over set, nothing opened, once a header is to be read
+ * from disk or it has looked on disk probes_max times; under it, the
+ * result is the same as without. */
+static int resolve_budget(const char *src, const struct req *q, unsigned probes, struct kj__include_tree *t,
+			  struct kj__includes *out, char *err, size_t errlen)
+{
+	const char *const dirs[] = { dir };
+	*t = (struct kj__include_tree){ .probes_max = probes };
+	return kj__includes_resolve_tree(NULL, (const uint8_t *)src, strlen(src), q->names, q->data, q->len, q->n,
+					 dirs, 1, t, out, err, errlen);
+}
+
+static void test_loop_budget(void)
+{
+	struct kj__includes out;
+	struct kj__include_tree t;
+	struct req q = { 0 };
+	char err[256];
+
+	setup();
+	put(dir, "a.h", "int a;\n");
+	req_add(&q, "b.h", "#include <hip/hip_runtime.h>\n");
+	/* a header on disk: not read under a budget */
+	CHECK_EQ_INT(resolve_budget("#include \"b.h\"\n#include <a.h>\n", &q, 32, &t, &out, err, sizeof err), KJIT_EBUSY);
+	CHECK_EQ_INT(t.over, 1);
+	CHECK_EQ_INT(out.n, 0);
+	/* the request's own headers and names found nowhere: as without one */
+	CHECK_EQ_INT(resolve_budget("#include \"b.h\"\n#include <stdint.h>\n", &q, 32, &t, &out, err, sizeof err), 0);
+	CHECK_EQ_INT(t.over, 0);
+	CHECK_EQ_INT(out.n, 1);
+	CHECK_EQ_STR(out.names[0], "b.h");
+	CHECK_EQ_INT(out.n_missing, 2);
+	CHECK_EQ_STR(out.missing[0], "hip/hip_runtime.h");
+	CHECK_EQ_STR(out.missing[1], "stdint.h");
+	kj__includes_free(&out);
+	/* more names to look for on disk than the budget allows */
+	CHECK_EQ_INT(resolve_budget("#include <x.h>\n#include <y.h>\n#include <z.h>\n", &q, 2, &t, &out, err, sizeof err),
+		     KJIT_EBUSY);
+	CHECK_EQ_INT(t.over, 1);
+	/* the same without a budget: the header on disk is read */
+	CHECK_EQ_INT(resolve_budget("#include <a.h>\n", &q, 0, &t, &out, err, sizeof err), 0);
+	CHECK_EQ_INT(t.over, 0);
+	CHECK_EQ_INT(out.n, 1);
+	kj__includes_free(&out);
+	cleanup();
+}
+
 /* A literal "#if 0" group is skipped (nested conditionals inside it too),
  * its #else branch is live; any other condition counts as possibly true. */
 static void test_if_zero_skipped(void)
@@ -740,7 +788,7 @@ static void test_same_as_reference_scan(void)
 	cleanup();
 }
 
-TEST_LIST(TEST(computed_includes) TEST(splices_and_trigraphs) TEST(pre_include) TEST(same_as_reference_scan) TEST(other_spellings) TEST(dotdot_in_the_tree) TEST(source_folder_first) TEST(refuses_escapes) TEST(line_number_in_error) TEST(missing_names_listed) TEST(if_zero_skipped)
+TEST_LIST(TEST(computed_includes) TEST(splices_and_trigraphs) TEST(pre_include) TEST(same_as_reference_scan) TEST(other_spellings) TEST(dotdot_in_the_tree) TEST(source_folder_first) TEST(refuses_escapes) TEST(line_number_in_error) TEST(missing_names_listed) TEST(loop_budget) TEST(if_zero_skipped)
 	  TEST(nested_in_allowed_dir) TEST(request_header_shadows_dir)
 	  TEST(comments_and_strings_do_not_fool) TEST(depth_limit) TEST(cycle_terminates)
 	  TEST(missing_dir_and_no_source))

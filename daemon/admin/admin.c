@@ -38,6 +38,8 @@ const char *const kj__stat_names[KJ_STAT_COUNT] = {
 	[KJ_STAT_FAST_HITS] = "fast_hits",
 	[KJ_STAT_REMOTE_HITS] = "remote_hits",
 	[KJ_STAT_REFUSED] = "refused",
+	[KJ_STAT_RESOLVED_INLINE] = "resolved_inline",
+	[KJ_STAT_RESOLVED_POOL] = "resolved_pool",
 };
 
 struct answer {
@@ -58,10 +60,9 @@ void kj__stats_flush(struct kj__daemon *d)
 	}
 	kj__cache_flush(d->cache);
 	kj__offloop_checkpoint(d); /* the WAL's copy back, fsync included, on a thread */
-	/* The size cap, kept off the request path and off the loop: a gc on
-	 * the thread pool (offloop.c), started here, on the flush timer.
-	 * Objects being sent are never at risk: a reply's bytes are already
-	 * in the socket or in a buffer of their own. */
+	/* The size cap, off the request path and off the loop: a gc on the
+	 * pool (offloop.c), from the flush timer; objects being sent are never
+	 * at risk (a reply's bytes are in the socket or a buffer of their own). */
 	struct kj__cache_totals t;
 	if (!d->stopping && !kj__offloop_busy(d) && kj__cache_totals(d->cache, &t) == 0 &&
 	    t.bytes > kj__cache_max_size(d->cache) && kj__offloop_start(d, NULL, 0, KJ_CACHE_JOB_GC, 0, NULL) < 0)
@@ -684,9 +685,8 @@ void kj__handle_admin(struct kj__daemon *d, struct kj__conn *c, uint32_t id, con
 			kj__upload_chunk(d, c, id, arg, kj__msg_get(m, KJ_F_DATA));
 		goto out;
 	}
-	/* A command sees every object answered before it (its row, its
-	 * counters): it runs once the publishes in flight now are done. */
-	if (d->pubs && (l = calloc(1, sizeof *l)) != NULL) {
+	/* after the publishes in flight: it sees every object answered before it */
+	if (kj__publish_pending(d) && (l = calloc(1, sizeof *l)) != NULL) {
 		*l = (struct admin_later){ d, c, id, cmd, arg };
 		kj__conn_ref(c);
 		kj__publish_when_idle(d, admin_later_run, l);

@@ -10,7 +10,7 @@
  * export and import are bundle.c's.
  *
  * Invariants:
- *  - One task at a time: the others wait in d->offloop_head's queue, in
+ *  - One task at a time: the others wait in offwork.c's admin queue, in
  *    arrival order, and begin when the one before has finished.  So no two
  *    tasks' runs overlap (a verify's sweep never meets an import's files).
  *  - The loop's tables (cache/table.c, the hot set, the hit table) change
@@ -21,8 +21,9 @@
  *    of the queue have finished (publish.c): it sees every object
  *    answered before it.
  *  - When kjitd stops, the task running completes (the loop runs until it
- *    has); the ones queued are answered with KJIT_ESHUTDOWN.
+ *    has); the ones queued are answered with KJIT_ESHUTDOWN (offwork.c).
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,14 +32,20 @@
 #include "util.h"
 
 struct kj__offloop {
-	uv_work_t work;
+	struct kj__offwork work;     /* in kjitd's admin queue (offwork.c) */
 	struct kj__daemon *d;
-	struct kj__conn *conn; /* NULL: no one to answer (the size cap's gc) */
+	struct kj__conn *conn;       /* NULL: no one to answer (the size cap's gc) */
 	uint32_t id;
 	const struct kj__offloop_ops *ops;
 	void *arg;
-	struct kj__offloop *next;
+	int waited;                  /* the publishes in flight at its turn were waited for */
+	char err[512];
 };
+
+static struct kj__offloop *task_of(struct kj__offwork *w)
+{
+	return (struct kj__offloop *)((char *)w - offsetof(struct kj__offloop, work));
+}
 
 static void task_free(struct kj__offloop *m)
 {
@@ -59,98 +66,64 @@ static void answer(struct kj__offloop *m, int r, struct kj__buf *text, struct kj
 		kj__log(m->d, "%s", err);
 }
 
-static void start_next(struct kj__daemon *d);
-
-static void on_work(uv_work_t *w)
+static void resume_after_publishes(void *arg)
 {
-	struct kj__offloop *m = w->data;
+	struct kj__offloop *m = arg;
+
+	kj__offwork_resume(&m->work);
+}
+
+/* Its turn (the head of the queue): once the publishes in flight have
+ * finished (publish.c), so that a command sees in the index every object
+ * answered before it, the task's own begin. */
+static int on_begin(struct kj__offwork *w)
+{
+	struct kj__offloop *m = task_of(w);
+	struct kj__daemon *d = m->d;
+
+	if (d->stopping)
+		return KJIT_ESHUTDOWN;
+	if (!m->waited && kj__publish_pending(d)) {
+		m->waited = 1;
+		kj__publish_when_idle(d, resume_after_publishes, m); /* may resume at once: m not touched after */
+		return KJ_OFFWORK_LATER;
+	}
+	m->waited = 1;
+	m->err[0] = '\0';
+	return m->ops->begin ? m->ops->begin(d, m->arg, m->err, sizeof m->err) : 0;
+}
+
+static void on_work(struct kj__offwork *w)
+{
+	struct kj__offloop *m = task_of(w);
 
 	m->ops->run(m->arg);
 }
 
-/* The loop's side of a run that ended: finish, then the next run or the
- * next task.  With no thread to be had (a SQLite that is not thread-safe,
- * or a failed queue), the runs happen here, on the loop, as they always
- * did. */
-static void on_done(uv_work_t *w, int status)
+/* The loop's side of a run that ended (or of a begin that failed, or of a
+ * task kjitd stopped before its turn): finish, then another run or the
+ * answer. */
+static int on_done(struct kj__offwork *w, int code)
 {
-	struct kj__offloop *m = w->data;
+	struct kj__offloop *m = task_of(w);
 	struct kj__daemon *d = m->d;
 	struct kj__buf text = { 0 }, json = { 0 };
-	char err[512] = "";
-	int r;
+	int r = code;
 
 	d->last_active_us = kj__now_us();
-	r = status < 0 ? KJIT_EINTERNAL : m->ops->finish(d, m->arg, &text, &json, err, sizeof err);
-	while (r == 1) {
-		if (kj__cache_job_threaded() && uv_queue_work(d->loop, &m->work, on_work, on_done) == 0) {
-			kj__buf_free(&text);
-			kj__buf_free(&json);
-			return;
-		}
-		m->ops->run(m->arg);
-		r = m->ops->finish(d, m->arg, &text, &json, err, sizeof err);
-	}
-	answer(m, r, &text, &json, err, sizeof err);
+	if (r == 0)
+		r = m->ops->finish(d, m->arg, &text, &json, m->err, sizeof m->err);
+	if (r != 1)
+		answer(m, r, &text, &json, m->err, sizeof m->err);
 	kj__buf_free(&text);
 	kj__buf_free(&json);
-	d->offloop_head = m->next;
-	if (d->offloop_head == NULL)
-		d->offloop_tail = NULL;
+	if (r == 1)
+		return 1;
 	task_free(m);
-	start_next(d);
+	return 0;
 }
 
-static void start_next_now(struct kj__daemon *d);
-
-static void start_after_publishes(void *arg)
-{
-	struct kj__daemon *d = arg;
-
-	d->offloop_wait_pub = 0;
-	start_next_now(d);
-}
-
-/* Begins the task at the head of the queue once the publishes in flight
- * have finished (publish.c): a command sees in the index every object
- * answered before it. */
-static void start_next(struct kj__daemon *d)
-{
-	if (d->offloop_wait_pub)
-		return;
-	if (d->offloop_head && d->pubs) {
-		d->offloop_wait_pub = 1;
-		kj__publish_when_idle(d, start_after_publishes, d);
-		return;
-	}
-	start_next_now(d);
-}
-
-/* Begins the task at the head of the queue, answering those that cannot. */
-static void start_next_now(struct kj__daemon *d)
-{
-	struct kj__offloop *m;
-
-	while ((m = d->offloop_head) != NULL) {
-		char err[512] = "";
-		int r = d->stopping ? KJIT_ESHUTDOWN : m->ops->begin ? m->ops->begin(d, m->arg, err, sizeof err) : 0;
-		if (r == 0) {
-			if (kj__cache_job_threaded() && uv_queue_work(d->loop, &m->work, on_work, on_done) == 0)
-				return;
-			on_work(&m->work); /* no thread to be had: here, as it always was */
-			on_done(&m->work, 0);
-			return;
-		}
-		struct kj__buf text = { 0 }, json = { 0 };
-		answer(m, r, &text, &json, err, sizeof err);
-		kj__buf_free(&text);
-		kj__buf_free(&json);
-		d->offloop_head = m->next;
-		if (d->offloop_head == NULL)
-			d->offloop_tail = NULL;
-		task_free(m);
-	}
-}
+static const struct kj__offwork_ops task_ops = { on_begin, on_work, on_done };
 
 int kj__offloop_task(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const struct kj__offloop_ops *ops,
 		     void *arg)
@@ -162,7 +135,7 @@ int kj__offloop_task(struct kj__daemon *d, struct kj__conn *c, uint32_t id, cons
 			ops->free(arg);
 		return KJIT_ENOMEM;
 	}
-	m->work.data = m;
+	m->work.ops = &task_ops;
 	m->d = d;
 	m->conn = c;
 	m->id = id;
@@ -170,46 +143,38 @@ int kj__offloop_task(struct kj__daemon *d, struct kj__conn *c, uint32_t id, cons
 	m->arg = arg;
 	if (c)
 		kj__conn_ref(c);
-	if (d->offloop_tail)
-		d->offloop_tail->next = m;
-	else
-		d->offloop_head = m;
-	d->offloop_tail = m;
-	if (d->offloop_head == m)
-		start_next(d);
+	kj__offwork_submit(d, KJ_OFFQ_ADMIN, &m->work, KJ_OFFWORK_POOL);
 	return 0;
 }
 
 int kj__offloop_busy(const struct kj__daemon *d)
 {
-	return d->offloop_head != NULL;
+	return kj__offwork_count(d, KJ_OFFQ_ADMIN, (uid_t)-1) > 0;
 }
 
 /* ---- the index's checkpoint ---- */
 
-static void ckpt_run(uv_work_t *w)
+static void ckpt_run(struct kj__offwork *w)
 {
-	struct kj__daemon *d = w->data;
-
-	kj__cache_checkpoint(d->cache); /* logged if it fails; tried again at the next flush */
+	kj__cache_checkpoint(w->d->cache); /* logged if it fails; tried again at the next flush */
 }
 
-static void ckpt_done(uv_work_t *w, int status)
+static int ckpt_done(struct kj__offwork *w, int code)
 {
-	struct kj__daemon *d = w->data;
-
-	(void)status;
-	d->ckpt_busy = 0;
+	(void)w;
+	(void)code;
+	return 0;
 }
+
+static const struct kj__offwork_ops ckpt_ops = { NULL, ckpt_run, ckpt_done };
 
 void kj__offloop_checkpoint(struct kj__daemon *d)
 {
-	if (d->stopping || d->ckpt_busy || kj__cache_wal_pages(d->cache) < KJ_WAL_CHECKPOINT_PAGES ||
-	    !kj__cache_job_threaded())
+	if (d->stopping || kj__offwork_count(d, KJ_OFFQ_CHECKPOINT, (uid_t)-1) > 0 ||
+	    kj__cache_wal_pages(d->cache) < KJ_WAL_CHECKPOINT_PAGES || !kj__cache_job_threaded())
 		return;
-	d->ckpt_work.data = d;
-	if (uv_queue_work(d->loop, &d->ckpt_work, ckpt_run, ckpt_done) == 0)
-		d->ckpt_busy = 1;
+	d->ckpt_work = (struct kj__offwork){ .ops = &ckpt_ops };
+	kj__offwork_submit(d, KJ_OFFQ_CHECKPOINT, &d->ckpt_work, KJ_OFFWORK_POOL);
 }
 
 /* ---- gc, verify and clear: cache/job.c's steps ---- */

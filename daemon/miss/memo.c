@@ -16,8 +16,9 @@
  * Entering a resolution takes two steps (issue 25: the loop never waits
  * on the disk): kj__memo_gather (at the end) stats and re-reads the files
  * a key was computed from, so the identity kept matches the bytes that
- * were hashed; it touches only its arguments and runs on a thread of
- * libuv's pool (resolve.c).  kj__memo_enter then puts the result in the
+ * were hashed; it touches only its arguments and runs with the resolve
+ * (offhash.c: a pool thread, or the loop for a small request that read no
+ * header from disk).  kj__memo_enter then puts the result in the
  * memo, on the loop: the table itself is the loop's alone.
  */
 #include <stdlib.h>

@@ -4,8 +4,15 @@
  * from <kernels>/include), the SHA-256 over its source and headers (about
  * 0.58 ms per MB), the memo's re-reading of the files that went in, the
  * key before entries left it (hip, cuda with entries) and the keys of
- * compatible AMD targets.  All of that runs here on libuv's thread pool;
- * get.c answers with the results on the loop.
+ * compatible AMD targets.  All of that runs on libuv's thread pool
+ * (offwork.c's resolve queue); get.c answers with the results on the loop.
+ * A small request (at most KJ_RESOLVE_INLINE_BYTES to hash, no --explain)
+ * is resolved on the loop instead, the hop to a thread and back costing
+ * more than its resolve (issue 35): its include scan has a budget (no
+ * header opened from disk, at most KJ_RESOLVE_INLINE_PROBES names looked
+ * up there), and one that outgrows it is resolved again on a thread from
+ * the start, so the loop never reads a header nor hashes much.  The
+ * results, and the memo's checks, are the same either way.
  *
  * Invariants:
  *  - A run touches only its own struct kj__offhash, the request it points
@@ -13,22 +20,24 @@
  *    and runtime version, <kernels>/include are copied in on the loop
  *    before it is queued.  The loop's tables (memo, index, flights, hit
  *    table, negcache, stats) are read and changed only in done, on the loop.
- *  - At most KJ_RESOLVE_RUNNING_MAX runs are on the pool at once, so a
- *    publish or an admin task queued behind them waits for at most that
- *    many; the rest wait here (their bytes are already charged to their
- *    uid, quota.c), and the next to run is the oldest of a uid with none
+ *  - The queueing is offwork.c's (its resolve queue): at most
+ *    KJ_RESOLVE_RUNNING_MAX runs are on the pool at once, so a publish or
+ *    an admin task queued behind them waits for at most that many; the
+ *    rest wait there (their bytes are already charged to their uid,
+ *    quota.c), and the next to run is the oldest of a uid with none
  *    running, else the oldest: a pipelined flood from one uid (a
  *    kjit_get_many of hundreds) does not hold another uid's request behind
  *    it.  A uid with cfg.resolve_max_per_uid running or waiting gets
  *    "kjitd is busy ... retry" for the next, as a uid over its byte quota
  *    does: the quota bounds their bytes, the cap their count.
- *  - Every started resolution gets exactly one done.  When kjitd stops,
- *    those waiting here end at once with KJIT_ESHUTDOWN, those on the pool
+ *  - Every started resolution gets exactly one done.  When kjitd stops
+ *    (kj__offwork_stop), those waiting end at once with KJIT_ESHUTDOWN, those on the pool
  *    are cancelled if not yet begun (done with KJIT_ESHUTDOWN) or finish
  *    (done sees d->stopping): the loop runs until the last has returned,
  *    as publish.c's runs do.
  */
 #include <limits.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,17 +119,25 @@ static void compatible_keys(struct kj__offhash *h)
 
 /* On a thread: includes, key, legacy and compatible keys, the memo's files,
  * the hit table's fingerprint. */
-static void on_work(uv_work_t *w)
+static void on_work(struct kj__offwork *w)
 {
-	struct kj__offhash *h = w->data;
+	struct kj__offhash *h = (struct kj__offhash *)((char *)w - offsetof(struct kj__offhash, work));
 	const struct kj__get_req *q = h->q;
 	const char *dir = h->incdir;
 	/* the options carry -D/-U (computed includes) and pre-included headers */
 	struct kj__include_tree opts = { .options = (const char *const *)q->options, .n_options = q->n_options };
+	if (h->here) /* on the loop: no header read from disk, few names looked up */
+		opts.probes_max = KJ_RESOLVE_INLINE_PROBES;
 	int r = kj__includes_resolve_tree(q->source_name, q->source, q->source_len, (const char *const *)q->hnames,
 					  (const uint8_t *const *)q->hdata, q->hlen, q->n_headers, &dir, 1, &opts,
 					  &h->inc, h->err, sizeof h->err);
 
+	if (opts.over) { /* too much for the loop: a thread does it all again */
+		h->over = 1;
+		h->err[0] = '\0';
+		kj__includes_free(&h->inc);
+		return;
+	}
 	if (r < 0)
 		goto out;
 	/* whatever the scan admits, a /proc or /dev path never reaches a compiler
@@ -173,95 +190,45 @@ out:
 	h->code = r;
 }
 
-static void start_waiting(struct kj__daemon *d);
+static const struct kj__offwork_ops resolve_ops;
 
-static void unlist_running(struct kj__daemon *d, struct kj__offhash *h)
+/* On the loop: the run ended (or never ran: kjitd is stopping).  A run
+ * on the loop whose include scan outgrew its budget goes to a thread. */
+static int on_done(struct kj__offwork *w, int code)
 {
-	struct kj__offhash **pp;
-
-	for (pp = &d->hash_run; *pp && *pp != h; pp = &(*pp)->next)
-		;
-	if (*pp) {
-		*pp = h->next;
-		d->hash_n_run--;
-	}
-	h->next = NULL;
-}
-
-/* On the loop: the run ended (or was cancelled: kjitd is stopping). */
-static void on_done(uv_work_t *w, int status)
-{
-	struct kj__offhash *h = w->data;
+	struct kj__offhash *h = (struct kj__offhash *)((char *)w - offsetof(struct kj__offhash, work));
 	struct kj__daemon *d = h->d;
 
-	unlist_running(d, h);
-	if (status < 0 || d->stopping)
+	if (code == 0 && h->over) {
+		h->here = h->over = 0;
+		h->work = (struct kj__offwork){ .ops = &resolve_ops, .uid = h->uid };
+		kj__offwork_submit(d, KJ_OFFQ_RESOLVE, &h->work, KJ_OFFWORK_POOL);
+		return 0;
+	}
+	d->stats[h->here ? KJ_STAT_RESOLVED_INLINE : KJ_STAT_RESOLVED_POOL]++;
+	if (code < 0 || d->stopping)
 		h->code = KJIT_ESHUTDOWN;
 	h->done(h);
-	start_waiting(d);
-}
-
-/* Hands h to the pool; with no thread to be had, runs it here. */
-static void run(struct kj__daemon *d, struct kj__offhash *h)
-{
-	h->work.data = h;
-	h->next = d->hash_run;
-	d->hash_run = h;
-	d->hash_n_run++;
-	if (uv_queue_work(d->loop, &h->work, on_work, on_done) == 0)
-		return;
-	on_work(&h->work);
-	on_done(&h->work, 0);
-}
-
-/* 1 if a resolve of uid is on the pool. */
-static int uid_running(const struct kj__daemon *d, uid_t uid)
-{
-	for (const struct kj__offhash *h = d->hash_run; h; h = h->next)
-		if (h->uid == uid)
-			return 1;
 	return 0;
 }
 
-/* Takes the next to run out of the waiting queue: the first of a uid with
- * nothing on the pool, else the oldest, so one uid's flood of pipelined
- * misses does not hold another's behind it. */
-static struct kj__offhash *take_waiting(struct kj__daemon *d)
+static const struct kj__offwork_ops resolve_ops = { NULL, on_work, on_done };
+
+/* 1 if h is cheaper resolved here, on the loop, than handed to a thread
+ * and back (issue 35: the hop costs 0.2 to 14 ms on a loaded machine, the
+ * SHA-256 of 16 KiB about 45 us on one without SHA instructions): few
+ * bytes to hash and no --explain (it reads the caller's entries).  The
+ * include scan is bounded in on_work: a header to read from <kernels>/include
+ * (a disk may be slow: offhash.sh) or more than KJ_RESOLVE_INLINE_PROBES
+ * names looked up there send it to a thread, from the start. */
+static int small(const struct kj__offhash *h)
 {
-	struct kj__offhash **pp = &d->hash_wait, **pick = pp, *prev = NULL, *pick_prev = NULL, *h;
+	const struct kj__get_req *q = h->q;
+	uint64_t n = (uint64_t)q->source_len + (h->has_fp ? h->raw_len : 0);
 
-	for (; (h = *pp) != NULL; prev = h, pp = &h->next) {
-		if (!uid_running(d, h->uid)) {
-			pick = pp;
-			pick_prev = prev;
-			break;
-		}
-	}
-	h = *pick;
-	*pick = h->next;
-	if (d->hash_wait_tail == h)
-		d->hash_wait_tail = pick_prev;
-	h->next = NULL;
-	return h;
-}
-
-/* Moves those waiting onto the pool while there is room. */
-static void start_waiting(struct kj__daemon *d)
-{
-	while (!d->stopping && d->hash_n_run < KJ_RESOLVE_RUNNING_MAX && d->hash_wait != NULL)
-		run(d, take_waiting(d));
-}
-
-/* Resolutions of uid running or waiting. */
-static unsigned count_uid(const struct kj__daemon *d, uid_t uid)
-{
-	unsigned n = 0;
-
-	for (const struct kj__offhash *h = d->hash_run; h; h = h->next)
-		n += h->uid == uid;
-	for (const struct kj__offhash *h = d->hash_wait; h; h = h->next)
-		n += h->uid == uid;
-	return n;
+	for (size_t i = 0; i < q->n_headers; i++)
+		n += q->hlen[i];
+	return !q->explain && n <= KJ_RESOLVE_INLINE_BYTES;
 }
 
 int kj__offhash_start(struct kj__offhash *h)
@@ -280,7 +247,7 @@ int kj__offhash_start(struct kj__offhash *h)
 		return KJIT_ESHUTDOWN;
 	if ((r = resolve_target(h)) < 0)
 		return r;
-	if (cap && (n = count_uid(d, h->uid)) >= cap) {
+	if (cap && (n = kj__offwork_count(d, KJ_OFFQ_RESOLVE, h->uid)) >= cap) {
 		snprintf(h->err, sizeof h->err,
 			 "kjitd is busy: uid %u has %u requests being resolved, the limit per user (--max-resolves-per-uid); "
 			 "retry once some are answered", (unsigned)h->uid, n);
@@ -295,16 +262,10 @@ int kj__offhash_start(struct kj__offhash *h)
 		return KJIT_ENOMEM;
 	h->has_fp = h->raw != NULL && d->hits != NULL;
 	h->hits_gen = kj__hits_gen(d); /* before the thread reads any file */
-	h->next = NULL;
-	if (d->hash_n_run < KJ_RESOLVE_RUNNING_MAX && d->hash_wait == NULL) {
-		run(d, h);
-		return 0;
-	}
-	if (d->hash_wait_tail)
-		d->hash_wait_tail->next = h;
-	else
-		d->hash_wait = h;
-	d->hash_wait_tail = h;
+	h->work = (struct kj__offwork){ .ops = &resolve_ops, .uid = h->uid };
+	h->here = small(h);
+	h->over = 0;
+	kj__offwork_submit(d, KJ_OFFQ_RESOLVE, &h->work, h->here ? KJ_OFFWORK_HERE : KJ_OFFWORK_POOL);
 	return 0;
 }
 
@@ -320,20 +281,4 @@ void kj__offhash_clear(struct kj__offhash *h)
 	h->want = NULL;
 	h->explain = NULL;
 	h->ex = NULL;
-}
-
-void kj__offhash_stop(struct kj__daemon *d)
-{
-	struct kj__offhash *h;
-
-	for (h = d->hash_run; h; h = h->next)
-		uv_cancel((uv_req_t *)&h->work); /* not begun: on_done gets UV_ECANCELED */
-	while ((h = d->hash_wait) != NULL) {
-		d->hash_wait = h->next;
-		if (d->hash_wait == NULL)
-			d->hash_wait_tail = NULL;
-		h->next = NULL;
-		h->code = KJIT_ESHUTDOWN;
-		h->done(h);
-	}
 }

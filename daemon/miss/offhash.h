@@ -4,8 +4,6 @@
 #ifndef KJ_OFFHASH_H
 #define KJ_OFFHASH_H
 
-#include <uv.h>
-
 #include "cache.h"
 #include "daemon.h"
 #include "sha.h"
@@ -47,22 +45,19 @@ struct kj__offhash {
 	size_t n_alt;                  /* keys of compatible targets with fewer features, most specific first */
 	char alt_key[KJ_OFFHASH_ALT_MAX][65];
 	char alt_target[KJ_OFFHASH_ALT_MAX][KJ_TARGET_MAX];
-	/* offhash.c's own */
-	uv_work_t work;
-	struct kj__offhash *next;
+	/* offhash.c's own: its place in kjitd's resolve queue (offwork.c) */
+	struct kj__offwork work;
+	int here;                      /* tried on the loop, with the include scan's budget */
+	int over;                      /* ... which ran out: resolved again on a thread */
 };
 
 /* Resolves h->q's target on the loop (request, configuration, detection),
- * then queues the rest on the thread pool (or, past KJ_RESOLVE_RUNNING_MAX,
- * in kjitd's queue).  0: done will be called; or a code with the reason
+ * then queues the rest on the thread pool (offwork.c's resolve queue: past
+ * KJ_RESOLVE_RUNNING_MAX, it waits there).  0: done will be called; or a code with the reason
  * for the client in h->err (KJIT_EBUSY past the uid's cap), done never
  * called.  Either way kj__offhash_clear frees what h holds. */
 int kj__offhash_start(struct kj__offhash *h);
 /* Frees what h holds (its results); not h itself. */
 void kj__offhash_clear(struct kj__offhash *h);
-/* kjitd is stopping: resolutions still queued end with KJIT_ESHUTDOWN (their
- * done runs now or when their cancelled work returns); those running finish,
- * and the loop runs until they have. */
-void kj__offhash_stop(struct kj__daemon *d);
 
 #endif /* KJ_OFFHASH_H */

@@ -1,8 +1,8 @@
 /* publish.c: the cache's part of a flight's publish (flight.c), off the
  * loop: cache/publish.c's steps, begin and finish on the loop, run (the
  * object's digest, its file: temporary, fsync, rename, the directory's
- * fsync; the recipe's file) on libuv's thread pool, as offloop.c does for
- * the admin commands.  The waiters were answered before begin; from begin
+ * fsync; the recipe's file) on libuv's thread pool through offwork.c's
+ * publish queue, as offloop.c does for the admin commands.  The waiters were answered before begin; from begin
  * to finish a request for the key is served from the copy begin made
  * (cache/publish.c), so nothing is recompiled and no half-written file is
  * read.  The copy is not made on the loop: the publish borrows the bytes
@@ -19,12 +19,13 @@
  *    KJ_PUBLISH_PENDING_MAX bytes held, or with no thread to be had (a
  *    SQLite that is not thread-safe, a failed queue), a publish runs on the
  *    loop, as it always did: slower, never lost.
- *  - kjitd's loop does not end while a publish is in flight (a queued
- *    uv_work_t keeps it alive): a stop finishes them, and the cache is
+ *  - kjitd's loop does not end while a publish is in flight (offwork.c:
+ *    work on a thread keeps it alive): a stop finishes them, and the cache is
  *    closed after (main.c).  A crash leaves at worst a temporary file or a
  *    file without a row (cache/store.c), swept later.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,10 +34,8 @@
 #include "kj_types.h"
 
 struct kj__publish {
-	uv_work_t work;
+	struct kj__offwork work;     /* in kjitd's publish queue (offwork.c) */
 	struct kj__daemon *d;
-	uint64_t seq;                /* order of begin (kj__publish_when_idle) */
-	struct kj__publish *next;    /* d->pubs: in flight */
 	struct kj__cache_pub *p;
 	struct kj__replybuf *rb;     /* the object's bytes, lent to p until it is freed; NULL: p has a copy */
 	char key[65];
@@ -50,84 +49,35 @@ static void pub_free(struct kj__publish *t)
 	free(t);
 }
 
-/* A callback waiting for the publishes in flight when it was queued (those
- * begun up to seq) to finish; later ones are not waited for, so a stream of
- * misses never holds it. */
-struct kj__pub_idle {
-	void (*fn)(void *arg);
-	void *arg;
-	uint64_t seq;
-	struct kj__pub_idle *next;
-};
-
-/* Runs the callbacks no publish in flight holds back any more. */
-static void run_idle(struct kj__daemon *d)
-{
-	uint64_t oldest = UINT64_MAX;
-	struct kj__pub_idle **pp = &d->pub_idle, *q, *ready = NULL, **tail = &ready;
-
-	for (struct kj__publish *t = d->pubs; t; t = t->next)
-		if (t->seq < oldest)
-			oldest = t->seq;
-	while ((q = *pp) != NULL) {
-		if (q->seq < oldest) {
-			*pp = q->next;
-			q->next = NULL;
-			*tail = q;
-			tail = &q->next;
-		} else {
-			pp = &q->next;
-		}
-	}
-	for (; ready; ready = q) { /* in the order they came */
-		q = ready->next;
-		ready->fn(ready->arg);
-		free(ready);
-	}
-}
-
 void kj__publish_when_idle(struct kj__daemon *d, void (*fn)(void *arg), void *arg)
 {
-	struct kj__pub_idle *q, **pp;
-
-	if (d->pubs == NULL || (q = calloc(1, sizeof *q)) == NULL) {
-		fn(arg); /* out of memory: now, without what is being published */
-		return;
-	}
-	q->fn = fn;
-	q->arg = arg;
-	q->seq = d->pub_seq;
-	for (pp = &d->pub_idle; *pp; pp = &(*pp)->next)
-		;
-	*pp = q;
+	kj__offwork_when_idle(d, KJ_OFFQ_PUBLISH, fn, arg);
 }
 
-static void unlist(struct kj__daemon *d, struct kj__publish *t)
+int kj__publish_pending(const struct kj__daemon *d)
 {
-	struct kj__publish **pp;
-
-	for (pp = &d->pubs; *pp && *pp != t; pp = &(*pp)->next)
-		;
-	if (*pp)
-		*pp = t->next;
+	return kj__offwork_count(d, KJ_OFFQ_PUBLISH, (uid_t)-1) > 0;
 }
 
-static void on_run(uv_work_t *w)
+static struct kj__publish *pub_of(struct kj__offwork *w)
 {
-	struct kj__publish *t = w->data;
+	return (struct kj__publish *)((char *)w - offsetof(struct kj__publish, work));
+}
 
-	kj__cache_pub_run(t->p);
+static void on_run(struct kj__offwork *w)
+{
+	kj__cache_pub_run(pub_of(w)->p);
 }
 
 /* The loop's side: the row, the table, the hot set, the recipe's row, the
  * requesters (cache/publish.c). */
-static void on_done(uv_work_t *w, int status)
+static int on_done(struct kj__offwork *w, int code)
 {
-	struct kj__publish *t = w->data;
+	struct kj__publish *t = pub_of(w);
 	struct kj__daemon *d = t->d;
 	int r;
 
-	if (status < 0) /* cannot happen: work is never cancelled; done here then */
+	if (code < 0) /* cannot happen: the publish queue never ends work early; done here then */
 		kj__cache_pub_run(t->p);
 	r = kj__cache_pub_finish(t->p);
 	if (r < 0) { /* counted before the commands waiting for it run */
@@ -137,11 +87,11 @@ static void on_done(uv_work_t *w, int status)
 	}
 	d->pub_n--;
 	d->pub_bytes -= t->len;
-	unlist(d, t);
 	pub_free(t);
-	if (d->pub_idle)
-		run_idle(d);
+	return 0;
 }
+
+static const struct kj__offwork_ops pub_ops = { NULL, on_run, on_done };
 
 /* The object's bytes for a lent publish: the reply buffer its waiters'
  * replies queued (no copy), else a new one (the one copy); a buffer of the
@@ -165,7 +115,7 @@ int kj__publish_start(struct kj__daemon *d, const struct kj__cache_entry *e, con
 
 	if (t == NULL)
 		goto fail;
-	t->work.data = t;
+	t->work.ops = &pub_ops;
 	t->d = d;
 	t->len = len;
 	snprintf(t->key, sizeof t->key, "%s", e->key);
@@ -193,14 +143,10 @@ int kj__publish_start(struct kj__daemon *d, const struct kj__cache_entry *e, con
 		goto fail;
 	d->pub_n++;
 	d->pub_bytes += len;
-	t->seq = ++d->pub_seq;
-	t->next = d->pubs;
-	d->pubs = t;
-	if (d->pub_bytes <= KJ_PUBLISH_PENDING_MAX && kj__cache_job_threaded() &&
-	    uv_queue_work(d->loop, &t->work, on_run, on_done) == 0)
-		return 0;
-	on_run(&t->work); /* over the cap, or no thread to be had: here, as it always was */
-	on_done(&t->work, 0);
+	/* over the cap: here, as it always was (and with no thread to be had:
+	 * offwork.c) */
+	kj__offwork_submit(d, KJ_OFFQ_PUBLISH, &t->work,
+			   d->pub_bytes <= KJ_PUBLISH_PENDING_MAX ? KJ_OFFWORK_POOL : KJ_OFFWORK_HERE);
 	return 0;
 fail:
 	if (t)

@@ -28,7 +28,6 @@
 #include <systemd/sd-daemon.h>
 
 #include "daemon.h"
-#include "offhash.h"
 #include "kj_types.h"
 #include "util.h"
 
@@ -460,7 +459,7 @@ void kj__server_stop(struct kj__daemon *d)
 		if (!d->listener_from_systemd && d->sock_ino != 0)
 			unrecord_socket(d);
 	}
-	kj__offhash_stop(d); /* resolutions queued end now; those on a thread finish (the loop waits) */
+	kj__offwork_stop(d); /* work queued off the loop ends now; work on a thread finishes (the loop waits) */
 	kj__fleet_stop(d); /* before the pools: compiles failing now must not touch the remote */
 	for (size_t i = 0; i < KJ_ARRAY_SIZE(d->pools); i++) {
 		if (d->pools[i])

@@ -114,6 +114,12 @@ for pair in net:conn-int miss:miss-int admin:bundle-int; do
 	bad=$(outside "daemon/$room/*" $(includers "$h\\.h"))
 	check "daemon/$room/$h.h is included inside daemon/$room/ only (also by:${bad:- none})" [ -z "$bad" ]
 done
+# One door to libuv's thread pool (issue 33): daemon/offwork.c alone queues
+# work (uv_queue_work) or holds a uv_work_t; offhash.c, publish.c and
+# offloop.c hand it their steps.
+bad=$(xargs grep -lE 'uv_queue_work|uv_work_t' <"$T/src" | grep -vxE 'daemon/offwork\.[ch]' | tr '\n' ' ' | sed 's/ $//')
+check "only daemon/offwork.c puts work on libuv's pool (also: ${bad:-none})" [ -z "$bad" ]
+check "daemon/offwork.c calls uv_queue_work" grep -q 'uv_queue_work(' daemon/offwork.c
 big=$(sed -n 's|/[^/]*\.c$||p' "$T/src" | grep -v '^tests' | sort | uniq -c | awk '$1 > 20 { printf " %s (%d)", $2, $1 }')
 check "no product folder holds more than 20 .c files (over:${big:- none})" [ -z "$big" ]
 exit 0
