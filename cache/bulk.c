@@ -44,6 +44,7 @@ struct bulk_item {
 	int backend;
 	char target[128], version[64], ext[8];
 	uint32_t size, compile_ms;
+	int no_entries;                  /* e->entries NULL: the row may be under a legacy key */
 	char final[PATH_MAX];
 };
 
@@ -210,6 +211,7 @@ int kj__cache_bulk_add(struct kj__cache_bulk *b, struct kj__cache_entry *e, cons
 	snprintf(it->version, sizeof it->version, "%s", e->version);
 	snprintf(it->ext, sizeof it->ext, "%s", e->ext);
 	it->size = (uint32_t)len;
+	it->no_entries = e->entries == NULL;
 	it->compile_ms = e->compile_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)e->compile_ms;
 	kj__hex(dg, e->sha256);
 	e->size = len;
@@ -255,6 +257,7 @@ int kj__cache_bulk_finish(struct kj__cache *c, struct kj__cache_bulk *b, size_t 
 		en.last_used = (uint32_t)kj__wall_s();
 		en.seq = ++c->seq;
 		kj__tab_add(c, &en);
+		c->legacy_rows |= it->no_entries;
 		(*added)++;
 	}
 	return b->entered < b->done;

@@ -359,6 +359,11 @@ int kj__cache_key_entries_in(int backend);
  * request without entries).  Looked up after a miss of the current key, so
  * objects cached before still serve (docs/cache.md). */
 int kj__cache_key_legacy(const struct kj__key_input *in, char hex[65]);
+/* Whether an object in c may be stored under a legacy key: a row without
+ * entries (written before schema 5, or imported from such a cache) was seen
+ * at open or added since.  0 lets a caller skip kj__cache_key_legacy, a
+ * second SHA-256 of the request's source.  On the loop's thread. */
+int kj__cache_may_hold_legacy(const struct kj__cache *c);
 
 /* Include resolution (kj__includes_*): common/includes.h, included above. */
 

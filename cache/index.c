@@ -237,6 +237,13 @@ static int open_index(struct kj__cache *c, const char *path, int *corrupt)
 	}
 	if ((r = kj__db_schema(c, version, corrupt)) < 0)
 		return r;
+	/* Rows without entries were written before entries left hip's and
+	 * cuda's keys (schema 5) or imported from such a cache: only then may
+	 * a request's legacy key find something (kj__cache_may_hold_legacy). */
+	int64_t legacy = 1;
+	if ((r = db_value(c, "SELECT EXISTS(SELECT 1 FROM objects WHERE entries IS NULL)", &legacy, NULL, 0, corrupt)) < 0)
+		return r;
+	c->legacy_rows = legacy != 0;
 	for (int i = 0; i < ST_COUNT; i++) {
 		rc = sqlite3_prepare_v2(c->db, stmt_sql[i], -1, &c->st[i], NULL);
 		if (rc != SQLITE_OK) {
@@ -245,6 +252,11 @@ static int open_index(struct kj__cache *c, const char *path, int *corrupt)
 		}
 	}
 	return 0;
+}
+
+int kj__cache_may_hold_legacy(const struct kj__cache *c)
+{
+	return c->legacy_rows;
 }
 
 /* Moves a damaged index (and its WAL) out of the way. */

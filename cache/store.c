@@ -491,7 +491,10 @@ int kj__obj_index_row(struct kj__cache *c, const struct kj__cache_entry *e, cons
 		      const uint8_t dg[KJ_SHA256_LEN], const char *final)
 {
 	uint8_t prior_dg[KJ_SHA256_LEN];
-	int r = kj__db_insert_row(c, e, en->seq);
+	int r;
+
+	c->legacy_rows |= e->entries == NULL;
+	r = kj__db_insert_row(c, e, en->seq);
 
 	if (r == 0)
 		return 0;

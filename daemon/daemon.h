@@ -253,6 +253,7 @@ enum kj__stat {
 	KJ_STAT_REFUSED,             /* misses refused: --no-compile, or a fetch-only request */
 	KJ_STAT_RESOLVED_INLINE,     /* memo misses resolved on the loop (small: offhash.c) */
 	KJ_STAT_RESOLVED_POOL,       /* ... and on a pool thread */
+	KJ_STAT_LEGACY_KEYS,         /* resolves that also computed a legacy key (an index with pre-schema-5 rows) */
 	KJ_STAT_COUNT
 };
 extern const char *const kj__stat_names[KJ_STAT_COUNT];

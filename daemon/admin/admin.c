@@ -40,6 +40,7 @@ const char *const kj__stat_names[KJ_STAT_COUNT] = {
 	[KJ_STAT_REFUSED] = "refused",
 	[KJ_STAT_RESOLVED_INLINE] = "resolved_inline",
 	[KJ_STAT_RESOLVED_POOL] = "resolved_pool",
+	[KJ_STAT_LEGACY_KEYS] = "legacy_keys",
 };
 
 struct answer {

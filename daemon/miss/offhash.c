@@ -173,7 +173,9 @@ static void on_work(struct kj__offwork *w)
 	r = kj__cache_key(&h->ki, h->key);
 	if (r < 0)
 		goto out;
-	if (h->want && kj__cache_key_legacy(&h->ki, h->legacy) < 0)
+	/* The legacy key is a second pass over the source: only when the index
+	 * may hold an object stored under one (read on the loop at start). */
+	if (!h->want_legacy || kj__cache_key_legacy(&h->ki, h->legacy) < 0)
 		h->legacy[0] = '\0';
 	/* An explicit target asks for exactly that build; one from the
 	 * environment, configuration or detection may be served by a
@@ -206,6 +208,7 @@ static int on_done(struct kj__offwork *w, int code)
 		return 0;
 	}
 	d->stats[h->here ? KJ_STAT_RESOLVED_INLINE : KJ_STAT_RESOLVED_POOL]++;
+	d->stats[KJ_STAT_LEGACY_KEYS] += code == 0 && h->code == 0 && h->legacy[0] != '\0';
 	if (code < 0 || d->stopping)
 		h->code = KJIT_ESHUTDOWN;
 	h->done(h);
@@ -260,6 +263,7 @@ int kj__offhash_start(struct kj__offhash *h)
 	if (!kj__cache_key_entries_in(q->backend) && q->n_entries &&
 	    (h->want = kj__entries_join(q->entries, q->n_entries)) == NULL)
 		return KJIT_ENOMEM;
+	h->want_legacy = h->want != NULL && kj__cache_may_hold_legacy(d->cache);
 	h->has_fp = h->raw != NULL && d->hits != NULL;
 	h->hits_gen = kj__hits_gen(d); /* before the thread reads any file */
 	h->work = (struct kj__offwork){ .ops = &resolve_ops, .uid = h->uid };

@@ -33,6 +33,7 @@ struct kj__offhash {
 	char compiler[256];
 	char *incdir;                  /* <kernels>/include, for the memo */
 	char *want;                    /* entries to check (hip, cuda), "NAME\n" each; NULL: none */
+	int want_legacy;               /* want, and the index may hold legacy keys: the thread computes legacy */
 	struct kj__includes inc;
 	struct kj__key_input ki;       /* the key's inputs: points into the above and q */
 	struct kj__memo_files memo;    /* memo.ok: what kj__memo_enter may keep */

@@ -118,6 +118,9 @@ if [ $have_nvrtc = 1 ]; then
 	module "$src" old
 	a=$(get --source "$src" --backend cuda --target sm_90 --entry ka_old)
 	k0=$(key "$a")
+	# a cache written by this kjit holds no legacy key: none is computed
+	# (a second SHA-256 of every source with entries, cache/index.c)
+	check "new cache: no legacy key computed (legacy_keys $(stat_value legacy_keys))" [ "$(stat_value legacy_keys)" = 0 ]
 	# the key kjit gave this request before: the same encoding with the
 	# entries in it (docs/cache.md), then the object moved under it and the
 	# index put back to schema 4, as the kjit before this one left it
@@ -144,6 +147,7 @@ EOF
 	c0=$(stat_value compiles)
 	b=$(get --source "$src" --backend cuda --target sm_90 --entry ka_old)
 	check "old cache: the request's object, under its legacy key, is a hit ($b)" [ "$b" = "hit $k1" ]
+	check "old cache: its legacy key computed (legacy_keys $(stat_value legacy_keys))" [ "$(stat_value legacy_keys)" -ge 1 ]
 	check "old cache: its entries filled on that first use" [ "$(sqlite3 "$KJIT_CACHE_DIR/index.sqlite" \
 		"SELECT entries FROM objects WHERE key = '$k1'" | grep . | sort | tr '\n' ' ')" = "ka_old kb_old kc_old " ]
 	b=$(get --source "$src" --backend cuda --target sm_90 --entry ka_old)
