@@ -12,6 +12,19 @@
 
 #define KJ_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
+/* 1 in an AddressSanitizer build (gcc or clang): its allocator ignores
+ * mallopt and its leak check ptraces the process at exit. */
+#if defined(__SANITIZE_ADDRESS__)
+#define KJ_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KJ_UNDER_ASAN 1
+#endif
+#endif
+#ifndef KJ_UNDER_ASAN
+#define KJ_UNDER_ASAN 0
+#endif
+
 /* strdup/strndup/asprintf that return NULL only on ENOMEM. */
 char *kj__strdup(const char *s);
 char *kj__strndup(const char *s, size_t n);

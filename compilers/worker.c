@@ -49,17 +49,6 @@
 #define WORKER_CPU_MARGIN_S 5 /* RLIMIT_CPU slack past the compile timeout */
 #define WORKER_EXIT_PROTO 2   /* exit status: the peer broke the protocol */
 
-#if defined(__SANITIZE_ADDRESS__)
-#define KJ_UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define KJ_UNDER_ASAN 1
-#endif
-#endif
-#ifndef KJ_UNDER_ASAN
-#define KJ_UNDER_ASAN 0
-#endif
-
 /* Closes every descriptor above 2 except keep. */
 static void close_fds(int keep)
 {

@@ -211,7 +211,7 @@ static int serve(struct kj__daemon *d)
 	/* Nothing of the same uid may ptrace kjitd or read its memory through
 	 * /proc (docs/reliability.md, "What a compile can touch").  Not in a
 	 * sanitizer build: LeakSanitizer ptraces kjitd's threads at exit. */
-#if !defined(__SANITIZE_ADDRESS__)
+#if !KJ_UNDER_ASAN
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		kj__log(d, "cannot make kjitd undumpable: %s", strerror(errno));
 #endif

@@ -149,20 +149,13 @@ static void test_replybuf_shared_and_charged(void)
  * is served again from the same pages once freed (before, every block of
  * 256 KiB or more was mmap'd and faulted in per request), while a block of
  * KJ_MMAP_THRESHOLD or more still comes from mmap, returned when freed. */
-#if defined(__SANITIZE_ADDRESS__)
-#define ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define ASAN 1
-#endif
-#endif
 
 static void test_malloc_thresholds(void)
 {
 	struct kj__daemon d;
 
 	setup(&d);
-#ifdef ASAN
+#if KJ_UNDER_ASAN
 	printf("# skipped: AddressSanitizer's allocator is not glibc's malloc\n");
 	return;
 #endif

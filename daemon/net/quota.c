@@ -25,6 +25,7 @@
 
 #include "daemon.h"
 #include "kj_types.h"
+#include "util.h"
 
 struct kj__quota_uid {
 	uid_t uid;
@@ -103,8 +104,9 @@ void kj__quota_init(struct kj__daemon *d)
 	 * faulted in (from mmap, each of its buffers was faulted in and zeroed
 	 * again per request: a third of a 1 MiB remote hit's time, issue 35);
 	 * kj__quota_tick trims what a load left. */
-	if (mallopt(M_MMAP_THRESHOLD, KJ_MMAP_THRESHOLD) != 1 || mallopt(M_TRIM_THRESHOLD, KJ_HEAP_KEEP) != 1)
-		kj__log(d, "warning: cannot set malloc's thresholds; large buffers are faulted in per request");
+	if (!KJ_UNDER_ASAN && /* (its allocator has no thresholds to set) */
+	    (mallopt(M_MMAP_THRESHOLD, KJ_MMAP_THRESHOLD) != 1 || mallopt(M_TRIM_THRESHOLD, KJ_HEAP_KEEP) != 1))
+		kj__log(d, "cannot set malloc's thresholds; large buffers are faulted in per request");
 }
 
 int kj__quota_conn_add(struct kj__daemon *d, uid_t uid, char *err, size_t errlen)
