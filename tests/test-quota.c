@@ -10,6 +10,7 @@
 #include "daemon.h"
 #include "kj_types.h"
 #include "test.h"
+#include "util.h"
 
 /* Another uid than ours and root's: not privileged. */
 #define OTHER ((uid_t)(getuid() == 4242 ? 4243 : 4242))
