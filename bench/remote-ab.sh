@@ -15,38 +15,11 @@
 # `make bench-bins`.  Lookups wait up to 200 ms, as in scenario 8 (a loaded
 # machine must not turn a remote hit into a compile).
 set -u
-TOP=$(cd "$(dirname "$0")/.." && pwd)
-BIN="$TOP/${BUILD:-build}/bench"
 BASE=$1 NEW=$2
 shift 2
-T=$(mktemp -d "${TMPDIR:-/tmp}/kjit-rab.XXXXXX")
-export KJIT_NO_AUTOSTART=1
-PIDS=""
-cleanup() {
-	for p in $PIDS; do kill "$p" 2>/dev/null; done
-	sleep 0.5
-	rm -rf "$T"
-}
-trap cleanup EXIT
-RS="$T/redis.sock"
-redis-server --port 0 --unixsocket "$RS" --unixsocketperm 700 --save "" --appendonly no --dir "$T" \
-	--logfile "$T/redis.log" &
-PIDS="$PIDS $!"
-until [ "$(redis-cli -s "$RS" ping 2>/dev/null)" = PONG ]; do sleep 0.05; done
-mkdir -p "$T/k"
-: >"$T/k/MANIFEST"
-for sz in 16384 1048576; do
-	head -c "$sz" /dev/urandom | od -An -tx1 -v | tr -d ' \n' | head -c "$sz" >"$T/k/blob$sz.src"
-	echo "blob$sz hip blob$sz.src main" >>"$T/k/MANIFEST"
-done
-node() { # NAME KJITD [options]
-	local name=$1 kjitd=$2 out
-	shift 2
-	out=$("$BIN/bench-startd" "$T/$name.sock" 120 -- "$kjitd" --foreground --socket "$T/$name.sock" \
-		--cache-dir "$T/$name" --log "$T/$name.log" --hip-compiler test --kernels-dir "$T/k" \
-		--remote "unix://$RS" --remote-lookup-timeout 200 "$@") || { echo "kjitd $name did not start" >&2; exit 1; }
-	PIDS="$PIDS ${out#* }"
-}
+. "$(dirname "$0")/remote-lib.sh"
+blob blob16384 16384
+blob blob1048576 1048576
 hits() { # LABEL A B SIZE N SALT
 	local label=$1 a=$2 b=$3 sz=$4 n=$5 salt=$6
 	redis-cli -s "$RS" flushall >/dev/null

@@ -8,33 +8,10 @@
 # nodes"); needs `make bench-bins`, the old build made from a checkout of
 # the older commit (git archive | tar -x; make build/kjitd).
 set -u
-TOP=$(cd "$(dirname "$0")/.." && pwd)
-BIN="$TOP/${BUILD:-build}/bench"
 OLD=$1 NEW=$2 N=${N:-20}
-T=$(mktemp -d "${TMPDIR:-/tmp}/kjit-rcompat.XXXXXX")
-export KJIT_NO_AUTOSTART=1
-PIDS=""
-cleanup() {
-	for p in $PIDS; do kill "$p" 2>/dev/null; done
-	sleep 0.5
-	rm -rf "$T"
-}
-trap cleanup EXIT
-RS="$T/redis.sock"
-redis-server --port 0 --unixsocket "$RS" --unixsocketperm 700 --save "" --appendonly no --dir "$T" \
-	--logfile "$T/redis.log" &
-PIDS="$PIDS $!"
-until [ "$(redis-cli -s "$RS" ping 2>/dev/null)" = PONG ]; do sleep 0.05; done
-mkdir -p "$T/k"
-head -c 300000 /dev/urandom | od -An -tx1 -v | tr -d ' \n' | head -c 300000 >"$T/k/blob.src"
-echo "blob hip blob.src main" >"$T/k/MANIFEST"
-node() { # NAME KJITD
-	local out
-	out=$("$BIN/bench-startd" "$T/$1.sock" 120 -- "$2" --foreground --socket "$T/$1.sock" --cache-dir "$T/$1" \
-		--log "$T/$1.log" --hip-compiler test --kernels-dir "$T/k" --remote "unix://$RS" \
-		--remote-lookup-timeout 500) || { echo "kjitd $1 did not start" >&2; exit 1; }
-	PIDS="$PIDS ${out#* }"
-}
+LOOKUP_MS=500
+. "$(dirname "$0")/remote-lib.sh"
+blob blob 300000
 node O "$OLD"
 node N "$NEW"
 way() { # LABEL WRITER READER SALT

@@ -90,3 +90,19 @@ int kj__buf_printf(struct kj__buf *b, const char *fmt, ...)
 	b->len += (size_t)n;
 	return 0;
 }
+
+char *kj__words_join(const char *const *v, size_t n)
+{
+	struct kj__buf b = { 0 };
+
+	for (size_t i = 0; i < n; i++)
+		if ((i && kj__buf_append(&b, " ", 1) < 0) || kj__buf_append(&b, v[i], strlen(v[i])) < 0) {
+			kj__buf_free(&b);
+			return NULL;
+		}
+	if (kj__buf_append(&b, "", 1) < 0) {
+		kj__buf_free(&b);
+		return NULL;
+	}
+	return (char *)b.p;
+}

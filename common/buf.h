@@ -31,6 +31,9 @@ void kj__buf_free(struct kj__buf *b);
 
 /* printf-append to b.  0 or KJIT_ENOMEM. */
 int kj__buf_printf(struct kj__buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* v's n strings joined by single spaces, NUL-terminated, malloc'd (""
+ * for n == 0); NULL when out of memory. */
+char *kj__words_join(const char *const *v, size_t n);
 /* Appends s to b as a JSON string literal (quoted, escaped). */
 int kj__json_str(struct kj__buf *b, const char *s);
 

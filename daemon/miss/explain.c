@@ -303,19 +303,6 @@ static int diff_words(struct kj__buf *b, const char *what, const char *here, con
 	return n;
 }
 
-static char *join_words(const char *const *v, size_t n)
-{
-	struct kj__buf b = { 0 };
-
-	for (size_t i = 0; i < n; i++)
-		kj__buf_printf(&b, "%s%s", i ? " " : "", v[i]);
-	if (kj__buf_append(&b, "", 1) < 0) {
-		kj__buf_free(&b);
-		return NULL;
-	}
-	return (char *)b.p;
-}
-
 /* A set of n names, each with its index.  0 or -1 (no memory). */
 static int names_set(struct strset *set, const char *const *names, size_t n)
 {
@@ -386,8 +373,8 @@ static int compare(struct kj__buf *b, struct kj__explain *x, const struct kj__ke
 		n += differs(b, "  source: its bytes%s%s\n", "", "");
 	n += diff_headers(b, ki, &v->inc);
 	if (x->backend == KJIT_BACKEND_VULKAN) { /* only shaderc's entry points are in the key */
-		char *here = join_words(ki->entries, ki->n_entries);
-		char *there = join_words((const char *const *)v->q.entries, v->q.n_entries);
+		char *here = kj__words_join(ki->entries, ki->n_entries);
+		char *there = kj__words_join((const char *const *)v->q.entries, v->q.n_entries);
 		if (here && there)
 			n += diff_words(b, "entry points", here, NULL, there, &x->capped);
 		free(here);
@@ -426,7 +413,7 @@ static char *explain_text(struct kj__explain *x, const char *key, const struct k
 {
 	struct kj__buf b = { 0 };
 	struct recipe_view bestv = { 0 };
-	char *opts = join_words(ki->options, ki->n_options);
+	char *opts = kj__words_join(ki->options, ki->n_options);
 	int best;
 
 	struct strset opts_set;

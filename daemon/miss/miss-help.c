@@ -241,22 +241,6 @@ static const char *object_ext(const struct kj__get_req *q, const char *target)
 	}
 }
 
-static char *join_options(char **v, size_t n)
-{
-	struct kj__buf b = { 0 };
-
-	for (size_t i = 0; i < n; i++)
-		if ((i && kj__buf_append(&b, " ", 1) < 0) || kj__buf_append(&b, v[i], strlen(v[i])) < 0) {
-			kj__buf_free(&b);
-			return NULL;
-		}
-	if (kj__buf_append(&b, "", 1) < 0) {
-		kj__buf_free(&b);
-		return NULL;
-	}
-	return (char *)b.p;
-}
-
 static int build_job(struct kj__flight *f, const struct kj__get_req *g, const struct kj__includes *inc)
 {
 	/* hip, cuda: the object is the module's whatever entries are asked;
@@ -338,7 +322,7 @@ struct kj__flight *kj__miss_flight_new(struct kj__daemon *d, struct kj__miss *m,
 	snprintf(f->e.version, sizeof f->e.version, "%s", m->version);
 	snprintf(f->e.ext, sizeof f->e.ext, "%s", object_ext(q, m->target));
 	f->source_name = kj__strdup(q->source_name ? q->source_name : "source");
-	f->options = join_options(q->options, q->n_options);
+	f->options = kj__words_join((const char *const *)q->options, q->n_options);
 	f->compiler = kj__strdup(kj__pool_identity(m->pool));
 	f->e.source_name = f->source_name;
 	f->e.options = f->options;
