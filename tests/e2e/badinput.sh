@@ -24,9 +24,7 @@ cleanup_badinput() {
 trap cleanup_badinput EXIT INT TERM
 
 # shellcheck disable=SC2046
-cc -std=c11 -O1 -g -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE $(san_flags) -I"$TOP/include" -I"$TOP/client" -I"$TOP/common" \
-	"$TOP/tests/e2e/rawclient.c" "$TOP/$BUILD/libkjit.a" -lcrypto -pthread -o "$RAW" 2>"$T/cc.err" ||
-	{ cat "$T/cc.err" >&2; not_ok "build rawclient" "cc failed"; exit 1; }
+build_helper rawclient "$RAW" || exit 1
 
 start_daemon --hip-compiler test --compile-timeout 2 || { not_ok start "kjitd did not start"; exit 1; }
 raw() { "$RAW" "$KJIT_SOCKET" "$@"; }

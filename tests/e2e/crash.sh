@@ -26,9 +26,7 @@ RAW="$T/rawclient"
 mkdir -p "$T/src" "$T/vref"
 
 # shellcheck disable=SC2046
-cc -std=c11 -O1 -g -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE $(san_flags) -I"$TOP/include" -I"$TOP/client" -I"$TOP/common" \
-	"$TOP/tests/e2e/rawclient.c" "$TOP/$BUILD/libkjit.a" -lcrypto -pthread -o "$RAW" 2>"$T/cc.err" ||
-	{ cat "$T/cc.err" >&2; not_ok "build rawclient" "cc failed"; exit 1; }
+build_helper rawclient "$RAW" || exit 1
 
 # ---- the reference: the Vulkan library compiled once in a clean cache ----
 MAIN_CACHE=$KJIT_CACHE_DIR

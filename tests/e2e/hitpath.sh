@@ -9,9 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 
 HP="$T/hitpath"
-cc -std=c11 -O1 -g -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE $(san_flags) -I"$TOP/include" \
-	-I"$TOP/client" -I"$TOP/common" "$TOP/tests/e2e/hitpath.c" "$TOP/$BUILD/libkjit.a" -lcrypto -o "$HP" \
-	2>"$T/cc.err" || { cat "$T/cc.err" >&2; not_ok "build hitpath" "cc failed"; exit 1; }
+build_helper hitpath "$HP" || exit 1
 
 start_daemon --jobs 2 || { not_ok start "kjitd did not start"; exit 1; }
 check "the table is on for a per-user daemon" grep -q "shared hit table on" "$T/kjitd.log"

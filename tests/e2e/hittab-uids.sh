@@ -17,9 +17,7 @@
 
 users_or_skip hittab-uids
 AT="$T/attack"
-cc -std=c11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE $(san_flags) -I"$TOP/include" -I"$TOP/common" \
-	"$TOP/tests/e2e/attack.c" "$TOP/$BUILD/libkjit.a" -lcrypto -o "$AT" 2>"$T/cc.err" ||
-	{ cat "$T/cc.err" >&2; not_ok "build attack" "cc failed"; exit 1; }
+build_helper attack "$AT" || exit 1
 KJITC="$T/kjit"
 cp "$KJIT" "$KJITC" && chmod 0755 "$T" "$KJITC" "$AT"
 A="$T/a"

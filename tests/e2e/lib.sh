@@ -132,6 +132,16 @@ san_python_env() {
 	fi
 }
 
+# build_helper NAME OUT: tests/e2e/NAME.c, a test's helper program linked
+# with $BUILD/libkjit.a (and the sanitizers when it has them), into OUT.
+# Non-zero, after a "not ok build NAME" line and the compiler's errors, if
+# it does not build.
+build_helper() {
+	cc -std=c11 -O1 -g -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE $(san_flags) -I"$TOP/include" \
+		-I"$TOP/client" -I"$TOP/common" "$TOP/tests/e2e/$1.c" "$TOP/$BUILD/libkjit.a" -lcrypto -pthread \
+		-o "$2" 2>"$T/cc.err" || { cat "$T/cc.err" >&2; not_ok "build $1" "cc failed"; return 1; }
+}
+
 finish() {
 	[ "$FAILS" -eq 0 ]
 }

@@ -94,9 +94,7 @@ check "rss: by a new worker" sh -c "'$KJIT' stats | grep -q '^workers test .*sta
 
 # ---- 4. /proc and /dev paths refused before a compiler ----
 RAW="$T/rawclient"
-cc -std=c11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE $(san_flags) -I"$TOP/include" -I"$TOP/client" -I"$TOP/common" \
-	"$TOP/tests/e2e/rawclient.c" "$TOP/$BUILD/libkjit.a" -lcrypto -pthread -o "$RAW" 2>"$T/cc.err" ||
-	{ cat "$T/cc.err" >&2; not_ok "build rawclient" "cc failed"; exit 1; }
+build_helper rawclient "$RAW" || exit 1
 "$RAW" "$KJIT_SOCKET" get backend=1 target=gfx90a name=p.hip 'src=#include "x.h"\n' \
 	hname=/proc/self/fd/2 hdata=x >"$T/raw1.out" 2>&1
 check "proc: a /proc header name refused with one line" sh -c \
