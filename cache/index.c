@@ -237,13 +237,6 @@ static int open_index(struct kj__cache *c, const char *path, int *corrupt)
 	}
 	if ((r = kj__db_schema(c, version, corrupt)) < 0)
 		return r;
-	/* Rows without entries were written before entries left hip's and
-	 * cuda's keys (schema 5) or imported from such a cache: only then may
-	 * a request's legacy key find something (kj__cache_may_hold_legacy). */
-	int64_t legacy = 1;
-	if ((r = db_value(c, "SELECT EXISTS(SELECT 1 FROM objects WHERE entries IS NULL)", &legacy, NULL, 0, corrupt)) < 0)
-		return r;
-	c->legacy_rows = legacy != 0;
 	for (int i = 0; i < ST_COUNT; i++) {
 		rc = sqlite3_prepare_v2(c->db, stmt_sql[i], -1, &c->st[i], NULL);
 		if (rc != SQLITE_OK) {
@@ -317,7 +310,7 @@ int kj__db_load(struct kj__cache *c)
 	if ((r = kj__tab_reserve(c, (size_t)count)) < 0)
 		return r;
 	rc = sqlite3_prepare_v2(c->db, "SELECT key, backend, target, version, ext, size, compile_ms,"
-				" last_used, used_seq, owner, rsize FROM objects", -1, &st, NULL);
+				" last_used, used_seq, owner, rsize, entries IS NULL FROM objects", -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return kj__db_fail(c, "prepare load");
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -353,6 +346,10 @@ int kj__db_load(struct kj__cache *c)
 		}
 		if (en.seq > c->seq)
 			c->seq = en.seq;
+		/* A row without entries was written before entries left hip's and
+		 * cuda's keys (schema 5), or imported from such a cache: only then
+		 * may a request's legacy key find something (kj__cache_may_hold_legacy). */
+		c->legacy_rows |= sqlite3_column_int(st, 11) != 0;
 		if ((r = kj__tuple_intern(c, backend, target, version, ext, &en.tuple)) < 0 ||
 		    (r = kj__tab_reserve(c, c->n + 1)) < 0)
 			goto out;
