@@ -80,9 +80,21 @@ int kj__read_all(int fd, void *p, size_t n)
 int kj__read_file(const char *path, size_t max, uint8_t **data, size_t *len)
 {
 	struct stat st;
-	uint8_t *p = NULL;
-	int r, fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct timespec t0;
 
+	return kj__read_file_st(path, max, data, len, &st, &t0);
+}
+
+int kj__read_file_st(const char *path, size_t max, uint8_t **data, size_t *len, struct stat *seen,
+		     struct timespec *before)
+{
+	struct stat st;
+	uint8_t *p = NULL;
+	int r, fd;
+
+	if (clock_gettime(CLOCK_REALTIME, before) < 0)
+		return -errno;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st) < 0) {
@@ -105,6 +117,10 @@ int kj__read_file(const char *path, size_t max, uint8_t **data, size_t *len)
 	r = kj__read_all(fd, p, (size_t)st.st_size);
 	if (r < 0)
 		goto out;
+	if (fstat(fd, seen) < 0) { /* after the read: a write during it shows in its ctime */
+		r = -errno;
+		goto out;
+	}
 	p[st.st_size] = '\0';
 	*data = p;
 	*len = (size_t)st.st_size;

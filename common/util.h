@@ -8,7 +8,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 
 #define KJ_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -42,6 +44,12 @@ int kj__read_all(int fd, void *p, size_t n);
 /* Reads a whole file of at most max bytes into a malloc'd buffer with a NUL
  * appended (not counted in *len).  0, -errno, or -EFBIG past max. */
 int kj__read_file(const char *path, size_t max, uint8_t **data, size_t *len);
+/* kj__read_file that also says what was read: the descriptor's fstat taken
+ * after the read into *seen, and the wall clock just before the open into
+ * *before (a file whose ctime is well before *before, and whose stat still
+ * equals *seen, holds the bytes read: kj__memo_gather).  Same returns. */
+int kj__read_file_st(const char *path, size_t max, uint8_t **data, size_t *len, struct stat *seen,
+		     struct timespec *before);
 /* rm -rf: removes path and everything below it, not following links.  0
  * (also when path does not exist) or -errno of the first failure. */
 int kj__rm_rf(const char *path);

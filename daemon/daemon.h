@@ -475,6 +475,8 @@ struct kj__get_req {
 	char *family;                /* the compiler the request chose (COMPILER), or NULL */
 	char *source_name;
 	char *kernel_path;           /* the bundled kernel's source file (load_kernel) */
+	struct stat kernel_st;       /* its fstat after the read, and the clock before it: */
+	struct timespec kernel_read_at; /* kj__memo_gather's proof that it is unchanged since */
 	char *module_entries;        /* a bundled kernel of hip or cuda: every entry its module's manifest
 				      * lines name, "NAME\n" each (the fleet value lists them), or NULL */
 	uint8_t *source;             /* NUL-terminated after source_len bytes */

@@ -348,7 +348,7 @@ int kj__get_req_load_kernel(struct kj__get_req *g, const struct kj__manifest *m,
 	path = kj__asprintf("%s/%s", kernels_dir, k->file);
 	if (path == NULL)
 		return KJIT_ENOMEM;
-	r = kj__read_file(path, KJ_SOURCE_MAX, &g->source, &g->source_len);
+	r = kj__read_file_st(path, KJ_SOURCE_MAX, &g->source, &g->source_len, &g->kernel_st, &g->kernel_read_at);
 	g->kernel_path = path;
 	if (r < 0) {
 		snprintf(err, errlen, "bundled kernel '%s': cannot read %s: %s", g->kernel, k->file, strerror(-r));

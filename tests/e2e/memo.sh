@@ -2,7 +2,7 @@
 # The request memo (daemon/miss/memo.c) never serves a stale key: a bundled
 # kernel whose source, or a header it includes from the kernels directory,
 # changes on disk is resolved (and compiled) again; going back to the old
-# bytes is a hit on the old object.
+# bytes is a hit on the old object; an edit whose mtime is put back is seen.
 . "$(dirname "$0")/lib.sh"
 
 K="$T/kernels"
@@ -30,4 +30,18 @@ printf '#include "defs.h"\nextern "C" __global__ void k(float *x) { x[0] = SCALE
 check "going back to the first bytes is a hit" [ "$(get d)" = hit ]
 check "on the first object" cmp -s "$T/a" "$T/d"
 check "compiles counted: 3" [ "$(stat_value compiles)" = 3 ]
+
+# Issue 35: a source settled for more than a second is not re-read when its
+# stat proves it unchanged since the read (memo.c, file_unchanged_since), and
+# an edit of the same size whose mtime is put back (touch -r) is still seen:
+# the memo keeps the file's ctime, which no call sets back.
+printf 'extern "C" __global__ void k(float *x) { x[2] = 7.0f; }\n' >"$K/k.hip"
+touch -r "$K/include/defs.h" "$K/k.hip"
+sleep 1.2
+check "a settled source compiles" [ "$(get e)" = compiled ]
+check "and then hits (memo)" [ "$(get e2)" = hit ]
+printf 'extern "C" __global__ void k(float *x) { x[3] = 7.0f; }\n' >"$K/k.hip"
+touch -r "$K/include/defs.h" "$K/k.hip"
+check "same size, mtime put back: compiled again" [ "$(get f)" = compiled ]
+check "its object is the new source" grep -q 'x\[3\]' "$T/f"
 finish
