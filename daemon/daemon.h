@@ -219,7 +219,9 @@ struct kj__memo_files {
 /* Gathers into f (overwritten) the files the request bytes raw (decoded
  * into q) resolved through: each is stat'ed, then read again and compared
  * with the bytes that were hashed, so a file that changed meanwhile means
- * nothing will be remembered; for an include name found nowhere, the
+ * nothing will be remembered (a bundled kernel's source whose stat equals
+ * q->kernel_st and whose ctime is a second before q->kernel_read_at is
+ * proven by the stat alone, not read again); for an include name found nowhere, the
  * directory where it would appear (under incdir) is watched instead.
  * Touches only its arguments and the file system: safe on any thread.  0,
  * or -1 (f->ok 0: not to be remembered).  Free f with _files_free. */
