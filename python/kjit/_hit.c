@@ -179,11 +179,12 @@ static int hitter_take_type(Hitter *h, PyObject *type)
 
 static PyObject *hitter_new(PyTypeObject *t, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "get", "free", "object_type", "statuses", "prepared", "forks", NULL };
-	unsigned long long get_at, free_at;
+	static char *kwlist[] = { "get", "free", "object_type", "statuses", "prepared", "forks", "get_into", NULL };
+	unsigned long long get_at, free_at, into_at = 0;
 	PyObject *type, *statuses, *prepared = NULL, *forks = NULL;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "KKOO!|$O!O!:Hitter", kwlist, &get_at, &free_at, &type,
-					 &PyDict_Type, &statuses, &PyDict_Type, &prepared, &PyList_Type, &forks))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "KKOO!|$O!O!K:Hitter", kwlist, &get_at, &free_at, &type,
+					 &PyDict_Type, &statuses, &PyDict_Type, &prepared, &PyList_Type, &forks,
+					 &into_at))
 		return NULL;
 	if ((prepared == NULL) != (forks == NULL)) {
 		PyErr_SetString(PyExc_TypeError, "kjit._hit.Hitter: prepared and forks go together");
@@ -202,6 +203,8 @@ static PyObject *hitter_new(PyTypeObject *t, PyObject *args, PyObject *kw)
 	}
 	h->get = (kj__get_fn *)(uintptr_t)get_at;
 	h->free = (kj__free_fn *)(uintptr_t)free_at;
+	h->get_into = (int (*)(kjit_client *, const kjit_request *, kjit_result *, kj__get_alloc_fn *,
+			       void *))(uintptr_t)into_at;
 	if (hitter_take_type(h, type) < 0)
 		goto fail;
 	for (int s = 1; s < N_STATUS; s++) {
@@ -369,6 +372,57 @@ static PyObject *failure_of(int code, const kjit_result *res)
 	return Py_BuildValue("(iyy)", code, res->error, res->log);
 }
 
+/* kj__get_into's buffer: a bytes object made for it, under the GIL taken
+ * back for the moment (the call runs without it). */
+struct into {
+	PyThreadState *ts; /* this thread's, while the GIL is released */
+	PyObject *bytes;   /* the last one made, or NULL */
+};
+
+static void *into_alloc(void *ctx, size_t size)
+{
+	struct into *in = ctx;
+	if (in->bytes != NULL && (size_t)PyBytes_GET_SIZE(in->bytes) == size)
+		return PyBytes_AS_STRING(in->bytes); /* a retry after a raced copy */
+	if (size > (size_t)PY_SSIZE_T_MAX)
+		return NULL;
+	PyEval_RestoreThread(in->ts);
+	Py_XSETREF(in->bytes, PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size));
+	if (in->bytes == NULL)
+		PyErr_Clear(); /* libkjit answers KJIT_ENOMEM or the next way */
+	in->ts = PyEval_SaveThread();
+	return in->bytes ? PyBytes_AS_STRING(in->bytes) : NULL;
+}
+
+/* kjit_get(c, req, res) into a bytes object, the GIL released meanwhile:
+ * the code; on success *data is the object's bytes (a new reference; NULL
+ * with an exception set when they cannot be made).  Through kj__get_into
+ * where libkjit has it (one copy of the memo's, the table's or the reply's
+ * bytes), else kjit_get and a copy of its result. */
+static int fetch_bytes(Hitter *h, kjit_client *c, const kjit_request *req, kjit_result *res, PyObject **data)
+{
+	struct into in = { NULL, NULL };
+	int code;
+	in.ts = PyEval_SaveThread();
+	code = h->get_into ? h->get_into(c, req, res, into_alloc, &in) : h->get(c, req, res);
+	PyEval_RestoreThread(in.ts);
+	*data = NULL;
+	if (code < 0) {
+		Py_XDECREF(in.bytes);
+		return code;
+	}
+	if (res->data == NULL && in.bytes != NULL && (size_t)PyBytes_GET_SIZE(in.bytes) == res->size) {
+		*data = in.bytes; /* the object is in it */
+		return code;
+	}
+	Py_XDECREF(in.bytes);
+	if (res->data == NULL) /* cannot happen: libkjit filled neither */
+		PyErr_SetString(PyExc_SystemError, "kjit._hit: kj__get_into answered without the object");
+	else
+		*data = PyBytes_FromStringAndSize((const char *)res->data, (Py_ssize_t)res->size);
+	return code;
+}
+
 PyObject *kj__hit_fetch(Hitter *h, kjit_client *c, const kjit_request *req, PyObject *backend, PyObject *exprs,
 			int view)
 {
@@ -381,17 +435,20 @@ PyObject *kj__hit_fetch(Hitter *h, kjit_client *c, const kjit_request *req, PyOb
 		res = &r->res;
 	}
 	int code;
-	Py_BEGIN_ALLOW_THREADS
-	code = h->get(c, req, res);
-	Py_END_ALLOW_THREADS
-	PyObject *out;
+	PyObject *data = NULL, *out;
+	if (view) {
+		Py_BEGIN_ALLOW_THREADS
+		code = h->get(c, req, res);
+		Py_END_ALLOW_THREADS
+	} else {
+		code = fetch_bytes(h, c, req, res, &data);
+	}
 	if (code < 0)
 		out = failure_of(code, res);
 	else if (view)
 		out = object_of(h, res, PyMemoryView_FromObject((PyObject *)r), backend, exprs);
 	else
-		out = object_of(h, res, PyBytes_FromStringAndSize((const char *)res->data, (Py_ssize_t)res->size),
-				backend, exprs);
+		out = object_of(h, res, data, backend, exprs);
 	if (view)
 		Py_DECREF(r); /* the memoryview holds it now, or it is freed here */
 	else
@@ -516,8 +573,15 @@ static PyMethodDef hitter_methods[] = {
 	{ "__exit__", (PyCFunction)(void (*)(void))hitter_exit, METH_FASTCALL, "release()" },
 	{ NULL, NULL, 0, NULL },
 };
+static PyObject *hitter_into(PyObject *self, void *unused)
+{
+	return PyBool_FromLong(((Hitter *)self)->get_into != NULL);
+}
+
 static PyGetSetDef hitter_getset[] = {
 	{ "live", hitter_live, NULL, "Results of this Hitter whose kjit_result is not freed yet.", NULL },
+	{ "into", hitter_into, NULL, "True when get() makes its bytes through libkjit's kj__get_into (one copy).",
+	  NULL },
 	{ NULL, NULL, NULL, NULL, NULL },
 };
 
@@ -527,8 +591,8 @@ PyTypeObject kj__hitter_type = {
 	.tp_basicsize = sizeof(Hitter),
 	.tp_dealloc = hitter_dealloc,
 	.tp_flags = Py_TPFLAGS_DEFAULT,
-	.tp_doc = "Hitter(get, free, object_type, statuses, *, prepared, forks): kjit_get for one kjit.Client,\n"
-		  "and its lock.",
+	.tp_doc = "Hitter(get, free, object_type, statuses, *, prepared, forks, get_into): kjit_get for one\n"
+		  "kjit.Client, and its lock.",
 	.tp_methods = hitter_methods,
 	.tp_getset = hitter_getset,
 	.tp_new = hitter_new,

@@ -6,6 +6,7 @@
 #define KJIT_PY_HIT_H
 
 #include "kjit.h"
+#include "getinto.h" /* libkjit's kj__get_into (client/getinto.h) */
 
 /* kjit.Object's slots, in the order of its __init__. */
 enum { F_DATA, F_STATUS, F_KEY, F_TARGET, F_VERSION, F_LOG, F_BACKEND, F_LOWERED, F_EXPLAIN, F_N };
@@ -26,6 +27,9 @@ typedef struct {
 	PyObject_HEAD
 	kj__get_fn *get;
 	kj__free_fn *free;
+	/* libkjit's kj__get_into, or NULL (a libkjit without it): the bytes
+	 * path then copies kjit_get's result once more */
+	int (*get_into)(kjit_client *, const kjit_request *, kjit_result *, kj__get_alloc_fn *, void *);
 	PyTypeObject *type;         /* kjit.Object */
 	PyObject *field[F_N];       /* its slots' member descriptors */
 	PyObject *status[N_STATUS]; /* "hit", "compiled", "joined", "remote hit" */
