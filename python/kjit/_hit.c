@@ -203,8 +203,7 @@ static PyObject *hitter_new(PyTypeObject *t, PyObject *args, PyObject *kw)
 	}
 	h->get = (kj__get_fn *)(uintptr_t)get_at;
 	h->free = (kj__free_fn *)(uintptr_t)free_at;
-	h->get_into = (int (*)(kjit_client *, const kjit_request *, kjit_result *, kj__get_alloc_fn *,
-			       void *))(uintptr_t)into_at;
+	h->get_into = (kj__hit_into_fn *)(uintptr_t)into_at;
 	if (hitter_take_type(h, type) < 0)
 		goto fail;
 	for (int s = 1; s < N_STATUS; s++) {

@@ -6,7 +6,20 @@
 #define KJIT_PY_HIT_H
 
 #include "kjit.h"
-#include "getinto.h" /* libkjit's kj__get_into (client/getinto.h) */
+
+/* libkjit's kj__get_into and its allocator (client/getinto.h, which this
+ * restates so that the extension still builds from include/kjit.h alone,
+ * as pip's wheel builds it; built in the tree, KJ_GETINTO_CHECK includes
+ * that header and checks that both agree). */
+typedef void *kj__hit_alloc_fn(void *ctx, size_t size);
+typedef int kj__hit_into_fn(kjit_client *c, const kjit_request *req, kjit_result *res, kj__hit_alloc_fn *alloc,
+			    void *ctx);
+#ifdef KJ_GETINTO_CHECK
+#include "getinto.h"
+_Static_assert(__builtin_types_compatible_p(kj__get_alloc_fn, kj__hit_alloc_fn) &&
+		       __builtin_types_compatible_p(__typeof__(kj__get_into), kj__hit_into_fn),
+	       "python/kjit/_hit.h's kj__get_into differs from client/getinto.h's");
+#endif
 
 /* kjit.Object's slots, in the order of its __init__. */
 enum { F_DATA, F_STATUS, F_KEY, F_TARGET, F_VERSION, F_LOG, F_BACKEND, F_LOWERED, F_EXPLAIN, F_N };
@@ -29,7 +42,7 @@ typedef struct {
 	kj__free_fn *free;
 	/* libkjit's kj__get_into, or NULL (a libkjit without it): the bytes
 	 * path then copies kjit_get's result once more */
-	int (*get_into)(kjit_client *, const kjit_request *, kjit_result *, kj__get_alloc_fn *, void *);
+	kj__hit_into_fn *get_into;
 	PyTypeObject *type;         /* kjit.Object */
 	PyObject *field[F_N];       /* its slots' member descriptors */
 	PyObject *status[N_STATUS]; /* "hit", "compiled", "joined", "remote hit" */
