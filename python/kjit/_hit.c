@@ -402,6 +402,8 @@ static int fetch_bytes(Hitter *h, kjit_client *c, const kjit_request *req, kjit_
 {
 	struct into in = { NULL, NULL };
 	int code;
+	if (h->get_into && h->last_size > 0 && (in.bytes = PyBytes_FromStringAndSize(NULL, h->last_size)) == NULL)
+		PyErr_Clear(); /* into_alloc tries again */
 	in.ts = PyEval_SaveThread();
 	code = h->get_into ? h->get_into(c, req, res, into_alloc, &in) : h->get(c, req, res);
 	PyEval_RestoreThread(in.ts);
@@ -412,6 +414,7 @@ static int fetch_bytes(Hitter *h, kjit_client *c, const kjit_request *req, kjit_
 	}
 	if (res->data == NULL && in.bytes != NULL && (size_t)PyBytes_GET_SIZE(in.bytes) == res->size) {
 		*data = in.bytes; /* the object is in it */
+		h->last_size = PyBytes_GET_SIZE(in.bytes);
 		return code;
 	}
 	Py_XDECREF(in.bytes);

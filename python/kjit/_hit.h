@@ -43,6 +43,8 @@ typedef struct {
 	/* libkjit's kj__get_into, or NULL (a libkjit without it): the bytes
 	 * path then copies kjit_get's result once more */
 	kj__hit_into_fn *get_into;
+	Py_ssize_t last_size; /* of the last object kj__get_into made: the next bytes is made that size
+			       * before the GIL is released, so that a repeat need not take it back */
 	PyTypeObject *type;         /* kjit.Object */
 	PyObject *field[F_N];       /* its slots' member descriptors */
 	PyObject *status[N_STATUS]; /* "hit", "compiled", "joined", "remote hit" */
