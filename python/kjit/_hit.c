@@ -3,16 +3,20 @@
  * less ctypes' per-call set-up: one kjit_get on a request that
  * kjit/client.py built and keeps (passed as its address), the GIL released
  * meanwhile, then the kjit.Object made here.  Object.data is either a
- * bytes (one copy of libkjit's buffer; the result is freed at once) or,
+ * bytes (made here and handed to libkjit's kj__get_into, client/getinto.h,
+ * which copies the memo's, the table's or the reply's bytes straight into
+ * it: one copy, as kjit_get's own; with a libkjit without that entry, a
+ * copy of kjit_get's result, freed at once) or,
  * where the caller asks (get(..., view=True)), a read-only memoryview over
  * a Result that owns the kjit_result and frees it when the last view of it
  * is released or collected: no copy at all.
  *
- * libkjit is not linked.  A Hitter is given the addresses of kjit_get and
- * kjit_result_free in the library kjit._lib loaded through ctypes, so both
- * paths use one library, one handle and one process memo, and the
- * extension needs no soname or path of its own; include/kjit.h's structs
- * (which only grow) are all it shares with libkjit.
+ * libkjit is not linked.  A Hitter is given the addresses of kjit_get,
+ * kjit_result_free and kj__get_into in the library kjit._lib loaded
+ * through ctypes, so both paths use one library, one handle and one
+ * process memo, and the extension needs no soname or path of its own;
+ * include/kjit.h's structs (which only grow) and kj__get_into's type
+ * (restated in _hit.h) are all it shares with libkjit.
  *
  * Ownership.  A Hitter (one per kjit.Client, called under the Client's
  * lock) holds kjit.Object's type, the member descriptors of its nine slots
@@ -376,13 +380,17 @@ static PyObject *failure_of(int code, const kjit_result *res)
 struct into {
 	PyThreadState *ts; /* this thread's, while the GIL is released */
 	PyObject *bytes;   /* the last one made, or NULL */
+	int given;         /* libkjit asked for it (a bytes made ahead may not be) */
 };
 
 static void *into_alloc(void *ctx, size_t size)
 {
 	struct into *in = ctx;
-	if (in->bytes != NULL && (size_t)PyBytes_GET_SIZE(in->bytes) == size)
-		return PyBytes_AS_STRING(in->bytes); /* a retry after a raced copy */
+	in->given = 0;
+	if (in->bytes != NULL && (size_t)PyBytes_GET_SIZE(in->bytes) == size) {
+		in->given = 1; /* made ahead at the last object's size, or a retry after a raced copy */
+		return PyBytes_AS_STRING(in->bytes);
+	}
 	if (size > (size_t)PY_SSIZE_T_MAX)
 		return NULL;
 	PyEval_RestoreThread(in->ts);
@@ -390,6 +398,7 @@ static void *into_alloc(void *ctx, size_t size)
 	if (in->bytes == NULL)
 		PyErr_Clear(); /* libkjit answers KJIT_ENOMEM or the next way */
 	in->ts = PyEval_SaveThread();
+	in->given = in->bytes != NULL;
 	return in->bytes ? PyBytes_AS_STRING(in->bytes) : NULL;
 }
 
@@ -400,7 +409,7 @@ static void *into_alloc(void *ctx, size_t size)
  * bytes), else kjit_get and a copy of its result. */
 static int fetch_bytes(Hitter *h, kjit_client *c, const kjit_request *req, kjit_result *res, PyObject **data)
 {
-	struct into in = { NULL, NULL };
+	struct into in = { NULL, NULL, 0 };
 	int code;
 	if (h->get_into && h->last_size > 0 && (in.bytes = PyBytes_FromStringAndSize(NULL, h->last_size)) == NULL)
 		PyErr_Clear(); /* into_alloc tries again */
@@ -412,7 +421,7 @@ static int fetch_bytes(Hitter *h, kjit_client *c, const kjit_request *req, kjit_
 		Py_XDECREF(in.bytes);
 		return code;
 	}
-	if (res->data == NULL && in.bytes != NULL && (size_t)PyBytes_GET_SIZE(in.bytes) == res->size) {
+	if (res->data == NULL && in.given && (size_t)PyBytes_GET_SIZE(in.bytes) == res->size) {
 		*data = in.bytes; /* the object is in it */
 		h->last_size = PyBytes_GET_SIZE(in.bytes);
 		return code;
