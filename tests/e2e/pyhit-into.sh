@@ -53,7 +53,7 @@ mode() {
 	shift
 	f0=$(stat_value fast_hits)
 	r0=$(stat_value requests)
-	env "$@" python3 "$T/same.py" $m "$T" >"$T/$m.out" 2>&1
+	env $(san_python_env) "$@" python3 "$T/same.py" $m "$T" >"$T/$m.out" 2>&1
 	f1=$(stat_value fast_hits)
 	r1=$(stat_value requests)
 	echo $((f1 - f0)) >"$T/$m.fast"
@@ -96,9 +96,9 @@ PY
 	"$KJIT" get --backend hip --target gfx90a --kernel blob100 >/dev/null 2>&1; i=$((i + 1)); done ) &
 inval=$!
 f0=$(stat_value fast_hits)
-KJIT_PROCESS_MEMO=0 python3 "$T/race.py" "$T" 3 >"$T/race1" 2>&1 &
+env $(san_python_env) KJIT_PROCESS_MEMO=0 python3 "$T/race.py" "$T" 3 >"$T/race1" 2>&1 &
 r1=$!
-KJIT_PROCESS_MEMO=0 python3 "$T/race.py" "$T" 3 >"$T/race2" 2>&1
+env $(san_python_env) KJIT_PROCESS_MEMO=0 python3 "$T/race.py" "$T" 3 >"$T/race2" 2>&1
 rc2=$?
 wait $r1
 rc1=$?
