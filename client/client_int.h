@@ -162,10 +162,13 @@ struct kj__local_key {
 			 * from the table, where kjitd puts such a request only when its entry has no log */
 	uint8_t fp[32];
 	uint64_t gen;
+	/* kj__get_into's: the object goes into its buffer, not res->data
+	 * (NULL: kjit_get's malloc'd res->data) */
+	const struct kj__sink *sink;
 };
 /* Checks, resolves and encodes req into b.  0, or a code with c->err set. */
 int kj__get_prepare(kjit_client *c, const kjit_request *req, unsigned flags, struct kj__buf *b);
-/* Fills lk for req encoded in b. */
+/* Fills lk for req encoded in b (no sink). */
 void kj__get_local_key(kjit_client *c, const kjit_request *req, const struct kj__buf *b,
 		       struct kj__local_key *lk);
 /* Answers from the process memo, then the shared hit table: 1 with res

@@ -19,6 +19,7 @@
 
 #include "ccopts.h"
 #include "client_int.h"
+#include "getinto.h"
 #include "hittab.h"
 #include "lowered.h"
 #include "procmemo.h"
@@ -196,8 +197,10 @@ static int key_ok(const char *k)
 	return strspn(k, "0123456789abcdef") == KEY_HEX_LEN;
 }
 
-/* Moves a successful reply into res.  0 or KJIT_EPROTO / KJIT_ENOMEM. */
-static int decode_ok(const struct kj__msg *m, kjit_result *res)
+/* Moves a successful reply into res, its object into res->data or, with
+ * sink, into the sink's buffer (res->data NULL); *obj is where it went.
+ * 0 or KJIT_EPROTO / KJIT_ENOMEM. */
+static int decode_ok(const struct kj__msg *m, kjit_result *res, const struct kj__sink *sink, uint8_t **obj)
 {
 	const struct kj__field *data = kj__msg_get(m, KJ_F_DATA);
 	uint32_t status;
@@ -219,10 +222,13 @@ static int decode_ok(const struct kj__msg *m, kjit_result *res)
 				     &res->runtime_version);
 	if (r == 0)
 		r = kj__field_strdup(kj__msg_get(m, KJ_F_LOG), KJ_LOG_WIRE_MAX, &res->log);
-	if (r == 0 && (res->data = malloc(data->len)) == NULL)
+	uint8_t *to = NULL;
+	if (r == 0 && (to = sink ? sink->alloc(sink->ctx, data->len) : malloc(data->len)) == NULL)
 		r = KJIT_ENOMEM;
 	if (r == 0) {
-		memcpy(res->data, data->p, data->len);
+		memcpy(to, data->p, data->len);
+		res->data = sink ? NULL : to;
+		*obj = to;
 		res->size = data->len;
 		memcpy(res->key, key, KEY_HEX_LEN + 1);
 		res->status = (int)status;
@@ -299,6 +305,7 @@ void kj__get_local_key(kjit_client *c, const kjit_request *req, const struct kj_
 	lk->named = req->n_name_expressions > 0;
 	lk->want_log = 0;
 	lk->gen = c->hits ? kj__hittab_reader_gen(c->hits) : 0;
+	lk->sink = NULL;
 	lk->ok = (c->memo || c->hits) &&
 		 kj__sha256(b->p + KJ_FRAME_HDR_SIZE, b->len - KJ_FRAME_HDR_SIZE, lk->fp) == 0;
 }
@@ -311,17 +318,18 @@ int kj__get_local_answer(kjit_client *c, const struct kj__local_key *lk, kjit_re
 
 	if (!lk->ok)
 		return 0;
-	if (!lk->want_log && kj__procmemo_get(c->memo, lk->fp, lk->gen, res) > 0) {
+	if (!lk->want_log && kj__procmemo_get_into(c->memo, lk->fp, lk->gen, res, lk->sink) > 0) {
 		if (c->ctr) /* counted as a hit kjitd did not see (no slot) */
 			kj__hitctr_count(c->ctr, UINT32_MAX, res->size);
 		return 1;
 	}
-	if (lk->named || c->hits == NULL || kj__hittab_lookup(c->hits, lk->fp, &hit) != 0)
+	if (lk->named || c->hits == NULL || kj__hittab_lookup_into(c->hits, lk->fp, &hit, lk->sink) != 0)
 		return 0; /* absent, raced a rewrite, malformed: the socket */
 	res->target = kj__strdup(hit.target);
 	res->runtime_version = kj__strdup(hit.version);
 	if (res->target == NULL || res->runtime_version == NULL) {
-		free(hit.data);
+		if (!lk->sink)
+			free(hit.data);
 		kjit_result_free(res);
 		return 0;
 	}
@@ -332,6 +340,8 @@ int kj__get_local_answer(kjit_client *c, const struct kj__local_key *lk, kjit_re
 	kj__hitctr_count(c->ctr, hit.slot, hit.size);
 	if (!lk->want_log)
 		kj__procmemo_put(c->memo, lk->fp, lk->gen, res); /* ENOMEM: just not remembered */
+	if (lk->sink)
+		res->data = NULL; /* the sink's buffer, not res's */
 	return 1;
 }
 
@@ -339,6 +349,7 @@ int kj__get_local_answer(kjit_client *c, const struct kj__local_key *lk, kjit_re
 int kj__get_take_reply(kjit_client *c, const kjit_request *req, const struct kj__msg *m, int code,
 		       const struct kj__local_key *lk, kjit_result *res)
 {
+	uint8_t *obj = NULL;
 	int r = 0;
 
 	if (code < 0) {
@@ -346,7 +357,7 @@ int kj__get_take_reply(kjit_client *c, const kjit_request *req, const struct kj_
 		/* The compiler's log of a failed compile; a bad one is dropped. */
 		if (kj__field_strdup(kj__msg_get(m, KJ_F_LOG), KJ_LOG_WIRE_MAX, &res->log) < 0)
 			res->log = NULL;
-	} else if ((r = decode_ok(m, res)) < 0 || (r = take_lowered(req, m, res)) < 0 ||
+	} else if ((r = decode_ok(m, res, lk->sink, &obj)) < 0 || (r = take_lowered(req, m, res)) < 0 ||
 		   (req->explain && (r = kj__field_strdup(kj__msg_get(m, KJ_F_EXPLAIN), KJ_LOG_WIRE_MAX,
 							  &res->explain)) < 0)) {
 		kjit_result_free(res);
@@ -355,7 +366,9 @@ int kj__get_take_reply(kjit_client *c, const kjit_request *req, const struct kj_
 				kjit_strerror(r));
 		r = r == KJIT_ENOMEM ? r : KJIT_EPROTO;
 	} else if (lk->ok && !lk->want_log) {
-		kj__procmemo_put(c->memo, lk->fp, lk->gen, res); /* ENOMEM: just not remembered */
+		kjit_result kept = *res;
+		kept.data = obj; /* res->data, or the sink's buffer */
+		kj__procmemo_put(c->memo, lk->fp, lk->gen, &kept); /* ENOMEM: just not remembered */
 	}
 	return r;
 }
@@ -367,12 +380,10 @@ void kj__get_set_error(kjit_client *c, int r, kjit_result *res)
 	res->sys_errno = (r == KJIT_ECONNECT || r == KJIT_EIO) ? c->sys_errno : 0;
 }
 
-int kjit_get(kjit_client *c, const kjit_request *req, kjit_result *res)
-{
-	return kj__get_flags(c, req, 0, res);
-}
-
-int kj__get_flags(kjit_client *c, const kjit_request *req, unsigned flags, kjit_result *res)
+/* kjit_get with flags (KJ_GET_*), the object into sink's buffer when sink
+ * is not NULL. */
+static int get_one(kjit_client *c, const kjit_request *req, unsigned flags, const struct kj__sink *sink,
+		   kjit_result *res)
 {
 	struct kj__buf b = { 0 };
 	struct kj__msg m = { 0 };
@@ -390,6 +401,7 @@ int kj__get_flags(kjit_client *c, const kjit_request *req, unsigned flags, kjit_
 	if (r == 0) {
 		kj__get_local_key(c, req, &b, &lk);
 		lk.want_log = (flags & KJ_GET_WANT_LOG) != 0;
+		lk.sink = sink;
 		if (kj__get_local_answer(c, &lk, res)) {
 			kj__buf_free(&b);
 			return 0;
@@ -404,6 +416,25 @@ int kj__get_flags(kjit_client *c, const kjit_request *req, unsigned flags, kjit_
 	free(body);
 	kj__buf_free(&b);
 	return r;
+}
+
+int kjit_get(kjit_client *c, const kjit_request *req, kjit_result *res)
+{
+	return get_one(c, req, 0, NULL, res);
+}
+
+int kj__get_flags(kjit_client *c, const kjit_request *req, unsigned flags, kjit_result *res)
+{
+	return get_one(c, req, flags, NULL, res);
+}
+
+int kj__get_into(kjit_client *c, const kjit_request *req, kjit_result *res, kj__get_alloc_fn *alloc, void *ctx)
+{
+	struct kj__sink sink = { alloc, ctx };
+
+	if (alloc == NULL)
+		return get_one(c, req, 0, NULL, res);
+	return get_one(c, req, 0, &sink, res);
 }
 
 void kjit_result_free(kjit_result *res)

@@ -131,6 +131,12 @@ static struct pm_ent *find(struct kj__procmemo *m, const uint8_t fp[KJ_SHA256_LE
 
 int kj__procmemo_get(struct kj__procmemo *m, const uint8_t fp[KJ_SHA256_LEN], uint64_t gen, kjit_result *res)
 {
+	return kj__procmemo_get_into(m, fp, gen, res, NULL);
+}
+
+int kj__procmemo_get_into(struct kj__procmemo *m, const uint8_t fp[KJ_SHA256_LEN], uint64_t gen, kjit_result *res,
+			  const struct kj__sink *sink)
+{
 	if (m == NULL)
 		return 0;
 	struct pm_ent *e = find(m, fp);
@@ -141,14 +147,17 @@ int kj__procmemo_get(struct kj__procmemo *m, const uint8_t fp[KJ_SHA256_LEN], ui
 		return 0;
 	}
 	memset(res, 0, sizeof *res);
-	if ((res->data = malloc(e->size)) == NULL || (res->target = kj__strdup(e->target)) == NULL ||
+	uint8_t *to = sink ? sink->alloc(sink->ctx, e->size) : malloc(e->size);
+	if (!sink)
+		res->data = to;
+	if (to == NULL || (res->target = kj__strdup(e->target)) == NULL ||
 	    (res->runtime_version = kj__strdup(e->version)) == NULL ||
 	    copy_lowered(e->lowered, e->n_lowered, &res->lowered_names) < 0) {
 		kjit_result_free(res);
 		return KJIT_ENOMEM;
 	}
 	res->n_lowered_names = e->n_lowered;
-	memcpy(res->data, e->data, e->size);
+	memcpy(to, e->data, e->size);
 	res->size = e->size;
 	memcpy(res->key, e->key, sizeof res->key);
 	res->status = KJIT_STATUS_HIT;

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "kjit.h"
+#include "hittab.h"
 #include "sha.h"
 
 struct kj__procmemo;
@@ -22,6 +23,11 @@ int kj__procmemo_enabled_by_env(void);
  * the entry of fp made at generation gen: 1; no such entry (an entry of
  * another generation is dropped): 0; KJIT_ENOMEM with res zeroed. */
 int kj__procmemo_get(struct kj__procmemo *m, const uint8_t fp[KJ_SHA256_LEN], uint64_t gen, kjit_result *res);
+/* kj__procmemo_get with the object copied into the buffer sink gives
+ * (common/hittab.h) instead of res->data, which stays NULL (res->size is
+ * the object's size); a NULL buffer gives KJIT_ENOMEM, res zeroed. */
+int kj__procmemo_get_into(struct kj__procmemo *m, const uint8_t fp[KJ_SHA256_LEN], uint64_t gen, kjit_result *res,
+			  const struct kj__sink *sink);
 /* Remembers a successful res for fp at generation gen (copies), evicting
  * the least recently used; too large an object is not kept.  0 or
  * KJIT_ENOMEM (nothing kept; the caller's answer is unaffected). */

@@ -507,9 +507,12 @@ uint32_t kj__hittab_reader_slots(const struct kj__hittab_reader *r)
 
 enum { TRY_MISS, TRY_HIT, TRY_RACED, TRY_CORRUPT, TRY_NOMEM };
 
-/* One seqlock read of slot i.  TRY_*; on TRY_HIT *hit is filled. */
+/* One seqlock read of slot i.  TRY_*; on TRY_HIT *hit is filled, its
+ * object copied into a malloc'd buffer or, with sink, into the buffer the
+ * sink gives (it may be asked again after a race: the object is in the
+ * buffer of its last answer). */
 static int try_slot(struct kj__hittab_reader *r, uint32_t i, const uint8_t fp[KJ_SHA256_LEN], uint64_t g,
-		    struct kj__hit *hit)
+		    struct kj__hit *hit, const struct kj__sink *sink)
 {
 	/* The mapping is PROT_READ; the atomics are only ever loaded. */
 	struct slot *s = (struct slot *)&r->slots[i];
@@ -539,7 +542,7 @@ static int try_slot(struct kj__hittab_reader *r, uint32_t i, const uint8_t fp[KJ
 		atomic_thread_fence(memory_order_acquire);
 		return atomic_load_explicit(&s->seq, memory_order_relaxed) != s1 ? TRY_RACED : TRY_CORRUPT;
 	}
-	uint8_t *data = malloc(rh.obj_len);
+	uint8_t *data = sink ? sink->alloc(sink->ctx, rh.obj_len) : malloc(rh.obj_len);
 	if (data == NULL)
 		return TRY_NOMEM;
 	const uint8_t *p = r->arena + off + REC_HDR_SIZE;
@@ -551,12 +554,14 @@ static int try_slot(struct kj__hittab_reader *r, uint32_t i, const uint8_t fp[KJ
 	atomic_thread_fence(memory_order_acquire);
 	if (atomic_load_explicit(&s->seq, memory_order_relaxed) != s1 ||
 	    atomic_load_explicit(hgen, memory_order_relaxed) != g) {
-		free(data);
+		if (!sink)
+			free(data);
 		return TRY_RACED;
 	}
 	if (memchr(hit->target, '\0', rh.target_len) || memchr(hit->version, '\0', rh.version_len) ||
 	    !strings_ok(hit->target, hit->version)) {
-		free(data);
+		if (!sink)
+			free(data);
 		return TRY_CORRUPT;
 	}
 	hit->data = data;
@@ -568,6 +573,12 @@ static int try_slot(struct kj__hittab_reader *r, uint32_t i, const uint8_t fp[KJ
 
 int kj__hittab_lookup(struct kj__hittab_reader *r, const uint8_t fp[KJ_SHA256_LEN], struct kj__hit *hit)
 {
+	return kj__hittab_lookup_into(r, fp, hit, NULL);
+}
+
+int kj__hittab_lookup_into(struct kj__hittab_reader *r, const uint8_t fp[KJ_SHA256_LEN], struct kj__hit *hit,
+			   const struct kj__sink *sink)
+{
 	uint32_t mask = r->n_slots - 1, base = fp_index(fp);
 
 	memset(hit, 0, sizeof *hit);
@@ -575,7 +586,7 @@ int kj__hittab_lookup(struct kj__hittab_reader *r, const uint8_t fp[KJ_SHA256_LE
 		uint64_t g = kj__hittab_reader_gen(r);
 		int raced = 0;
 		for (uint32_t k = 0; k < KJ_HITTAB_PROBE; k++) {
-			switch (try_slot(r, (base + k) & mask, fp, g, hit)) {
+			switch (try_slot(r, (base + k) & mask, fp, g, hit, sink)) {
 			case TRY_HIT:
 				return 0;
 			case TRY_RACED:

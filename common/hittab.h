@@ -27,6 +27,17 @@
 
 /* What a reader copies out of a hit.  data is malloc'd (the caller frees
  * it); target and version are NUL-terminated. */
+/* Where a copied-out object goes (kj__hittab_lookup_into, the process
+ * memo's kj__procmemo_get_into): alloc(ctx, size) returns a buffer of size
+ * bytes that the object is copied into, or NULL (out of memory).  It may
+ * be called more than once for one answer (a read that raced a rewrite is
+ * copied again); the object is in the buffer of the last call.  The
+ * buffers are the caller's: nothing here frees them. */
+struct kj__sink {
+	void *(*alloc)(void *ctx, size_t size);
+	void *ctx;
+};
+
 struct kj__hit {
 	uint8_t *data;
 	size_t size;
@@ -102,6 +113,13 @@ void kj__hittab_reader_close(struct kj__hittab_reader *r);
  * rewrite (ask the socket); KJIT_ECORRUPT when the entry is malformed
  * (ask the socket); KJIT_ENOMEM.  Never reads outside the mapping. */
 int kj__hittab_lookup(struct kj__hittab_reader *r, const uint8_t fp[KJ_SHA256_LEN], struct kj__hit *hit);
+/* kj__hittab_lookup copying the object into the sink's buffer instead of a
+ * malloc'd one (hit->data then points there and is not to be freed).  The
+ * copy is validated against the slot's sequence and the table's
+ * generation after it is made, as ever: a rewrite under it asks the sink
+ * again (or ends in KJIT_ETIMEDOUT); a NULL buffer gives KJIT_ENOMEM. */
+int kj__hittab_lookup_into(struct kj__hittab_reader *r, const uint8_t fp[KJ_SHA256_LEN], struct kj__hit *hit,
+			   const struct kj__sink *sink);
 /* The generation the table has now (the process memo keys its entries on
  * it, so that an invalidation reaches them too). */
 uint64_t kj__hittab_reader_gen(const struct kj__hittab_reader *r);

@@ -934,6 +934,49 @@ static void test_process_memo_lowered(void)
 	kj__procmemo_free(m);
 }
 
+/* A sink handing out buf (NULL once fail is set), counting its calls. */
+struct memo_sink {
+	uint8_t buf[100];
+	int calls, fail;
+};
+
+static void *memo_sink_alloc(void *ctx, size_t size)
+{
+	struct memo_sink *s = ctx;
+	s->calls++;
+	return s->fail || size > sizeof s->buf ? NULL : s->buf;
+}
+
+/* kj__procmemo_get_into: the object into the sink's buffer, res->data
+ * NULL, the rest as kj__procmemo_get; no buffer: KJIT_ENOMEM, res zeroed. */
+static void test_process_memo_into(void)
+{
+	struct kj__procmemo *m = NULL;
+	static uint8_t buf[100];
+	static struct memo_sink ms;
+	struct kj__sink sink = { memo_sink_alloc, &ms };
+	uint8_t fp[KJ_SHA256_LEN];
+	kjit_result in, out;
+
+	CHECK_EQ_INT(kj__procmemo_new(&m, 100000), 0);
+	memset(fp, 5, sizeof fp);
+	memo_res(&in, buf, sizeof buf, 5);
+	CHECK_EQ_INT(kj__procmemo_put(m, fp, 0, &in), 0);
+	CHECK_EQ_INT(kj__procmemo_get_into(m, fp, 0, &out, &sink), 1);
+	CHECK(ms.calls == 1 && out.data == NULL && out.size == sizeof buf);
+	CHECK(memcmp(ms.buf, buf, sizeof buf) == 0);
+	CHECK(out.status == KJIT_STATUS_HIT && out.target && strcmp(out.target, "sm_90") == 0);
+	CHECK_EQ_STR(out.key, FAKE_KEY);
+	kjit_result_free(&out);
+	ms.fail = 1;
+	CHECK_EQ_INT(kj__procmemo_get_into(m, fp, 0, &out, &sink), KJIT_ENOMEM);
+	CHECK(out.data == NULL && out.size == 0 && out.target == NULL);
+	CHECK_EQ_INT(kj__procmemo_get(m, fp, 0, &out), 1); /* still there */
+	CHECK(out.data != NULL && memcmp(out.data, buf, sizeof buf) == 0);
+	kjit_result_free(&out);
+	kj__procmemo_free(m);
+}
+
 static void test_strings(void)
 {
 	/* Every code has words and its own name (common/err.c's one row each);
@@ -983,5 +1026,6 @@ TEST_LIST(
 	TEST(process_memo_off)
 	TEST(process_memo_bound)
 	TEST(process_memo_lowered)
+	TEST(process_memo_into)
 	TEST(strings)
 )

@@ -196,8 +196,23 @@ static void test_eviction(void)
 	kj__hittab_free(w);
 }
 
+/* A sink (kj__hittab_lookup_into) of one buffer, counting its calls. */
+struct one_buf {
+	uint8_t buf[16384];
+	unsigned long calls;
+};
+
+static void *one_buf_alloc(void *ctx, size_t size)
+{
+	struct one_buf *b = ctx;
+	b->calls++;
+	return size <= sizeof b->buf ? b->buf : NULL;
+}
+
 /* A writer rewriting a small table as fast as it can while four reader
- * processes copy entries out: no copy may be torn. */
+ * processes copy entries out, two into malloc'd buffers
+ * (kj__hittab_lookup), two into a sink's one buffer (_into: a raced copy
+ * is made again in the same buffer): no copy may be torn. */
 static void test_race(void)
 {
 	enum { READERS = 4, IDS = 40, RUN_MS = 1500 };
@@ -219,12 +234,17 @@ static void test_race(void)
 			unsigned long res[4] = { 0 }; /* hits, misses, raced, torn */
 			struct kj__hit hit;
 			uint8_t fp[KJ_SHA256_LEN];
+			static struct one_buf ob;
+			struct kj__sink sink = { one_buf_alloc, &ob };
 			for (uint32_t i = (uint32_t)k; kj__now_us() < end; i++) {
 				fp_of(i % IDS, fp);
-				int rc = kj__hittab_lookup(r, fp, &hit);
+				int rc = k % 2 ? kj__hittab_lookup_into(r, fp, &hit, &sink) : kj__hittab_lookup(r, fp, &hit);
 				if (rc == 0) {
 					res[obj_ok(i % IDS, hit.data, hit.size, 16384) ? 0 : 3]++;
-					free(hit.data);
+					if (k % 2)
+						res[3] += hit.data != ob.buf;
+					else
+						free(hit.data);
 				} else {
 					res[rc == KJIT_ETIMEDOUT ? 2 : rc == KJIT_ENOENT ? 1 : 3]++;
 				}

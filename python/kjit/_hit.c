@@ -3,16 +3,20 @@
  * less ctypes' per-call set-up: one kjit_get on a request that
  * kjit/client.py built and keeps (passed as its address), the GIL released
  * meanwhile, then the kjit.Object made here.  Object.data is either a
- * bytes (one copy of libkjit's buffer; the result is freed at once) or,
+ * bytes (made here and handed to libkjit's kj__get_into, client/getinto.h,
+ * which copies the memo's, the table's or the reply's bytes straight into
+ * it: one copy, as kjit_get's own; with a libkjit without that entry, a
+ * copy of kjit_get's result, freed at once) or,
  * where the caller asks (get(..., view=True)), a read-only memoryview over
  * a Result that owns the kjit_result and frees it when the last view of it
  * is released or collected: no copy at all.
  *
- * libkjit is not linked.  A Hitter is given the addresses of kjit_get and
- * kjit_result_free in the library kjit._lib loaded through ctypes, so both
- * paths use one library, one handle and one process memo, and the
- * extension needs no soname or path of its own; include/kjit.h's structs
- * (which only grow) are all it shares with libkjit.
+ * libkjit is not linked.  A Hitter is given the addresses of kjit_get,
+ * kjit_result_free and kj__get_into in the library kjit._lib loaded
+ * through ctypes, so both paths use one library, one handle and one
+ * process memo, and the extension needs no soname or path of its own;
+ * include/kjit.h's structs (which only grow) and kj__get_into's type
+ * (restated in _hit.h) are all it shares with libkjit.
  *
  * Ownership.  A Hitter (one per kjit.Client, called under the Client's
  * lock) holds kjit.Object's type, the member descriptors of its nine slots
@@ -179,11 +183,12 @@ static int hitter_take_type(Hitter *h, PyObject *type)
 
 static PyObject *hitter_new(PyTypeObject *t, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "get", "free", "object_type", "statuses", "prepared", "forks", NULL };
-	unsigned long long get_at, free_at;
+	static char *kwlist[] = { "get", "free", "object_type", "statuses", "prepared", "forks", "get_into", NULL };
+	unsigned long long get_at, free_at, into_at = 0;
 	PyObject *type, *statuses, *prepared = NULL, *forks = NULL;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "KKOO!|$O!O!:Hitter", kwlist, &get_at, &free_at, &type,
-					 &PyDict_Type, &statuses, &PyDict_Type, &prepared, &PyList_Type, &forks))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "KKOO!|$O!O!K:Hitter", kwlist, &get_at, &free_at, &type,
+					 &PyDict_Type, &statuses, &PyDict_Type, &prepared, &PyList_Type, &forks,
+					 &into_at))
 		return NULL;
 	if ((prepared == NULL) != (forks == NULL)) {
 		PyErr_SetString(PyExc_TypeError, "kjit._hit.Hitter: prepared and forks go together");
@@ -202,6 +207,7 @@ static PyObject *hitter_new(PyTypeObject *t, PyObject *args, PyObject *kw)
 	}
 	h->get = (kj__get_fn *)(uintptr_t)get_at;
 	h->free = (kj__free_fn *)(uintptr_t)free_at;
+	h->get_into = (kj__hit_into_fn *)(uintptr_t)into_at;
 	if (hitter_take_type(h, type) < 0)
 		goto fail;
 	for (int s = 1; s < N_STATUS; s++) {
@@ -369,6 +375,65 @@ static PyObject *failure_of(int code, const kjit_result *res)
 	return Py_BuildValue("(iyy)", code, res->error, res->log);
 }
 
+/* kj__get_into's buffer: a bytes object made for it, under the GIL taken
+ * back for the moment (the call runs without it). */
+struct into {
+	PyThreadState *ts; /* this thread's, while the GIL is released */
+	PyObject *bytes;   /* the last one made, or NULL */
+	int given;         /* libkjit asked for it (a bytes made ahead may not be) */
+};
+
+static void *into_alloc(void *ctx, size_t size)
+{
+	struct into *in = ctx;
+	in->given = 0;
+	if (in->bytes != NULL && (size_t)PyBytes_GET_SIZE(in->bytes) == size) {
+		in->given = 1; /* made ahead at the last object's size, or a retry after a raced copy */
+		return PyBytes_AS_STRING(in->bytes);
+	}
+	if (size > (size_t)PY_SSIZE_T_MAX)
+		return NULL;
+	PyEval_RestoreThread(in->ts);
+	Py_XSETREF(in->bytes, PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size));
+	if (in->bytes == NULL)
+		PyErr_Clear(); /* libkjit answers KJIT_ENOMEM or the next way */
+	in->ts = PyEval_SaveThread();
+	in->given = in->bytes != NULL;
+	return in->bytes ? PyBytes_AS_STRING(in->bytes) : NULL;
+}
+
+/* kjit_get(c, req, res) into a bytes object, the GIL released meanwhile:
+ * the code; on success *data is the object's bytes (a new reference; NULL
+ * with an exception set when they cannot be made).  Through kj__get_into
+ * where libkjit has it (one copy of the memo's, the table's or the reply's
+ * bytes), else kjit_get and a copy of its result. */
+static int fetch_bytes(Hitter *h, kjit_client *c, const kjit_request *req, kjit_result *res, PyObject **data)
+{
+	struct into in = { NULL, NULL, 0 };
+	int code;
+	if (h->get_into && h->last_size > 0 && (in.bytes = PyBytes_FromStringAndSize(NULL, h->last_size)) == NULL)
+		PyErr_Clear(); /* into_alloc tries again */
+	in.ts = PyEval_SaveThread();
+	code = h->get_into ? h->get_into(c, req, res, into_alloc, &in) : h->get(c, req, res);
+	PyEval_RestoreThread(in.ts);
+	*data = NULL;
+	if (code < 0) {
+		Py_XDECREF(in.bytes);
+		return code;
+	}
+	if (res->data == NULL && in.given && (size_t)PyBytes_GET_SIZE(in.bytes) == res->size) {
+		*data = in.bytes; /* the object is in it */
+		h->last_size = PyBytes_GET_SIZE(in.bytes);
+		return code;
+	}
+	Py_XDECREF(in.bytes);
+	if (res->data == NULL) /* cannot happen: libkjit filled neither */
+		PyErr_SetString(PyExc_SystemError, "kjit._hit: kj__get_into answered without the object");
+	else
+		*data = PyBytes_FromStringAndSize((const char *)res->data, (Py_ssize_t)res->size);
+	return code;
+}
+
 PyObject *kj__hit_fetch(Hitter *h, kjit_client *c, const kjit_request *req, PyObject *backend, PyObject *exprs,
 			int view)
 {
@@ -381,17 +446,20 @@ PyObject *kj__hit_fetch(Hitter *h, kjit_client *c, const kjit_request *req, PyOb
 		res = &r->res;
 	}
 	int code;
-	Py_BEGIN_ALLOW_THREADS
-	code = h->get(c, req, res);
-	Py_END_ALLOW_THREADS
-	PyObject *out;
+	PyObject *data = NULL, *out;
+	if (view) {
+		Py_BEGIN_ALLOW_THREADS
+		code = h->get(c, req, res);
+		Py_END_ALLOW_THREADS
+	} else {
+		code = fetch_bytes(h, c, req, res, &data);
+	}
 	if (code < 0)
 		out = failure_of(code, res);
 	else if (view)
 		out = object_of(h, res, PyMemoryView_FromObject((PyObject *)r), backend, exprs);
 	else
-		out = object_of(h, res, PyBytes_FromStringAndSize((const char *)res->data, (Py_ssize_t)res->size),
-				backend, exprs);
+		out = object_of(h, res, data, backend, exprs);
 	if (view)
 		Py_DECREF(r); /* the memoryview holds it now, or it is freed here */
 	else
@@ -516,8 +584,15 @@ static PyMethodDef hitter_methods[] = {
 	{ "__exit__", (PyCFunction)(void (*)(void))hitter_exit, METH_FASTCALL, "release()" },
 	{ NULL, NULL, 0, NULL },
 };
+static PyObject *hitter_into(PyObject *self, void *unused)
+{
+	return PyBool_FromLong(((Hitter *)self)->get_into != NULL);
+}
+
 static PyGetSetDef hitter_getset[] = {
 	{ "live", hitter_live, NULL, "Results of this Hitter whose kjit_result is not freed yet.", NULL },
+	{ "into", hitter_into, NULL, "True when get() makes its bytes through libkjit's kj__get_into (one copy).",
+	  NULL },
 	{ NULL, NULL, NULL, NULL, NULL },
 };
 
@@ -527,8 +602,8 @@ PyTypeObject kj__hitter_type = {
 	.tp_basicsize = sizeof(Hitter),
 	.tp_dealloc = hitter_dealloc,
 	.tp_flags = Py_TPFLAGS_DEFAULT,
-	.tp_doc = "Hitter(get, free, object_type, statuses, *, prepared, forks): kjit_get for one kjit.Client,\n"
-		  "and its lock.",
+	.tp_doc = "Hitter(get, free, object_type, statuses, *, prepared, forks, get_into): kjit_get for one\n"
+		  "kjit.Client, and its lock.",
 	.tp_methods = hitter_methods,
 	.tp_getset = hitter_getset,
 	.tp_new = hitter_new,

@@ -7,6 +7,20 @@
 
 #include "kjit.h"
 
+/* libkjit's kj__get_into and its allocator (client/getinto.h, which this
+ * restates so that the extension still builds from include/kjit.h alone,
+ * as pip's wheel builds it; built in the tree, KJ_GETINTO_CHECK includes
+ * that header and checks that both agree). */
+typedef void *kj__hit_alloc_fn(void *ctx, size_t size);
+typedef int kj__hit_into_fn(kjit_client *c, const kjit_request *req, kjit_result *res, kj__hit_alloc_fn *alloc,
+			    void *ctx);
+#ifdef KJ_GETINTO_CHECK
+#include "getinto.h"
+_Static_assert(__builtin_types_compatible_p(kj__get_alloc_fn, kj__hit_alloc_fn) &&
+		       __builtin_types_compatible_p(__typeof__(kj__get_into), kj__hit_into_fn),
+	       "python/kjit/_hit.h's kj__get_into differs from client/getinto.h's");
+#endif
+
 /* kjit.Object's slots, in the order of its __init__. */
 enum { F_DATA, F_STATUS, F_KEY, F_TARGET, F_VERSION, F_LOG, F_BACKEND, F_LOWERED, F_EXPLAIN, F_N };
 #define N_STATUS 5 /* enum kjit_status 1..4; [0] unused */
@@ -26,6 +40,11 @@ typedef struct {
 	PyObject_HEAD
 	kj__get_fn *get;
 	kj__free_fn *free;
+	/* libkjit's kj__get_into, or NULL (a libkjit without it): the bytes
+	 * path then copies kjit_get's result once more */
+	kj__hit_into_fn *get_into;
+	Py_ssize_t last_size; /* of the last object kj__get_into made: the next bytes is made that size
+			       * before the GIL is released, so that a repeat need not take it back */
 	PyTypeObject *type;         /* kjit.Object */
 	PyObject *field[F_N];       /* its slots' member descriptors */
 	PyObject *status[N_STATUS]; /* "hit", "compiled", "joined", "remote hit" */

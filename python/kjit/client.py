@@ -224,9 +224,13 @@ class Client:
         ext = _lib.extension()
         self._hitter = None
         if ext is not None:
+            # libkjit's kj__get_into (client/getinto.h): the object copied
+            # straight into the bytes get() returns; 0 for a libkjit without it
+            into = getattr(self._lib, "kj__get_into", None)
             self._hitter = ext.Hitter(ctypes.cast(self._lib.kjit_get, c_void_p).value,
                                       ctypes.cast(self._lib.kjit_result_free, c_void_p).value, Object, STATUSES,
-                                      prepared=self._prepared, forks=_forks)
+                                      prepared=self._prepared, forks=_forks,
+                                      get_into=(ctypes.cast(into, c_void_p).value or 0) if into else 0)
             self._lock = self._hitter  # type: ignore[assignment]  # a lock C takes without a call
             if not _FORK_CHECK and not isinstance(Client.__dict__["get"], ext.Get):
                 # c.get(...) in C for a Client with a Hitter and a prepared
