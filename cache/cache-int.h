@@ -326,10 +326,12 @@ int kj__pub_requested(const struct kj__cache *c, const uint8_t key[KJ_SHA256_LEN
  * stops it and is returned. */
 int kj__pub_foreach(struct kj__cache *c, const char *target, int all, uid_t uid,
 		    int (*fn)(const struct kj__cache_entry *e, void *arg), void *arg);
-/* recipe.c, in two steps: the file (any thread; seq makes the temporary
- * name unique, from the cache's thread), then the row (the cache's
- * thread).  0 or a negative code. */
-int kj__recipe_write(struct kj__cache *c, const char *recipe, const uint8_t *body, size_t len, uint64_t seq);
+/* A recipe in two steps: its file, recipes/<recipe>.req (store.c, any
+ * thread, the same durable write as an object's, recipes/ fsync'd after
+ * the rename; kept if already there with len bytes; seq makes the
+ * temporary name unique, taken on the cache's thread), then its row
+ * (recipe.c, the cache's thread).  0 or a negative code. */
+int kj__obj_place_recipe(struct kj__cache *c, const char *recipe, const uint8_t *body, size_t len, uint64_t seq);
 int kj__recipe_link(struct kj__cache *c, const char *key, const char *recipe, size_t len);
 /* 1 if a row links an object to recipe (hex), 0 if none does, -1 unknown
  * (an error: keep its file).  The cache's thread. */

@@ -228,7 +228,7 @@ void kj__cache_pub_run(struct kj__cache_pub *p)
 		p->recipe_r = KJIT_EINVAL;
 	else if ((p->recipe_r = kj__sha256(p->recipe + KJ_FRAME_HDR_SIZE, p->recipe_len - KJ_FRAME_HDR_SIZE, rd)) == 0) {
 		kj__hex(rd, p->recipe_hex);
-		p->recipe_r = kj__recipe_write(c, p->recipe_hex, p->recipe, p->recipe_len, p->recipe_seq);
+		p->recipe_r = kj__obj_place_recipe(c, p->recipe_hex, p->recipe, p->recipe_len, p->recipe_seq);
 	}
 }
 
