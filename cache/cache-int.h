@@ -157,6 +157,12 @@ size_t kj__tab_find(const struct kj__cache *c, const uint8_t *key);
 int kj__tab_reserve(struct kj__cache *c, size_t want);
 /* Adds en (room must have been reserved). */
 void kj__tab_add(struct kj__cache *c, const struct ent *en);
+/* A publish's finish, in one call: en in the table (room reserved), in
+ * place of the prior entry of its key if any (prior: its index, or NONE;
+ * its pending hits kept), and hot (en->size verified bytes from c->mem,
+ * taken over; NULL: none) kept in the hot set as the copy of the file st
+ * (an st_ino of 0: no copy, hot freed). */
+void kj__tab_put(struct kj__cache *c, struct ent *en, size_t prior, uint8_t *hot, const struct stat *st);
 /* Removes entry idx (and its hot copy); the last entry moves into idx. */
 void kj__tab_remove(struct kj__cache *c, size_t idx);
 /* Empties the table and forgets pending hits; keeps its memory. */
@@ -306,9 +312,6 @@ int kj__obj_place(struct kj__cache *c, const struct kj__pub_paths *p, const uint
  * and without one the file is removed.  0 or KJIT_EIO. */
 int kj__obj_index_row(struct kj__cache *c, const struct kj__cache_entry *e, const struct ent *en, size_t prior,
 		      const uint8_t dg[KJ_SHA256_LEN], const char *final);
-/* Puts en in the table (room reserved), in place of the prior entry of its
- * key if any (keeping that entry's pending hits). */
-void kj__obj_table_update(struct kj__cache *c, struct ent *en, size_t prior);
 /* publish.c: the publish in flight of key, or NULL (the cache's thread). */
 struct kj__cache_pub *kj__pub_find(const struct kj__cache *c, const uint8_t key[KJ_SHA256_LEN]);
 /* The bytes of key's publish in flight (valid until its finish) and what

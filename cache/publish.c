@@ -256,14 +256,9 @@ int kj__cache_pub_finish(struct kj__cache_pub *p)
 		errno = EIO;
 		return r;
 	}
-	kj__obj_table_update(c, &p->en, prior);
-	/* Just compiled: likely asked for again soon.  The bytes are the ones
-	 * hashed by the run, so they count as verified. */
-	uint8_t *own = p->lent ? p->own : p->data;
-	if (p->st.st_ino != 0)
-		kj__hot_put_owned(c, p->en.key, own, p->len, &p->st);
-	else
-		c->mem->free(own);
+	/* the table and the hot set in one call; the bytes are the ones hashed
+	 * by the run, so they count as verified */
+	kj__tab_put(c, &p->en, prior, p->lent ? p->own : p->data, &p->st);
 	p->own = NULL;
 	p->data = NULL;
 	p->lent = 0;

@@ -547,17 +547,3 @@ int kj__obj_index_row(struct kj__cache *c, const struct kj__cache_entry *e, cons
 		kj__cache_say(c, "cannot remove %s: %s", final, strerror(errno));
 	return r;
 }
-
-void kj__obj_table_update(struct kj__cache *c, struct ent *en, size_t prior)
-{
-	if (prior == NONE) {
-		kj__tab_add(c, en);
-		return;
-	}
-	c->bytes -= KJ_ENT_BYTES(&c->ents[prior]);
-	/* the row was replaced, its rsize with it: a publish with a recipe links
-	 * and counts it again (recipe.c) */
-	c->bytes += KJ_ENT_BYTES(en);
-	en->pending = c->ents[prior].pending;
-	c->ents[prior] = *en;
-}
