@@ -22,8 +22,8 @@
  *    is removed too (or, if an older row names the same key, kept only
  *    when the bytes are the same).
  *  - A publish is in steps (publish.c): prepare on the cache's thread,
- *    kj__obj_place (digest, file, fsyncs, rename) on any thread, the row
- *    and the table back on the cache's thread.
+ *    kj__obj_place (file, fsyncs, rename; the recipe's too) on any thread, the row
+ *    back on the cache's thread (the table's entry and hot copy: table.c).
  * Every file system call goes through c->fs; listing directories
  * (opendir/readdir) is the one direct call.  Nothing below the cache
  * directory is followed: object directories are checked with lstat
