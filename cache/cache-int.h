@@ -157,6 +157,12 @@ size_t kj__tab_find(const struct kj__cache *c, const uint8_t *key);
 int kj__tab_reserve(struct kj__cache *c, size_t want);
 /* Adds en (room must have been reserved). */
 void kj__tab_add(struct kj__cache *c, const struct ent *en);
+/* A publish's finish, in one call: en in the table (room reserved), in
+ * place of the prior entry of its key if any (prior: its index, or NONE;
+ * its pending hits kept), and hot (en->size verified bytes from c->mem,
+ * taken over; NULL: none) kept in the hot set as the copy of the file st
+ * (an st_ino of 0: no copy, hot freed). */
+void kj__tab_put(struct kj__cache *c, struct ent *en, size_t prior, uint8_t *hot, const struct stat *st);
 /* Removes entry idx (and its hot copy); the last entry moves into idx. */
 void kj__tab_remove(struct kj__cache *c, size_t idx);
 /* Empties the table and forgets pending hits; keeps its memory. */
@@ -306,9 +312,6 @@ int kj__obj_place(struct kj__cache *c, const struct kj__pub_paths *p, const uint
  * and without one the file is removed.  0 or KJIT_EIO. */
 int kj__obj_index_row(struct kj__cache *c, const struct kj__cache_entry *e, const struct ent *en, size_t prior,
 		      const uint8_t dg[KJ_SHA256_LEN], const char *final);
-/* Puts en in the table (room reserved), in place of the prior entry of its
- * key if any (keeping that entry's pending hits). */
-void kj__obj_table_update(struct kj__cache *c, struct ent *en, size_t prior);
 /* publish.c: the publish in flight of key, or NULL (the cache's thread). */
 struct kj__cache_pub *kj__pub_find(const struct kj__cache *c, const uint8_t key[KJ_SHA256_LEN]);
 /* The bytes of key's publish in flight (valid until its finish) and what
@@ -326,10 +329,12 @@ int kj__pub_requested(const struct kj__cache *c, const uint8_t key[KJ_SHA256_LEN
  * stops it and is returned. */
 int kj__pub_foreach(struct kj__cache *c, const char *target, int all, uid_t uid,
 		    int (*fn)(const struct kj__cache_entry *e, void *arg), void *arg);
-/* recipe.c, in two steps: the file (any thread; seq makes the temporary
- * name unique, from the cache's thread), then the row (the cache's
- * thread).  0 or a negative code. */
-int kj__recipe_write(struct kj__cache *c, const char *recipe, const uint8_t *body, size_t len, uint64_t seq);
+/* A recipe in two steps: its file, recipes/<recipe>.req (store.c, any
+ * thread, the same durable write as an object's, recipes/ fsync'd after
+ * the rename; kept if already there with len bytes; seq makes the
+ * temporary name unique, taken on the cache's thread), then its row
+ * (recipe.c, the cache's thread).  0 or a negative code. */
+int kj__obj_place_recipe(struct kj__cache *c, const char *recipe, const uint8_t *body, size_t len, uint64_t seq);
 int kj__recipe_link(struct kj__cache *c, const char *key, const char *recipe, size_t len);
 /* 1 if a row links an object to recipe (hex), 0 if none does, -1 unknown
  * (an error: keep its file).  The cache's thread. */

@@ -228,7 +228,7 @@ void kj__cache_pub_run(struct kj__cache_pub *p)
 		p->recipe_r = KJIT_EINVAL;
 	else if ((p->recipe_r = kj__sha256(p->recipe + KJ_FRAME_HDR_SIZE, p->recipe_len - KJ_FRAME_HDR_SIZE, rd)) == 0) {
 		kj__hex(rd, p->recipe_hex);
-		p->recipe_r = kj__recipe_write(c, p->recipe_hex, p->recipe, p->recipe_len, p->recipe_seq);
+		p->recipe_r = kj__obj_place_recipe(c, p->recipe_hex, p->recipe, p->recipe_len, p->recipe_seq);
 	}
 }
 
@@ -256,14 +256,9 @@ int kj__cache_pub_finish(struct kj__cache_pub *p)
 		errno = EIO;
 		return r;
 	}
-	kj__obj_table_update(c, &p->en, prior);
-	/* Just compiled: likely asked for again soon.  The bytes are the ones
-	 * hashed by the run, so they count as verified. */
-	uint8_t *own = p->lent ? p->own : p->data;
-	if (p->st.st_ino != 0)
-		kj__hot_put_owned(c, p->en.key, own, p->len, &p->st);
-	else
-		c->mem->free(own);
+	/* the table and the hot set in one call; the bytes are the ones hashed
+	 * by the run, so they count as verified */
+	kj__tab_put(c, &p->en, prior, p->lent ? p->own : p->data, &p->st);
 	p->own = NULL;
 	p->data = NULL;
 	p->lent = 0;

@@ -6,8 +6,9 @@
  *  - A recipe is stored content-addressed: <dir>/recipes/<hex digest>.req
  *    holds the GET frame whose digest names it; a file already there with
  *    the same length is those bytes and is not written again.  It is
- *    written to a temporary file, made durable and renamed, like an object
- *    (store.c), so a reader never sees part of one.
+ *    written by store.c (kj__obj_place_recipe) like an object: a temporary
+ *    file made durable, renamed, and recipes/ fsync'd after, so a reader
+ *    never sees part of one and the name outlives a crash before its row.
  *  - The index's recipe_of(key, recipe) links an object to its recipe; the
  *    row is written after the file, so a row never names a missing file
  *    (a crash leaves at most a file no row names).
@@ -40,41 +41,6 @@
 #include "kj_limits.h"
 #include "kj_types.h"
 #include "util.h"
-
-int kj__recipe_write(struct kj__cache *c, const char *recipe, const uint8_t *body, size_t len, uint64_t seq)
-{
-	char dir[PATH_MAX], path[PATH_MAX], tmp[PATH_MAX];
-	struct stat st;
-	int created = 0, fd, r;
-
-	if (!kj__hex_ok(recipe))
-		return KJIT_EINVAL;
-	if ((r = kj__cache_pathf(dir, sizeof dir, "%s/recipes", c->dir)) < 0 ||
-	    (r = kj__cache_pathf(path, sizeof path, "%s/%s.req", dir, recipe)) < 0 ||
-	    (r = kj__cache_pathf(tmp, sizeof tmp, "%s.tmp.%d.%llu", path, (int)getpid(), (unsigned long long)seq)) < 0)
-		return r;
-	/* Content-addressed: a recipe already stored is the same bytes.  A
-	 * recipes/ that is not a real directory is refused, never followed. */
-	if ((r = kj__obj_dir_check(c, dir)) == KJIT_EDENIED || (r < 0 && r != KJIT_ENOENT))
-		return r;
-	fd = c->fs->open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
-	if (fd >= 0 && c->fs->fstat(fd, &st) == 0 && (size_t)st.st_size == len) {
-		c->fs->close(fd);
-		return 0;
-	}
-	if (fd >= 0)
-		c->fs->close(fd);
-	if ((r = kj__obj_mkdir_below(c, dir)) < 0)
-		return r;
-	r = kj__obj_write_tmp(c, tmp, body, len, &created);
-	if (r == 0 && c->fs->rename(tmp, path) < 0) {
-		kj__cache_say(c, "rename %s: %s", tmp, strerror(errno));
-		r = KJIT_EIO;
-	}
-	if (r < 0 && created)
-		c->fs->unlink(tmp);
-	return r;
-}
 
 /* Charges len bytes of recipe to key's object: its row's rsize, its table
  * entry's (and so c->bytes and its owner's share). */
@@ -148,7 +114,7 @@ int kj__cache_recipe_store(struct kj__cache *c, const char *key, const char *rec
 
 	if (!kj__hex_ok(key) || !kj__hex_ok(recipe))
 		return KJIT_EINVAL;
-	if ((r = kj__recipe_write(c, recipe, body, len, ++c->tmp_seq)) < 0)
+	if ((r = kj__obj_place_recipe(c, recipe, body, len, ++c->tmp_seq)) < 0)
 		return r;
 	return kj__recipe_link(c, key, recipe, len);
 }

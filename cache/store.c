@@ -1,7 +1,8 @@
 /* store.c: the object files of a cache, <dir>/<target>-<version>/<key>.<ext>:
  * their directories, reading and verifying one, writing one (temporary
  * file, fsync, rename), publishing, dropping, and sweeping what a crash
- * left behind.
+ * left behind; recipes' files (recipe.c's) are written here too, the same
+ * durable way (put_file), so a publish's run writes through this file only.
  *
  * Invariants:
  *  - An object becomes visible only whole: it is written to a temporary
@@ -21,8 +22,8 @@
  *    is removed too (or, if an older row names the same key, kept only
  *    when the bytes are the same).
  *  - A publish is in steps (publish.c): prepare on the cache's thread,
- *    kj__obj_place (digest, file, fsyncs, rename) on any thread, the row
- *    and the table back on the cache's thread.
+ *    kj__obj_place (file, fsyncs, rename; the recipe's too) on any thread, the row
+ *    back on the cache's thread (the table's entry and hot copy: table.c).
  * Every file system call goes through c->fs; listing directories
  * (opendir/readdir) is the one direct call.  Nothing below the cache
  * directory is followed: object directories are checked with lstat
@@ -454,32 +455,71 @@ int kj__obj_prepare(struct kj__cache *c, struct kj__cache_entry *e, size_t len, 
 	return 0;
 }
 
-int kj__obj_place(struct kj__cache *c, const struct kj__pub_paths *p, const uint8_t *data, size_t len,
-		  struct stat *st)
+/* The one durable write of a cache's file (an object, a recipe): dir made
+ * below the cache if missing, data to tmp (O_EXCL, fsync), tmp renamed
+ * over final, then dir fsync'd so that the name survives a crash before
+ * any row names it.  tmp is removed on failure.  0 or KJIT_EIO (errno
+ * set). */
+static int put_file(struct kj__cache *c, const char *dir, const char *tmp, const char *final, const uint8_t *data,
+		    size_t len)
 {
 	int r, created = 0, err = 0;
 
-	if ((r = kj__obj_mkdir_below(c, p->sub)) < 0 || (r = kj__obj_write_tmp(c, p->tmp, data, len, &created)) < 0) {
+	if ((r = kj__obj_mkdir_below(c, dir)) < 0 || (r = kj__obj_write_tmp(c, tmp, data, len, &created)) < 0) {
 		err = errno;
 		goto out;
 	}
-	if (c->fs->rename(p->tmp, p->final) < 0) {
+	if (c->fs->rename(tmp, final) < 0) {
 		err = errno;
-		kj__cache_say(c, "rename %s to %s: %s", p->tmp, p->final, strerror(errno));
+		kj__cache_say(c, "rename %s to %s: %s", tmp, final, strerror(errno));
 		r = KJIT_EIO;
 		goto out;
 	}
 	created = 0;
-	kj__obj_fsync_dir(c, p->sub);
-	/* the file's identity for the hot set; without it (zeroed), no hot copy */
-	if (c->fs->stat(p->final, st) < 0)
-		memset(st, 0, sizeof *st);
+	kj__obj_fsync_dir(c, dir);
 out:
-	if (created && c->fs->unlink(p->tmp) < 0 && errno != ENOENT)
-		kj__cache_say(c, "cannot remove %s: %s", p->tmp, strerror(errno));
+	if (created && c->fs->unlink(tmp) < 0 && errno != ENOENT)
+		kj__cache_say(c, "cannot remove %s: %s", tmp, strerror(errno));
 	if (r < 0)
 		errno = err ? err : EIO;
 	return r;
+}
+
+int kj__obj_place(struct kj__cache *c, const struct kj__pub_paths *p, const uint8_t *data, size_t len,
+		  struct stat *st)
+{
+	int r = put_file(c, p->sub, p->tmp, p->final, data, len);
+
+	/* the file's identity for the hot set; without it (zeroed), no hot copy */
+	if (r == 0 && c->fs->stat(p->final, st) < 0)
+		memset(st, 0, sizeof *st);
+	return r;
+}
+
+int kj__obj_place_recipe(struct kj__cache *c, const char *recipe, const uint8_t *body, size_t len, uint64_t seq)
+{
+	char dir[PATH_MAX], path[PATH_MAX], tmp[PATH_MAX];
+	struct stat st;
+	int fd, r;
+
+	if (!kj__hex_ok(recipe))
+		return KJIT_EINVAL;
+	if ((r = kj__cache_pathf(dir, sizeof dir, "%s/recipes", c->dir)) < 0 ||
+	    (r = kj__cache_pathf(path, sizeof path, "%s/%s.req", dir, recipe)) < 0 ||
+	    (r = kj__cache_pathf(tmp, sizeof tmp, "%s.tmp.%d.%llu", path, (int)getpid(), (unsigned long long)seq)) < 0)
+		return r;
+	/* Content-addressed: a recipe already stored is the same bytes.  A
+	 * recipes/ that is not a real directory is refused, never followed. */
+	if ((r = kj__obj_dir_check(c, dir)) == KJIT_EDENIED || (r < 0 && r != KJIT_ENOENT))
+		return r;
+	fd = c->fs->open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
+	if (fd >= 0 && c->fs->fstat(fd, &st) == 0 && (size_t)st.st_size == len) {
+		c->fs->close(fd);
+		return 0;
+	}
+	if (fd >= 0)
+		c->fs->close(fd);
+	return put_file(c, dir, tmp, path, body, len);
 }
 
 /* Inserts e's row now that its file is in place.  If that fails the file
@@ -506,18 +546,4 @@ int kj__obj_index_row(struct kj__cache *c, const struct kj__cache_entry *e, cons
 	else if (c->fs->unlink(final) < 0 && errno != ENOENT)
 		kj__cache_say(c, "cannot remove %s: %s", final, strerror(errno));
 	return r;
-}
-
-void kj__obj_table_update(struct kj__cache *c, struct ent *en, size_t prior)
-{
-	if (prior == NONE) {
-		kj__tab_add(c, en);
-		return;
-	}
-	c->bytes -= KJ_ENT_BYTES(&c->ents[prior]);
-	/* the row was replaced, its rsize with it: a publish with a recipe links
-	 * and counts it again (recipe.c) */
-	c->bytes += KJ_ENT_BYTES(en);
-	en->pending = c->ents[prior].pending;
-	c->ents[prior] = *en;
 }

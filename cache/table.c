@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cache-int.h"
 #include "kj_types.h"
@@ -108,6 +109,25 @@ void kj__tab_add(struct kj__cache *c, const struct ent *en)
 	slot_put(c, c->n);
 	c->n++;
 	c->bytes += KJ_ENT_BYTES(en);
+}
+
+void kj__tab_put(struct kj__cache *c, struct ent *en, size_t prior, uint8_t *hot, const struct stat *st)
+{
+	if (prior == NONE) {
+		kj__tab_add(c, en);
+	} else {
+		c->bytes -= KJ_ENT_BYTES(&c->ents[prior]);
+		/* the row was replaced, its rsize with it: a publish with a recipe
+		 * links and counts it again (recipe.c) */
+		c->bytes += KJ_ENT_BYTES(en);
+		en->pending = c->ents[prior].pending;
+		c->ents[prior] = *en;
+	}
+	/* just published: likely asked for again soon; verified by the run */
+	if (hot && st && st->st_ino != 0)
+		kj__hot_put_owned(c, en->key, hot, en->size, st);
+	else
+		c->mem->free(hot);
 }
 
 /* Backward-shift deletion in the slots, then the last entry moves into idx. */

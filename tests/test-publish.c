@@ -6,7 +6,9 @@
  * leaves nothing; a failed run (its directory not a directory) leaves the
  * cache as it was; a lent publish (kj__cache_pub_begin_lent) serves the
  * caller's bytes until finish, takes the recipe, and leaves the hot set a
- * copy of its own.  Each test works in its own mkdtemp directory. */
+ * copy of its own; the run makes both of its names durable (the object's
+ * directory and recipes/ fsync'd after the renames).  Each test works in its own mkdtemp directory. */
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -226,5 +228,59 @@ static void test_lent_bytes_and_recipe(void)
 	teardown(c);
 }
 
+/* The directories fsync'd, by the descriptor the cache opened them on. */
+static int dir_fd[2] = { -1, -1 }, dir_synced[2];
+static const char *dir_name[2] = { "/gfx90a-6.0", "/recipes" };
+
+static int w_open(const char *path, int fl, mode_t m)
+{
+	int fd = kj__fsys_default.open(path, fl, m);
+	size_t n = strlen(path);
+
+	for (int i = 0; i < 2 && fd >= 0 && (fl & O_DIRECTORY); i++)
+		if (n >= strlen(dir_name[i]) && strcmp(path + n - strlen(dir_name[i]), dir_name[i]) == 0)
+			dir_fd[i] = fd;
+	return fd;
+}
+
+static int w_fsync(int fd)
+{
+	for (int i = 0; i < 2; i++)
+		dir_synced[i] += fd == dir_fd[i];
+	return kj__fsys_default.fsync(fd);
+}
+
+/* A crash right after the run must not lose either name once a row can
+ * name it: the run fsyncs the object's directory and recipes/, each after
+ * its rename (store.c put_file; recipes/ was not fsync'd before). */
+static void test_run_makes_both_names_durable(void)
+{
+	struct kj__fsys fs = kj__fsys_default;
+	char tmpl[] = "/tmp/kjit-pub-XXXXXX";
+	struct kj__cache_options o = { .log = stderr, .fs = &fs };
+	struct kj__cache *c = NULL;
+	struct kj__cache_entry e;
+	struct kj__cache_pub *p;
+	static const uint8_t obj[] = "an object", recipe[] = "0123456789abcdefGET body";
+	char path[512];
+
+	fs.open = w_open;
+	fs.fsync = w_fsync;
+	CHECK(mkdtemp(tmpl) != NULL);
+	snprintf(root, sizeof root, "%s", tmpl);
+	snprintf(dir, sizeof dir, "%s/cache", tmpl);
+	CHECK_EQ_INT(kj__cache_open(&c, dir, &o), 0);
+	entry(&e, "durable");
+	CHECK_EQ_INT(kj__cache_pub_begin(c, &e, obj, sizeof obj, recipe, sizeof recipe, NULL, 0, &p), 0);
+	kj__cache_pub_run(p);
+	CHECK_EQ_INT(kj__cache_pub_finish(p), 0);
+	kj__cache_pub_free(p);
+	snprintf(path, sizeof path, "%s/gfx90a-6.0/%s.hsaco", dir, e.key);
+	CHECK(access(path, F_OK) == 0);
+	CHECK(dir_synced[0] >= 1);
+	CHECK(dir_synced[1] >= 1);
+	teardown(c);
+}
+
 TEST_LIST(TEST(served_from_memory_until_finish) TEST(freed_or_failed_leaves_nothing)
-	  TEST(get_while_another_publishes) TEST(lent_bytes_and_recipe))
+	  TEST(get_while_another_publishes) TEST(lent_bytes_and_recipe) TEST(run_makes_both_names_durable))
