@@ -32,6 +32,10 @@ enum kj__msg_type {
 	KJ_MSG_REPLY = 0x80, /* CODE, then what the request asked for */
 	/* worker <-> daemon */
 	KJ_MSG_HELLO = 0x40, /* worker: CODE, COMPILER, COMPILER_VERSION, VERSION, ERROR */
+	/* worker, before HELLO when it has a warm-up to run: COMPILER,
+	 * COMPILER_VERSION, VERSION (the identity, so kjitd keys requests and
+	 * serves hits meanwhile; jobs still wait for the HELLO) */
+	KJ_MSG_IDENT = 0x43,
 	/* JOB and RESULT are encoded and decoded only by common/jobmsg.c */
 	KJ_MSG_JOB = 0x41,   /* daemon: TARGET, OPTION*, ENTRY*, SOURCE_NAME, SOURCE, (HEADER_NAME HEADER_DATA)* */
 	KJ_MSG_RESULT = 0x42 /* worker: CODE, DATA, LOG, LOWERED, ERROR, COMPILE_US */

@@ -31,9 +31,16 @@ struct kj__compile_out {
 struct kj__compiler_ops {
 	const char *name;      /* the family's name (compiler.c lists them all) */
 	int backend;           /* enum kjit_backend */
-	/* Loads the compiler (dlopen and the like) and warms it so the first
-	 * job does not pay for it.  0, or KJIT_EBACKEND with a reason in err. */
+	/* Loads the compiler (dlopen and the like) far enough to know its
+	 * identity.  0, or KJIT_EBACKEND with a reason in err. */
 	int (*init)(void **state, char *err, size_t errlen);
+	/* Or NULL: a first compile of a trivial program, so the first job does
+	 * not pay for the compiler's lazy loading (hiprtc's comgr and device
+	 * libraries, NVRTC's builtins).  Run by the worker after it has told
+	 * kjitd the identity (IDENT) and before its inner walls close, so a
+	 * fresh kjitd keys and serves hits while its compilers warm up.  0, or
+	 * a negative code with a reason in err. */
+	int (*warm)(void *state, char *err, size_t errlen);
 	void (*fini)(void *state);
 	/* The compiler's identity for the cache key, e.g. "hiprtc 9.0; comgr
 	 * 2.4; device-libs 5.2.3", and the runtime version objects are built
@@ -76,9 +83,14 @@ const char *kj__family_toolkit(const char *name);
 void kj__compile_out_free(struct kj__compile_out *out);
 
 /* Entry of `kjitd --worker FAMILY`: applies the sandbox, loads the
- * compiler, sends HELLO on fd, then answers JOB frames until fd closes.
+ * compiler, sends IDENT (a family with a warm-up: before it) and HELLO on
+ * fd, then answers JOB frames until fd closes.
  * Returns the process exit status. */
 int kj__worker_main(const char *family, int fd);
+/* The environment kjitd starts a worker with (a NULL-terminated array the
+ * caller frees, each string and the array), worker_user its --worker-user,
+ * tmpdir the worker's private directory; NULL when out of memory. */
+char **kj__worker_env(const char *worker_user, const char *tmpdir);
 /* The host trees a family's worker may read (compilers/walls.c), each
  * after a space, into out: what `kjit targets` shows.  0 or KJIT_ETOOBIG. */
 int kj__worker_trees(const char *family, char *out, size_t outlen);

@@ -222,16 +222,6 @@ static int hiprtc_init(void **state, char *err, size_t errlen)
 		goto out;
 	}
 	runtime_version(st);
-	/* Warm-up: the first compile loads comgr's LLVM and device libs. */
-	if (st->n_isas > 0) {
-		char arch[KJ_TARGET_MAX + 32];
-		snprintf(arch, sizeof arch, "--gpu-architecture=%s", st->isas[st->n_isas - 1]);
-		for (size_t i = 0; i < st->n_isas; i++)
-			if (strcmp(st->isas[i], "gfx90a") == 0)
-				snprintf(arch, sizeof arch, "--gpu-architecture=gfx90a");
-		if ((r = kj__rtc_warm(&hiprtc_family, &st->api, arch, NULL, KJ_EM_AMDGPU, err, errlen)) < 0)
-			goto out;
-	}
 	/* success */
 	*state = st;
 	st = NULL;
@@ -239,6 +229,22 @@ static int hiprtc_init(void **state, char *err, size_t errlen)
 out:
 	hiprtc_fini(st);
 	return r;
+}
+
+/* Warm-up: the first compile loads comgr's LLVM and device libs (the
+ * worker runs it after its IDENT, before its walls close). */
+static int hiprtc_warm(void *state, char *err, size_t errlen)
+{
+	struct hiprtc_state *st = state;
+	char arch[KJ_TARGET_MAX + 32];
+
+	if (st->n_isas == 0)
+		return 0;
+	snprintf(arch, sizeof arch, "--gpu-architecture=%s", st->isas[st->n_isas - 1]);
+	for (size_t i = 0; i < st->n_isas; i++)
+		if (strcmp(st->isas[i], "gfx90a") == 0)
+			snprintf(arch, sizeof arch, "--gpu-architecture=gfx90a");
+	return kj__rtc_warm(&hiprtc_family, &st->api, arch, NULL, KJ_EM_AMDGPU, err, errlen);
 }
 
 static int hiprtc_identity(void *state, char *id, size_t idlen, char *rv, size_t rvlen)
@@ -344,6 +350,7 @@ const struct kj__compiler_ops kj__compiler_hiprtc = {
 	.name = "hiprtc",
 	.backend = KJIT_BACKEND_HIP,
 	.init = hiprtc_init,
+	.warm = hiprtc_warm,
 	.fini = hiprtc_fini,
 	.identity = hiprtc_identity,
 	.check_target = hiprtc_check_target,

@@ -370,6 +370,17 @@ static void nvrtc_fini(void *state)
 	free(state); /* the library stays mapped */
 }
 
+/* Warm-up: the first compile loads the builtins library (the worker runs
+ * it after its IDENT, before its walls close). */
+static int nvrtc_warm(void *state, char *err, size_t errlen)
+{
+	struct nvrtc_state *st = state;
+	char arch[48];
+
+	snprintf(arch, sizeof arch, "--gpu-architecture=compute_%d", st->archs[st->n_archs - 1]);
+	return kj__rtc_warm(&nvrtc_family, &st->ptx_api, arch, st->no_cache ? "--no-cache" : NULL, 0, err, errlen);
+}
+
 static int nvrtc_init(void **state, char *err, size_t errlen)
 {
 	int r = KJIT_ENOMEM, n = 0;
@@ -397,11 +408,6 @@ static int nvrtc_init(void **state, char *err, size_t errlen)
 	 * worker's compile took 2-4x a warm in-process one). */
 	mallopt(M_TRIM_THRESHOLD, KJ_NVRTC_HEAP_KEEP);
 	mallopt(M_MMAP_THRESHOLD, KJ_NVRTC_HEAP_KEEP / 8);
-	/* Warm-up: the first compile loads the builtins library. */
-	char arch[48];
-	snprintf(arch, sizeof arch, "--gpu-architecture=compute_%d", st->archs[n - 1]);
-	if ((r = kj__rtc_warm(&nvrtc_family, &st->ptx_api, arch, st->no_cache ? "--no-cache" : NULL, 0, err, errlen)) < 0)
-		goto out;
 	/* success */
 	*state = st;
 	st = NULL;
@@ -486,6 +492,7 @@ const struct kj__compiler_ops kj__compiler_nvrtc = {
 	.name = "nvrtc",
 	.backend = KJIT_BACKEND_CUDA,
 	.init = nvrtc_init,
+	.warm = nvrtc_warm,
 	.fini = nvrtc_fini,
 	.identity = nvrtc_identity,
 	.check_target = nvrtc_check_target,

@@ -24,7 +24,8 @@
  *   size N [MS] an object of N bytes (at most KJ_OBJECT_MAX), the source
  *              repeated, after MS milliseconds: a small request gets a large
  *              object (the reply-budget and cache-share tests, budget.sh)
- * With no such line the source bytes are echoed back as the object.
+ * With no such line the source bytes are echoed back as the object.  Its
+ * warm-up obeys KJIT_TEST_WARM (test_warm).
  * Backend HIP, so a request for backend hip can be routed to it; any
  * target that is a plain token is accepted.
  */
@@ -55,6 +56,30 @@ static int test_init(void **state, char *err, size_t errlen)
 	(void)err;
 	(void)errlen;
 	*state = NULL;
+	return 0;
+}
+
+/* The warm-up, as the tests set it in kjitd's environment (kept for the
+ * worker, daemon/miss/pool.c): KJIT_TEST_WARM=N sleeps N milliseconds
+ * (a compiler slow to warm: hits must not wait for it), KJIT_TEST_WARM=fail
+ * fails (the HELLO carries it: compiles are refused, hits still served). */
+static int test_warm(void *state, char *err, size_t errlen)
+{
+	const char *v = getenv("KJIT_TEST_WARM");
+	long ms;
+
+	(void)state;
+	if (v == NULL || *v == '\0')
+		return 0;
+	if (strcmp(v, "fail") == 0) {
+		snprintf(err, errlen, "test compiler: the warm-up failed (KJIT_TEST_WARM=fail)");
+		return KJIT_EBACKEND;
+	}
+	if ((ms = strtol(v, NULL, 10)) <= 0 || ms > 60000)
+		return 0;
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
 	return 0;
 }
 
@@ -364,6 +389,7 @@ const struct kj__compiler_ops kj__compiler_test = {
 	.name = "test",
 	.backend = KJIT_BACKEND_HIP,
 	.init = test_init,
+	.warm = test_warm,
 	.fini = test_fini,
 	.identity = test_identity,
 	.check_target = test_check_target,

@@ -7,7 +7,9 @@
  * closed, own process group so kjitd can kill(-pid) the worker with any
  * hipcc children), then the walls (compilers/walls.c: namespaces, a root of
  * the family's trees, an unprivileged uid; the process that goes on is PID 1
- * of its own PID namespace), then the compiler's init, Landlock and seccomp,
+ * of its own PID namespace), then the compiler's init, then, for a family
+ * with a warm-up, IDENT {COMPILER, COMPILER_VERSION, VERSION} and the
+ * warm-up (a failed one is the HELLO's CODE), then Landlock and seccomp,
  * then HELLO {CODE, COMPILER, COMPILER_VERSION, VERSION, ERROR, TEXT: what
  * the walls are}, then JOB -> RESULT with the JOB's frame id (both encoded
  * and decoded by common/jobmsg.c), until fd reaches end of file
@@ -156,13 +158,14 @@ static void arm_cpu_limit(void)
 	set_limit(RLIMIT_CPU, used + KJ_COMPILE_TIMEOUT_MS / 1000 + WORKER_CPU_MARGIN_S, 0);
 }
 
-static int send_hello_text(int fd, const char *family, int code, const char *id, const char *rv,
+/* Sends a HELLO (type KJ_MSG_HELLO, with its CODE) or an IDENT. */
+static int send_hello_type(int fd, int type, const char *family, int code, const char *id, const char *rv,
 			   const char *error, const char *text)
 {
 	struct kj__buf b = { 0 };
-	int r = kj__msg_begin(&b, KJ_MSG_HELLO, 0);
+	int r = kj__msg_begin(&b, type, 0);
 
-	if (r == 0)
+	if (r == 0 && type == KJ_MSG_HELLO)
 		r = kj__msg_put_i32(&b, KJ_F_CODE, code);
 	if (r == 0)
 		r = kj__msg_put_str(&b, KJ_F_COMPILER, family);
@@ -180,6 +183,12 @@ static int send_hello_text(int fd, const char *family, int code, const char *id,
 		r = kj__frame_write_fd(fd, &b);
 	kj__buf_free(&b);
 	return r;
+}
+
+static int send_hello_text(int fd, const char *family, int code, const char *id, const char *rv,
+			   const char *error, const char *text)
+{
+	return send_hello_type(fd, KJ_MSG_HELLO, family, code, id, rv, error, text);
 }
 
 static int send_hello(int fd, const char *family, int code, const char *id, const char *rv, const char *error)
@@ -291,6 +300,53 @@ static int job_dir_leave(const struct kj__walls *walls, const char *tmpdir)
 	return r;
 }
 
+/* kjitd's side of the worker's environment (read here and in walls.c):
+ * nothing but what compilers need, and the private directory it may write (docs/design.md lists it with the
+ * reasons).  Set here: KJIT_WORKER_TMPDIR (that directory; the worker
+ * points TMPDIR at it), a fixed PATH, LANG=C, HOME=/nonexistent,
+ * KJIT_WORKER_USER (--worker-user: whom a root worker becomes).  Kept from
+ * kjitd's own environment when set: LD_LIBRARY_PATH (compiler libraries
+ * outside the system trees; the sandbox lets the worker read those
+ * folders), TMPDIR (the base for a directory of its own should
+ * KJIT_WORKER_TMPDIR be relative, with a relative --cache-dir), the
+ * sanitizer options (a sanitized build's workers obey the same settings),
+ * KJIT_WORKER_NO_NAMESPACES (tests: an unprivileged daemon's workers
+ * take the Landlock-only path of a kernel without user namespaces),
+ * KJIT_TEST_WARM (tests: the test family's warm-up, compilers/testcomp.c), and
+ * GLIBC_TUNABLES (the admin's malloc settings, e.g. glibc.malloc.hugetlb=1:
+ * issue 31 measures the nvrtc worker's compile with its heap on huge
+ * pages; glibc reads it at the worker's exec, nothing else does). */
+char **kj__worker_env(const char *worker_user, const char *tmpdir)
+{
+	static const char *const keep[] = { "LD_LIBRARY_PATH", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS",
+					    "TMPDIR", "KJIT_WORKER_NO_NAMESPACES", "GLIBC_TUNABLES",
+					    "KJIT_TEST_WARM" };
+	char **env = calloc(KJ_ARRAY_SIZE(keep) + 6, sizeof *env);
+	size_t n = 0;
+
+	if (env == NULL)
+		return NULL;
+	env[n++] = kj__asprintf("KJIT_WORKER_TMPDIR=%s", tmpdir);
+	env[n++] = kj__strdup("PATH=/usr/local/bin:/usr/bin:/bin");
+	env[n++] = kj__strdup("LANG=C");
+	env[n++] = kj__strdup("HOME=/nonexistent");
+	env[n++] = kj__asprintf("KJIT_WORKER_USER=%s", worker_user);
+	for (size_t i = 0; i < KJ_ARRAY_SIZE(keep); i++) {
+		const char *v = getenv(keep[i]);
+		if (v)
+			env[n++] = kj__asprintf("%s=%s", keep[i], v);
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (env[i] == NULL) {
+			for (size_t j = 0; j < n; j++)
+				free(env[j]);
+			free(env);
+			return NULL;
+		}
+	}
+	return env;
+}
+
 /* Serves jobs until fd closes.  Returns the exit status. */
 static int serve(const struct kj__compiler_ops *ops, void *state, int fd, const struct kj__walls *walls,
 		 const char *tmpdir)
@@ -377,9 +433,9 @@ int kj__worker_main(const char *family, int fd)
 	return r;
 }
 
-/* The worker once walled: compiler, Landlock, seccomp, HELLO, jobs.  note
- * holds what kj__walls_enter built; the HELLO's TEXT carries it with the
- * trees the worker reads, for `kjit targets`. */
+/* The worker once walled: compiler, IDENT and warm-up, Landlock, seccomp,
+ * HELLO, jobs.  note holds what kj__walls_enter built; the HELLO's TEXT
+ * carries it with the trees the worker reads, for `kjit targets`. */
 static int worker_run(const struct kj__compiler_ops *ops, const char *family, int fd, const char *tmpdir,
 		      const struct kj__walls *walls, char *note, size_t notelen)
 {
@@ -401,6 +457,22 @@ static int worker_run(const struct kj__compiler_ops *ops, const char *family, in
 		if (state)
 			ops->fini(state);
 		return 1;
+	}
+	/* The identity is known: kjitd may key requests and serve hits while
+	 * the compiler warms up (a fresh node's warm-up from the fleet tier
+	 * waited a compile's start-up for nothing).  Then the warm-up. */
+	if (ops->warm) {
+		if (send_hello_type(fd, KJ_MSG_IDENT, ops->name, 0, id, rv, NULL, NULL) < 0) {
+			ops->fini(state);
+			return 1;
+		}
+		if ((r = ops->warm(state, err, sizeof err)) < 0) {
+			if (!err[0])
+				snprintf(err, sizeof err, "%s: warm-up: %s", ops->name, kjit_strerror(r));
+			send_hello(fd, ops->name, r, NULL, NULL, err);
+			ops->fini(state);
+			return 1;
+		}
 	}
 	/* The compiler is loaded: the inner walls before it sees a source. */
 	if ((r = kj__sandbox_landlock(walls, tmpdir, ll, sizeof ll)) < 0 ||

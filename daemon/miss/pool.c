@@ -32,6 +32,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "compiler.h"
 #include "daemon.h"
 #include "kj_types.h"
 #include "util.h"
@@ -47,6 +48,7 @@ struct worker {
 	struct kj__frames in;
 	struct kj__job *job;      /* the job being compiled, or NULL */
 	int hello;                /* HELLO received */
+	int ident;                /* IDENT received (a family with a warm-up) */
 	int abandoned;            /* killed by us: its exit is expected */
 	char tmpdir[256];         /* its private temporary directory, ours to remove */
 	uint64_t job_us;          /* when its job began */
@@ -70,7 +72,8 @@ struct kj__pool {
 	struct ready_cb *ready_cbs;
 	char identity[256];
 	char runtime_version[KJ_VERSION_STR_MAX];
-	int ready;                /* identity known */
+	int ready;                /* identity known (an IDENT or a HELLO) */
+	int warmed;               /* a worker has said HELLO: it can compile */
 	int failed;               /* KJIT_E* when the compiler cannot load */
 	uint64_t failed_us;       /* when: a failed pool tries again after a while */
 	char failure[512];
@@ -266,7 +269,7 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int sig)
 			 p->family, (long long)status, w->job ? " while compiling this source" : "");
 	kj__log(p->d, "worker pid %d: %s", proc->pid, why);
 	p->st.crashed++;
-	if (!w->hello && ++p->fail_streak >= FAIL_STREAK_MAX && !p->ready) {
+	if (!w->hello && ++p->fail_streak >= FAIL_STREAK_MAX && !p->warmed) {
 		p->failed = KJIT_EBACKEND;
 		p->failed_us = kj__now_us();
 		snprintf(p->failure, sizeof p->failure, "the %s compiler cannot start: %s", p->family, why);
@@ -283,6 +286,40 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int sig)
 		run_ready_cbs(p, p->failed, p->failure);
 		fail_queue(p, p->failed, p->failure);
 	}
+}
+
+/* The compiler's identity, from a worker's IDENT or HELLO: the first makes
+ * the pool ready (keys and hits go on); a later one that differs means the
+ * compiler changed under kjitd. */
+static void take_identity(struct kj__pool *p, const char *id, const char *ver)
+{
+	if (!p->ready) {
+		snprintf(p->identity, sizeof p->identity, "%s", id);
+		snprintf(p->runtime_version, sizeof p->runtime_version, "%s", ver && *ver ? ver : "unknown");
+		p->ready = 1;
+		kj__log(p->d, "%s ready: %s, runtime %s", p->family, p->identity, p->runtime_version);
+		run_ready_cbs(p, 0, NULL);
+	} else if (strcmp(p->identity, id) != 0) {
+		kj__log(p->d, "%s worker reports a different compiler (%s, was %s): the compiler was upgraded under us; restart kjitd",
+			p->family, id, p->identity);
+		kj__hits_invalidate(p->d, "a compiler changed");
+	}
+}
+
+/* IDENT: the identity before the worker's warm-up (its HELLO follows). */
+static void handle_ident(struct worker *w, const struct kj__msg *m)
+{
+	char *id = NULL, *ver = NULL;
+
+	w->ident = 1;
+	kj__field_strdup(kj__msg_get(m, KJ_F_COMPILER_VERSION), 255, &id);
+	kj__field_strdup(kj__msg_get(m, KJ_F_VERSION), KJ_VERSION_STR_MAX - 1, &ver);
+	if (id == NULL)
+		worker_lost(w, KJIT_EWORKER, "the compile worker sent an IDENT without an identity; it was replaced");
+	else
+		take_identity(w->pool, id, ver);
+	free(id);
+	free(ver);
 }
 
 static void handle_hello(struct worker *w, const struct kj__msg *m)
@@ -311,17 +348,8 @@ static void handle_hello(struct worker *w, const struct kj__msg *m)
 		goto out;
 	}
 	p->fail_streak = 0;
-	if (!p->ready) {
-		snprintf(p->identity, sizeof p->identity, "%s", id);
-		snprintf(p->runtime_version, sizeof p->runtime_version, "%s", ver && *ver ? ver : "unknown");
-		p->ready = 1;
-		kj__log(p->d, "%s ready: %s, runtime %s", p->family, p->identity, p->runtime_version);
-		run_ready_cbs(p, 0, NULL);
-	} else if (strcmp(p->identity, id) != 0) {
-		kj__log(p->d, "%s worker reports a different compiler (%s, was %s): the compiler was upgraded under us; restart kjitd",
-			p->family, id, p->identity);
-		kj__hits_invalidate(p->d, "a compiler changed");
-	}
+	p->warmed = 1;
+	take_identity(p, id, ver);
 	dispatch(p);
 out:
 	free(id);
@@ -339,7 +367,9 @@ static void handle_frame(struct worker *w, const struct kj__frame_hdr *h, const 
 		worker_lost(w, KJIT_EWORKER, "the compile worker sent a malformed reply; it was replaced");
 		return;
 	}
-	if (h->type == KJ_MSG_HELLO && !w->hello) {
+	if (h->type == KJ_MSG_IDENT && !w->hello && !w->ident) {
+		handle_ident(w, &m);
+	} else if (h->type == KJ_MSG_HELLO && !w->hello) {
 		handle_hello(w, &m);
 	} else if (h->type == KJ_MSG_RESULT && w->job && h->id == w->job->id) {
 		struct kj__job *job = w->job;
@@ -390,51 +420,6 @@ static void worker_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 			return;
 		kj__frames_consume(&w->in);
 	}
-}
-
-/* Builds the worker's environment: nothing but what compilers need, and
- * the private directory it may write (docs/design.md lists it with the
- * reasons).  Set here: KJIT_WORKER_TMPDIR (that directory; the worker
- * points TMPDIR at it), a fixed PATH, LANG=C, HOME=/nonexistent,
- * KJIT_WORKER_USER (--worker-user: whom a root worker becomes).  Kept from
- * kjitd's own environment when set: LD_LIBRARY_PATH (compiler libraries
- * outside the system trees; the sandbox lets the worker read those
- * folders), TMPDIR (the base for a directory of its own should
- * KJIT_WORKER_TMPDIR be relative, with a relative --cache-dir), the
- * sanitizer options (a sanitized build's workers obey the same settings),
- * KJIT_WORKER_NO_NAMESPACES (tests: an unprivileged daemon's workers
- * take the Landlock-only path of a kernel without user namespaces), and
- * GLIBC_TUNABLES (the admin's malloc settings, e.g. glibc.malloc.hugetlb=1:
- * issue 31 measures the nvrtc worker's compile with its heap on huge
- * pages; glibc reads it at the worker's exec, nothing else does). */
-static char **worker_env(const struct kj__daemon *d, const char *tmpdir)
-{
-	static const char *const keep[] = { "LD_LIBRARY_PATH", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS",
-					    "TMPDIR", "KJIT_WORKER_NO_NAMESPACES", "GLIBC_TUNABLES" };
-	char **env = calloc(KJ_ARRAY_SIZE(keep) + 6, sizeof *env);
-	size_t n = 0;
-
-	if (env == NULL)
-		return NULL;
-	env[n++] = kj__asprintf("KJIT_WORKER_TMPDIR=%s", tmpdir);
-	env[n++] = kj__strdup("PATH=/usr/local/bin:/usr/bin:/bin");
-	env[n++] = kj__strdup("LANG=C");
-	env[n++] = kj__strdup("HOME=/nonexistent");
-	env[n++] = kj__asprintf("KJIT_WORKER_USER=%s", d->cfg.worker_user);
-	for (size_t i = 0; i < KJ_ARRAY_SIZE(keep); i++) {
-		const char *v = getenv(keep[i]);
-		if (v)
-			env[n++] = kj__asprintf("%s=%s", keep[i], v);
-	}
-	for (size_t i = 0; i < n; i++) {
-		if (env[i] == NULL) {
-			for (size_t j = 0; j < n; j++)
-				free(env[j]);
-			free(env);
-			return NULL;
-		}
-	}
-	return env;
 }
 
 /* A job on its way to a worker.  The frame is copied: the job (and its
@@ -499,7 +484,7 @@ static int worker_spawn(struct kj__pool *p)
 		r = KJIT_EIO;
 		goto fail;
 	}
-	env = worker_env(d, w->tmpdir);
+	env = kj__worker_env(d->cfg.worker_user, w->tmpdir);
 	if (env == NULL)
 		goto fail;
 	stdio[0].flags = UV_IGNORE;
