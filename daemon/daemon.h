@@ -629,6 +629,9 @@ void kj__hits_put_fp(struct kj__daemon *d, uid_t uid, const uint8_t fp[32], uint
 /* The generation every table is in: bumped by each invalidation (0: no
  * tables). */
 uint64_t kj__hits_gen(const struct kj__daemon *d);
+/* 1 if the daemon keeps shared hit tables at all (none with
+ * --no-shared-hit-table, or before the server made them). */
+int kj__hits_on(const struct kj__daemon *d);
 /* Drops every entry of the object key (hex), in every table. */
 void kj__hits_remove_key(struct kj__daemon *d, const char *key);
 /* Invalidates every entry of every table (why is logged). */

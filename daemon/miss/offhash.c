@@ -264,7 +264,7 @@ int kj__offhash_start(struct kj__offhash *h)
 	    (h->want = kj__entries_join(q->entries, q->n_entries)) == NULL)
 		return KJIT_ENOMEM;
 	h->want_legacy = h->want != NULL && kj__cache_may_hold_legacy(d->cache);
-	h->has_fp = h->raw != NULL && d->hits != NULL;
+	h->has_fp = h->raw != NULL && kj__hits_on(d);
 	h->hits_gen = kj__hits_gen(d); /* before the thread reads any file */
 	h->work = (struct kj__offwork){ .ops = &resolve_ops, .uid = h->uid };
 	h->here = small(h);

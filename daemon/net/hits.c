@@ -380,6 +380,11 @@ static int usable(const struct kj__daemon *d)
 	return d->hits && d->hits->poll_open && !uv_is_closing((const uv_handle_t *)&d->hits->poll);
 }
 
+int kj__hits_on(const struct kj__daemon *d)
+{
+	return d->hits != NULL;
+}
+
 uint64_t kj__hits_gen(const struct kj__daemon *d)
 {
 	return d->hits ? d->hits->epoch : 0;
