@@ -307,7 +307,7 @@ struct kj__daemon {
 	int sock_lost;               /* it was: do not unlink whatever is at the path now */
 	/* offwork.c: the queues of work on libuv's thread pool (resolves,
 	 * publishes, admin tasks, the index's checkpoint). */
-	struct kj__offq offq[KJ_OFFQ_COUNT];
+	struct kj__offwork_set *work;
 	struct kj__offwork ckpt_work; /* offloop.c: the index's checkpoint */
 	size_t pub_n;                /* publish.c: publishes in flight, and their object bytes */
 	uint64_t pub_bytes;

@@ -257,6 +257,21 @@ static int serve(struct kj__daemon *d)
 	return 0;
 }
 
+/* The rooms' own parts of d (issue 33): each room allocates its struct;
+ * 0 or KJIT_ENOMEM (what was allocated stays for rooms_free). */
+static int rooms_new(struct kj__daemon *d)
+{
+	if (kj__offwork_init(d) < 0)
+		return KJIT_ENOMEM;
+	return 0;
+}
+
+/* After the loop has closed: every room's struct (any may be NULL). */
+static void rooms_free(struct kj__daemon *d)
+{
+	kj__offwork_free(d);
+}
+
 /* The daemon role: serve until stopped. */
 static int daemon_main(int argc, char **argv, const char *arg)
 {
@@ -268,6 +283,11 @@ static int daemon_main(int argc, char **argv, const char *arg)
 	d.ready_fd = -1;
 	d.argc = argc;
 	d.argv = argv;
+	if (rooms_new(&d) < 0) {
+		fprintf(stderr, "kjitd: out of memory\n");
+		rc = 1;
+		goto out;
+	}
 	rc = kj__options_parse(argc, argv, &d.cfg);
 	if (rc >= 0)
 		goto out;
@@ -317,6 +337,7 @@ out:
 	if (d.log && d.log != stderr)
 		fclose(d.log);
 	kj__options_free(&d.cfg);
+	rooms_free(&d);
 	return rc;
 }
 
