@@ -284,7 +284,6 @@ struct kj__daemon {
 	int ready_fd;                /* parent's readiness pipe, -1 after use */
 	int64_t started;
 	uint64_t stats[KJ_STAT_COUNT];
-	uint64_t stats_flushed[KJ_STAT_COUNT];
 	uint64_t lat_hist[KJ_LAT_BUCKETS];
 	FILE *log;
 	int log_mode;                /* log.c: KJ_LOG_FILE, _STDERR, _STREAM (journal on stderr), _JOURNAL */
@@ -308,7 +307,7 @@ struct kj__daemon {
 	/* offwork.c: the queues of work on libuv's thread pool (resolves,
 	 * publishes, admin tasks, the index's checkpoint). */
 	struct kj__offwork_set *work;
-	struct kj__offwork ckpt_work; /* offloop.c: the index's checkpoint */
+	struct kj__adminroom *admin;  /* daemon/admin/admin-int.h: the admin room's part */
 	size_t pub_n;                /* publish.c: publishes in flight, and their object bytes */
 	uint64_t pub_bytes;
 };
@@ -668,6 +667,11 @@ int kj__admin_refused(struct kj__daemon *d, struct kj__conn *c, uint32_t id, con
 void kj__handle_admin(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const struct kj__msg *m);
 /* Adds counters not yet persisted to the cache's counters. */
 void kj__stats_flush(struct kj__daemon *d);
+/* (offloop.c) The admin room's part of d (d->admin, admin-int.h): init
+ * allocates it, 0 or KJIT_ENOMEM; free, after the loop has closed. */
+struct kj__adminroom;
+int kj__admin_init(struct kj__daemon *d);
+void kj__admin_free(struct kj__daemon *d);
 /* The reply to admin request id: code r, its text and JSON (may be empty),
  * and err when r < 0.  An encoding failure answers KJIT_ENOMEM instead. */
 void kj__admin_answer(struct kj__conn *c, uint32_t id, int r, struct kj__buf *text, struct kj__buf *json,

@@ -261,7 +261,7 @@ static int serve(struct kj__daemon *d)
  * 0 or KJIT_ENOMEM (what was allocated stays for rooms_free). */
 static int rooms_new(struct kj__daemon *d)
 {
-	if (kj__offwork_init(d) < 0)
+	if (kj__offwork_init(d) < 0 || kj__admin_init(d) < 0)
 		return KJIT_ENOMEM;
 	return 0;
 }
@@ -270,6 +270,7 @@ static int rooms_new(struct kj__daemon *d)
 static void rooms_free(struct kj__daemon *d)
 {
 	kj__offwork_free(d);
+	kj__admin_free(d);
 }
 
 /* The daemon role: serve until stopped. */

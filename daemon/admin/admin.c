@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "admin-int.h" /* and daemon.h */
 #include "compiler.h"
-#include "daemon.h"
 #include "kj_limits.h"
 #include "kj_types.h"
 #include "remote.h"
@@ -53,11 +53,11 @@ struct answer {
 void kj__stats_flush(struct kj__daemon *d)
 {
 	for (int i = 0; i < KJ_STAT_COUNT; i++) {
-		uint64_t delta = d->stats[i] - d->stats_flushed[i];
+		uint64_t delta = d->stats[i] - d->admin->stats_flushed[i];
 		if (delta == 0)
 			continue;
 		if (kj__cache_counter_add(d->cache, kj__stat_names[i], (int64_t)delta) == 0)
-			d->stats_flushed[i] = d->stats[i];
+			d->admin->stats_flushed[i] = d->stats[i];
 	}
 	kj__cache_flush(d->cache);
 	kj__offloop_checkpoint(d); /* the WAL's copy back, fsync included, on a thread */
@@ -77,7 +77,7 @@ static int64_t stat_value(struct kj__daemon *d, int i)
 	int64_t v = 0;
 
 	kj__cache_counter_get(d->cache, kj__stat_names[i], &v);
-	return v + (int64_t)(d->stats[i] - d->stats_flushed[i]);
+	return v + (int64_t)(d->stats[i] - d->admin->stats_flushed[i]);
 }
 
 /* The fleet tier's counters since start (docs/remote.md), by name. */
@@ -571,7 +571,7 @@ static int cmd_stats(struct admin_call *x)
 {
 	/* Looking is not using: the count server.c made of this request is
 	 * taken back, so `watch kjit stats` leaves "requests" alone. */
-	if (x->d->stats[KJ_STAT_REQUESTS] > x->d->stats_flushed[KJ_STAT_REQUESTS])
+	if (x->d->stats[KJ_STAT_REQUESTS] > x->d->admin->stats_flushed[KJ_STAT_REQUESTS])
 		x->d->stats[KJ_STAT_REQUESTS]--;
 	else /* already written to the index (a flush came between) */
 		kj__cache_counter_add(x->d->cache, kj__stat_names[KJ_STAT_REQUESTS], -1);
