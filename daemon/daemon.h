@@ -263,8 +263,7 @@ extern const char *const kj__stat_names[KJ_STAT_COUNT];
 struct kj__daemon {
 	struct kj__config cfg;
 	uv_loop_t *loop;
-	uv_pipe_t listener;
-	int listener_from_systemd;   /* socket passed by systemd: its file is not ours */
+	struct kj__netroom *net;     /* daemon/net/net-int.h: the net room's part */
 	uv_signal_t sigterm, sigint;
 	uv_timer_t flush_timer;
 	struct kj__cache *cache;
@@ -275,8 +274,6 @@ struct kj__daemon {
 	struct kj__negcache *negcache; /* recently failed compiles (negcache.c) */
 	struct kj__flights *flights; /* misses in progress, by key (miss.c) */
 	struct kj__remote *remote;   /* the fleet tier (miss.c); NULL without --remote */
-	struct kj__conn *conns;      /* all live connections */
-	struct kj__hits *hits;       /* the shared hit table and its watches (hits.c), or NULL */
 	struct kj__gpu gpus[16];     /* detected at start */
 	size_t n_gpus;
 	char detect_note[4][256];    /* per backend: why nothing was found */
@@ -290,20 +287,7 @@ struct kj__daemon {
 	int argc;                    /* the command line, reread with the configuration on SIGHUP */
 	char **argv;
 	uv_signal_t sighup;          /* SIGHUP: log reopened, configuration reread (config.c) */
-	struct kj__upload *uploads;  /* upload.c: bundles being streamed, one per uid */
-	size_t n_uploads;
-	/* quota.c: what each uid holds (connections, request bytes). */
-	struct kj__quota_uid *quota;
-	size_t n_quota, cap_quota;
-	unsigned n_conns, conn_max_total;
-	uint64_t bytes_total, bytes_peak;
-	struct kj__replybuf *replybufs; /* replybuf.c: objects queued for replies, shared */
-	uint64_t refused_conns;      /* connections refused since the last log line about it */
-	uint64_t refused_log_us;
 	uint64_t last_active_us;     /* last accept, request or close: for --idle-timeout */
-	dev_t sock_dev;              /* the socket file we bound, to notice it removed or replaced */
-	ino_t sock_ino;
-	int sock_lost;               /* it was: do not unlink whatever is at the path now */
 	/* offwork.c: the queues of work on libuv's thread pool (resolves,
 	 * publishes, admin tasks, the index's checkpoint). */
 	struct kj__offwork_set *work;
@@ -442,6 +426,12 @@ pid_t kj__conn_pid(const struct kj__conn *c);
  * closes the listener, the pools and every connection (idempotent). */
 int kj__server_start(struct kj__daemon *d);
 void kj__server_stop(struct kj__daemon *d);
+/* The net room's part of d (d->net, daemon/net/net-int.h).  init:
+ * allocates it, empty; 0 or KJIT_ENOMEM.  free: after the loop has
+ * closed, with the uploads and hit tables it still holds (NULL: nothing). */
+struct kj__netroom;
+int kj__net_init(struct kj__daemon *d);
+void kj__net_free(struct kj__daemon *d);
 /* Does another kjitd answer on cfg.socket_path?  0 if not; KJIT_EBUSY with
  * one line in why naming it (pid, and its cache directory when /proc shows
  * it); KJIT_EINVAL for a path too long. */

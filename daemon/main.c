@@ -261,7 +261,7 @@ static int serve(struct kj__daemon *d)
  * 0 or KJIT_ENOMEM (what was allocated stays for rooms_free). */
 static int rooms_new(struct kj__daemon *d)
 {
-	if (kj__offwork_init(d) < 0 || kj__admin_init(d) < 0)
+	if (kj__net_init(d) < 0 || kj__offwork_init(d) < 0 || kj__admin_init(d) < 0)
 		return KJIT_ENOMEM;
 	return 0;
 }
@@ -269,6 +269,7 @@ static int rooms_new(struct kj__daemon *d)
 /* After the loop has closed: every room's struct (any may be NULL). */
 static void rooms_free(struct kj__daemon *d)
 {
+	kj__net_free(d);
 	kj__offwork_free(d);
 	kj__admin_free(d);
 }
@@ -329,8 +330,7 @@ out:
 	/* Every worker was collected by the loop; collect what is left. */
 	if (d.loop)
 		kj__reap_orphans(&d, KJ_REAP_WAIT_MS);
-	kj__uploads_free(&d);
-	kj__hits_free(d.hits);
+	rooms_free(&d);
 	kj__memo_free(d.memo);
 	kj__negcache_free(d.negcache);
 	kj__cache_close(d.cache);
@@ -338,7 +338,6 @@ out:
 	if (d.log && d.log != stderr)
 		fclose(d.log);
 	kj__options_free(&d.cfg);
-	rooms_free(&d);
 	return rc;
 }
 
