@@ -243,3 +243,12 @@ int kj__admin_config(struct kj__daemon *d, struct kj__buf *text, struct kj__buf 
 		       d->cfg.socket_path, d->cfg.cache_dir, (unsigned long long)d->cfg.max_size, d->cfg.jobs);
 	return 0;
 }
+
+/* (the top room's handles, started by main.c) */
+void kj__top_stop(struct kj__daemon *d)
+{
+	uv_timer_stop(&d->flush_timer);
+	uv_close((uv_handle_t *)&d->flush_timer, NULL);
+	uv_close((uv_handle_t *)&d->sigterm, NULL);
+	uv_close((uv_handle_t *)&d->sigint, NULL);
+}

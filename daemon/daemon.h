@@ -350,6 +350,9 @@ void kj__log(struct kj__daemon *d, const char *fmt, ...) __attribute__((format(p
 int kj__log_open(struct kj__daemon *d);
 void kj__log_detached(struct kj__daemon *d);
 int kj__log_reopen(struct kj__daemon *d);
+/* The log's descriptor, inherited by the workers as their stderr (2 when
+ * kjitd logs to its stderr or the journal). */
+int kj__log_fd(const struct kj__daemon *d);
 
 /* conn.c: client connections (docs in conn.c).  A connection stays
  * allocated while anyone holds a reference; once closed, sends to it are
@@ -759,6 +762,15 @@ void kj__handle_replay(struct kj__daemon *d, struct kj__conn *c, uint32_t id, co
 /* detect run in a child: `kjitd --detect` prints lines the daemon parses. */
 int kj__detect_main(const char *sysfs_root);
 int kj__detect_run(struct kj__daemon *d);
+/* What detection found at start, for the other rooms (issue 33): the
+ * number of GPUs, the i-th (i < n), and why a backend has none (its note,
+ * else dflt when there is none). */
+size_t kj__daemon_n_gpus(const struct kj__daemon *d);
+const struct kj__gpu *kj__daemon_gpu(const struct kj__daemon *d, size_t i);
+const char *kj__daemon_detect_note(const struct kj__daemon *d, int backend, const char *dflt);
+/* (config.c) The server stops: closes main.c's loop handles (the flush timer,
+ * SIGTERM's and SIGINT's; SIGHUP's closes with the loop).  Once. */
+void kj__top_stop(struct kj__daemon *d);
 
 /* options.c: the daemon's command line.  kj__options_parse fills cfg from
  * argv: -1 to go on, else an exit status (0 after --help, 2 after a usage

@@ -117,3 +117,18 @@ int kj__detect_run(struct kj__daemon *d)
 		kj__log(d, "detection child ended abnormally (status %d); results may be partial", st);
 	return 0;
 }
+
+size_t kj__daemon_n_gpus(const struct kj__daemon *d)
+{
+	return d->n_gpus;
+}
+
+const struct kj__gpu *kj__daemon_gpu(const struct kj__daemon *d, size_t i)
+{
+	return &d->gpus[i];
+}
+
+const char *kj__daemon_detect_note(const struct kj__daemon *d, int backend, const char *dflt)
+{
+	return d->detect_note[backend][0] ? d->detect_note[backend] : dflt;
+}

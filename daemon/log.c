@@ -223,3 +223,8 @@ void kj__log_detached(struct kj__daemon *d)
 		close(fd);
 	}
 }
+
+int kj__log_fd(const struct kj__daemon *d)
+{
+	return d->log ? fileno(d->log) : 2;
+}

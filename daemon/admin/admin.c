@@ -397,8 +397,8 @@ static int do_targets(struct kj__daemon *d, struct answer *a)
 		}
 		r |= kj__buf_printf(&a->json, "%s{\"backend\":\"%s\",\"devices\":[", b > 1 ? "," : "", name);
 		int first = 1;
-		for (size_t i = 0; i < d->n_gpus; i++) {
-			const struct kj__gpu *g = &d->gpus[i];
+		for (size_t i = 0, n = kj__daemon_n_gpus(d); i < n; i++) {
+			const struct kj__gpu *g = kj__daemon_gpu(d, i);
 			if (g->backend != b)
 				continue;
 			if (target == NULL) {
@@ -422,13 +422,13 @@ static int do_targets(struct kj__daemon *d, struct answer *a)
 		r |= kj__buf_printf(&a->json, ",\"from\":");
 		r |= from ? kj__json_str(&a->json, from) : kj__buf_printf(&a->json, "null");
 		r |= kj__buf_printf(&a->json, ",\"note\":");
-		r |= kj__json_str(&a->json, d->detect_note[b]);
+		r |= kj__json_str(&a->json, kj__daemon_detect_note(d, b, ""));
 		r |= kj__buf_printf(&a->json, "}");
 		if (target)
 			r |= kj__buf_printf(&a->text, "%-7s daemon  target %s (%s)\n", name, target, from);
 		else
 			r |= kj__buf_printf(&a->text, "%-7s daemon  no target: %s\n", name,
-					    d->detect_note[b][0] ? d->detect_note[b] : "none detected");
+					    kj__daemon_detect_note(d, b, "none detected"));
 	}
 	r |= kj__buf_printf(&a->json, "],");
 	r |= worker_walls(d, a);

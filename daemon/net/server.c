@@ -488,10 +488,7 @@ void kj__server_stop(struct kj__daemon *d)
 	}
 	kj__hits_stop(d);
 	kj__conn_close_all(d);
-	uv_timer_stop(&d->flush_timer);
-	uv_close((uv_handle_t *)&d->flush_timer, NULL);
-	uv_close((uv_handle_t *)&d->sigterm, NULL);
-	uv_close((uv_handle_t *)&d->sigint, NULL);
+	kj__top_stop(d);
 	uv_walk(d->loop, on_walk_close, NULL);
 }
 
