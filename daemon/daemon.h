@@ -31,6 +31,7 @@
 #include "proto.h"
 
 struct kj__daemon;
+struct kj__toproom;
 struct kj__conn;
 struct kj__flight;
 struct kj__remote;
@@ -263,9 +264,8 @@ extern const char *const kj__stat_names[KJ_STAT_COUNT];
 struct kj__daemon {
 	struct kj__config cfg;
 	uv_loop_t *loop;
+	struct kj__toproom *top;     /* daemon/daemon-int.h: main.c, log.c, config.c, detect-run.c's part */
 	struct kj__netroom *net;     /* daemon/net/net-int.h: the net room's part */
-	uv_signal_t sigterm, sigint;
-	uv_timer_t flush_timer;
 	struct kj__cache *cache;
 	struct kj__pool *pools[4];   /* by backend */
 	struct kj__pool *alt_pools[4]; /* by backend: the other family a request chose (--compiler) */
@@ -274,19 +274,10 @@ struct kj__daemon {
 	struct kj__negcache *negcache; /* recently failed compiles (negcache.c) */
 	struct kj__flights *flights; /* misses in progress, by key (miss.c) */
 	struct kj__remote *remote;   /* the fleet tier (miss.c); NULL without --remote */
-	struct kj__gpu gpus[16];     /* detected at start */
-	size_t n_gpus;
-	char detect_note[4][256];    /* per backend: why nothing was found */
 	int stopping;
-	int ready_fd;                /* parent's readiness pipe, -1 after use */
 	int64_t started;
 	uint64_t stats[KJ_STAT_COUNT];
 	uint64_t lat_hist[KJ_LAT_BUCKETS];
-	FILE *log;
-	int log_mode;                /* log.c: KJ_LOG_FILE, _STDERR, _STREAM (journal on stderr), _JOURNAL */
-	int argc;                    /* the command line, reread with the configuration on SIGHUP */
-	char **argv;
-	uv_signal_t sighup;          /* SIGHUP: log reopened, configuration reread (config.c) */
 	uint64_t last_active_us;     /* last accept, request or close: for --idle-timeout */
 	/* offwork.c: the queues of work on libuv's thread pool (resolves,
 	 * publishes, admin tasks, the index's checkpoint). */

@@ -10,7 +10,7 @@
 # daemon file names Redis, the backends' table and private headers are
 # remote/'s own (remote/backend.h, remote/redis/redis-int.h included only
 # inside remote/ and by the tier's unit test).  struct kj__daemon's rooms
-# (issue 33): the net, admin and work rooms' parts are structs private to
+# (issue 33): the top, net, admin and work rooms' parts are structs private to
 # their rooms.  Reads the source tree only (no daemon).
 . "$(dirname "$0")/lib.sh"
 
@@ -117,12 +117,14 @@ for pair in net:conn-int miss:miss-int admin:bundle-int; do
 done
 # struct kj__daemon's rooms (issue 33, docs/house-plan.md): a room's part
 # of the context is a struct defined in its private header alone (the work
-# room's in daemon/offwork.c, a room of one file), daemon.h holds only a
+# room's in daemon/offwork.c, a room of one file; the top room is daemon/'s
+# own files: main.c, log.c, config.c, detect-run.c), daemon.h holds only a
 # pointer to it, the header is included inside the room (and by the room's
 # unit test), and no file outside the room names a field through the
 # pointer (d->net->..., d.admin->...).  A field moved back into daemon.h,
 # a header included elsewhere or a reach across rooms fails here.
-for spec in 'kj__netroom:net:daemon/net/net-int.h:daemon/net/*:tests/test-quota.c' \
+for spec in 'kj__toproom:top:daemon/daemon-int.h:daemon/*.c:-' \
+	'kj__netroom:net:daemon/net/net-int.h:daemon/net/*:tests/test-quota.c' \
 	'kj__adminroom:admin:daemon/admin/admin-int.h:daemon/admin/*:-' \
 	'kj__offwork_set:work:daemon/offwork.c:daemon/offwork.c:tests/test-offwork.c'; do
 	IFS=: read -r s ptr hdr room test <<EOF_SPEC
