@@ -148,6 +148,11 @@ void kj__pool_stats(const struct kj__pool *p, struct kj__pool_stats *s);
  * it ready; a family kjitd does not know is said in the log and skipped,
  * one that cannot load fails as on a first request. */
 void kj__pool_prestart(struct kj__daemon *d);
+/* (get.c) The miss room seen from the server (issue 33).  stop: shuts
+ * every pool down (kj__pool_shutdown), at the server's stop.  busy: 1 while
+ * a miss is open or a worker compiles (not idle, for --idle-timeout). */
+void kj__miss_stop(struct kj__daemon *d);
+int kj__miss_busy(const struct kj__daemon *d);
 /* uidq.c: the jobs waiting for a pool's workers, a FIFO queue per uid in a
  * ring served round-robin.  push: appends job to its uid's queue; 0 or
  * KJIT_ENOMEM.  pop: the oldest job of the first uid in the ring that

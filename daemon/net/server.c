@@ -480,12 +480,7 @@ void kj__server_stop(struct kj__daemon *d)
 	}
 	kj__offwork_stop(d); /* work queued off the loop ends now; work on a thread finishes (the loop waits) */
 	kj__fleet_stop(d); /* before the pools: compiles failing now must not touch the remote */
-	for (size_t i = 0; i < KJ_ARRAY_SIZE(d->pools); i++) {
-		if (d->pools[i])
-			kj__pool_shutdown(d->pools[i]);
-		if (d->alt_pools[i])
-			kj__pool_shutdown(d->alt_pools[i]);
-	}
+	kj__miss_stop(d);
 	kj__hits_stop(d);
 	kj__conn_close_all(d);
 	kj__top_stop(d);
@@ -508,22 +503,7 @@ static const char *socket_gone(struct kj__daemon *d)
 
 static int has_work(struct kj__daemon *d)
 {
-	struct kj__pool_stats ps;
-
-	if (d->net->conns != NULL || kj__flights_count(d->flights) > 0)
-		return 1;
-	for (size_t i = 0; i < KJ_ARRAY_SIZE(d->pools); i++) {
-		struct kj__pool *both[2] = { d->pools[i], d->alt_pools[i] };
-
-		for (size_t j = 0; j < KJ_ARRAY_SIZE(both); j++) {
-			if (both[j] == NULL)
-				continue;
-			kj__pool_stats(both[j], &ps);
-			if (ps.busy > 0)
-				return 1;
-		}
-	}
-	return 0;
+	return d->net->conns != NULL || kj__miss_busy(d);
 }
 
 struct pid_probe {
