@@ -22,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "daemon.h"
+#include "daemon-int.h" /* and daemon.h */
 #include "util.h"
 
 #define CONFIG_LINE_MAX 4096
@@ -156,7 +156,7 @@ void kj__config_reload(struct kj__daemon *d)
 
 	kj__log_reopen(d);
 	/* The parser's complaints go to stderr: the log or the journal. */
-	int rc = kj__options_parse(d->argc, d->argv, &n);
+	int rc = kj__options_parse(d->top->argc, d->top->argv, &n);
 	if (rc >= 0) {
 		kj__log(d, "SIGHUP: the configuration %s does not parse (said above): keeping the running settings",
 			d->cfg.config_path ? d->cfg.config_path : "(none)");
@@ -242,4 +242,13 @@ int kj__admin_config(struct kj__daemon *d, struct kj__buf *text, struct kj__buf 
 	kj__buf_printf(text, "in effect: socket %s, cache %s, max size %llu, %u workers per compiler\n",
 		       d->cfg.socket_path, d->cfg.cache_dir, (unsigned long long)d->cfg.max_size, d->cfg.jobs);
 	return 0;
+}
+
+/* (the top room's handles, started by main.c) */
+void kj__top_stop(struct kj__daemon *d)
+{
+	uv_timer_stop(&d->top->flush_timer);
+	uv_close((uv_handle_t *)&d->top->flush_timer, NULL);
+	uv_close((uv_handle_t *)&d->top->sigterm, NULL);
+	uv_close((uv_handle_t *)&d->top->sigint, NULL);
 }

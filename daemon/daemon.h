@@ -31,6 +31,7 @@
 #include "proto.h"
 
 struct kj__daemon;
+struct kj__toproom;
 struct kj__conn;
 struct kj__flight;
 struct kj__remote;
@@ -147,6 +148,11 @@ void kj__pool_stats(const struct kj__pool *p, struct kj__pool_stats *s);
  * it ready; a family kjitd does not know is said in the log and skipped,
  * one that cannot load fails as on a first request. */
 void kj__pool_prestart(struct kj__daemon *d);
+/* (get.c) The miss room seen from the server (issue 33).  stop: shuts
+ * every pool down (kj__pool_shutdown), at the server's stop.  busy: 1 while
+ * a miss is open or a worker compiles (not idle, for --idle-timeout). */
+void kj__miss_stop(struct kj__daemon *d);
+int kj__miss_busy(const struct kj__daemon *d);
 /* uidq.c: the jobs waiting for a pool's workers, a FIFO queue per uid in a
  * ring served round-robin.  push: appends job to its uid's queue; 0 or
  * KJIT_ENOMEM.  pop: the oldest job of the first uid in the ring that
@@ -265,10 +271,8 @@ extern const char *const kj__stat_names[KJ_STAT_COUNT];
 struct kj__daemon {
 	struct kj__config cfg;
 	uv_loop_t *loop;
-	uv_pipe_t listener;
-	int listener_from_systemd;   /* socket passed by systemd: its file is not ours */
-	uv_signal_t sigterm, sigint;
-	uv_timer_t flush_timer;
+	struct kj__toproom *top;     /* daemon/daemon-int.h: main.c, log.c, config.c, detect-run.c's part */
+	struct kj__netroom *net;     /* daemon/net/net-int.h: the net room's part */
 	struct kj__cache *cache;
 	struct kj__pool *pools[4];   /* by backend */
 	struct kj__pool *alt_pools[4]; /* by backend: the other family a request chose (--compiler) */
@@ -277,40 +281,15 @@ struct kj__daemon {
 	struct kj__negcache *negcache; /* recently failed compiles (negcache.c) */
 	struct kj__flights *flights; /* misses in progress, by key (miss.c) */
 	struct kj__remote *remote;   /* the fleet tier (miss.c); NULL without --remote */
-	struct kj__conn *conns;      /* all live connections */
-	struct kj__hits *hits;       /* the shared hit table and its watches (hits.c), or NULL */
-	struct kj__gpu gpus[16];     /* detected at start */
-	size_t n_gpus;
-	char detect_note[4][256];    /* per backend: why nothing was found */
 	int stopping;
-	int ready_fd;                /* parent's readiness pipe, -1 after use */
 	int64_t started;
 	uint64_t stats[KJ_STAT_COUNT];
-	uint64_t stats_flushed[KJ_STAT_COUNT];
 	uint64_t lat_hist[KJ_LAT_BUCKETS];
-	FILE *log;
-	int log_mode;                /* log.c: KJ_LOG_FILE, _STDERR, _STREAM (journal on stderr), _JOURNAL */
-	int argc;                    /* the command line, reread with the configuration on SIGHUP */
-	char **argv;
-	uv_signal_t sighup;          /* SIGHUP: log reopened, configuration reread (config.c) */
-	struct kj__upload *uploads;  /* upload.c: bundles being streamed, one per uid */
-	size_t n_uploads;
-	/* quota.c: what each uid holds (connections, request bytes). */
-	struct kj__quota_uid *quota;
-	size_t n_quota, cap_quota;
-	unsigned n_conns, conn_max_total;
-	uint64_t bytes_total, bytes_peak;
-	struct kj__replybuf *replybufs; /* replybuf.c: objects queued for replies, shared */
-	uint64_t refused_conns;      /* connections refused since the last log line about it */
-	uint64_t refused_log_us;
 	uint64_t last_active_us;     /* last accept, request or close: for --idle-timeout */
-	dev_t sock_dev;              /* the socket file we bound, to notice it removed or replaced */
-	ino_t sock_ino;
-	int sock_lost;               /* it was: do not unlink whatever is at the path now */
 	/* offwork.c: the queues of work on libuv's thread pool (resolves,
 	 * publishes, admin tasks, the index's checkpoint). */
-	struct kj__offq offq[KJ_OFFQ_COUNT];
-	struct kj__offwork ckpt_work; /* offloop.c: the index's checkpoint */
+	struct kj__offwork_set *work;
+	struct kj__adminroom *admin;  /* daemon/admin/admin-int.h: the admin room's part */
 	size_t pub_n;                /* publish.c: publishes in flight, and their object bytes */
 	uint64_t pub_bytes;
 };
@@ -369,6 +348,9 @@ void kj__log(struct kj__daemon *d, const char *fmt, ...) __attribute__((format(p
 int kj__log_open(struct kj__daemon *d);
 void kj__log_detached(struct kj__daemon *d);
 int kj__log_reopen(struct kj__daemon *d);
+/* The log's descriptor, inherited by the workers as their stderr (2 when
+ * kjitd logs to its stderr or the journal). */
+int kj__log_fd(const struct kj__daemon *d);
 
 /* conn.c: client connections (docs in conn.c).  A connection stays
  * allocated while anyone holds a reference; once closed, sends to it are
@@ -445,6 +427,12 @@ pid_t kj__conn_pid(const struct kj__conn *c);
  * closes the listener, the pools and every connection (idempotent). */
 int kj__server_start(struct kj__daemon *d);
 void kj__server_stop(struct kj__daemon *d);
+/* The net room's part of d (d->net, daemon/net/net-int.h).  init:
+ * allocates it, empty; 0 or KJIT_ENOMEM.  free: after the loop has
+ * closed, with the uploads and hit tables it still holds (NULL: nothing). */
+struct kj__netroom;
+int kj__net_init(struct kj__daemon *d);
+void kj__net_free(struct kj__daemon *d);
 /* Does another kjitd answer on cfg.socket_path?  0 if not; KJIT_EBUSY with
  * one line in why naming it (pid, and its cache directory when /proc shows
  * it); KJIT_EINVAL for a path too long. */
@@ -633,6 +621,9 @@ void kj__hits_put_fp(struct kj__daemon *d, uid_t uid, const uint8_t fp[32], uint
 /* The generation every table is in: bumped by each invalidation (0: no
  * tables). */
 uint64_t kj__hits_gen(const struct kj__daemon *d);
+/* 1 if the daemon keeps shared hit tables at all (none with
+ * --no-shared-hit-table, or before the server made them). */
+int kj__hits_on(const struct kj__daemon *d);
 /* Drops every entry of the object key (hex), in every table. */
 void kj__hits_remove_key(struct kj__daemon *d, const char *key);
 /* Invalidates every entry of every table (why is logged). */
@@ -669,6 +660,11 @@ int kj__admin_refused(struct kj__daemon *d, struct kj__conn *c, uint32_t id, con
 void kj__handle_admin(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const struct kj__msg *m);
 /* Adds counters not yet persisted to the cache's counters. */
 void kj__stats_flush(struct kj__daemon *d);
+/* (offloop.c) The admin room's part of d (d->admin, admin-int.h): init
+ * allocates it, 0 or KJIT_ENOMEM; free, after the loop has closed. */
+struct kj__adminroom;
+int kj__admin_init(struct kj__daemon *d);
+void kj__admin_free(struct kj__daemon *d);
 /* The reply to admin request id: code r, its text and JSON (may be empty),
  * and err when r < 0.  An encoding failure answers KJIT_ENOMEM instead. */
 void kj__admin_answer(struct kj__conn *c, uint32_t id, int r, struct kj__buf *text, struct kj__buf *json,
@@ -766,6 +762,15 @@ void kj__handle_replay(struct kj__daemon *d, struct kj__conn *c, uint32_t id, co
 /* detect run in a child: `kjitd --detect` prints lines the daemon parses. */
 int kj__detect_main(const char *sysfs_root);
 int kj__detect_run(struct kj__daemon *d);
+/* What detection found at start, for the other rooms (issue 33): the
+ * number of GPUs, the i-th (i < n), and why a backend has none (its note,
+ * else dflt when there is none). */
+size_t kj__daemon_n_gpus(const struct kj__daemon *d);
+const struct kj__gpu *kj__daemon_gpu(const struct kj__daemon *d, size_t i);
+const char *kj__daemon_detect_note(const struct kj__daemon *d, int backend, const char *dflt);
+/* (config.c) The server stops: closes main.c's loop handles (the flush timer,
+ * SIGTERM's and SIGINT's; SIGHUP's closes with the loop).  Once. */
+void kj__top_stop(struct kj__daemon *d);
 
 /* options.c: the daemon's command line.  kj__options_parse fills cfg from
  * argv: -1 to go on, else an exit status (0 after --help, 2 after a usage

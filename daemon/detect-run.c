@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "daemon.h"
+#include "daemon-int.h" /* and daemon.h */
 #include "kj_types.h"
 #include "util.h"
 
@@ -49,10 +49,10 @@ static void parse_output(struct kj__daemon *d, char *out)
 		if (b < KJIT_BACKEND_HIP || b > KJIT_BACKEND_VULKAN)
 			continue;
 		if (strcmp(f[0], "note") == 0) {
-			snprintf(d->detect_note[b], sizeof d->detect_note[b], "%s", f[2]);
-		} else if (strcmp(f[0], "gpu") == 0 && n == 5 && d->n_gpus < KJ_ARRAY_SIZE(d->gpus) &&
+			snprintf(d->top->detect_note[b], sizeof d->top->detect_note[b], "%s", f[2]);
+		} else if (strcmp(f[0], "gpu") == 0 && n == 5 && d->top->n_gpus < KJ_ARRAY_SIZE(d->top->gpus) &&
 			   kj__token_ok(f[2], KJ_TARGET_MAX)) {
-			struct kj__gpu *g = &d->gpus[d->n_gpus++];
+			struct kj__gpu *g = &d->top->gpus[d->top->n_gpus++];
 			g->backend = b;
 			snprintf(g->target, sizeof g->target, "%s", f[2]);
 			snprintf(g->version, sizeof g->version, "%s", strcmp(f[3], "-") ? f[3] : "");
@@ -107,13 +107,28 @@ int kj__detect_run(struct kj__daemon *d)
 	if (kj__buf_append(&out, "", 1) == 0)
 		parse_output(d, (char *)out.p);
 	kj__buf_free(&out);
-	for (size_t i = 0; i < d->n_gpus; i++)
-		kj__log(d, "detected %s %s (%s) %s", kjit_backend_name(d->gpus[i].backend), d->gpus[i].target,
-			d->gpus[i].name, d->gpus[i].version);
+	for (size_t i = 0; i < d->top->n_gpus; i++)
+		kj__log(d, "detected %s %s (%s) %s", kjit_backend_name(d->top->gpus[i].backend), d->top->gpus[i].target,
+			d->top->gpus[i].name, d->top->gpus[i].version);
 	for (int b = KJIT_BACKEND_HIP; b <= KJIT_BACKEND_VULKAN; b++)
-		if (d->detect_note[b][0])
-			kj__log(d, "%s: %s", kjit_backend_name(b), d->detect_note[b]);
+		if (d->top->detect_note[b][0])
+			kj__log(d, "%s: %s", kjit_backend_name(b), d->top->detect_note[b]);
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		kj__log(d, "detection child ended abnormally (status %d); results may be partial", st);
 	return 0;
+}
+
+size_t kj__daemon_n_gpus(const struct kj__daemon *d)
+{
+	return d->top->n_gpus;
+}
+
+const struct kj__gpu *kj__daemon_gpu(const struct kj__daemon *d, size_t i)
+{
+	return &d->top->gpus[i];
+}
+
+const char *kj__daemon_detect_note(const struct kj__daemon *d, int backend, const char *dflt)
+{
+	return d->top->detect_note[backend][0] ? d->top->detect_note[backend] : dflt;
 }

@@ -1,7 +1,7 @@
 /* log.c: kjitd's log.
  *
  * One line per event, flushed at once so a crash loses nothing already
- * said.  Where it goes (d->log_mode): the --log file, or stderr, each line
+ * said.  Where it goes (d->top->log_mode): the --log file, or stderr, each line
  * with a timestamp and our pid; or the journal without either (journald adds
  * both): by sd_journal_send() when a detached kjitd left a terminal on a
  * machine with a journal, or as "<N>line" on a stderr that is a journal
@@ -34,7 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon.h"
+#include "daemon-int.h" /* and daemon.h */
 #include "util.h"
 
 enum { KJ_LOG_STDERR = 0, KJ_LOG_FILE, KJ_LOG_STREAM, KJ_LOG_JOURNAL };
@@ -82,7 +82,7 @@ void kj__log(struct kj__daemon *d, const char *fmt, ...)
 	va_list ap;
 	int prio;
 
-	if (d->log == NULL)
+	if (d->top == NULL || d->top->log == NULL) /* no log (yet), or a unit test's bare context */
 		return;
 	va_start(ap, fmt);
 	vsnprintf(raw, sizeof raw, fmt, ap);
@@ -97,19 +97,19 @@ void kj__log(struct kj__daemon *d, const char *fmt, ...)
 	if (prio > (d->cfg.log_level ? d->cfg.log_level : LOG_INFO))
 		return;
 	escape(msg, sizeof msg, body);
-	if (d->log_mode == KJ_LOG_JOURNAL &&
+	if (d->top->log_mode == KJ_LOG_JOURNAL &&
 	    sd_journal_send("MESSAGE=%s", msg, "PRIORITY=%d", prio, "SYSLOG_IDENTIFIER=kjitd", NULL) == 0)
 		return;
-	if (d->log_mode == KJ_LOG_STREAM) {
-		fprintf(d->log, "<%d>%s\n", prio, msg);
+	if (d->top->log_mode == KJ_LOG_STREAM) {
+		fprintf(d->top->log, "<%d>%s\n", prio, msg);
 	} else {
 		time_t now = time(NULL);
 		struct tm tm;
 		strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", localtime_r(&now, &tm));
-		fprintf(d->log, "%s kjitd[%d]: %s%s\n", ts, (int)getpid(), prio <= LOG_ERR ? "error: " :
+		fprintf(d->top->log, "%s kjitd[%d]: %s%s\n", ts, (int)getpid(), prio <= LOG_ERR ? "error: " :
 			prio == LOG_WARNING ? "warning: " : "", msg);
 	}
-	fflush(d->log);
+	fflush(d->top->log);
 }
 
 /* Opens path for appending, 0600, or 0640 for the first --admin-gid group
@@ -156,35 +156,35 @@ static int stderr_is_journal(void)
 int kj__log_open(struct kj__daemon *d)
 {
 	if (d->cfg.log_path == NULL) {
-		d->log = stderr;
-		d->log_mode = stderr_is_journal() ? KJ_LOG_STREAM : KJ_LOG_STDERR;
+		d->top->log = stderr;
+		d->top->log_mode = stderr_is_journal() ? KJ_LOG_STREAM : KJ_LOG_STDERR;
 		return 0;
 	}
 	int fd = open_log_file(d, d->cfg.log_path);
-	if (fd < 0 || (d->log = fdopen(fd, "a")) == NULL) {
+	if (fd < 0 || (d->top->log = fdopen(fd, "a")) == NULL) {
 		fprintf(stderr, "kjitd: cannot open log %s: %s\n", d->cfg.log_path, strerror(fd < 0 ? -fd : errno));
 		if (fd >= 0)
 			close(fd);
-		d->log = NULL;
+		d->top->log = NULL;
 		return 1;
 	}
-	d->log_mode = KJ_LOG_FILE;
+	d->top->log_mode = KJ_LOG_FILE;
 	return 0;
 }
 
 int kj__log_reopen(struct kj__daemon *d)
 {
-	if (d->log_mode != KJ_LOG_FILE || d->cfg.log_path == NULL)
+	if (d->top->log_mode != KJ_LOG_FILE || d->cfg.log_path == NULL)
 		return 0;
 	int fd = open_log_file(d, d->cfg.log_path);
 	if (fd < 0) {
 		kj__log(d, "cannot reopen the log %s: %s (still writing to the old file)", d->cfg.log_path, strerror(-fd));
 		return fd;
 	}
-	fflush(d->log);
+	fflush(d->top->log);
 	/* The same FILE (the cache and the workers' stderr hold its descriptor's
 	 * number) now writes to the new file. */
-	int r = dup3(fd, fileno(d->log), O_CLOEXEC) < 0 ? -errno : 0;
+	int r = dup3(fd, fileno(d->top->log), O_CLOEXEC) < 0 ? -errno : 0;
 	close(fd);
 	if (r < 0)
 		kj__log(d, "cannot reopen the log %s: %s", d->cfg.log_path, strerror(-r));
@@ -197,14 +197,14 @@ void kj__log_detached(struct kj__daemon *d)
 {
 	int fd = -1;
 
-	if (d->log_mode == KJ_LOG_FILE) {
-		fd = dup(fileno(d->log)); /* stray writes to stderr go to the log too */
+	if (d->top->log_mode == KJ_LOG_FILE) {
+		fd = dup(fileno(d->top->log)); /* stray writes to stderr go to the log too */
 	} else if (isatty(2)) {
 		/* Left a terminal: the journal if this machine has one, else
 		 * the file beside the socket that autostart uses. */
 		if (access("/run/systemd/journal/socket", W_OK) == 0 &&
 		    (fd = sd_journal_stream_fd("kjitd", LOG_INFO, 1)) >= 0) {
-			d->log_mode = KJ_LOG_JOURNAL;
+			d->top->log_mode = KJ_LOG_JOURNAL;
 			kj__log(d, "logging to the journal");
 		} else {
 			char *dir = kj__strdup(d->cfg.socket_path), *slash = dir ? strrchr(dir, '/') : NULL;
@@ -222,4 +222,9 @@ void kj__log_detached(struct kj__daemon *d)
 			kj__log(d, "cannot move stderr off the terminal: %s", strerror(errno));
 		close(fd);
 	}
+}
+
+int kj__log_fd(const struct kj__daemon *d)
+{
+	return d->top && d->top->log ? fileno(d->top->log) : 2;
 }

@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "compiler.h"
-#include "daemon.h"
+#include "daemon-int.h" /* and daemon.h */
 #include "kj_types.h"
 #include "remote.h"
 #include "targetid.h"
@@ -59,12 +59,12 @@ static void on_flush(uv_timer_t *t)
 /* Tells the waiting parent (and systemd) that we serve. */
 static void notify_ready(struct kj__daemon *d, int status)
 {
-	if (d->ready_fd >= 0) {
+	if (d->top->ready_fd >= 0) {
 		unsigned char b = (unsigned char)status;
-		if (write(d->ready_fd, &b, 1) != 1)
+		if (write(d->top->ready_fd, &b, 1) != 1)
 			kj__log(d, "could not report readiness: %s", strerror(errno));
-		close(d->ready_fd);
-		d->ready_fd = -1;
+		close(d->top->ready_fd);
+		d->top->ready_fd = -1;
 	}
 	if (status == 0)
 		sd_notify(0, "READY=1");
@@ -93,7 +93,7 @@ static int detach(struct kj__daemon *d)
 		_exit(n == 1 ? b : 1);
 	}
 	close(fds[0]);
-	d->ready_fd = fds[1];
+	d->top->ready_fd = fds[1];
 	if (setsid() < 0)
 		return 1;
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -117,7 +117,7 @@ static int reset_tmp(struct kj__daemon *d)
 		kj__log(d, "cannot clear %s: %s", tmp, strerror(-r));
 	r = 0;
 	if (mkdir(tmp, 0700) < 0 && errno != EEXIST) {
-		fprintf(d->log, "kjitd: cannot create %s: %s\n", tmp, strerror(errno));
+		fprintf(d->top->log, "kjitd: cannot create %s: %s\n", tmp, strerror(errno));
 		r = KJIT_EIO;
 	}
 	free(tmp);
@@ -132,7 +132,7 @@ static int claim_cache(struct kj__daemon *d)
 	char err[512] = "";
 	/* Per-user: 0700/0600, no one else reads the sources; system: the
 	 * group reads (systemd's CacheDirectoryMode=0750), only kjitd writes. */
-	struct kj__cache_options co = { .max_size = d->cfg.max_size, .log = d->log, .hot_max = d->cfg.hot_size,
+	struct kj__cache_options co = { .max_size = d->cfg.max_size, .log = d->top->log, .hot_max = d->cfg.hot_size,
 					.max_size_per_uid = d->cfg.max_size_per_uid,
 					.dir_mode = d->cfg.system_mode ? 0750 : 0700,
 					.file_mode = d->cfg.system_mode ? 0640 : 0600 };
@@ -141,7 +141,7 @@ static int claim_cache(struct kj__daemon *d)
 	/* A daemon on our socket is named first, with its cache: "already
 	 * serves this cache" would be wrong when it serves another. */
 	if (getenv("LISTEN_FDS") == NULL && kj__server_probe(d, err, sizeof err) < 0) {
-		fprintf(d->log, "kjitd: %s\n", err);
+		fprintf(d->top->log, "kjitd: %s\n", err);
 		return 4;
 	}
 	/* The holder of the cache may be a daemon on its way out (its socket
@@ -150,20 +150,20 @@ static int claim_cache(struct kj__daemon *d)
 	while ((r = kj__cache_open(&d->cache, d->cfg.cache_dir, &co)) == KJIT_EBUSY && kj__now_us() < until) {
 		/* ...unless it is alive on the socket it recorded: say so now. */
 		if (kj__server_recorded(d, err, sizeof err) < 0) {
-			fprintf(d->log, "kjitd: %s\n", err);
+			fprintf(d->top->log, "kjitd: %s\n", err);
 			return 4;
 		}
 		struct timespec ts = { 0, 100 * 1000000L };
 		nanosleep(&ts, NULL);
 	}
 	if (r == KJIT_EBUSY) {
-		fprintf(d->log, "kjitd: another kjitd already serves %s (on another socket than %s); stop it, or pass "
+		fprintf(d->top->log, "kjitd: another kjitd already serves %s (on another socket than %s); stop it, or pass "
 			"another --cache-dir\n", d->cfg.cache_dir, d->cfg.socket_path);
 		return 4;
 	}
 	if (r < 0) {
 		if (r != KJIT_EDENIED) /* a refusal was said in one line already */
-			fprintf(d->log, "kjitd: cannot open the cache %s: %s\n", d->cfg.cache_dir, kjit_strerror(r));
+			fprintf(d->top->log, "kjitd: cannot open the cache %s: %s\n", d->cfg.cache_dir, kjit_strerror(r));
 		return 1;
 	}
 	if (kj__cache_job_threaded())
@@ -176,18 +176,18 @@ static int claim_cache(struct kj__daemon *d)
  * a signal. */
 static void start_loop_handles(struct kj__daemon *d)
 {
-	uv_signal_init(d->loop, &d->sigterm);
-	uv_signal_init(d->loop, &d->sigint);
-	d->sigterm.data = d->sigint.data = d;
-	uv_signal_start(&d->sigterm, on_signal, SIGTERM);
-	uv_signal_start(&d->sigint, on_signal, SIGINT);
-	uv_signal_init(d->loop, &d->sighup);
-	d->sighup.data = d;
-	uv_signal_start(&d->sighup, on_sighup, SIGHUP);
-	uv_unref((uv_handle_t *)&d->sighup); /* it keeps no loop alive; closed when the loop ends */
-	uv_timer_init(d->loop, &d->flush_timer);
-	d->flush_timer.data = d;
-	uv_timer_start(&d->flush_timer, on_flush, KJ_INDEX_FLUSH_MS, KJ_INDEX_FLUSH_MS);
+	uv_signal_init(d->loop, &d->top->sigterm);
+	uv_signal_init(d->loop, &d->top->sigint);
+	d->top->sigterm.data = d->top->sigint.data = d;
+	uv_signal_start(&d->top->sigterm, on_signal, SIGTERM);
+	uv_signal_start(&d->top->sigint, on_signal, SIGINT);
+	uv_signal_init(d->loop, &d->top->sighup);
+	d->top->sighup.data = d;
+	uv_signal_start(&d->top->sighup, on_sighup, SIGHUP);
+	uv_unref((uv_handle_t *)&d->top->sighup); /* it keeps no loop alive; closed when the loop ends */
+	uv_timer_init(d->loop, &d->top->flush_timer);
+	d->top->flush_timer.data = d;
+	uv_timer_start(&d->top->flush_timer, on_flush, KJ_INDEX_FLUSH_MS, KJ_INDEX_FLUSH_MS);
 	signal(SIGPIPE, SIG_IGN);
 }
 
@@ -201,7 +201,7 @@ static int serve(struct kj__daemon *d)
 	d->last_active_us = kj__now_us();
 	kj__quota_init(d);
 	if (kj__sha_init() < 0) { /* before any pool thread hashes (offhash.c, publish.c) */
-		fprintf(d->log, "kjitd: OpenSSL cannot be initialised\n");
+		fprintf(d->top->log, "kjitd: OpenSSL cannot be initialised\n");
 		return 1;
 	}
 	/* What our children leave behind (a compiler's children, rocminfo's
@@ -221,24 +221,24 @@ static int serve(struct kj__daemon *d)
 		return 1;
 	if (kj__memo_new(&d->memo, d->cfg.memo_size) < 0 || kj__flights_new(&d->flights) < 0 ||
 	    kj__negcache_new(&d->negcache, d->cfg.failed_ttl_ms) < 0) {
-		fprintf(d->log, "kjitd: out of memory\n");
+		fprintf(d->top->log, "kjitd: out of memory\n");
 		return 1;
 	}
 	r = kj__manifest_load(d->cfg.kernels_dir, &d->manifest, err, sizeof err);
 	if (r < 0) {
-		fprintf(d->log, "kjitd: bundled kernel manifest: %s\n", err);
+		fprintf(d->top->log, "kjitd: bundled kernel manifest: %s\n", err);
 		return 1;
 	}
 	kj__detect_run(d);
 	r = kj__fleet_start(d, err, sizeof err);
 	if (r < 0) {
-		fprintf(d->log, "kjitd: --remote: %s\n", err);
+		fprintf(d->top->log, "kjitd: --remote: %s\n", err);
 		return 2;
 	}
 	kj__hits_start(d);
 	r = kj__server_start(d);
 	if (r < 0) {
-		fprintf(d->log, "kjitd: cannot serve on %s: %s\n", d->cfg.socket_path, kjit_strerror(r));
+		fprintf(d->top->log, "kjitd: cannot serve on %s: %s\n", d->cfg.socket_path, kjit_strerror(r));
 		kj__hits_stop(d);
 		kj__fleet_stop(d);
 		return r == KJIT_EBUSY ? 4 : 1;
@@ -252,9 +252,29 @@ static int serve(struct kj__daemon *d)
 	if (!d->cfg.foreground && getenv("NOTIFY_SOCKET") == NULL)
 		kj__log_detached(d); /* never again the terminal it left */
 	uv_run(d->loop, UV_RUN_DEFAULT);
-	uv_close((uv_handle_t *)&d->sighup, NULL);
+	uv_close((uv_handle_t *)&d->top->sighup, NULL);
 	kj__stats_flush(d);
 	return 0;
+}
+
+/* The rooms' own parts of d (issue 33): each room allocates its struct;
+ * 0 or KJIT_ENOMEM (what was allocated stays for rooms_free). */
+static int rooms_new(struct kj__daemon *d)
+{
+	if ((d->top = calloc(1, sizeof *d->top)) == NULL)
+		return KJIT_ENOMEM;
+	if (kj__net_init(d) < 0 || kj__offwork_init(d) < 0 || kj__admin_init(d) < 0)
+		return KJIT_ENOMEM;
+	return 0;
+}
+
+/* After the loop has closed: every room's struct (any may be NULL) but
+ * the top's, freed last. */
+static void rooms_free(struct kj__daemon *d)
+{
+	kj__net_free(d);
+	kj__offwork_free(d);
+	kj__admin_free(d);
 }
 
 /* The daemon role: serve until stopped. */
@@ -265,9 +285,14 @@ static int daemon_main(int argc, char **argv, const char *arg)
 
 	(void)arg;
 	memset(&d, 0, sizeof d);
-	d.ready_fd = -1;
-	d.argc = argc;
-	d.argv = argv;
+	if (rooms_new(&d) < 0) {
+		fprintf(stderr, "kjitd: out of memory\n");
+		rc = 1;
+		goto out;
+	}
+	d.top->ready_fd = -1;
+	d.top->argc = argc;
+	d.top->argv = argv;
 	rc = kj__options_parse(argc, argv, &d.cfg);
 	if (rc >= 0)
 		goto out;
@@ -277,7 +302,7 @@ static int daemon_main(int argc, char **argv, const char *arg)
 			rc = 2;
 			goto out;
 		}
-		d.ready_fd = d.cfg.ready_fd;
+		d.top->ready_fd = d.cfg.ready_fd;
 	}
 	if ((rc = kj__options_defaults(&d.cfg)) < 0) {
 		if (rc == KJIT_ENOMEM)
@@ -308,14 +333,14 @@ out:
 	/* Every worker was collected by the loop; collect what is left. */
 	if (d.loop)
 		kj__reap_orphans(&d, KJ_REAP_WAIT_MS);
-	kj__uploads_free(&d);
-	kj__hits_free(d.hits);
+	rooms_free(&d);
 	kj__memo_free(d.memo);
 	kj__negcache_free(d.negcache);
 	kj__cache_close(d.cache);
 	kj__manifest_free(&d.manifest);
-	if (d.log && d.log != stderr)
-		fclose(d.log);
+	if (d.top && d.top->log && d.top->log != stderr)
+		fclose(d.top->log);
+	free(d.top); /* last: kj__log writes through it until here */
 	kj__options_free(&d.cfg);
 	return rc;
 }

@@ -56,12 +56,41 @@ struct kj__offidle {
 	struct kj__offidle *next;
 };
 
+/* A queue (zeroed: empty). */
+struct kj__offq {
+	unsigned n_run;              /* holding a slot (begun, on a thread or waiting to resume) */
+	unsigned n_wait;
+	int busy;                    /* in a finish: new work waits, slots are given after */
+	int stopped;
+	uint64_t seq;
+	struct kj__offwork *run, *wait, *wait_tail;
+	struct kj__offidle *idle;
+};
+
+/* The work room (d->work): one queue per KJ_OFFQ_*. */
+struct kj__offwork_set {
+	struct kj__offq q[KJ_OFFQ_COUNT];
+};
+
+int kj__offwork_init(struct kj__daemon *d)
+{
+	if ((d->work = calloc(1, sizeof *d->work)) == NULL)
+		return KJIT_ENOMEM;
+	return 0;
+}
+
+void kj__offwork_free(struct kj__daemon *d)
+{
+	free(d->work);
+	d->work = NULL;
+}
+
 static void go(struct kj__offwork *w);
 static void start_waiting(struct kj__daemon *d, int q);
 
 static struct kj__offq *queue_of(const struct kj__offwork *w)
 {
-	return &w->d->offq[w->q];
+	return &w->d->work->q[w->q];
 }
 
 static void list_run(struct kj__offwork *w)
@@ -91,7 +120,7 @@ static void unlist_run(struct kj__offwork *w)
  * order they came. */
 static void run_idle(struct kj__daemon *d, int qi)
 {
-	struct kj__offq *q = &d->offq[qi];
+	struct kj__offq *q = &d->work->q[qi];
 	uint64_t oldest = UINT64_MAX;
 	struct kj__offidle **pp = &q->idle, *i, *ready = NULL, **tail = &ready;
 
@@ -123,7 +152,7 @@ static int finish(struct kj__offwork *w, int code, int slotted)
 {
 	struct kj__daemon *d = w->d;
 	int qi = w->q;
-	struct kj__offq *q = &d->offq[qi];
+	struct kj__offq *q = &d->work->q[qi];
 	int r;
 
 	if (slotted)
@@ -227,7 +256,7 @@ static int has_slot(const struct kj__offq *q, const struct policy *p)
 /* Gives q's free slots to those waiting. */
 static void start_waiting(struct kj__daemon *d, int qi)
 {
-	struct kj__offq *q = &d->offq[qi];
+	struct kj__offq *q = &d->work->q[qi];
 
 	while (q->wait && has_slot(q, &policies[qi])) {
 		struct kj__offwork *w = take_waiting(q, policies[qi].fair);
@@ -238,7 +267,7 @@ static void start_waiting(struct kj__daemon *d, int qi)
 
 void kj__offwork_submit(struct kj__daemon *d, int qi, struct kj__offwork *w, int where)
 {
-	struct kj__offq *q = &d->offq[qi];
+	struct kj__offq *q = &d->work->q[qi];
 	const struct policy *p = &policies[qi];
 	int r;
 
@@ -282,7 +311,7 @@ void kj__offwork_resume(struct kj__offwork *w)
 
 unsigned kj__offwork_count(const struct kj__daemon *d, int qi, uid_t uid)
 {
-	const struct kj__offq *q = &d->offq[qi];
+	const struct kj__offq *q = &d->work->q[qi];
 	unsigned n = 0;
 
 	if (uid == (uid_t)-1)
@@ -296,7 +325,7 @@ unsigned kj__offwork_count(const struct kj__daemon *d, int qi, uid_t uid)
 
 void kj__offwork_when_idle(struct kj__daemon *d, int qi, void (*fn)(void *arg), void *arg)
 {
-	struct kj__offq *q = &d->offq[qi];
+	struct kj__offq *q = &d->work->q[qi];
 	struct kj__offidle *i, **pp;
 
 	if ((q->run == NULL && q->wait == NULL) || (i = calloc(1, sizeof *i)) == NULL) {
@@ -314,7 +343,7 @@ void kj__offwork_when_idle(struct kj__daemon *d, int qi, void (*fn)(void *arg), 
 void kj__offwork_stop(struct kj__daemon *d)
 {
 	for (int qi = 0; qi < KJ_OFFQ_COUNT; qi++) {
-		struct kj__offq *q = &d->offq[qi];
+		struct kj__offq *q = &d->work->q[qi];
 		struct kj__offwork *w;
 
 		if (q->stopped || !policies[qi].end_at_stop)

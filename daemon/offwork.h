@@ -62,17 +62,12 @@ struct kj__offwork {
 	struct kj__offwork *next;
 };
 
-struct kj__offidle;
-/* A queue, in struct kj__daemon (zeroed at start: empty). */
-struct kj__offq {
-	unsigned n_run;              /* holding a slot (begun, on a thread or waiting to resume) */
-	unsigned n_wait;
-	int busy;                    /* in a finish: new work waits, slots are given after */
-	int stopped;
-	uint64_t seq;
-	struct kj__offwork *run, *wait, *wait_tail;
-	struct kj__offidle *idle;
-};
+/* The queues (offwork.c's own struct kj__offwork_set, d->work).  init:
+ * allocates them, empty; 0 or KJIT_ENOMEM.  free: after the loop has
+ * closed (NULL: nothing). */
+struct kj__offwork_set;
+int kj__offwork_init(struct kj__daemon *d);
+void kj__offwork_free(struct kj__daemon *d);
 
 /* Where submit runs a work. */
 enum { KJ_OFFWORK_POOL, KJ_OFFWORK_HERE };

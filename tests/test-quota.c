@@ -9,6 +9,7 @@
 
 #include "daemon.h"
 #include "kj_types.h"
+#include "net-int.h"
 #include "test.h"
 #include "util.h"
 
@@ -18,6 +19,7 @@
 static void setup(struct kj__daemon *d)
 {
 	memset(d, 0, sizeof *d);
+	CHECK_EQ_INT(kj__net_init(d), 0);
 	d->cfg.jobs = 2;
 	d->cfg.conn_max_per_uid = 3;
 	d->cfg.buf_max_total = 100;
@@ -41,13 +43,14 @@ static void test_conn_cap_per_uid(void)
 		CHECK_EQ_INT(kj__quota_conn_add(&d, getuid(), err, sizeof err), 0);
 	kj__quota_conn_del(&d, OTHER);
 	CHECK_EQ_INT(kj__quota_conn_add(&d, OTHER, err, sizeof err), 0);
-	CHECK_EQ_INT(d.n_conns, 13);
+	CHECK_EQ_INT(d.net->n_conns, 13);
 	for (int i = 0; i < 3; i++)
 		kj__quota_conn_del(&d, OTHER);
 	for (int i = 0; i < 10; i++)
 		kj__quota_conn_del(&d, getuid());
-	CHECK_EQ_INT(d.n_conns, 0);
-	CHECK_EQ_INT(d.n_quota, 0); /* entries holding nothing are dropped */
+	CHECK_EQ_INT(d.net->n_conns, 0);
+	CHECK_EQ_INT(d.net->n_quota, 0); /* entries holding nothing are dropped */
+	kj__net_free(&d);
 }
 
 static void test_conn_total_keeps_reserve(void)
@@ -58,19 +61,19 @@ static void test_conn_total_keeps_reserve(void)
 
 	setup(&d);
 	CHECK(getrlimit(RLIMIT_NOFILE, &rl) == 0);
-	CHECK(d.conn_max_total > KJ_CONN_PRIV_RESERVE);
-	CHECK(d.conn_max_total < rl.rlim_cur);
+	CHECK(d.net->conn_max_total > KJ_CONN_PRIV_RESERVE);
+	CHECK(d.net->conn_max_total < rl.rlim_cur);
 	d.cfg.conn_max_per_uid = 0; /* no per-uid cap: reach the total */
 	unsigned n = 0;
 	while (kj__quota_conn_add(&d, OTHER, err, sizeof err) == 0)
 		n++;
-	CHECK_EQ_INT(n, d.conn_max_total - KJ_CONN_PRIV_RESERVE);
+	CHECK_EQ_INT(n, d.net->conn_max_total - KJ_CONN_PRIV_RESERVE);
 	CHECK(strstr(err, "kjitd is busy") != NULL);
 	/* The reserve is the owner's and root's. */
 	for (unsigned i = 0; i < KJ_CONN_PRIV_RESERVE; i++)
 		CHECK_EQ_INT(kj__quota_conn_add(&d, getuid(), err, sizeof err), 0);
 	CHECK_EQ_INT(kj__quota_conn_add(&d, 0, err, sizeof err), KJIT_EBUSY);
-	free(d.quota);
+	free(d.net->quota);
 }
 
 static void test_bytes_per_uid_and_total(void)
@@ -86,14 +89,15 @@ static void test_bytes_per_uid_and_total(void)
 	CHECK_EQ_INT(kj__quota_charge(&d, getuid(), 40, err, sizeof err), 0);
 	CHECK_EQ_INT(kj__quota_charge(&d, 0, 1, err, sizeof err), KJIT_EBUSY); /* total 100 reached */
 	CHECK(strstr(err, "requests in flight") != NULL);
-	CHECK_EQ_INT(d.bytes_total, 100);
+	CHECK_EQ_INT(d.net->bytes_total, 100);
 	kj__quota_release(&d, OTHER, 60);
 	kj__quota_release(&d, getuid(), 40);
-	CHECK_EQ_INT(d.bytes_total, 0);
-	CHECK_EQ_INT(d.n_quota, 0);
+	CHECK_EQ_INT(d.net->bytes_total, 0);
+	CHECK_EQ_INT(d.net->n_quota, 0);
 	/* Releasing what was never charged changes nothing. */
 	kj__quota_release(&d, OTHER, 5);
-	CHECK_EQ_INT(d.bytes_total, 0);
+	CHECK_EQ_INT(d.net->bytes_total, 0);
+	kj__net_free(&d);
 }
 
 /* Reply buffers (replybuf.c): one copy per tag and length, charged once
@@ -117,7 +121,7 @@ static void test_replybuf_shared_and_charged(void)
 	CHECK_EQ_INT(kj__quota_bytes(&d, OTHER), 40);
 	CHECK_EQ_INT(kj__replybuf_charge(a, getuid(), 0, err, sizeof err), 0); /* another uid pays for its own */
 	CHECK_EQ_INT(kj__quota_bytes(&d, getuid()), 40);
-	CHECK_EQ_INT(d.bytes_total, 80);
+	CHECK_EQ_INT(d.net->bytes_total, 80);
 	/* OTHER's budget is 60: 40 + 30 is refused; forced, bytes go through */
 	CHECK_EQ_INT(kj__replybuf_charge(other, OTHER, 0, err, sizeof err), KJIT_EBUSY);
 	CHECK(strstr(err, "kjitd is busy") != NULL);
@@ -130,20 +134,21 @@ static void test_replybuf_shared_and_charged(void)
 	kj__replybuf_discharge(b, OTHER);
 	CHECK_EQ_INT(kj__quota_bytes(&d, OTHER), 0);
 	kj__replybuf_discharge(a, getuid());
-	CHECK_EQ_INT(d.bytes_total, 0);
+	CHECK_EQ_INT(d.net->bytes_total, 0);
 	kj__replybuf_unref(a);
-	CHECK(d.replybufs != NULL);
+	CHECK(d.net->replybufs != NULL);
 	kj__replybuf_unref(b);
 	kj__replybuf_unref(other);
-	CHECK(d.replybufs == NULL);
+	CHECK(d.net->replybufs == NULL);
 	/* untagged: private, never shared */
 	a = kj__replybuf_get(&d, NULL, obj, sizeof obj);
 	b = kj__replybuf_get(&d, NULL, obj, sizeof obj);
-	CHECK(a && b && a != b && d.replybufs == NULL);
+	CHECK(a && b && a != b && d.net->replybufs == NULL);
 	kj__replybuf_unref(a);
 	kj__replybuf_unref(b);
 	kj__replybuf_unref(NULL);
-	CHECK_EQ_INT(d.n_quota, 0);
+	CHECK_EQ_INT(d.net->n_quota, 0);
+	kj__net_free(&d);
 }
 
 /* Issue 35: after kj__quota_init, a 1 MiB block comes from the heap and
@@ -158,6 +163,7 @@ static void test_malloc_thresholds(void)
 	setup(&d);
 #if KJ_UNDER_ASAN
 	printf("# skipped: AddressSanitizer's allocator is not glibc's malloc\n");
+	kj__net_free(&d);
 	return;
 #endif
 	size_t mapped = mallinfo2().hblkhd;
@@ -176,6 +182,7 @@ static void test_malloc_thresholds(void)
 	CHECK(mallinfo2().hblkhd >= mapped + KJ_MMAP_THRESHOLD); /* mmap'd */
 	free(big);
 	CHECK_EQ_INT(mallinfo2().hblkhd, mapped);
+	kj__net_free(&d);
 }
 
 TEST_LIST(TEST(malloc_thresholds) TEST(replybuf_shared_and_charged) TEST(conn_cap_per_uid) TEST(conn_total_keeps_reserve) TEST(bytes_per_uid_and_total))

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "admin-int.h" /* and daemon.h */
 #include "compiler.h"
-#include "daemon.h"
 #include "kj_limits.h"
 #include "kj_types.h"
 #include "remote.h"
@@ -53,11 +53,11 @@ struct answer {
 void kj__stats_flush(struct kj__daemon *d)
 {
 	for (int i = 0; i < KJ_STAT_COUNT; i++) {
-		uint64_t delta = d->stats[i] - d->stats_flushed[i];
+		uint64_t delta = d->stats[i] - d->admin->stats_flushed[i];
 		if (delta == 0)
 			continue;
 		if (kj__cache_counter_add(d->cache, kj__stat_names[i], (int64_t)delta) == 0)
-			d->stats_flushed[i] = d->stats[i];
+			d->admin->stats_flushed[i] = d->stats[i];
 	}
 	kj__cache_flush(d->cache);
 	kj__offloop_checkpoint(d); /* the WAL's copy back, fsync included, on a thread */
@@ -77,7 +77,7 @@ static int64_t stat_value(struct kj__daemon *d, int i)
 	int64_t v = 0;
 
 	kj__cache_counter_get(d->cache, kj__stat_names[i], &v);
-	return v + (int64_t)(d->stats[i] - d->stats_flushed[i]);
+	return v + (int64_t)(d->stats[i] - d->admin->stats_flushed[i]);
 }
 
 /* The fleet tier's counters since start (docs/remote.md), by name. */
@@ -397,8 +397,8 @@ static int do_targets(struct kj__daemon *d, struct answer *a)
 		}
 		r |= kj__buf_printf(&a->json, "%s{\"backend\":\"%s\",\"devices\":[", b > 1 ? "," : "", name);
 		int first = 1;
-		for (size_t i = 0; i < d->n_gpus; i++) {
-			const struct kj__gpu *g = &d->gpus[i];
+		for (size_t i = 0, n = kj__daemon_n_gpus(d); i < n; i++) {
+			const struct kj__gpu *g = kj__daemon_gpu(d, i);
 			if (g->backend != b)
 				continue;
 			if (target == NULL) {
@@ -422,13 +422,13 @@ static int do_targets(struct kj__daemon *d, struct answer *a)
 		r |= kj__buf_printf(&a->json, ",\"from\":");
 		r |= from ? kj__json_str(&a->json, from) : kj__buf_printf(&a->json, "null");
 		r |= kj__buf_printf(&a->json, ",\"note\":");
-		r |= kj__json_str(&a->json, d->detect_note[b]);
+		r |= kj__json_str(&a->json, kj__daemon_detect_note(d, b, ""));
 		r |= kj__buf_printf(&a->json, "}");
 		if (target)
 			r |= kj__buf_printf(&a->text, "%-7s daemon  target %s (%s)\n", name, target, from);
 		else
 			r |= kj__buf_printf(&a->text, "%-7s daemon  no target: %s\n", name,
-					    d->detect_note[b][0] ? d->detect_note[b] : "none detected");
+					    kj__daemon_detect_note(d, b, "none detected"));
 	}
 	r |= kj__buf_printf(&a->json, "],");
 	r |= worker_walls(d, a);
@@ -571,7 +571,7 @@ static int cmd_stats(struct admin_call *x)
 {
 	/* Looking is not using: the count server.c made of this request is
 	 * taken back, so `watch kjit stats` leaves "requests" alone. */
-	if (x->d->stats[KJ_STAT_REQUESTS] > x->d->stats_flushed[KJ_STAT_REQUESTS])
+	if (x->d->stats[KJ_STAT_REQUESTS] > x->d->admin->stats_flushed[KJ_STAT_REQUESTS])
 		x->d->stats[KJ_STAT_REQUESTS]--;
 	else /* already written to the index (a flush came between) */
 		kj__cache_counter_add(x->d->cache, kj__stat_names[KJ_STAT_REQUESTS], -1);

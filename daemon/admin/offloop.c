@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admin-int.h"
 #include "daemon.h"
 #include "kj_types.h"
 #include "util.h"
@@ -154,6 +155,19 @@ int kj__offloop_busy(const struct kj__daemon *d)
 
 /* ---- the index's checkpoint ---- */
 
+int kj__admin_init(struct kj__daemon *d)
+{
+	if ((d->admin = calloc(1, sizeof *d->admin)) == NULL)
+		return KJIT_ENOMEM;
+	return 0;
+}
+
+void kj__admin_free(struct kj__daemon *d)
+{
+	free(d->admin);
+	d->admin = NULL;
+}
+
 static void ckpt_run(struct kj__offwork *w)
 {
 	kj__cache_checkpoint(w->d->cache); /* logged if it fails; tried again at the next flush */
@@ -173,8 +187,8 @@ void kj__offloop_checkpoint(struct kj__daemon *d)
 	if (d->stopping || kj__offwork_count(d, KJ_OFFQ_CHECKPOINT, (uid_t)-1) > 0 ||
 	    kj__cache_wal_pages(d->cache) < KJ_WAL_CHECKPOINT_PAGES || !kj__cache_job_threaded())
 		return;
-	d->ckpt_work = (struct kj__offwork){ .ops = &ckpt_ops };
-	kj__offwork_submit(d, KJ_OFFQ_CHECKPOINT, &d->ckpt_work, KJ_OFFWORK_POOL);
+	d->admin->ckpt_work = (struct kj__offwork){ .ops = &ckpt_ops };
+	kj__offwork_submit(d, KJ_OFFQ_CHECKPOINT, &d->admin->ckpt_work, KJ_OFFWORK_POOL);
 }
 
 /* ---- gc, verify and clear: cache/job.c's steps ---- */

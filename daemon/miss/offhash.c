@@ -55,9 +55,9 @@ static int default_target(struct kj__daemon *d, int backend, const char **out, c
 		*from = "kjitd configuration";
 		return 0;
 	}
-	for (size_t i = 0; i < d->n_gpus; i++) {
-		if (d->gpus[i].backend == backend) {
-			*out = d->gpus[i].target;
+	for (size_t i = 0, n = kj__daemon_n_gpus(d); i < n; i++) {
+		if (kj__daemon_gpu(d, i)->backend == backend) {
+			*out = kj__daemon_gpu(d, i)->target;
 			*from = "detected";
 			return 0;
 		}
@@ -79,7 +79,7 @@ static int resolve_target(struct kj__offhash *h)
 		const char *var = kj__target_env_name(backend);
 		snprintf(h->err, sizeof h->err,
 			 "no %s target: none requested, configured or detected (%s); set %s, e.g. %s=%s",
-			 kjit_backend_name(backend), d->detect_note[backend][0] ? d->detect_note[backend] : "no device found",
+			 kjit_backend_name(backend), kj__daemon_detect_note(d, backend, "no device found"),
 			 var, var, example[backend]);
 		return KJIT_ENOTARGET;
 	}
@@ -264,7 +264,7 @@ int kj__offhash_start(struct kj__offhash *h)
 	    (h->want = kj__entries_join(q->entries, q->n_entries)) == NULL)
 		return KJIT_ENOMEM;
 	h->want_legacy = h->want != NULL && kj__cache_may_hold_legacy(d->cache);
-	h->has_fp = h->raw != NULL && d->hits != NULL;
+	h->has_fp = h->raw != NULL && kj__hits_on(d);
 	h->hits_gen = kj__hits_gen(d); /* before the thread reads any file */
 	h->work = (struct kj__offwork){ .ops = &resolve_ops, .uid = h->uid };
 	h->here = small(h);

@@ -490,7 +490,7 @@ static int worker_spawn(struct kj__pool *p)
 	stdio[0].flags = UV_IGNORE;
 	stdio[1].flags = UV_IGNORE;
 	stdio[2].flags = UV_INHERIT_FD; /* compilers' own complaints reach the daemon log */
-	stdio[2].data.fd = d->log ? fileno(d->log) : 2;
+	stdio[2].data.fd = kj__log_fd(d);
 	stdio[3].flags = UV_CREATE_PIPE | UV_READABLE_PIPE | UV_WRITABLE_PIPE;
 	stdio[3].data.stream = (uv_stream_t *)&w->pipe;
 	o.file = d->cfg.self_exe;

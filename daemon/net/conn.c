@@ -39,6 +39,7 @@
 
 #include "conn-int.h"
 #include "daemon.h"
+#include "net-int.h"
 #include "hittab.h"
 #include "kj_types.h"
 #include "util.h"
@@ -117,7 +118,7 @@ void kj__conn_close(struct kj__conn *c)
 	if (c->prev)
 		c->prev->next = c->next;
 	else
-		c->d->conns = c->next;
+		c->d->net->conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
 	uv_close((uv_handle_t *)&c->h, on_handle_closed);
@@ -200,7 +201,7 @@ struct kj__hitctr *kj__conn_hitctr(const struct kj__conn *c)
 
 void kj__conn_harvest_all(struct kj__daemon *d)
 {
-	for (struct kj__conn *c = d->conns; c; c = c->next)
+	for (struct kj__conn *c = d->net->conns; c; c = c->next)
 		kj__hits_harvest(d, c->uid, c->ctr);
 }
 
@@ -363,10 +364,10 @@ int kj__conn_accept(struct kj__daemon *d, uv_stream_t *server, kj__conn_dispatch
 	c->h.data = c;
 	uv_timer_init(d->loop, &c->idle);
 	c->idle.data = c;
-	c->next = d->conns;
-	if (d->conns)
-		d->conns->prev = c;
-	d->conns = c;
+	c->next = d->net->conns;
+	if (d->net->conns)
+		d->net->conns->prev = c;
+	d->net->conns = c;
 	if (uv_accept(server, (uv_stream_t *)&c->h) < 0) {
 		kj__conn_close(c);
 		return KJIT_EIO;
@@ -438,6 +439,6 @@ int kj__conn_in_group(const struct kj__conn *c, gid_t gid)
 
 void kj__conn_close_all(struct kj__daemon *d)
 {
-	while (d->conns)
-		kj__conn_close(d->conns);
+	while (d->net->conns)
+		kj__conn_close(d->net->conns);
 }

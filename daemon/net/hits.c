@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "net-int.h"
 #include "hittab.h"
 #include "kj_types.h"
 #include "sha.h"
@@ -111,7 +112,7 @@ static int watch_tree(int fd, const char *dir, int depth)
 /* Watches one object directory of the cache (not its tmp/). */
 static int watch_cache_dir(struct kj__daemon *d, const char *name)
 {
-	struct kj__hits *h = d->hits;
+	struct kj__hits *h = d->net->hits;
 	int wd, r = 0;
 
 	if (name[0] == '.' || strcmp(name, "tmp") == 0 || h->n_cache_wd >= CACHE_WATCHES_MAX)
@@ -131,7 +132,7 @@ static int watch_cache_dir(struct kj__daemon *d, const char *name)
 /* Watches the cache directory for new object directories, and each one. */
 static int watch_cache(struct kj__daemon *d)
 {
-	struct kj__hits *h = d->hits;
+	struct kj__hits *h = d->net->hits;
 	DIR *dp;
 	struct dirent *de;
 	int r = 0;
@@ -175,7 +176,7 @@ static void object_changed(struct kj__daemon *d, const char *name)
  * invalidates the table, a changed object file drops its entries. */
 static void drain_events(struct kj__daemon *d)
 {
-	struct kj__hits *h = d->hits;
+	struct kj__hits *h = d->net->hits;
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
 	int any = 0, overflow = 0;
 
@@ -308,7 +309,7 @@ void kj__hits_start(struct kj__daemon *d)
 	}
 	h->poll.data = d;
 	h->poll_open = 1;
-	d->hits = h;
+	d->net->hits = h;
 	if (watch_cache(d) < 0)
 		kj__log(d, "cannot watch the cache's object directories (%s): a file damaged on disk is noticed "
 			   "at its next socket hit only", strerror(errno));
@@ -338,7 +339,7 @@ static void on_poll_closed(uv_handle_t *ph)
 
 void kj__hits_stop(struct kj__daemon *d)
 {
-	struct kj__hits *h = d->hits;
+	struct kj__hits *h = d->net->hits;
 
 	if (h == NULL || !h->poll_open || uv_is_closing((uv_handle_t *)&h->poll))
 		return;
@@ -377,12 +378,17 @@ static int unhex(const char *s, uint8_t out[KJ_SHA256_LEN])
 
 static int usable(const struct kj__daemon *d)
 {
-	return d->hits && d->hits->poll_open && !uv_is_closing((const uv_handle_t *)&d->hits->poll);
+	return d->net->hits && d->net->hits->poll_open && !uv_is_closing((const uv_handle_t *)&d->net->hits->poll);
+}
+
+int kj__hits_on(const struct kj__daemon *d)
+{
+	return d->net->hits != NULL;
 }
 
 uint64_t kj__hits_gen(const struct kj__daemon *d)
 {
-	return d->hits ? d->hits->epoch : 0;
+	return d->net->hits ? d->net->hits->epoch : 0;
 }
 
 void kj__hits_put_fp(struct kj__daemon *d, uid_t uid, const uint8_t fp[32], uint64_t gen, const char *key,
@@ -391,7 +397,7 @@ void kj__hits_put_fp(struct kj__daemon *d, uid_t uid, const uint8_t fp[32], uint
 	uint8_t bkey[KJ_SHA256_LEN];
 	struct kj__hittab *t;
 
-	if (!usable(d) || kj__hits_gen(d) != gen || (t = table_of(d->hits, uid, 0, NULL)) == NULL ||
+	if (!usable(d) || kj__hits_gen(d) != gen || (t = table_of(d->net->hits, uid, 0, NULL)) == NULL ||
 	    unhex(key, bkey) < 0)
 		return;
 	/* KJIT_ETOOBIG (a large object) and KJIT_EINVAL: the socket serves it. */
@@ -403,7 +409,7 @@ void kj__hits_put(struct kj__daemon *d, uid_t uid, const uint8_t *body, size_t l
 {
 	uint8_t fp[KJ_SHA256_LEN];
 
-	if (body == NULL || !usable(d) || table_of(d->hits, uid, 0, NULL) == NULL || kj__sha256(body, len, fp) < 0)
+	if (body == NULL || !usable(d) || table_of(d->net->hits, uid, 0, NULL) == NULL || kj__sha256(body, len, fp) < 0)
 		return;
 	kj__hits_put_fp(d, uid, fp, kj__hits_gen(d), key, target, version, data, size);
 }
@@ -412,15 +418,15 @@ void kj__hits_remove_key(struct kj__daemon *d, const char *key)
 {
 	uint8_t bkey[KJ_SHA256_LEN];
 
-	if (d->hits == NULL || unhex(key, bkey) < 0)
+	if (d->net->hits == NULL || unhex(key, bkey) < 0)
 		return;
-	for (size_t i = 0; i < d->hits->n_tabs; i++)
-		kj__hittab_remove_key(d->hits->tabs[i].tab, bkey);
+	for (size_t i = 0; i < d->net->hits->n_tabs; i++)
+		kj__hittab_remove_key(d->net->hits->tabs[i].tab, bkey);
 }
 
 void kj__hits_invalidate(struct kj__daemon *d, const char *why)
 {
-	struct kj__hits *h = d->hits;
+	struct kj__hits *h = d->net->hits;
 
 	if (h == NULL)
 		return;
@@ -435,8 +441,8 @@ void kj__hits_invalidate(struct kj__daemon *d, const char *why)
  * socket.  Said once in the log. */
 static void no_table(struct kj__daemon *d, struct kj__conn *c, uint32_t id, int r)
 {
-	if (!d->hits->full_logged) {
-		d->hits->full_logged = 1;
+	if (!d->net->hits->full_logged) {
+		d->net->hits->full_logged = 1;
 		if (r == KJIT_EBUSY)
 			kj__log(d, "every per-uid hit table is taken (%u uids); the hits of uid %u and any later one go "
 				   "through the socket", (unsigned)KJ_HITTAB_UIDS_MAX, (unsigned)kj__conn_uid(c));
@@ -466,7 +472,7 @@ void kj__hits_attach(struct kj__daemon *d, struct kj__conn *c, uint32_t id)
 	/* A change made before this client connected is seen before it looks
 	 * anything up, whatever order the loop noticed the two in. */
 	drain_events(d);
-	if ((t = table_of(d->hits, kj__conn_uid(c), 1, &r)) == NULL) {
+	if ((t = table_of(d->net->hits, kj__conn_uid(c), 1, &r)) == NULL) {
 		no_table(d, c, id, r);
 		return;
 	}
@@ -521,7 +527,7 @@ static void harvest_slot(void *arg, uint32_t slot, uint32_t n)
 
 void kj__hits_harvest(struct kj__daemon *d, uid_t uid, struct kj__hitctr *ctr)
 {
-	struct harvest_arg a = { d, d->hits ? table_of(d->hits, uid, 0, NULL) : NULL };
+	struct harvest_arg a = { d, d->net->hits ? table_of(d->net->hits, uid, 0, NULL) : NULL };
 	uint64_t hits = 0, bytes = 0;
 
 	if (ctr == NULL)

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "net-int.h"
 #include "kj_types.h"
 #include "util.h"
 
@@ -36,31 +37,31 @@ struct kj__quota_uid {
 /* The entry of uid, created if create; NULL if absent (or out of memory). */
 static struct kj__quota_uid *find(struct kj__daemon *d, uid_t uid, int create)
 {
-	for (size_t i = 0; i < d->n_quota; i++)
-		if (d->quota[i].uid == uid)
-			return &d->quota[i];
+	for (size_t i = 0; i < d->net->n_quota; i++)
+		if (d->net->quota[i].uid == uid)
+			return &d->net->quota[i];
 	if (!create)
 		return NULL;
-	if (d->n_quota == d->cap_quota) {
-		size_t cap = d->cap_quota ? d->cap_quota * 2 : 8;
-		struct kj__quota_uid *q = realloc(d->quota, cap * sizeof *q);
+	if (d->net->n_quota == d->net->cap_quota) {
+		size_t cap = d->net->cap_quota ? d->net->cap_quota * 2 : 8;
+		struct kj__quota_uid *q = realloc(d->net->quota, cap * sizeof *q);
 		if (q == NULL)
 			return NULL;
-		d->quota = q;
-		d->cap_quota = cap;
+		d->net->quota = q;
+		d->net->cap_quota = cap;
 	}
-	d->quota[d->n_quota] = (struct kj__quota_uid){ .uid = uid };
-	return &d->quota[d->n_quota++];
+	d->net->quota[d->net->n_quota] = (struct kj__quota_uid){ .uid = uid };
+	return &d->net->quota[d->net->n_quota++];
 }
 
 static void maybe_drop(struct kj__daemon *d, struct kj__quota_uid *q)
 {
 	if (q->conns == 0 && q->bytes == 0) {
-		*q = d->quota[--d->n_quota];
-		if (d->n_quota == 0) {
-			free(d->quota);
-			d->quota = NULL;
-			d->cap_quota = 0;
+		*q = d->net->quota[--d->net->n_quota];
+		if (d->net->n_quota == 0) {
+			free(d->net->quota);
+			d->net->quota = NULL;
+			d->net->cap_quota = 0;
 		}
 	}
 }
@@ -94,7 +95,7 @@ void kj__quota_init(struct kj__daemon *d)
 	}
 	/* Each worker holds a socketpair end; each may be mid-restart (two). */
 	uint64_t reserve = KJ_FD_RESERVE + 2ull * workers;
-	d->conn_max_total = budget > reserve + 2 * KJ_CONN_PRIV_RESERVE ? (unsigned)(budget - reserve)
+	d->net->conn_max_total = budget > reserve + 2 * KJ_CONN_PRIV_RESERVE ? (unsigned)(budget - reserve)
 									 : 2 * KJ_CONN_PRIV_RESERVE;
 	/* Blocks of 4 MiB and more from mmap, returned to the system when
 	 * freed: a flood of the largest requests must not leave the heap at
@@ -112,16 +113,16 @@ void kj__quota_init(struct kj__daemon *d)
 int kj__quota_conn_add(struct kj__daemon *d, uid_t uid, char *err, size_t errlen)
 {
 	int priv = kj__quota_privileged(d, uid);
-	unsigned cap = priv ? d->conn_max_total : d->conn_max_total - KJ_CONN_PRIV_RESERVE;
+	unsigned cap = priv ? d->net->conn_max_total : d->net->conn_max_total - KJ_CONN_PRIV_RESERVE;
 	struct kj__quota_uid *q = find(d, uid, 1);
 
 	if (q == NULL) {
 		snprintf(err, errlen, "kjitd is out of memory; retry later");
 		return KJIT_ENOMEM;
 	}
-	if (d->n_conns >= cap) {
+	if (d->net->n_conns >= cap) {
 		snprintf(err, errlen, "kjitd is busy: %u connections open, its limit%s; retry later",
-			 d->n_conns, priv ? "" : " for users other than its owner and root");
+			 d->net->n_conns, priv ? "" : " for users other than its owner and root");
 		maybe_drop(d, q);
 		return KJIT_EBUSY;
 	}
@@ -131,7 +132,7 @@ int kj__quota_conn_add(struct kj__daemon *d, uid_t uid, char *err, size_t errlen
 		return KJIT_EBUSY;
 	}
 	q->conns++;
-	d->n_conns++;
+	d->net->n_conns++;
 	return 0;
 }
 
@@ -142,7 +143,7 @@ void kj__quota_conn_del(struct kj__daemon *d, uid_t uid)
 	if (q == NULL || q->conns == 0)
 		return;
 	q->conns--;
-	d->n_conns--;
+	d->net->n_conns--;
 	maybe_drop(d, q);
 }
 
@@ -154,9 +155,9 @@ int kj__quota_charge(struct kj__daemon *d, uid_t uid, uint64_t n, char *err, siz
 		snprintf(err, errlen, "kjitd is out of memory; retry later");
 		return KJIT_ENOMEM;
 	}
-	if (d->bytes_total + n > d->cfg.buf_max_total) {
+	if (d->net->bytes_total + n > d->cfg.buf_max_total) {
 		snprintf(err, errlen, "kjitd is busy: %llu MiB of requests in flight and replies unread, its limit is %llu MiB; retry shortly",
-			 (unsigned long long)(d->bytes_total >> 20), (unsigned long long)(d->cfg.buf_max_total >> 20));
+			 (unsigned long long)(d->net->bytes_total >> 20), (unsigned long long)(d->cfg.buf_max_total >> 20));
 		maybe_drop(d, q);
 		return KJIT_EBUSY;
 	}
@@ -168,9 +169,9 @@ int kj__quota_charge(struct kj__daemon *d, uid_t uid, uint64_t n, char *err, siz
 		return KJIT_EBUSY;
 	}
 	q->bytes += n;
-	d->bytes_total += n;
-	if (d->bytes_total > d->bytes_peak)
-		d->bytes_peak = d->bytes_total;
+	d->net->bytes_total += n;
+	if (d->net->bytes_total > d->net->bytes_peak)
+		d->net->bytes_peak = d->net->bytes_total;
 	return 0;
 }
 
@@ -190,16 +191,16 @@ void kj__quota_charge_over(struct kj__daemon *d, uid_t uid, uint64_t n)
 	if (q == NULL)
 		return; /* out of memory for the entry: the bytes go uncounted */
 	q->bytes += n;
-	d->bytes_total += n;
-	if (d->bytes_total > d->bytes_peak)
-		d->bytes_peak = d->bytes_total;
+	d->net->bytes_total += n;
+	if (d->net->bytes_total > d->net->bytes_peak)
+		d->net->bytes_peak = d->net->bytes_total;
 }
 
 uint64_t kj__quota_bytes(const struct kj__daemon *d, uid_t uid)
 {
-	for (size_t i = 0; i < d->n_quota; i++)
-		if (d->quota[i].uid == uid)
-			return d->quota[i].bytes;
+	for (size_t i = 0; i < d->net->n_quota; i++)
+		if (d->net->quota[i].uid == uid)
+			return d->net->quota[i].bytes;
 	return 0;
 }
 
@@ -212,7 +213,7 @@ void kj__quota_release(struct kj__daemon *d, uid_t uid, uint64_t n)
 	if (n > q->bytes)
 		n = q->bytes;
 	q->bytes -= n;
-	d->bytes_total -= n;
+	d->net->bytes_total -= n;
 	maybe_drop(d, q);
 }
 
@@ -220,8 +221,8 @@ void kj__quota_tick(struct kj__daemon *d)
 {
 	/* Once a load has passed, give the heap's free pages back: what a
 	 * flood left below the top of the heap is not returned otherwise. */
-	if (d->bytes_peak >= KJ_TRIM_AFTER_BYTES && d->bytes_total < KJ_TRIM_AFTER_BYTES / 4) {
+	if (d->net->bytes_peak >= KJ_TRIM_AFTER_BYTES && d->net->bytes_total < KJ_TRIM_AFTER_BYTES / 4) {
 		malloc_trim(0);
-		d->bytes_peak = d->bytes_total;
+		d->net->bytes_peak = d->net->bytes_total;
 	}
 }

@@ -10,7 +10,7 @@
  * carry the same bytes.
  *
  * Invariants:
- *  - A buffer is in d->replybufs exactly while its reference count is
+ *  - A buffer is in d->net->replybufs exactly while its reference count is
  *    above 0; the last kj__replybuf_unref frees it.
  *  - Its bytes are charged (quota.c) once to each uid that has a reply
  *    queued on it, not once per reply: charge/discharge pairs count the
@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "daemon.h"
+#include "net-int.h"
 #include "kj_types.h"
 
 struct uid_refs {
@@ -43,7 +44,7 @@ struct kj__replybuf {
 
 static struct kj__replybuf *find(struct kj__daemon *d, const char *tag, size_t len)
 {
-	for (struct kj__replybuf *b = d->replybufs; b; b = b->next)
+	for (struct kj__replybuf *b = d->net->replybufs; b; b = b->next)
 		if (b->len == len && strcmp(b->tag, tag) == 0)
 			return b;
 	return NULL;
@@ -66,10 +67,10 @@ struct kj__replybuf *kj__replybuf_get(struct kj__daemon *d, const char *tag, con
 	memcpy(b->data, data, len);
 	if (tag && strlen(tag) < sizeof b->tag) {
 		strcpy(b->tag, tag);
-		b->next = d->replybufs;
-		if (d->replybufs)
-			d->replybufs->prev = b;
-		d->replybufs = b;
+		b->next = d->net->replybufs;
+		if (d->net->replybufs)
+			d->net->replybufs->prev = b;
+		d->net->replybufs = b;
 	} else {
 		b->prev = b; /* untagged: never found, never listed */
 	}
@@ -84,7 +85,7 @@ void kj__replybuf_unref(struct kj__replybuf *b)
 		if (b->prev)
 			b->prev->next = b->next;
 		else
-			b->d->replybufs = b->next;
+			b->d->net->replybufs = b->next;
 		if (b->next)
 			b->next->prev = b->prev;
 	}

@@ -28,8 +28,27 @@
 #include <systemd/sd-daemon.h>
 
 #include "daemon.h"
+#include "net-int.h"
 #include "kj_types.h"
 #include "util.h"
+
+int kj__net_init(struct kj__daemon *d)
+{
+	if ((d->net = calloc(1, sizeof *d->net)) == NULL)
+		return KJIT_ENOMEM;
+	return 0;
+}
+
+void kj__net_free(struct kj__daemon *d)
+{
+	if (d->net == NULL)
+		return;
+	kj__uploads_free(d);
+	kj__hits_free(d->net->hits);
+	free(d->net->quota);
+	free(d->net);
+	d->net = NULL;
+}
 
 static void on_stop_timer(uv_handle_t *h)
 {
@@ -129,13 +148,13 @@ static void log_refusal(struct kj__daemon *d, const struct kj__conn *c, const ch
 	static const uint64_t every_us = 1000000;
 	uint64_t now = kj__now_us();
 
-	d->refused_conns++;
-	if (now - d->refused_log_us < every_us)
+	d->net->refused_conns++;
+	if (now - d->net->refused_log_us < every_us)
 		return;
 	kj__log(d, "refused uid %u pid %d: %s (%llu refused since the last such line)", (unsigned)kj__conn_uid(c),
-		(int)kj__conn_pid(c), why, (unsigned long long)d->refused_conns);
-	d->refused_conns = 0;
-	d->refused_log_us = now;
+		(int)kj__conn_pid(c), why, (unsigned long long)d->net->refused_conns);
+	d->net->refused_conns = 0;
+	d->net->refused_log_us = now;
 }
 
 static void on_connection(uv_stream_t *server, int status)
@@ -185,9 +204,9 @@ static int take_systemd_socket(struct kj__daemon *d)
 	unsetenv("LISTEN_PID");
 	unsetenv("LISTEN_FDS");
 	unsetenv("LISTEN_FDNAMES");
-	if (fcntl(3, F_SETFD, FD_CLOEXEC) < 0 || uv_pipe_open(&d->listener, 3) < 0)
+	if (fcntl(3, F_SETFD, FD_CLOEXEC) < 0 || uv_pipe_open(&d->net->listener, 3) < 0)
 		return -1;
-	d->listener_from_systemd = 1;
+	d->net->listener_from_systemd = 1;
 	kj__log(d, "listening on the socket passed by systemd");
 	return 1;
 }
@@ -386,11 +405,11 @@ int kj__server_recorded(struct kj__daemon *d, char *why, size_t whylen)
 
 int kj__server_start(struct kj__daemon *d)
 {
-	int r = uv_pipe_init(d->loop, &d->listener, 0);
+	int r = uv_pipe_init(d->loop, &d->net->listener, 0);
 
 	if (r < 0)
 		return KJIT_EINTERNAL;
-	d->listener.data = d;
+	d->net->listener.data = d;
 	r = take_systemd_socket(d);
 	if (r < 0) {
 		kj__log(d, "cannot use the socket passed by systemd: %s", strerror(errno));
@@ -411,7 +430,7 @@ int kj__server_start(struct kj__daemon *d)
 			return KJIT_EIO;
 		}
 		mode_t old = umask(d->cfg.system_mode ? 0007 : 0077);
-		r = uv_pipe_bind(&d->listener, d->cfg.socket_path);
+		r = uv_pipe_bind(&d->net->listener, d->cfg.socket_path);
 		umask(old);
 		if (r < 0) {
 			kj__log(d, "cannot bind %s: %s", d->cfg.socket_path, uv_strerror(r));
@@ -421,16 +440,16 @@ int kj__server_start(struct kj__daemon *d)
 			return r;
 		struct stat st;
 		if (stat(d->cfg.socket_path, &st) == 0) {
-			d->sock_dev = st.st_dev;
-			d->sock_ino = st.st_ino;
+			d->net->sock_dev = st.st_dev;
+			d->net->sock_ino = st.st_ino;
 		}
 	}
-	r = uv_listen((uv_stream_t *)&d->listener, 128, on_connection);
+	r = uv_listen((uv_stream_t *)&d->net->listener, 128, on_connection);
 	if (r < 0) {
 		kj__log(d, "cannot listen on %s: %s", d->cfg.socket_path, uv_strerror(r));
 		return KJIT_EIO;
 	}
-	if (!d->listener_from_systemd)
+	if (!d->net->listener_from_systemd)
 		record_socket(d);
 	return 0;
 }
@@ -448,31 +467,23 @@ void kj__server_stop(struct kj__daemon *d)
 	d->stopping = 1;
 	kj__log(d, "shutting down");
 	sd_notify(0, "STOPPING=1");
-	if (!uv_is_closing((uv_handle_t *)&d->listener)) {
-		uv_close((uv_handle_t *)&d->listener, NULL);
+	if (!uv_is_closing((uv_handle_t *)&d->net->listener)) {
+		uv_close((uv_handle_t *)&d->net->listener, NULL);
 		/* systemd owns a socket it passed us and keeps listening on it;
 		 * a path that now names another socket is another daemon's. */
 		struct stat st;
-		if (!d->listener_from_systemd && !d->sock_lost && stat(d->cfg.socket_path, &st) == 0 &&
-		    st.st_dev == d->sock_dev && st.st_ino == d->sock_ino)
+		if (!d->net->listener_from_systemd && !d->net->sock_lost && stat(d->cfg.socket_path, &st) == 0 &&
+		    st.st_dev == d->net->sock_dev && st.st_ino == d->net->sock_ino)
 			unlink(d->cfg.socket_path);
-		if (!d->listener_from_systemd && d->sock_ino != 0)
+		if (!d->net->listener_from_systemd && d->net->sock_ino != 0)
 			unrecord_socket(d);
 	}
 	kj__offwork_stop(d); /* work queued off the loop ends now; work on a thread finishes (the loop waits) */
 	kj__fleet_stop(d); /* before the pools: compiles failing now must not touch the remote */
-	for (size_t i = 0; i < KJ_ARRAY_SIZE(d->pools); i++) {
-		if (d->pools[i])
-			kj__pool_shutdown(d->pools[i]);
-		if (d->alt_pools[i])
-			kj__pool_shutdown(d->alt_pools[i]);
-	}
+	kj__miss_stop(d);
 	kj__hits_stop(d);
 	kj__conn_close_all(d);
-	uv_timer_stop(&d->flush_timer);
-	uv_close((uv_handle_t *)&d->flush_timer, NULL);
-	uv_close((uv_handle_t *)&d->sigterm, NULL);
-	uv_close((uv_handle_t *)&d->sigint, NULL);
+	kj__top_stop(d);
 	uv_walk(d->loop, on_walk_close, NULL);
 }
 
@@ -481,33 +492,18 @@ static const char *socket_gone(struct kj__daemon *d)
 {
 	struct stat st;
 
-	if (d->listener_from_systemd || d->sock_ino == 0)
+	if (d->net->listener_from_systemd || d->net->sock_ino == 0)
 		return NULL;
 	if (stat(d->cfg.socket_path, &st) < 0)
 		return errno == ENOENT ? "was removed" : "cannot be checked";
-	if (st.st_dev != d->sock_dev || st.st_ino != d->sock_ino)
+	if (st.st_dev != d->net->sock_dev || st.st_ino != d->net->sock_ino)
 		return "was replaced by another file";
 	return NULL;
 }
 
 static int has_work(struct kj__daemon *d)
 {
-	struct kj__pool_stats ps;
-
-	if (d->conns != NULL || kj__flights_count(d->flights) > 0)
-		return 1;
-	for (size_t i = 0; i < KJ_ARRAY_SIZE(d->pools); i++) {
-		struct kj__pool *both[2] = { d->pools[i], d->alt_pools[i] };
-
-		for (size_t j = 0; j < KJ_ARRAY_SIZE(both); j++) {
-			if (both[j] == NULL)
-				continue;
-			kj__pool_stats(both[j], &ps);
-			if (ps.busy > 0)
-				return 1;
-		}
-	}
-	return 0;
+	return d->net->conns != NULL || kj__miss_busy(d);
 }
 
 struct pid_probe {
@@ -563,7 +559,7 @@ void kj__server_tick(struct kj__daemon *d)
 		/* Nobody can reach us any more, and the next client starts a new
 		 * daemon, which waits for our cache lock: leave at once. */
 		kj__log(d, "the socket %s %s: no client can reach this kjitd; exiting", d->cfg.socket_path, why);
-		d->sock_lost = 1;
+		d->net->sock_lost = 1;
 		kj__server_stop(d);
 		return;
 	}

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "net-int.h"
 #include "kj_types.h"
 #include "proto.h"
 #include "util.h"
@@ -34,9 +35,9 @@ struct kj__upload {
 
 static struct kj__upload *find(struct kj__daemon *d, uid_t uid)
 {
-	for (size_t i = 0; i < d->n_uploads; i++)
-		if (d->uploads[i].uid == uid)
-			return &d->uploads[i];
+	for (size_t i = 0; i < d->net->n_uploads; i++)
+		if (d->net->uploads[i].uid == uid)
+			return &d->net->uploads[i];
 	return NULL;
 }
 
@@ -44,7 +45,7 @@ static void drop(struct kj__daemon *d, struct kj__upload *u)
 {
 	if (u->fd >= 0)
 		close(u->fd);
-	*u = d->uploads[--d->n_uploads];
+	*u = d->net->uploads[--d->net->n_uploads];
 }
 
 /* A new upload for uid (an old one dropped); NULL with *err set. */
@@ -55,15 +56,15 @@ static struct kj__upload *start(struct kj__daemon *d, uid_t uid, char *err, size
 
 	if (u)
 		drop(d, u);
-	if ((grown = realloc(d->uploads, (d->n_uploads + 1) * sizeof *grown)) == NULL ||
+	if ((grown = realloc(d->net->uploads, (d->net->n_uploads + 1) * sizeof *grown)) == NULL ||
 	    (tmp = kj__asprintf("%s/tmp", d->cfg.cache_dir)) == NULL) {
 		if (grown)
-			d->uploads = grown;
+			d->net->uploads = grown;
 		*code = KJIT_ENOMEM;
 		snprintf(err, errlen, "kjitd is out of memory; retry later");
 		return NULL;
 	}
-	d->uploads = grown;
+	d->net->uploads = grown;
 	int fd = open(tmp, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		*code = KJIT_EIO;
@@ -72,7 +73,7 @@ static struct kj__upload *start(struct kj__daemon *d, uid_t uid, char *err, size
 		return NULL;
 	}
 	free(tmp);
-	u = &d->uploads[d->n_uploads++];
+	u = &d->net->uploads[d->net->n_uploads++];
 	*u = (struct kj__upload){ uid, fd, 0 };
 	return u;
 }
@@ -144,8 +145,8 @@ int kj__upload_import(struct kj__daemon *d, struct kj__conn *c, uint32_t id, cha
 
 void kj__uploads_free(struct kj__daemon *d)
 {
-	while (d->n_uploads > 0)
-		drop(d, &d->uploads[0]);
-	free(d->uploads);
-	d->uploads = NULL;
+	while (d->net->n_uploads > 0)
+		drop(d, &d->net->uploads[0]);
+	free(d->net->uploads);
+	d->net->uploads = NULL;
 }

@@ -9,8 +9,9 @@
 # here, naming the file.  The fleet tier is an interface (issue 33): no
 # daemon file names Redis, the backends' table and private headers are
 # remote/'s own (remote/backend.h, remote/redis/redis-int.h included only
-# inside remote/ and by the tier's unit test).  Reads the source tree only
-# (no daemon).
+# inside remote/ and by the tier's unit test).  struct kj__daemon's rooms
+# (issue 33): the top, net, admin and work rooms' parts are structs private to
+# their rooms.  Reads the source tree only (no daemon).
 . "$(dirname "$0")/lib.sh"
 
 cd "$TOP" || exit 1
@@ -114,6 +115,40 @@ for pair in net:conn-int miss:miss-int admin:bundle-int; do
 	room=${pair%%:*} h=${pair#*:}
 	bad=$(outside "daemon/$room/*" $(includers "$h\\.h"))
 	check "daemon/$room/$h.h is included inside daemon/$room/ only (also by:${bad:- none})" [ -z "$bad" ]
+done
+# struct kj__daemon's rooms (issue 33, docs/house-plan.md): a room's part
+# of the context is a struct defined in its private header alone (the work
+# room's in daemon/offwork.c, a room of one file; the top room is daemon/'s
+# own files: main.c, log.c, config.c, detect-run.c), daemon.h holds only a
+# pointer to it, the header is included inside the room (and by the room's
+# unit test), and no file outside the room names a field through the
+# pointer (d->net->..., d.admin->...).  A field moved back into daemon.h,
+# a header included elsewhere or a reach across rooms fails here.
+for spec in 'kj__toproom:top:daemon/daemon-int.h:daemon/*.c:-' \
+	'kj__netroom:net:daemon/net/net-int.h:daemon/net/*:tests/test-quota.c' \
+	'kj__adminroom:admin:daemon/admin/admin-int.h:daemon/admin/*:-' \
+	'kj__offwork_set:work:daemon/offwork.c:daemon/offwork.c:tests/test-offwork.c'; do
+	IFS=: read -r s ptr hdr room test <<EOF_SPEC
+$spec
+EOF_SPEC
+	where=$(defined_in "$s")
+	check "struct $s is defined only in $hdr (defined in: ${where:-nowhere})" [ "$where" = "$hdr" ]
+	check "daemon/daemon.h holds struct $s as a pointer (d->$ptr)" \
+		grep -qE "^[[:space:]]*struct $s \*$ptr;" daemon/daemon.h
+	bad=""
+	case "$hdr" in
+	*.h)
+		for f in $(includers "$(basename "$hdr" .h)\.h"); do
+			case "$f" in $room | "$test") ;; *) bad="$bad $f" ;; esac
+		done
+		check "$hdr is included inside $room (and by its test: ${test#-}) only (also by:${bad:- none})" [ -z "$bad" ]
+		;;
+	esac
+	bad=""
+	for f in $(xargs grep -lE "(->|\.)$ptr->[a-z_]" <"$T/src"); do
+		case "$f" in $room | "$test") ;; *) bad="$bad $f" ;; esac
+	done
+	check "no file outside $room names d->$ptr's fields (named in:${bad:- none})" [ -z "$bad" ]
 done
 # One door to libuv's thread pool (issue 33): daemon/offwork.c alone queues
 # work (uv_queue_work) or holds a uv_work_t; offhash.c, publish.c and
