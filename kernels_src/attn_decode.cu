@@ -401,6 +401,7 @@ KJ_DEV void att_keys_bulk(const float *kb, const float *vb, int s, int S, int kv
         att_step<1>(sq, sub, kr, vr, ok, acc, m, l);
     }
     *gt = g0 + nt;
+    __syncthreads(); /* the group merge reuses the stages: every warp done reading them */
 }
 #endif
 
