@@ -350,8 +350,12 @@ KJ_DEV void att_keys_regs(const float *kb, const float *vb, int s, int S, int kv
 #ifndef KJ_ATT_NS
 #define KJ_ATT_NS 2
 #endif
+#ifndef KJ_ATT_DYN /* 1: the stages in dynamic shared memory (KJ_ATT_NS * 2 * SF floats) */
+#define KJ_ATT_DYN 0
+#endif
 #define KJ_ATT_SF (KJ_ATT_NG * KJ_ATT_MAX_D) /* floats of one tensor's tile */
-static_assert(KJ_ATT_NS * 2 * KJ_ATT_SF <= KJ_ATT_MF, "KJ_ATT_NS: the stages exceed the merge space");
+static_assert(KJ_ATT_DYN || KJ_ATT_NS * 2 * KJ_ATT_SF <= KJ_ATT_MF,
+              "KJ_ATT_NS: the stages exceed the merge space (KJ_ATT_DYN)");
 KJ_DEV void att_bulk_tile(const float *kb, const float *vb, float *stage, unsigned bars, int g,
                           int base, int rows, int D)
 {
@@ -547,7 +551,15 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB)
 #if KJ_ATT_BULK
     __shared__ unsigned long long att_bars[2 * KJ_ATT_NS]; /* full, then empty */
     const unsigned bars = (unsigned)__cvta_generic_to_shared(att_bars);
-    const bool bulk = vec && (((unsigned long long)k | (unsigned long long)v) & 15) == 0;
+    bool bulk = vec && (((unsigned long long)k | (unsigned long long)v) & 15) == 0;
+    float *stage = sm_m;
+#if KJ_ATT_DYN
+    extern __shared__ float4 att_dyn[];
+    unsigned dyn_bytes;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn_bytes));
+    bulk = bulk && dyn_bytes >= KJ_ATT_NS * 2 * KJ_ATT_SF * 4; /* else the register path */
+    stage = reinterpret_cast<float *>(att_dyn);
+#endif
     int gt = 0;
     if (threadIdx.x == 0)
         for (int i = 0; i < KJ_ATT_NS; i++) {
@@ -576,7 +588,7 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB)
         }
 #if KJ_ATT_BULK
         if (bulk)
-            att_keys_bulk(kb, vb, s, S, kv_len, D, grp, sub, ng, sq, sm_m, bars, &gt, acc, m, l);
+            att_keys_bulk(kb, vb, s, S, kv_len, D, grp, sub, ng, sq, stage, bars, &gt, acc, m, l);
         else
 #endif
             att_keys_regs(kb, vb, s, S, kv_len, D, vec, grp, sub, ng, sq, acc, m, l);
