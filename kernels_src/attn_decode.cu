@@ -32,6 +32,9 @@
  * registers of 2 blocks an SM) ran 92.4% where this loop ran 96.7% in the same call, and
  * summing a step's 8 dot products with one transposing butterfly (16 shuffles, not 32)
  * 94.1-94.5% against 94.3-94.8% (91-93% with KJ_ATT_LZ: spills); both in commit 04aa246.
+ * Round 8 (H200): KJ_ATT_BULK (tiles of 16 keys by 1-D bulk copies on mbarriers, 2 static
+ * stages) ran 91.5-92.9% against this loop's 94.8-95.4% in the same call, 4 stages in
+ * dynamic shared memory (KJ_ATT_DYN) 73%; kept off, for measuring (bench/gpu-h200.md).
  *
  * Launch: block KJ_BLOCK; grid.x = Hkv, grid.y = S splits (1 <= S); no dynamic shared
  * memory.  A good S fills the device once and no more: Hkv x S within the blocks it runs
