@@ -41,7 +41,7 @@ static int usage(const char *prog)
 {
     fprintf(stderr,
             "usage: %s [--op NAME[,NAME...]] [--bench] [--rows R] [--cols C] [--iters N]\n"
-            "          [--runs N] [--slots N]\n"
+            "          [--runs N] [--slots N] [--smem BYTES]\n"
             "          [--manifest FILE] [PATH]\n"
             "  without PATH: every op of the manifest (or --op), each fetched from kjitd\n"
             "        through libkjit for this device's target, as an application would\n"
@@ -52,7 +52,9 @@ static int usage(const char *prog)
             "  R x C (default 16384 x 8192) next to a device-to-device copy: N rounds (default\n"
             "  5) of `iters` launches each, reported as the median round and the range\n"
             "  --slots N: take N as the blocks the device runs at once (decode attention's\n"
-            "        split rule) instead of asking the driver, to measure other split counts\n",
+            "        split rule) instead of asking the driver, to measure other split counts\n"
+            "  --smem BYTES: dynamic shared memory for every launch instead of the op's own\n"
+            "        (a kernel variant that stages in it, e.g. attn_decode's KJ_ATT_DYN)\n",
             prog);
     return 2;
 }
@@ -84,13 +86,16 @@ int gpurun_parse_args(int argc, char **argv, struct gpurun_opts *o, const char *
             o->runs = atoi(argv[++i]);
         else if (!strcmp(a, "--slots") && v)
             o->slots = atoi(argv[++i]);
+        else if (!strcmp(a, "--smem") && v)
+            o->smem = atoi(argv[++i]);
         else if (a[0] != '-' && !o->path)
             o->path = a;
         else
             return usage(argv[0]);
     }
     if (o->rows < 1 || o->cols < 1 || o->iters < 1 || o->iters > GPURUN_MAX_ITERS ||
-        o->runs < 1 || o->runs > GPURUN_MAX_RUNS || o->slots < 0)
+        o->runs < 1 || o->runs > GPURUN_MAX_RUNS || o->slots < 0 || o->smem < 0 ||
+        o->smem > 227 * 1024)
         return usage(argv[0]);
     return 0;
 }
@@ -437,7 +442,7 @@ static void run_op(struct gpu_api *api, const struct gpurun_opts *o,
         else if (kcase_variant(e->name, o->backend, api->arch, &dims[s], why, sizeof why))
             printf("# variant for %s: %s%s\n", c.shape, why, /* which path runs, and why */
                    splits_note(&c, dims[s].slots, note, sizeof note));
-        if (run_case(api, fn, &c, use->e->block, kcase_dyn_smem(&c, o->backend, api->arch), o->bench ? o->iters : 0, o->runs, &err, ms) != 0) {
+        if (run_case(api, fn, &c, use->e->block, o->smem ? (unsigned)o->smem : kcase_dyn_smem(&c, o->backend, api->arch), o->bench ? o->iters : 0, o->runs, &err, ms) != 0) {
             report(t, 0, e->name, c.shape, NAN, "launch failed");
         } else {
             if (o->bench && c.flops > 0) { /* matrix ops: arithmetic rate, fastest..slowest */

@@ -63,6 +63,7 @@ struct gpurun_opts {
     int runs;             /* bench: timing rounds of `iters` launches; min/median/max shown */
     int slots;            /* > 0: blocks the device runs at once, instead of the driver's
                            * figure (decode attention's split rule; for measuring) */
+    int smem;             /* > 0: dynamic shared memory bytes for every launch (--smem) */
 };
 
 /* Parse the shared command line into o (defaults filled in).  Returns 0, or 2 after

@@ -32,6 +32,9 @@
  * registers of 2 blocks an SM) ran 92.4% where this loop ran 96.7% in the same call, and
  * summing a step's 8 dot products with one transposing butterfly (16 shuffles, not 32)
  * 94.1-94.5% against 94.3-94.8% (91-93% with KJ_ATT_LZ: spills); both in commit 04aa246.
+ * Round 8 (H200): KJ_ATT_BULK (tiles of 16 keys by 1-D bulk copies on mbarriers, 2 static
+ * stages) ran 91.5-92.9% against this loop's 94.8-95.4% in the same call, 4 stages in
+ * dynamic shared memory (KJ_ATT_DYN) 73%; kept off, for measuring (bench/gpu-h200.md).
  *
  * Launch: block KJ_BLOCK; grid.x = Hkv, grid.y = S splits (1 <= S); no dynamic shared
  * memory.  A good S fills the device once and no more: Hkv x S within the blocks it runs
@@ -48,6 +51,12 @@
  *   first launch (each launch leaves them zero again).
  */
 #include "kjit_prelude.h"
+#ifndef KJ_ATT_BULK /* 1 (CUDA sm_90): K/V through shared memory by bulk copies (att_keys_bulk) */
+#define KJ_ATT_BULK 0
+#endif
+#if KJ_ATT_BULK
+#include "kjit_wgmma.h"
+#endif
 
 #ifndef KJ_ATT_MAX_D
 #define KJ_ATT_MAX_D 256
@@ -333,6 +342,76 @@ KJ_DEV void att_keys_regs(const float *kb, const float *vb, int s, int S, int kv
     }
 }
 
+#if KJ_ATT_BULK
+/* KJ_ATT_BULK (sm_90): the block's keys through shared memory.  Tiles of ng keys (one a
+ * lane group a step) of K and of V, each tile one 1-D bulk copy (cp.async.bulk: the rows
+ * are contiguous) completing on the stage's full mbarrier; KJ_ATT_NS stages (in the
+ * group-merge space, which is unused during the loop); a warp arrives on the stage's
+ * empty mbarrier once it has read its rows, and thread 0 waits for that before it
+ * reuses the stage.  Tiles are numbered across passes by *gt (the mbarrier phases).
+ * Needs D % 4 == 0 and 16-byte aligned k, v (the caller falls back to att_keys_regs). */
+#ifndef KJ_ATT_NS
+#define KJ_ATT_NS 2
+#endif
+#ifndef KJ_ATT_DYN /* 1: the stages in dynamic shared memory (KJ_ATT_NS * 2 * SF floats) */
+#define KJ_ATT_DYN 0
+#endif
+#define KJ_ATT_SF (KJ_ATT_NG * KJ_ATT_MAX_D) /* floats of one tensor's tile */
+static_assert(KJ_ATT_DYN || KJ_ATT_NS * 2 * KJ_ATT_SF <= KJ_ATT_MF,
+              "KJ_ATT_NS: the stages exceed the merge space (KJ_ATT_DYN)");
+KJ_DEV void att_bulk_tile(const float *kb, const float *vb, float *stage, unsigned bars, int g,
+                          int base, int rows, int D)
+{
+    const int st = g % KJ_ATT_NS;
+    const unsigned bytes = (unsigned)rows * D * 4, full = bars + 8 * st;
+    const unsigned dst = (unsigned)__cvta_generic_to_shared(stage + st * 2 * KJ_ATT_SF);
+    if (g >= KJ_ATT_NS) /* the stage's last use read by every warp */
+        pf9_bar_wait(bars + 8 * (KJ_ATT_NS + st), (unsigned)(g / KJ_ATT_NS - 1) & 1);
+    pf9_bar_expect(full, 2 * bytes);
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+                 ::"r"(dst), "l"(kb + (kj_size)base * D), "r"(bytes), "r"(full) : "memory");
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+                 ::"r"(dst + 4 * KJ_ATT_SF), "l"(vb + (kj_size)base * D), "r"(bytes), "r"(full) : "memory");
+}
+
+KJ_DEV void att_keys_bulk(const float *kb, const float *vb, int s, int S, int kv_len, int D,
+                          int grp, int sub, int ng, const float4 *sq, float *stage,
+                          unsigned bars, int *gt, float (&acc)[KJ_ATT_G][8],
+                          float (&m)[KJ_ATT_G], float (&l)[KJ_ATT_G])
+{
+    int tb, lim;
+    const int nt = att_tiles(s, S, kv_len, ng, &tb, &lim), g0 = *gt;
+    if (threadIdx.x == 0)
+        for (int i = 0; i < nt && i < KJ_ATT_NS; i++)
+            att_bulk_tile(kb, vb, stage, bars, g0 + i, tb + i * ng, att_imin(ng, lim - tb - i * ng), D);
+    for (int i = 0; i < nt; i++) {
+        const int g = g0 + i, st = g % KJ_ATT_NS, base = tb + i * ng;
+        float kr[1][8], vr[1][8];
+        bool ok[1];
+        pf9_bar_wait(bars + 8 * st, (unsigned)(g / KJ_ATT_NS) & 1);
+        ok[0] = base + grp < att_imin(base + ng, lim);
+        const float *ks = stage + st * 2 * KJ_ATT_SF + (ok[0] ? grp : 0) * D;
+#pragma unroll
+        for (int j = 0; j < 2; j++) {
+            const int f = j * KJ_ATT_LPK + sub;
+            const float4 a = 4 * f < D ? reinterpret_cast<const float4 *>(ks)[f] : make_float4(0.f, 0.f, 0.f, 0.f);
+            const float4 b = 4 * f < D ? reinterpret_cast<const float4 *>(ks + KJ_ATT_SF)[f] : make_float4(0.f, 0.f, 0.f, 0.f);
+            kr[0][4 * j] = a.x, kr[0][4 * j + 1] = a.y, kr[0][4 * j + 2] = a.z, kr[0][4 * j + 3] = a.w;
+            vr[0][4 * j] = b.x, vr[0][4 * j + 1] = b.y, vr[0][4 * j + 2] = b.z, vr[0][4 * j + 3] = b.w;
+        }
+        __syncwarp();
+        if ((threadIdx.x & 31) == 0)
+            pf9_bar_arrive(bars + 8 * (KJ_ATT_NS + st));
+        if (threadIdx.x == 0 && i + KJ_ATT_NS < nt)
+            att_bulk_tile(kb, vb, stage, bars, g + KJ_ATT_NS, base + KJ_ATT_NS * ng,
+                          att_imin(ng, lim - base - KJ_ATT_NS * ng), D);
+        att_step<1>(sq, sub, kr, vr, ok, acc, m, l);
+    }
+    *gt = g0 + nt;
+    __syncthreads(); /* the group merge reuses the stages: every warp done reading them */
+}
+#endif
+
 /* Columns of the split merge, W floats wide (4: float4 loads; 1: scalars): partial j of
  * head g of this KV head has acc at pa + (g * S + j) * D and weight pw[g * S + j]; P
  * threads share a column, each summing every P-th split with 8 independent loads in
@@ -472,6 +551,27 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB)
 
     if (kvh >= n_kv_heads || D > KJ_ATT_MAX_D || grp >= KJ_ATT_NG)
         return;
+#if KJ_ATT_BULK
+    __shared__ unsigned long long att_bars[2 * KJ_ATT_NS]; /* full, then empty */
+    const unsigned bars = (unsigned)__cvta_generic_to_shared(att_bars);
+    bool bulk = vec && (((unsigned long long)k | (unsigned long long)v) & 15) == 0;
+    float *stage = sm_m;
+#if KJ_ATT_DYN
+    extern __shared__ float4 att_dyn[];
+    unsigned dyn_bytes;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn_bytes));
+    bulk = bulk && dyn_bytes >= KJ_ATT_NS * 2 * KJ_ATT_SF * 4; /* else the register path */
+    stage = reinterpret_cast<float *>(att_dyn);
+#endif
+    int gt = 0;
+    if (threadIdx.x == 0)
+        for (int i = 0; i < KJ_ATT_NS; i++) {
+            pf9_bar_init(bars + 8 * i, 1);
+            pf9_bar_init(bars + 8 * (KJ_ATT_NS + i), blockDim.x / 32);
+        }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    __syncthreads();
+#endif
     for (int hp = 0; hp < gsz; hp += KJ_ATT_G) {
         float acc[KJ_ATT_G][8], m[KJ_ATT_G], l[KJ_ATT_G];
         /* q in shared memory, not registers: 32 fewer registers */
@@ -489,7 +589,12 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB)
             m[g] = -KJ_INF;
             l[g] = 0.f;
         }
-        att_keys_regs(kb, vb, s, S, kv_len, D, vec, grp, sub, ng, sq, acc, m, l);
+#if KJ_ATT_BULK
+        if (bulk)
+            att_keys_bulk(kb, vb, s, S, kv_len, D, grp, sub, ng, sq, stage, bars, &gt, acc, m, l);
+        else
+#endif
+            att_keys_regs(kb, vb, s, S, kv_len, D, vec, grp, sub, ng, sq, acc, m, l);
         /* merge the lane groups of the block through shared memory */
 #pragma unroll
         for (int g = 0; g < KJ_ATT_G; g++) {
