@@ -56,6 +56,30 @@ int kj__sha256(const void *p, size_t n, uint8_t out[KJ_SHA256_LEN])
 	return EVP_Digest(p, n, out, &len, EVP_sha256(), NULL) == 1 && len == KJ_SHA256_LEN ? 0 : KJIT_EINTERNAL;
 }
 
+/* The handle is the EVP_MD itself: the struct is never defined. */
+int kj__sha_alg_new(struct kj__sha_alg **out)
+{
+	EVP_MD *md = EVP_MD_fetch(NULL, "SHA256", NULL);
+
+	*out = (struct kj__sha_alg *)md;
+	return md ? 0 : KJIT_EINTERNAL;
+}
+
+void kj__sha_alg_free(struct kj__sha_alg *a)
+{
+	EVP_MD_free((EVP_MD *)a);
+}
+
+int kj__sha256_with(const struct kj__sha_alg *a, const void *p, size_t n, uint8_t out[KJ_SHA256_LEN])
+{
+	unsigned int len = 0;
+
+	if (a == NULL)
+		return kj__sha256(p, n, out);
+	return EVP_Digest(p, n, out, &len, (const EVP_MD *)a, NULL) == 1 && len == KJ_SHA256_LEN ? 0 :
+	       KJIT_EINTERNAL;
+}
+
 void kj__hex(const uint8_t d[KJ_SHA256_LEN], char hex[KJ_SHA256_HEX_LEN + 1])
 {
 	static const char digits[] = "0123456789abcdef";
