@@ -25,8 +25,6 @@
 #define KJ_HITTAB_VERSION 1
 #define KJ_HITCTR_MAGIC 0x3152544354494a4bull /* "KJITCTR1" */
 
-/* What a reader copies out of a hit.  data is malloc'd (the caller frees
- * it); target and version are NUL-terminated. */
 /* Where a copied-out object goes (kj__hittab_lookup_into, the process
  * memo's kj__procmemo_get_into): alloc(ctx, size) returns a buffer of size
  * bytes that the object is copied into, or NULL (out of memory).  It may
@@ -38,6 +36,9 @@ struct kj__sink {
 	void *ctx;
 };
 
+/* What a reader copies out of a hit.  data is malloc'd (the caller frees
+ * it) or, from kj__hittab_lookup_into, the sink's buffer (not freed here);
+ * target and version are NUL-terminated. */
 struct kj__hit {
 	uint8_t *data;
 	size_t size;

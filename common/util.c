@@ -121,6 +121,13 @@ int kj__read_file_st(const char *path, size_t max, uint8_t **data, size_t *len, 
 		r = -errno;
 		goto out;
 	}
+	/* Changed during the read by the file's own stamps (a file system whose
+	 * clock is not ours, e.g. NFS's server, may stamp a ctime that looks
+	 * settled by our clock): no proof of the bytes read, *before zeroed. */
+	if (st.st_size != seen->st_size || st.st_mtim.tv_sec != seen->st_mtim.tv_sec ||
+	    st.st_mtim.tv_nsec != seen->st_mtim.tv_nsec || st.st_ctim.tv_sec != seen->st_ctim.tv_sec ||
+	    st.st_ctim.tv_nsec != seen->st_ctim.tv_nsec)
+		memset(before, 0, sizeof *before);
 	p[st.st_size] = '\0';
 	*data = p;
 	*len = (size_t)st.st_size;

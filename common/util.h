@@ -46,8 +46,9 @@ int kj__read_all(int fd, void *p, size_t n);
 int kj__read_file(const char *path, size_t max, uint8_t **data, size_t *len);
 /* kj__read_file that also says what was read: the descriptor's fstat taken
  * after the read into *seen, and the wall clock just before the open into
- * *before (a file whose ctime is well before *before, and whose stat still
- * equals *seen, holds the bytes read: kj__memo_gather).  Same returns. */
+ * *before, or zero when the fstats before and after the read differ (a file
+ * whose ctime is well before *before, and whose stat still equals *seen,
+ * holds the bytes read: kj__memo_gather).  Same returns. */
 int kj__read_file_st(const char *path, size_t max, uint8_t **data, size_t *len, struct stat *seen,
 		     struct timespec *before);
 /* rm -rf: removes path and everything below it, not following links.  0

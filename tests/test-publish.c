@@ -8,6 +8,7 @@
  * caller's bytes until finish, takes the recipe, and leaves the hot set a
  * copy of its own; the run makes both of its names durable (the object's
  * directory and recipes/ fsync'd after the renames).  Each test works in its own mkdtemp directory. */
+#include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
@@ -228,9 +229,13 @@ static void test_lent_bytes_and_recipe(void)
 	teardown(c);
 }
 
-/* The directories fsync'd, by the descriptor the cache opened them on. */
+/* The directories fsync'd, by the descriptor the cache opened them on,
+ * counted only when the file's final name is already in the directory
+ * (the fsync comes after the rename). */
 static int dir_fd[2] = { -1, -1 }, dir_synced[2];
 static const char *dir_name[2] = { "/gfx90a-6.0", "/recipes" };
+static const char *dir_ext[2] = { ".hsaco", ".req" };
+static char dir_path[2][512];
 
 static int w_open(const char *path, int fl, mode_t m)
 {
@@ -238,15 +243,33 @@ static int w_open(const char *path, int fl, mode_t m)
 	size_t n = strlen(path);
 
 	for (int i = 0; i < 2 && fd >= 0 && (fl & O_DIRECTORY); i++)
-		if (n >= strlen(dir_name[i]) && strcmp(path + n - strlen(dir_name[i]), dir_name[i]) == 0)
+		if (n >= strlen(dir_name[i]) && strcmp(path + n - strlen(dir_name[i]), dir_name[i]) == 0) {
 			dir_fd[i] = fd;
+			snprintf(dir_path[i], sizeof dir_path[i], "%s", path);
+		}
 	return fd;
+}
+
+/* 1 if where holds a name ending in ext (a final name, not a temporary one). */
+static int holds_final(const char *where, const char *ext)
+{
+	DIR *dp = opendir(where);
+	struct dirent *de;
+	int found = 0;
+
+	CHECK(dp != NULL);
+	while ((de = readdir(dp)) != NULL) {
+		size_t n = strlen(de->d_name), k = strlen(ext);
+		found |= n > k && strcmp(de->d_name + n - k, ext) == 0;
+	}
+	CHECK(closedir(dp) == 0);
+	return found;
 }
 
 static int w_fsync(int fd)
 {
 	for (int i = 0; i < 2; i++)
-		dir_synced[i] += fd == dir_fd[i];
+		dir_synced[i] += fd == dir_fd[i] && holds_final(dir_path[i], dir_ext[i]);
 	return kj__fsys_default.fsync(fd);
 }
 

@@ -306,7 +306,26 @@ static void take_identity(struct kj__pool *p, const char *id, const char *ver)
 	}
 }
 
-/* IDENT: the identity before the worker's warm-up (its HELLO follows). */
+/* The compiler cannot load (a HELLO's CODE, or no identity in a HELLO or
+ * an IDENT): the pool fails with why (tried again after KJ_POOL_RETRY_MS),
+ * its waiters and queue are told, the worker is dropped. */
+static void fail_load(struct worker *w, int code, const char *why)
+{
+	struct kj__pool *p = w->pool;
+
+	p->failed = code;
+	p->failed_us = kj__now_us();
+	snprintf(p->failure, sizeof p->failure, "%s", why);
+	kj__log(p->d, "%s worker: %s", p->family, p->failure);
+	run_ready_cbs(p, p->failed, p->failure);
+	fail_queue(p, p->failed, p->failure);
+	worker_lost(w, p->failed, p->failure);
+}
+
+/* IDENT: the identity before the worker's warm-up (its HELLO follows).
+ * One without an identity fails the pool as such a HELLO does: replacing
+ * the worker alone would start workers without end while requests wait
+ * for an identity that never comes. */
 static void handle_ident(struct worker *w, const struct kj__msg *m)
 {
 	char *id = NULL, *ver = NULL;
@@ -315,7 +334,7 @@ static void handle_ident(struct worker *w, const struct kj__msg *m)
 	kj__field_strdup(kj__msg_get(m, KJ_F_COMPILER_VERSION), 255, &id);
 	kj__field_strdup(kj__msg_get(m, KJ_F_VERSION), KJ_VERSION_STR_MAX - 1, &ver);
 	if (id == NULL)
-		worker_lost(w, KJIT_EWORKER, "the compile worker sent an IDENT without an identity; it was replaced");
+		fail_load(w, KJIT_EBACKEND, "the compile worker sent an IDENT without a valid identity");
 	else
 		take_identity(w->pool, id, ver);
 	free(id);
@@ -338,13 +357,7 @@ static void handle_hello(struct worker *w, const struct kj__msg *m)
 			 (const char *)walls->p);
 	w->hello = 1;
 	if (code < 0 || id == NULL) {
-		p->failed = code < 0 ? code : KJIT_EBACKEND;
-		p->failed_us = kj__now_us();
-		snprintf(p->failure, sizeof p->failure, "%s", err ? err : "the compiler failed to load");
-		kj__log(p->d, "%s worker: %s", p->family, p->failure);
-		run_ready_cbs(p, p->failed, p->failure);
-		fail_queue(p, p->failed, p->failure);
-		worker_lost(w, p->failed, p->failure);
+		fail_load(w, code < 0 ? code : KJIT_EBACKEND, err ? err : "the compiler failed to load");
 		goto out;
 	}
 	p->fail_streak = 0;
