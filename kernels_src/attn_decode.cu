@@ -35,6 +35,8 @@
  * Round 8 (H200): KJ_ATT_BULK (tiles of 16 keys by 1-D bulk copies on mbarriers, 2 static
  * stages) ran 91.5-92.9% against this loop's 94.8-95.4% in the same call, 4 stages in
  * dynamic shared memory (KJ_ATT_DYN) 73%; kept off, for measuring (bench/gpu-h200.md).
+ * The dynamic split (KJ_ATT_DS, att_keys_dyn) ran 92-95.6% against this line's 96-97.7%
+ * in the same calls (H200, 76f8af2); kept off, likewise.
  *
  * Launch: block KJ_BLOCK; grid.x = Hkv, grid.y = S splits (1 <= S); no dynamic shared
  * memory.  A good S fills the device once and no more: Hkv x S within the blocks it runs
