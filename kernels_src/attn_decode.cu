@@ -149,6 +149,7 @@ KJ_DEV float att_group_sum(float v)
 KJ_DEV float att_exp2(float x) { return exp2f(x); }
 KJ_DEV int att_imin(int a, int b) { return a < b ? a : b; }
 
+#if KJ_ATT_DS == 0 || KJ_ATT_BULK
 /* The keys of block s of S, in tiles of tk keys: returns the tile count; tile i starts
  * at key *tb + i * tk and ends at min(that + tk, *lim), within [s * ceil(L / S),
  * (s + 1) * ceil(L / S)).  (Giving block s the interleaved tiles s, s + S, ... instead,
@@ -159,6 +160,7 @@ KJ_DEV int att_tiles(int s, int S, int kv_len, int tk, int *tb, int *lim)
     *tb = t0, *lim = t0 + chunk < kv_len ? t0 + chunk : kv_len;
     return *lim > t0 ? (*lim - t0 + tk - 1) / tk : 0;
 }
+#endif
 
 /* A load of what other blocks of this launch wrote: from L2, past this SM's L1. */
 KJ_DEV float att_ldcg(const float *p)
@@ -347,6 +349,7 @@ KJ_DEV void att_keys_span(const float *kb, const float *vb, int tb, int lim, int
     }
 }
 
+#if KJ_ATT_DS == 0
 /* att_keys_span over block s's static share of the keys, [s, s + 1) * ceil(L / S). */
 KJ_DEV void att_keys_regs(const float *kb, const float *vb, int s, int S, int kv_len, int D,
                           bool vec, int grp, int sub, int ng, const float4 *sq,
@@ -356,8 +359,7 @@ KJ_DEV void att_keys_regs(const float *kb, const float *vb, int s, int S, int kv
     att_tiles(s, S, kv_len, 1, &tb, &lim);
     att_keys_span(kb, vb, tb, lim, D, vec, grp, sub, ng, sq, acc, m, l);
 }
-
-#if KJ_ATT_DS > 0
+#else
 /* KJ_ATT_DS = C > 0: the dynamic split.  The S blocks of KV head kvh take chunks of C
  * keys from the counter counters[Hkv + kvh] (atomicAdd) until none is left, so a block
  * that runs late or slow takes fewer and every SM streams to the end; the partial of
