@@ -35,6 +35,7 @@ typedef void *CUcontext, *CUmodule, *CUfunction, *CUevent, *CUstream;
 #define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
 #define CU_EVENT_DEFAULT 0
 #define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8 /* CUfunction_attribute, cuda.h */
+#define CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES 1 /* the kernel's static shared memory */
 
 struct cuda {
     void *lib;
@@ -67,6 +68,7 @@ struct cuda {
     CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent);
     CUresult (*cuGetErrorString)(CUresult, const char **);
     CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
+    CUresult (*cuFuncGetAttribute)(int *, int, CUfunction);
     /* optional: blocks an SM (the launcher's KV split count; NULL if absent) */
     CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int *, CUfunction, int, size_t);
     /* optional (CUDA 12+ drivers): the tensor maps of gemm_sm90_*; NULL if absent */
@@ -103,7 +105,7 @@ static int cuda_load(struct cuda *c)
         E(cuEventCreate, "cuEventCreate"), E(cuEventDestroy, "cuEventDestroy_v2"),
         E(cuEventRecord, "cuEventRecord"), E(cuEventSynchronize, "cuEventSynchronize"),
         E(cuEventElapsedTime, "cuEventElapsedTime"), E(cuGetErrorString, "cuGetErrorString"),
-        E(cuFuncSetAttribute, "cuFuncSetAttribute"),
+        E(cuFuncSetAttribute, "cuFuncSetAttribute"), E(cuFuncGetAttribute, "cuFuncGetAttribute"),
 #undef E
     };
     if (!(c->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL))) {
@@ -172,7 +174,14 @@ static int cu_launch(void *ctx, void *fn, const uint32_t g[2], unsigned block, u
                      void **params)
 {
     struct cuda *c = ctx;
-    if (smem > 48 * 1024) { /* a block gets more than 48 KB only once the limit is raised */
+    int stat = 0; /* a block gets over 48 KB, static and dynamic together, only once the
+                   * dynamic limit is raised (not only when the dynamic part alone is over) */
+    if (smem > 0) {
+        int st = c->cuFuncGetAttribute(&stat, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn);
+        if (st != 0)
+            return st;
+    }
+    if (smem + (unsigned)stat > 48 * 1024) {
         int st = c->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem);
         if (st != 0)
             return st;

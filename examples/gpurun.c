@@ -41,7 +41,7 @@ static int usage(const char *prog)
 {
     fprintf(stderr,
             "usage: %s [--op NAME[,NAME...]] [--bench] [--rows R] [--cols C] [--iters N]\n"
-            "          [--runs N] [--slots N] [--smem BYTES]\n"
+            "          [--runs N] [--slots N] [--splits N] [--smem BYTES]\n"
             "          [--manifest FILE] [PATH]\n"
             "  without PATH: every op of the manifest (or --op), each fetched from kjitd\n"
             "        through libkjit for this device's target, as an application would\n"
@@ -53,6 +53,7 @@ static int usage(const char *prog)
             "  5) of `iters` launches each, reported as the median round and the range\n"
             "  --slots N: take N as the blocks the device runs at once (decode attention's\n"
             "        split rule) instead of asking the driver, to measure other split counts\n"
+            "  --splits N: N KV splits for decode attention instead of the split rule\n"
             "  --smem BYTES: dynamic shared memory for every launch instead of the op's own\n"
             "        (a kernel variant that stages in it, e.g. attn_decode's KJ_ATT_DYN)\n",
             prog);
@@ -86,6 +87,8 @@ int gpurun_parse_args(int argc, char **argv, struct gpurun_opts *o, const char *
             o->runs = atoi(argv[++i]);
         else if (!strcmp(a, "--slots") && v)
             o->slots = atoi(argv[++i]);
+        else if (!strcmp(a, "--splits") && v)
+            o->splits = atoi(argv[++i]);
         else if (!strcmp(a, "--smem") && v)
             o->smem = atoi(argv[++i]);
         else if (a[0] != '-' && !o->path)
@@ -94,7 +97,7 @@ int gpurun_parse_args(int argc, char **argv, struct gpurun_opts *o, const char *
             return usage(argv[0]);
     }
     if (o->rows < 1 || o->cols < 1 || o->iters < 1 || o->iters > GPURUN_MAX_ITERS ||
-        o->runs < 1 || o->runs > GPURUN_MAX_RUNS || o->slots < 0 || o->smem < 0 ||
+        o->runs < 1 || o->runs > GPURUN_MAX_RUNS || o->slots < 0 || o->splits < 0 || o->smem < 0 ||
         o->smem > 227 * 1024)
         return usage(argv[0]);
     return 0;
@@ -433,6 +436,7 @@ static void run_op(struct gpu_api *api, const struct gpurun_opts *o,
             dims[s].slots = o->slots;
         else if (api->slots && api->slots(api->ctx, fn, use->e->block, &dims[s].slots) != 0)
             dims[s].slots = 0; /* unknown: the split count goes by keys alone */
+        dims[s].splits = o->splits;
         if (kcase_build(&c, use->e->name, &dims[s], GPURUN_SEED + (uint64_t)s) != 0) {
             report(t, 0, e->name, "", NAN, "no test case for this op (or out of memory)");
             continue;

@@ -63,6 +63,7 @@ struct gpurun_opts {
     int runs;             /* bench: timing rounds of `iters` launches; min/median/max shown */
     int slots;            /* > 0: blocks the device runs at once, instead of the driver's
                            * figure (decode attention's split rule; for measuring) */
+    int splits;           /* > 0: decode attention's KV splits instead of the rule */
     int smem;             /* > 0: dynamic shared memory bytes for every launch (--smem) */
 };
 

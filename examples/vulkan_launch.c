@@ -150,7 +150,7 @@ static int run_op(struct vkrun *vk, const struct opts *o, const struct kmanifest
                   int count, const char *name, const uint8_t *spv, size_t len, double copy_gbs)
 {
     const struct kmanifest_entry *e = kmanifest_find(m, count, name, "vulkan");
-    struct kcase_dims d = {o->rows, o->cols, 0, 0, 0, 0, 0, 0, 0};
+    struct kcase_dims d = {o->rows, o->cols, 0, 0, 0, 0, 0, 0, 0, 0};
     struct vkrun_buf bufs[KCASE_MAX_BUFS];
     struct kcase c;
     uint32_t groups[3] = {1, 1, 1};

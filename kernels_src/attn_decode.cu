@@ -35,6 +35,8 @@
  * Round 8 (H200): KJ_ATT_BULK (tiles of 16 keys by 1-D bulk copies on mbarriers, 2 static
  * stages) ran 91.5-92.9% against this loop's 94.8-95.4% in the same call, 4 stages in
  * dynamic shared memory (KJ_ATT_DYN) 73%; kept off, for measuring (bench/gpu-h200.md).
+ * The dynamic split (KJ_ATT_DS, att_keys_dyn) ran 92-95.6% against this line's 96-97.7%
+ * in the same calls (H200, 76f8af2); kept off, likewise.
  *
  * Launch: block KJ_BLOCK; grid.x = Hkv, grid.y = S splits (1 <= S); no dynamic shared
  * memory.  A good S fills the device once and no more: Hkv x S within the blocks it runs
@@ -48,7 +50,8 @@
  * merge is fused.
  *   ws: H * S * (D + 2) floats of scratch (acc of head h, split j at (h * S + j) * D;
  *   its m, l at H * S * D + (h * S + j) * 2); counters: >= Hkv uint32, zero before the
- *   first launch (each launch leaves them zero again).
+ *   first launch (each launch leaves them zero again).  With KJ_ATT_DS (the dynamic
+ *   split, att_keys_dyn) counters holds >= 2 * Hkv uint32: the second Hkv count chunks.
  */
 #include "kjit_prelude.h"
 #ifndef KJ_ATT_BULK /* 1 (CUDA sm_90): K/V through shared memory by bulk copies (att_keys_bulk) */
@@ -84,6 +87,9 @@
 #endif
 #ifndef KJ_ATT_LZ /* 1: lazy rescale, the step's dot products reduced together (att_step) */
 #define KJ_ATT_LZ 0
+#endif
+#ifndef KJ_ATT_DS /* > 0: the dynamic split, chunks of this many keys (att_keys_dyn) */
+#define KJ_ATT_DS 0
 #endif
 #ifndef KJ_ATT_CS /* CUDA: how K/V rows are loaded (att_ld4) */
 #define KJ_ATT_CS 1
@@ -143,6 +149,7 @@ KJ_DEV float att_group_sum(float v)
 KJ_DEV float att_exp2(float x) { return exp2f(x); }
 KJ_DEV int att_imin(int a, int b) { return a < b ? a : b; }
 
+#if KJ_ATT_DS == 0 || KJ_ATT_BULK
 /* The keys of block s of S, in tiles of tk keys: returns the tile count; tile i starts
  * at key *tb + i * tk and ends at min(that + tk, *lim), within [s * ceil(L / S),
  * (s + 1) * ceil(L / S)).  (Giving block s the interleaved tiles s, s + S, ... instead,
@@ -153,6 +160,7 @@ KJ_DEV int att_tiles(int s, int S, int kv_len, int tk, int *tb, int *lim)
     *tb = t0, *lim = t0 + chunk < kv_len ? t0 + chunk : kv_len;
     return *lim > t0 ? (*lim - t0 + tk - 1) / tk : 0;
 }
+#endif
 
 /* A load of what other blocks of this launch wrote: from L2, past this SM's L1. */
 KJ_DEV float att_ldcg(const float *p)
@@ -307,13 +315,12 @@ KJ_DEV void att_prefetch_row(const float *row, int sub, int D)
  * KJ_ATT_PF = d > 0 the rows of step i + d are first asked of L2 (prefetch, no
  * registers).  The trip count is the same for every group; a group whose key is past
  * the end re-reads a valid row with weight zero. */
-KJ_DEV void att_keys_regs(const float *kb, const float *vb, int s, int S, int kv_len, int D,
-                          bool vec, int grp, int sub, int ng, const float4 *sq,
+KJ_DEV void att_keys_span(const float *kb, const float *vb, int tb, int lim, int D, bool vec,
+                          int grp, int sub, int ng, const float4 *sq,
                           float (&acc)[KJ_ATT_G][8], float (&m)[KJ_ATT_G], float (&l)[KJ_ATT_G])
 {
     enum { NK = KJ_ATT_NK };
-    int tb, lim;
-    const int nt = att_tiles(s, S, kv_len, NK * ng, &tb, &lim);
+    const int nt = lim > tb ? (lim - tb + NK * ng - 1) / (NK * ng) : 0;
     for (int i = 0; i < nt; i++) {
         const int base = tb + i * NK * ng, te = att_imin(base + NK * ng, lim);
         float kr[NK][8], vr[NK][8];
@@ -341,6 +348,46 @@ KJ_DEV void att_keys_regs(const float *kb, const float *vb, int s, int S, int kv
         att_step<NK>(sq, sub, kr, vr, ok, acc, m, l);
     }
 }
+
+#if KJ_ATT_DS == 0
+/* att_keys_span over block s's static share of the keys, [s, s + 1) * ceil(L / S). */
+KJ_DEV void att_keys_regs(const float *kb, const float *vb, int s, int S, int kv_len, int D,
+                          bool vec, int grp, int sub, int ng, const float4 *sq,
+                          float (&acc)[KJ_ATT_G][8], float (&m)[KJ_ATT_G], float (&l)[KJ_ATT_G])
+{
+    int tb, lim;
+    att_tiles(s, S, kv_len, 1, &tb, &lim);
+    att_keys_span(kb, vb, tb, lim, D, vec, grp, sub, ng, sq, acc, m, l);
+}
+#else
+/* KJ_ATT_DS = C > 0: the dynamic split.  The S blocks of KV head kvh take chunks of C
+ * keys from the counter counters[Hkv + kvh] (atomicAdd) until none is left, so a block
+ * that runs late or slow takes fewer and every SM streams to the end; the partial of
+ * block s is over whatever chunks it took (the online softmax and both merges take any
+ * set of keys).  Chunk numbers run on across the passes over the heads: chunk c is
+ * chunk c % nc of pass c / nc (nc = ceil(L / C)); *next is the block's next chunk,
+ * taken before this pass.  Thread 0 asks for the chunk after this one while the block
+ * reads this one (nx[2]: the two in turn). */
+KJ_DEV void att_keys_dyn(const float *kb, const float *vb, unsigned *ctr, int pass, int kv_len,
+                         int D, bool vec, int grp, int sub, int ng, const float4 *sq, int *nx,
+                         int *next, float (&acc)[KJ_ATT_G][8], float (&m)[KJ_ATT_G],
+                         float (&l)[KJ_ATT_G])
+{
+    const int nc = (kv_len + KJ_ATT_DS - 1) / KJ_ATT_DS;
+    int c = *next, b = 0;
+    while (c < (pass + 1) * nc) {
+        if (threadIdx.x == 0)
+            nx[b] = (int)atomicAdd(ctr, 1u);
+        const int t0 = (c - pass * nc) * KJ_ATT_DS;
+        att_keys_span(kb, vb, t0, att_imin(t0 + KJ_ATT_DS, kv_len), D, vec, grp, sub, ng, sq,
+                      acc, m, l);
+        __syncthreads();
+        c = nx[b];
+        b ^= 1;
+    }
+    *next = c;
+}
+#endif
 
 #if KJ_ATT_BULK
 /* KJ_ATT_BULK (sm_90): the block's keys through shared memory.  Tiles of ng keys (one a
@@ -572,6 +619,15 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB)
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     __syncthreads();
 #endif
+#if KJ_ATT_DS > 0
+    __shared__ int att_nx[2];
+    unsigned *dctr = counters + n_kv_heads + kvh;
+    if (threadIdx.x == 0)
+        att_nx[0] = (int)atomicAdd(dctr, 1u);
+    __syncthreads();
+    int dnext = att_nx[0];
+    __syncthreads();
+#endif
     for (int hp = 0; hp < gsz; hp += KJ_ATT_G) {
         float acc[KJ_ATT_G][8], m[KJ_ATT_G], l[KJ_ATT_G];
         /* q in shared memory, not registers: 32 fewer registers */
@@ -594,7 +650,12 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB)
             att_keys_bulk(kb, vb, s, S, kv_len, D, grp, sub, ng, sq, stage, bars, &gt, acc, m, l);
         else
 #endif
+#if KJ_ATT_DS > 0
+            att_keys_dyn(kb, vb, dctr, hp / KJ_ATT_G, kv_len, D, vec, grp, sub, ng, sq, att_nx,
+                         &dnext, acc, m, l);
+#else
             att_keys_regs(kb, vb, s, S, kv_len, D, vec, grp, sub, ng, sq, acc, m, l);
+#endif
         /* merge the lane groups of the block through shared memory */
 #pragma unroll
         for (int g = 0; g < KJ_ATT_G; g++) {
@@ -638,8 +699,13 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB)
         }
         __syncthreads(); /* the shared arrays are reused by the next pass */
     }
-    if (S == 1)
+    if (S == 1) {
+#if KJ_ATT_DS > 0
+        if (threadIdx.x == 0) /* the only block of kvh, done taking chunks */
+            counters[n_kv_heads + kvh] = 0;
+#endif
         return;
+    }
 
     /* the last block of KV head kvh to finish merges the S partials of its heads */
     __threadfence();
@@ -651,6 +717,10 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB)
         return;
     __threadfence();
     att_merge(ws, o, sm_acc, kvh, gsz, S, D, n_heads, vec && (((unsigned long long)ws & 15) == 0));
-    if (threadIdx.x == 0)
+    if (threadIdx.x == 0) {
         counters[kvh] = 0;
+#if KJ_ATT_DS > 0
+        counters[n_kv_heads + kvh] = 0; /* every block of kvh is done taking chunks */
+#endif
+    }
 }

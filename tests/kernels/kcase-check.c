@@ -31,7 +31,7 @@ static int streq(const char *a, const char *b) { return a && b && !strcmp(a, b);
 
 int main(void)
 {
-    struct kcase_dims d = {300, 260, 0, 0, 0, 0, 0, 1000, 0}, odd = {37, 45, 0, 0, 0, 0, 0, 29, 0};
+    struct kcase_dims d = {300, 260, 0, 0, 0, 0, 0, 1000, 0, 0}, odd = {37, 45, 0, 0, 0, 0, 0, 29, 0, 0};
     struct kcase c;
     char t[32], why[256];
 
@@ -79,7 +79,7 @@ int main(void)
     check(whole, "and one of whole 128 x 256 tiles with a ragged K (the unmasked stores)");
 
     /* prefill, T = 300, H = 8, Hkv = 2 */
-    struct kcase_dims p = {300, 1, 0, 8, 2, 128, 0, 0, 0}, p80 = {300, 1, 0, 8, 2, 80, 0, 0, 0};
+    struct kcase_dims p = {300, 1, 0, 8, 2, 128, 0, 0, 0, 0}, p80 = {300, 1, 0, 8, 2, 80, 0, 0, 0, 0};
     check(streq(kcase_launch_variant("attn_prefill_f16", "cuda", "sm_90", &p), "attn_prefill_sm90_f16") &&
               streq(kcase_launch_variant("attn_prefill_bf16", "cuda", "sm_90", &p), "attn_prefill_sm90_bf16"),
           "attn_prefill_f16 / _bf16 on sm_90, D = 128: attn_prefill_sm90_*");
@@ -110,7 +110,7 @@ int main(void)
 
     /* 40000 keys, D = 16: 79 splits of 512 keys; 264 slots (an H100 at 2 blocks an SM)
      * over 8 KV heads: 32, not 33; 4 slots: 1; a short cache keeps its few splits */
-    struct kcase_dims a = {1, 1, 0, 8, 8, 16, 40000, 0, 0};
+    struct kcase_dims a = {1, 1, 0, 8, 8, 16, 40000, 0, 0, 0};
     const struct { int slots, kv_len, want; } sp[] = {{0, 40000, 79}, {264, 40000, 32},
                                                      {4, 40000, 1}, {264, 1500, 3}};
     for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++) {
@@ -122,5 +122,13 @@ int main(void)
               what);
         kcase_free(&c);
     }
+    /* the launcher's --splits overrides the rule (33: every slot of 132 SMs x 2 at 8 KV
+     * heads), and the counters have room for the dynamic split's chunk counters
+     * (KJ_ATT_DS: counters[Hkv + kvh]), zeroed */
+    a.slots = 264, a.kv_len = 40000, a.splits = 33;
+    check(kcase_build(&c, "attn_decode_f32", &a, 1) == 0 && c.items == 33 &&
+              c.bufs[5].count >= 2 * 8 && ((const uint32_t *)c.bufs[5].host)[2 * 8 - 1] == 0,
+          "attn_decode --splits 33: 33 KV splits, 2 x Hkv zeroed counters");
+    kcase_free(&c);
     return failed;
 }

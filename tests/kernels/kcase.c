@@ -462,6 +462,8 @@ static int att_splits(const struct kcase_dims *d)
 {
     const int kps = d->head_dim > 128 ? KCASE_ATT_KEYS_PER_SPLIT / 2 : KCASE_ATT_KEYS_PER_SPLIT;
     int S = (d->kv_len + kps - 1) / kps, cap = 1;
+    if (d->splits > 0) /* the launcher's --splits */
+        return d->splits;
     S = S > KCASE_ATT_MAX_SPLITS ? KCASE_ATT_MAX_SPLITS : S;
     if (d->slots > 0) {
         while (2 * cap * d->kv_heads <= d->slots)
@@ -482,11 +484,12 @@ static int build_attn(struct kcase *c, const struct kcase_dims *d, uint64_t *s, 
     float *k = fill(c, nkv, s, -1.f, 1.f, 0.05f), *v = fill(c, nkv, s, -1.f, 1.f, 0.05f);
     float *o = add_buf(c, (size_t)H * D, 4, 1, (size_t)D);
     float *ws = o ? add_buf(c, nws, 4, 0, 0) : NULL;           /* scratch */
-    uint32_t *cnt = ws ? (uint32_t *)add_buf(c, (size_t)H, 4, 0, 0) : NULL; /* zeroed */
+    /* zeroed; 2 * H >= 2 * Hkv: the dynamic split's chunk counters too (KJ_ATT_DS) */
+    uint32_t *cnt = ws ? (uint32_t *)add_buf(c, (size_t)2 * H, 4, 0, 0) : NULL;
     if (!q || !k || !v || !o || !ws || !cnt)
         return -2;
     memset(ws, 0, nws * 4);
-    memset(cnt, 0, (size_t)H * 4);
+    memset(cnt, 0, (size_t)2 * H * 4);
     float scale = (float)(1.0 / sqrt((double)D)) * 2.f; /* sharper than usual: a real max */
     oracle_attn_decode(q, k, v, c->bufs[3].ref, H, Hkv, L, cap, D, scale);
     {
@@ -731,30 +734,30 @@ void kcase_poison(struct kcase *c)
 int kcase_test_shapes(const char *name, struct kcase_dims *d, int max)
 {
     static const struct kcase_dims rowsh[] = {
-        {7, 1000, 0, 0, 0, 0, 0, 0, 0}, {33, 1024, 0, 0, 0, 0, 0, 0, 0}, {3, 4099, 0, 0, 0, 0, 0, 0, 0},
-        {4, 8192, 0, 0, 0, 0, 0, 0, 0}, {2, 12288, 0, 0, 0, 0, 0, 0, 0}};
+        {7, 1000, 0, 0, 0, 0, 0, 0, 0, 0}, {33, 1024, 0, 0, 0, 0, 0, 0, 0, 0}, {3, 4099, 0, 0, 0, 0, 0, 0, 0, 0},
+        {4, 8192, 0, 0, 0, 0, 0, 0, 0, 0}, {2, 12288, 0, 0, 0, 0, 0, 0, 0, 0}};
     static const struct kcase_dims binsh[] = {
-        {7, 1003, 0, 0, 0, 0, 0, 0, 0}, {33, 1024, 1, 0, 0, 0, 0, 0, 0}, {5, 517, 1, 0, 0, 0, 0, 0, 0},
-        {3, 8192, 0, 0, 0, 0, 0, 0, 0}};
+        {7, 1003, 0, 0, 0, 0, 0, 0, 0, 0}, {33, 1024, 1, 0, 0, 0, 0, 0, 0, 0}, {5, 517, 1, 0, 0, 0, 0, 0, 0, 0},
+        {3, 8192, 0, 0, 0, 0, 0, 0, 0, 0}};
     static const struct kcase_dims ropesh[] = {
-        {5, 1, 0, 4, 0, 64, 0, 0, 0}, {3, 1, 0, 2, 0, 128, 0, 0, 0}, {2, 1, 0, 3, 0, 80, 0, 0, 0},
-        {3, 1, 0, 5, 0, 84, 0, 0, 0}};
+        {5, 1, 0, 4, 0, 64, 0, 0, 0, 0}, {3, 1, 0, 2, 0, 128, 0, 0, 0, 0}, {2, 1, 0, 3, 0, 80, 0, 0, 0, 0},
+        {3, 1, 0, 5, 0, 84, 0, 0, 0, 0}};
     static const struct kcase_dims mvsh[] = {
-        {37, 1024, 0, 0, 0, 0, 0, 0, 0}, {256, 4096, 0, 0, 0, 0, 0, 0, 0}, {3, 32, 0, 0, 0, 0, 0, 0, 0}};
+        {37, 1024, 0, 0, 0, 0, 0, 0, 0, 0}, {256, 4096, 0, 0, 0, 0, 0, 0, 0, 0}, {3, 32, 0, 0, 0, 0, 0, 0, 0, 0}};
     static const struct kcase_dims attsh[] = {
-        {1, 1, 0, 8, 2, 128, 300, 0, 0}, {1, 1, 0, 4, 4, 64, 1, 0, 0}, {1, 1, 0, 8, 1, 80, 1000, 0, 0},
-        {1, 1, 0, 2, 1, 256, 77, 0, 0}, {1, 1, 0, 6, 3, 128, 5000, 0, 0},
-        {1, 1, 0, 10, 2, 66, 700, 0, 0}}; /* 5 heads a group: two passes; D % 4 != 0 */
+        {1, 1, 0, 8, 2, 128, 300, 0, 0, 0}, {1, 1, 0, 4, 4, 64, 1, 0, 0, 0}, {1, 1, 0, 8, 1, 80, 1000, 0, 0, 0},
+        {1, 1, 0, 2, 1, 256, 77, 0, 0, 0}, {1, 1, 0, 6, 3, 128, 5000, 0, 0, 0},
+        {1, 1, 0, 10, 2, 66, 700, 0, 0, 0}}; /* 5 heads a group: two passes; D % 4 != 0 */
     static const struct kcase_dims gemmsh[] = { /* M, N, K: ragged, exact, odd N, K % 8 */
-        {37, 45, 0, 0, 0, 0, 0, 29, 0}, {128, 128, 0, 0, 0, 0, 0, 64, 0}, {200, 130, 0, 0, 0, 0, 0, 72, 0},
-        {64, 257, 0, 0, 0, 0, 0, 520, 0}, {1, 33, 0, 0, 0, 0, 0, 8, 0}, {300, 260, 0, 0, 0, 0, 0, 1000, 0}};
+        {37, 45, 0, 0, 0, 0, 0, 29, 0, 0}, {128, 128, 0, 0, 0, 0, 0, 64, 0, 0}, {200, 130, 0, 0, 0, 0, 0, 72, 0, 0},
+        {64, 257, 0, 0, 0, 0, 0, 520, 0, 0}, {1, 33, 0, 0, 0, 0, 0, 8, 0, 0}, {300, 260, 0, 0, 0, 0, 0, 1000, 0, 0}};
     static const struct kcase_dims gemm9sh[] = { /* K % 8 == 0; whole 128 x 256 tiles too */
-        {128, 128, 0, 0, 0, 0, 0, 64, 0}, {200, 130, 0, 0, 0, 0, 0, 72, 0}, {64, 257, 0, 0, 0, 0, 0, 520, 0},
-        {1, 33, 0, 0, 0, 0, 0, 8, 0}, {300, 260, 0, 0, 0, 0, 0, 1000, 0}, {256, 512, 0, 0, 0, 0, 0, 776, 0}};
+        {128, 128, 0, 0, 0, 0, 0, 64, 0, 0}, {200, 130, 0, 0, 0, 0, 0, 72, 0, 0}, {64, 257, 0, 0, 0, 0, 0, 520, 0, 0},
+        {1, 33, 0, 0, 0, 0, 0, 8, 0, 0}, {300, 260, 0, 0, 0, 0, 0, 1000, 0, 0}, {256, 512, 0, 0, 0, 0, 0, 776, 0, 0}};
     static const struct kcase_dims pfsh[] = { /* T, H, Hkv, D */
-        {37, 1, 0, 4, 2, 64, 0, 0, 0}, {130, 1, 0, 8, 2, 128, 0, 0, 0}, {1, 1, 0, 2, 1, 64, 0, 0, 0},
-        {200, 1, 0, 3, 1, 128, 0, 0, 0}, {64, 1, 0, 4, 4, 64, 0, 0, 0},
-        {384, 1, 0, 4, 2, 64, 0, 0, 0}, {300, 1, 0, 2, 1, 128, 0, 0, 0}}; /* 3 tiles of 128 */
+        {37, 1, 0, 4, 2, 64, 0, 0, 0, 0}, {130, 1, 0, 8, 2, 128, 0, 0, 0, 0}, {1, 1, 0, 2, 1, 64, 0, 0, 0, 0},
+        {200, 1, 0, 3, 1, 128, 0, 0, 0, 0}, {64, 1, 0, 4, 4, 64, 0, 0, 0, 0},
+        {384, 1, 0, 4, 2, 64, 0, 0, 0, 0}, {300, 1, 0, 2, 1, 128, 0, 0, 0, 0}}; /* 3 tiles of 128 */
     const struct kcase_dims *src = rowsh;
     int n = (int)(sizeof rowsh / sizeof rowsh[0]);
     char f32name[KCASE_NAME_MAX];

@@ -124,6 +124,7 @@ struct kcase_dims {
     int inner; /* GEMM: K (rows = M, cols = N); prefill attention: T = rows */
     int slots; /* decode attention: blocks the device runs at once (SMs x blocks an SM of
                 * the kernel), which caps the KV splits; 0 = unknown (keys alone decide) */
+    int splits; /* decode attention: > 0, this many KV splits instead of the rule */
 };
 
 #define KCASE_MAX_SHAPES 6

@@ -148,7 +148,7 @@ static void test_entry(struct vkrun *vk, const struct kmanifest_entry *e, struct
  * quarters of the output unwritten: the NaN poison must make that check fail. */
 static void test_poison(struct vkrun *vk, struct tally *t)
 {
-    const struct kcase_dims wide = {3, 4096, 0, 0, 0, 0, 0, 0, 0};
+    const struct kcase_dims wide = {3, 4096, 0, 0, 0, 0, 0, 0, 0, 0};
     uint8_t *spv = NULL;
     size_t len = 0;
     struct kcase c;
