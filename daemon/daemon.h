@@ -148,11 +148,27 @@ void kj__pool_stats(const struct kj__pool *p, struct kj__pool_stats *s);
  * it ready; a family kjitd does not know is said in the log and skipped,
  * one that cannot load fails as on a first request. */
 void kj__pool_prestart(struct kj__daemon *d);
-/* (get.c) The miss room seen from the server (issue 33).  stop: shuts
- * every pool down (kj__pool_shutdown), at the server's stop.  busy: 1 while
- * a miss is open or a worker compiles (not idle, for --idle-timeout). */
+/* (missroom.c) The miss room seen from the other rooms (issue 33).
+ * open (main.c, once the loop exists): makes the memo, the recent failures
+ * and the table of open flights, and loads the bundled-kernel manifest;
+ * 0, KJIT_ENOMEM, or KJIT_EINVAL with the manifest's bad line in err.
+ * close (main.c, after the loop's last run, before uv_loop_close): frees
+ * the open flights and every pool.  free (main.c, at exit; any of the
+ * room's parts may be missing): the rest.  stop (server.c): shuts every
+ * pool down (kj__pool_shutdown), at the server's stop.  busy: 1 while a
+ * miss is open or a worker compiles (not idle, for --idle-timeout).
+ * pool (admin.c): 0 to 3 the pool of that backend, 4 to 7 the other
+ * family a request chose for backend i - 4 (--compiler); NULL if none or
+ * out of range.  remote: the fleet tier, NULL without --remote.
+ * manifest: the bundled kernels (empty before open). */
+int kj__miss_open(struct kj__daemon *d, char *err, size_t errlen);
+void kj__miss_close(struct kj__daemon *d);
+void kj__miss_free(struct kj__daemon *d);
 void kj__miss_stop(struct kj__daemon *d);
 int kj__miss_busy(const struct kj__daemon *d);
+struct kj__pool *kj__miss_pool(const struct kj__daemon *d, int i);
+struct kj__remote *kj__miss_remote(const struct kj__daemon *d);
+const struct kj__manifest *kj__miss_manifest(const struct kj__daemon *d);
 /* uidq.c: the jobs waiting for a pool's workers, a FIFO queue per uid in a
  * ring served round-robin.  push: appends job to its uid's queue; 0 or
  * KJIT_ENOMEM.  pop: the oldest job of the first uid in the ring that

@@ -410,33 +410,3 @@ int kj__handle_get(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const 
 	kj__pool_when_ready(g->pool, get_resolved, g);
 	return 0;
 }
-
-void kj__miss_stop(struct kj__daemon *d)
-{
-	for (size_t i = 0; i < KJ_ARRAY_SIZE(d->pools); i++) {
-		if (d->pools[i])
-			kj__pool_shutdown(d->pools[i]);
-		if (d->alt_pools[i])
-			kj__pool_shutdown(d->alt_pools[i]);
-	}
-}
-
-int kj__miss_busy(const struct kj__daemon *d)
-{
-	struct kj__pool_stats ps;
-
-	if (kj__flights_count(d->flights) > 0)
-		return 1;
-	for (size_t i = 0; i < KJ_ARRAY_SIZE(d->pools); i++) {
-		struct kj__pool *both[2] = { d->pools[i], d->alt_pools[i] };
-
-		for (size_t j = 0; j < KJ_ARRAY_SIZE(both); j++) {
-			if (both[j] == NULL)
-				continue;
-			kj__pool_stats(both[j], &ps);
-			if (ps.busy > 0)
-				return 1;
-		}
-	}
-	return 0;
-}
