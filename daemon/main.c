@@ -261,7 +261,8 @@ static int rooms_new(struct kj__daemon *d)
 {
 	if ((d->top = calloc(1, sizeof *d->top)) == NULL)
 		return KJIT_ENOMEM;
-	if (kj__net_init(d) < 0 || kj__offwork_init(d) < 0 || kj__admin_init(d) < 0)
+	if (kj__net_init(d) < 0 || kj__offwork_init(d) < 0 || kj__admin_init(d) < 0 ||
+	    kj__miss_init(d) < 0)
 		return KJIT_ENOMEM;
 	return 0;
 }
