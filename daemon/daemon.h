@@ -32,6 +32,7 @@
 
 struct kj__daemon;
 struct kj__toproom;
+struct kj__missroom;
 struct kj__conn;
 struct kj__flight;
 struct kj__remote;
@@ -148,11 +149,30 @@ void kj__pool_stats(const struct kj__pool *p, struct kj__pool_stats *s);
  * it ready; a family kjitd does not know is said in the log and skipped,
  * one that cannot load fails as on a first request. */
 void kj__pool_prestart(struct kj__daemon *d);
-/* (get.c) The miss room seen from the server (issue 33).  stop: shuts
- * every pool down (kj__pool_shutdown), at the server's stop.  busy: 1 while
- * a miss is open or a worker compiles (not idle, for --idle-timeout). */
+/* (missroom.c) The miss room seen from the other rooms (issue 33).
+ * init (main.c's rooms_new): allocates d->miss; 0 or KJIT_ENOMEM.
+ * open (main.c, once the loop exists): makes the memo, the recent failures
+ * and the table of open flights, and loads the bundled-kernel manifest;
+ * 0, KJIT_ENOMEM, or KJIT_EINVAL with the manifest's bad line in err.
+ * close (main.c, after the loop's last run, before uv_loop_close): frees
+ * the open flights and every pool.  free (main.c, at exit; d->miss or
+ * any of its parts may be missing): the rest, and d->miss.  stop
+ * (server.c): shuts every pool down (kj__pool_shutdown), at the server's
+ * stop.  busy: 1 while a miss is open or a worker compiles (not idle, for
+ * --idle-timeout).
+ * pool (admin.c): 0 to 3 the pool of that backend, 4 to 7 the other
+ * family a request chose for backend i - 4 (--compiler); NULL if none or
+ * out of range.  remote: the fleet tier, NULL without --remote.
+ * manifest: the bundled kernels (empty before open). */
+int kj__miss_init(struct kj__daemon *d);
+int kj__miss_open(struct kj__daemon *d, char *err, size_t errlen);
+void kj__miss_close(struct kj__daemon *d);
+void kj__miss_free(struct kj__daemon *d);
 void kj__miss_stop(struct kj__daemon *d);
 int kj__miss_busy(const struct kj__daemon *d);
+struct kj__pool *kj__miss_pool(const struct kj__daemon *d, int i);
+struct kj__remote *kj__miss_remote(const struct kj__daemon *d);
+const struct kj__manifest *kj__miss_manifest(const struct kj__daemon *d);
 /* uidq.c: the jobs waiting for a pool's workers, a FIFO queue per uid in a
  * ring served round-robin.  push: appends job to its uid's queue; 0 or
  * KJIT_ENOMEM.  pop: the oldest job of the first uid in the ring that
@@ -274,13 +294,7 @@ struct kj__daemon {
 	struct kj__toproom *top;     /* daemon/daemon-int.h: main.c, log.c, config.c, detect-run.c's part */
 	struct kj__netroom *net;     /* daemon/net/net-int.h: the net room's part */
 	struct kj__cache *cache;
-	struct kj__pool *pools[4];   /* by backend */
-	struct kj__pool *alt_pools[4]; /* by backend: the other family a request chose (--compiler) */
-	struct kj__manifest manifest;
-	struct kj__memo *memo;       /* request bytes -> key, for the hit path */
-	struct kj__negcache *negcache; /* recently failed compiles (negcache.c) */
-	struct kj__flights *flights; /* misses in progress, by key (miss.c) */
-	struct kj__remote *remote;   /* the fleet tier (miss.c); NULL without --remote */
+	struct kj__missroom *miss;   /* daemon/miss/missroom-int.h: the miss room's part */
 	int stopping;
 	int64_t started;
 	uint64_t stats[KJ_STAT_COUNT];
@@ -290,8 +304,6 @@ struct kj__daemon {
 	 * publishes, admin tasks, the index's checkpoint). */
 	struct kj__offwork_set *work;
 	struct kj__adminroom *admin;  /* daemon/admin/admin-int.h: the admin room's part */
-	size_t pub_n;                /* publish.c: publishes in flight, and their object bytes */
-	uint64_t pub_bytes;
 };
 
 /* quota.c: connections and request bytes per peer uid (docs in quota.c).
@@ -588,7 +600,7 @@ int kj__lowered_of(struct kj__daemon *d, const char *key, char **out, char **log
 int kj__object_entries(struct kj__daemon *d, const char *key, const uint8_t *data, size_t len, char **list);
 
 /* miss.c: the fleet tier's handle (docs/remote.md).  start: creates
- * d->remote when --remote is set (nothing otherwise): 0 or a code with the
+ * the miss room's remote when --remote is set (nothing otherwise): 0 or a code with the
  * reason in err.  stop: releases the leases of open flights and closes the
  * remote (idempotent). */
 int kj__fleet_start(struct kj__daemon *d, char *err, size_t errlen);

@@ -219,14 +219,12 @@ static int serve(struct kj__daemon *d)
 		return r;
 	if (reset_tmp(d) < 0)
 		return 1;
-	if (kj__memo_new(&d->memo, d->cfg.memo_size) < 0 || kj__flights_new(&d->flights) < 0 ||
-	    kj__negcache_new(&d->negcache, d->cfg.failed_ttl_ms) < 0) {
-		fprintf(d->top->log, "kjitd: out of memory\n");
-		return 1;
-	}
-	r = kj__manifest_load(d->cfg.kernels_dir, &d->manifest, err, sizeof err);
+	r = kj__miss_open(d, err, sizeof err);
 	if (r < 0) {
-		fprintf(d->top->log, "kjitd: bundled kernel manifest: %s\n", err);
+		if (r == KJIT_ENOMEM)
+			fprintf(d->top->log, "kjitd: out of memory\n");
+		else
+			fprintf(d->top->log, "kjitd: bundled kernel manifest: %s\n", err);
 		return 1;
 	}
 	kj__detect_run(d);
@@ -246,7 +244,7 @@ static int serve(struct kj__daemon *d)
 	start_loop_handles(d);
 	kj__pool_prestart(d);
 	kj__log(d, "serving %s on %s (%zu bundled kernels, %u workers per compiler, max size %llu)",
-		d->cfg.cache_dir, d->cfg.socket_path, d->manifest.n, d->cfg.jobs,
+		d->cfg.cache_dir, d->cfg.socket_path, kj__miss_manifest(d)->n, d->cfg.jobs,
 		(unsigned long long)d->cfg.max_size);
 	notify_ready(d, 0);
 	if (!d->cfg.foreground && getenv("NOTIFY_SOCKET") == NULL)
@@ -263,7 +261,8 @@ static int rooms_new(struct kj__daemon *d)
 {
 	if ((d->top = calloc(1, sizeof *d->top)) == NULL)
 		return KJIT_ENOMEM;
-	if (kj__net_init(d) < 0 || kj__offwork_init(d) < 0 || kj__admin_init(d) < 0)
+	if (kj__net_init(d) < 0 || kj__offwork_init(d) < 0 || kj__admin_init(d) < 0 ||
+	    kj__miss_init(d) < 0)
 		return KJIT_ENOMEM;
 	return 0;
 }
@@ -275,6 +274,7 @@ static void rooms_free(struct kj__daemon *d)
 	kj__net_free(d);
 	kj__offwork_free(d);
 	kj__admin_free(d);
+	kj__miss_free(d);
 }
 
 /* The daemon role: serve until stopped. */
@@ -320,13 +320,7 @@ static int daemon_main(int argc, char **argv, const char *arg)
 out:
 	if (d.loop) {
 		uv_run(d.loop, UV_RUN_NOWAIT);
-		kj__flights_free(d.flights);
-		for (size_t i = 0; i < KJ_ARRAY_SIZE(d.pools); i++) {
-			kj__pool_free(d.pools[i]);
-			kj__pool_free(d.alt_pools[i]);
-			d.alt_pools[i] = NULL;
-			d.pools[i] = NULL;
-		}
+		kj__miss_close(&d);
 		if (uv_loop_close(d.loop) != 0)
 			kj__log(&d, "exiting with handles still open");
 	}
@@ -334,10 +328,7 @@ out:
 	if (d.loop)
 		kj__reap_orphans(&d, KJ_REAP_WAIT_MS);
 	rooms_free(&d);
-	kj__memo_free(d.memo);
-	kj__negcache_free(d.negcache);
 	kj__cache_close(d.cache);
-	kj__manifest_free(&d.manifest);
 	if (d.top && d.top->log && d.top->log != stderr)
 		fclose(d.top->log);
 	free(d.top); /* last: kj__log writes through it until here */

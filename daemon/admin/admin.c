@@ -90,7 +90,7 @@ static size_t remote_counters(struct kj__daemon *d, struct remote_counter *c, in
 	struct kj__remote_stats s;
 	size_t n = 0;
 
-	kj__remote_stats(d->remote, &s);
+	kj__remote_stats(kj__miss_remote(d), &s);
 	*up = s.up;
 #define RC(field, label) c[n++] = (struct remote_counter){ label, s.field }
 	RC(hits, "hits");
@@ -124,11 +124,11 @@ static int remote_json(struct kj__daemon *d, struct kj__buf *b, int counters)
 	struct remote_counter c[REMOTE_COUNTERS];
 	int up = 0, r = 0;
 
-	if (d->remote == NULL)
+	if (kj__miss_remote(d) == NULL)
 		return kj__buf_printf(b, "\"remote\":null");
 	size_t n = remote_counters(d, c, &up);
 	r |= kj__buf_printf(b, "\"remote\":{\"url\":");
-	r |= kj__json_str(b, kj__remote_describe(d->remote));
+	r |= kj__json_str(b, kj__remote_describe(kj__miss_remote(d)));
 	r |= kj__buf_printf(b, ",\"up\":%s,\"mode\":\"%s\",\"no_compile\":%s", up ? "true" : "false",
 			    d->cfg.remote_mode == KJ_REMOTE_RO ? "ro" : "rw", d->cfg.no_compile ? "true" : "false");
 	for (size_t i = 0; counters && i < n; i++)
@@ -142,10 +142,10 @@ static int remote_text(struct kj__daemon *d, struct kj__buf *b, int counters)
 	struct remote_counter c[REMOTE_COUNTERS];
 	int up = 0, r = 0;
 
-	if (d->remote == NULL)
+	if (kj__miss_remote(d) == NULL)
 		return kj__buf_printf(b, "remote           none%s\n", d->cfg.no_compile ? " (serve-only: misses refused)" : "");
 	size_t n = remote_counters(d, c, &up);
-	r |= kj__buf_printf(b, "remote           %s %s (%s%s)\n", kj__remote_describe(d->remote), up ? "up" : "DOWN",
+	r |= kj__buf_printf(b, "remote           %s %s (%s%s)\n", kj__remote_describe(kj__miss_remote(d)), up ? "up" : "DOWN",
 			    d->cfg.remote_mode == KJ_REMOTE_RO ? "read-only" : "read-write",
 			    d->cfg.no_compile ? ", serve-only" : "");
 	for (size_t i = 0; counters && i < n; i++)
@@ -176,7 +176,7 @@ static int stats_prometheus(struct kj__daemon *d, struct answer *a)
 	}
 	r |= kj__buf_printf(&a->text, "kjit_hit_latency_us_bucket{le=\"+Inf\"} %llu\nkjit_hit_latency_us_count %llu\n",
 			    (unsigned long long)cum, (unsigned long long)cum);
-	if (d->remote) {
+	if (kj__miss_remote(d)) {
 		struct remote_counter c[REMOTE_COUNTERS];
 		int up = 0;
 		size_t n = remote_counters(d, c, &up);
@@ -328,7 +328,7 @@ static int do_stats(struct kj__daemon *d, const struct kj__conn *c, const char *
 	int first = 1;
 	for (int b = 1; b < 8; b++) { /* each backend's pool, then the other families requests chose */
 		struct kj__pool_stats ps;
-		struct kj__pool *pool = b < 4 ? d->pools[b] : d->alt_pools[b - 4];
+		struct kj__pool *pool = kj__miss_pool(d, b);
 		if (pool == NULL)
 			continue;
 		kj__pool_stats(pool, &ps);
@@ -363,7 +363,7 @@ static int worker_walls(struct kj__daemon *d, struct answer *a)
 	char trees[KJ_WALL_TREES_MAX * 64];
 
 	for (int i = 0, first = 1; i < 8; i++) {
-		struct kj__pool *p = i < 4 ? d->pools[i] : d->alt_pools[i - 4];
+		struct kj__pool *p = kj__miss_pool(d, i);
 		if (p == NULL || kj__worker_trees(kj__pool_family(p), trees, sizeof trees) < 0)
 			continue;
 		r |= kj__buf_printf(&a->json, "%s{\"family\":", first ? "" : ",");
@@ -459,8 +459,8 @@ static int do_kernels(struct kj__daemon *d, const char *arg, struct answer *a)
 		snprintf(a->error, sizeof a->error, "unknown backend '%s'; use hip, cuda or vulkan", arg);
 		return KJIT_EBACKEND;
 	}
-	for (size_t i = 0; i < d->manifest.n; i++) {
-		const struct kj__kernel *k = &d->manifest.k[i];
+	for (size_t i = 0; i < kj__miss_manifest(d)->n; i++) {
+		const struct kj__kernel *k = &kj__miss_manifest(d)->k[i];
 		if (backend && k->backend != backend)
 			continue;
 		r |= kj__buf_printf(&a->text, "%s %s\n", k->name, kjit_backend_name(k->backend));

@@ -24,6 +24,7 @@
 #include "daemon.h"
 #include "kj_types.h"
 #include "lowered.h"
+#include "missroom-int.h"
 #include "offhash.h"
 #include "sha.h"
 #include "targetid.h"
@@ -167,7 +168,7 @@ static int answer_resolved(struct get_req *g, struct kj__offhash *rs, int lowere
 			    rs->want)) != 0)
 		key = rs->legacy;
 	if (a == 1 && rs->want)
-		kj__memo_enter(d->memo, g->raw, g->raw_len, &rs->memo, g->q.backend, key, rs->target, rs->version);
+		kj__memo_enter(d->miss->memo, g->raw, g->raw_len, &rs->memo, g->q.backend, key, rs->target, rs->version);
 	return a != 0;
 }
 
@@ -223,7 +224,7 @@ static void get_answer(struct kj__offhash *rs)
 	 * carries none) or entries are to be checked (answer_resolved, once a
 	 * hit did: a memo answer never needs a check) */
 	if (rs->want == NULL)
-		kj__memo_enter(d->memo, g->raw, g->raw_len, &rs->memo, g->q.backend, rs->key, rs->target, rs->version);
+		kj__memo_enter(d->miss->memo, g->raw, g->raw_len, &rs->memo, g->q.backend, rs->key, rs->target, rs->version);
 	int lowered = kj__get_req_wants_lowered(&g->q) | (g->q.want_log ? 2 : 0);
 	if (answer_resolved(g, rs, lowered))
 		goto out;
@@ -234,7 +235,7 @@ static void get_answer(struct kj__offhash *rs)
 	/* A compile of these exact bytes failed moments ago (negcache.c). */
 	int ncode;
 	const char *nline, *nlog;
-	if (kj__negcache_get(d->negcache, rs->key, &ncode, &nline, &nlog)) {
+	if (kj__negcache_get(d->miss->negcache, rs->key, &ncode, &nline, &nlog)) {
 		kj__count_error(d, ncode);
 		kj__send_failure(g->c, g->id, ncode, nline, nlog);
 		goto out;
@@ -300,7 +301,7 @@ static int pool_for(struct kj__daemon *d, struct get_req *g, char *err, size_t e
 	const char *def = family_for(d, g->q.backend);
 	const char *want = g->q.family ? g->q.family : def;
 	int alt = strcmp(want, def) != 0;
-	struct kj__pool **slot = alt ? &d->alt_pools[g->q.backend] : &d->pools[g->q.backend];
+	struct kj__pool **slot = alt ? &d->miss->alt_pools[g->q.backend] : &d->miss->pools[g->q.backend];
 	int r = 0;
 
 	if (*slot == NULL)
@@ -332,7 +333,7 @@ void kj__pool_prestart(struct kj__daemon *d)
 		s += l + (s[l] == ',');
 		while (b < 4 && kj__family_choose(name, b, 1) == NULL)
 			b++;
-		struct kj__pool **slot = b == 4 ? NULL : strcmp(family_for(d, b), name) == 0 ? &d->pools[b] : &d->alt_pools[b];
+		struct kj__pool **slot = b == 4 ? NULL : strcmp(family_for(d, b), name) == 0 ? &d->miss->pools[b] : &d->miss->alt_pools[b];
 		if (slot == NULL || (*slot && strcmp(kj__pool_family(*slot), name) != 0)) {
 			kj__log(d, "--prestart: no compiler family '%s' to start here", name);
 			continue;
@@ -350,7 +351,7 @@ static int answer_from_memo(struct kj__daemon *d, struct kj__conn *c, uint32_t i
 {
 	struct kj__memo_hit mh;
 
-	if (!kj__memo_find(d->memo, body, len, &mh))
+	if (!kj__memo_find(d->miss->memo, body, len, &mh))
 		return 0;
 	/* never kept with lowered names; never kept for a request with entries to check until they were */
 	return answer_hit(d, c, id, t0, mh.key, mh.target, mh.version, body, len, NULL, kj__hits_gen(d), 0, NULL) != 0;
@@ -399,7 +400,7 @@ int kj__handle_get(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const 
 	r = kj__get_req_parse(&g->q, &m, err, sizeof err);
 	kj__msg_free(&m);
 	if (r == 0 && g->q.kernel)
-		r = kj__get_req_load_kernel(&g->q, &d->manifest, d->cfg.kernels_dir, err, sizeof err);
+		r = kj__get_req_load_kernel(&g->q, &d->miss->manifest, d->cfg.kernels_dir, err, sizeof err);
 	if (r == 0)
 		r = pool_for(d, g, err, sizeof err);
 	if (r < 0) {
@@ -408,35 +409,5 @@ int kj__handle_get(struct kj__daemon *d, struct kj__conn *c, uint32_t id, const 
 		return 0;
 	}
 	kj__pool_when_ready(g->pool, get_resolved, g);
-	return 0;
-}
-
-void kj__miss_stop(struct kj__daemon *d)
-{
-	for (size_t i = 0; i < KJ_ARRAY_SIZE(d->pools); i++) {
-		if (d->pools[i])
-			kj__pool_shutdown(d->pools[i]);
-		if (d->alt_pools[i])
-			kj__pool_shutdown(d->alt_pools[i]);
-	}
-}
-
-int kj__miss_busy(const struct kj__daemon *d)
-{
-	struct kj__pool_stats ps;
-
-	if (kj__flights_count(d->flights) > 0)
-		return 1;
-	for (size_t i = 0; i < KJ_ARRAY_SIZE(d->pools); i++) {
-		struct kj__pool *both[2] = { d->pools[i], d->alt_pools[i] };
-
-		for (size_t j = 0; j < KJ_ARRAY_SIZE(both); j++) {
-			if (both[j] == NULL)
-				continue;
-			kj__pool_stats(both[j], &ps);
-			if (ps.busy > 0)
-				return 1;
-		}
-	}
 	return 0;
 }

@@ -36,6 +36,7 @@
 #include "kj_limits.h"
 #include "kj_types.h"
 #include "miss-int.h"
+#include "missroom-int.h"
 #include "proto.h"
 #include "remote.h"
 #include "sha.h"
@@ -390,12 +391,12 @@ static void refuse_waiter(struct kj__flight *f, struct kj__waiter *w)
 			       "kjitd --no-compile: %s for %s (%s) is not cached here%s%s; warm it on a compiling "
 			       "node (`kjit warm` against a kjitd with the same --remote) or copy it with "
 			       "`kjit export` there and `kjit import` here",
-			       f->key, f->e.target, f->source_name, d->remote ? " nor in " : "",
-			       d->remote ? kj__remote_describe(d->remote) : "");
+			       f->key, f->e.target, f->source_name, d->miss->remote ? " nor in " : "",
+			       d->miss->remote ? kj__remote_describe(d->miss->remote) : "");
 	else
 		kj__conn_error(w->c, w->id, KJIT_ENOENT, "%s for %s (%s) is not cached here%s%s (fetch only: not compiled)",
-			       f->key, f->e.target, f->source_name, d->remote ? " nor in " : "",
-			       d->remote ? kj__remote_describe(d->remote) : "");
+			       f->key, f->e.target, f->source_name, d->miss->remote ? " nor in " : "",
+			       d->miss->remote ? kj__remote_describe(d->miss->remote) : "");
 }
 
 int kj__miss_fetch_only(const struct kj__flight *f)
@@ -607,7 +608,7 @@ int kj__miss_fits(struct kj__flight *f, const struct kj__remote_object *o)
 	kj__buf_free(&b);
 	if (err[0] == '\0')
 		return 1;
-	kj__remote_note_forged(f->d->remote);
+	kj__remote_note_forged(f->d->miss->remote);
 	printable(err, sizeof err, err, strlen(err)); /* its metadata, the object's symbol names */
 	kj__log(f->d, "remote value for %s not served: %s; compiling it here (remote forged)", f->key, err);
 	return 0;

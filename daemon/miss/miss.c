@@ -44,6 +44,7 @@
 #include "jobmsg.h"
 #include "kj_types.h"
 #include "miss-int.h"
+#include "missroom-int.h"
 #include "remote.h"
 #include "util.h"
 
@@ -145,7 +146,7 @@ static void feed(struct kj__flight *f, enum kj__miss_event e, struct ev_arg *a);
 
 static unsigned flags_of(const struct kj__flight *f)
 {
-	return (f->d->remote ? KJ_MISS_F_REMOTE : 0) | (kj__miss_fetch_only(f) ? KJ_MISS_F_FETCH_ONLY : 0);
+	return (f->d->miss->remote ? KJ_MISS_F_REMOTE : 0) | (kj__miss_fetch_only(f) ? KJ_MISS_F_FETCH_ONLY : 0);
 }
 
 /* The tier's answer to LOOKUP and RECHECK. */
@@ -154,7 +155,7 @@ static void on_lookup(void *arg, int code, const struct kj__remote_object *obj)
 	struct kj__flight *f = arg;
 	struct ev_arg a = { .obj = obj, .how = f->state == KJ_MISS_RECHECK ? "published just before our lease" : "fetched" };
 
-	if (f->d->stopping || f->d->remote == NULL) {
+	if (f->d->stopping || f->d->miss->remote == NULL) {
 		feed(f, KJ_MISS_SHUTDOWN, &a);
 		return;
 	}
@@ -290,7 +291,7 @@ static void publish(struct kj__flight *f, int status, int join_status, const uin
 	}
 	/* the recipe is taken by the publish; a compile's fleet value needs it after: a copy */
 	struct kj__buf recipe = { 0 }, *rp = &f->recipe;
-	if (status == KJIT_STATUS_COMPILED && d->remote) {
+	if (status == KJIT_STATUS_COMPILED && d->miss->remote) {
 		rp = &recipe;
 		if (f->recipe.len && kj__buf_append(&recipe, f->recipe.p, f->recipe.len) < 0)
 			kj__buf_free(&recipe); /* replay will miss it */
@@ -327,13 +328,13 @@ static void do_publish(struct kj__flight *f, const struct ev_arg *a)
 	publish(f, KJIT_STATUS_COMPILED, KJIT_STATUS_JOINED, data, len, a->log, a->lowered, a->us / 1000);
 	struct kj__remote_lease *lease = f->lease;
 	f->lease = NULL;
-	if (d->remote == NULL)
+	if (d->miss->remote == NULL)
 		return; /* without --remote there is no lease, and remote/ is never called */
 	if (data == NULL || kj__miss_fleet_value(f, data, len, a->log, a->lowered, &v, &meta, &ents) < 0) {
 		kj__remote_lease_release(lease);
 		return;
 	}
-	kj__remote_publish(d->remote, f->key, &v, lease); /* consumes the lease; failures are counted there */
+	kj__remote_publish(d->miss->remote, f->key, &v, lease); /* consumes the lease; failures are counted there */
 	free(meta);
 	kj__buf_free(&ents);
 }
@@ -390,7 +391,7 @@ static void do_answer_failure(struct kj__flight *f, const struct ev_arg *a)
 		kj__send_failure(f->w[i].c, f->w[i].id, a->code, line, a->log);
 	}
 	if (a->code == KJIT_ECOMPILE) /* the source's fault: answer its repeats from memory */
-		kj__negcache_put(d->negcache, f->key, a->code, line, a->log);
+		kj__negcache_put(d->miss->negcache, f->key, a->code, line, a->log);
 	kj__log(d, "compile %s failed: %s", f->key, line);
 }
 
@@ -420,15 +421,15 @@ static void feed(struct kj__flight *f, enum kj__miss_event e, struct ev_arg *a)
 	}
 	f->state = st.state;
 	if (st.state == KJ_MISS_PUBLISHING || st.state == KJ_MISS_DONE || st.state == KJ_MISS_FAILED)
-		kj__flights_remove(d->flights, f);
+		kj__flights_remove(d->miss->flights, f);
 	switch (st.action) {
 	case KJ_MISS_DO_LOOKUP:
 	case KJ_MISS_DO_RECHECK: /* the lease held: published between our lookup and our lease? */
-		kj__remote_lookup(d->remote, f->key, on_lookup, f);
+		kj__remote_lookup(d->miss->remote, f->key, on_lookup, f);
 		return;
 	case KJ_MISS_DO_LEASE:
 		refuse_fetch_only(f);
-		kj__remote_lease(d->remote, f->key, on_lease, f);
+		kj__remote_lease(d->miss->remote, f->key, on_lease, f);
 		return;
 	case KJ_MISS_DO_COMPILE: do_compile(f); return;
 	case KJ_MISS_DO_SERVE: do_serve(f, a); break;
@@ -436,7 +437,7 @@ static void feed(struct kj__flight *f, enum kj__miss_event e, struct ev_arg *a)
 	case KJ_MISS_DO_REFUSE:
 		kj__miss_refuse(f);
 		kj__log(d, "refused %s for %s: not cached%s, and this node does not compile it", f->key, f->e.target,
-			d->remote ? " locally nor remotely" : "");
+			d->miss->remote ? " locally nor remotely" : "");
 		break;
 	case KJ_MISS_DO_ANSWER_FAILURE: do_answer_failure(f, a); break;
 	case KJ_MISS_DO_FAIL: do_fail(f, KJIT_ESHUTDOWN, "kjitd is shutting down"); break;
@@ -447,14 +448,14 @@ static void feed(struct kj__flight *f, enum kj__miss_event e, struct ev_arg *a)
 
 int kj__miss_open_or_join(struct kj__daemon *d, struct kj__miss *m, char *err, size_t errlen)
 {
-	struct kj__flight *f = kj__flights_find(d->flights, m->key);
+	struct kj__flight *f = kj__flights_find(d->miss->flights, m->key);
 	int r;
 
 	if (f)
 		return kj__miss_add_waiter(f, m);
 	if ((f = kj__miss_flight_new(d, m, &r, err, errlen)) == NULL)
 		return r;
-	if ((r = kj__flights_insert(d->flights, f)) < 0) {
+	if ((r = kj__flights_insert(d->miss->flights, f)) < 0) {
 		kj__flight_free(f); /* with the request it took: get.c holds zeroed ones */
 		return r;
 	}
@@ -489,17 +490,17 @@ int kj__fleet_start(struct kj__daemon *d, char *err, size_t errlen)
 		.log = remote_log,
 		.log_arg = d,
 	};
-	int r = kj__remote_new(d->loop, &o, &d->remote, err, errlen);
+	int r = kj__remote_new(d->loop, &o, &d->miss->remote, err, errlen);
 	if (r < 0)
 		return r;
-	kj__log(d, "fleet tier: %s (%s%s, %s)", kj__remote_describe(d->remote),
+	kj__log(d, "fleet tier: %s (%s%s, %s)", kj__remote_describe(d->miss->remote),
 		c->remote_mode == KJ_REMOTE_RO ? "read-only" : "read-write",
 		c->no_compile ? ", serve-only: misses refused" : "",
 		c->remote_secret ? "values authenticated with the fleet secret" : "values NOT authenticated");
 	if (c->remote_secret == NULL)
 		kj__log(d, "WARNING: --remote without --remote-secret: anyone who can write to %s can change what every "
 			"node of the fleet runs; give every node the same secret file (docs/remote.md, Trust)",
-			kj__remote_describe(d->remote));
+			kj__remote_describe(d->miss->remote));
 	return 0;
 }
 
@@ -512,13 +513,13 @@ static void release_lease(struct kj__flight *f, void *arg)
 
 void kj__fleet_stop(struct kj__daemon *d)
 {
-	struct kj__remote *r = d->remote;
+	struct kj__remote *r = d->miss->remote;
 
 	if (r == NULL)
 		return;
 	/* Leases die with the handle: give them back first so the fleet's
 	 * waiters take over now rather than after the lease expires. */
-	kj__flights_foreach(d->flights, release_lease, NULL);
-	d->remote = NULL;
+	kj__flights_foreach(d->miss->flights, release_lease, NULL);
+	d->miss->remote = NULL;
 	kj__remote_close(r);
 }

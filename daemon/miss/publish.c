@@ -32,6 +32,7 @@
 #include "daemon.h"
 #include "kj_limits.h"
 #include "kj_types.h"
+#include "missroom-int.h"
 
 struct kj__publish {
 	struct kj__offwork work;     /* in kjitd's publish queue (offwork.c) */
@@ -85,8 +86,8 @@ static int on_done(struct kj__offwork *w, int code)
 		kj__log(d, "could not store %s (%s%s%s): served, not cached", t->key, kjit_strerror(r),
 			r == KJIT_EIO ? ": " : "", r == KJIT_EIO ? strerror(errno) : "");
 	}
-	d->pub_n--;
-	d->pub_bytes -= t->len;
+	d->miss->pub_n--;
+	d->miss->pub_bytes -= t->len;
 	pub_free(t);
 	return 0;
 }
@@ -141,12 +142,12 @@ int kj__publish_start(struct kj__daemon *d, const struct kj__cache_entry *e, con
 	}
 	if (r < 0)
 		goto fail;
-	d->pub_n++;
-	d->pub_bytes += len;
+	d->miss->pub_n++;
+	d->miss->pub_bytes += len;
 	/* over the cap: here, as it always was (and with no thread to be had:
 	 * offwork.c) */
 	kj__offwork_submit(d, KJ_OFFQ_PUBLISH, &t->work,
-			   d->pub_bytes <= KJ_PUBLISH_PENDING_MAX ? KJ_OFFWORK_POOL : KJ_OFFWORK_HERE);
+			   d->miss->pub_bytes <= KJ_PUBLISH_PENDING_MAX ? KJ_OFFWORK_POOL : KJ_OFFWORK_HERE);
 	return 0;
 fail:
 	if (t)

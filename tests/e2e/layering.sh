@@ -10,8 +10,9 @@
 # daemon file names Redis, the backends' table and private headers are
 # remote/'s own (remote/backend.h, remote/redis/redis-int.h included only
 # inside remote/ and by the tier's unit test).  struct kj__daemon's rooms
-# (issue 33): the top, net, admin and work rooms' parts are structs private to
-# their rooms.  Reads the source tree only (no daemon).
+# (issue 33): the top, net, miss, admin and work rooms' parts are structs
+# private to their rooms, and the struct holds nothing else but its core.
+# Reads the source tree only (no daemon).
 . "$(dirname "$0")/lib.sh"
 
 cd "$TOP" || exit 1
@@ -118,7 +119,8 @@ for pair in net:conn-int miss:miss-int admin:bundle-int; do
 done
 # struct kj__daemon's rooms (issue 33, docs/house-plan.md): a room's part
 # of the context is a struct defined in its private header alone (the work
-# room's in daemon/offwork.c, a room of one file; the top room is daemon/'s
+# room's in daemon/offwork.c, a room of one file; the miss room's in
+# daemon/miss/missroom-int.h; the top room is daemon/'s
 # own files: main.c, log.c, config.c, detect-run.c), daemon.h holds only a
 # pointer to it, the header is included inside the room (and by the room's
 # unit test), and no file outside the room names a field through the
@@ -126,6 +128,7 @@ done
 # a header included elsewhere or a reach across rooms fails here.
 for spec in 'kj__toproom:top:daemon/daemon-int.h:daemon/*.c:-' \
 	'kj__netroom:net:daemon/net/net-int.h:daemon/net/*:tests/test-quota.c' \
+	'kj__missroom:miss:daemon/miss/missroom-int.h:daemon/miss/*:-' \
 	'kj__adminroom:admin:daemon/admin/admin-int.h:daemon/admin/*:-' \
 	'kj__offwork_set:work:daemon/offwork.c:daemon/offwork.c:tests/test-offwork.c'; do
 	IFS=: read -r s ptr hdr room test <<EOF_SPEC
@@ -150,6 +153,13 @@ EOF_SPEC
 	done
 	check "no file outside $room names d->$ptr's fields (named in:${bad:- none})" [ -z "$bad" ]
 done
+# What is left in struct kj__daemon (issue 33): the core every room reads
+# and the five rooms' pointers, nothing else; a field added there instead
+# of in its room's struct fails here, named.
+members=$(sed -n '/^struct kj__daemon {/,/^};/p' daemon/daemon.h | grep -vE '^[[:space:]]*\*' | sed 's|/\*.*||' |
+	grep ';' | sed -E 's/\[.*//; s/;.*//' | awk 'NF > 1 { print $NF }' | sed 's/^\**//' | sort | tr '\n' ' ' | sed 's/ $//')
+core='admin cache cfg last_active_us lat_hist loop miss net started stats stopping top work'
+check "struct kj__daemon holds the core and the five rooms' pointers only (holds: ${members:-nothing})" [ "$members" = "$core" ]
 # One door to libuv's thread pool (issue 33): daemon/offwork.c alone queues
 # work (uv_queue_work) or holds a uv_work_t; offhash.c, publish.c and
 # offloop.c hand it their steps.
