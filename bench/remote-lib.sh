@@ -2,7 +2,7 @@
 # by them (bash): a temporary folder $T removed on exit with every process
 # in $PIDS, a private redis-server on the Unix socket $RS, the test
 # family's blob kernels in $T/k, and kjitd nodes on that Redis.  Needs
-# `make bench-bins`.
+# `make bench-bins`.  With KEEP set, $T (logs included) is kept and named.
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 BIN="$TOP/${BUILD:-build}/bench"
 T=$(mktemp -d "${TMPDIR:-/tmp}/kjit-remote.XXXXXX")
@@ -11,7 +11,7 @@ PIDS=""
 cleanup() {
 	for p in $PIDS; do kill "$p" 2>/dev/null; done
 	sleep 0.5
-	rm -rf "$T"
+	if [ -n "${KEEP:-}" ]; then echo "kept: $T"; else rm -rf "$T"; fi
 }
 trap cleanup EXIT
 RS="$T/redis.sock"

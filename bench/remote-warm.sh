@@ -13,26 +13,13 @@
 # one line per fresh node: wall ms, fetched, and the load average.  Needs
 # `make bench-bins` and the real compilers.
 set -u
-TOP=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${BUILD:-build}
-KJITD=${1:-$TOP/$BUILD/kjitd}
+KJITD=${1:-$(cd "$(dirname "$0")/.." && pwd)/${BUILD:-build}/kjitd}
 N=${2:-3}
-BIN="$TOP/$BUILD/bench"
-KJIT="$TOP/$BUILD/kjit"
-T=$(mktemp -d "${TMPDIR:-/tmp}/kjit-warm.XXXXXX")
-PIDS=""
-export KJIT_NO_AUTOSTART=1
-cleanup() {
-	for p in $PIDS; do kill "$p" 2>/dev/null; done
-	sleep 0.5
-	if [ -n "${PERF:-}${KEEP:-}" ]; then echo "kept: $T"; else rm -rf "$T"; fi
-}
-trap cleanup EXIT
-RS="$T/redis.sock"
-redis-server --port 0 --unixsocket "$RS" --unixsocketperm 700 --save "" --appendonly no --dir "$T" \
-	--logfile "$T/redis.log" &
-PIDS="$PIDS $!"
-until [ "$(redis-cli -s "$RS" ping 2>/dev/null)" = PONG ]; do sleep 0.05; done
+[ -n "${PERF:-}" ] && KEEP=1
+# $T, $PIDS, the private Redis on $RS and the cleanup (node() is redefined
+# below: real compilers, not remote-lib.sh's test family and blobs).
+. "$(dirname "$0")/remote-lib.sh"
+KJIT="$TOP/${BUILD:-build}/kjit"
 
 LASTPID=""
 node() { # NAME [options]: a kjitd on the Redis, as bench.sh's fleet_node makes it

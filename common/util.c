@@ -77,22 +77,24 @@ int kj__read_all(int fd, void *p, size_t n)
 	return 0;
 }
 
-int kj__read_file(const char *path, size_t max, uint8_t **data, size_t *len)
+int kj__stat_same(const struct stat *a, const struct stat *b)
 {
-	struct stat st;
-	struct timespec t0;
-
-	return kj__read_file_st(path, max, data, len, &st, &t0);
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+	       a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
-int kj__read_file_st(const char *path, size_t max, uint8_t **data, size_t *len, struct stat *seen,
+/* kj__read_file, and with seen and before set kj__read_file_st's extras
+ * (the clock before the open, the fstat after the read): the plain read
+ * pays for neither. */
+static int read_file(const char *path, size_t max, uint8_t **data, size_t *len, struct stat *seen,
 		     struct timespec *before)
 {
 	struct stat st;
 	uint8_t *p = NULL;
 	int r, fd;
 
-	if (clock_gettime(CLOCK_REALTIME, before) < 0)
+	if (before && clock_gettime(CLOCK_REALTIME, before) < 0)
 		return -errno;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -117,16 +119,14 @@ int kj__read_file_st(const char *path, size_t max, uint8_t **data, size_t *len, 
 	r = kj__read_all(fd, p, (size_t)st.st_size);
 	if (r < 0)
 		goto out;
-	if (fstat(fd, seen) < 0) { /* after the read: a write during it shows in its ctime */
+	if (seen && fstat(fd, seen) < 0) { /* after the read: a write during it shows in its ctime */
 		r = -errno;
 		goto out;
 	}
 	/* Changed during the read by the file's own stamps (a file system whose
 	 * clock is not ours, e.g. NFS's server, may stamp a ctime that looks
 	 * settled by our clock): no proof of the bytes read, *before zeroed. */
-	if (st.st_size != seen->st_size || st.st_mtim.tv_sec != seen->st_mtim.tv_sec ||
-	    st.st_mtim.tv_nsec != seen->st_mtim.tv_nsec || st.st_ctim.tv_sec != seen->st_ctim.tv_sec ||
-	    st.st_ctim.tv_nsec != seen->st_ctim.tv_nsec)
+	if (seen && before && !kj__stat_same(&st, seen))
 		memset(before, 0, sizeof *before);
 	p[st.st_size] = '\0';
 	*data = p;
@@ -137,6 +137,17 @@ out:
 	free(p);
 	close(fd);
 	return r;
+}
+
+int kj__read_file(const char *path, size_t max, uint8_t **data, size_t *len)
+{
+	return read_file(path, max, data, len, NULL, NULL);
+}
+
+int kj__read_file_st(const char *path, size_t max, uint8_t **data, size_t *len, struct stat *seen,
+		     struct timespec *before)
+{
+	return read_file(path, max, data, len, seen, before);
 }
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)

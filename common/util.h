@@ -51,6 +51,9 @@ int kj__read_file(const char *path, size_t max, uint8_t **data, size_t *len);
  * holds the bytes read: kj__memo_gather).  Same returns. */
 int kj__read_file_st(const char *path, size_t max, uint8_t **data, size_t *len, struct stat *seen,
 		     struct timespec *before);
+/* 1 if a and b name the same file with the same size, mtime and ctime (the
+ * memo's proof that a file is unchanged), else 0. */
+int kj__stat_same(const struct stat *a, const struct stat *b);
 /* rm -rf: removes path and everything below it, not following links.  0
  * (also when path does not exist) or -errno of the first failure. */
 int kj__rm_rf(const char *path);

@@ -230,10 +230,7 @@ static int file_holds(const char *path, const uint8_t *p, size_t n)
 static int file_unchanged_since(const char *path, const struct stat *seen, const struct timespec *before,
 				struct stat *st)
 {
-	if (stat(path, st) != 0 || st->st_dev != seen->st_dev || st->st_ino != seen->st_ino ||
-	    st->st_size != seen->st_size || st->st_mtim.tv_sec != seen->st_mtim.tv_sec ||
-	    st->st_mtim.tv_nsec != seen->st_mtim.tv_nsec || st->st_ctim.tv_sec != seen->st_ctim.tv_sec ||
-	    st->st_ctim.tv_nsec != seen->st_ctim.tv_nsec)
+	if (stat(path, st) != 0 || !kj__stat_same(st, seen))
 		return 0;
 	long long c = (long long)st->st_ctim.tv_sec * 1000000000LL + st->st_ctim.tv_nsec;
 	long long b = (long long)before->tv_sec * 1000000000LL + before->tv_nsec;
