@@ -51,7 +51,8 @@
 enum stmt_id {
 	ST_INSERT, ST_DELETE, ST_TOUCH, ST_COUNTER_ADD, ST_COUNTER_GET, ST_GET,
 	ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_DIGEST, ST_NOTE_USER, ST_HAS_USER, ST_SET_OWNER,
-	ST_ENTRIES, ST_SET_ENTRIES, ST_COUNT
+	ST_ENTRIES, ST_SET_ENTRIES, ST_RECIPE_OF, ST_SET_RSIZE, ST_SAVEPOINT, ST_RELEASE, ST_ROLLBACK_TO,
+	ST_COUNT
 };
 
 /* One distinct (backend, target, version, ext), its strings owned. */
@@ -252,6 +253,29 @@ int kj__db_row_digest(struct kj__cache *c, const uint8_t key[KJ_SHA256_LEN], uin
 void kj__db_bind_entry(sqlite3_stmt *st, const struct kj__cache_entry *e, uint64_t seq);
 /* Inserts (or replaces) the row of e with use sequence seq.  0 or KJIT_EIO. */
 int kj__db_insert_row(struct kj__cache *c, const struct kj__cache_entry *e, uint64_t seq);
+/* What one publish writes besides its object's row (kj__db_publish_rows):
+ * the recipe it was built from (recipe: hex, or NULL; rsize its bytes,
+ * charged to the row) and who asked for it (the first becomes the owner
+ * of a new row). */
+struct kj__pub_rows {
+	const char *recipe;
+	uint32_t rsize;
+	const uid_t *uids;
+	size_t n_uids;
+};
+/* The rows of one publish, all or none (one SAVEPOINT: a transaction of
+ * its own, or nested in the caller's): e's row with use sequence seq (as
+ * kj__db_insert_row), recipe_of's row and its size, the requesters and
+ * the owner.  Only the index: the caller updates the table after.  0 or
+ * KJIT_EIO, with none of them written. */
+int kj__db_publish_rows(struct kj__cache *c, const struct kj__cache_entry *e, uint64_t seq,
+			const struct kj__pub_rows *w);
+/* recipe_of's row for key (both hex) and the recipe's size on key's row.
+ * 0 or KJIT_EIO. */
+int kj__db_recipe_row(struct kj__cache *c, const char *key, const char *recipe, uint32_t rsize);
+/* Records uid as a requester of key (hex) and, if the row has no owner
+ * yet, as its owner (*owned then 1).  0 or KJIT_EIO. */
+int kj__db_user_rows(struct kj__cache *c, const char *key, uid_t uid, int *owned);
 /* Deletes key's row (hex).  0 or KJIT_EIO. */
 int kj__db_delete_row(struct kj__cache *c, const char *hex);
 /* Column i of the current row as text (NULL for NULL). */
@@ -306,12 +330,13 @@ int kj__obj_prepare(struct kj__cache *c, struct kj__cache_entry *e, size_t len, 
  * with errno saying why; no temporary file is left. */
 int kj__obj_place(struct kj__cache *c, const struct kj__pub_paths *p, const uint8_t *data, size_t len,
 		  struct stat *st);
-/* The cache's thread: e's row after its file is in place (prior: the
- * key's entry or NONE; dg: the object's digest).  On failure the file is
- * not indexed: a prior row is kept only for the same bytes, else dropped,
- * and without one the file is removed.  0 or KJIT_EIO. */
+/* The cache's thread: e's rows after its file is in place, all or none
+ * (kj__db_publish_rows: the object's, w's recipe and requesters; prior:
+ * the key's entry or NONE; dg: the object's digest).  On failure the file
+ * is not indexed: a prior row is kept only for the same bytes, else
+ * dropped, and without one the file is removed.  0 or KJIT_EIO. */
 int kj__obj_index_row(struct kj__cache *c, const struct kj__cache_entry *e, const struct ent *en, size_t prior,
-		      const uint8_t dg[KJ_SHA256_LEN], const char *final);
+		      const uint8_t dg[KJ_SHA256_LEN], const char *final, const struct kj__pub_rows *w);
 /* publish.c: the publish in flight of key, or NULL (the cache's thread). */
 struct kj__cache_pub *kj__pub_find(const struct kj__cache *c, const uint8_t key[KJ_SHA256_LEN]);
 /* The bytes of key's publish in flight (valid until its finish) and what
@@ -335,6 +360,8 @@ int kj__pub_foreach(struct kj__cache *c, const char *target, int all, uid_t uid,
  * temporary name unique, taken on the cache's thread), then its row
  * (recipe.c, the cache's thread).  0 or a negative code. */
 int kj__obj_place_recipe(struct kj__cache *c, const char *recipe, const uint8_t *body, size_t len, uint64_t seq);
+/* A recipe's bytes as a row and a table entry count them (rsize). */
+uint32_t kj__recipe_rsize(size_t len);
 int kj__recipe_link(struct kj__cache *c, const char *key, const char *recipe, size_t len);
 /* 1 if a row links an object to recipe (hex), 0 if none does, -1 unknown
  * (an error: keep its file).  The cache's thread. */

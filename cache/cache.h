@@ -142,18 +142,20 @@ int kj__cache_publish(struct kj__cache *c, struct kj__cache_entry *e, const uint
  * and from then until finish the object is served from that copy:
  * kj__cache_peek, kj__cache_lookup, kj__cache_peek_exists, kj__cache_get,
  * the listings and kj__cache_requested_by find it (uids: its requesters,
- * n_uids of them, recorded with kj__cache_note_user at finish), and no
+ * n_uids of them, recorded with the object's row at finish), and no
  * sweep of the cache's thread removes its files.  0, KJIT_EINVAL, KJIT_ETOOBIG, KJIT_ENOMEM, or KJIT_EBUSY when a
  * publish of the same key is in flight (same key: same object; this one
  * is not needed).  run (any one thread, concurrently with other calls on
  * the cache; c's fs and allocator tables thread-safe, as the defaults
  * are): the digest, the file (temporary, fsync, rename, the directory's
  * fsync) and the recipe's file; touches nothing but its own pub and the
- * file system.  finish (the cache's thread, after run): the index row,
- * the entry table, the hot set (the copy moves there), the recipe's row;
- * the object is no longer served from the pub.  0, or the run's or the
- * row's negative code (the cache is left consistent, the object not
- * stored; errno says why for KJIT_EIO).  free (the cache's thread): after
+ * file system.  finish (the cache's thread, after run): the index's rows
+ * in one transaction (the object's, the recipe's when the run stored its
+ * file, the requesters'), then the entry table and the hot set (the copy
+ * moves there); the object is no longer served from the pub.  0, or the
+ * run's or the rows' negative code (the cache is left consistent, the
+ * object not stored, none of its rows written; errno says why for
+ * KJIT_EIO).  free (the cache's thread): after
  * finish, or instead of run and finish (nothing is stored). */
 struct kj__cache_pub;
 int kj__cache_pub_begin(struct kj__cache *c, const struct kj__cache_entry *e, const uint8_t *data, size_t len,

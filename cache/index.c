@@ -58,6 +58,11 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_SET_OWNER] = "UPDATE objects SET owner = ?2 WHERE key = ?1 AND owner IS NULL",
 	[ST_ENTRIES] = "SELECT entries FROM objects WHERE key = ?1",
 	[ST_SET_ENTRIES] = "UPDATE objects SET entries = ?2 WHERE key = ?1 AND entries IS NULL",
+	[ST_RECIPE_OF] = "INSERT OR REPLACE INTO recipe_of(key, recipe) VALUES(?1, ?2)",
+	[ST_SET_RSIZE] = "UPDATE objects SET rsize = ?2 WHERE key = ?1",
+	[ST_SAVEPOINT] = "SAVEPOINT publish",
+	[ST_RELEASE] = "RELEASE publish",
+	[ST_ROLLBACK_TO] = "ROLLBACK TO publish",
 };
 
 int kj__db_fail(const struct kj__cache *c, const char *what)
@@ -420,6 +425,43 @@ int kj__db_insert_row(struct kj__cache *c, const struct kj__cache_entry *e, uint
 	return kj__db_run(c, ST_INSERT, "insert");
 }
 
+int kj__db_recipe_row(struct kj__cache *c, const char *key, const char *recipe, uint32_t rsize)
+{
+	int r;
+
+	sqlite3_bind_text(c->st[ST_RECIPE_OF], 1, key, -1, SQLITE_STATIC);
+	sqlite3_bind_text(c->st[ST_RECIPE_OF], 2, recipe, -1, SQLITE_STATIC);
+	if ((r = kj__db_run(c, ST_RECIPE_OF, "recipe")) < 0)
+		return r;
+	sqlite3_bind_text(c->st[ST_SET_RSIZE], 1, key, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(c->st[ST_SET_RSIZE], 2, rsize);
+	return kj__db_run(c, ST_SET_RSIZE, "recipe size");
+}
+
+int kj__db_publish_rows(struct kj__cache *c, const struct kj__cache_entry *e, uint64_t seq,
+			const struct kj__pub_rows *w)
+{
+	int outer = !sqlite3_get_autocommit(c->db), owned, r;
+
+	if ((r = kj__db_run(c, ST_SAVEPOINT, "savepoint")) < 0)
+		return r;
+	kj__db_bind_entry(c->st[ST_INSERT], e, seq);
+	r = kj__db_run(c, ST_INSERT, "insert");
+	if (r == 0 && w->recipe)
+		r = kj__db_recipe_row(c, e->key, w->recipe, w->rsize);
+	for (size_t i = 0; r == 0 && i < w->n_uids; i++)
+		r = kj__db_user_rows(c, e->key, w->uids[i], &owned);
+	if (r == 0 && (r = kj__db_run(c, ST_RELEASE, "commit")) == 0)
+		return 0;
+	/* a failed RELEASE of the outermost savepoint (the commit) leaves it
+	 * open: undo it as any other failure; gone already, nothing to undo */
+	if (outer || !sqlite3_get_autocommit(c->db)) {
+		kj__db_run(c, ST_ROLLBACK_TO, "rollback");
+		kj__db_run(c, ST_RELEASE, "rollback");
+	}
+	return r;
+}
+
 int kj__db_delete_row(struct kj__cache *c, const char *hex)
 {
 	sqlite3_bind_text(c->st[ST_DELETE], 1, hex, -1, SQLITE_STATIC);
@@ -627,25 +669,34 @@ int kj__cache_set_entries(struct kj__cache *c, const char *key, const char *list
 
 /* ---- who requested an object ---- */
 
+int kj__db_user_rows(struct kj__cache *c, const char *key, uid_t uid, int *owned)
+{
+	int r;
+
+	*owned = 0;
+	sqlite3_bind_text(c->st[ST_NOTE_USER], 1, key, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(c->st[ST_NOTE_USER], 2, (sqlite3_int64)uid);
+	if ((r = kj__db_run(c, ST_NOTE_USER, "note user")) < 0)
+		return r;
+	/* the first requester owns it: its share of the cache pays (maint.c) */
+	sqlite3_bind_text(c->st[ST_SET_OWNER], 1, key, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(c->st[ST_SET_OWNER], 2, (sqlite3_int64)uid);
+	if ((r = kj__db_run(c, ST_SET_OWNER, "set owner")) < 0)
+		return r;
+	*owned = sqlite3_changes(c->db) != 0;
+	return 0;
+}
+
 int kj__cache_note_user(struct kj__cache *c, const char *key, uid_t uid)
 {
-	sqlite3_stmt *st = c->st[ST_NOTE_USER];
+	uint8_t k[KJ_SHA256_LEN];
+	size_t i;
+	int owned, r;
 
 	if (!kj__hex_ok(key))
 		return KJIT_EINVAL;
-	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, (sqlite3_int64)uid);
-	int r = kj__db_run(c, ST_NOTE_USER, "note user");
-	if (r < 0)
+	if ((r = kj__db_user_rows(c, key, uid, &owned)) < 0 || !owned)
 		return r;
-	/* the first requester owns it: its share of the cache pays (maint.c) */
-	st = c->st[ST_SET_OWNER];
-	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, (sqlite3_int64)uid);
-	if ((r = kj__db_run(c, ST_SET_OWNER, "set owner")) < 0 || sqlite3_changes(c->db) == 0)
-		return r;
-	uint8_t k[KJ_SHA256_LEN];
-	size_t i;
 	kj__cache_unhex(key, k);
 	if ((i = kj__tab_find(c, k)) != NONE && c->ents[i].owner == 0)
 		c->ents[i].owner = (uint32_t)uid + 1; /* the table follows the row */

@@ -3,7 +3,8 @@
  * (copies, paths, a place among the publishes in flight), run on another
  * thread (the object's digest, its file: temporary, fsync, rename, the
  * directory's fsync; the recipe's digest and file), finish on the cache's
- * thread (the index row, the table, the hot set, the recipe's row).
+ * thread (the index's rows, all or none: the object's, its recipe's, its
+ * requesters'; then the table and the hot set as the rows say).
  * kj__cache_publish is the three in a row.
  *
  * Invariants:
@@ -15,8 +16,9 @@
  *    copies and writes only its result fields (dg, st, r, err, recipe_hex,
  *    recipe_r), which the cache's thread reads after run, never during.
  *  - The file is renamed into place only when whole and durable, and its
- *    row is inserted after (kj__obj_index_row): a crash leaves at worst a
- *    temporary file or a file without a row, as before.  The sweeps of the
+ *    rows are inserted after, in one transaction (kj__obj_index_row): a
+ *    crash leaves at worst a temporary file or a file without a row, as
+ *    before, and never a row without its recipe's or requesters' rows.  The sweeps of the
  *    cache's thread leave a pub's files alone (kj__obj_sweepable).
  *  - One publish per key at a time (begin says KJIT_EBUSY to a second).
  *  - Temporary names are unique by c->tmp_seq, taken at begin.
@@ -251,25 +253,25 @@ int kj__cache_pub_finish(struct kj__cache_pub *p)
 			kj__cache_say(c, "cannot remove %s: %s", p->p.final, strerror(errno));
 		return r;
 	}
+	/* the rows in one transaction: the object's, its recipe's (when the run
+	 * stored the file) and its requesters'; then the table as the rows are */
+	struct kj__pub_rows w = { .recipe = p->recipe && p->recipe_r == 0 ? p->recipe_hex : NULL,
+				  .rsize = kj__recipe_rsize(p->recipe_len), .uids = p->uids, .n_uids = p->n_uids };
 	prior = kj__tab_find(c, p->en.key);
-	if ((r = kj__obj_index_row(c, &p->e, &p->en, prior, p->dg, p->p.final)) < 0) {
+	if ((r = kj__obj_index_row(c, &p->e, &p->en, prior, p->dg, p->p.final, &w)) < 0) {
 		errno = EIO;
 		return r;
 	}
+	p->en.rsize = w.recipe ? w.rsize : 0;
+	p->en.owner = p->n_uids ? (uint32_t)p->uids[0] + 1 : 0;
 	/* the table and the hot set in one call; the bytes are the ones hashed
 	 * by the run, so they count as verified */
 	kj__tab_put(c, &p->en, prior, p->lent ? p->own : p->data, &p->st);
 	p->own = NULL;
 	p->data = NULL;
 	p->lent = 0;
-	if (p->recipe_r == 0 && kj__recipe_link(c, p->e.key, p->recipe_hex, p->recipe_len) < 0)
-		p->recipe_r = KJIT_EIO;
 	if (p->recipe && p->recipe_r < 0)
 		kj__cache_say(c, "could not store the recipe of %s: `kjit warm --replay` will not rebuild it", p->e.key);
-	/* who asked: `kjit ls` shows a user only its own entries */
-	for (size_t i = 0; i < p->n_uids; i++)
-		if (kj__cache_note_user(c, p->e.key, p->uids[i]) < 0)
-			kj__cache_say(c, "could not record uid %u as a requester of %s", (unsigned)p->uids[i], p->e.key);
 	return 0;
 }
 

@@ -42,46 +42,35 @@
 #include "kj_types.h"
 #include "util.h"
 
-/* Charges len bytes of recipe to key's object: its row's rsize, its table
- * entry's (and so c->bytes and its owner's share). */
-static int charge(struct kj__cache *c, const char *key, size_t len)
+/* The recipe's bytes charged to key's table entry as its row has them
+ * now (and so to c->bytes and its owner's share). */
+static void charge(struct kj__cache *c, const char *key, uint32_t n)
 {
-	sqlite3_stmt *st = NULL;
 	uint8_t k[KJ_SHA256_LEN];
-	uint32_t n = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
-	int r;
+	size_t i;
 
-	if (sqlite3_prepare_v2(c->db, "UPDATE objects SET rsize = ?2 WHERE key = ?1", -1, &st, NULL) != SQLITE_OK)
-		return kj__db_fail(c, "recipe size");
-	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, n);
-	r = sqlite3_step(st) == SQLITE_DONE ? 0 : kj__db_fail(c, "recipe size");
-	sqlite3_finalize(st);
 	kj__cache_unhex(key, k);
-	size_t i = kj__tab_find(c, k);
-	if (r == 0 && i != NONE) {
+	if ((i = kj__tab_find(c, k)) != NONE) {
 		c->bytes -= c->ents[i].rsize;
 		c->ents[i].rsize = n;
 		c->bytes += n;
 	}
-	return r;
+}
+
+uint32_t kj__recipe_rsize(size_t len)
+{
+	return len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
 }
 
 int kj__recipe_link(struct kj__cache *c, const char *key, const char *recipe, size_t len)
 {
-	sqlite3_stmt *st2 = NULL;
 	int r;
 
 	if (!kj__hex_ok(key) || !kj__hex_ok(recipe))
 		return KJIT_EINVAL;
-	if (sqlite3_prepare_v2(c->db, "INSERT OR REPLACE INTO recipe_of(key, recipe) VALUES(?1, ?2)", -1, &st2,
-			       NULL) != SQLITE_OK)
-		return kj__db_fail(c, "recipe");
-	sqlite3_bind_text(st2, 1, key, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st2, 2, recipe, -1, SQLITE_STATIC);
-	r = sqlite3_step(st2) == SQLITE_DONE ? 0 : kj__db_fail(c, "recipe");
-	sqlite3_finalize(st2);
-	return r < 0 ? r : charge(c, key, len);
+	if ((r = kj__db_recipe_row(c, key, recipe, kj__recipe_rsize(len))) == 0)
+		charge(c, key, kj__recipe_rsize(len));
+	return r;
 }
 
 int kj__recipe_file_name(const char *name, char recipe[65])

@@ -522,19 +522,19 @@ int kj__obj_place_recipe(struct kj__cache *c, const char *recipe, const uint8_t 
 	return put_file(c, dir, tmp, path, body, len);
 }
 
-/* Inserts e's row now that its file is in place.  If that fails the file
- * is not indexed, and a prior row for the key (prior: its entry, or NONE)
- * now names these bytes: it is kept only if they are the same bytes;
- * otherwise it is dropped, or, with no prior row, the file is removed.
- * 0 or KJIT_EIO. */
+/* Inserts e's rows (w's with them) now that its file is in place.  If
+ * that fails the file is not indexed, and a prior row for the key (prior:
+ * its entry, or NONE) now names these bytes: it is kept only if they are
+ * the same bytes; otherwise it is dropped, or, with no prior row, the file
+ * is removed.  0 or KJIT_EIO. */
 int kj__obj_index_row(struct kj__cache *c, const struct kj__cache_entry *e, const struct ent *en, size_t prior,
-		      const uint8_t dg[KJ_SHA256_LEN], const char *final)
+		      const uint8_t dg[KJ_SHA256_LEN], const char *final, const struct kj__pub_rows *w)
 {
 	uint8_t prior_dg[KJ_SHA256_LEN];
 	int r;
 
 	c->legacy_rows |= e->entries == NULL;
-	r = kj__db_insert_row(c, e, en->seq);
+	r = kj__db_publish_rows(c, e, en->seq, w);
 
 	if (r == 0)
 		return 0;

@@ -7,7 +7,9 @@
  * cache as it was; a lent publish (kj__cache_pub_begin_lent) serves the
  * caller's bytes until finish, takes the recipe, and leaves the hot set a
  * copy of its own; the run makes both of its names durable (the object's
- * directory and recipes/ fsync'd after the renames).  Each test works in its own mkdtemp directory. */
+ * directory and recipes/ fsync'd after the renames); the rows of one
+ * publish (the object's, its recipe's, its requesters') are written all
+ * or none.  Each test works in its own mkdtemp directory. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -15,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include "cache.h"
@@ -305,5 +308,88 @@ static void test_run_makes_both_names_durable(void)
 	teardown(c);
 }
 
+/* One integer from the index (a second connection, as kjit's tools open it). */
+static long long db_int(const char *sql)
+{
+	char path[256];
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	long long v = -1;
+
+	snprintf(path, sizeof path, "%s/index.sqlite", dir);
+	CHECK_EQ_INT(sqlite3_open(path, &db), SQLITE_OK);
+	CHECK_EQ_INT(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return v;
+}
+
+static void db_exec(const char *sql)
+{
+	char path[256];
+	sqlite3 *db;
+
+	snprintf(path, sizeof path, "%s/index.sqlite", dir);
+	CHECK_EQ_INT(sqlite3_open(path, &db), SQLITE_OK);
+	CHECK_EQ_INT(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+}
+
+/* The rows of one publish are one transaction: with the requesters' row
+ * refused by SQLite (a trigger, the last row written), the publish fails
+ * and leaves no row of it (object, recipe, requester), no file and no
+ * table entry; the same publish then stores all of them, the first
+ * requester the owner and the recipe's bytes charged to the row. */
+static void test_rows_all_or_none(void)
+{
+	struct kj__cache *c = setup();
+	struct kj__cache_entry e;
+	struct kj__cache_pub *p;
+	static const uint8_t obj[] = "an object of rows", recipe[] = "0123456789abcdefGET rows";
+	const uid_t uids[2] = { 1001, 1002 };
+	const uint8_t *peek;
+	size_t len;
+	uint32_t ms;
+	char rec[65], sql[512], path[512];
+
+	entry(&e, "rows");
+	db_exec("CREATE TRIGGER no_uids BEFORE INSERT ON object_uids BEGIN SELECT RAISE(ABORT, 'refused'); END;");
+	CHECK_EQ_INT(kj__cache_pub_begin(c, &e, obj, sizeof obj, recipe, sizeof recipe, uids, 2, &p), 0);
+	kj__cache_pub_run(p);
+	CHECK(kj__cache_pub_finish(p) < 0);
+	kj__cache_pub_free(p);
+	CHECK_EQ_INT(kj__cache_peek(c, e.key, &peek, &len, &ms), KJIT_ENOENT);
+	CHECK(kj__cache_recipe_of(c, e.key, rec) < 0);
+	snprintf(sql, sizeof sql, "SELECT count(*) FROM objects WHERE key = '%s'", e.key);
+	CHECK(db_int(sql) == 0);
+	snprintf(sql, sizeof sql, "SELECT count(*) FROM recipe_of WHERE key = '%s'", e.key);
+	CHECK(db_int(sql) == 0);
+	snprintf(path, sizeof path, "%s/gfx90a-6.0/%s.hsaco", dir, e.key);
+	CHECK(access(path, F_OK) != 0);
+
+	db_exec("DROP TRIGGER no_uids;");
+	CHECK_EQ_INT(kj__cache_pub_begin(c, &e, obj, sizeof obj, recipe, sizeof recipe, uids, 2, &p), 0);
+	kj__cache_pub_run(p);
+	CHECK_EQ_INT(kj__cache_pub_finish(p), 0);
+	kj__cache_pub_free(p);
+	CHECK_EQ_INT(kj__cache_peek(c, e.key, &peek, &len, &ms), 0);
+	CHECK_EQ_INT(kj__cache_recipe_of(c, e.key, rec), 0);
+	CHECK(kj__cache_requested_by(c, e.key, 1001) && kj__cache_requested_by(c, e.key, 1002));
+	CHECK(!kj__cache_requested_by(c, e.key, 1003));
+	snprintf(sql, sizeof sql, "SELECT owner FROM objects WHERE key = '%s'", e.key);
+	CHECK(db_int(sql) == 1001);
+	snprintf(sql, sizeof sql, "SELECT rsize FROM objects WHERE key = '%s'", e.key);
+	CHECK(db_int(sql) == (long long)sizeof recipe);
+	CHECK(access(path, F_OK) == 0);
+	/* the table counts what the rows say: the object and its recipe */
+	struct kj__cache_totals t;
+	CHECK_EQ_INT(kj__cache_totals(c, &t), 0);
+	CHECK(t.entries == 1 && t.bytes == sizeof obj + sizeof recipe);
+	teardown(c);
+}
+
 TEST_LIST(TEST(served_from_memory_until_finish) TEST(freed_or_failed_leaves_nothing)
-	  TEST(get_while_another_publishes) TEST(lent_bytes_and_recipe) TEST(run_makes_both_names_durable))
+	  TEST(get_while_another_publishes) TEST(lent_bytes_and_recipe) TEST(run_makes_both_names_durable)
+	  TEST(rows_all_or_none))
