@@ -1,6 +1,7 @@
 /* cache.c: the object store of one kjitd (see cache.h for the contract):
  * opening and closing it, the hit path (lookup, peek), listing and totals,
- * and the small helpers the other files of cache/ share.
+ * an object's entry points (its row's list), and the small helpers the
+ * other files of cache/ share.
  *
  * Layout: <dir>/lock (flock'd for the cache's life, so one kjitd per
  * directory), <dir>/index.sqlite (WAL), <dir>/<target>-<version>/<key>.<ext>,
@@ -436,4 +437,39 @@ int kj__cache_totals_by_target(struct kj__cache *c,
 uint64_t kj__cache_max_size(const struct kj__cache *c)
 {
 	return c->max_size;
+}
+
+/* ---- the object's entry points (schema 5) ---- */
+
+int kj__cache_entries(struct kj__cache *c, const char *key, char **out)
+{
+	sqlite3_stmt *st = c->st[ST_ENTRIES];
+	int rc, r = 0;
+
+	*out = NULL;
+	if (!kj__hex_ok(key))
+		return KJIT_EINVAL;
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		const char *t = kj__db_col_text(st, 0);
+		if (t && (*out = kj__cache_strdup(c, t)) == NULL)
+			r = KJIT_ENOMEM;
+	} else {
+		r = rc == SQLITE_DONE ? KJIT_ENOENT : kj__db_fail(c, "entries");
+	}
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return r;
+}
+
+int kj__cache_set_entries(struct kj__cache *c, const char *key, const char *list)
+{
+	sqlite3_stmt *st = c->st[ST_SET_ENTRIES];
+
+	if (!kj__hex_ok(key) || list == NULL)
+		return KJIT_EINVAL;
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, list, -1, SQLITE_STATIC);
+	return kj__db_run(c, ST_SET_ENTRIES, "set entries");
 }
