@@ -97,6 +97,7 @@ struct kj__cache {
 	const struct kj__fsys *fs;
 	const struct kj__cache_alloc *mem;
 	FILE *log;
+	uint64_t *pub_errors;         /* kj__cache_pub_done counts a failure here (options); NULL: none */
 	uint64_t max_size;
 	uint64_t max_per_uid; /* share.c: a uid's share; 0: max_size / KJ_CACHE_SHARE_DIV */
 	mode_t dir_mode;     /* what mkdir below the cache uses (options) */

@@ -197,6 +197,7 @@ int kj__cache_open(struct kj__cache **out, const char *dir, const struct kj__cac
 	c->lock_fd = -1;
 	c->fs = opt && opt->fs ? opt->fs : &kj__fsys_default;
 	c->log = opt && opt->log ? opt->log : stderr;
+	c->pub_errors = opt ? opt->pub_errors : NULL;
 	c->max_size = opt && opt->max_size ? opt->max_size : KJ_DEFAULT_MAX_SIZE;
 	c->max_per_uid = opt ? opt->max_size_per_uid : 0;
 	c->hot_max = opt && opt->hot_max ? opt->hot_max : KJ_HOT_BYTES_MAX;

@@ -5,7 +5,9 @@
  * directory's fsync; the recipe's digest and file), finish on the cache's
  * thread (the index's rows, all or none: the object's, its recipe's, its
  * requesters'; then the table and the hot set as the rows say).
- * kj__cache_publish is the three in a row.
+ * kj__cache_publish is the three in a row; kj__cache_pub_done is finish
+ * for a caller that only hands the publish over (kjitd), the failure
+ * counted and logged here.
  *
  * Invariants:
  *  - From begin to finish the object is in c->pubs, and the hit path
@@ -273,6 +275,22 @@ int kj__cache_pub_finish(struct kj__cache_pub *p)
 	if (p->recipe && p->recipe_r < 0)
 		kj__cache_say(c, "could not store the recipe of %s: `kjit warm --replay` will not rebuild it", p->e.key);
 	return 0;
+}
+
+int kj__cache_pub_done(struct kj__cache_pub *p)
+{
+	struct kj__cache *c = p->c;
+	int r = kj__cache_pub_finish(p);
+
+	if (r < 0) { /* counted before the caller's next step (kjitd: the commands waiting for it) */
+		int err = errno;
+		if (c->pub_errors)
+			(*c->pub_errors)++;
+		kj__cache_say(c, "could not store %s (%s%s%s): served, not cached", p->e.key, kjit_strerror(r),
+			      r == KJIT_EIO ? ": " : "", r == KJIT_EIO ? strerror(err) : "");
+	}
+	kj__cache_pub_free(p);
+	return r;
 }
 
 int kj__cache_publish(struct kj__cache *c, struct kj__cache_entry *e, const uint8_t *data, size_t len)
