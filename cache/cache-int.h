@@ -97,6 +97,7 @@ struct kj__cache {
 	const struct kj__fsys *fs;
 	const struct kj__cache_alloc *mem;
 	FILE *log;
+	uint64_t *pub_errors;         /* kj__cache_pub_done counts a failure here (options); NULL: none */
 	uint64_t max_size;
 	uint64_t max_per_uid; /* share.c: a uid's share; 0: max_size / KJ_CACHE_SHARE_DIV */
 	mode_t dir_mode;     /* what mkdir below the cache uses (options) */
@@ -330,13 +331,6 @@ int kj__obj_prepare(struct kj__cache *c, struct kj__cache_entry *e, size_t len, 
  * with errno saying why; no temporary file is left. */
 int kj__obj_place(struct kj__cache *c, const struct kj__pub_paths *p, const uint8_t *data, size_t len,
 		  struct stat *st);
-/* The cache's thread: e's rows after its file is in place, all or none
- * (kj__db_publish_rows: the object's, w's recipe and requesters; prior:
- * the key's entry or NONE; dg: the object's digest).  On failure the file
- * is not indexed: a prior row is kept only for the same bytes, else
- * dropped, and without one the file is removed.  0 or KJIT_EIO. */
-int kj__obj_index_row(struct kj__cache *c, const struct kj__cache_entry *e, const struct ent *en, size_t prior,
-		      const uint8_t dg[KJ_SHA256_LEN], const char *final, const struct kj__pub_rows *w);
 /* publish.c: the publish in flight of key, or NULL (the cache's thread). */
 struct kj__cache_pub *kj__pub_find(const struct kj__cache *c, const uint8_t key[KJ_SHA256_LEN]);
 /* The bytes of key's publish in flight (valid until its finish) and what

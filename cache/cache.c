@@ -1,6 +1,7 @@
 /* cache.c: the object store of one kjitd (see cache.h for the contract):
  * opening and closing it, the hit path (lookup, peek), listing and totals,
- * and the small helpers the other files of cache/ share.
+ * an object's entry points (its row's list), and the small helpers the
+ * other files of cache/ share.
  *
  * Layout: <dir>/lock (flock'd for the cache's life, so one kjitd per
  * directory), <dir>/index.sqlite (WAL), <dir>/<target>-<version>/<key>.<ext>,
@@ -196,6 +197,7 @@ int kj__cache_open(struct kj__cache **out, const char *dir, const struct kj__cac
 	c->lock_fd = -1;
 	c->fs = opt && opt->fs ? opt->fs : &kj__fsys_default;
 	c->log = opt && opt->log ? opt->log : stderr;
+	c->pub_errors = opt ? opt->pub_errors : NULL;
 	c->max_size = opt && opt->max_size ? opt->max_size : KJ_DEFAULT_MAX_SIZE;
 	c->max_per_uid = opt ? opt->max_size_per_uid : 0;
 	c->hot_max = opt && opt->hot_max ? opt->hot_max : KJ_HOT_BYTES_MAX;
@@ -436,4 +438,39 @@ int kj__cache_totals_by_target(struct kj__cache *c,
 uint64_t kj__cache_max_size(const struct kj__cache *c)
 {
 	return c->max_size;
+}
+
+/* ---- the object's entry points (schema 5) ---- */
+
+int kj__cache_entries(struct kj__cache *c, const char *key, char **out)
+{
+	sqlite3_stmt *st = c->st[ST_ENTRIES];
+	int rc, r = 0;
+
+	*out = NULL;
+	if (!kj__hex_ok(key))
+		return KJIT_EINVAL;
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		const char *t = kj__db_col_text(st, 0);
+		if (t && (*out = kj__cache_strdup(c, t)) == NULL)
+			r = KJIT_ENOMEM;
+	} else {
+		r = rc == SQLITE_DONE ? KJIT_ENOENT : kj__db_fail(c, "entries");
+	}
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return r;
+}
+
+int kj__cache_set_entries(struct kj__cache *c, const char *key, const char *list)
+{
+	sqlite3_stmt *st = c->st[ST_SET_ENTRIES];
+
+	if (!kj__hex_ok(key) || list == NULL)
+		return KJIT_EINVAL;
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, list, -1, SQLITE_STATIC);
+	return kj__db_run(c, ST_SET_ENTRIES, "set entries");
 }

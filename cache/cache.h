@@ -71,6 +71,9 @@ struct kj__cache_options {
 	 * directory with more than dir_mode's group/other bits is tightened. */
 	mode_t dir_mode;
 	mode_t file_mode;
+	/* Where kj__cache_pub_done counts a publish that failed (kjitd: its
+	 * publish_errors stat); NULL: not counted, only logged. */
+	uint64_t *pub_errors;
 };
 
 /* What the index holds about one object. */
@@ -171,6 +174,11 @@ int kj__cache_pub_begin_lent(struct kj__cache *c, const struct kj__cache_entry *
 			     struct kj__cache_pub **out);
 void kj__cache_pub_run(struct kj__cache_pub *p);
 int kj__cache_pub_finish(struct kj__cache_pub *p);
+/* A publish's end as a caller with nothing else to do at finish hands it
+ * over (kjitd's loop, when the run is back): finish, a failure counted
+ * (the options' pub_errors) and logged ("could not store KEY (why): served,
+ * not cached"), then p freed.  Returns finish's result. */
+int kj__cache_pub_done(struct kj__cache_pub *p);
 void kj__cache_pub_free(struct kj__cache_pub *p);
 /* How many publishes are in flight, and their bytes (the cache's thread). */
 size_t kj__cache_pub_count(const struct kj__cache *c, uint64_t *bytes);

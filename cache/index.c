@@ -632,41 +632,6 @@ int kj__cache_get(struct kj__cache *c, const char *key, struct kj__cache_entry *
 	return r;
 }
 
-/* ---- the object's entry points (schema 5) ---- */
-
-int kj__cache_entries(struct kj__cache *c, const char *key, char **out)
-{
-	sqlite3_stmt *st = c->st[ST_ENTRIES];
-	int rc, r = 0;
-
-	*out = NULL;
-	if (!kj__hex_ok(key))
-		return KJIT_EINVAL;
-	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		const char *t = kj__db_col_text(st, 0);
-		if (t && (*out = kj__cache_strdup(c, t)) == NULL)
-			r = KJIT_ENOMEM;
-	} else {
-		r = rc == SQLITE_DONE ? KJIT_ENOENT : kj__db_fail(c, "entries");
-	}
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	return r;
-}
-
-int kj__cache_set_entries(struct kj__cache *c, const char *key, const char *list)
-{
-	sqlite3_stmt *st = c->st[ST_SET_ENTRIES];
-
-	if (!kj__hex_ok(key) || list == NULL)
-		return KJIT_EINVAL;
-	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, list, -1, SQLITE_STATIC);
-	return kj__db_run(c, ST_SET_ENTRIES, "set entries");
-}
-
 /* ---- who requested an object ---- */
 
 int kj__db_user_rows(struct kj__cache *c, const char *key, uid_t uid, int *owned)

@@ -5,7 +5,9 @@
  * directory's fsync; the recipe's digest and file), finish on the cache's
  * thread (the index's rows, all or none: the object's, its recipe's, its
  * requesters'; then the table and the hot set as the rows say).
- * kj__cache_publish is the three in a row.
+ * kj__cache_publish is the three in a row; kj__cache_pub_done is finish
+ * for a caller that only hands the publish over (kjitd), the failure
+ * counted and logged here.
  *
  * Invariants:
  *  - From begin to finish the object is in c->pubs, and the hit path
@@ -16,10 +18,11 @@
  *    copies and writes only its result fields (dg, st, r, err, recipe_hex,
  *    recipe_r), which the cache's thread reads after run, never during.
  *  - The file is renamed into place only when whole and durable, and its
- *    rows are inserted after, in one transaction (kj__obj_index_row): a
- *    crash leaves at worst a temporary file or a file without a row, as
- *    before, and never a row without its recipe's or requesters' rows.  The sweeps of the
- *    cache's thread leave a pub's files alone (kj__obj_sweepable).
+ *    rows are inserted after, in one transaction (finish calls index.c's
+ *    kj__db_publish_rows itself): a crash leaves at worst a temporary file
+ *    or a file without a row, as before, and never a row without its
+ *    recipe's or requesters' rows.  The sweeps of the cache's thread leave
+ *    a pub's files alone (kj__obj_sweepable).
  *  - One publish per key at a time (begin says KJIT_EBUSY to a second).
  *  - Temporary names are unique by c->tmp_seq, taken at begin.
  *  - A lent publish (kj__cache_pub_begin_lent) serves the caller's bytes,
@@ -234,6 +237,22 @@ void kj__cache_pub_run(struct kj__cache_pub *p)
 	}
 }
 
+/* finish's rows failed, none written: the file is not indexed.  A prior
+ * row is kept only for the same bytes (the file now holds the new ones),
+ * else dropped; without one the file is removed. */
+static void unindexed(struct kj__cache *c, size_t prior, const uint8_t key[KJ_SHA256_LEN],
+		      const uint8_t dg[KJ_SHA256_LEN], const char *final)
+{
+	uint8_t prior_dg[KJ_SHA256_LEN];
+
+	if (prior != NONE && kj__db_row_digest(c, key, prior_dg) == 0 && memcmp(prior_dg, dg, KJ_SHA256_LEN) == 0)
+		return;
+	if (prior != NONE)
+		kj__obj_drop(c, prior);
+	else if (c->fs->unlink(final) < 0 && errno != ENOENT)
+		kj__cache_say(c, "cannot remove %s: %s", final, strerror(errno));
+}
+
 int kj__cache_pub_finish(struct kj__cache_pub *p)
 {
 	struct kj__cache *c = p->c;
@@ -258,7 +277,9 @@ int kj__cache_pub_finish(struct kj__cache_pub *p)
 	struct kj__pub_rows w = { .recipe = p->recipe && p->recipe_r == 0 ? p->recipe_hex : NULL,
 				  .rsize = kj__recipe_rsize(p->recipe_len), .uids = p->uids, .n_uids = p->n_uids };
 	prior = kj__tab_find(c, p->en.key);
-	if ((r = kj__obj_index_row(c, &p->e, &p->en, prior, p->dg, p->p.final, &w)) < 0) {
+	c->legacy_rows |= p->e.entries == NULL;
+	if ((r = kj__db_publish_rows(c, &p->e, p->en.seq, &w)) < 0) {
+		unindexed(c, prior, p->en.key, p->dg, p->p.final);
 		errno = EIO;
 		return r;
 	}
@@ -273,6 +294,22 @@ int kj__cache_pub_finish(struct kj__cache_pub *p)
 	if (p->recipe && p->recipe_r < 0)
 		kj__cache_say(c, "could not store the recipe of %s: `kjit warm --replay` will not rebuild it", p->e.key);
 	return 0;
+}
+
+int kj__cache_pub_done(struct kj__cache_pub *p)
+{
+	struct kj__cache *c = p->c;
+	int r = kj__cache_pub_finish(p);
+
+	if (r < 0) { /* counted before the caller's next step (kjitd: the commands waiting for it) */
+		int err = errno;
+		if (c->pub_errors)
+			(*c->pub_errors)++;
+		kj__cache_say(c, "could not store %s (%s%s%s): served, not cached", p->e.key, kjit_strerror(r),
+			      r == KJIT_EIO ? ": " : "", r == KJIT_EIO ? strerror(err) : "");
+	}
+	kj__cache_pub_free(p);
+	return r;
 }
 
 int kj__cache_publish(struct kj__cache *c, struct kj__cache_entry *e, const uint8_t *data, size_t len)

@@ -527,23 +527,3 @@ int kj__obj_place_recipe(struct kj__cache *c, const char *recipe, const uint8_t 
  * its entry, or NONE) now names these bytes: it is kept only if they are
  * the same bytes; otherwise it is dropped, or, with no prior row, the file
  * is removed.  0 or KJIT_EIO. */
-int kj__obj_index_row(struct kj__cache *c, const struct kj__cache_entry *e, const struct ent *en, size_t prior,
-		      const uint8_t dg[KJ_SHA256_LEN], const char *final, const struct kj__pub_rows *w)
-{
-	uint8_t prior_dg[KJ_SHA256_LEN];
-	int r;
-
-	c->legacy_rows |= e->entries == NULL;
-	r = kj__db_publish_rows(c, e, en->seq, w);
-
-	if (r == 0)
-		return 0;
-	if (prior != NONE && kj__db_row_digest(c, en->key, prior_dg) == 0 &&
-	    memcmp(prior_dg, dg, KJ_SHA256_LEN) == 0)
-		return r;
-	if (prior != NONE)
-		kj__obj_drop(c, prior);
-	else if (c->fs->unlink(final) < 0 && errno != ENOENT)
-		kj__cache_say(c, "cannot remove %s: %s", final, strerror(errno));
-	return r;
-}

@@ -135,7 +135,8 @@ static int claim_cache(struct kj__daemon *d)
 	struct kj__cache_options co = { .max_size = d->cfg.max_size, .log = d->top->log, .hot_max = d->cfg.hot_size,
 					.max_size_per_uid = d->cfg.max_size_per_uid,
 					.dir_mode = d->cfg.system_mode ? 0750 : 0700,
-					.file_mode = d->cfg.system_mode ? 0640 : 0600 };
+					.file_mode = d->cfg.system_mode ? 0640 : 0600,
+					.pub_errors = &d->stats[KJ_STAT_PUBLISH_ERRORS] };
 	int r;
 
 	/* A daemon on our socket is named first, with its cache: "already

@@ -9,7 +9,8 @@
  * copy of its own; the run makes both of its names durable (the object's
  * directory and recipes/ fsync'd after the renames); the rows of one
  * publish (the object's, its recipe's, its requesters') are written all
- * or none.  Each test works in its own mkdtemp directory. */
+ * or none; kj__cache_pub_done counts and logs a failure itself.  Each
+ * test works in its own mkdtemp directory. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -390,6 +391,47 @@ static void test_rows_all_or_none(void)
 	teardown(c);
 }
 
+/* kj__cache_pub_done, the end kjitd hands a publish to: a failure (SQLite
+ * refusing its rows) counted where the options say and logged with its
+ * key; a publish that succeeds counts nothing. */
+static void test_done_counts_and_logs_a_failure(void)
+{
+	char tmpl[] = "/tmp/kjit-pub-XXXXXX", line[512], want[128];
+	uint64_t errors = 0;
+	FILE *log = tmpfile();
+	struct kj__cache_options o = { .log = log, .pub_errors = &errors };
+	struct kj__cache *c = NULL;
+	struct kj__cache_entry e;
+	struct kj__cache_pub *p;
+	static const uint8_t obj[] = "an object";
+	const uid_t uid = 1001;
+	int found = 0;
+
+	CHECK(log != NULL);
+	CHECK(mkdtemp(tmpl) != NULL);
+	snprintf(root, sizeof root, "%s", tmpl);
+	snprintf(dir, sizeof dir, "%s/cache", tmpl);
+	CHECK_EQ_INT(kj__cache_open(&c, dir, &o), 0);
+	entry(&e, "done-ok");
+	CHECK_EQ_INT(kj__cache_pub_begin(c, &e, obj, sizeof obj, NULL, 0, &uid, 1, &p), 0);
+	kj__cache_pub_run(p);
+	CHECK_EQ_INT(kj__cache_pub_done(p), 0);
+	CHECK(errors == 0);
+	db_exec("CREATE TRIGGER no_uids BEFORE INSERT ON object_uids BEGIN SELECT RAISE(ABORT, 'refused'); END;");
+	entry(&e, "done-refused");
+	CHECK_EQ_INT(kj__cache_pub_begin(c, &e, obj, sizeof obj, NULL, 0, &uid, 1, &p), 0);
+	kj__cache_pub_run(p);
+	CHECK(kj__cache_pub_done(p) < 0);
+	CHECK(errors == 1);
+	snprintf(want, sizeof want, "could not store %s (", e.key);
+	rewind(log);
+	while (fgets(line, sizeof line, log))
+		found |= strstr(line, want) != NULL && strstr(line, "served, not cached") != NULL;
+	CHECK(found);
+	teardown(c);
+	fclose(log);
+}
+
 TEST_LIST(TEST(served_from_memory_until_finish) TEST(freed_or_failed_leaves_nothing)
 	  TEST(get_while_another_publishes) TEST(lent_bytes_and_recipe) TEST(run_makes_both_names_durable)
-	  TEST(rows_all_or_none))
+	  TEST(rows_all_or_none) TEST(done_counts_and_logs_a_failure))

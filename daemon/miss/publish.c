@@ -14,7 +14,9 @@
  *  - The loop's tables (entry table, hot set) change only in finish, on
  *    the loop; a run touches its own pub and the file system only.
  *  - A failure (a full disk) costs the clients nothing: it is logged and
- *    counted (publish_errors), and the object is simply not cached.
+ *    counted (publish_errors; at finish by the cache itself, which counts
+ *    into d->stats through its options, main.c), and the object is simply
+ *    not cached.
  *  - Publishes in flight are not bounded by count but by bytes: past
  *    KJ_PUBLISH_PENDING_MAX bytes held, or with no thread to be had (a
  *    SQLite that is not thread-safe, a failed queue), a publish runs on the
@@ -39,7 +41,6 @@ struct kj__publish {
 	struct kj__daemon *d;
 	struct kj__cache_pub *p;
 	struct kj__replybuf *rb;     /* the object's bytes, lent to p until it is freed; NULL: p has a copy */
-	char key[65];
 	size_t len;
 };
 
@@ -70,24 +71,20 @@ static void on_run(struct kj__offwork *w)
 	kj__cache_pub_run(pub_of(w)->p);
 }
 
-/* The loop's side: the row, the table, the hot set, the recipe's row, the
- * requesters (cache/publish.c). */
+/* The loop's side, handed to the cache as it is (cache/publish.c
+ * kj__cache_pub_done: the rows, the table, the hot set; a failure counted
+ * in publish_errors and logged there, before the commands waiting for it
+ * run); then the bytes it borrowed go back. */
 static int on_done(struct kj__offwork *w, int code)
 {
 	struct kj__publish *t = pub_of(w);
-	struct kj__daemon *d = t->d;
-	int r;
 
 	if (code < 0) /* cannot happen: the publish queue never ends work early; done here then */
 		kj__cache_pub_run(t->p);
-	r = kj__cache_pub_finish(t->p);
-	if (r < 0) { /* counted before the commands waiting for it run */
-		d->stats[KJ_STAT_PUBLISH_ERRORS]++;
-		kj__log(d, "could not store %s (%s%s%s): served, not cached", t->key, kjit_strerror(r),
-			r == KJIT_EIO ? ": " : "", r == KJIT_EIO ? strerror(errno) : "");
-	}
-	d->miss->pub_n--;
-	d->miss->pub_bytes -= t->len;
+	kj__cache_pub_done(t->p);
+	t->p = NULL;
+	t->d->miss->pub_n--;
+	t->d->miss->pub_bytes -= t->len;
 	pub_free(t);
 	return 0;
 }
@@ -119,7 +116,6 @@ int kj__publish_start(struct kj__daemon *d, const struct kj__cache_entry *e, con
 	t->work.ops = &pub_ops;
 	t->d = d;
 	t->len = len;
-	snprintf(t->key, sizeof t->key, "%s", e->key);
 	int has_recipe = recipe && recipe->len > KJ_FRAME_HDR_SIZE;
 	/* the recipe: the GET frame replay.c sends again, named by its body's
 	 * digest; taken, not copied (a compile's is copied: the fleet value
