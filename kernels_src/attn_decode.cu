@@ -91,6 +91,9 @@
 #ifndef KJ_ATT_DS /* > 0: the dynamic split, chunks of this many keys (att_keys_dyn) */
 #define KJ_ATT_DS 0
 #endif
+#ifndef KJ_ATT_ML1 /* 1: the split merge loads each partial's m and l together */
+#define KJ_ATT_ML1 0
+#endif
 #ifndef KJ_ATT_NOMERGE /* 1: diagnostic, the split merge skipped (o not written) */
 #define KJ_ATT_NOMERGE 0
 #endif
@@ -566,13 +569,20 @@ KJ_DEV void att_merge(const float *ws, float *o, float *sm, int kvh, int gsz, in
             float gm = -KJ_INF, t = 0.f;
             for (int j = lane; j < S; j += KJ_WARP) {
                 pm[g * S + j] = att_ldcg(pml + 2 * (g * S + j));
+#if KJ_ATT_ML1 /* l with m: one L2 round trip, not two (l parked in pw) */
+                pw[g * S + j] = att_ldcg(pml + 2 * (g * S + j) + 1);
+#endif
                 gm = fmaxf(gm, pm[g * S + j]);
             }
             gm = kj_warp_max(gm);
             for (int j = lane; j < S; j += KJ_WARP) { /* the lane's own pm: no barrier */
                 const float w = pm[g * S + j] == -KJ_INF ? 0.f : att_exp2(pm[g * S + j] - gm);
-                pw[g * S + j] = w;
+#if KJ_ATT_ML1
+                t += pw[g * S + j] * w;
+#else
                 t += att_ldcg(pml + 2 * (g * S + j) + 1) * w;
+#endif
+                pw[g * S + j] = w;
             }
             t = kj_warp_sum(t);
             if (lane == 0)
