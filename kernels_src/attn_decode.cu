@@ -37,6 +37,10 @@
  * dynamic shared memory (KJ_ATT_DYN) 73%; kept off, for measuring (bench/gpu-h200.md).
  * The dynamic split (KJ_ATT_DS, att_keys_dyn) ran 92-95.6% against this line's 96-97.7%
  * in the same calls (H200, 76f8af2); kept off, likewise.
+ * Round 9 (H200, 688a288): L2 hints on the K/V loads (KJ_ATT_CS 4-7) 92-97.8%, 3 blocks
+ * an SM and 4 keys a step spill (61%, 84%); the split merge's tail costs 3.5-6.6 us (the
+ * kernel with it skipped, KJ_ATT_NOMERGE, ran 99-101% of copy); KJ_ATT_ML1 won at
+ * L = 65536 only.  All kept off (bench/gpu-h200.md).
  *
  * Launch: block KJ_BLOCK; grid.x = Hkv, grid.y = S splits (1 <= S); no dynamic shared
  * memory.  A good S fills the device once and no more: Hkv x S within the blocks it runs
