@@ -583,10 +583,11 @@ KJ_DEV void att_merge(const float *ws, float *o, float *sm, int kvh, int gsz, in
                 const float w = pm[g * S + j] == -KJ_INF ? 0.f : att_exp2(pm[g * S + j] - gm);
 #if KJ_ATT_ML1
                 t += pw[g * S + j] * w;
+                pw[g * S + j] = w;
 #else
+                pw[g * S + j] = w;
                 t += att_ldcg(pml + 2 * (g * S + j) + 1) * w;
 #endif
-                pw[g * S + j] = w;
             }
             t = kj_warp_sum(t);
             if (lane == 0)
