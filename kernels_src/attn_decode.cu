@@ -37,6 +37,10 @@
  * dynamic shared memory (KJ_ATT_DYN) 73%; kept off, for measuring (bench/gpu-h200.md).
  * The dynamic split (KJ_ATT_DS, att_keys_dyn) ran 92-95.6% against this line's 96-97.7%
  * in the same calls (H200, 76f8af2); kept off, likewise.
+ * Round 9 (H200, 688a288): L2 hints on the K/V loads (KJ_ATT_CS 4-7) 92-97.8%, 3 blocks
+ * an SM and 4 keys a step spill (61%, 84%); the split merge's tail costs 3.5-6.6 us (the
+ * kernel with it skipped, KJ_ATT_NOMERGE, ran 99-101% of copy); KJ_ATT_ML1 won at
+ * L = 65536 only.  All kept off (bench/gpu-h200.md).
  *
  * Launch: block KJ_BLOCK; grid.x = Hkv, grid.y = S splits (1 <= S); no dynamic shared
  * memory.  A good S fills the device once and no more: Hkv x S within the blocks it runs
@@ -91,6 +95,12 @@
 #ifndef KJ_ATT_DS /* > 0: the dynamic split, chunks of this many keys (att_keys_dyn) */
 #define KJ_ATT_DS 0
 #endif
+#ifndef KJ_ATT_ML1 /* 1: the split merge loads each partial's m and l together */
+#define KJ_ATT_ML1 0
+#endif
+#ifndef KJ_ATT_NOMERGE /* 1: diagnostic, the split merge skipped (o not written) */
+#define KJ_ATT_NOMERGE 0
+#endif
 #ifndef KJ_ATT_CS /* CUDA: how K/V rows are loaded (att_ld4) */
 #define KJ_ATT_CS 1
 #endif
@@ -99,21 +109,43 @@
  * the H100 84.3 -> 88.9% of copy at D = 128, L = 65536, 81.6 -> 84.5% at D = 256);
  * 2: the read-only path without L1 allocation (ld.global.nc.L1::no_allocate); 3: that,
  * asking L2 for 256-byte pieces; 0: a plain load.  On the H200 (issue 34, L = 65536):
- * 0: 94.0-96.6% of copy over four calls, 1: 92.3%, 2: 92.2%, 3: 90.9%. */
+ * 0: 94.0-96.6% of copy over four calls, 1: 92.3%, 2: 92.2%, 3: 90.9%.  Round 9 (measuring
+ * only, bench/gpu-h200.md): 4: a plain load asking L2 for 256-byte pieces; with an L2
+ * evict-first cache policy (createpolicy) 5: the no-allocate read-only load, 6: a plain
+ * load, 7: a plain load with the 256-byte hint. */
 KJ_DEV float4 att_ld4(const float *row, int f)
 {
 #if defined(KJ_CUDA) && KJ_ATT_CS == 1
     return __ldcs(reinterpret_cast<const float4 *>(row) + f);
-#elif defined(KJ_CUDA) && (KJ_ATT_CS == 2 || KJ_ATT_CS == 3)
+#elif defined(KJ_CUDA) && KJ_ATT_CS >= 2 && KJ_ATT_CS <= 4
     float4 r;
 #if KJ_ATT_CS == 2
 #define KJ_ATT_LDQ "ld.global.nc.L1::no_allocate.v4.f32 {%0,%1,%2,%3}, [%4];"
-#else
+#elif KJ_ATT_CS == 3
 #define KJ_ATT_LDQ "ld.global.nc.L1::no_allocate.L2::256B.v4.f32 {%0,%1,%2,%3}, [%4];"
+#else
+#define KJ_ATT_LDQ "ld.global.L2::256B.v4.f32 {%0,%1,%2,%3}, [%4];"
 #endif
     asm volatile(KJ_ATT_LDQ
                  : "=f"(r.x), "=f"(r.y), "=f"(r.z), "=f"(r.w)
                  : "l"(reinterpret_cast<const float4 *>(row) + f));
+    return r;
+#elif defined(KJ_CUDA) && KJ_ATT_CS >= 5 && KJ_ATT_CS <= 7
+    /* an L2 evict-first policy for the streamed rows (not volatile: the compiler may
+     * hoist the createpolicy out of the loop) */
+    unsigned long long pol;
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+    float4 r;
+#if KJ_ATT_CS == 5
+#define KJ_ATT_LDQ "ld.global.nc.L1::no_allocate.L2::cache_hint.v4.f32 {%0,%1,%2,%3}, [%4], %5;"
+#elif KJ_ATT_CS == 6
+#define KJ_ATT_LDQ "ld.global.L2::cache_hint.v4.f32 {%0,%1,%2,%3}, [%4], %5;"
+#else
+#define KJ_ATT_LDQ "ld.global.L2::cache_hint.L2::256B.v4.f32 {%0,%1,%2,%3}, [%4], %5;"
+#endif
+    asm volatile(KJ_ATT_LDQ
+                 : "=f"(r.x), "=f"(r.y), "=f"(r.z), "=f"(r.w)
+                 : "l"(reinterpret_cast<const float4 *>(row) + f), "l"(pol));
     return r;
 #else
     return kj_ld4(row, f);
@@ -541,13 +573,21 @@ KJ_DEV void att_merge(const float *ws, float *o, float *sm, int kvh, int gsz, in
             float gm = -KJ_INF, t = 0.f;
             for (int j = lane; j < S; j += KJ_WARP) {
                 pm[g * S + j] = att_ldcg(pml + 2 * (g * S + j));
+#if KJ_ATT_ML1 /* l with m: one L2 round trip, not two (l parked in pw) */
+                pw[g * S + j] = att_ldcg(pml + 2 * (g * S + j) + 1);
+#endif
                 gm = fmaxf(gm, pm[g * S + j]);
             }
             gm = kj_warp_max(gm);
             for (int j = lane; j < S; j += KJ_WARP) { /* the lane's own pm: no barrier */
                 const float w = pm[g * S + j] == -KJ_INF ? 0.f : att_exp2(pm[g * S + j] - gm);
+#if KJ_ATT_ML1
+                t += pw[g * S + j] * w;
+                pw[g * S + j] = w;
+#else
                 pw[g * S + j] = w;
                 t += att_ldcg(pml + 2 * (g * S + j) + 1) * w;
+#endif
             }
             t = kj_warp_sum(t);
             if (lane == 0)
@@ -707,6 +747,9 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB)
         return;
     }
 
+#if KJ_ATT_NOMERGE /* diagnostic only (wrong results): the split merge skipped */
+    return;
+#endif
     /* the last block of KV head kvh to finish merges the S partials of its heads */
     __threadfence();
     __syncthreads();
