@@ -124,7 +124,7 @@ struct kj__cache {
 	int opened;          /* fully open: close leaves the clean marker */
 	size_t bad_rows;     /* rows skipped at load (dropped by verify) */
 	int wal_pages;       /* the WAL after our last commit (kj__cache_wal_offload) */
-	int legacy_rows;     /* a row may be keyed as before entries left the key: kj__cache_may_hold_legacy */
+	int legacy_rows;     /* a row may be keyed as before entries left the key (seen at open, or imported): kj__cache_may_hold_legacy */
 
 	/* publish.c: objects whose publish is in flight, newest first; the
 	 * cache's thread only (a run touches only its own struct). */

@@ -277,7 +277,10 @@ int kj__cache_pub_finish(struct kj__cache_pub *p)
 	struct kj__pub_rows w = { .recipe = p->recipe && p->recipe_r == 0 ? p->recipe_hex : NULL,
 				  .rsize = kj__recipe_rsize(p->recipe_len), .uids = p->uids, .n_uids = p->n_uids };
 	prior = kj__tab_find(c, p->en.key);
-	c->legacy_rows |= p->e.entries == NULL;
+	/* No legacy_rows here: a publish is under the key kj__cache_key gave
+	 * its request, never a legacy one, whether or not its entries could be
+	 * listed (an object without symbols once cost every later request with
+	 * entries a second SHA-256 of its source: issue 35) */
 	if ((r = kj__db_publish_rows(c, &p->e, p->en.seq, &w)) < 0) {
 		unindexed(c, prior, p->en.key, p->dg, p->p.final);
 		errno = EIO;

@@ -158,6 +158,29 @@ EOF
 fi
 stop_daemon
 
+# ---- an object whose entries cannot be listed: no legacy key after it ----
+# The test family echoes its source: no symbols, so its row has no entries.
+# A publish is under the key this kjit computed, so later requests with
+# entries must not pay a legacy key's second SHA-256 (issue 35, round ten).
+stop_daemon
+old_cache=$KJIT_CACHE_DIR
+KJIT_CACHE_DIR="$T/cache-nolist"
+start_daemon --hip-compiler test ||
+	{ not_ok start "kjitd (test family) did not start"; exit 1; }
+printf 'one\n' >"$T/nolist1.hip"
+printf 'two\n' >"$T/nolist2.hip"
+a=$(get --source "$T/nolist1.hip" --backend hip --target gfx90a --entry main)
+check "unlisted: the first compiles ($a)" [ "$(status "$a")" = compiled ]
+wait_row "$(key "$a")"
+check "unlisted: its row has no entries" [ "$(sqlite3 "$T/cache-nolist/index.sqlite" \
+	"SELECT entries IS NULL FROM objects WHERE key = '$(key "$a")'")" = 1 ]
+b=$(get --source "$T/nolist2.hip" --backend hip --target gfx90a --entry main)
+check "unlisted: another with entries compiles ($b)" [ "$(status "$b")" = compiled ]
+check "unlisted: no legacy key computed for it (legacy_keys $(stat_value legacy_keys))" [ "$(stat_value legacy_keys)" = 0 ]
+stop_daemon
+KJIT_CACHE_DIR=$old_cache
+start_daemon || { not_ok start "kjitd did not start again"; exit 1; }
+
 # ---- the fleet: another node, another entry of the module ----
 if [ $have_nvrtc = 1 ] && command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1; then
 	RS="$T/redis.sock"
