@@ -537,8 +537,28 @@ static void test_counters(void)
 	kj__hitctr_free(NULL);
 }
 
+/* The header and slots are allocated when the table is made, so a
+ * client's probe of a slot never written maps a page that is there
+ * instead of faulting in a new zeroed one of its own (issue 35). */
+static void test_slots_allocated(void)
+{
+	struct kj__hittab *w = NULL;
+	struct stat st;
+	int fd = -1;
+
+	CHECK_EQ_INT(kj__hittab_create(&w, 4u << 20, 16384), 0);
+	CHECK_EQ_INT(kj__hittab_reader_fd(w, &fd), 0);
+	CHECK_EQ_INT(fstat(fd, &st), 0);
+	/* 128-byte header and 16384 slots of 64 bytes: 1 MiB and a page */
+	CHECK((uint64_t)st.st_blocks * 512 >= 128 + 16384 * 64);
+	CHECK((uint64_t)st.st_blocks * 512 < 2u << 20); /* not the arena */
+	close(fd);
+	kj__hittab_free(w);
+}
+
 TEST_LIST(
 	TEST(roundtrip)
+	TEST(slots_allocated)
 	TEST(eviction)
 	TEST(race)
 	TEST(client_cannot_write)
