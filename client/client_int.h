@@ -176,9 +176,11 @@ void kj__get_local_key(kjit_client *c, const kjit_request *req, const struct kj_
  * filled, else 0 (res zeroed: ask the socket). */
 int kj__get_local_answer(kjit_client *c, const struct kj__local_key *lk, kjit_result *res);
 /* Fills res from a GET reply m whose CODE was code (c->err set for a
- * failure).  0 or the failure's code. */
+ * failure).  0 or the failure's code.  body: NULL, or the malloc'd frame
+ * m was decoded from, which the process memo may take over (then *body is
+ * NULL; the caller frees what is left). */
 int kj__get_take_reply(kjit_client *c, const kjit_request *req, const struct kj__msg *m, int code,
-		       const struct kj__local_key *lk, kjit_result *res);
+		       const struct kj__local_key *lk, kjit_result *res, uint8_t **body);
 /* kjit_get_many with flags (KJ_GET_*) on every request. */
 int kj__get_many_flags(kjit_client *c, const kjit_request *reqs, size_t n, unsigned flags, kjit_result *results,
 		       int *codes, kjit_get_many_fn *on_ready, void *arg);

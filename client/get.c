@@ -348,7 +348,7 @@ int kj__get_local_answer(kjit_client *c, const struct kj__local_key *lk, kjit_re
 
 /* Fills res from a reply whose CODE was code.  0 or the failure. */
 int kj__get_take_reply(kjit_client *c, const kjit_request *req, const struct kj__msg *m, int code,
-		       const struct kj__local_key *lk, kjit_result *res)
+		       const struct kj__local_key *lk, kjit_result *res, uint8_t **body)
 {
 	uint8_t *obj = NULL;
 	int r = 0;
@@ -369,7 +369,16 @@ int kj__get_take_reply(kjit_client *c, const kjit_request *req, const struct kj_
 	} else if (lk->ok && !lk->want_log) {
 		kjit_result kept = *res;
 		kept.data = obj; /* res->data, or the sink's buffer */
-		kj__procmemo_put(c->memo, lk->fp, lk->gen, &kept); /* ENOMEM: just not remembered */
+		/* The reply's frame itself kept, not a second copy of the object,
+		 * when little else is in it (the object is its last field). */
+		const struct kj__field *d = kj__msg_get(m, KJ_F_DATA);
+		size_t before = body && *body && d ? (size_t)(d->p - *body) : SIZE_MAX;
+		if (before <= KJ_MEMO_ADOPT_SLACK) {
+			kept.data = (uint8_t *)d->p;
+			kj__procmemo_adopt(c->memo, lk->fp, lk->gen, &kept, body, before + d->len);
+		} else {
+			kj__procmemo_put(c->memo, lk->fp, lk->gen, &kept); /* ENOMEM: just not remembered */
+		}
 	}
 	return r;
 }
@@ -410,7 +419,7 @@ static int get_one(kjit_client *c, const kjit_request *req, unsigned flags, cons
 		r = kj__client_call(c, &b, &body, &m, &code);
 	}
 	if (r == 0)
-		r = kj__get_take_reply(c, req, &m, code, &lk, res);
+		r = kj__get_take_reply(c, req, &m, code, &lk, res, &body);
 	if (r < 0)
 		kj__get_set_error(c, r, res);
 	kj__msg_free(&m);

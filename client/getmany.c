@@ -110,7 +110,7 @@ static int take_frame(struct many *m, const struct kj__frame_hdr *h, const uint8
 		m->c->err[0] = '\0';
 		if (v < 0)
 			kj__client_fail(m->c, v, "%s", err && *err ? err : kjit_strerror(v));
-		deliver(m, i, kj__get_take_reply(m->c, &m->reqs[i], &msg, v, &m->lk[i], &m->res[i]));
+		deliver(m, i, kj__get_take_reply(m->c, &m->reqs[i], &msg, v, &m->lk[i], &m->res[i], NULL));
 		m->answered++;
 	}
 	free(err);

@@ -31,6 +31,7 @@ struct pm_ent {
 	uint64_t gen;
 	uint8_t *data;
 	size_t size;
+	uint8_t *base; /* what to free: data, or the reply frame data points into (kj__procmemo_adopt) */
 	char key[65];
 	char *target, *version;
 	char **lowered; /* the result's lowered_names (--name-expression), kept with it */
@@ -93,7 +94,7 @@ static void ent_free(struct pm_ent *e)
 	for (size_t i = 0; e->lowered && i < e->n_lowered; i++)
 		free(e->lowered[i]);
 	free(e->lowered);
-	free(e->data);
+	free(e->base);
 	free(e->target);
 	free(e->version);
 	free(e);
@@ -165,12 +166,14 @@ int kj__procmemo_get_into(struct kj__procmemo *m, const uint8_t fp[KJ_SHA256_LEN
 	return 1;
 }
 
-int kj__procmemo_put(struct kj__procmemo *m, const uint8_t fp[KJ_SHA256_LEN], uint64_t gen,
-		     const kjit_result *res)
+/* Enters res for fp: its object copied (buf NULL) or, from *buf (a
+ * malloc'd block of buf_len bytes holding res->data), taken over. */
+static int enter(struct kj__procmemo *m, const uint8_t fp[KJ_SHA256_LEN], uint64_t gen, const kjit_result *res,
+		 uint8_t **buf, size_t buf_len)
 {
 	if (m == NULL || res->data == NULL || res->size == 0)
 		return 0;
-	size_t cost = sizeof(struct pm_ent) + res->size + (res->target ? strlen(res->target) : 0) +
+	size_t cost = sizeof(struct pm_ent) + (buf ? buf_len : res->size) + (res->target ? strlen(res->target) : 0) +
 		      (res->runtime_version ? strlen(res->runtime_version) : 0) + 2;
 	for (size_t i = 0; i < res->n_lowered_names; i++)
 		cost += sizeof(char *) + (res->lowered_names[i] ? strlen(res->lowered_names[i]) + 1 : 0);
@@ -179,7 +182,7 @@ int kj__procmemo_put(struct kj__procmemo *m, const uint8_t fp[KJ_SHA256_LEN], ui
 	if (kj__htab_reserve(&m->tab) < 0)
 		return KJIT_ENOMEM;
 	struct pm_ent *e = calloc(1, sizeof *e);
-	if (e == NULL || (e->data = malloc(res->size)) == NULL ||
+	if (e == NULL || (!buf && (e->base = malloc(res->size)) == NULL) ||
 	    (e->target = kj__strdup(res->target ? res->target : "")) == NULL ||
 	    (e->version = kj__strdup(res->runtime_version ? res->runtime_version : "")) == NULL ||
 	    copy_lowered(res->lowered_names, res->n_lowered_names, &e->lowered) < 0) {
@@ -190,7 +193,14 @@ int kj__procmemo_put(struct kj__procmemo *m, const uint8_t fp[KJ_SHA256_LEN], ui
 	e->n_lowered = res->n_lowered_names;
 	memcpy(e->fp, fp, KJ_SHA256_LEN);
 	e->gen = gen;
-	memcpy(e->data, res->data, res->size);
+	if (buf) {
+		e->base = *buf;
+		e->data = res->data;
+		*buf = NULL;
+	} else {
+		e->data = e->base;
+		memcpy(e->data, res->data, res->size);
+	}
 	e->size = res->size;
 	memcpy(e->key, res->key, sizeof e->key);
 	e->key[sizeof e->key - 1] = '\0';
@@ -204,6 +214,20 @@ int kj__procmemo_put(struct kj__procmemo *m, const uint8_t fp[KJ_SHA256_LEN], ui
 	kj__ilist_push_front(&m->lru, &e->lru);
 	m->bytes += cost;
 	return 0;
+}
+
+int kj__procmemo_put(struct kj__procmemo *m, const uint8_t fp[KJ_SHA256_LEN], uint64_t gen,
+		     const kjit_result *res)
+{
+	return enter(m, fp, gen, res, NULL, 0);
+}
+
+int kj__procmemo_adopt(struct kj__procmemo *m, const uint8_t fp[KJ_SHA256_LEN], uint64_t gen,
+		       const kjit_result *res, uint8_t **buf, size_t buf_len)
+{
+	if (*buf == NULL || res->data < *buf || res->size > buf_len || (size_t)(res->data - *buf) > buf_len - res->size)
+		return KJIT_EINVAL; /* not inside the block: the caller keeps it */
+	return enter(m, fp, gen, res, buf, buf_len);
 }
 
 void kj__procmemo_usage(const struct kj__procmemo *m, size_t *entries, size_t *bytes)

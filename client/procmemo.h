@@ -33,6 +33,14 @@ int kj__procmemo_get_into(struct kj__procmemo *m, const uint8_t fp[KJ_SHA256_LEN
  * KJIT_ENOMEM (nothing kept; the caller's answer is unaffected). */
 int kj__procmemo_put(struct kj__procmemo *m, const uint8_t fp[KJ_SHA256_LEN], uint64_t gen,
 		     const kjit_result *res);
+/* kj__procmemo_put without the copy: res->data (res->size bytes) lies in
+ * *buf, a malloc'd block of buf_len bytes (a reply's frame), which the
+ * memo takes over when it keeps the entry (*buf set to NULL; its whole
+ * length counts against the memo's bytes).  Otherwise *buf stays the
+ * caller's: 0 (too large to keep), KJIT_ENOMEM, or KJIT_EINVAL when
+ * res->data is not inside *buf. */
+int kj__procmemo_adopt(struct kj__procmemo *m, const uint8_t fp[KJ_SHA256_LEN], uint64_t gen,
+		       const kjit_result *res, uint8_t **buf, size_t buf_len);
 void kj__procmemo_usage(const struct kj__procmemo *m, size_t *entries, size_t *bytes);
 
 #endif /* KJ_PROCMEMO_H */

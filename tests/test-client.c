@@ -901,6 +901,61 @@ static void test_process_memo_bound(void)
 	kj__procmemo_free(NULL);
 }
 
+/* A reply's frame taken over instead of copied (kj__procmemo_adopt): the
+ * memo answers from it, frees it (ASan: no leak, no double free), counts
+ * the whole frame, and leaves the caller a block it does not keep. */
+static void test_process_memo_adopt(void)
+{
+	struct kj__procmemo *m = NULL;
+	uint8_t fp[KJ_SHA256_LEN];
+	kjit_result in, out;
+	size_t n, bytes;
+
+	CHECK_EQ_INT(kj__procmemo_new(&m, 100000), 0);
+	uint8_t *frame = malloc(5000);
+	CHECK(frame != NULL);
+	if (frame == NULL)
+		return;
+	memset(frame, 0xee, 5000);
+	memset(fp, 5, sizeof fp);
+	memo_res(&in, frame + 1000, 4000, 5); /* the object: the frame's last 4000 bytes */
+	uint8_t *keep = frame;
+	CHECK_EQ_INT(kj__procmemo_adopt(m, fp, 7, &in, &keep, 5000), 0);
+	CHECK(keep == NULL); /* the memo's now */
+	kj__procmemo_usage(m, &n, &bytes);
+	CHECK(n == 1 && bytes >= 5000);
+	CHECK_EQ_INT(kj__procmemo_get(m, fp, 7, &out), 1);
+	CHECK(out.size == 4000 && out.data != NULL && out.data[0] == 5 && out.data[3999] == 5);
+	CHECK_EQ_STR(out.key, FAKE_KEY);
+	kjit_result_free(&out);
+	/* Not inside the block: refused, the block still the caller's. */
+	static uint8_t other[100];
+	uint8_t *mine = malloc(200);
+	CHECK(mine != NULL);
+	memset(fp, 6, sizeof fp);
+	memo_res(&in, other, sizeof other, 6);
+	keep = mine;
+	CHECK_EQ_INT(kj__procmemo_adopt(m, fp, 7, &in, &keep, 200), KJIT_EINVAL);
+	CHECK(keep == mine);
+	CHECK_EQ_INT(kj__procmemo_get(m, fp, 7, &out), 0);
+	/* Past the block's end: refused too. */
+	memo_res(&in, mine, 100, 6);
+	in.data = mine + 150; /* 100 bytes from there end 50 past the block */
+	CHECK_EQ_INT(kj__procmemo_adopt(m, fp, 7, &in, &keep, 200), KJIT_EINVAL);
+	CHECK(keep == mine);
+	/* Over a quarter of the memo: not kept, the block still the caller's. */
+	uint8_t *big = calloc(1, 30000);
+	CHECK(big != NULL);
+	memo_res(&in, big, 30000, 6);
+	keep = big;
+	CHECK_EQ_INT(kj__procmemo_adopt(m, fp, 7, &in, &keep, 30000), 0);
+	CHECK(keep == big);
+	CHECK_EQ_INT(kj__procmemo_get(m, fp, 7, &out), 0);
+	free(big);
+	free(mine);
+	kj__procmemo_free(m); /* frees the adopted frame */
+}
+
 /* Lowered names (--name-expression) are kept with the object: a memo hit
  * returns its own copies of them, a missing one (NULL) included. */
 static void test_process_memo_lowered(void)
@@ -1054,6 +1109,7 @@ TEST_LIST(
 	TEST(process_memo_off)
 	TEST(process_memo_bound)
 	TEST(process_memo_lowered)
+	TEST(process_memo_adopt)
 	TEST(process_memo_into)
 	TEST(strings)
 	TEST(sha_alg)
