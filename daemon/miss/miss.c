@@ -279,10 +279,13 @@ static void publish(struct kj__flight *f, int status, int join_status, const uin
 	 * (the kernel expects the writer to sleep next), but the loop has the
 	 * publish's begin, the hit table and the log still to do: ~150 us a
 	 * remote hit here, which the client spent waiting.  Let it run first
-	 * (issue 35: a 16 KB remote hit 780 -> 680 us on the 2-core VM);
-	 * nothing else runnable: an immediate return.  A failure changes
-	 * nothing. */
-	(void)sched_yield();
+	 * (issue 35: a 16 KB remote hit 790 -> 570 us on the 2-core VM, with
+	 * the legacy key gone); nothing else runnable: an immediate return.
+	 * Not after a compile: it took 100 ms or more, and under a full pool
+	 * a compile worker on this CPU would take the rest of the loop's
+	 * slice.  Its result changes nothing. */
+	if (status == KJIT_STATUS_REMOTE)
+		(void)sched_yield();
 	/* What every waiter was just sent.  Not if the table was invalidated
 	 * while the flight was open (a header changed). */
 	if (f->has_fp)
