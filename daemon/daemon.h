@@ -294,7 +294,6 @@ struct kj__daemon {
 	struct kj__toproom *top;     /* daemon/daemon-int.h: main.c, log.c, config.c, detect-run.c's part */
 	struct kj__netroom *net;     /* daemon/net/net-int.h: the net room's part */
 	struct kj__cache *cache;
-	struct kj__sha_alg *sha;     /* SHA-256 fetched once at start (common/sha.h), or NULL; read-only after */
 	struct kj__missroom *miss;   /* daemon/miss/missroom-int.h: the miss room's part */
 	int stopping;
 	int64_t started;

@@ -205,10 +205,6 @@ static int serve(struct kj__daemon *d)
 		fprintf(d->top->log, "kjitd: OpenSSL cannot be initialised\n");
 		return 1;
 	}
-	/* the keys' SHA-256, fetched once rather than looked up in OpenSSL's
-	 * providers for every request; none: each key looks it up (as before) */
-	if (kj__sha_alg_new(&d->sha) < 0)
-		d->sha = NULL;
 	/* What our children leave behind (a compiler's children, rocminfo's
 	 * shell) comes to us, not to an init that may never reap it. */
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
@@ -334,7 +330,6 @@ out:
 		kj__reap_orphans(&d, KJ_REAP_WAIT_MS);
 	rooms_free(&d);
 	kj__cache_close(d.cache);
-	kj__sha_alg_free(d.sha);
 	if (d.top && d.top->log && d.top->log != stderr)
 		fclose(d.top->log);
 	free(d.top); /* last: kj__log writes through it until here */

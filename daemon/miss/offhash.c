@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "kj_types.h"
+#include "missroom-int.h"
 #include "offhash.h"
 #include "resolve.h"
 #include "targetid.h"
@@ -266,7 +267,7 @@ int kj__offhash_start(struct kj__offhash *h)
 		return KJIT_ENOMEM;
 	h->want_legacy = h->want != NULL && kj__cache_may_hold_legacy(d->cache);
 	h->has_fp = h->raw != NULL && kj__hits_on(d);
-	h->sha = d->sha;
+	h->sha = d->miss->sha;
 	h->hits_gen = kj__hits_gen(d); /* before the thread reads any file */
 	h->work = (struct kj__offwork){ .ops = &resolve_ops, .uid = h->uid };
 	h->here = small(h);
