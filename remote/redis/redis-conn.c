@@ -374,7 +374,10 @@ static uint64_t buffer_cap(const struct conn *c)
  * what the socket holds, rather than hiredis's 16 KiB reads into its stack,
  * each copied on and the buffer grown as the value comes (issue 35: a 1 MiB
  * value was 64 reads and copies).  Only for a bulk no larger than any value
- * (a larger one is the tick's to drop, size_head); what a read finds
+ * (a larger one is the tick's to drop, size_head), so a hostile server's
+ * header alone reserves at most one value's worth, the bound a connection
+ * had anyway (past 4 MiB malloc maps it, and pages come only as bytes
+ * do; the deadline drops a bulk that never comes); what a read finds
  * beyond EAGAIN (the end of the stream, an error) is left to hiredis's own
  * read right after, which meets it again. */
 static void read_bulk_direct(struct conn *c)
