@@ -127,6 +127,8 @@ static void sndbuf_fit(struct kj__conn *c, size_t total)
 	int have, want;
 	char err[8];
 
+	if (total <= KJ_REPLY_UNCHECKED_MAX && c->sndbuf_charged == 0)
+		return; /* small: as before, no system call (a default buffer, 208 KiB, holds it) */
 	if (c->sink || uv_fileno((uv_handle_t *)&c->h, &fd) < 0 || (c->sndbuf_base == 0 && sndbuf_get(fd, &c->sndbuf_base) < 0))
 		return;
 	uint64_t base = (uint64_t)c->sndbuf_base, need = (uint64_t)total + KJ_REPLY_SNDBUF_SLACK;
