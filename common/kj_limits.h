@@ -45,6 +45,8 @@
 #define KJ_WORKER_MAX_RSS (512ull << 20)   /* --worker-max-rss: a worker bigger than this after a job is replaced */
 #define KJ_CLIENT_IDLE_TIMEOUT_MS 30000    /* a connection silent this long mid-frame is closed */
 #define KJ_CLIENT_INFLIGHT_MAX 256         /* unanswered requests per connection (a kjit_get_many window); each holds a parsed request */
+#define KJ_REPLY_SNDBUF_MAX (8u << 20)   /* a reply up to this large may raise its socket's send buffer to leave in one write, charged to its uid (daemon/net/conn-out.c) */
+#define KJ_REPLY_SNDBUF_SLACK (128u << 10) /* room beyond the reply's bytes in such a buffer: the kernel counts its own overhead per 32 KiB */
 #define KJ_REPLY_UNCHECKED_MAX (64u << 10) /* a reply this small is written without first checking that its uid's budget could hold it queued; past it only by this much per connection (daemon/net/conn-out.c) */
 #define KJ_CLIENT_INFLIGHT_BYTES_MAX (2u << 20) /* request bytes read past the first unanswered one: bounds what a pipelining client makes kjitd hold */
 #define KJ_DEFAULT_MAX_SIZE (5ull << 30)   /* --max-size default: 5 GiB */

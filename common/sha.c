@@ -18,12 +18,17 @@ int kj__sha_init(void)
 
 int kj__sha_new(struct kj__sha **out)
 {
+	return kj__sha_new_with(NULL, out);
+}
+
+int kj__sha_new_with(const struct kj__sha_alg *a, struct kj__sha **out)
+{
 	struct kj__sha *s = calloc(1, sizeof *s);
 
 	if (s == NULL)
 		return KJIT_ENOMEM;
 	s->ctx = EVP_MD_CTX_new();
-	if (s->ctx == NULL || EVP_DigestInit_ex(s->ctx, EVP_sha256(), NULL) != 1) {
+	if (s->ctx == NULL || EVP_DigestInit_ex(s->ctx, a ? (const EVP_MD *)a : EVP_sha256(), NULL) != 1) {
 		kj__sha_free(s);
 		return KJIT_ENOMEM;
 	}

@@ -9,8 +9,12 @@
 #define KJ_SHA256_HEX_LEN 64
 
 struct kj__sha;  /* streaming context (opaque; wraps EVP_MD_CTX) */
+struct kj__sha_alg;
 
 int kj__sha_new(struct kj__sha **out);
+/* kj__sha_new through a, SHA-256 fetched once (kj__sha_alg_new; NULL: as
+ * kj__sha_new, looked up again).  0, or KJIT_ENOMEM. */
+int kj__sha_new_with(const struct kj__sha_alg *a, struct kj__sha **out);
 int kj__sha_update(struct kj__sha *s, const void *p, size_t n);
 /* Finishes into out[32]; the context is then spent (free it). */
 int kj__sha_final(struct kj__sha *s, uint8_t out[KJ_SHA256_LEN]);
@@ -32,7 +36,6 @@ int kj__sha256(const void *p, size_t n, uint8_t out[KJ_SHA256_LEN]);
  * against ~1.2 us for the digest of a 300-byte request), so a caller that
  * hashes on its hot path (libkjit's fast hit) keeps one.  A handle may be
  * used by several threads at once. */
-struct kj__sha_alg;
 /* 0, with *out set; KJIT_EINTERNAL when OpenSSL has no SHA-256 provider
  * (the caller may go on with kj__sha256, out NULL). */
 int kj__sha_alg_new(struct kj__sha_alg **out);

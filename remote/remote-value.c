@@ -50,6 +50,11 @@
  *    since; the SHA-256 would cost as much again as the HMAC (0.6 ms a
  *    MiB).  Without a secret the object is hashed and checked.
  *  - Decoding never copies: the object's fields point into the value.
+ *  - OpenSSL 3 looks an algorithm named by EVP_aes_256_gcm() or "HMAC" up
+ *    in its providers at every use (a lock, a hash table, an allocation):
+ *    a backend fetches both once (kj__remote_algs_new, in its handle) and
+ *    passes them to the _with calls; without them (NULL, the plain calls)
+ *    each use looks them up, for the same bytes.
  */
 #include <limits.h>
 #include <openssl/core_names.h>
@@ -57,6 +62,7 @@
 #include <openssl/evp.h>
 #include <openssl/params.h>
 #include <openssl/rand.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "buf.h"
@@ -91,10 +97,48 @@ static uint64_t get_le(const uint8_t *p, int n)
 	return v;
 }
 
+struct kj__remote_algs {
+	EVP_MAC *hmac;
+	EVP_CIPHER *gcm; /* AES-256-GCM */
+};
+
+int kj__remote_algs_new(struct kj__remote_algs **out)
+{
+	struct kj__remote_algs *a = calloc(1, sizeof *a);
+
+	*out = NULL;
+	if (a == NULL)
+		return KJIT_ENOMEM;
+	a->hmac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+	a->gcm = EVP_CIPHER_fetch(NULL, "AES-256-GCM", NULL);
+	if (a->hmac == NULL || a->gcm == NULL) {
+		kj__remote_algs_free(a);
+		return KJIT_EINTERNAL;
+	}
+	*out = a;
+	return 0;
+}
+
+void kj__remote_algs_free(struct kj__remote_algs *a)
+{
+	if (a == NULL)
+		return;
+	EVP_MAC_free(a->hmac);
+	EVP_CIPHER_free(a->gcm);
+	free(a);
+}
+
 int kj__remote_hmac(const uint8_t *secret, size_t secret_len, const char *rkey, const uint8_t *v, size_t n,
 		    uint8_t out[KJ_SHA256_LEN])
 {
-	EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+	return kj__remote_hmac_with(NULL, secret, secret_len, rkey, v, n, out);
+}
+
+int kj__remote_hmac_with(const struct kj__remote_algs *a, const uint8_t *secret, size_t secret_len, const char *rkey,
+			 const uint8_t *v, size_t n, uint8_t out[KJ_SHA256_LEN])
+{
+	EVP_MAC *fetched = a ? NULL : EVP_MAC_fetch(NULL, "HMAC", NULL);
+	EVP_MAC *mac = a ? a->hmac : fetched;
 	EVP_MAC_CTX *ctx = mac ? EVP_MAC_CTX_new(mac) : NULL;
 	OSSL_PARAM params[2] = { OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)"SHA256", 0),
 				 OSSL_PARAM_construct_end() };
@@ -108,13 +152,13 @@ int kj__remote_hmac(const uint8_t *secret, size_t secret_len, const char *rkey, 
 	    EVP_MAC_final(ctx, out, &outl, KJ_SHA256_LEN) == 1 && outl == KJ_SHA256_LEN)
 		r = 0;
 	EVP_MAC_CTX_free(ctx);
-	EVP_MAC_free(mac);
+	EVP_MAC_free(fetched);
 	return r;
 }
 
 /* AES-256-GMAC under the 32-byte key, with iv, over u32 len(rkey) | rkey |
  * v[0..n): the tag into tag.  0 or KJIT_EINTERNAL. */
-static int gmac_key(const uint8_t key[32], const char *rkey, const uint8_t *v, size_t n, const uint8_t iv[GMAC_IV],
+static int gmac_key(const struct kj__remote_algs *a, const uint8_t key[32], const char *rkey, const uint8_t *v, size_t n, const uint8_t iv[GMAC_IV],
 		    uint8_t tag[GMAC_TAG])
 {
 	uint8_t klen[4];
@@ -122,7 +166,7 @@ static int gmac_key(const uint8_t key[32], const char *rkey, const uint8_t *v, s
 	int outl = 0, r = KJIT_EINTERNAL;
 
 	put_le(klen, strlen(rkey), 4);
-	if (ctx && EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, NULL, NULL) == 1 &&
+	if (ctx && EVP_EncryptInit_ex(ctx, a ? a->gcm : EVP_aes_256_gcm(), NULL, NULL, NULL) == 1 &&
 	    EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, GMAC_IV, NULL) == 1 &&
 	    EVP_EncryptInit_ex(ctx, NULL, NULL, key, iv) == 1 && EVP_EncryptUpdate(ctx, NULL, &outl, klen, 4) == 1 &&
 	    EVP_EncryptUpdate(ctx, NULL, &outl, (const uint8_t *)rkey, (int)strlen(rkey)) == 1 && n <= INT_MAX &&
@@ -134,14 +178,14 @@ static int gmac_key(const uint8_t key[32], const char *rkey, const uint8_t *v, s
 }
 
 /* gmac_key under the key derived from secret (GMAC_LABEL). */
-static int gmac(const uint8_t *secret, size_t secret_len, const char *rkey, const uint8_t *v, size_t n,
-		const uint8_t iv[GMAC_IV], uint8_t tag[GMAC_TAG])
+static int gmac(const struct kj__remote_algs *a, const uint8_t *secret, size_t secret_len, const char *rkey,
+		const uint8_t *v, size_t n, const uint8_t iv[GMAC_IV], uint8_t tag[GMAC_TAG])
 {
 	uint8_t key[KJ_SHA256_LEN];
-	int r = kj__remote_hmac(secret, secret_len, "", (const uint8_t *)GMAC_LABEL, strlen(GMAC_LABEL), key);
+	int r = kj__remote_hmac_with(a, secret, secret_len, "", (const uint8_t *)GMAC_LABEL, strlen(GMAC_LABEL), key);
 
 	if (r == 0)
-		r = gmac_key(key, rkey, v, n, iv, tag);
+		r = gmac_key(a, key, rkey, v, n, iv, tag);
 	OPENSSL_cleanse(key, sizeof key);
 	return r;
 }
@@ -159,6 +203,12 @@ static int part_ok(const char *p, size_t n, size_t cap)
 
 int kj__remote_value_encode(const char *rkey, const struct kj__remote_object *o, const uint8_t *secret,
 			    size_t secret_len, struct kj__buf *b)
+{
+	return kj__remote_value_encode_with(NULL, rkey, o, secret, secret_len, b);
+}
+
+int kj__remote_value_encode_with(const struct kj__remote_algs *a, const char *rkey, const struct kj__remote_object *o,
+				 const uint8_t *secret, size_t secret_len, struct kj__buf *b)
 {
 	uint8_t hdr[V2_HDR], dg[KJ_SHA256_LEN], mac[GMAC_LEN];
 	size_t start = b->len;
@@ -193,13 +243,13 @@ int kj__remote_value_encode(const char *rkey, const struct kj__remote_object *o,
 		return KJIT_ENOMEM;
 	if (secret == NULL) { /* the checksum trailer: "KJC1" | IV (zeros) | tag under the public key */
 		uint8_t ck[MAC_LEN] = CK_MAGIC;
-		if ((r = gmac_key((const uint8_t *)CK_KEY, rkey, b->p + start, b->len - start, ck + 4, ck + 4 + GMAC_IV)) < 0)
+		if ((r = gmac_key(a, (const uint8_t *)CK_KEY, rkey, b->p + start, b->len - start, ck + 4, ck + 4 + GMAC_IV)) < 0)
 			return r;
 		return kj__buf_append(b, ck, MAC_LEN) < 0 ? KJIT_ENOMEM : 0;
 	}
 	if (RAND_bytes(mac, GMAC_IV) != 1)
 		return KJIT_EINTERNAL;
-	if ((r = gmac(secret, secret_len, rkey, b->p + start, b->len - start, mac, mac + GMAC_IV)) < 0)
+	if ((r = gmac(a, secret, secret_len, rkey, b->p + start, b->len - start, mac, mac + GMAC_IV)) < 0)
 		return r;
 	return kj__buf_append(b, mac, GMAC_LEN) < 0 ? KJIT_ENOMEM : 0;
 }
@@ -275,20 +325,26 @@ static int decode_v2(const uint8_t *v, size_t n, struct kj__remote_object *o, si
  * older node's value; a trailer that does not match: corrupt, or an HMAC
  * that happens to start with the magic; the object is hashed either way),
  * KJIT_EINTERNAL. */
-static int checksum_ok(const char *rkey, const uint8_t *v, size_t n, size_t mac_len)
+static int checksum_ok(const struct kj__remote_algs *a, const char *rkey, const uint8_t *v, size_t n, size_t mac_len)
 {
 	uint8_t tag[GMAC_TAG];
 	const uint8_t *t = v + n - MAC_LEN;
 
 	if (mac_len != MAC_LEN || memcmp(t, CK_MAGIC, 4) != 0)
 		return 0;
-	if (gmac_key((const uint8_t *)CK_KEY, rkey, v, n - MAC_LEN, t + 4, tag) < 0)
+	if (gmac_key(a, (const uint8_t *)CK_KEY, rkey, v, n - MAC_LEN, t + 4, tag) < 0)
 		return KJIT_EINTERNAL;
 	return memcmp(tag, t + 4 + GMAC_IV, GMAC_TAG) == 0;
 }
 
 int kj__remote_value_decode(const char *rkey, const uint8_t *v, size_t n, const uint8_t *secret, size_t secret_len,
 			    struct kj__remote_object *o)
+{
+	return kj__remote_value_decode_with(NULL, rkey, v, n, secret, secret_len, o);
+}
+
+int kj__remote_value_decode_with(const struct kj__remote_algs *a, const char *rkey, const uint8_t *v, size_t n,
+				 const uint8_t *secret, size_t secret_len, struct kj__remote_object *o)
 {
 	uint8_t dg[KJ_SHA256_LEN], mac[MAC_LEN];
 	size_t mac_len = 0;
@@ -306,10 +362,10 @@ int kj__remote_value_decode(const char *rkey, const uint8_t *v, size_t n, const 
 		if (o->format != 2 || mac_len == 0 || (mac_len == MAC_LEN && memcmp(v + n - MAC_LEN, CK_MAGIC, 4) == 0))
 			return KJIT_EDENIED; /* unsigned: no mac, or the checksum trailer (an HMAC starting so: 2^-32) */
 		if (mac_len == GMAC_LEN) { /* flags F_GMAC (decode_v2) */
-			r = gmac(secret, secret_len, rkey, v, n - GMAC_LEN, v + n - GMAC_LEN, mac);
+			r = gmac(a, secret, secret_len, rkey, v, n - GMAC_LEN, v + n - GMAC_LEN, mac);
 			ok = r == 0 && CRYPTO_memcmp(mac, v + n - GMAC_TAG, GMAC_TAG) == 0;
 		} else { /* an HMAC value, written before issue 35 */
-			r = kj__remote_hmac(secret, secret_len, rkey, v, n - MAC_LEN, mac);
+			r = kj__remote_hmac_with(a, secret, secret_len, rkey, v, n - MAC_LEN, mac);
 			ok = r == 0 && CRYPTO_memcmp(mac, v + n - MAC_LEN, MAC_LEN) == 0;
 		}
 		if (r < 0)
@@ -322,7 +378,7 @@ int kj__remote_value_decode(const char *rkey, const uint8_t *v, size_t n, const 
 		o->authenticated = 1;
 		return 0;
 	}
-	if ((r = checksum_ok(rkey, v, n, mac_len)) != 0) { /* the trailer matched: not hashed */
+	if ((r = checksum_ok(a, rkey, v, n, mac_len)) != 0) { /* the trailer matched: not hashed */
 		if (r < 0)
 			return r;
 		kj__hex(o->raw_digest, o->digest);

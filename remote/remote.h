@@ -135,6 +135,20 @@ int kj__remote_value_encode(const char *rkey, const struct kj__remote_object *o,
  * KJO2 value whose MAC (GMAC; HMAC, flags 0) verifies for rkey (forged: never served). */
 int kj__remote_value_decode(const char *rkey, const uint8_t *v, size_t n, const uint8_t *secret, size_t secret_len,
 			    struct kj__remote_object *o);
+/* The _with calls: the same, through the algorithms a backend fetched once
+ * (HMAC, AES-256-GCM) instead of looking them up at each use (NULL: look
+ * them up, as the plain calls do).  algs_new: 0, KJIT_ENOMEM, or
+ * KJIT_EINTERNAL (OpenSSL has no such provider; the caller goes on with
+ * NULL).  A handle is read-only once made: any thread may use it. */
+struct kj__remote_algs;
+int kj__remote_algs_new(struct kj__remote_algs **out);
+void kj__remote_algs_free(struct kj__remote_algs *a);
+int kj__remote_hmac_with(const struct kj__remote_algs *a, const uint8_t *secret, size_t secret_len, const char *rkey,
+			 const uint8_t *v, size_t n, uint8_t out[KJ_SHA256_LEN]);
+int kj__remote_value_encode_with(const struct kj__remote_algs *a, const char *rkey, const struct kj__remote_object *o,
+				 const uint8_t *secret, size_t secret_len, struct kj__buf *b);
+int kj__remote_value_decode_with(const struct kj__remote_algs *a, const char *rkey, const uint8_t *v, size_t n,
+				 const uint8_t *secret, size_t secret_len, struct kj__remote_object *o);
 /* 1 if every one of want[0..n) is in o's entry list, else 0. */
 int kj__remote_entries_cover(const struct kj__remote_object *o, const char *const *want, size_t n);
 

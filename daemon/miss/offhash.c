@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "kj_types.h"
+#include "missroom-int.h"
 #include "offhash.h"
 #include "resolve.h"
 #include "targetid.h"
@@ -169,6 +170,7 @@ static void on_work(struct kj__offwork *w)
 		.n_headers = h->inc.n,
 		.missing = (const char *const *)h->inc.missing,
 		.n_missing = h->inc.n_missing,
+		.sha = h->sha,
 	};
 	r = kj__cache_key(&h->ki, h->key);
 	if (r < 0)
@@ -185,7 +187,7 @@ static void on_work(struct kj__offwork *w)
 	if (h->raw && !kj__get_req_wants_lowered(q))
 		kj__memo_gather(h->raw, h->raw_len, q, &h->inc, h->incdir, &h->memo);
 	if (h->has_fp) /* asked for on the loop: the hit table is there */
-		h->has_fp = kj__sha256(h->raw, h->raw_len, h->fp) == 0;
+		h->has_fp = kj__sha256_with(h->sha, h->raw, h->raw_len, h->fp) == 0;
 	if (q->explain) /* made before the loop knows whether it is a hit: a hit frees it */
 		h->explain = kj__explain_run(h->ex, h->key, &h->ki);
 out:
@@ -265,6 +267,7 @@ int kj__offhash_start(struct kj__offhash *h)
 		return KJIT_ENOMEM;
 	h->want_legacy = h->want != NULL && kj__cache_may_hold_legacy(d->cache);
 	h->has_fp = h->raw != NULL && kj__hits_on(d);
+	h->sha = d->miss->sha;
 	h->hits_gen = kj__hits_gen(d); /* before the thread reads any file */
 	h->work = (struct kj__offwork){ .ops = &resolve_ops, .uid = h->uid };
 	h->here = small(h);

@@ -36,6 +36,8 @@ struct kj__conn {
 	void (*sink)(void *arg, const uint8_t *body, size_t len);
 	void *sink_arg;
 	struct kj__hitctr *ctr;      /* fast-path hit counters (ATTACH), harvested at close */
+	int sndbuf_base;             /* the socket's send buffer before any raise; 0: not read yet (conn-out.c) */
+	uint64_t sndbuf_charged;     /* what a raise let the kernel hold beyond it, charged to uid until set back */
 };
 
 struct write_req {
@@ -46,6 +48,9 @@ struct write_req {
 	size_t obj_off;
 	size_t len;                  /* bytes queued: b's and obj's rest */
 };
+
+/* Sets a raised send buffer back and gives its charge back (close). */
+void kj__conn_sndbuf_release(struct kj__conn *c);
 
 /* A reply in b answers one request: one fewer in flight, and that
  * request's charge (by the reply's id) goes back to its uid. */

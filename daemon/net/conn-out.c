@@ -16,6 +16,14 @@
  *    reference on the shared object after them (replybuf.c, charged once
  *    per uid); both go back in on_write, which libuv also calls with
  *    UV_ECANCELED for writes pending at close.
+ *  - A reply larger than the socket's send buffer (up to
+ *    KJ_REPLY_SNDBUF_MAX) first raises the buffer to hold it whole, when
+ *    its uid's budget takes what the kernel may then hold beyond the
+ *    buffer's first size: that stays charged (c->sndbuf_charged) until the
+ *    buffer is set back, at the connection's next reply once the client
+ *    has read everything, or at close.  Otherwise (budget, kernel cap) the
+ *    reply leaves as before: written as far as the socket takes it, the
+ *    rest queued.
  *  - While anything is queued the connection is not read from; the stall
  *    timer (conn.c) closes it when no queued reply is written out for
  *    cfg.conn_idle_ms (a reply still being written counts as no progress).
@@ -24,6 +32,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include "conn-int.h"
@@ -81,6 +91,69 @@ static void queue_busy(struct kj__conn *c, uint32_t id, const char *why)
 	queue_write(c, &b, NULL, 0, 1, err, sizeof err);
 }
 
+static int sndbuf_get(uv_os_fd_t fd, int *v)
+{
+	socklen_t len = sizeof *v;
+
+	return getsockopt(fd, SOL_SOCKET, SO_SNDBUF, v, &len) == 0 && *v > 0 ? 0 : -1;
+}
+
+void kj__conn_sndbuf_release(struct kj__conn *c)
+{
+	uv_os_fd_t fd;
+	int base = c->sndbuf_base / 2; /* the kernel doubles what it is given */
+
+	if (c->sndbuf_charged == 0)
+		return;
+	if (!c->closing && uv_fileno((uv_handle_t *)&c->h, &fd) == 0)
+		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &base, sizeof base); /* failing: it stays large, until close */
+	kj__quota_release(c->d, c->uid, c->sndbuf_charged);
+	c->sndbuf_charged = 0;
+}
+
+/* A reply larger than the socket's send buffer leaves in pieces, one per
+ * turn of the loop that finds the socket writable, so the loop's work after
+ * the answer (the hit table, the publish's start) comes between the
+ * client's first bytes and its last: 1.9 ms of a 1 MB remote hit (issue
+ * 35, docs/remote.md).  Raises the buffer to hold all of a frame of total
+ * bytes, charging the uid for what the kernel may then hold beyond the
+ * buffer's first size; nothing when the budget or the kernel (wmem_max)
+ * does not allow it.  A raised buffer whose bytes the client has all read
+ * is set back first, and its charge given back, when the frame fits the
+ * first size. */
+static void sndbuf_fit(struct kj__conn *c, size_t total)
+{
+	uv_os_fd_t fd;
+	int have, want;
+	char err[8];
+
+	if (total <= KJ_REPLY_UNCHECKED_MAX && c->sndbuf_charged == 0)
+		return; /* small: as before, no system call (a default buffer, 208 KiB, holds it) */
+	if (c->sink || uv_fileno((uv_handle_t *)&c->h, &fd) < 0 || (c->sndbuf_base == 0 && sndbuf_get(fd, &c->sndbuf_base) < 0))
+		return;
+	uint64_t base = (uint64_t)c->sndbuf_base, need = (uint64_t)total + KJ_REPLY_SNDBUF_SLACK;
+	if (need <= base) {
+		int queued = 1;
+		if (c->sndbuf_charged && ioctl(fd, SIOCOUTQ, &queued) == 0 && queued == 0)
+			kj__conn_sndbuf_release(c);
+		return;
+	}
+	if (total > KJ_REPLY_SNDBUF_MAX || need <= base + c->sndbuf_charged)
+		return;
+	if (kj__quota_charge(c->d, c->uid, need - base - c->sndbuf_charged, err, sizeof err) < 0)
+		return;
+	c->sndbuf_charged = need - base;
+	want = (int)(need / 2);
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &want, sizeof want) < 0 || sndbuf_get(fd, &have) < 0)
+		have = c->sndbuf_base;
+	/* the kernel gives at most twice net.core.wmem_max: charge what it gave */
+	uint64_t got = (uint64_t)have > base ? (uint64_t)have - base : 0;
+	if (got < c->sndbuf_charged) {
+		kj__quota_release(c->d, c->uid, c->sndbuf_charged - got);
+		c->sndbuf_charged = got;
+	}
+}
+
 /* Sends frame b and then ext (already counted in b's length): at once as
  * far as the socket takes it, the rest queued (ext's in a buffer shared
  * by tag).  Consumes b. */
@@ -100,6 +173,8 @@ static void send_frame(struct kj__conn *c, struct kj__buf *b, const uint8_t *ext
 		queue_busy(c, id, err);
 		return;
 	}
+	if (c->out_pending == 0)
+		sndbuf_fit(c, total);
 	if (c->out_pending == 0) { /* fast path: most replies fit the socket buffer whole */
 		uv_buf_t ub[2] = { uv_buf_init((char *)b->p, (unsigned)b->len), uv_buf_init((char *)ext, (unsigned)ext_len) };
 		int n = uv_try_write((uv_stream_t *)&c->h, ub, ext_len ? 2 : 1);

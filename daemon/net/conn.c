@@ -110,6 +110,7 @@ void kj__conn_close(struct kj__conn *c)
 	c->counted = 0;
 	kj__quota_release(c->d, c->uid, c->charged);
 	c->charged = 0;
+	kj__conn_sndbuf_release(c);
 	for (unsigned i = 0; i < c->n_held; i++)
 		kj__quota_release(c->d, c->uid, c->held[i].len);
 	c->n_held = 0;

@@ -50,14 +50,21 @@
 #include <hiredis/adapters/libuv.h>
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
+#include <hiredis/sds.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kj_limits.h"
 #include "kj_types.h"
 #include "redis-int.h"
 #include "util.h"
+
+/* hiredis reads 16 KiB at a time; a bulk with more than this left to come
+ * is read straight into the reader's buffer instead (read_bulk_direct). */
+#define DIRECT_MIN (16u << 10)
 
 struct op *kj__remote_op_new(struct conn *c, kj__remote_done_fn *done)
 {
@@ -103,6 +110,7 @@ static void redis_reply_cb(redisAsyncContext *ac, void *reply, void *priv)
 }
 
 static void guarded_events(redisLibuvEvents *p, int add, int del);
+static int reply_bulk_len(const struct conn *c, long long *len, size_t *hdr);
 
 /* The command hiredis just queued on an up c, written now rather than on
  * the next turn's write event (which cost a turn of the loop and two
@@ -361,6 +369,45 @@ static uint64_t buffer_cap(const struct conn *c)
 }
 
 
+/* Reads the rest of the bulk reply being read on c straight into the
+ * reader's buffer, made large enough for all of it at once: one read per
+ * what the socket holds, rather than hiredis's 16 KiB reads into its stack,
+ * each copied on and the buffer grown as the value comes (issue 35: a 1 MiB
+ * value was 64 reads and copies).  Only for a bulk no larger than any value
+ * (a larger one is the tick's to drop, size_head), so a hostile server's
+ * header alone reserves at most one value's worth, the bound a connection
+ * had anyway (past 4 MiB malloc maps it, and pages come only as bytes
+ * do; the deadline drops a bulk that never comes); what a read finds
+ * beyond EAGAIN (the end of the stream, an error) is left to hiredis's own
+ * read right after, which meets it again. */
+static void read_bulk_direct(struct conn *c)
+{
+	redisReader *rd = c->ac ? c->ac->c.reader : NULL;
+	long long len;
+	size_t hdr;
+
+	if (rd == NULL || c->role == C_SUB || !reply_bulk_len(c, &len, &hdr) || len <= 0 ||
+	    (unsigned long long)len > value_cap(c->r))
+		return;
+	size_t need = hdr + (size_t)len + 2, have = rd->len - rd->pos;
+	if (have >= need || need - have <= DIRECT_MIN)
+		return;
+	sds b = sdsMakeRoomFor(rd->buf, need - have);
+	if (b == NULL)
+		return; /* hiredis's read goes on as before */
+	rd->buf = b;
+	while (have < need) {
+		ssize_t n = read(c->ac->c.fd, rd->buf + rd->len, need - have);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		sdsIncrLen(rd->buf, (int)n);
+		rd->len += (size_t)n;
+		have += (size_t)n;
+	}
+}
+
 /* The libuv adapter's poll callback, then a look at what the reader holds:
  * over buffer_cap (a bulk larger than any value, streamed on a connection
  * whose tick is idle, or on SUB, which has no deadline), reading stops and
@@ -377,11 +424,12 @@ static void guarded_poll(uv_poll_t *h, int status, int events)
 	 * than one poll (and one event) per 16 KiB (a 1 MiB value: 64) */
 	for (unsigned i = 0; status == 0 && (events & UV_READABLE) && i < KJ_REMOTE_READS_PER_TURN; i++) {
 		const redisReader *rd = ac && p->context == ac ? ac->c.reader : NULL;
-		const struct conn *cc = rd ? ac->data : NULL;
+		struct conn *cc = rd ? ac->data : NULL;
 		if (cc == NULL || cc->ac != ac || cc->overfull || rd->len <= before || rd->len == rd->pos ||
 		    rd->len - rd->pos > buffer_cap(cc))
 			break;
 		before = rd->len;
+		read_bulk_direct(cc);
 		redisAsyncHandleRead(ac);
 	}
 	ac = p->context; /* NULL: hiredis let go of it */
@@ -529,7 +577,7 @@ int kj__remote_conn_busy(const struct conn *c)
 
 /* The bulk length of the reply being read on c, once its header is in the
  * reader's buffer: 1 with *len, else 0 (not yet, or not a bulk). */
-static int reply_bulk_len(const struct conn *c, long long *len)
+static int reply_bulk_len(const struct conn *c, long long *len, size_t *hdr)
 {
 	const redisReader *rd = c->ac ? c->ac->c.reader : NULL;
 
@@ -549,6 +597,7 @@ static int reply_bulk_len(const struct conn *c, long long *len)
 	if (p >= end || *p != '\r' || digits == 0)
 		return 0;
 	*len = neg ? -v : v;
+	*hdr = (size_t)(p + 2 - (rd->buf + rd->pos)); /* the bulk's bytes start after its line's CRLF */
 	return 1;
 }
 
@@ -558,8 +607,9 @@ static int size_head(struct conn *c)
 {
 	struct op *o = c->head;
 	long long len;
+	size_t hdr;
 
-	if (o == NULL || o->sized || !reply_bulk_len(c, &len))
+	if (o == NULL || o->sized || !reply_bulk_len(c, &len, &hdr))
 		return 0;
 	o->sized = 1;
 	if (len <= 0)

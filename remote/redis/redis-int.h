@@ -152,6 +152,7 @@ struct kj__redis {
 	uint64_t lookup_us, lookup_per_mib_us; /* a GET's deadline and its size term */
 	uint8_t *secret;            /* fleet secret (NULL: none); wiped at free */
 	size_t secret_len;
+	struct kj__remote_algs *algs; /* HMAC and AES-256-GCM fetched once at open, or NULL (looked up per value) */
 	unsigned lease_ms, poll_ms, wait_max_ms;
 	void (*log)(void *, const char *);
 	void *log_arg;

@@ -57,7 +57,8 @@ int kj__remote_get_result(struct kj__redis *r, const struct op *o, const redisRe
 		return KJIT_EPROTO;
 	}
 	r->st.bytes_read += rep->len;
-	int code = kj__remote_value_decode(o->rkey, (const uint8_t *)rep->str, rep->len, r->secret, r->secret_len, obj);
+	int code = kj__remote_value_decode_with(r->algs, o->rkey, (const uint8_t *)rep->str, rep->len, r->secret,
+						r->secret_len, obj);
 	if (code == KJIT_EDENIED) {
 		r->st.forged++;
 		return code;
@@ -163,7 +164,7 @@ static int build_set(struct kj__redis *r, const char *k, const struct kj__remote
 	if (kj__buf_printf(b, "*%d\r\n$3\r\nSET\r\n$%zu\r\n%s\r\n$%zu\r\n", r->ttl_ms ? 5 : 3, strlen(k), k, vlen) < 0)
 		return KJIT_ENOMEM;
 	size_t at = b->len;
-	if ((rc = kj__remote_value_encode(k, v, r->secret, r->secret_len, b)) < 0)
+	if ((rc = kj__remote_value_encode_with(r->algs, k, v, r->secret, r->secret_len, b)) < 0)
 		return rc;
 	if (b->len - at != vlen)
 		return KJIT_EINTERNAL;

@@ -90,6 +90,7 @@ void kj__remote_free(struct kj__redis *r)
 	free(r->prefix);
 	free(r->id);
 	free(r->channel);
+	kj__remote_algs_free(r->algs);
 	if (r->secret) {
 		explicit_bzero(r->secret, r->secret_len);
 		free(r->secret);
@@ -144,6 +145,8 @@ int kj__redis_new(uv_loop_t *loop, const struct kj__remote_options *opt, struct 
 		memcpy(r->secret, opt->secret, opt->secret_len);
 		r->secret_len = opt->secret_len;
 	}
+	if (kj__remote_algs_new(&r->algs) < 0) /* none: each value looks them up (remote-value.c) */
+		r->algs = NULL;
 	uv_timer_init(loop, &r->tick);
 	r->tick.data = r;
 	r->tick_open = 1;
