@@ -20,6 +20,9 @@
 
 #include "remote.h"
 
+/* A backend's lookup callback: remote.h's kj__remote_lookup_cb with the
+ * verified object itself (remote.c takes it apart for the daemon). */
+typedef void (*kj__remote_be_lookup_cb)(void *arg, int code, const struct kj__remote_object *obj);
 /* A backend's lease callback: lease (the backend's own, opaque here) is
  * non-NULL only with KJ_LEASE_OWNED, obj only with KJ_LEASE_PUBLISHED. */
 typedef void (*kj__remote_be_lease_cb)(void *arg, int outcome, void *lease, const struct kj__remote_object *obj);
@@ -35,7 +38,7 @@ struct kj__remote_backend {
 	void (*close)(void *h);
 	int (*is_up)(const void *h);
 	const char *(*describe)(const void *h); /* the URL without its password */
-	void (*lookup)(void *h, const char *key, kj__remote_lookup_cb cb, void *arg);
+	void (*lookup)(void *h, const char *key, kj__remote_be_lookup_cb cb, void *arg);
 	/* Stores v under key; then releases lease (its own, or NULL) in every case. */
 	int (*publish)(void *h, const char *key, const struct kj__remote_object *v, void *lease);
 	void (*lease)(void *h, const char *key, kj__remote_be_lease_cb cb, void *arg);
@@ -43,6 +46,14 @@ struct kj__remote_backend {
 	void (*note_forged)(void *h);
 	void (*stats)(const void *h, struct kj__remote_stats *s);
 };
+
+/* The answer the daemon gets for the verified object o (remote-meta.c):
+ * its metadata read, its entry list made, its texts apart, into a and
+ * buffers of its own.  0 (a->texts_ok 0 when only the texts lacked
+ * memory) or KJIT_ENOMEM (nothing to free).  kj__remote_answer_clear frees
+ * what it made. */
+int kj__remote_answer_make(const struct kj__remote_object *o, struct kj__remote_answer *a);
+void kj__remote_answer_clear(struct kj__remote_answer *a);
 
 /* The backends (one row each in remote/remote.c's table). */
 extern const struct kj__remote_backend kj__remote_redis;

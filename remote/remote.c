@@ -50,6 +50,12 @@ struct lease_req {
 	void *arg;
 };
 
+/* A lookup on its way through the backend. */
+struct lookup_req {
+	kj__remote_lookup_cb cb;
+	void *arg;
+};
+
 /* The backend whose scheme starts url ("scheme://"), or NULL. */
 static const struct kj__remote_backend *backend_of(const char *url)
 {
@@ -117,9 +123,33 @@ const char *kj__remote_describe(const struct kj__remote *r)
 	return r ? r->be->describe(r->h) : "";
 }
 
+/* The backend's answer, taken apart for the daemon: one callback. */
+static void on_lookup(void *arg, int code, const struct kj__remote_object *obj)
+{
+	struct lookup_req q = *(struct lookup_req *)arg;
+	struct kj__remote_answer a;
+
+	free(arg);
+	if (obj == NULL) {
+		q.cb(q.arg, code, NULL);
+	} else if (kj__remote_answer_make(obj, &a) < 0) {
+		q.cb(q.arg, KJIT_ENOMEM, NULL);
+	} else {
+		q.cb(q.arg, code, &a);
+		kj__remote_answer_clear(&a);
+	}
+}
+
 void kj__remote_lookup(struct kj__remote *r, const char *key, kj__remote_lookup_cb cb, void *arg)
 {
-	r->be->lookup(r->h, key, cb, arg);
+	struct lookup_req *q = malloc(sizeof *q);
+
+	if (q == NULL) {
+		cb(arg, KJIT_ENOMEM, NULL);
+		return;
+	}
+	*q = (struct lookup_req){ cb, arg };
+	r->be->lookup(r->h, key, on_lookup, q);
 }
 
 int kj__remote_publish(struct kj__remote *r, const char *key, const struct kj__remote_object *v,
@@ -135,6 +165,7 @@ static void on_lease(void *arg, int outcome, void *l, const struct kj__remote_ob
 {
 	struct lease_req q = *(struct lease_req *)arg;
 	struct kj__remote_lease *lease = NULL;
+	struct kj__remote_answer a;
 
 	free(arg);
 	if (l && (lease = malloc(sizeof *lease)) == NULL) {
@@ -143,7 +174,14 @@ static void on_lease(void *arg, int outcome, void *l, const struct kj__remote_ob
 	} else if (l) {
 		*lease = (struct kj__remote_lease){ q.be, l };
 	}
-	q.cb(q.arg, outcome, lease, obj);
+	if (obj == NULL || outcome != KJ_LEASE_PUBLISHED) {
+		q.cb(q.arg, outcome, lease, NULL);
+	} else if (kj__remote_answer_make(obj, &a) < 0) {
+		q.cb(q.arg, KJ_LEASE_UNAVAILABLE, lease, NULL); /* lease is NULL with PUBLISHED */
+	} else {
+		q.cb(q.arg, outcome, lease, &a);
+		kj__remote_answer_clear(&a);
+	}
 }
 
 void kj__remote_lease(struct kj__remote *r, const char *key, kj__remote_lease_cb cb, void *arg)

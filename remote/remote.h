@@ -174,11 +174,27 @@ int kj__remote_fits(const struct kj__remote_object *o, const struct kj__remote_m
  * NULL; the caller frees both either way. */
 int kj__remote_texts(const struct kj__remote_object *o, char **log, char **lowered);
 
-/* Called once: obj is a verified hit, or NULL for a miss (absent, corrupt,
- * truncated, forged, remote down or timed out: code says which: 0 absent,
- * KJIT_ECORRUPT, KJIT_EDENIED (forged: counted in forged), KJIT_ETIMEDOUT,
- * KJIT_ECONNECT, KJIT_EPROTO). */
-typedef void (*kj__remote_lookup_cb)(void *arg, int code, const struct kj__remote_object *obj);
+/* What a lookup, or a lease that found the value published, hands the
+ * miss: the verified object and what the value says of it, taken apart by
+ * the tier into the daemon's own terms (remote-meta.c), so the miss reads
+ * no value format and calls back into remote/ for none of it.  Valid during
+ * the callback only. */
+struct kj__remote_answer {
+	const struct kj__remote_object *obj; /* the verified value: data, size, digest */
+	int judged;                  /* 1: a KJO2 value, judged by its metadata and entry list; 0: KJO1, served as is */
+	int meta_ok;                 /* judged: its metadata's backend, target and version read into meta */
+	struct kj__remote_meta meta; /* judged and meta_ok: what it was compiled for (ext, compiler NULL) */
+	const char *entries;         /* judged: its entry list, "NAME\n" each (entrylist.h); "" for none */
+	const char *log, *lowered;   /* its log and lowered names ("EXPR\tLOWERED\n" each) apart; NULL when empty */
+	int texts_ok;                /* 0: no memory to take them apart (both NULL): serve it, do not cache it */
+	char *meta_buf;              /* the tier's: what meta points into */
+};
+
+/* Called once: ans is a verified hit, or NULL for a miss (absent, corrupt,
+ * truncated, forged, remote down or timed out, no memory to take it apart:
+ * code says which: 0 absent, KJIT_ECORRUPT, KJIT_EDENIED (forged: counted
+ * in forged), KJIT_ETIMEDOUT, KJIT_ECONNECT, KJIT_EPROTO, KJIT_ENOMEM). */
+typedef void (*kj__remote_lookup_cb)(void *arg, int code, const struct kj__remote_answer *ans);
 /* Looks key (64 hex digits, the cache key) up; refreshes its TTL (rw
  * mode, ttl set).  Counts hits, misses, corrupt, hit latency. */
 void kj__remote_lookup(struct kj__remote *r, const char *key, kj__remote_lookup_cb cb, void *arg);
@@ -204,9 +220,10 @@ enum kj__lease_outcome {
 	KJ_LEASE_PUBLISHED = 2,  /* another node published: obj is the verified object */
 	KJ_LEASE_UNAVAILABLE = 3 /* ro, down, timed out, waited too long: compile alone */
 };
-/* Called once.  lease is non-NULL only with OWNED; obj only with PUBLISHED. */
+/* Called once.  lease is non-NULL only with OWNED; ans only with PUBLISHED
+ * (a value that cannot be taken apart, no memory: UNAVAILABLE). */
 typedef void (*kj__remote_lease_cb)(void *arg, int outcome, struct kj__remote_lease *lease,
-				    const struct kj__remote_object *obj);
+				    const struct kj__remote_answer *ans);
 /* Fleet single-flight on key: SET lease NX PX; the owner's lease is renewed
  * every lease_ms/3 until publish or release; a waiter is woken by pub/sub
  * (or polls) and gets the object, or takes the lease over once a dead

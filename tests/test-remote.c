@@ -19,6 +19,7 @@
 #include <sys/un.h>
 #include <uv.h>
 
+#include "backend.h"
 #include "buf.h"
 #include "kj_limits.h"
 #include "kjit.h"
@@ -284,18 +285,19 @@ static void keep_obj(struct got *g, const struct kj__remote_object *obj)
 	g->recipe_len = obj->recipe_len;
 }
 
-static void on_lookup(void *arg, int code, const struct kj__remote_object *obj)
+static void on_lookup(void *arg, int code, const struct kj__remote_answer *ans)
 {
 	struct got *g = arg;
 	CHECK(!g->done);   /* called once */
 	g->done = 1;
 	g->code = code;
 	g->at_us = kj__now_us();
-	keep_obj(g, obj);
+	keep_obj(g, ans ? ans->obj : NULL);
 }
 
-static void on_lease(void *arg, int outcome, struct kj__remote_lease *lease, const struct kj__remote_object *obj)
+static void on_lease(void *arg, int outcome, struct kj__remote_lease *lease, const struct kj__remote_answer *ans)
 {
+	const struct kj__remote_object *obj = ans ? ans->obj : NULL;
 	struct got *g = arg;
 	CHECK(!g->done);
 	g->done = 1;
@@ -1432,7 +1434,64 @@ static void test_meta_fits(void)
 	free(meta);
 }
 
-TEST_LIST(TEST(url_parse) TEST(value_algs) TEST(publish_lookup) TEST(corrupt_is_miss) TEST(lease_wait_publish) TEST(lease_stampede)
+/* What the daemon gets of a verified value (kj__remote_answer_make): the
+ * metadata's backend, target and version read, the entry list as an
+ * entrylist.h list, the texts apart; metadata not in kj__remote_meta_text's
+ * form is not read (it could not have matched the request's text either);
+ * a KJO1 value is not judged, its lowered names still taken from its log. */
+static void test_answer_parts(void)
+{
+	struct kj__remote_meta m = { 2, "sm_90", "12.4", "cubin", "nvrtc" };
+	char *meta = kj__remote_meta_text(&m);
+	static const char ents[] = "scale\0add\0";
+	struct kj__remote_object o = { .format = 2, .entries = ents, .entries_len = sizeof ents - 1 };
+	struct kj__remote_answer a;
+
+	CHECK(meta != NULL);
+	o.meta = meta;
+	o.meta_len = meta ? strlen(meta) : 0;
+	o.lowered = "scale<float>\t_Z5scaleIfEvv\n";
+	o.lowered_len = strlen(o.lowered);
+	o.log = "warning: x\n";
+	o.log_len = strlen(o.log);
+	CHECK_EQ_INT(kj__remote_answer_make(&o, &a), 0);
+	CHECK(a.obj == &o && a.judged && a.meta_ok && a.texts_ok);
+	CHECK(a.meta.backend == 2 && a.meta.target && strcmp(a.meta.target, "sm_90") == 0 && a.meta.version &&
+	      strcmp(a.meta.version, "12.4") == 0);
+	CHECK(a.entries && strcmp(a.entries, "scale\nadd\n") == 0);
+	CHECK(a.log && strcmp(a.log, "warning: x\n") == 0 && a.lowered && strcmp(a.lowered, o.lowered) == 0);
+	kj__remote_answer_clear(&a);
+	CHECK(a.entries == NULL && a.log == NULL);
+	/* Not kj__remote_meta_text's form: judged, but names nothing */
+	static const char *bad[] = { "backend=02\ntarget=sm_90\nversion=12.4\n", "target=sm_90\nbackend=2\nversion=12.4\n",
+				     "backend=2\ntarget=sm_90\n", "backend=\ntarget=sm_90\nversion=12.4\n", "" };
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		o.meta = bad[i];
+		o.meta_len = strlen(bad[i]);
+		CHECK_EQ_INT(kj__remote_answer_make(&o, &a), 0);
+		CHECK(a.judged && !a.meta_ok);
+		kj__remote_answer_clear(&a);
+	}
+	/* No entries listed: an empty list, which covers nothing asked */
+	o.meta = meta;
+	o.meta_len = meta ? strlen(meta) : 0;
+	o.entries = NULL;
+	o.entries_len = 0;
+	CHECK_EQ_INT(kj__remote_answer_make(&o, &a), 0);
+	CHECK(a.meta_ok && a.entries && a.entries[0] == '\0');
+	kj__remote_answer_clear(&a);
+	struct kj__remote_object old = { .format = 1 };
+	old.log = "warning: x\nkjit: lowered name: scale<float> = _Z5scaleIfEvv\n";
+	old.log_len = strlen(old.log);
+	CHECK_EQ_INT(kj__remote_answer_make(&old, &a), 0);
+	CHECK(!a.judged && a.entries == NULL && a.texts_ok);
+	CHECK(a.log && strstr(a.log, "lowered name") == NULL && a.lowered &&
+	      strcmp(a.lowered, "scale<float>\t_Z5scaleIfEvv\n") == 0);
+	kj__remote_answer_clear(&a);
+	free(meta);
+}
+
+TEST_LIST(TEST(url_parse) TEST(answer_parts) TEST(value_algs) TEST(publish_lookup) TEST(corrupt_is_miss) TEST(lease_wait_publish) TEST(lease_stampede)
 	  TEST(lease_expiry_takeover) TEST(outage_reconnect) TEST(ro_never_writes) TEST(slow_server_times_out)
 	  TEST(tcp_auth_select) TEST(value_hmac) TEST(value_gmac) TEST(value_checksum) TEST(forged_cost) TEST(secret_file)
 	  TEST(meta_fits))

@@ -21,9 +21,11 @@
  *  - the fleet's values.  Trust (docs/remote.md): a remote value is served
  *    only if it decoded and verified in the tier (its digest; with a fleet
  *    secret, its MAC over the store's key, metadata and object) and is for
- *    what was asked: the tier judges its metadata and entry list against
- *    the request's (kj__remote_fits), and here the object itself must have
- *    them where its symbols can be listed (kj__entries_check).  Anything
+ *    what was asked: its metadata (the tier reads it into the answer's
+ *    struct kj__remote_meta) must name the request's backend, target and
+ *    version, its entry list (an entrylist.h list) cover the entries
+ *    asked, and the object itself must have them where its symbols can be
+ *    listed (kj__entries_check).  Anything
  *    else is counted (remote forged), never served, and the node compiles
  *    as on a miss.  The value a compile publishes (kj__miss_fleet_value)
  *    carries the metadata, the object's entry list, the recipe, the log
@@ -569,31 +571,50 @@ static void printable(char *out, size_t cap, const char *s, size_t n)
  * every waiter's entries; one whose symbols can be is judged per waiter
  * when it is answered (kj__miss_check_object), a missing entry being the request's
  * error, not the value's.  1 if it fits, else 0 with why in err. */
-static int waiters_covered(const struct kj__flight *f, const struct kj__remote_object *o, char *err, size_t errlen)
+static int waiters_covered(const struct kj__flight *f, const struct kj__remote_answer *a, char *err, size_t errlen)
 {
-	const char *v[KJ_ENTRIES_MAX_COUNT];
 	char *list = NULL;
-	int r = kj__entries_list(o->data, o->size, &list);
+	int r = kj__entries_list(a->obj->data, a->obj->size, &list);
 
 	free(list);
-	if (r <= 0)
-		return 1; /* listable: checked per waiter */
+	if (r <= 0 || !a->judged)
+		return 1; /* listable: checked per waiter; a KJO1 value: not judged, as before */
 	for (size_t i = 0; i < f->n_w; i++) {
-		size_t n = 0;
-		for (const char *p = f->w[i].want; p && *p && n < KJ_ENTRIES_MAX_COUNT; p = strchr(p, '\n') + 1)
-			v[n++] = p;
-		for (size_t k = 0; k < n; k++) {
-			char one[KJ_NAME_MAX + 1];
-			const char *one_v[1] = { one };
-			snprintf(one, sizeof one, "%.*s", (int)(strchr(v[k], '\n') - v[k]), v[k]);
-			if (!kj__remote_fits(o, NULL, one_v, 1, err, errlen))
-				return 0; /* a KJO1 value: not judged, as before */
-		}
+		size_t l;
+		for (const char *p = f->w[i].want, *name; (name = kj__entries_next(&p, &l)) != NULL;)
+			if (!kj__entries_has(a->entries, name, l)) {
+				snprintf(err, errlen, "its entry list does not cover the request's");
+				return 0;
+			}
 	}
 	return 1;
 }
 
-int kj__miss_fits(struct kj__flight *f, const struct kj__remote_object *o)
+/* What the tier read of a KJO2 value against the request's m and entries
+ * want[0..n): 1 if it is for them, else 0 with why in err (quoting up to
+ * 200 bytes of its metadata as stored: printable() before logging). */
+static int answer_for(const struct kj__remote_answer *a, const struct kj__remote_meta *m, const char *const *want,
+		      size_t n, char *err, size_t errlen)
+{
+	const struct kj__remote_object *o = a->obj;
+
+	if (!a->judged)
+		return 1;
+	if (!a->meta_ok || a->meta.backend != m->backend || strcmp(a->meta.target, m->target) != 0 ||
+	    strcmp(a->meta.version, m->version) != 0) {
+		snprintf(err, errlen, "its metadata names another backend, target or version: %.*s",
+			 (int)(o->meta_len > 200 ? 200 : o->meta_len), o->meta ? o->meta : "");
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!kj__entries_has(a->entries, want[i], strlen(want[i]))) {
+			snprintf(err, errlen, "its entry list does not cover the request's");
+			return 0;
+		}
+	return 1;
+}
+
+int kj__miss_fits(struct kj__flight *f, const struct kj__remote_answer *a)
 {
 	struct kj__buf b = { 0 };
 	const char *want[KJ_ENTRIES_MAX_COUNT];
@@ -603,8 +624,8 @@ int kj__miss_fits(struct kj__flight *f, const struct kj__remote_object *o)
 
 	if (n < 0)
 		snprintf(err, sizeof err, "the request's entry points cannot be read (%s)", kjit_strerror(n));
-	else if (kj__remote_fits(o, &m, want, (size_t)n, err, sizeof err) && waiters_covered(f, o, err, sizeof err))
-		kj__entries_check(o->data, o->size, want, (size_t)n, err, sizeof err); /* err set: not there */
+	else if (answer_for(a, &m, want, (size_t)n, err, sizeof err) && waiters_covered(f, a, err, sizeof err))
+		kj__entries_check(a->obj->data, a->obj->size, want, (size_t)n, err, sizeof err); /* err set: not there */
 	kj__buf_free(&b);
 	if (err[0] == '\0')
 		return 1;

@@ -186,7 +186,7 @@ void kj__miss_refuse(struct kj__flight *f);
 void kj__miss_check_object(struct kj__flight *f, const uint8_t *data, size_t len);
 /* 1 if the verified remote object o is what f asked for (metadata, entry
  * list, the object's symbols), else 0, counted as forged and logged. */
-int kj__miss_fits(struct kj__flight *f, const struct kj__remote_object *o);
+int kj__miss_fits(struct kj__flight *f, const struct kj__remote_answer *a);
 /* The fleet value of f's compiled object data into *v (metadata, entry
  * list, recipe, log, lowered names); *meta and *ents hold what it points
  * to (free them after the publish).  0, or a negative code (nothing to

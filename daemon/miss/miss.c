@@ -134,7 +134,7 @@ const char *kj__miss_event_name(enum kj__miss_event e)
 /* What an event brings: the tier's value and how it came, or the job's
  * result. */
 struct ev_arg {
-	const struct kj__remote_object *obj;
+	const struct kj__remote_answer *ans;
 	const char *how;
 	int32_t code;                /* the job's: for the client */
 	int counted_as;              /* for the counters: a timeout stays a timeout */
@@ -151,16 +151,16 @@ static unsigned flags_of(const struct kj__flight *f)
 }
 
 /* The tier's answer to LOOKUP and RECHECK. */
-static void on_lookup(void *arg, int code, const struct kj__remote_object *obj)
+static void on_lookup(void *arg, int code, const struct kj__remote_answer *ans)
 {
 	struct kj__flight *f = arg;
-	struct ev_arg a = { .obj = obj, .how = f->state == KJ_MISS_RECHECK ? "published just before our lease" : "fetched" };
+	struct ev_arg a = { .ans = ans, .how = f->state == KJ_MISS_RECHECK ? "published just before our lease" : "fetched" };
 
 	if (f->d->stopping || f->d->miss->remote == NULL) {
 		feed(f, KJ_MISS_SHUTDOWN, &a);
 		return;
 	}
-	if (obj && kj__miss_fits(f, obj)) {
+	if (ans && kj__miss_fits(f, ans)) {
 		feed(f, KJ_MISS_REMOTE_HIT, &a);
 		return;
 	}
@@ -171,10 +171,10 @@ static void on_lookup(void *arg, int code, const struct kj__remote_object *obj)
 }
 
 /* The tier's answer to LEASE. */
-static void on_lease(void *arg, int outcome, struct kj__remote_lease *lease, const struct kj__remote_object *obj)
+static void on_lease(void *arg, int outcome, struct kj__remote_lease *lease, const struct kj__remote_answer *ans)
 {
 	struct kj__flight *f = arg;
-	struct ev_arg a = { .obj = obj, .how = "compiled by another node" };
+	struct ev_arg a = { .ans = ans, .how = "compiled by another node" };
 
 	if (f->d->stopping) {
 		kj__remote_lease_release(lease);
@@ -182,7 +182,7 @@ static void on_lease(void *arg, int outcome, struct kj__remote_lease *lease, con
 	} else if (outcome == KJ_LEASE_OWNED) {
 		f->lease = lease; /* released when the flight ends, or handed to the fleet publish */
 		feed(f, KJ_MISS_LEASE_OWNED, &a);
-	} else if (outcome == KJ_LEASE_PUBLISHED && kj__miss_fits(f, obj)) {
+	} else if (outcome == KJ_LEASE_PUBLISHED && kj__miss_fits(f, ans)) {
 		feed(f, KJ_MISS_LEASE_PUBLISHED, &a);
 	} else { /* unavailable, or not what was asked: compile alone */
 		feed(f, KJ_MISS_LEASE_UNAVAILABLE, &a);
@@ -358,9 +358,8 @@ static void do_publish(struct kj__flight *f, const struct ev_arg *a)
 static void do_serve(struct kj__flight *f, const struct ev_arg *a)
 {
 	struct kj__daemon *d = f->d;
-	const struct kj__remote_object *o = a->obj;
-	char *log = NULL, *lowered = NULL;
-	int split = kj__remote_texts(o, &log, &lowered) == 0; /* else: no memory, nothing is cached */
+	const struct kj__remote_object *o = a->ans->obj;
+	int split = a->ans->texts_ok; /* else: no memory, nothing is cached */
 
 	if (f->lease) { /* held after RECHECK only */
 		kj__remote_lease_release(f->lease);
@@ -369,7 +368,7 @@ static void do_serve(struct kj__flight *f, const struct ev_arg *a)
 	kj__miss_check_object(f, o->data, o->size);
 	d->stats[KJ_STAT_REMOTE_HITS] += f->n_w;
 	if (split) {
-		publish(f, KJIT_STATUS_REMOTE, KJIT_STATUS_REMOTE, o->data, o->size, log, lowered, 0);
+		publish(f, KJIT_STATUS_REMOTE, KJIT_STATUS_REMOTE, o->data, o->size, a->ans->log, a->ans->lowered, 0);
 	} else { /* answered, not cached, as any failed publish */
 		struct kj__obj_reply r = { f->key, f->e.target, f->e.version, NULL, NULL, NULL };
 		for (size_t i = 0; i < f->n_w; i++) {
@@ -381,8 +380,6 @@ static void do_serve(struct kj__flight *f, const struct ev_arg *a)
 	}
 	kj__log(d, "remote hit %s: %s for %s (%zu bytes, %s, %zu request%s)", f->key, f->source_name, f->e.target,
 		o->size, a->how, f->n_w, f->n_w == 1 ? "" : "s");
-	free(log);
-	free(lowered);
 }
 
 /* ANSWER_FAILURE: every waiter gets the compile's failure; a source's own

@@ -66,7 +66,7 @@ int kj__redis_new(uv_loop_t *loop, const struct kj__remote_options *opt, struct 
 void kj__redis_close(struct kj__redis *r);
 int kj__redis_is_up(const struct kj__redis *r);
 const char *kj__redis_describe(const struct kj__redis *r);
-void kj__redis_lookup(struct kj__redis *r, const char *key, kj__remote_lookup_cb cb, void *arg);
+void kj__redis_lookup(struct kj__redis *r, const char *key, kj__remote_be_lookup_cb cb, void *arg);
 int kj__redis_publish(struct kj__redis *r, const char *key, const struct kj__remote_object *v,
 		      struct kj__redis_lease *lease);
 void kj__redis_lease(struct kj__redis *r, const char *key, kj__redis_lease_cb cb, void *arg);
@@ -121,7 +121,7 @@ struct op {
 	int sized;                  /* the size term was applied (or the length is not a bulk) */
 	char rkey[KJ_NAME_MAX + KJ_SHA256_HEX_LEN + 1]; /* a GET's Redis key (the HMAC covers it) */
 	size_t bytes;
-	kj__remote_lookup_cb cb;
+	kj__remote_be_lookup_cb cb;
 	void *arg;
 	struct kj__redis_lease *lease;
 };
@@ -219,7 +219,7 @@ int kj__remote_conn_busy(const struct conn *c);
 /* redis-object.c */
 /* GET <prefix><key> on CMD (and the TTL refresh) as an op for done, with
  * cb, arg and l stored in it.  *rc: 0 or why nothing was queued. */
-void kj__remote_get(struct kj__redis *r, const char *key, kj__remote_done_fn *done, kj__remote_lookup_cb cb,
+void kj__remote_get(struct kj__redis *r, const char *key, kj__remote_done_fn *done, kj__remote_be_lookup_cb cb,
 		    void *arg, struct kj__redis_lease *l, int *rc);
 /* Classifies a GET reply: 1 hit (obj filled, valid while rep is), 0
  * absent, or an error (KJIT_ECORRUPT, KJIT_EDENIED forged, KJIT_EPROTO, why

@@ -90,7 +90,7 @@ static void lookup_done(struct op *o, redisAsyncContext *ac, const redisReply *r
 	}
 }
 
-void kj__remote_get(struct kj__redis *r, const char *key, kj__remote_done_fn *done, kj__remote_lookup_cb cb,
+void kj__remote_get(struct kj__redis *r, const char *key, kj__remote_done_fn *done, kj__remote_be_lookup_cb cb,
 		    void *arg, struct kj__redis_lease *l, int *rc)
 {
 	struct conn *c = &r->conns[C_CMD];
@@ -119,7 +119,7 @@ out:
 	free(k);
 }
 
-void kj__redis_lookup(struct kj__redis *r, const char *key, kj__remote_lookup_cb cb, void *arg)
+void kj__redis_lookup(struct kj__redis *r, const char *key, kj__remote_be_lookup_cb cb, void *arg)
 {
 	int rc = KJIT_EINVAL;
 

@@ -258,7 +258,7 @@ static int be_open(uv_loop_t *loop, const struct kj__remote_options *opt, void *
 static void be_close(void *h) { kj__redis_close(h); }
 static int be_is_up(const void *h) { return kj__redis_is_up(h); }
 static const char *be_describe(const void *h) { return kj__redis_describe(h); }
-static void be_lookup(void *h, const char *key, kj__remote_lookup_cb cb, void *arg) { kj__redis_lookup(h, key, cb, arg); }
+static void be_lookup(void *h, const char *key, kj__remote_be_lookup_cb cb, void *arg) { kj__redis_lookup(h, key, cb, arg); }
 static int be_publish(void *h, const char *key, const struct kj__remote_object *v, void *l)
 {
 	return kj__redis_publish(h, key, v, l);
