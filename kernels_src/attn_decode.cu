@@ -101,6 +101,12 @@
 #ifndef KJ_ATT_NOMERGE /* 1: diagnostic, the split merge skipped (o not written) */
 #define KJ_ATT_NOMERGE 0
 #endif
+#ifndef KJ_ATT_AR /* CUDA, 1: the split counter one acq_rel atomic, no membar.gl either side */
+#define KJ_ATT_AR 0
+#endif
+#ifndef KJ_ATT_PA /* 1 (with KJ_ATT_ML1): the merge loads its partials' acc with m and l */
+#define KJ_ATT_PA 0
+#endif
 #ifndef KJ_ATT_CS /* CUDA: how K/V rows are loaded (att_ld4) */
 #define KJ_ATT_CS 1
 #endif
@@ -497,7 +503,7 @@ KJ_DEV void att_keys_bulk(const float *kb, const float *vb, int s, int S, int kv
  * flight, into red[part][item]; then one thread a column adds the P sums and writes o. */
 template <int W>
 KJ_DEV void att_merge_cols(const float *pa, const float *pw, const float *gl, float *red, float *o,
-                           int kvh, int gsz, int S, int D, int P)
+                           int kvh, int gsz, int S, int D, int P, const float (*xa)[4] = nullptr)
 {
     const int cols = D / W, items = gsz * cols;
     for (int it = threadIdx.x; it < P * items; it += blockDim.x) {
@@ -508,6 +514,15 @@ KJ_DEV void att_merge_cols(const float *pa, const float *pw, const float *gl, fl
         for (int e = 0; e < W; e++)
             a[e] = 0.f;
         int j = part;
+        if (xa && it == (int)threadIdx.x) { /* KJ_ATT_PA: the first KJ_ATT_MU already loaded */
+#pragma unroll
+            for (int u = 0; u < KJ_ATT_MU; u++)
+                if (j + u * P < S)
+#pragma unroll
+                    for (int e = 0; e < W; e++)
+                        a[e] += xa[u][e] * wg[j + u * P];
+            j += KJ_ATT_MU * P;
+        }
         for (; j + (KJ_ATT_MU - 1) * P < S; j += KJ_ATT_MU * P) {
             float x[KJ_ATT_MU][W];
 #pragma unroll
@@ -569,6 +584,26 @@ KJ_DEV void att_merge(const float *ws, float *o, float *sm, int kvh, int gsz, in
     if (red_off + P * items * W <= KJ_ATT_NG * KJ_ATT_G * KJ_ATT_MAX_D) {
         float *pm = sm, *pw = sm + 2 * n, *gl = sm + 3 * n;
         const int lane = (int)threadIdx.x % KJ_WARP, nw = (int)blockDim.x / KJ_WARP;
+#if KJ_ATT_PA && KJ_ATT_ML1
+        /* this thread's first column of att_merge_cols (its mapping), its first KJ_ATT_MU
+         * partials' acc loaded now, in flight with m and l: one L2 round trip for both */
+        float xa[KJ_ATT_MU][4];
+        const int it0 = (int)threadIdx.x, cols0 = D / W;
+        const int item0 = it0 % items, part0 = it0 / items;
+        const float *hp0 = pa + (kj_size)(item0 / cols0) * S * D + W * (item0 % cols0);
+        if (it0 < P * items) {
+#pragma unroll
+            for (int u = 0; u < KJ_ATT_MU; u++) {
+                const int j = part0 + u * P;
+                if (j < S) {
+                    if (vec4)
+                        att_ldcgw<4>(hp0 + (kj_size)j * D, xa[u]);
+                    else
+                        att_ldcgw<1>(hp0 + (kj_size)j * D, xa[u]);
+                }
+            }
+        }
+#endif
         for (int g = (int)threadIdx.x / KJ_WARP; g < gsz; g += nw) { /* a warp a head */
             float gm = -KJ_INF, t = 0.f;
             for (int j = lane; j < S; j += KJ_WARP) {
@@ -594,10 +629,17 @@ KJ_DEV void att_merge(const float *ws, float *o, float *sm, int kvh, int gsz, in
                 gl[g] = t;
         }
         __syncthreads();
+#if KJ_ATT_PA && KJ_ATT_ML1
+        if (vec4)
+            att_merge_cols<4>(pa, pw, gl, sm + red_off, o, kvh, gsz, S, D, P, xa);
+        else
+            att_merge_cols<1>(pa, pw, gl, sm + red_off, o, kvh, gsz, S, D, P, xa);
+#else
         if (vec4)
             att_merge_cols<4>(pa, pw, gl, sm + red_off, o, kvh, gsz, S, D, P);
         else
             att_merge_cols<1>(pa, pw, gl, sm + red_off, o, kvh, gsz, S, D, P);
+#endif
     } else {
         for (int i = threadIdx.x; i < gsz * D; i += blockDim.x) {
             const int g = i / D, d = i % D;
@@ -751,6 +793,22 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB)
     return;
 #endif
     /* the last block of KV head kvh to finish merges the S partials of its heads */
+#if KJ_ATT_AR && defined(KJ_CUDA)
+    /* One atomic both ways at GPU scope: its release makes this block's partials (every
+     * thread's, ordered before it by the barrier: release is cumulative) visible to
+     * whoever acquires the counter after; its acquire, in the last block, orders that
+     * block's loads of the others' partials (after the next barrier) after their writes.
+     * No membar.gl in any block, before or after. */
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned prev;
+        asm volatile("atom.add.acq_rel.gpu.u32 %0, [%1], 1;" : "=r"(prev) : "l"(&counters[kvh]) : "memory");
+        sm_last = prev == (unsigned)S - 1;
+    }
+    __syncthreads();
+    if (!sm_last)
+        return;
+#else
     __threadfence();
     __syncthreads();
     if (threadIdx.x == 0)
@@ -759,6 +817,7 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB)
     if (!sm_last)
         return;
     __threadfence();
+#endif
     att_merge(ws, o, sm_acc, kvh, gsz, S, D, n_heads, vec && (((unsigned long long)ws & 15) == 0));
     if (threadIdx.x == 0) {
         counters[kvh] = 0;
