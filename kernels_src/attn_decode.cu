@@ -40,7 +40,10 @@
  * Round 9 (H200, 688a288): L2 hints on the K/V loads (KJ_ATT_CS 4-7) 92-97.8%, 3 blocks
  * an SM and 4 keys a step spill (61%, 84%); the split merge's tail costs 3.5-6.6 us (the
  * kernel with it skipped, KJ_ATT_NOMERGE, ran 99-101% of copy); KJ_ATT_ML1 won at
- * L = 65536 only.  All kept off (bench/gpu-h200.md).
+ * L = 65536 only.  All kept off (bench/gpu-h200.md).  Round 10 (H200, a4ae2d1): the split
+ * counter as one acq_rel atomic without the fences (KJ_ATT_AR) ran as before, the merge's
+ * acc loaded with m and l (KJ_ATT_PA) 0.5-1.9 points slower; both kept off.  KJ_ATT_ML1 is
+ * the manifest's CUDA line since (ahead at L = 65536 in 8 of 9 passes over three machines).
  *
  * Launch: block KJ_BLOCK; grid.x = Hkv, grid.y = S splits (1 <= S); no dynamic shared
  * memory.  A good S fills the device once and no more: Hkv x S within the blocks it runs
