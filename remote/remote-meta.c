@@ -131,13 +131,13 @@ int kj__remote_answer_make(const struct kj__remote_object *o, struct kj__remote_
 	if (o->format == 2) {
 		struct kj__buf ents = { 0 };
 		char *buf = malloc(o->meta_len + 1);
-		for (const char *p = o->entries, *end = o->entries + o->entries_len; buf && p && p < end;) {
+		int short_of = buf == NULL;
+		for (const char *p = o->entries, *end = o->entries + o->entries_len; !short_of && p && p < end;) {
 			size_t l = strnlen(p, (size_t)(end - p));
-			if (l && kj__entries_add(&ents, p, l) < 0)
-				break;
+			short_of = l && kj__entries_add(&ents, p, l) < 0;
 			p += l + 1;
 		}
-		if (buf == NULL || (o->entries_len && ents.p == NULL) || kj__buf_append(&ents, "", 1) < 0) {
+		if (short_of || kj__buf_append(&ents, "", 1) < 0) {
 			free(buf);
 			kj__buf_free(&ents);
 			return KJIT_ENOMEM;
