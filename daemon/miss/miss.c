@@ -283,8 +283,10 @@ static void publish(struct kj__flight *f, int status, int join_status, const uin
 	 * the legacy key gone); nothing else runnable: an immediate return.
 	 * Not after a compile: it took 100 ms or more, and under a full pool
 	 * a compile worker on this CPU would take the rest of the loop's
-	 * slice.  Its result changes nothing. */
-	if (status == KJIT_STATUS_REMOTE)
+	 * slice.  Nor while a publish is in flight: its thread would be
+	 * given the CPU too, and back-to-back remote hits (a warm-up) waited
+	 * for it.  Its result changes nothing. */
+	if (status == KJIT_STATUS_REMOTE && d->miss->pub_n == 0)
 		(void)sched_yield();
 	/* What every waiter was just sent.  Not if the table was invalidated
 	 * while the flight was open (a header changed). */
