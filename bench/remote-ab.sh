@@ -3,7 +3,8 @@
 # latency of two kjitd builds on one private redis-server (Unix socket),
 # at 16 KB and 1 MB, in one run, against a bare GET of the same size
 # (redis-benchmark, one client, a hot loop; and bench-spacedget, a GET spaced
-# as the hits are): scenario 8's measurement (bench.sh
+# as the hits are; and the same GET behind a relay that does only what a
+# remote hit cannot skip, bench-spacedget --relay): scenario 8's measurement (bench.sh
 # fleet_hit, spaced by 20 ms) for an A/B of a change to the fleet tier.
 # Each build gets its own pair of daemons: RA compiles N salted blobs of the
 # test family and publishes them, RB (empty cache) then asks for each once,
@@ -51,4 +52,6 @@ for sz in 16384 1048576; do
 		--csv 2>/dev/null | awk -F'"' '$2 == "GET" { printf "%.1f\n", $10 * 1000 }')"
 	echo "floor $((sz / 1024))KB bare GET spaced ${GAP:-20} ms as the hits (bench-spacedget) p50 / p99 us: $("$BIN/bench-spacedget" \
 		"$RS" "$sz" -n 200 --gap "${GAP:-20}" | awk '{ print $1 " / " $2 }')"
+	echo "floor $((sz / 1024))KB relay: source read, SHA-256, GET, GMAC (bench-spacedget --relay) p50 / p99 us: $("$BIN/bench-spacedget" \
+		"$RS" "$sz" -n 200 --gap "${GAP:-20}" --relay "$T/k/blob$sz.src" | awk '{ print $1 " / " $2 }')"
 done
