@@ -36,32 +36,6 @@ char *kj__remote_meta_text(const struct kj__remote_meta *m)
 			    m->version, m->ext ? m->ext : "", m->compiler ? m->compiler : "");
 }
 
-int kj__remote_fits(const struct kj__remote_object *o, const struct kj__remote_meta *m, const char *const *want,
-		    size_t n, char *err, size_t errlen)
-{
-	if (o->format != 2)
-		return 1;
-	if (m) {
-		char *must = kj__asprintf("backend=%d\ntarget=%s\nversion=%s\n", m->backend, m->target, m->version);
-		int same = must && o->meta_len >= strlen(must) && memcmp(o->meta, must, strlen(must)) == 0;
-		free(must);
-		if (must == NULL) {
-			snprintf(err, errlen, "the request's metadata cannot be built (%s)", kjit_strerror(KJIT_ENOMEM));
-			return 0;
-		}
-		if (!same) {
-			snprintf(err, errlen, "its metadata names another backend, target or version: %.*s",
-				 (int)(o->meta_len > 200 ? 200 : o->meta_len), o->meta ? o->meta : "");
-			return 0;
-		}
-	}
-	if (!kj__remote_entries_cover(o, want, n)) {
-		snprintf(err, errlen, "its entry list does not cover the request's");
-		return 0;
-	}
-	return 1;
-}
-
 int kj__remote_texts(const struct kj__remote_object *o, char **log, char **lowered)
 {
 	char *all = o->log_len ? kj__strndup(o->log, o->log_len) : NULL;

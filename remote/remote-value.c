@@ -392,20 +392,3 @@ int kj__remote_value_decode_with(const struct kj__remote_algs *a, const char *rk
 	kj__hex(dg, o->digest);
 	return 0;
 }
-
-int kj__remote_entries_cover(const struct kj__remote_object *o, const char *const *want, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		size_t wl = strlen(want[i]) + 1;
-		const char *p = o->entries, *end = o->entries + o->entries_len;
-		int found = 0;
-		while (!found && p < end) {
-			size_t l = strnlen(p, (size_t)(end - p)) + 1;
-			found = l == wl && memcmp(p, want[i], wl) == 0;
-			p += l;
-		}
-		if (!found)
-			return 0;
-	}
-	return 1;
-}

@@ -149,8 +149,6 @@ int kj__remote_value_encode_with(const struct kj__remote_algs *a, const char *rk
 				 const uint8_t *secret, size_t secret_len, struct kj__buf *b);
 int kj__remote_value_decode_with(const struct kj__remote_algs *a, const char *rkey, const uint8_t *v, size_t n,
 				 const uint8_t *secret, size_t secret_len, struct kj__remote_object *o);
-/* 1 if every one of want[0..n) is in o's entry list, else 0. */
-int kj__remote_entries_cover(const struct kj__remote_object *o, const char *const *want, size_t n);
 
 /* What an object was compiled for (remote-meta.c): a value's metadata. */
 struct kj__remote_meta {
@@ -161,13 +159,6 @@ struct kj__remote_meta {
 /* The metadata text a publish stores in v->meta for m: malloc'd, NULL: no
  * memory. */
 char *kj__remote_meta_text(const struct kj__remote_meta *m);
-/* Whether the verified value o may answer a request compiled for m
- * (backend, target, version; NULL: not checked) asking for the entry points
- * want[0..n): 1; else 0 with one line of why in err (quoting up to 200
- * bytes of its metadata: make it printable before logging).  A KJO1 value
- * carries neither: 1. */
-int kj__remote_fits(const struct kj__remote_object *o, const struct kj__remote_meta *m, const char *const *want,
-		    size_t n, char *err, size_t errlen);
 /* o's log and lowered names ("EXPR\tLOWERED\n" lines) apart, each
  * malloc'd or NULL when empty (a KJO1 value's names are lines of its log).
  * 0, or KJIT_ENOMEM: *log is the whole log (or NULL), *lowered may be

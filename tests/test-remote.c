@@ -21,6 +21,7 @@
 
 #include "backend.h"
 #include "buf.h"
+#include "entrylist.h"
 #include "kj_limits.h"
 #include "kjit.h"
 #include "redis/redis-int.h"
@@ -1114,9 +1115,11 @@ static void test_value_hmac(void)
 	CHECK_EQ_STR(v.digest, obj.digest);
 	CHECK(v.lowered_len == strlen(test_lowered) && memcmp(v.lowered, test_lowered, v.lowered_len) == 0);
 	CHECK(v.meta_len == strlen(test_meta) && v.log_len == strlen(test_log));
-	const char *both[2] = { "k1", "k2" }, *other[1] = { "k3" }, *prefix[1] = { "k" };
-	CHECK(kj__remote_entries_cover(&v, both, 2) && !kj__remote_entries_cover(&v, other, 1));
-	CHECK(!kj__remote_entries_cover(&v, prefix, 1));
+	struct kj__remote_answer a;
+	CHECK_EQ_INT(kj__remote_answer_make(&v, &a), 0); /* its entry list, as the miss judges it */
+	CHECK(a.entries && kj__entries_has(a.entries, "k1", 2) && kj__entries_has(a.entries, "k2", 2));
+	CHECK(a.entries && !kj__entries_has(a.entries, "k3", 2) && !kj__entries_has(a.entries, "k", 1));
+	kj__remote_answer_clear(&a);
 	/* the same bytes under another key: the HMAC covers the key */
 	CHECK_EQ_INT(decode(k2, &b, test_secret, &v), KJIT_EDENIED);
 	/* another secret */
@@ -1394,27 +1397,14 @@ static void test_secret_file(void)
 	CHECK_EQ_INT(system(path), 0);
 }
 
-/* The tier judges what a value is for (remote-meta.c): its metadata must
- * name the request's backend, target and version, its entry list cover the
- * entries asked; a KJO1 value is not judged; its texts come apart. */
-static void test_meta_fits(void)
+/* The tier takes a value's texts apart (remote-meta.c): a KJO2 value's log
+ * and lowered names have fields of their own, a KJO1 value's names are
+ * lines of its log. */
+static void test_meta_texts(void)
 {
-	struct kj__remote_meta m = { 2, "sm_90", "12.4", "cubin", "nvrtc" };
-	struct kj__remote_meta other = { 2, "sm_80", "12.4", NULL, NULL };
-	char *meta = kj__remote_meta_text(&m), err[512] = "", *log = NULL, *low = NULL;
-	static const char ents[] = "scale\0add\0";
-	const char *scale[] = { "scale" }, *mul[] = { "mul" };
-	struct kj__remote_object o = { .format = 2, .entries = ents, .entries_len = sizeof ents - 1 };
+	char *log = NULL, *low = NULL;
+	struct kj__remote_object o = { .format = 2 };
 
-	CHECK(meta != NULL && strncmp(meta, "backend=2\ntarget=sm_90\nversion=12.4\n", 36) == 0);
-	o.meta = meta;
-	o.meta_len = meta ? strlen(meta) : 0;
-	CHECK_EQ_INT(kj__remote_fits(&o, &m, scale, 1, err, sizeof err), 1);
-	CHECK_EQ_INT(kj__remote_fits(&o, &other, scale, 1, err, sizeof err), 0);
-	CHECK(strstr(err, "another backend, target or version") != NULL);
-	CHECK_EQ_INT(kj__remote_fits(&o, &m, mul, 1, err, sizeof err), 0);
-	CHECK(strstr(err, "does not cover") != NULL);
-	CHECK_EQ_INT(kj__remote_fits(&o, NULL, scale, 1, err, sizeof err), 1);
 	o.lowered = "scale<float>\t_Z5scaleIfEvv\n";
 	o.lowered_len = strlen(o.lowered);
 	o.log = "warning: x\n";
@@ -1426,19 +1416,12 @@ static void test_meta_fits(void)
 	struct kj__remote_object old = { .format = 1 };
 	old.log = "warning: x\nkjit: lowered name: scale<float> = _Z5scaleIfEvv\n";
 	old.log_len = strlen(old.log);
-	CHECK_EQ_INT(kj__remote_fits(&old, &other, mul, 1, err, sizeof err), 1);
 	CHECK_EQ_INT(kj__remote_texts(&old, &log, &low), 0);
 	CHECK(log && strstr(log, "lowered name") == NULL && low && strcmp(low, "scale<float>\t_Z5scaleIfEvv\n") == 0);
 	free(log);
 	free(low);
-	free(meta);
 }
 
-/* What the daemon gets of a verified value (kj__remote_answer_make): the
- * metadata's backend, target and version read, the entry list as an
- * entrylist.h list, the texts apart; metadata not in kj__remote_meta_text's
- * form is not read (it could not have matched the request's text either);
- * a KJO1 value is not judged, its lowered names still taken from its log. */
 static void test_answer_parts(void)
 {
 	struct kj__remote_meta m = { 2, "sm_90", "12.4", "cubin", "nvrtc" };
@@ -1494,4 +1477,4 @@ static void test_answer_parts(void)
 TEST_LIST(TEST(url_parse) TEST(answer_parts) TEST(value_algs) TEST(publish_lookup) TEST(corrupt_is_miss) TEST(lease_wait_publish) TEST(lease_stampede)
 	  TEST(lease_expiry_takeover) TEST(outage_reconnect) TEST(ro_never_writes) TEST(slow_server_times_out)
 	  TEST(tcp_auth_select) TEST(value_hmac) TEST(value_gmac) TEST(value_checksum) TEST(forged_cost) TEST(secret_file)
-	  TEST(meta_fits))
+	  TEST(meta_texts))
