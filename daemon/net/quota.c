@@ -252,12 +252,15 @@ void kj__quota_tick(struct kj__daemon *d)
 	 * glibc's trim threshold (it returns only the top of the heap, and
 	 * only on a free that reaches it), so once no load is running and
 	 * KJ_TRIM_IDLE_BYTES more of such pages are resident than after the
-	 * last trim, malloc_trim gives them back (madvise).  The measure is
-	 * the allocator's own, not the quota's charges: the memory of a miss
-	 * (the worker's result, the cache's copies) and replies written at
-	 * once are never charged, and a shared reply once per uid. */
+	 * last trim (or the least since), malloc_trim gives them back
+	 * (madvise).  The measure is the allocator's own, not the quota's
+	 * charges: the memory of a miss (the worker's result, the cache's
+	 * copies) and replies written at once are never charged, and a shared
+	 * reply once per uid. */
 	if (KJ_UNDER_ASAN || d->net->bytes_total > KJ_TRIM_QUIET_BYTES || heap_idle(&idle) < 0)
 		return;
+	if (idle < d->net->heap_idle_base)
+		d->net->heap_idle_base = idle; /* a free gave pages back itself (a heap's top) */
 	if (idle < d->net->heap_idle_base + KJ_TRIM_IDLE_BYTES)
 		return;
 	malloc_trim(0);
