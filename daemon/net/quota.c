@@ -106,10 +106,15 @@ void kj__quota_init(struct kj__daemon *d)
 	 * to KJ_HEAP_KEEP per arena: a 1 MiB object or source takes pages already
 	 * faulted in (from mmap, each of its buffers was faulted in and zeroed
 	 * again per request: a third of a 1 MiB remote hit's time, issue 35);
-	 * kj__quota_tick trims what a load left. */
+	 * kj__quota_tick trims what a load left.  One arena for all threads:
+	 * malloc_trim does not shrink another arena's top, so each pool
+	 * thread's arena kept up to KJ_HEAP_KEEP after a load (a publish's
+	 * copy of a 3 MB object: 3 to 12 MB over base after budget.sh's
+	 * floods), which one arena's trim returns. */
 	if (!KJ_UNDER_ASAN && /* (its allocator has no thresholds to set) */
-	    (mallopt(M_MMAP_THRESHOLD, KJ_MMAP_THRESHOLD) != 1 || mallopt(M_TRIM_THRESHOLD, KJ_HEAP_KEEP) != 1))
-		kj__log(d, "cannot set malloc's thresholds; large buffers are faulted in per request");
+	    (mallopt(M_MMAP_THRESHOLD, KJ_MMAP_THRESHOLD) != 1 || mallopt(M_TRIM_THRESHOLD, KJ_HEAP_KEEP) != 1 ||
+	     mallopt(M_ARENA_MAX, KJ_MALLOC_ARENAS) != 1))
+		kj__log(d, "cannot set malloc's thresholds and arenas; large buffers are faulted in per request");
 }
 
 int kj__quota_conn_add(struct kj__daemon *d, uid_t uid, char *err, size_t errlen)
@@ -264,8 +269,8 @@ void kj__quota_tick(struct kj__daemon *d)
 	if (idle < d->net->heap_idle_base + KJ_TRIM_IDLE_BYTES)
 		return;
 	malloc_trim(0);
-	/* what it could not give back (partial pages, the per-thread arenas'
-	 * tops of KJ_HEAP_KEEP at most, the near constant) is the new base */
+	/* what it could not give back (partial pages, the near constant) is
+	 * the new base */
 	if (heap_idle(&idle) == 0)
 		d->net->heap_idle_base = idle;
 }
