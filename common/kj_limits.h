@@ -82,8 +82,10 @@
 #define KJ_RESOLVE_PER_UID_MAX 4096        /* GETs one uid may have resolving or waiting to (--max-resolves-per-uid); past it "kjitd is busy ... retry": 16 connections each with a full kjit_get_many window (256) fit, the byte quota bounds their bytes, this their count */
 #define KJ_REQ_COPIES 2                    /* a queued compile holds its request twice (job frame and replay recipe) */
 #define KJ_MMAP_THRESHOLD (4u << 20)       /* blocks this large come from mmap and go back to the system when freed (smaller ones from the heap: a 1 MiB object's buffers are not faulted in again per request) */
-#define KJ_HEAP_KEEP (4u << 20)            /* free heap top kept per malloc arena for the next requests' buffers (M_TRIM_THRESHOLD): a 1 MiB object's few buffers; past a load, malloc_trim (KJ_TRIM_AFTER_BYTES) */
-#define KJ_TRIM_AFTER_BYTES (32ull << 20)  /* after a load this large passes, malloc_trim returns the heap's free pages */
+#define KJ_HEAP_KEEP (4u << 20)            /* free heap top kept per malloc arena for the next requests' buffers (M_TRIM_THRESHOLD): a 1 MiB object's few buffers; past a load, malloc_trim (KJ_TRIM_IDLE_BYTES) */
+#define KJ_MALLOC_ARENAS 1                 /* malloc arenas kjitd's threads share (M_ARENA_MAX): a pool thread's own arena keeps its top (up to KJ_HEAP_KEEP) where malloc_trim cannot reach it */
+#define KJ_TRIM_IDLE_BYTES (8ull << 20)    /* once this much more of the heap's free pages is resident than after the last malloc_trim (a load passed), the flush timer trims again (daemon/net/quota.c) */
+#define KJ_TRIM_QUIET_BYTES (8ull << 20)   /* ... but not while more than this of requests and unread replies is held (the load still running) */
 #define KJ_IDLE_TIMEOUT_AUTOSTART_S 600    /* --idle-timeout an autostarted per-user kjitd gets (sccache's default) */
 #define KJ_REAP_WAIT_MS 2000               /* at exit, how long kjitd waits for killed descendants to die */
 #define KJ_PROBE_FDS 64                    /* descriptors of another kjitd searched for its index (opened early) */

@@ -310,7 +310,8 @@ struct kj__daemon {
  * init: computes the connection cap from the descriptor limit (raising the
  * soft limit to the hard one) and sets malloc to return large blocks.
  * conn_add / charge: 0, or KJIT_EBUSY (KJIT_ENOMEM) with a one-line reason
- * for the client in err, nothing counted.  tick: on the flush timer. */
+ * for the client in err, nothing counted.  tick: on the flush timer; gives
+ * the heap's freed pages back once a load has left them resident. */
 void kj__quota_init(struct kj__daemon *d);
 int kj__quota_privileged(const struct kj__daemon *d, uid_t uid);
 int kj__quota_conn_add(struct kj__daemon *d, uid_t uid, char *err, size_t errlen);

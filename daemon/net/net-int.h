@@ -26,7 +26,8 @@ struct kj__netroom {
 	struct kj__quota_uid *quota;
 	size_t n_quota, cap_quota;
 	unsigned n_conns, conn_max_total;
-	uint64_t bytes_total, bytes_peak;
+	uint64_t bytes_total;
+	uint64_t heap_idle_base;     /* quota.c: free heap bytes resident after the last malloc_trim */
 	struct kj__replybuf *replybufs; /* replybuf.c: objects queued for replies, shared */
 };
 

@@ -17,7 +17,9 @@
  * of uids is a small array (a machine has few users with clients at once);
  * an entry goes away when it holds nothing.
  */
+#include <fcntl.h>
 #include <malloc.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -104,10 +106,15 @@ void kj__quota_init(struct kj__daemon *d)
 	 * to KJ_HEAP_KEEP per arena: a 1 MiB object or source takes pages already
 	 * faulted in (from mmap, each of its buffers was faulted in and zeroed
 	 * again per request: a third of a 1 MiB remote hit's time, issue 35);
-	 * kj__quota_tick trims what a load left. */
+	 * kj__quota_tick trims what a load left.  One arena for all threads:
+	 * malloc_trim does not shrink another arena's top, so each pool
+	 * thread's arena kept up to KJ_HEAP_KEEP after a load (a publish's
+	 * copy of a 3 MB object: 3 to 12 MB over base after budget.sh's
+	 * floods), which one arena's trim returns. */
 	if (!KJ_UNDER_ASAN && /* (its allocator has no thresholds to set) */
-	    (mallopt(M_MMAP_THRESHOLD, KJ_MMAP_THRESHOLD) != 1 || mallopt(M_TRIM_THRESHOLD, KJ_HEAP_KEEP) != 1))
-		kj__log(d, "cannot set malloc's thresholds; large buffers are faulted in per request");
+	    (mallopt(M_MMAP_THRESHOLD, KJ_MMAP_THRESHOLD) != 1 || mallopt(M_TRIM_THRESHOLD, KJ_HEAP_KEEP) != 1 ||
+	     mallopt(M_ARENA_MAX, KJ_MALLOC_ARENAS) != 1))
+		kj__log(d, "cannot set malloc's thresholds and arenas; large buffers are faulted in per request");
 }
 
 int kj__quota_conn_add(struct kj__daemon *d, uid_t uid, char *err, size_t errlen)
@@ -170,8 +177,6 @@ int kj__quota_charge(struct kj__daemon *d, uid_t uid, uint64_t n, char *err, siz
 	}
 	q->bytes += n;
 	d->net->bytes_total += n;
-	if (d->net->bytes_total > d->net->bytes_peak)
-		d->net->bytes_peak = d->net->bytes_total;
 	return 0;
 }
 
@@ -192,8 +197,6 @@ void kj__quota_charge_over(struct kj__daemon *d, uid_t uid, uint64_t n)
 		return; /* out of memory for the entry: the bytes go uncounted */
 	q->bytes += n;
 	d->net->bytes_total += n;
-	if (d->net->bytes_total > d->net->bytes_peak)
-		d->net->bytes_peak = d->net->bytes_total;
 }
 
 uint64_t kj__quota_bytes(const struct kj__daemon *d, uid_t uid)
@@ -217,12 +220,57 @@ void kj__quota_release(struct kj__daemon *d, uid_t uid, uint64_t n)
 	maybe_drop(d, q);
 }
 
+/* The bytes of freed heap memory still resident: the process's anonymous
+ * resident bytes (/proc/self/statm: resident less file-backed and shared)
+ * less what malloc has handed out and not taken back.  What is not malloc's
+ * (stacks, libraries' data) is in it too, a near constant.  -1 if it cannot
+ * be read (out of descriptors: the next tick looks again). */
+static int heap_idle(uint64_t *idle)
+{
+	unsigned long long size, resident, shared;
+	char line[128];
+	ssize_t n;
+	int fd;
+
+	if ((fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC)) < 0)
+		return -1;
+	n = read(fd, line, sizeof line - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	line[n] = '\0';
+	long page = sysconf(_SC_PAGESIZE);
+	if (sscanf(line, "%llu %llu %llu", &size, &resident, &shared) != 3 || page <= 0 || shared > resident)
+		return -1;
+	uint64_t anon = (uint64_t)(resident - shared) * (uint64_t)page;
+	struct mallinfo2 mi = mallinfo2();
+	uint64_t live = (uint64_t)mi.uordblks + (uint64_t)mi.hblkhd;
+	*idle = anon > live ? anon - live : 0;
+	return 0;
+}
+
 void kj__quota_tick(struct kj__daemon *d)
 {
-	/* Once a load has passed, give the heap's free pages back: what a
-	 * flood left below the top of the heap is not returned otherwise. */
-	if (d->net->bytes_peak >= KJ_TRIM_AFTER_BYTES && d->net->bytes_total < KJ_TRIM_AFTER_BYTES / 4) {
-		malloc_trim(0);
-		d->net->bytes_peak = d->net->bytes_total;
-	}
+	uint64_t idle;
+
+	/* What a load freed below a live block stays resident, whatever
+	 * glibc's trim threshold (it returns only the top of the heap, and
+	 * only on a free that reaches it), so once no load is running and
+	 * KJ_TRIM_IDLE_BYTES more of such pages are resident than after the
+	 * last trim (or the least since), malloc_trim gives them back
+	 * (madvise).  The measure is the allocator's own, not the quota's
+	 * charges: the memory of a miss (the worker's result, the cache's
+	 * copies) and replies written at once are never charged, and a shared
+	 * reply once per uid. */
+	if (KJ_UNDER_ASAN || d->net->bytes_total > KJ_TRIM_QUIET_BYTES || heap_idle(&idle) < 0)
+		return;
+	if (idle < d->net->heap_idle_base)
+		d->net->heap_idle_base = idle; /* a free gave pages back itself (a heap's top) */
+	if (idle < d->net->heap_idle_base + KJ_TRIM_IDLE_BYTES)
+		return;
+	malloc_trim(0);
+	/* what it could not give back (partial pages, the near constant) is
+	 * the new base */
+	if (heap_idle(&idle) == 0)
+		d->net->heap_idle_base = idle;
 }
