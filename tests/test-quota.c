@@ -153,6 +153,21 @@ static void test_replybuf_shared_and_charged(void)
 	kj__net_free(&d);
 }
 
+/* setup, for a test of glibc's malloc (its thresholds, its trim, its
+ * arenas): 0, d freed and the skip said, under AddressSanitizer, whose
+ * allocator is not glibc's. */
+static int setup_glibc(struct kj__daemon *d)
+{
+	setup(d);
+#if KJ_UNDER_ASAN
+	printf("# skipped: AddressSanitizer's allocator is not glibc's malloc\n");
+	kj__net_free(d);
+	return 0;
+#else
+	return 1;
+#endif
+}
+
 /* Issue 35: after kj__quota_init, a 1 MiB block comes from the heap and
  * is served again from the same pages once freed (before, every block of
  * 256 KiB or more was mmap'd and faulted in per request), while a block of
@@ -162,12 +177,8 @@ static void test_malloc_thresholds(void)
 {
 	struct kj__daemon d;
 
-	setup(&d);
-#if KJ_UNDER_ASAN
-	printf("# skipped: AddressSanitizer's allocator is not glibc's malloc\n");
-	kj__net_free(&d);
-	return;
-#endif
+	if (!setup_glibc(&d))
+		return;
 	size_t mapped = mallinfo2().hblkhd;
 	char *volatile a = malloc(1u << 20); /* volatile: not elided by the compiler */
 	CHECK(a != NULL);
@@ -212,12 +223,8 @@ static void test_tick_trims_freed_pages(void)
 	char *volatile blk[N + 1];
 	char err[512];
 
-	setup(&d);
-#if KJ_UNDER_ASAN
-	printf("# skipped: AddressSanitizer's allocator is not glibc's malloc\n");
-	kj__net_free(&d);
-	return;
-#endif
+	if (!setup_glibc(&d))
+		return;
 	d.cfg.buf_max_total = d.cfg.buf_max_per_uid = 64ull << 20;
 	for (int i = 0; i <= N; i++) { /* the last one stays: the freed ones lie below it */
 		blk[i] = malloc(MB);
@@ -259,12 +266,8 @@ static void test_one_arena(void)
 	pthread_t t;
 	void *p = NULL;
 
-	setup(&d);
-#if KJ_UNDER_ASAN
-	printf("# skipped: AddressSanitizer's allocator is not glibc's malloc\n");
-	kj__net_free(&d);
-	return;
-#endif
+	if (!setup_glibc(&d))
+		return;
 	CHECK_EQ_INT(pthread_create(&t, NULL, thread_block, NULL), 0);
 	CHECK_EQ_INT(pthread_join(t, &p), 0);
 	CHECK(p != NULL);
