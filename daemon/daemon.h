@@ -38,6 +38,22 @@ struct kj__flight;
 struct kj__remote;
 struct kj__remote_lease;
 
+/* kjitd's queues of work off the loop (d->work, offwork.h; their policies
+ * are main.c's table):
+ *  RESOLVE: GETs resolving (offhash.c), KJ_RESOLVE_RUNNING_MAX on the pool
+ *    at once, the next the oldest of a uid with none running; at stop,
+ *    those waiting and those not yet begun on the pool end with
+ *    KJIT_ESHUTDOWN.
+ *  PUBLISH: publishes (publish.c); no bound on count (publish.c bounds the
+ *    bytes); never ended early: what was answered is cached.
+ *  ADMIN: admin tasks (offloop.c), one at a time, in arrival order; at
+ *    stop those waiting end with KJIT_ESHUTDOWN, the one running completes.
+ *  CHECKPOINT: the index's WAL checkpoint (offloop.c), one at a time.
+ * PUBLISH, ADMIN and CHECKPOINT use the cache's SQLite on their thread:
+ * where it is not thread-safe (kj__cache_job_threaded), they run on the
+ * loop, as they always could. */
+enum { KJ_OFFQ_RESOLVE, KJ_OFFQ_PUBLISH, KJ_OFFQ_ADMIN, KJ_OFFQ_CHECKPOINT, KJ_OFFQ_COUNT };
+
 /* Configuration, from the command line and the configuration file. */
 #define KJ_OPT_ROWS_MAX 64
 struct kj__config {
@@ -300,8 +316,8 @@ struct kj__daemon {
 	uint64_t stats[KJ_STAT_COUNT];
 	uint64_t lat_hist[KJ_LAT_BUCKETS];
 	uint64_t last_active_us;     /* last accept, request or close: for --idle-timeout */
-	/* offwork.c: the queues of work on libuv's thread pool (resolves,
-	 * publishes, admin tasks, the index's checkpoint). */
+	/* offwork.c: the queues of work on libuv's thread pool (KJ_OFFQ_*:
+	 * resolves, publishes, admin tasks, the index's checkpoint). */
 	struct kj__offwork_set *work;
 	struct kj__adminroom *admin;  /* daemon/admin/admin-int.h: the admin room's part */
 };

@@ -192,12 +192,33 @@ static void start_loop_handles(struct kj__daemon *d)
 	signal(SIGPIPE, SIG_IGN);
 }
 
+/* kjitd's queues of work off the loop (daemon.h's KJ_OFFQ_* says what
+ * each holds): their bounds and their stop.  The ones using the cache's
+ * SQLite run on the loop where it is not thread-safe.  NULL: out of
+ * memory. */
+static struct kj__offwork_set *work_new(uv_loop_t *loop)
+{
+	int sqlite_on_loop = !kj__cache_job_threaded();
+	const struct kj__offwork_policy policies[KJ_OFFQ_COUNT] = {
+		[KJ_OFFQ_RESOLVE] = { .run_max = KJ_RESOLVE_RUNNING_MAX, .fair = 1, .end_at_stop = 1 },
+		[KJ_OFFQ_PUBLISH] = { .on_loop = sqlite_on_loop },
+		[KJ_OFFQ_ADMIN] = { .run_max = 1, .on_loop = sqlite_on_loop, .end_at_stop = 1 },
+		[KJ_OFFQ_CHECKPOINT] = { .run_max = 1, .on_loop = sqlite_on_loop },
+	};
+
+	return kj__offwork_new(loop, policies, KJ_OFFQ_COUNT);
+}
+
 static int serve(struct kj__daemon *d)
 {
 	char err[512] = "";
 	int r;
 
 	d->loop = uv_default_loop();
+	if ((d->work = work_new(d->loop)) == NULL) {
+		fprintf(d->top->log, "kjitd: out of memory\n");
+		return 1;
+	}
 	d->started = kj__wall_s();
 	d->last_active_us = kj__now_us();
 	kj__quota_init(d);
@@ -257,13 +278,13 @@ static int serve(struct kj__daemon *d)
 }
 
 /* The rooms' own parts of d (issue 33): each room allocates its struct;
- * 0 or KJIT_ENOMEM (what was allocated stays for rooms_free). */
+ * 0 or KJIT_ENOMEM (what was allocated stays for rooms_free).  The work
+ * room's needs the loop: serve makes it. */
 static int rooms_new(struct kj__daemon *d)
 {
 	if ((d->top = calloc(1, sizeof *d->top)) == NULL)
 		return KJIT_ENOMEM;
-	if (kj__net_init(d) < 0 || kj__offwork_init(d) < 0 || kj__admin_init(d) < 0 ||
-	    kj__miss_init(d) < 0)
+	if (kj__net_init(d) < 0 || kj__admin_init(d) < 0 || kj__miss_init(d) < 0)
 		return KJIT_ENOMEM;
 	return 0;
 }
@@ -273,7 +294,8 @@ static int rooms_new(struct kj__daemon *d)
 static void rooms_free(struct kj__daemon *d)
 {
 	kj__net_free(d);
-	kj__offwork_free(d);
+	kj__offwork_free(d->work);
+	d->work = NULL;
 	kj__admin_free(d);
 	kj__miss_free(d);
 }

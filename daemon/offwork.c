@@ -5,7 +5,10 @@
  * index's checkpoint) each queued their own uv_work_t with their own
  * bounds and their own shutdown; they now hand a struct kj__offwork to a
  * queue here (offwork.h) and keep only their steps.  No other file calls
- * uv_queue_work (tests/e2e/layering.sh).
+ * uv_queue_work (tests/e2e/layering.sh).  It knows the loop and its
+ * queues' policies, given at kj__offwork_new, and no daemon state (it
+ * includes no daemon header: layering.sh), so a walk through the daemon
+ * passes it as it passes libuv (docs/design.md, "The walk").
  *
  * Invariants:
  *  - A queue's slots: a work holds one from begin to its last finish
@@ -24,29 +27,15 @@
  *    waiting end now and those on the pool not yet begun are cancelled
  *    (finished with KJIT_ESHUTDOWN when libuv hands them back); work on a
  *    thread always completes, and the loop runs until it has.
- *  - A queue whose run uses the cache's SQLite runs on the loop when
- *    SQLite is not thread-safe, or when libuv refuses the work: slower,
- *    never lost.
+ *  - A queue whose policy says on_loop runs its work on the loop (kjitd:
+ *    the queues that use the cache's SQLite when it is not thread-safe),
+ *    and any work runs there when libuv refuses it: slower, never lost.
  */
 #include <stddef.h>
 #include <stdlib.h>
 
-#include "daemon.h"
 #include "kj_types.h"
-
-struct policy {
-	unsigned run_max;    /* slots; 0: no bound */
-	int fair;            /* a free slot goes to a uid with none first */
-	int sqlite;          /* run uses the cache's SQLite: needs kj__cache_job_threaded */
-	int end_at_stop;     /* waiting and not-yet-begun work ends at stop */
-};
-
-static const struct policy policies[KJ_OFFQ_COUNT] = {
-	[KJ_OFFQ_RESOLVE] = { KJ_RESOLVE_RUNNING_MAX, 1, 0, 1 },
-	[KJ_OFFQ_PUBLISH] = { 0, 0, 1, 0 },
-	[KJ_OFFQ_ADMIN] = { 1, 0, 1, 1 },
-	[KJ_OFFQ_CHECKPOINT] = { 1, 0, 1, 0 },
-};
+#include "offwork.h"
 
 /* A callback waiting for the work submitted up to seq to finish. */
 struct kj__offidle {
@@ -67,30 +56,38 @@ struct kj__offq {
 	struct kj__offidle *idle;
 };
 
-/* The work room (d->work): one queue per KJ_OFFQ_*. */
+/* A set of queues (kjitd's work room, d->work): one per policy. */
 struct kj__offwork_set {
-	struct kj__offq q[KJ_OFFQ_COUNT];
+	uv_loop_t *loop;
+	int n;
+	struct kj__offwork_policy policy[KJ_OFFWORK_QUEUES_MAX];
+	struct kj__offq q[KJ_OFFWORK_QUEUES_MAX];
 };
 
-int kj__offwork_init(struct kj__daemon *d)
+struct kj__offwork_set *kj__offwork_new(uv_loop_t *loop, const struct kj__offwork_policy *policies, int n)
 {
-	if ((d->work = calloc(1, sizeof *d->work)) == NULL)
-		return KJIT_ENOMEM;
-	return 0;
+	struct kj__offwork_set *s;
+
+	if (n < 0 || n > KJ_OFFWORK_QUEUES_MAX || (s = calloc(1, sizeof *s)) == NULL)
+		return NULL;
+	s->loop = loop;
+	s->n = n;
+	for (int i = 0; i < n; i++)
+		s->policy[i] = policies[i];
+	return s;
 }
 
-void kj__offwork_free(struct kj__daemon *d)
+void kj__offwork_free(struct kj__offwork_set *s)
 {
-	free(d->work);
-	d->work = NULL;
+	free(s);
 }
 
 static void go(struct kj__offwork *w);
-static void start_waiting(struct kj__daemon *d, int q);
+static void start_waiting(struct kj__offwork_set *s, int q);
 
 static struct kj__offq *queue_of(const struct kj__offwork *w)
 {
-	return &w->d->work->q[w->q];
+	return &w->set->q[w->q];
 }
 
 static void list_run(struct kj__offwork *w)
@@ -118,9 +115,9 @@ static void unlist_run(struct kj__offwork *w)
 
 /* Runs the callbacks no pending work of q holds back any more, in the
  * order they came. */
-static void run_idle(struct kj__daemon *d, int qi)
+static void run_idle(struct kj__offwork_set *s, int qi)
 {
-	struct kj__offq *q = &d->work->q[qi];
+	struct kj__offq *q = &s->q[qi];
 	uint64_t oldest = UINT64_MAX;
 	struct kj__offidle **pp = &q->idle, *i, *ready = NULL, **tail = &ready;
 
@@ -150,9 +147,9 @@ static void run_idle(struct kj__daemon *d, int qi)
  * free it. */
 static int finish(struct kj__offwork *w, int code, int slotted)
 {
-	struct kj__daemon *d = w->d;
+	struct kj__offwork_set *s = w->set;
 	int qi = w->q;
-	struct kj__offq *q = &d->work->q[qi];
+	struct kj__offq *q = &s->q[qi];
 	int r;
 
 	if (slotted)
@@ -164,9 +161,9 @@ static int finish(struct kj__offwork *w, int code, int slotted)
 	q->busy--;
 	if (r == 1 && code == 0)
 		return 1;
-	start_waiting(d, qi);
+	start_waiting(s, qi);
 	if (q->idle && !q->busy)
-		run_idle(d, qi);
+		run_idle(s, qi);
 	return 0;
 }
 
@@ -190,13 +187,13 @@ static void on_back(uv_work_t *uw, int status)
  * while its finish asks for another run. */
 static void go(struct kj__offwork *w)
 {
-	const struct policy *p = &policies[w->q];
+	const struct kj__offwork_policy *p = &w->set->policy[w->q];
 
 	do {
-		if (!p->sqlite || kj__cache_job_threaded()) {
+		if (!p->on_loop) {
 			w->uw.data = w;
 			w->on_thread = 1;
-			if (uv_queue_work(w->d->loop, &w->uw, on_thread, on_back) == 0)
+			if (uv_queue_work(w->set->loop, &w->uw, on_thread, on_back) == 0)
 				return;
 			w->on_thread = 0;
 		}
@@ -248,30 +245,30 @@ static struct kj__offwork *take_waiting(struct kj__offq *q, int fair)
 	return w;
 }
 
-static int has_slot(const struct kj__offq *q, const struct policy *p)
+static int has_slot(const struct kj__offq *q, const struct kj__offwork_policy *p)
 {
 	return !q->busy && !q->stopped && (p->run_max == 0 || q->n_run < p->run_max);
 }
 
 /* Gives q's free slots to those waiting. */
-static void start_waiting(struct kj__daemon *d, int qi)
+static void start_waiting(struct kj__offwork_set *s, int qi)
 {
-	struct kj__offq *q = &d->work->q[qi];
+	struct kj__offq *q = &s->q[qi];
 
-	while (q->wait && has_slot(q, &policies[qi])) {
-		struct kj__offwork *w = take_waiting(q, policies[qi].fair);
+	while (q->wait && has_slot(q, &s->policy[qi])) {
+		struct kj__offwork *w = take_waiting(q, s->policy[qi].fair);
 		list_run(w);
 		begin(w);
 	}
 }
 
-void kj__offwork_submit(struct kj__daemon *d, int qi, struct kj__offwork *w, int where)
+void kj__offwork_submit(struct kj__offwork_set *s, int qi, struct kj__offwork *w, int where)
 {
-	struct kj__offq *q = &d->work->q[qi];
-	const struct policy *p = &policies[qi];
+	struct kj__offq *q = &s->q[qi];
+	const struct kj__offwork_policy *p = &s->policy[qi];
 	int r;
 
-	w->d = d;
+	w->set = s;
 	w->q = qi;
 	w->next = NULL;
 	w->on_thread = 0;
@@ -309,9 +306,9 @@ void kj__offwork_resume(struct kj__offwork *w)
 	begin(w);
 }
 
-unsigned kj__offwork_count(const struct kj__daemon *d, int qi, uid_t uid)
+unsigned kj__offwork_count(const struct kj__offwork_set *s, int qi, uid_t uid)
 {
-	const struct kj__offq *q = &d->work->q[qi];
+	const struct kj__offq *q = &s->q[qi];
 	unsigned n = 0;
 
 	if (uid == (uid_t)-1)
@@ -323,9 +320,9 @@ unsigned kj__offwork_count(const struct kj__daemon *d, int qi, uid_t uid)
 	return n;
 }
 
-void kj__offwork_when_idle(struct kj__daemon *d, int qi, void (*fn)(void *arg), void *arg)
+void kj__offwork_when_idle(struct kj__offwork_set *s, int qi, void (*fn)(void *arg), void *arg)
 {
-	struct kj__offq *q = &d->work->q[qi];
+	struct kj__offq *q = &s->q[qi];
 	struct kj__offidle *i, **pp;
 
 	if ((q->run == NULL && q->wait == NULL) || (i = calloc(1, sizeof *i)) == NULL) {
@@ -340,13 +337,13 @@ void kj__offwork_when_idle(struct kj__daemon *d, int qi, void (*fn)(void *arg), 
 	*pp = i;
 }
 
-void kj__offwork_stop(struct kj__daemon *d)
+void kj__offwork_stop(struct kj__offwork_set *s)
 {
-	for (int qi = 0; qi < KJ_OFFQ_COUNT; qi++) {
-		struct kj__offq *q = &d->work->q[qi];
+	for (int qi = 0; qi < s->n; qi++) {
+		struct kj__offq *q = &s->q[qi];
 		struct kj__offwork *w;
 
-		if (q->stopped || !policies[qi].end_at_stop)
+		if (q->stopped || !s->policy[qi].end_at_stop)
 			continue;
 		q->stopped = 1;
 		for (w = q->run; w; w = w->next)

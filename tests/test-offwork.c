@@ -1,24 +1,39 @@
 /* test-offwork.c: kjitd's one door to libuv's thread pool
- * (daemon/offwork.c), on a real loop and real pool threads, no sockets:
- * the resolve queue's bound and its fairness between uids, the admin
- * queue's one at a time with a finish asking for more runs, a work run
- * here before submit returns, when_idle waiting only for earlier work, and
- * stop (waiting work ended with KJIT_ESHUTDOWN, work on a thread finished,
- * every work finished exactly once). */
+ * (daemon/offwork.c), on a real loop and real pool threads, no sockets and
+ * no daemon (it knows none): a bounded fair queue (kjitd's resolves) and
+ * its fairness between uids, a queue of one at a time (admin tasks) with a
+ * finish asking for more runs, a work run here before submit returns,
+ * when_idle waiting only for earlier work, a queue whose policy keeps it
+ * on the loop, and stop (waiting work ended with KJIT_ESHUTDOWN, work on a
+ * thread finished, every work finished exactly once). */
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <string.h>
 #include <time.h>
 
-#include "daemon.h"
-#include "kjit.h"
+#include "kj_types.h"
+#include "offwork.h"
 #include "test.h"
 
 #define N_MAX 64
+#define FAIR_MAX 8
+
+/* The test's queues, shaped as kjitd's are (daemon/main.c's table). */
+enum { Q_FAIR, Q_OPEN, Q_ONE, Q_LOOP, Q_COUNT };
+static const struct kj__offwork_policy policies[Q_COUNT] = {
+	[Q_FAIR] = { .run_max = FAIR_MAX, .fair = 1, .end_at_stop = 1 },
+	[Q_OPEN] = { 0 },
+	[Q_ONE] = { .run_max = 1, .end_at_stop = 1 },
+	[Q_LOOP] = { .run_max = 1, .on_loop = 1 },
+};
 
 /* One test's state: the works and what happened to them. */
 struct rig {
-	struct kj__daemon d;
+	struct kj__offwork_set *set;
 	uv_loop_t loop;
+	pthread_t loop_thread;
+	atomic_int off_loop_runs;     /* runs not on the loop's thread */
 	struct item {
 		struct kj__offwork w;
 		struct rig *rig;
@@ -56,6 +71,8 @@ static void on_run(struct kj__offwork *w)
 	while (now > most && !atomic_compare_exchange_weak(&r->most_on_threads, &most, now))
 		;
 	nanosleep(&ts, NULL);
+	if (!pthread_equal(pthread_self(), r->loop_thread))
+		atomic_fetch_add(&r->off_loop_runs, 1);
 	atomic_fetch_add(&i->runs, 1);
 	atomic_fetch_sub(&r->on_threads, 1);
 }
@@ -75,8 +92,8 @@ static void rig_init(struct rig *r)
 {
 	memset(r, 0, sizeof *r);
 	CHECK_EQ_INT(uv_loop_init(&r->loop), 0);
-	r->d.loop = &r->loop;
-	CHECK_EQ_INT(kj__offwork_init(&r->d), 0);
+	r->loop_thread = pthread_self();
+	CHECK((r->set = kj__offwork_new(&r->loop, policies, Q_COUNT)) != NULL);
 	for (int i = 0; i < N_MAX; i++) {
 		r->it[i].rig = r;
 		r->it[i].w.ops = &ops;
@@ -88,46 +105,46 @@ static void rig_done(struct rig *r)
 {
 	CHECK_EQ_INT(uv_run(&r->loop, UV_RUN_DEFAULT), 0);
 	CHECK_EQ_INT(uv_loop_close(&r->loop), 0);
-	/* r->d.work stays: the checks after rig_done count the queues (each
+	/* r->set stays: the checks after rig_done count the queues (each
 	 * test runs in its own child and r is static: still reachable). */
 }
 
-/* 12 works of uid 1, then 2 of uid 2: at most KJ_RESOLVE_RUNNING_MAX on
- * threads at once, and uid 2's are not held behind all of uid 1's. */
-static void test_resolve_bound_and_fairness(void)
+/* 12 works of uid 1, then 2 of uid 2: at most FAIR_MAX on threads at
+ * once, and uid 2's are not held behind all of uid 1's. */
+static void test_fair_bound(void)
 {
 	static struct rig r;
 
 	rig_init(&r);
 	for (int i = 0; i < 14; i++) {
 		r.it[i].w.uid = i < 12 ? 1 : 2;
-		kj__offwork_submit(&r.d, KJ_OFFQ_RESOLVE, &r.it[i].w, KJ_OFFWORK_POOL);
+		kj__offwork_submit(r.set, Q_FAIR, &r.it[i].w, KJ_OFFWORK_POOL);
 	}
-	CHECK_EQ_INT(kj__offwork_count(&r.d, KJ_OFFQ_RESOLVE, (uid_t)-1), 14);
-	CHECK_EQ_INT(kj__offwork_count(&r.d, KJ_OFFQ_RESOLVE, 2), 2);
-	CHECK_EQ_INT(r.n_order, KJ_RESOLVE_RUNNING_MAX); /* the rest wait */
+	CHECK_EQ_INT(kj__offwork_count(r.set, Q_FAIR, (uid_t)-1), 14);
+	CHECK_EQ_INT(kj__offwork_count(r.set, Q_FAIR, 2), 2);
+	CHECK_EQ_INT(r.n_order, FAIR_MAX); /* the rest wait */
 	rig_done(&r);
-	CHECK(atomic_load(&r.most_on_threads) <= KJ_RESOLVE_RUNNING_MAX);
+	CHECK(atomic_load(&r.most_on_threads) <= FAIR_MAX);
 	CHECK_EQ_INT(r.n_order, 14);
 	/* the first slot freed goes to uid 2 (none running), not to item 8 */
-	CHECK_EQ_INT(r.order[KJ_RESOLVE_RUNNING_MAX], 12);
+	CHECK_EQ_INT(r.order[FAIR_MAX], 12);
 	for (int i = 0; i < 14; i++) {
 		CHECK_EQ_INT(r.it[i].finishes, 1);
 		CHECK_EQ_INT(r.it[i].code, 0);
 	}
-	CHECK_EQ_INT(kj__offwork_count(&r.d, KJ_OFFQ_RESOLVE, (uid_t)-1), 0);
+	CHECK_EQ_INT(kj__offwork_count(r.set, Q_FAIR, (uid_t)-1), 0);
 }
 
-/* The admin queue: one at a time, in arrival order; a finish returning 1
- * runs the work again in the same slot. */
-static void test_admin_one_at_a_time(void)
+/* A queue of one (kjitd's admin tasks): one at a time, in arrival order;
+ * a finish returning 1 runs the work again in the same slot. */
+static void test_one_at_a_time(void)
 {
 	static struct rig r;
 
 	rig_init(&r);
 	r.it[0].runs_wanted = 3;
 	for (int i = 0; i < 4; i++)
-		kj__offwork_submit(&r.d, KJ_OFFQ_ADMIN, &r.it[i].w, KJ_OFFWORK_POOL);
+		kj__offwork_submit(r.set, Q_ONE, &r.it[i].w, KJ_OFFWORK_POOL);
 	CHECK_EQ_INT(r.n_order, 1);
 	rig_done(&r);
 	CHECK_EQ_INT(atomic_load(&r.most_on_threads), 1);
@@ -143,10 +160,10 @@ static void test_here(void)
 	static struct rig r;
 
 	rig_init(&r);
-	kj__offwork_submit(&r.d, KJ_OFFQ_RESOLVE, &r.it[0].w, KJ_OFFWORK_HERE);
+	kj__offwork_submit(r.set, Q_FAIR, &r.it[0].w, KJ_OFFWORK_HERE);
 	CHECK_EQ_INT(r.it[0].finishes, 1);
 	CHECK_EQ_INT(atomic_load(&r.it[0].runs), 1);
-	CHECK_EQ_INT(kj__offwork_count(&r.d, KJ_OFFQ_RESOLVE, (uid_t)-1), 0);
+	CHECK_EQ_INT(kj__offwork_count(r.set, Q_FAIR, (uid_t)-1), 0);
 	rig_done(&r);
 }
 
@@ -164,13 +181,13 @@ static void test_when_idle(void)
 	static struct rig r;
 
 	rig_init(&r);
-	kj__offwork_when_idle(&r.d, KJ_OFFQ_PUBLISH, idle_cb, &r);
+	kj__offwork_when_idle(r.set, Q_OPEN, idle_cb, &r);
 	CHECK_EQ_INT(r.idle_fired, 1); /* nothing pending: at once */
-	kj__offwork_submit(&r.d, KJ_OFFQ_PUBLISH, &r.it[0].w, KJ_OFFWORK_POOL);
-	kj__offwork_submit(&r.d, KJ_OFFQ_PUBLISH, &r.it[1].w, KJ_OFFWORK_POOL);
-	kj__offwork_when_idle(&r.d, KJ_OFFQ_PUBLISH, idle_cb, &r);
+	kj__offwork_submit(r.set, Q_OPEN, &r.it[0].w, KJ_OFFWORK_POOL);
+	kj__offwork_submit(r.set, Q_OPEN, &r.it[1].w, KJ_OFFWORK_POOL);
+	kj__offwork_when_idle(r.set, Q_OPEN, idle_cb, &r);
 	r.it[2].runs_wanted = 4; /* later, and long: not waited for */
-	kj__offwork_submit(&r.d, KJ_OFFQ_PUBLISH, &r.it[2].w, KJ_OFFWORK_POOL);
+	kj__offwork_submit(r.set, Q_OPEN, &r.it[2].w, KJ_OFFWORK_POOL);
 	CHECK_EQ_INT(r.idle_fired, 1);
 	rig_done(&r);
 	CHECK_EQ_INT(r.idle_fired, 2);
@@ -180,7 +197,8 @@ static void test_when_idle(void)
 
 /* stop: those waiting end with KJIT_ESHUTDOWN at once, those on a thread
  * finish (0) or, not begun, are cancelled (KJIT_ESHUTDOWN); each finishes
- * once; later work ends at once; the publish queue is not ended. */
+ * once; later work ends at once; an open queue (kjitd's publishes) is not
+ * ended. */
 static void test_stop(void)
 {
 	static struct rig r;
@@ -189,26 +207,52 @@ static void test_stop(void)
 	rig_init(&r);
 	for (int i = 0; i < 20; i++) {
 		r.it[i].w.uid = (uid_t)i;
-		kj__offwork_submit(&r.d, KJ_OFFQ_RESOLVE, &r.it[i].w, KJ_OFFWORK_POOL);
+		kj__offwork_submit(r.set, Q_FAIR, &r.it[i].w, KJ_OFFWORK_POOL);
 	}
-	kj__offwork_submit(&r.d, KJ_OFFQ_PUBLISH, &r.it[30].w, KJ_OFFWORK_POOL);
-	kj__offwork_stop(&r.d);
-	for (int i = KJ_RESOLVE_RUNNING_MAX; i < 20; i++) {
+	kj__offwork_submit(r.set, Q_OPEN, &r.it[30].w, KJ_OFFWORK_POOL);
+	kj__offwork_stop(r.set);
+	for (int i = FAIR_MAX; i < 20; i++) {
 		CHECK_EQ_INT(r.it[i].finishes, 1);
 		CHECK_EQ_INT(r.it[i].code, KJIT_ESHUTDOWN);
 	}
-	kj__offwork_submit(&r.d, KJ_OFFQ_RESOLVE, &r.it[21].w, KJ_OFFWORK_POOL);
+	kj__offwork_submit(r.set, Q_FAIR, &r.it[21].w, KJ_OFFWORK_POOL);
 	CHECK_EQ_INT(r.it[21].code, KJIT_ESHUTDOWN);
-	kj__offwork_stop(&r.d); /* again: nothing more */
+	kj__offwork_stop(r.set); /* again: nothing more */
 	rig_done(&r);
-	for (int i = 0; i < KJ_RESOLVE_RUNNING_MAX; i++) {
+	for (int i = 0; i < FAIR_MAX; i++) {
 		CHECK_EQ_INT(r.it[i].finishes, 1);
 		shut += r.it[i].code == KJIT_ESHUTDOWN;
 		done += r.it[i].code == 0 && atomic_load(&r.it[i].runs) == 1;
 	}
-	CHECK_EQ_INT(shut + done, KJ_RESOLVE_RUNNING_MAX);
+	CHECK_EQ_INT(shut + done, FAIR_MAX);
 	CHECK_EQ_INT(r.it[30].finishes, 1);
 	CHECK_EQ_INT(r.it[30].code, 0);
 }
 
-TEST_LIST(TEST(resolve_bound_and_fairness) TEST(admin_one_at_a_time) TEST(here) TEST(when_idle) TEST(stop))
+/* A queue whose policy says on_loop (kjitd's SQLite queues where SQLite
+ * is not thread-safe): every run on the loop's thread, none on the pool,
+ * one at a time, each finished once. */
+static void test_on_loop(void)
+{
+	static struct rig r;
+
+	rig_init(&r);
+	r.it[0].runs_wanted = 2;
+	for (int i = 0; i < 3; i++)
+		kj__offwork_submit(r.set, Q_LOOP, &r.it[i].w, KJ_OFFWORK_POOL);
+	rig_done(&r);
+	CHECK_EQ_INT(atomic_load(&r.off_loop_runs), 0);
+	CHECK_EQ_INT(atomic_load(&r.it[0].runs), 2);
+	for (int i = 0; i < 3; i++)
+		CHECK_EQ_INT(r.it[i].code, 0);
+	CHECK_EQ_INT(r.it[1].finishes, 1);
+	CHECK_EQ_INT(r.it[2].finishes, 1);
+	kj__offwork_free(r.set);
+	/* the same work on a pool queue runs off the loop */
+	rig_init(&r);
+	kj__offwork_submit(r.set, Q_OPEN, &r.it[0].w, KJ_OFFWORK_POOL);
+	rig_done(&r);
+	CHECK_EQ_INT(atomic_load(&r.off_loop_runs), 1);
+}
+
+TEST_LIST(TEST(fair_bound) TEST(one_at_a_time) TEST(here) TEST(when_idle) TEST(stop) TEST(on_loop))

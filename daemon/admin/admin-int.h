@@ -10,6 +10,7 @@
 struct kj__adminroom {
 	uint64_t stats_flushed[KJ_STAT_COUNT]; /* admin.c: the counters already added to the cache's */
 	struct kj__offwork ckpt_work;          /* offloop.c: the index's checkpoint */
+	struct kj__cache *ckpt_cache;          /* offloop.c: the cache it checkpoints */
 };
 
 #endif /* KJ_ADMIN_INT_H */

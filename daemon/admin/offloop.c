@@ -144,13 +144,13 @@ int kj__offloop_task(struct kj__daemon *d, struct kj__conn *c, uint32_t id, cons
 	m->arg = arg;
 	if (c)
 		kj__conn_ref(c);
-	kj__offwork_submit(d, KJ_OFFQ_ADMIN, &m->work, KJ_OFFWORK_POOL);
+	kj__offwork_submit(d->work, KJ_OFFQ_ADMIN, &m->work, KJ_OFFWORK_POOL);
 	return 0;
 }
 
 int kj__offloop_busy(const struct kj__daemon *d)
 {
-	return kj__offwork_count(d, KJ_OFFQ_ADMIN, (uid_t)-1) > 0;
+	return kj__offwork_count(d->work, KJ_OFFQ_ADMIN, (uid_t)-1) > 0;
 }
 
 /* ---- the index's checkpoint ---- */
@@ -170,7 +170,9 @@ void kj__admin_free(struct kj__daemon *d)
 
 static void ckpt_run(struct kj__offwork *w)
 {
-	kj__cache_checkpoint(w->d->cache); /* logged if it fails; tried again at the next flush */
+	struct kj__adminroom *a = (struct kj__adminroom *)((char *)w - offsetof(struct kj__adminroom, ckpt_work));
+
+	kj__cache_checkpoint(a->ckpt_cache); /* logged if it fails; tried again at the next flush */
 }
 
 static int ckpt_done(struct kj__offwork *w, int code)
@@ -184,11 +186,12 @@ static const struct kj__offwork_ops ckpt_ops = { NULL, ckpt_run, ckpt_done };
 
 void kj__offloop_checkpoint(struct kj__daemon *d)
 {
-	if (d->stopping || kj__offwork_count(d, KJ_OFFQ_CHECKPOINT, (uid_t)-1) > 0 ||
+	if (d->stopping || kj__offwork_count(d->work, KJ_OFFQ_CHECKPOINT, (uid_t)-1) > 0 ||
 	    kj__cache_wal_pages(d->cache) < KJ_WAL_CHECKPOINT_PAGES || !kj__cache_job_threaded())
 		return;
 	d->admin->ckpt_work = (struct kj__offwork){ .ops = &ckpt_ops };
-	kj__offwork_submit(d, KJ_OFFQ_CHECKPOINT, &d->admin->ckpt_work, KJ_OFFWORK_POOL);
+	d->admin->ckpt_cache = d->cache;
+	kj__offwork_submit(d->work, KJ_OFFQ_CHECKPOINT, &d->admin->ckpt_work, KJ_OFFWORK_POOL);
 }
 
 /* ---- gc, verify and clear: cache/job.c's steps ---- */

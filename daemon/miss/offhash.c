@@ -206,7 +206,7 @@ static int on_done(struct kj__offwork *w, int code)
 	if (code == 0 && h->over) {
 		h->here = h->over = 0;
 		h->work = (struct kj__offwork){ .ops = &resolve_ops, .uid = h->uid };
-		kj__offwork_submit(d, KJ_OFFQ_RESOLVE, &h->work, KJ_OFFWORK_POOL);
+		kj__offwork_submit(d->work, KJ_OFFQ_RESOLVE, &h->work, KJ_OFFWORK_POOL);
 		return 0;
 	}
 	d->stats[h->here ? KJ_STAT_RESOLVED_INLINE : KJ_STAT_RESOLVED_POOL]++;
@@ -252,7 +252,7 @@ int kj__offhash_start(struct kj__offhash *h)
 		return KJIT_ESHUTDOWN;
 	if ((r = resolve_target(h)) < 0)
 		return r;
-	if (cap && (n = kj__offwork_count(d, KJ_OFFQ_RESOLVE, h->uid)) >= cap) {
+	if (cap && (n = kj__offwork_count(d->work, KJ_OFFQ_RESOLVE, h->uid)) >= cap) {
 		snprintf(h->err, sizeof h->err,
 			 "kjitd is busy: uid %u has %u requests being resolved, the limit per user (--max-resolves-per-uid); "
 			 "retry once some are answered", (unsigned)h->uid, n);
@@ -272,7 +272,7 @@ int kj__offhash_start(struct kj__offhash *h)
 	h->work = (struct kj__offwork){ .ops = &resolve_ops, .uid = h->uid };
 	h->here = small(h);
 	h->over = 0;
-	kj__offwork_submit(d, KJ_OFFQ_RESOLVE, &h->work, h->here ? KJ_OFFWORK_HERE : KJ_OFFWORK_POOL);
+	kj__offwork_submit(d->work, KJ_OFFQ_RESOLVE, &h->work, h->here ? KJ_OFFWORK_HERE : KJ_OFFWORK_POOL);
 	return 0;
 }
 

@@ -53,12 +53,12 @@ static void pub_free(struct kj__publish *t)
 
 void kj__publish_when_idle(struct kj__daemon *d, void (*fn)(void *arg), void *arg)
 {
-	kj__offwork_when_idle(d, KJ_OFFQ_PUBLISH, fn, arg);
+	kj__offwork_when_idle(d->work, KJ_OFFQ_PUBLISH, fn, arg);
 }
 
 int kj__publish_pending(const struct kj__daemon *d)
 {
-	return kj__offwork_count(d, KJ_OFFQ_PUBLISH, (uid_t)-1) > 0;
+	return kj__offwork_count(d->work, KJ_OFFQ_PUBLISH, (uid_t)-1) > 0;
 }
 
 static struct kj__publish *pub_of(struct kj__offwork *w)
@@ -142,7 +142,7 @@ int kj__publish_start(struct kj__daemon *d, const struct kj__cache_entry *e, con
 	d->miss->pub_bytes += len;
 	/* over the cap: here, as it always was (and with no thread to be had:
 	 * offwork.c) */
-	kj__offwork_submit(d, KJ_OFFQ_PUBLISH, &t->work,
+	kj__offwork_submit(d->work, KJ_OFFQ_PUBLISH, &t->work,
 			   d->miss->pub_bytes <= KJ_PUBLISH_PENDING_MAX ? KJ_OFFWORK_POOL : KJ_OFFWORK_HERE);
 	return 0;
 fail:

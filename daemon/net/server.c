@@ -478,7 +478,7 @@ void kj__server_stop(struct kj__daemon *d)
 		if (!d->net->listener_from_systemd && d->net->sock_ino != 0)
 			unrecord_socket(d);
 	}
-	kj__offwork_stop(d); /* work queued off the loop ends now; work on a thread finishes (the loop waits) */
+	kj__offwork_stop(d->work); /* work queued off the loop ends now; work on a thread finishes (the loop waits) */
 	kj__fleet_stop(d); /* before the pools: compiles failing now must not touch the remote */
 	kj__miss_stop(d);
 	kj__hits_stop(d);

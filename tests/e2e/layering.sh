@@ -166,6 +166,12 @@ check "struct kj__daemon holds the core and the five rooms' pointers only (holds
 bad=$(xargs grep -lE 'uv_queue_work|uv_work_t' <"$T/src" | grep -vxE 'daemon/offwork\.[ch]' | tr '\n' ' ' | sed 's/ $//')
 check "only daemon/offwork.c puts work on libuv's pool (also: ${bad:-none})" [ -z "$bad" ]
 check "daemon/offwork.c calls uv_queue_work" grep -q 'uv_queue_work(' daemon/offwork.c
+# ... and, like libuv under it, knows no daemon state: it includes its own
+# header, common/kj_types.h and system headers only (docs/design.md's walk
+# passes it as it passes libuv).
+inc=$(grep -hE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' daemon/offwork.c daemon/offwork.h |
+	sed -E 's/.*"(.*)".*/\1/' | grep -vxE 'offwork\.h|kj_types\.h' | tr '\n' ' ' | sed 's/ $//')
+check "daemon/offwork.[ch] include no daemon header (include: ${inc:-only offwork.h, kj_types.h})" [ -z "$inc" ]
 big=$(sed -n 's|/[^/]*\.c$||p' "$T/src" | grep -v '^tests' | sort | uniq -c | awk '$1 > 20 { printf " %s (%d)", $2, $1 }')
 check "no product folder holds more than 20 .c files (over:${big:- none})" [ -z "$big" ]
 exit 0
