@@ -134,6 +134,7 @@
 #define KJ_PROCESS_MEMO_BYTES (32u << 20)  /* objects a client handle remembers (KJIT_PROCESS_MEMO=0: none) */
 #define KJ_PROCESS_MEMO_SHARE 4            /* one object takes at most 1/4 of the process memo */
 #define KJ_MEMO_ADOPT_SLACK 4096           /* a reply frame kept whole by the process memo when at most this precedes its object */
+#define KJ_RESULT_TAKE_MIN (128u << 10)   /* an object from this size takes its reply's buffer as the result's (no copy into fresh pages) and is not kept by the process memo (client/get.c) */
 
 /* Drop-in libnvrtc / libhiprtc (dropin/, docs/dropin.md). */
 #define KJ_DROPIN_RETRY_MS 1000            /* after kjitd was unreachable, compiles go straight to the real library this long */
