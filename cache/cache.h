@@ -168,10 +168,15 @@ int kj__cache_pub_begin(struct kj__cache *c, const struct kj__cache_entry *e, co
  * and unchanged until finish or free (the caller holds it), and the run
  * makes the copy the hot set keeps, off the cache's thread; *recipe
  * (malloc'd, recipe_len bytes, or NULL) is taken and set NULL on success.
- * With an allocator other than the default, both are copied as by begin. */
+ * With an allocator other than the default, both are copied as by begin.
+ * digest (NULL: none): the object's SHA-256, which the caller already
+ * holds and vouches for (a fleet value's, checked by its MAC or against
+ * the object): the run records it instead of hashing the object again.
+ * A wrong one is recorded as given, and the object is then found corrupt
+ * where the cache checks a file against its digest (verify). */
 int kj__cache_pub_begin_lent(struct kj__cache *c, const struct kj__cache_entry *e, const uint8_t *data, size_t len,
-			     uint8_t **recipe, size_t recipe_len, const uid_t *uids, size_t n_uids,
-			     struct kj__cache_pub **out);
+			     uint8_t **recipe, size_t recipe_len, const uint8_t *digest, const uid_t *uids,
+			     size_t n_uids, struct kj__cache_pub **out);
 void kj__cache_pub_run(struct kj__cache_pub *p);
 int kj__cache_pub_finish(struct kj__cache_pub *p);
 /* A publish's end as a caller with nothing else to do at finish hands it

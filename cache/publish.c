@@ -58,6 +58,7 @@ struct kj__cache_pub {
 	size_t n_uids;
 	/* run's results */
 	uint8_t dg[KJ_SHA256_LEN];
+	int dg_known;                 /* dg given at begin_lent (the caller's): not hashed by the run */
 	struct stat st;
 	int r, err, ran;
 	char recipe_hex[KJ_SHA256_HEX_LEN + 1];
@@ -199,10 +200,16 @@ int kj__cache_pub_begin(struct kj__cache *c, const struct kj__cache_entry *e, co
 }
 
 int kj__cache_pub_begin_lent(struct kj__cache *c, const struct kj__cache_entry *e, const uint8_t *data, size_t len,
-			     uint8_t **recipe, size_t recipe_len, const uid_t *uids, size_t n_uids,
-			     struct kj__cache_pub **out)
+			     uint8_t **recipe, size_t recipe_len, const uint8_t *digest, const uid_t *uids,
+			     size_t n_uids, struct kj__cache_pub **out)
 {
-	return begin(c, e, data, len, 1, recipe && *recipe ? recipe : NULL, recipe_len, 1, uids, n_uids, out);
+	int r = begin(c, e, data, len, 1, recipe && *recipe ? recipe : NULL, recipe_len, 1, uids, n_uids, out);
+
+	if (r == 0 && digest) { /* the run's hash, spared */
+		memcpy((*out)->dg, digest, KJ_SHA256_LEN);
+		(*out)->dg_known = 1;
+	}
+	return r;
 }
 
 void kj__cache_pub_run(struct kj__cache_pub *p)
@@ -219,7 +226,7 @@ void kj__cache_pub_run(struct kj__cache_pub *p)
 		}
 		memcpy(p->own, p->data, p->len);
 	}
-	if ((p->r = kj__sha256(p->data, p->len, p->dg)) < 0)
+	if (!p->dg_known && (p->r = kj__sha256(p->data, p->len, p->dg)) < 0)
 		return;
 	if ((p->r = kj__obj_place(c, &p->p, p->data, p->len, &p->st)) < 0) {
 		p->err = errno;

@@ -704,10 +704,13 @@ void kj__admin_answer(struct kj__conn *c, uint32_t id, int r, struct kj__buf *te
  * reply buffer of e->key holding them is shared, else one is made; the
  * hot set's copy is made on the thread), its recipe (a GET frame, or
  * NULL; taken: *recipe emptied, when the cache can) and its requesters
- * (uids) enter the cache; meanwhile the object is served from memory.  0,
- * or a negative code (logged and counted as a publish error: not cached). */
+ * (uids) enter the cache; meanwhile the object is served from memory.
+ * digest (NULL: none): the object's SHA-256 when a fleet value's check
+ * vouches for it, spared from the thread's hash (kj__cache_pub_begin_lent).
+ * 0, or a negative code (logged and counted as a publish error: not
+ * cached). */
 int kj__publish_start(struct kj__daemon *d, const struct kj__cache_entry *e, const uint8_t *data, size_t len,
-		      struct kj__buf *recipe, const uid_t *uids, size_t n_uids);
+		      struct kj__buf *recipe, const uint8_t *digest, const uid_t *uids, size_t n_uids);
 /* Calls fn(arg) on the loop once the publishes in flight now have
  * finished (later ones are not waited for): at once if none is (or when
  * out of memory).  What was answered before an admin command is in the

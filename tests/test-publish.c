@@ -208,7 +208,7 @@ static void test_lent_bytes_and_recipe(void)
 		obj[i] = (uint8_t)(i * 7);
 	memcpy(recipe, body, sizeof body);
 	entry(&e, "lent");
-	CHECK_EQ_INT(kj__cache_pub_begin_lent(c, &e, obj, 3000, &recipe, sizeof body, NULL, 0, &p), 0);
+	CHECK_EQ_INT(kj__cache_pub_begin_lent(c, &e, obj, 3000, &recipe, sizeof body, NULL, NULL, 0, &p), 0);
 	CHECK(recipe == NULL); /* taken */
 	CHECK_EQ_INT(kj__cache_peek(c, e.key, &peek, &len, &ms), 0);
 	CHECK(peek == obj && len == 3000); /* the lent bytes themselves */
@@ -226,10 +226,44 @@ static void test_lent_bytes_and_recipe(void)
 	recipe = malloc(sizeof body);
 	CHECK(recipe != NULL);
 	memcpy(recipe, body, sizeof body);
-	CHECK_EQ_INT(kj__cache_pub_begin_lent(c, &e2, obj, 3000, &recipe, sizeof body, NULL, 0, &p), 0);
+	CHECK_EQ_INT(kj__cache_pub_begin_lent(c, &e2, obj, 3000, &recipe, sizeof body, NULL, NULL, 0, &p), 0);
 	kj__cache_pub_free(p);
 	CHECK_EQ_INT(kj__cache_peek(c, e2.key, &peek, &len, &ms), KJIT_ENOENT);
 	free(obj);
+	teardown(c);
+}
+
+/* A lent publish given the object's digest (a fleet value's, which its
+ * check vouches for): the run records it and does not hash the object;
+ * without one it hashes, as before.  A wrong digest is recorded as given
+ * (the caller vouches; verify finds the file corrupt then), which shows
+ * that no hash was made. */
+static void test_lent_digest_given(void)
+{
+	struct kj__cache *c = setup();
+	struct kj__cache_entry e, got;
+	struct kj__cache_pub *p;
+	uint8_t obj[2000], dg[KJ_SHA256_LEN], wrong[KJ_SHA256_LEN];
+	char hex[KJ_SHA256_HEX_LEN + 1];
+	const struct { const char *name; const uint8_t *given; const uint8_t *want; } cases[] = {
+		{ "given", dg, dg }, { "none", NULL, dg }, { "wrong", wrong, wrong },
+	};
+
+	for (size_t i = 0; i < sizeof obj; i++)
+		obj[i] = (uint8_t)(i * 11 + 3);
+	CHECK_EQ_INT(kj__sha256(obj, sizeof obj, dg), 0);
+	memset(wrong, 0x5a, sizeof wrong);
+	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+		entry(&e, cases[k].name);
+		CHECK_EQ_INT(kj__cache_pub_begin_lent(c, &e, obj, sizeof obj, NULL, 0, cases[k].given, NULL, 0, &p), 0);
+		kj__cache_pub_run(p);
+		CHECK_EQ_INT(kj__cache_pub_finish(p), 0);
+		kj__cache_pub_free(p);
+		CHECK_EQ_INT(kj__cache_get(c, e.key, &got), 0);
+		kj__hex(cases[k].want, hex);
+		CHECK_EQ_STR(got.sha256, hex);
+		kj__cache_entry_free(&got);
+	}
 	teardown(c);
 }
 
@@ -432,6 +466,6 @@ static void test_done_counts_and_logs_a_failure(void)
 	fclose(log);
 }
 
-TEST_LIST(TEST(served_from_memory_until_finish) TEST(freed_or_failed_leaves_nothing)
+TEST_LIST(TEST(served_from_memory_until_finish) TEST(lent_digest_given) TEST(freed_or_failed_leaves_nothing)
 	  TEST(get_while_another_publishes) TEST(lent_bytes_and_recipe) TEST(run_makes_both_names_durable)
 	  TEST(rows_all_or_none) TEST(done_counts_and_logs_a_failure))

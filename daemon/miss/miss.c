@@ -264,7 +264,7 @@ static void do_compile(struct kj__flight *f)
  * cached), then each joiner's bytes in the hit table (a joiner is there
  * only if its entries passed).  compile_ms: what a hit will save. */
 static void publish(struct kj__flight *f, int status, int join_status, const uint8_t *data, size_t len,
-		    const char *log, const char *lowered, uint64_t compile_ms)
+		    const uint8_t *digest, const char *log, const char *lowered, uint64_t compile_ms)
 {
 	struct kj__daemon *d = f->d;
 	struct kj__obj_reply o = { f->key, f->e.target, f->e.version, log, lowered, NULL };
@@ -310,7 +310,7 @@ static void publish(struct kj__flight *f, int status, int join_status, const uin
 		if (f->recipe.len && kj__buf_append(&recipe, f->recipe.p, f->recipe.len) < 0)
 			kj__buf_free(&recipe); /* replay will miss it */
 	}
-	kj__publish_start(d, &f->e, data, len, rp, uids, n);
+	kj__publish_start(d, &f->e, data, len, rp, digest, uids, n);
 	kj__buf_free(&recipe);
 	f->e.log = f->e.lowered = NULL;
 	for (size_t i = 0; i < f->n_w; i++) /* w[0] too: the opener may have left (its entry missing) */
@@ -339,7 +339,7 @@ static void do_publish(struct kj__flight *f, const struct ev_arg *a)
 		d->stats[KJ_STAT_SAVED_MS] += (f->n_w - 1) * (a->us / 1000);
 	}
 	kj__miss_check_object(f, data, len); /* every waiter's entries (hip, cuda: not in the key) */
-	publish(f, KJIT_STATUS_COMPILED, KJIT_STATUS_JOINED, data, len, a->log, a->lowered, a->us / 1000);
+	publish(f, KJIT_STATUS_COMPILED, KJIT_STATUS_JOINED, data, len, NULL, a->log, a->lowered, a->us / 1000);
 	struct kj__remote_lease *lease = f->lease;
 	f->lease = NULL;
 	if (d->miss->remote == NULL)
@@ -370,7 +370,11 @@ static void do_serve(struct kj__flight *f, const struct ev_arg *a)
 	kj__miss_check_object(f, o->data, o->size);
 	d->stats[KJ_STAT_REMOTE_HITS] += f->n_w;
 	if (split) {
-		publish(f, KJIT_STATUS_REMOTE, KJIT_STATUS_REMOTE, o->data, o->size, a->ans->log, a->ans->lowered, 0);
+		/* its digest, checked by the value's MAC or against the object,
+		 * spares the publish a hash of it (not a checksummed value's: a
+		 * trailer matched, the digest was not checked) */
+		publish(f, KJIT_STATUS_REMOTE, KJIT_STATUS_REMOTE, o->data, o->size,
+			o->checksummed ? NULL : o->raw_digest, a->ans->log, a->ans->lowered, 0);
 	} else { /* answered, not cached, as any failed publish */
 		struct kj__obj_reply r = { f->key, f->e.target, f->e.version, NULL, NULL, NULL };
 		for (size_t i = 0; i < f->n_w; i++) {

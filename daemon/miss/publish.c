@@ -106,7 +106,7 @@ static struct kj__replybuf *shared_bytes(struct kj__daemon *d, const char *key, 
 }
 
 int kj__publish_start(struct kj__daemon *d, const struct kj__cache_entry *e, const uint8_t *data, size_t len,
-		      struct kj__buf *recipe, const uid_t *uids, size_t n_uids)
+		      struct kj__buf *recipe, const uint8_t *digest, const uid_t *uids, size_t n_uids)
 {
 	struct kj__publish *t = calloc(1, sizeof *t);
 	int r = KJIT_ENOMEM;
@@ -125,7 +125,7 @@ int kj__publish_start(struct kj__daemon *d, const struct kj__cache_entry *e, con
 		uint8_t *rp = has_recipe ? recipe->p : NULL;
 		size_t rl = has_recipe ? recipe->len : 0;
 		r = kj__cache_pub_begin_lent(d->cache, e, kj__replybuf_data(t->rb), len, has_recipe ? &rp : NULL, rl,
-					     uids, n_uids, &t->p);
+					     digest, uids, n_uids, &t->p);
 		if (has_recipe && rp == NULL) /* taken */
 			*recipe = (struct kj__buf){ 0 };
 	} else {
