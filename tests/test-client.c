@@ -794,6 +794,15 @@ static void fake_kill(struct fake *f)
 	f->pid = -1;
 }
 
+/* A fake kjitd and a handle on it, with the process memo on (its default). */
+static kjit_client *memo_client(struct fake *f)
+{
+	env_clear();
+	unsetenv("KJIT_PROCESS_MEMO");
+	fake_start(f, FM_NORMAL);
+	return open_at(f->sock, 2000);
+}
+
 /* The second get of the same bytes is answered with the daemon gone: it
  * never reached the socket.  Other bytes, and failures, still need it. */
 static void test_process_memo(void)
@@ -803,10 +812,7 @@ static void test_process_memo(void)
 	kjit_request fail = { .backend = KJIT_BACKEND_HIP, .target = "gfx90a:xnack-", .kernel = "fail_compile" };
 	kjit_result res, res2;
 
-	env_clear();
-	unsetenv("KJIT_PROCESS_MEMO");
-	fake_start(&f, FM_NORMAL);
-	kjit_client *c = open_at(f.sock, 2000);
+	kjit_client *c = memo_client(&f);
 	CHECK_EQ_INT(kjit_get(c, &req, &res), 0);
 	CHECK_EQ_INT(res.status, KJIT_STATUS_COMPILED);
 	CHECK_EQ_INT(kjit_get(c, &fail, &res2), KJIT_ECOMPILE);
@@ -844,10 +850,7 @@ static void test_large_result_takes_reply(void)
 	kjit_result res, res2;
 	int same = 1;
 
-	env_clear();
-	unsetenv("KJIT_PROCESS_MEMO");
-	fake_start(&f, FM_NORMAL);
-	kjit_client *c = open_at(f.sock, 2000);
+	kjit_client *c = memo_client(&f);
 	CHECK_EQ_INT(kjit_get(c, &req, &res), 0);
 	CHECK_EQ_INT(res.status, KJIT_STATUS_COMPILED);
 	CHECK(res.size == FAKE_BIG_SIZE && res.data != NULL);
