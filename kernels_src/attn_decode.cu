@@ -44,6 +44,8 @@
  * counter as one acq_rel atomic without the fences (KJ_ATT_AR) ran as before, the merge's
  * acc loaded with m and l (KJ_ATT_PA) 0.5-1.9 points slower; both kept off.  KJ_ATT_ML1 is
  * the manifest's CUDA line since (ahead at L = 65536 in 8 of 9 passes over three machines).
+ * Round 12: KJ_ATT_CL = C (sm_90), the splits of a KV head merged through the shared
+ * memory of a thread-block cluster of C blocks (att_cl_merge), off by default.
  *
  * Launch: block KJ_BLOCK; grid.x = Hkv, grid.y = S splits (1 <= S); no dynamic shared
  * memory.  A good S fills the device once and no more: Hkv x S within the blocks it runs
@@ -228,6 +230,78 @@ template <int W> KJ_DEV void att_ldcgw(const float *p, float *r)
             r[e] = att_ldcg(p + e);
     }
 }
+
+#ifndef KJ_ATT_CL /* CUDA sm_90, 2-8: the splits of a KV head in clusters of this many blocks */
+#define KJ_ATT_CL 0
+#endif
+#if KJ_ATT_CL > 1
+/* KJ_ATT_CL = C (sm_90 thread-block clusters, issue 34 round 12): the launch's clusters
+ * are (1, C, 1) (__cluster_dims__), so blocks y0 .. y0 + C - 1 of one KV head (y0 = a
+ * multiple of C; S % C == 0, or the launch fails) are resident at once on one GPC and
+ * read each other's shared memory.  Each block leaves its partial (m, l, acc of the
+ * pass's heads) in its own shared memory (cp); after a cluster barrier each rank merges
+ * a slice of the heads' columns over the C partials straight from the others' shared
+ * memory (mapa + ld.shared::cluster) and writes o when S == C: no scratch, no counter,
+ * no fence.  With S > C it writes the cluster's merged partial to ws as split y0 / C of
+ * S / C, and the counter's last block merges those S / C (the hybrid). */
+KJ_DEV void att_cl_sync()
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\n"
+                 "barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+/* The float at `p` (this block's shared memory) in cluster rank r's copy. */
+KJ_DEV float att_cl_ld(const float *p, unsigned r)
+{
+    unsigned a = (unsigned)__cvta_generic_to_shared(p), ra;
+    float v;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"(r));
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(ra) : "memory");
+    return v;
+}
+
+/* The cluster merge of one pass (heads hp .. hp + ng - 1 of KV head kvh): cp holds this
+ * block's partial, acc [G][MAX_D] then m [G], l [G].  Rank r of C takes items r, r + C *
+ * blockDim, ... of the ng * D columns, each with its 3 * C loads issued together. */
+KJ_DEV void att_cl_merge(const float *cp, float *o, float *ws, int kvh, int gsz, int hp, int ng,
+                         int S, int D, int n_heads)
+{
+    unsigned rank;
+    asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    att_cl_sync(); /* every rank's cp written */
+    const int items = ng * D, S2 = S / KJ_ATT_CL, ci = (int)blockIdx.y / KJ_ATT_CL;
+    for (int it = (int)(rank * blockDim.x + threadIdx.x); it < items; it += KJ_ATT_CL * blockDim.x) {
+        const int g = it / D, d = it % D, h = kvh * gsz + hp + g;
+        float pm[KJ_ATT_CL], pl[KJ_ATT_CL], pa[KJ_ATT_CL], M = -KJ_INF, L = 0.f, A = 0.f;
+#pragma unroll
+        for (int r = 0; r < KJ_ATT_CL; r++) {
+            pm[r] = att_cl_ld(cp + KJ_ATT_G * KJ_ATT_MAX_D + g, (unsigned)r);
+            pl[r] = att_cl_ld(cp + KJ_ATT_G * KJ_ATT_MAX_D + KJ_ATT_G + g, (unsigned)r);
+            pa[r] = att_cl_ld(cp + g * KJ_ATT_MAX_D + d, (unsigned)r);
+        }
+#pragma unroll
+        for (int r = 0; r < KJ_ATT_CL; r++)
+            M = fmaxf(M, pm[r]);
+#pragma unroll
+        for (int r = 0; r < KJ_ATT_CL; r++) {
+            const float w = pm[r] == -KJ_INF ? 0.f : att_exp2(pm[r] - M);
+            L += pl[r] * w;
+            A += pa[r] * w;
+        }
+        if (S2 == 1) {
+            o[(kj_size)h * D + d] = A / L;
+        } else { /* split ci of S2 in att_merge's layout */
+            ws[((kj_size)h * S2 + ci) * D + d] = A;
+            if (d == 0) {
+                float *ml = ws + (kj_size)n_heads * S2 * D + ((kj_size)h * S2 + ci) * 2;
+                ml[0] = M;
+                ml[1] = L;
+            }
+        }
+    }
+    att_cl_sync(); /* every rank done reading cp: it may be rewritten, or the block exit */
+}
+#endif
 
 #if !KJ_ATT_LZ
 /* One online-softmax step of a lane group over NK keys (rows kr, vr; ok: the key is
@@ -661,7 +735,12 @@ KJ_DEV void att_merge(const float *ws, float *o, float *sm, int kvh, int gsz, in
     }
 }
 
-extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB)
+#if KJ_ATT_CL > 1
+#define KJ_ATT_CLDIMS __cluster_dims__(1, KJ_ATT_CL, 1)
+#else
+#define KJ_ATT_CLDIMS
+#endif
+extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB) KJ_ATT_CLDIMS
     attn_decode_f32(const float *__restrict__ q, const float *__restrict__ k,
                     const float *__restrict__ v, float *o, float *ws, unsigned *counters,
                     int n_heads, int n_kv_heads, int kv_len, int kv_cap, int head_dim, float scale)
@@ -674,6 +753,9 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB)
     float *sm_m = arena + KJ_ATT_QF, *sm_l = sm_m + KJ_ATT_NG * KJ_ATT_G;
     float *sm_acc = sm_l + KJ_ATT_NG * KJ_ATT_G; /* [w][g][d] at (w * G + g) * MAX_D + d */
     __shared__ int sm_last;
+#if KJ_ATT_CL > 1
+    __shared__ float att_cp[KJ_ATT_G * (KJ_ATT_MAX_D + 2)]; /* the block's partial: att_cl_merge */
+#endif
     const int kvh = blockIdx.x, s = blockIdx.y, S = gridDim.y, D = head_dim;
     const int gsz = n_heads / n_kv_heads; /* query heads per KV head */
     const int grp = threadIdx.x / KJ_ATT_LPK, sub = threadIdx.x % KJ_ATT_LPK;
@@ -771,6 +853,14 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB)
                     bl += sm_l[w * KJ_ATT_G + g] * f;
                     a += sm_acc[(w * KJ_ATT_G + g) * KJ_ATT_MAX_D + d] * f;
                 }
+#if KJ_ATT_CL > 1
+            att_cp[g * KJ_ATT_MAX_D + d] = a;
+            if (d == 0) {
+                att_cp[KJ_ATT_G * KJ_ATT_MAX_D + g] = bm;
+                att_cp[KJ_ATT_G * KJ_ATT_MAX_D + KJ_ATT_G + g] = bl;
+            }
+            (void)h;
+#else
             if (S == 1) {
                 o[(kj_size)h * D + d] = a / bl;
             } else {
@@ -781,9 +871,17 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB)
                     ml[1] = bl;
                 }
             }
+#endif
         }
+#if KJ_ATT_CL > 1
+        att_cl_merge(att_cp, o, ws, kvh, gsz, hp, att_imin(KJ_ATT_G, gsz - hp), S, D, n_heads);
+#endif
         __syncthreads(); /* the shared arrays are reused by the next pass */
     }
+#if KJ_ATT_CL > 1
+    if (S == KJ_ATT_CL) /* the clusters wrote o */
+        return;
+#endif
     if (S == 1) {
 #if KJ_ATT_DS > 0
         if (threadIdx.x == 0) /* the only block of kvh, done taking chunks */
@@ -821,7 +919,12 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB)
         return;
     __threadfence();
 #endif
+#if KJ_ATT_CL > 1
+    att_merge(ws, o, sm_acc, kvh, gsz, S / KJ_ATT_CL, D, n_heads, /* the clusters' partials */
+              vec && (((unsigned long long)ws & 15) == 0));
+#else
     att_merge(ws, o, sm_acc, kvh, gsz, S, D, n_heads, vec && (((unsigned long long)ws & 15) == 0));
+#endif
     if (threadIdx.x == 0) {
         counters[kvh] = 0;
 #if KJ_ATT_DS > 0
