@@ -234,6 +234,9 @@ template <int W> KJ_DEV void att_ldcgw(const float *p, float *r)
 #ifndef KJ_ATT_CL /* CUDA sm_90, 2-8: the splits of a KV head in clusters of this many blocks */
 #define KJ_ATT_CL 0
 #endif
+#ifndef KJ_ATT_CLG /* 1 (with KJ_ATT_CL): S > C merges all S partials in global memory */
+#define KJ_ATT_CLG 0
+#endif
 #if KJ_ATT_CL > 1
 /* KJ_ATT_CL = C (sm_90 thread-block clusters, issue 34 round 12): the launch's clusters
  * are (1, C, 1) (__cluster_dims__), so blocks y0 .. y0 + C - 1 of one KV head (y0 = a
@@ -243,7 +246,8 @@ template <int W> KJ_DEV void att_ldcgw(const float *p, float *r)
  * a slice of the heads' columns over the C partials straight from the others' shared
  * memory (mapa + ld.shared::cluster) and writes o when S == C: no scratch, no counter,
  * no fence.  With S > C it writes the cluster's merged partial to ws as split y0 / C of
- * S / C, and the counter's last block merges those S / C (the hybrid). */
+ * S / C, and the counter's last block merges those S / C (the hybrid); with KJ_ATT_CLG
+ * each block's own partial goes to ws instead, as without clusters (the cluster unused). */
 KJ_DEV void att_cl_sync()
 {
     asm volatile("barrier.cluster.arrive.release.aligned;\n"
@@ -762,6 +766,9 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB) KJ_ATT_CLDIMS
     const int ng = blockDim.x / KJ_ATT_LPK;
     const float *kb = k + (kj_size)kvh * kv_cap * D, *vb = v + (kj_size)kvh * kv_cap * D;
     const bool vec = (D & 3) == 0;
+#if KJ_ATT_CL > 1
+    const bool clm = !KJ_ATT_CLG || S == KJ_ATT_CL; /* the partials merged in the cluster */
+#endif
 
     if (kvh >= n_kv_heads || D > KJ_ATT_MAX_D || grp >= KJ_ATT_NG)
         return;
@@ -854,13 +861,15 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB) KJ_ATT_CLDIMS
                     a += sm_acc[(w * KJ_ATT_G + g) * KJ_ATT_MAX_D + d] * f;
                 }
 #if KJ_ATT_CL > 1
-            att_cp[g * KJ_ATT_MAX_D + d] = a;
-            if (d == 0) {
-                att_cp[KJ_ATT_G * KJ_ATT_MAX_D + g] = bm;
-                att_cp[KJ_ATT_G * KJ_ATT_MAX_D + KJ_ATT_G + g] = bl;
+            if (clm) {
+                att_cp[g * KJ_ATT_MAX_D + d] = a;
+                if (d == 0) {
+                    att_cp[KJ_ATT_G * KJ_ATT_MAX_D + g] = bm;
+                    att_cp[KJ_ATT_G * KJ_ATT_MAX_D + KJ_ATT_G + g] = bl;
+                }
+                continue;
             }
-            (void)h;
-#else
+#endif
             if (S == 1) {
                 o[(kj_size)h * D + d] = a / bl;
             } else {
@@ -871,15 +880,15 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB) KJ_ATT_CLDIMS
                     ml[1] = bl;
                 }
             }
-#endif
         }
 #if KJ_ATT_CL > 1
-        att_cl_merge(att_cp, o, ws, kvh, gsz, hp, att_imin(KJ_ATT_G, gsz - hp), S, D, n_heads);
+        if (clm) /* uniform over the cluster: S is */
+            att_cl_merge(att_cp, o, ws, kvh, gsz, hp, att_imin(KJ_ATT_G, gsz - hp), S, D, n_heads);
 #endif
         __syncthreads(); /* the shared arrays are reused by the next pass */
     }
 #if KJ_ATT_CL > 1
-    if (S == KJ_ATT_CL) /* the clusters wrote o */
+    if (clm && S == KJ_ATT_CL) /* the clusters wrote o */
         return;
 #endif
     if (S == 1) {
@@ -920,7 +929,7 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB) KJ_ATT_CLDIMS
     __threadfence();
 #endif
 #if KJ_ATT_CL > 1
-    att_merge(ws, o, sm_acc, kvh, gsz, S / KJ_ATT_CL, D, n_heads, /* the clusters' partials */
+    att_merge(ws, o, sm_acc, kvh, gsz, clm ? S / KJ_ATT_CL : S, D, n_heads, /* clm: the clusters' */
               vec && (((unsigned long long)ws & 15) == 0));
 #else
     att_merge(ws, o, sm_acc, kvh, gsz, S, D, n_heads, vec && (((unsigned long long)ws & 15) == 0));
