@@ -103,7 +103,8 @@
 #ifndef KJ_ATT_ML1 /* 1: the split merge loads each partial's m and l together */
 #define KJ_ATT_ML1 0
 #endif
-#ifndef KJ_ATT_NOMERGE /* 1: diagnostic, the split merge skipped (o not written) */
+#ifndef KJ_ATT_NOMERGE /* diagnostic (o not written), the split merge skipped: 1: whole; 2: its body
+                        * (the fence and counter kept) */
 #define KJ_ATT_NOMERGE 0
 #endif
 #ifndef KJ_ATT_AR /* CUDA, 1: the split counter one acq_rel atomic, no membar.gl either side */
@@ -899,7 +900,7 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB) KJ_ATT_CLDIMS
         return;
     }
 
-#if KJ_ATT_NOMERGE /* diagnostic only (wrong results): the split merge skipped */
+#if KJ_ATT_NOMERGE == 1 /* diagnostic only (wrong results): the split merge skipped */
     return;
 #endif
     /* the last block of KV head kvh to finish merges the S partials of its heads */
@@ -927,6 +928,11 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB) KJ_ATT_CLDIMS
     if (!sm_last)
         return;
     __threadfence();
+#endif
+#if KJ_ATT_NOMERGE == 2
+    if (threadIdx.x == 0)
+        counters[kvh] = 0;
+    return;
 #endif
 #if KJ_ATT_CL > 1
     att_merge(ws, o, sm_acc, kvh, gsz, clm ? S / KJ_ATT_CL : S, D, n_heads, /* clm: the clusters' */
