@@ -113,6 +113,9 @@
 #ifndef KJ_ATT_PA /* 1 (with KJ_ATT_ML1): the merge loads its partials' acc with m and l */
 #define KJ_ATT_PA 0
 #endif
+#ifndef KJ_ATT_WM /* CUDA, 1: every block runs the split merge, all but the last dry (att_st) */
+#define KJ_ATT_WM 0
+#endif
 #ifndef KJ_ATT_CS /* CUDA: how K/V rows are loaded (att_ld4) */
 #define KJ_ATT_CS 1
 #endif
@@ -231,6 +234,23 @@ template <int W> KJ_DEV void att_ldcgw(const float *p, float *r)
             r[e] = att_ldcg(p + e);
     }
 }
+
+/* *p = v unless live == 0.  KJ_ATT_WM (issue 34 round 12, measuring): the blocks that are
+ * not the last of their KV head run the same merge code dry (its loads real, its stores
+ * to o predicated off), so that the merge's instructions, cold after a launch's 0.5 GB
+ * of K/V went through L2, are fetched before the last block needs them. */
+#if KJ_ATT_WM
+KJ_DEV void att_st(float *p, float v, unsigned live)
+{
+#if defined(KJ_CUDA)
+    asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.u32 q, %2, 0;\n\t@q st.global.f32 [%0], %1;\n\t}"
+                 ::"l"(p), "f"(v), "r"(live) : "memory");
+#else
+    if (live)
+        *p = v;
+#endif
+}
+#endif
 
 #ifndef KJ_ATT_CL /* CUDA sm_90, 2-8: the splits of a KV head in clusters of this many blocks */
 #define KJ_ATT_CL 0
@@ -585,7 +605,8 @@ KJ_DEV void att_keys_bulk(const float *kb, const float *vb, int s, int S, int kv
  * flight, into red[part][item]; then one thread a column adds the P sums and writes o. */
 template <int W>
 KJ_DEV void att_merge_cols(const float *pa, const float *pw, const float *gl, float *red, float *o,
-                           int kvh, int gsz, int S, int D, int P, const float (*xa)[4] = nullptr)
+                           int kvh, int gsz, int S, int D, int P, unsigned live,
+                           const float (*xa)[4] = nullptr)
 {
     const int cols = D / W, items = gsz * cols;
     for (int it = threadIdx.x; it < P * items; it += blockDim.x) {
@@ -635,7 +656,11 @@ KJ_DEV void att_merge_cols(const float *pa, const float *pw, const float *gl, fl
             float t = 0.f;
             for (int p = 0; p < P; p++)
                 t += red[(p * items + it) * W + e];
+#if KJ_ATT_WM
+            att_st(o + (kj_size)(kvh * gsz + g) * D + W * c + e, t / gl[g], live);
+#else
             o[(kj_size)(kvh * gsz + g) * D + W * c + e] = t / gl[g];
+#endif
         }
     }
 }
@@ -655,7 +680,7 @@ KJ_DEV void att_merge_cols(const float *pa, const float *pw, const float *gl, fl
  * the H100 where this one runs 87.0% (bench/gpu-h100-d256.log).  Otherwise each
  * element recomputes everything from ws. */
 KJ_DEV void att_merge(const float *ws, float *o, float *sm, int kvh, int gsz, int S, int D,
-                      int n_heads, bool vec4)
+                      int n_heads, bool vec4, unsigned live = 1)
 {
     const int n = gsz * S, W = vec4 ? 4 : 1, items = gsz * (D / W);
     const float *pa = ws + (kj_size)kvh * n * D;                            /* acc */
@@ -713,14 +738,14 @@ KJ_DEV void att_merge(const float *ws, float *o, float *sm, int kvh, int gsz, in
         __syncthreads();
 #if KJ_ATT_PA && KJ_ATT_ML1
         if (vec4)
-            att_merge_cols<4>(pa, pw, gl, sm + red_off, o, kvh, gsz, S, D, P, xa);
+            att_merge_cols<4>(pa, pw, gl, sm + red_off, o, kvh, gsz, S, D, P, live, xa);
         else
-            att_merge_cols<1>(pa, pw, gl, sm + red_off, o, kvh, gsz, S, D, P, xa);
+            att_merge_cols<1>(pa, pw, gl, sm + red_off, o, kvh, gsz, S, D, P, live, xa);
 #else
         if (vec4)
-            att_merge_cols<4>(pa, pw, gl, sm + red_off, o, kvh, gsz, S, D, P);
+            att_merge_cols<4>(pa, pw, gl, sm + red_off, o, kvh, gsz, S, D, P, live);
         else
-            att_merge_cols<1>(pa, pw, gl, sm + red_off, o, kvh, gsz, S, D, P);
+            att_merge_cols<1>(pa, pw, gl, sm + red_off, o, kvh, gsz, S, D, P, live);
 #endif
     } else {
         for (int i = threadIdx.x; i < gsz * D; i += blockDim.x) {
@@ -735,7 +760,11 @@ KJ_DEV void att_merge(const float *ws, float *o, float *sm, int kvh, int gsz, in
                 gls += att_ldcg(hml + 2 * j + 1) * f;
                 a += att_ldcg(hp + (kj_size)j * D + d) * f;
             }
+#if KJ_ATT_WM
+            att_st(o + (kj_size)(kvh * gsz + g) * D + d, a / gls, live);
+#else
             o[(kj_size)(kvh * gsz + g) * D + d] = a / gls;
+#endif
         }
     }
 }
@@ -904,6 +933,9 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB) KJ_ATT_CLDIMS
     return;
 #endif
     /* the last block of KV head kvh to finish merges the S partials of its heads */
+#if KJ_ATT_AR && KJ_ATT_WM
+#error "KJ_ATT_WM goes with the fenced counter (KJ_ATT_AR=0)"
+#endif
 #if KJ_ATT_AR && defined(KJ_CUDA)
     /* One atomic both ways at GPU scope: its release makes this block's partials (every
      * thread's, ordered before it by the barrier: release is cumulative) visible to
@@ -925,9 +957,15 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB) KJ_ATT_CLDIMS
     if (threadIdx.x == 0)
         sm_last = atomicAdd(&counters[kvh], 1u) == (unsigned)S - 1;
     __syncthreads();
+#if KJ_ATT_WM
+    const unsigned live = sm_last; /* 0: the merge below runs dry */
+    if (live)
+        __threadfence();
+#else
     if (!sm_last)
         return;
     __threadfence();
+#endif
 #endif
 #if KJ_ATT_NOMERGE == 2
     if (threadIdx.x == 0)
@@ -935,10 +973,16 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB) KJ_ATT_CLDIMS
     return;
 #endif
 #if KJ_ATT_CL > 1
-    att_merge(ws, o, sm_acc, kvh, gsz, clm ? S / KJ_ATT_CL : S, D, n_heads, /* clm: the clusters' */
-              vec && (((unsigned long long)ws & 15) == 0));
+    const int Sm = clm ? S / KJ_ATT_CL : S; /* clm: the clusters' partials */
 #else
-    att_merge(ws, o, sm_acc, kvh, gsz, S, D, n_heads, vec && (((unsigned long long)ws & 15) == 0));
+    const int Sm = S;
+#endif
+#if KJ_ATT_WM
+    att_merge(ws, o, sm_acc, kvh, gsz, Sm, D, n_heads, vec && (((unsigned long long)ws & 15) == 0), live);
+    if (!live)
+        return;
+#else
+    att_merge(ws, o, sm_acc, kvh, gsz, Sm, D, n_heads, vec && (((unsigned long long)ws & 15) == 0));
 #endif
     if (threadIdx.x == 0) {
         counters[kvh] = 0;
