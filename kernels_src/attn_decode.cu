@@ -44,8 +44,16 @@
  * counter as one acq_rel atomic without the fences (KJ_ATT_AR) ran as before, the merge's
  * acc loaded with m and l (KJ_ATT_PA) 0.5-1.9 points slower; both kept off.  KJ_ATT_ML1 is
  * the manifest's CUDA line since (ahead at L = 65536 in 8 of 9 passes over three machines).
- * Round 12: KJ_ATT_CL = C (sm_90), the splits of a KV head merged through the shared
- * memory of a thread-block cluster of C blocks (att_cl_merge), off by default.
+ * Round 12 (H200, 7245e74-7495a9d): KJ_ATT_CL = C (sm_90), the splits of a KV head merged
+ * through the shared memory of a thread-block cluster (att_cl_merge).  Where the cluster
+ * spans the head (S == C = 2, batch 16 x L = 4096) it takes the tail away: 98.6-101.1%
+ * against this line's 97.1-98.6% on three machines, ahead in 18 of 18 passes over four
+ * (0.1-2.5 us over the merge skipped, against 1.7-5.2 us); at L = 65536 (S = 32) clusters
+ * of 4 and 8 do not fit one wave (the driver runs 62 x 4 and 30 x 8 blocks at once: 63%),
+ * pairs merging first lose up to 3.3 points, and pairs left idle (KJ_ATT_CLG) 0.3 on
+ * average.  The merge body, not its fence and counter, is the tail there
+ * (KJ_ATT_NOMERGE=2), and running it dry in every block first (KJ_ATT_WM) did not shorten
+ * it.  All kept off (and S % C != 0 cannot launch): bench/gpu-h200.md, round 12.
  *
  * Launch: block KJ_BLOCK; grid.x = Hkv, grid.y = S splits (1 <= S); no dynamic shared
  * memory.  A good S fills the device once and no more: Hkv x S within the blocks it runs
