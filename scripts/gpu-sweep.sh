@@ -93,7 +93,7 @@ for d in "$SW"/*/; do
 	op=$(cut -d' ' -f1 "$d/MANIFEST")
 	args=$(cat "$d/args") bench=--bench
 	# `check` among the arguments: the op's test shapes instead of the bench
-	case " $args " in *" check "*) bench= args=$(echo " $args " | sed 's/ check / /') ;; esac
+	case " $args " in *" check "*) bench='' args=$(echo " $args " | sed 's/ check / /') ;; esac
 	echo "== $name: $(cat "$d/MANIFEST") $args $bench" | tee -a "$log"
 	cl=$(sed -n 's/.*-DKJ_ATT_CL=\([0-9]*\).*/\1/p' "$d/MANIFEST")
 	# the bench shapes' grids (KV heads x the split rule's S at 264 slots): 8 x 32, 128 x 2
