@@ -44,6 +44,16 @@
  * counter as one acq_rel atomic without the fences (KJ_ATT_AR) ran as before, the merge's
  * acc loaded with m and l (KJ_ATT_PA) 0.5-1.9 points slower; both kept off.  KJ_ATT_ML1 is
  * the manifest's CUDA line since (ahead at L = 65536 in 8 of 9 passes over three machines).
+ * Round 12 (H200, 7245e74-7495a9d): KJ_ATT_CL = C (sm_90), the splits of a KV head merged
+ * through the shared memory of a thread-block cluster (att_cl_merge).  Where the cluster
+ * spans the head (S == C = 2, batch 16 x L = 4096) it takes the tail away: 98.6-101.1%
+ * against this line's 97.1-98.6% on three machines, ahead in 18 of 18 passes over four
+ * (0.1-2.5 us over the merge skipped, against 1.7-5.2 us); at L = 65536 (S = 32) clusters
+ * of 4 and 8 do not fit one wave (the driver runs 62 x 4 and 30 x 8 blocks at once: 63%),
+ * pairs merging first lose up to 3.3 points, and pairs left idle (KJ_ATT_CLG) 0.3 on
+ * average.  The merge body, not its fence and counter, is the tail there
+ * (KJ_ATT_NOMERGE=2), and running it dry in every block first (KJ_ATT_WM) did not shorten
+ * it.  All kept off (and S % C != 0 cannot launch): bench/gpu-h200.md, round 12.
  *
  * Launch: block KJ_BLOCK; grid.x = Hkv, grid.y = S splits (1 <= S); no dynamic shared
  * memory.  A good S fills the device once and no more: Hkv x S within the blocks it runs
@@ -101,7 +111,8 @@
 #ifndef KJ_ATT_ML1 /* 1: the split merge loads each partial's m and l together */
 #define KJ_ATT_ML1 0
 #endif
-#ifndef KJ_ATT_NOMERGE /* 1: diagnostic, the split merge skipped (o not written) */
+#ifndef KJ_ATT_NOMERGE /* diagnostic (o not written), the split merge skipped: 1: whole; 2: its body
+                        * (the fence and counter kept) */
 #define KJ_ATT_NOMERGE 0
 #endif
 #ifndef KJ_ATT_AR /* CUDA, 1: the split counter one acq_rel atomic, no membar.gl either side */
@@ -109,6 +120,9 @@
 #endif
 #ifndef KJ_ATT_PA /* 1 (with KJ_ATT_ML1): the merge loads its partials' acc with m and l */
 #define KJ_ATT_PA 0
+#endif
+#ifndef KJ_ATT_WM /* CUDA, 1: every block runs the split merge, all but the last dry (att_st) */
+#define KJ_ATT_WM 0
 #endif
 #ifndef KJ_ATT_CS /* CUDA: how K/V rows are loaded (att_ld4) */
 #define KJ_ATT_CS 1
@@ -228,6 +242,99 @@ template <int W> KJ_DEV void att_ldcgw(const float *p, float *r)
             r[e] = att_ldcg(p + e);
     }
 }
+
+/* *p = v unless live == 0.  KJ_ATT_WM (issue 34 round 12, measuring): the blocks that are
+ * not the last of their KV head run the same merge code dry (its loads real, its stores
+ * to o predicated off), so that the merge's instructions, cold after a launch's 0.5 GB
+ * of K/V went through L2, are fetched before the last block needs them. */
+#if KJ_ATT_WM
+KJ_DEV void att_st(float *p, float v, unsigned live)
+{
+#if defined(KJ_CUDA)
+    asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.u32 q, %2, 0;\n\t@q st.global.f32 [%0], %1;\n\t}"
+                 ::"l"(p), "f"(v), "r"(live) : "memory");
+#else
+    if (live)
+        *p = v;
+#endif
+}
+#endif
+
+#ifndef KJ_ATT_CL /* CUDA sm_90, 2-8: the splits of a KV head in clusters of this many blocks */
+#define KJ_ATT_CL 0
+#endif
+#ifndef KJ_ATT_CLG /* 1 (with KJ_ATT_CL): S > C merges all S partials in global memory */
+#define KJ_ATT_CLG 0
+#endif
+#if KJ_ATT_CL > 1
+/* KJ_ATT_CL = C (sm_90 thread-block clusters, issue 34 round 12): the launch's clusters
+ * are (1, C, 1) (__cluster_dims__), so blocks y0 .. y0 + C - 1 of one KV head (y0 = a
+ * multiple of C; S % C == 0, or the launch fails) are resident at once on one GPC and
+ * read each other's shared memory.  Each block leaves its partial (m, l, acc of the
+ * pass's heads) in its own shared memory (cp); after a cluster barrier each rank merges
+ * a slice of the heads' columns over the C partials straight from the others' shared
+ * memory (mapa + ld.shared::cluster) and writes o when S == C: no scratch, no counter,
+ * no fence.  With S > C it writes the cluster's merged partial to ws as split y0 / C of
+ * S / C, and the counter's last block merges those S / C (the hybrid); with KJ_ATT_CLG
+ * each block's own partial goes to ws instead, as without clusters (the cluster unused). */
+KJ_DEV void att_cl_sync()
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\n"
+                 "barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+/* The float at `p` (this block's shared memory) in cluster rank r's copy. */
+KJ_DEV float att_cl_ld(const float *p, unsigned r)
+{
+    unsigned a = (unsigned)__cvta_generic_to_shared(p), ra;
+    float v;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"(r));
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(ra) : "memory");
+    return v;
+}
+
+/* The cluster merge of one pass (heads hp .. hp + ng - 1 of KV head kvh): cp holds this
+ * block's partial, acc [G][MAX_D] then m [G], l [G].  Rank r of C takes items r, r + C *
+ * blockDim, ... of the ng * D columns, each with its 3 * C loads issued together. */
+KJ_DEV void att_cl_merge(const float *cp, float *o, float *ws, int kvh, int gsz, int hp, int ng,
+                         int S, int D, int n_heads)
+{
+    unsigned rank;
+    asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    att_cl_sync(); /* every rank's cp written */
+    const int items = ng * D, S2 = S / KJ_ATT_CL, ci = (int)blockIdx.y / KJ_ATT_CL;
+    for (int it = (int)(rank * blockDim.x + threadIdx.x); it < items; it += KJ_ATT_CL * blockDim.x) {
+        const int g = it / D, d = it % D, h = kvh * gsz + hp + g;
+        float pm[KJ_ATT_CL], pl[KJ_ATT_CL], pa[KJ_ATT_CL], M = -KJ_INF, L = 0.f, A = 0.f;
+#pragma unroll
+        for (int r = 0; r < KJ_ATT_CL; r++) {
+            pm[r] = att_cl_ld(cp + KJ_ATT_G * KJ_ATT_MAX_D + g, (unsigned)r);
+            pl[r] = att_cl_ld(cp + KJ_ATT_G * KJ_ATT_MAX_D + KJ_ATT_G + g, (unsigned)r);
+            pa[r] = att_cl_ld(cp + g * KJ_ATT_MAX_D + d, (unsigned)r);
+        }
+#pragma unroll
+        for (int r = 0; r < KJ_ATT_CL; r++)
+            M = fmaxf(M, pm[r]);
+#pragma unroll
+        for (int r = 0; r < KJ_ATT_CL; r++) {
+            const float w = pm[r] == -KJ_INF ? 0.f : att_exp2(pm[r] - M);
+            L += pl[r] * w;
+            A += pa[r] * w;
+        }
+        if (S2 == 1) {
+            o[(kj_size)h * D + d] = A / L;
+        } else { /* split ci of S2 in att_merge's layout */
+            ws[((kj_size)h * S2 + ci) * D + d] = A;
+            if (d == 0) {
+                float *ml = ws + (kj_size)n_heads * S2 * D + ((kj_size)h * S2 + ci) * 2;
+                ml[0] = M;
+                ml[1] = L;
+            }
+        }
+    }
+    att_cl_sync(); /* every rank done reading cp: it may be rewritten, or the block exit */
+}
+#endif
 
 #if !KJ_ATT_LZ
 /* One online-softmax step of a lane group over NK keys (rows kr, vr; ok: the key is
@@ -506,7 +613,8 @@ KJ_DEV void att_keys_bulk(const float *kb, const float *vb, int s, int S, int kv
  * flight, into red[part][item]; then one thread a column adds the P sums and writes o. */
 template <int W>
 KJ_DEV void att_merge_cols(const float *pa, const float *pw, const float *gl, float *red, float *o,
-                           int kvh, int gsz, int S, int D, int P, const float (*xa)[4] = nullptr)
+                           int kvh, int gsz, int S, int D, int P, unsigned live,
+                           const float (*xa)[4] = nullptr)
 {
     const int cols = D / W, items = gsz * cols;
     for (int it = threadIdx.x; it < P * items; it += blockDim.x) {
@@ -556,7 +664,11 @@ KJ_DEV void att_merge_cols(const float *pa, const float *pw, const float *gl, fl
             float t = 0.f;
             for (int p = 0; p < P; p++)
                 t += red[(p * items + it) * W + e];
+#if KJ_ATT_WM
+            att_st(o + (kj_size)(kvh * gsz + g) * D + W * c + e, t / gl[g], live);
+#else
             o[(kj_size)(kvh * gsz + g) * D + W * c + e] = t / gl[g];
+#endif
         }
     }
 }
@@ -576,7 +688,7 @@ KJ_DEV void att_merge_cols(const float *pa, const float *pw, const float *gl, fl
  * the H100 where this one runs 87.0% (bench/gpu-h100-d256.log).  Otherwise each
  * element recomputes everything from ws. */
 KJ_DEV void att_merge(const float *ws, float *o, float *sm, int kvh, int gsz, int S, int D,
-                      int n_heads, bool vec4)
+                      int n_heads, bool vec4, unsigned live = 1)
 {
     const int n = gsz * S, W = vec4 ? 4 : 1, items = gsz * (D / W);
     const float *pa = ws + (kj_size)kvh * n * D;                            /* acc */
@@ -634,14 +746,14 @@ KJ_DEV void att_merge(const float *ws, float *o, float *sm, int kvh, int gsz, in
         __syncthreads();
 #if KJ_ATT_PA && KJ_ATT_ML1
         if (vec4)
-            att_merge_cols<4>(pa, pw, gl, sm + red_off, o, kvh, gsz, S, D, P, xa);
+            att_merge_cols<4>(pa, pw, gl, sm + red_off, o, kvh, gsz, S, D, P, live, xa);
         else
-            att_merge_cols<1>(pa, pw, gl, sm + red_off, o, kvh, gsz, S, D, P, xa);
+            att_merge_cols<1>(pa, pw, gl, sm + red_off, o, kvh, gsz, S, D, P, live, xa);
 #else
         if (vec4)
-            att_merge_cols<4>(pa, pw, gl, sm + red_off, o, kvh, gsz, S, D, P);
+            att_merge_cols<4>(pa, pw, gl, sm + red_off, o, kvh, gsz, S, D, P, live);
         else
-            att_merge_cols<1>(pa, pw, gl, sm + red_off, o, kvh, gsz, S, D, P);
+            att_merge_cols<1>(pa, pw, gl, sm + red_off, o, kvh, gsz, S, D, P, live);
 #endif
     } else {
         for (int i = threadIdx.x; i < gsz * D; i += blockDim.x) {
@@ -656,12 +768,21 @@ KJ_DEV void att_merge(const float *ws, float *o, float *sm, int kvh, int gsz, in
                 gls += att_ldcg(hml + 2 * j + 1) * f;
                 a += att_ldcg(hp + (kj_size)j * D + d) * f;
             }
+#if KJ_ATT_WM
+            att_st(o + (kj_size)(kvh * gsz + g) * D + d, a / gls, live);
+#else
             o[(kj_size)(kvh * gsz + g) * D + d] = a / gls;
+#endif
         }
     }
 }
 
-extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB)
+#if KJ_ATT_CL > 1
+#define KJ_ATT_CLDIMS __cluster_dims__(1, KJ_ATT_CL, 1)
+#else
+#define KJ_ATT_CLDIMS
+#endif
+extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB) KJ_ATT_CLDIMS
     attn_decode_f32(const float *__restrict__ q, const float *__restrict__ k,
                     const float *__restrict__ v, float *o, float *ws, unsigned *counters,
                     int n_heads, int n_kv_heads, int kv_len, int kv_cap, int head_dim, float scale)
@@ -674,12 +795,18 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB)
     float *sm_m = arena + KJ_ATT_QF, *sm_l = sm_m + KJ_ATT_NG * KJ_ATT_G;
     float *sm_acc = sm_l + KJ_ATT_NG * KJ_ATT_G; /* [w][g][d] at (w * G + g) * MAX_D + d */
     __shared__ int sm_last;
+#if KJ_ATT_CL > 1
+    __shared__ float att_cp[KJ_ATT_G * (KJ_ATT_MAX_D + 2)]; /* the block's partial: att_cl_merge */
+#endif
     const int kvh = blockIdx.x, s = blockIdx.y, S = gridDim.y, D = head_dim;
     const int gsz = n_heads / n_kv_heads; /* query heads per KV head */
     const int grp = threadIdx.x / KJ_ATT_LPK, sub = threadIdx.x % KJ_ATT_LPK;
     const int ng = blockDim.x / KJ_ATT_LPK;
     const float *kb = k + (kj_size)kvh * kv_cap * D, *vb = v + (kj_size)kvh * kv_cap * D;
     const bool vec = (D & 3) == 0;
+#if KJ_ATT_CL > 1
+    const bool clm = !KJ_ATT_CLG || S == KJ_ATT_CL; /* the partials merged in the cluster */
+#endif
 
     if (kvh >= n_kv_heads || D > KJ_ATT_MAX_D || grp >= KJ_ATT_NG)
         return;
@@ -771,6 +898,16 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB)
                     bl += sm_l[w * KJ_ATT_G + g] * f;
                     a += sm_acc[(w * KJ_ATT_G + g) * KJ_ATT_MAX_D + d] * f;
                 }
+#if KJ_ATT_CL > 1
+            if (clm) {
+                att_cp[g * KJ_ATT_MAX_D + d] = a;
+                if (d == 0) {
+                    att_cp[KJ_ATT_G * KJ_ATT_MAX_D + g] = bm;
+                    att_cp[KJ_ATT_G * KJ_ATT_MAX_D + KJ_ATT_G + g] = bl;
+                }
+                continue;
+            }
+#endif
             if (S == 1) {
                 o[(kj_size)h * D + d] = a / bl;
             } else {
@@ -782,8 +919,16 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB)
                 }
             }
         }
+#if KJ_ATT_CL > 1
+        if (clm) /* uniform over the cluster: S is */
+            att_cl_merge(att_cp, o, ws, kvh, gsz, hp, att_imin(KJ_ATT_G, gsz - hp), S, D, n_heads);
+#endif
         __syncthreads(); /* the shared arrays are reused by the next pass */
     }
+#if KJ_ATT_CL > 1
+    if (clm && S == KJ_ATT_CL) /* the clusters wrote o */
+        return;
+#endif
     if (S == 1) {
 #if KJ_ATT_DS > 0
         if (threadIdx.x == 0) /* the only block of kvh, done taking chunks */
@@ -792,10 +937,13 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB)
         return;
     }
 
-#if KJ_ATT_NOMERGE /* diagnostic only (wrong results): the split merge skipped */
+#if KJ_ATT_NOMERGE == 1 /* diagnostic only (wrong results): the split merge skipped */
     return;
 #endif
     /* the last block of KV head kvh to finish merges the S partials of its heads */
+#if KJ_ATT_AR && KJ_ATT_WM
+#error "KJ_ATT_WM goes with the fenced counter (KJ_ATT_AR=0)"
+#endif
 #if KJ_ATT_AR && defined(KJ_CUDA)
     /* One atomic both ways at GPU scope: its release makes this block's partials (every
      * thread's, ordered before it by the barrier: release is cumulative) visible to
@@ -817,11 +965,33 @@ extern "C" __global__ void __launch_bounds__(KJ_BLOCK, KJ_MINB)
     if (threadIdx.x == 0)
         sm_last = atomicAdd(&counters[kvh], 1u) == (unsigned)S - 1;
     __syncthreads();
+#if KJ_ATT_WM
+    const unsigned live = sm_last; /* 0: the merge below runs dry */
+    if (live)
+        __threadfence();
+#else
     if (!sm_last)
         return;
     __threadfence();
 #endif
-    att_merge(ws, o, sm_acc, kvh, gsz, S, D, n_heads, vec && (((unsigned long long)ws & 15) == 0));
+#endif
+#if KJ_ATT_NOMERGE == 2
+    if (threadIdx.x == 0)
+        counters[kvh] = 0;
+    return;
+#endif
+#if KJ_ATT_CL > 1
+    const int Sm = clm ? S / KJ_ATT_CL : S; /* clm: the clusters' partials */
+#else
+    const int Sm = S;
+#endif
+#if KJ_ATT_WM
+    att_merge(ws, o, sm_acc, kvh, gsz, Sm, D, n_heads, vec && (((unsigned long long)ws & 15) == 0), live);
+    if (!live)
+        return;
+#else
+    att_merge(ws, o, sm_acc, kvh, gsz, Sm, D, n_heads, vec && (((unsigned long long)ws & 15) == 0));
+#endif
     if (threadIdx.x == 0) {
         counters[kvh] = 0;
 #if KJ_ATT_DS > 0
