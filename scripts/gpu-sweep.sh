@@ -41,38 +41,7 @@ if [ "$MODE" = build ]; then
 	# clusters (a -DKJ_ATT_CL=C variant): how many the device runs at once (the driver's
 	# occupancy query), printed by `run` before the variant's timing
 	grep -q -- '-DKJ_ATT_CL=' "$LIST" || exit 0
-	cat >"$SW/clocc.c" <<'EOC'
-/* clocc CUBIN ENTRY BLOCK C GX GY: clusters of (1, C, 1) blocks of BLOCK threads the
- * device runs at once for a GX x GY grid (cuOccupancyMaxActiveClusters), and blocks */
-#include <cuda.h>
-#include <stdio.h>
-#include <stdlib.h>
-int main(int argc, char **argv)
-{
-    CUdevice dev; CUcontext ctx; CUmodule mod; CUfunction fn;
-    int n = -1, sms = 0, per_sm = 0;
-    if (argc != 7) return 2;
-    if (cuInit(0) || cuDeviceGet(&dev, 0) || cuCtxCreate(&ctx, NULL, 0, dev) ||
-        cuModuleLoad(&mod, argv[1]) || cuModuleGetFunction(&fn, mod, argv[2])) {
-        fprintf(stderr, "clocc: no kernel\n");
-        return 1;
-    }
-    CUlaunchAttribute at = {0};
-    at.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    at.value.clusterDim.x = 1, at.value.clusterDim.y = (unsigned)atoi(argv[4]), at.value.clusterDim.z = 1;
-    CUlaunchConfig cfg = {0};
-    cfg.gridDimX = (unsigned)atoi(argv[5]), cfg.gridDimY = (unsigned)atoi(argv[6]), cfg.gridDimZ = 1;
-    cfg.blockDimX = (unsigned)atoi(argv[3]), cfg.blockDimY = cfg.blockDimZ = 1;
-    cfg.attrs = &at, cfg.numAttrs = 1;
-    CUresult st = cuOccupancyMaxActiveClusters(&n, fn, &cfg);
-    cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
-    cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, (int)cfg.blockDimX, 0);
-    printf("# clusters of 1 x %s: %d at once (%d blocks; %d SMs x %d blocks = %d slots), grid %s x %s (status %d)\n",
-           argv[4], n, n * atoi(argv[4]), sms, per_sm, sms * per_sm, argv[5], argv[6], (int)st);
-    return st != 0;
-}
-EOC
-	gcc -O1 -I/usr/local/cuda/include "$SW/clocc.c" -o "$SW/clocc" -L/usr/local/cuda/lib64/stubs -lcuda ||
+	gcc -O1 -Wall -Wextra -Werror -I/usr/local/cuda/include scripts/gpu-clocc.c -o "$SW/clocc" -L/usr/local/cuda/lib64/stubs -lcuda ||
 		{ echo "clocc: build failed"; exit 1; }
 	exit 0
 fi
