@@ -200,7 +200,8 @@ static int key_ok(const char *k)
 
 /* Moves a successful reply into res, its object into res->data or, with
  * sink, into the sink's buffer (res->data NULL); *obj is where it went.
- * 0 or KJIT_EPROTO / KJIT_ENOMEM. */
+ * With take, the object is not copied (res->data and *obj NULL: the
+ * caller hands it the reply's buffer).  0 or KJIT_EPROTO / KJIT_ENOMEM. */
 static int decode_ok(const struct kj__msg *m, kjit_result *res, const struct kj__sink *sink, int take,
 		     uint8_t **obj)
 {
@@ -356,8 +357,7 @@ int kj__get_take_reply(kjit_client *c, const kjit_request *req, const struct kj_
 	int r = 0;
 	/* A large object takes the reply's own buffer (below). */
 	const struct kj__field *d = kj__msg_get(m, KJ_F_DATA);
-	int take = code >= 0 && lk->sink == NULL && body && *body && d && d->len >= KJ_RESULT_TAKE_MIN &&
-		   d->len <= KJ_OBJECT_MAX;
+	int take = code >= 0 && lk->sink == NULL && body && *body && d && d->len >= KJ_RESULT_TAKE_MIN;
 
 	if (code < 0) {
 		r = code;
