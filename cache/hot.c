@@ -3,9 +3,10 @@
  *
  * Invariants:
  *  - A copy enters only with bytes whose digest was checked (read from
- *    disk and verified, or just hashed by a publish), together with the
- *    identity of the file they came from: device, inode, size and
- *    modification time.
+ *    disk and verified, or just published: hashed by the publish, or a
+ *    fleet value's whose MAC or checksum covered digest and bytes),
+ *    together with the identity of the file they came from: device,
+ *    inode, size and modification time.
  *  - A copy is served only while its file still has that identity and its
  *    entry's size; otherwise it is dropped and the caller reads and
  *    verifies the file again, so a change on disk is never hidden.

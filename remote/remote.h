@@ -113,7 +113,9 @@ struct kj__remote_object {
 	size_t lowered_len;
 	int format;              /* 1: KJO1 (its log carries the lowered names), 2: KJO2 */
 	int authenticated;       /* its MAC (GMAC, or an older HMAC) verified under this node's secret */
-	int checksummed;         /* no secret: its checksum trailer (KJC1) matched, the object was not hashed */
+	/* no secret: its checksum trailer (KJC1) matched, the object was not
+	 * hashed (raw_digest is the writer's word, as under a MAC) */
+	int checksummed;
 };
 
 /* The value layouts (remote-value.c, docs/remote.md).  HMAC-SHA256 under

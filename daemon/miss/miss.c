@@ -370,11 +370,12 @@ static void do_serve(struct kj__flight *f, const struct ev_arg *a)
 	kj__miss_check_object(f, o->data, o->size);
 	d->stats[KJ_STAT_REMOTE_HITS] += f->n_w;
 	if (split) {
-		/* its digest, checked by the value's MAC or against the object,
-		 * spares the publish a hash of it (not a checksummed value's: a
-		 * trailer matched, the digest was not checked) */
-		publish(f, KJIT_STATUS_REMOTE, KJIT_STATUS_REMOTE, o->data, o->size,
-			o->checksummed ? NULL : o->raw_digest, a->ans->log, a->ans->lowered, 0);
+		/* its digest spares the publish a hash of it: checked against
+		 * the object, or the writer's word under the value's MAC or its
+		 * checksum trailer (docs/remote.md, "The unsigned value's
+		 * checksum": a wrong one is verify's to find) */
+		publish(f, KJIT_STATUS_REMOTE, KJIT_STATUS_REMOTE, o->data, o->size, o->raw_digest, a->ans->log,
+			a->ans->lowered, 0);
 	} else { /* answered, not cached, as any failed publish */
 		struct kj__obj_reply r = { f->key, f->e.target, f->e.version, NULL, NULL, NULL };
 		for (size_t i = 0; i < f->n_w; i++) {

@@ -245,6 +245,43 @@ get 3 "$s" "$T/inj.3"
 check "no secret: a value for another backend not served ($(cat "$T/inj.3.line"))" grep -q '^compiled ' "$T/inj.3.line"
 check "no secret: its metadata logged on the refusal's line, not as lines of its own" \
 	sh -c "grep -q 'metadata names another backend' '$T/log.3' && ! grep -q '^INJECTED' '$T/log.3'"
+# a genuine checksummed value: node 3 records its writer's digest without
+# hashing the object (docs/remote.md, "The unsigned value's checksum"),
+# which is the object's SHA-256
+s=$(src honest)
+get 1 "$s" "$T/hon.1"
+k=$(key_of "$T/hon.1.line")
+wait_key "$k"
+$TOOL get "$RS" "kjit:v2:$k" "$T/hon.signed"
+$TOOL kjo2 "$T/hon.signed" "$T/hon.val" --key "kjit:v2:$k" --mac checksum && $TOOL set "$RS" "kjit:v2:$k" "$T/hon.val"
+get 3 "$s" "$T/hon.3"
+check "no secret: a checksummed value is a remote hit ($(cat "$T/hon.3.line"))" grep -q '^remote hit ' "$T/hon.3.line"
+i=0
+until kj 3 show "$k" >"$T/hon.show" 2>&1 || [ $i -ge 100 ]; do sleep 0.05; i=$((i + 1)); done
+check "no secret: its digest recorded is the object's SHA-256 ($(grep sha256 "$T/hon.show"))" \
+	grep -q "sha256 *$(sha256sum <"$T/hon.3" | cut -d' ' -f1)" "$T/hon.show"
+# ... and one whose digest lies (a writer's bug; without a secret anyone
+# may write): served, as the trailer covers what it says, and caught by
+# verify, which drops that object and no other
+s=$(src liar)
+get 1 "$s" "$T/liar.1"
+k=$(key_of "$T/liar.1.line")
+wait_key "$k"
+lie=$(printf 'not the object' | sha256sum | cut -d' ' -f1)
+$TOOL get "$RS" "kjit:v2:$k" "$T/liar.signed"
+$TOOL kjo2 "$T/liar.signed" "$T/liar.val" --key "kjit:v2:$k" --mac checksum --digest "$lie" &&
+	$TOOL set "$RS" "kjit:v2:$k" "$T/liar.val"
+get 3 "$s" "$T/liar.3"
+check "lying digest: served, the same bytes ($(cat "$T/liar.3.line"))" \
+	sh -c "grep -q '^remote hit ' '$T/liar.3.line' && cmp -s '$T/liar.1' '$T/liar.3'"
+i=0
+until kj 3 show "$k" >"$T/liar.show" 2>&1 || [ $i -ge 100 ]; do sleep 0.05; i=$((i + 1)); done
+kj 3 verify >"$T/liar.verify" 2>&1
+check "lying digest: verify finds that object damaged ($(head -n 1 "$T/liar.verify"))" \
+	grep -q "$k" "$T/liar.verify"
+check "lying digest: dropped by verify" sh -c "! KJIT_SOCKET='$T/n/3.sock' '$KJIT' show '$k' >/dev/null 2>&1"
+check "lying digest: the honest value's object kept ($(kj 3 verify 2>&1 | head -n 1))" \
+	sh -c "KJIT_SOCKET='$T/n/3.sock' '$KJIT' show '$(key_of "$T/hon.1.line")' >/dev/null && KJIT_SOCKET='$T/n/3.sock' '$KJIT' verify >/dev/null"
 unnode 3
 unnode 1
 

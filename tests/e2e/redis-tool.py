@@ -12,10 +12,13 @@ as nodes before issue 35 wrote them and every node still reads.
   get SOCK KEY OUT                 the value of KEY into OUT (exit 1: none)
   set SOCK KEY FILE                SET KEY to FILE's bytes
   kjo1 OBJ OUT                     a well-formed KJO1 value of OBJ (right digest)
-  kjo2 IN OUT [--object F] [--meta M] [--entries a,b] [--key K --secret S] [--mac good|none|bad]
+  kjo2 IN OUT [--object F] [--meta M] [--entries a,b] [--key K --secret S]
+       [--mac good|none|bad|checksum] [--digest HEX]
                                    IN (a KJO2 value) rebuilt: object, metadata
                                    (\n escapes) or entries replaced, signed
-                                   for key K with secret S
+                                   for key K with secret S (checksum: the
+                                   unsigned trailer for key K), its digest
+                                   HEX instead of the object's
   verify VALUE KEY SECRET [OBJ]    exit 0 if VALUE is KJO2, its MAC verifies
                                    for KEY, and (given OBJ) its object is OBJ
   fake SOCK trickle|silent|huge|slowbulk|extra|array|badsub|errinject|flood
@@ -83,16 +86,23 @@ def parse2(v):
     return parts
 
 
-def build2(parts, key=None, secret=None, mac="good"):
+CK_KEY = b"kjit public value checksum key 1"  # the unsigned value's checksum key (public)
+
+
+def build2(parts, key=None, secret=None, mac="good", digest=None):
     body = HDR.pack(b"KJO2", 0, len(parts["object"]), len(parts["meta"]), len(parts["entries"]),
                     len(parts["lowered"]), len(parts["log"]), len(parts["recipe"]),
-                    0 if mac == "none" else 32, hashlib.sha256(parts["object"]).digest())
+                    0 if mac == "none" else 32, digest or hashlib.sha256(parts["object"]).digest())
     body += parts["meta"] + parts["entries"] + parts["lowered"] + parts["object"] + parts["log"] + parts["recipe"]
     if mac == "none":
         return body
     if mac == "bad":
         return body + os.urandom(32)
     k = key.encode()
+    if mac == "checksum":  # what a node without a secret writes: "KJC1" | zero IV | GMAC tag, public key
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+        iv = bytes(12)
+        return body + b"KJC1" + iv + AESGCM(CK_KEY).encrypt(iv, b"", struct.pack("<I", len(k)) + k + body)
     return body + hmac.new(secret, struct.pack("<I", len(k)) + k + body, hashlib.sha256).digest()
 
 
@@ -230,7 +240,8 @@ def main(a):
         if "--entries" in opts:
             parts["entries"] = b"".join(e.encode() + b"\0" for e in opts["--entries"].split(",") if e)
         sec = secret_of(opts["--secret"]) if "--secret" in opts else None
-        open(a[2], "wb").write(build2(parts, opts.get("--key"), sec, opts.get("--mac", "good")))
+        dg = bytes.fromhex(opts["--digest"]) if "--digest" in opts else None
+        open(a[2], "wb").write(build2(parts, opts.get("--key"), sec, opts.get("--mac", "good"), dg))
     elif a[0] == "verify":
         obj = open(a[4], "rb").read() if len(a) > 4 else None
         return 0 if verify(open(a[1], "rb").read(), a[2], secret_of(a[3]), obj) else 1
