@@ -11,9 +11,13 @@
 # so every timed get is a remote hit.  The options after NEW_KJITD go to
 # the new build's daemons only (e.g. --remote-secret FILE); $BASE_OPTS go to
 # the base build's (e.g. the same secret, to compare like with like).
+# $KERNELS (default "blob16384 blob1048576 small1m": a 16 KiB object from
+# a 16 KiB source, a 1 MiB object from a 1 MiB source, whose SHA-256 is
+# the key's, and a 1 MiB object from a 16 KiB source, the common shape).
 # $ROUNDS rounds (default 2), the two builds alternating in each; $GAP ms
 # between gets (default 20; 0: back to back).  Prints one line per (build,
-# size, round): p50 / p99 us, the load average, and the floor.  Needs
+# size, round): p50 / p99 us and the serving kjitd's CPU time per hit
+# (/proc, its publishes included), the load average, and the floors.  Needs
 # `make bench-bins`.  Lookups wait up to 200 ms, as in scenario 8 (a loaded
 # machine must not turn a remote hit into a compile).
 set -u
@@ -22,17 +26,24 @@ shift 2
 . "$(dirname "$0")/remote-lib.sh"
 blob blob16384 16384
 blob blob1048576 1048576
-hits() { # LABEL A B SIZE N SALT
-	local label=$1 a=$2 b=$3 sz=$4 n=$5 salt=$6
+fat small1m 16384 1048576
+objsize() { case $1 in blob*) echo "${1#blob}" ;; *) echo 1048576 ;; esac; }
+hits() { # LABEL A B KERNEL N SALT
+	local label=$1 a=$2 b=$3 kern=$4 n=$5 salt=$6 sz
+	sz=$(objsize "$kern")
 	redis-cli -s "$RS" flushall >/dev/null
-	KJIT_SOCKET="$T/$a.sock" "$BIN/bench-hitlat" --kernel "blob$sz" --backend hip --target gfx90a --salt "$salt" \
+	KJIT_SOCKET="$T/$a.sock" "$BIN/bench-hitlat" --kernel "$kern" --backend hip --target gfx90a --salt "$salt" \
 		-n "$n" -w 0 >/dev/null
 	local i=0
 	while [ "$(redis-cli -s "$RS" dbsize)" -lt "$n" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done
-	local lat
-	lat=$(KJIT_SOCKET="$T/$b.sock" "$BIN/bench-hitlat" --kernel "blob$sz" --backend hip --target gfx90a \
+	local lat c0 c1
+	c0=$(cpu_ms "$b")
+	lat=$(KJIT_SOCKET="$T/$b.sock" "$BIN/bench-hitlat" --kernel "$kern" --backend hip --target gfx90a \
 		--salt "$salt" -n "$n" -w 0 --want remote --gap "${GAP:-20}")
-	echo "$label $((sz / 1024))KB remote hit p50 / p99 us: $(echo "$lat" | awk '{ print $1 " / " $2 }')"
+	sleep 1 # the last publishes
+	c1=$(cpu_ms "$b")
+	echo "$label $((sz / 1024))KB ($kern) remote hit p50 / p99 us: $(echo "$lat" | awk '{ print $1 " / " $2 }');" \
+		"kjitd CPU per hit $(awk -v a="$c0" -v b="$c1" -v n="$n" 'BEGIN { printf "%.2f", (b - a) / n }') ms"
 }
 # shellcheck disable=SC2086 # BASE_OPTS: words
 node BA "$BASE" --remote-prefix base: --remote-timeout 2000 ${BASE_OPTS:-}
@@ -40,18 +51,25 @@ node BA "$BASE" --remote-prefix base: --remote-timeout 2000 ${BASE_OPTS:-}
 node BB "$BASE" --remote-prefix base: --remote-timeout 2000 ${BASE_OPTS:-}
 node NA "$NEW" --remote-timeout 2000 --remote-lookup-timeout 2000 "$@"
 node NB "$NEW" --remote-timeout 2000 --remote-lookup-timeout 2000 "$@"
+KERNELS=${KERNELS:-blob16384 blob1048576 small1m}
 for round in $(seq 1 "${ROUNDS:-2}"); do
 	echo "round $round, load average $(cut -d' ' -f1-3 /proc/loadavg)"
-	hits base BA BB 16384 200 $((round * 1000))
-	hits new NA NB 16384 200 $((round * 1000 + 500))
-	hits base BA BB 1048576 40 $((round * 1000 + 100))
-	hits new NA NB 1048576 40 $((round * 1000 + 600))
+	k=0
+	for kern in $KERNELS; do
+		n=40
+		[ "$(objsize "$kern")" -le 65536 ] && n=200
+		hits base BA BB "$kern" $n $((round * 1000 + k))
+		hits new NA NB "$kern" $n $((round * 1000 + 500 + k))
+		k=$((k + 100))
+	done
 done
-for sz in 16384 1048576; do
+for sz in $(for kern in $KERNELS; do objsize "$kern"; done | sort -nu); do
 	echo "floor $((sz / 1024))KB redis-benchmark GET p50 us: $(redis-benchmark -s "$RS" -c 1 -n 2000 -d "$sz" -t set,get \
 		--csv 2>/dev/null | awk -F'"' '$2 == "GET" { printf "%.1f\n", $10 * 1000 }')"
 	echo "floor $((sz / 1024))KB bare GET spaced ${GAP:-20} ms as the hits (bench-spacedget) p50 / p99 us: $("$BIN/bench-spacedget" \
 		"$RS" "$sz" -n 200 --gap "${GAP:-20}" | awk '{ print $1 " / " $2 }')"
-	echo "floor $((sz / 1024))KB relay: source read, SHA-256, GET, GMAC (bench-spacedget --relay) p50 / p99 us: $("$BIN/bench-spacedget" \
-		"$RS" "$sz" -n 200 --gap "${GAP:-20}" --relay "$T/k/blob$sz.src" | awk '{ print $1 " / " $2 }')"
+done
+for kern in $KERNELS; do
+	echo "floor $kern relay: source read, SHA-256, GET, GMAC (bench-spacedget --relay) p50 / p99 us: $("$BIN/bench-spacedget" \
+		"$RS" "$(objsize "$kern")" -n 200 --gap "${GAP:-20}" --relay "$T/k/$kern.src" | awk '{ print $1 " / " $2 }')"
 done

@@ -29,6 +29,14 @@ blob() {
 	echo "$1 hip $1.src main" >>"$T/k/MANIFEST"
 }
 
+# fat NAME SRCBYTES OBJBYTES: a hip kernel NAME whose SRCBYTES source (hex
+# text) makes an OBJBYTES object (the test compiler's size directive).
+fat() {
+	{ printf '#pragma kjit_test size %s\n' "$3"; head -c "$2" /dev/urandom | od -An -tx1 -v | tr -d ' \n' |
+		head -c "$2"; } >"$T/k/$1.src"
+	echo "$1 hip $1.src main" >>"$T/k/MANIFEST"
+}
+
 # node NAME KJITD [options]: a kjitd of the build KJITD on $T/NAME.sock with
 # its own cache, the test compiler, the blobs and the Redis ($LOOKUP_MS, the
 # remote lookup's timeout, default 200 ms: a loaded machine must not turn a
@@ -41,4 +49,12 @@ node() {
 		--remote "unix://$RS" --remote-lookup-timeout "${LOOKUP_MS:-200}" "$@") ||
 		{ echo "kjitd $name did not start" >&2; exit 1; }
 	PIDS="$PIDS ${out#* }"
+	eval "PID_$name=${out#* }"
+}
+
+# cpu_ms NAME: the CPU time (user + system, ms) node NAME has used so far.
+cpu_ms() {
+	local pid
+	pid=$(eval "echo \$PID_$1")
+	awk -v hz="$(getconf CLK_TCK)" '{ print int(($14 + $15) * 1000 / hz) }' "/proc/$pid/stat"
 }
