@@ -10,6 +10,8 @@
 #     scripts/gpu-run.sh pack        # here: .gpu/bin and the runtime .debs
 #     scripts/gpu-run.sh all         # there: test, then bench
 #     scripts/gpu-run.sh profile     # there: Nsight Compute on $PROFILE_OPS, if ncu exists
+#     scripts/gpu-run.sh fleet       # there: the remote-hit bench (bench/remote-ab.sh) on a CPU
+#                                    # with SHA instructions
 #     scripts/gpu-run.sh vulkan      # there: every Vulkan op against the oracle on the GPU
 #                                    # (test-kernels-vulkan), then each op's share of a
 #                                    # Vulkan device-to-device copy (vulkan_launch --bench)
@@ -42,6 +44,11 @@ if [ "$MODE" = pack ]; then
 	# runtime libraries the H200 image lacks (kjitd links libhiredis for the fleet tier)
 	# (NVIDIA's Vulkan driver is libGLX_nvidia: it needs libglvnd's libraries)
 	(cd .gpu && rm -f ./*.deb && apt-get download libuv1 libvulkan1 libhiredis0.14 libglvnd0 libglx0 libgl1 libegl1 libopengl0 >/dev/null)
+	# `fleet`: the remote-hit bench's programs, and Debian's redis-server with the
+	# libraries the H200 image lacks
+	mkdir -p .gpu/build/bench
+	cp "$BUILD/bench/bench-hitlat" "$BUILD/bench/bench-spacedget" "$BUILD/bench/bench-startd" .gpu/build/bench/ || exit 1
+	(cd .gpu && apt-get download redis-tools liblzf1 libjemalloc2 >/dev/null) || exit 1
 	ls -l .gpu .gpu/bin
 	exit 0
 fi
@@ -58,6 +65,26 @@ else
 	LAUNCH=$B/examples/cuda_launch
 	VKLAUNCH=$B/examples/vulkan_launch
 	VKTEST=$B/tests/kernels/test-kernels-vulkan
+fi
+# fleet: scenario 8's remote hit (bench/remote-ab.sh: a 16 KiB object, a 1 MiB one from a
+# 1 MiB source and one from a 16 KiB source, each against a bare GET spaced as the hits
+# are and a relay doing only the source's SHA-256, the GET and the GMAC) on this machine,
+# whose CPU has SHA instructions where the 2-core development VM's has none: the same
+# kjitd in both columns (two samples a round, $ROUNDS rounds, default 3).
+if [ "$MODE" = fleet ]; then
+	mkdir -p /tmp/gpu/bin
+	ln -sf /tmp/gpu/usr/bin/redis-check-rdb /tmp/gpu/bin/redis-server || exit 1
+	export PATH="/tmp/gpu/bin:/tmp/gpu/usr/bin:$PATH"
+	getent passwd kjit-worker >/dev/null || useradd --system --no-create-home --shell /usr/sbin/nologin kjit-worker
+	flog=${OUT:-/tmp}/gpu-fleet.log
+	{
+		echo "== fleet: remote hits, $(date -u +%Y-%m-%dT%H:%MZ), commit $(cat .gpu/commit 2>/dev/null || echo '?')"
+		grep -m 1 'model name' /proc/cpuinfo
+		echo "cores $(nproc); SHA instructions: $(grep -m 1 -o -w sha_ni /proc/cpuinfo || echo none)"
+		openssl speed -seconds 1 -bytes 16384 -evp sha256 2>/dev/null | tail -n 1
+		BUILD=.gpu/build ROUNDS=${ROUNDS:-3} bash bench/remote-ab.sh "$top/$B/kjitd" "$top/$B/kjitd"
+	} 2>&1 | tee "$flog"
+	exit 0
 fi
 # NVIDIA's Vulkan driver on the lent machine is not where the loader looks by default
 nv_icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
