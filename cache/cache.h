@@ -344,7 +344,6 @@ int kj__cache_recipes(struct kj__cache *c, int64_t since,
  * name, each name and bytes) and the include names looked for and not found
  * (missing, sorted by the caller; none leaves the key as before).  hex gets
  * 64 digits and a NUL. */
-struct kj__sha_alg; /* common/sha.h */
 struct kj__key_input {
 	int backend;
 	const char *compiler;           /* identity and version */
@@ -362,7 +361,6 @@ struct kj__key_input {
 	size_t n_headers;
 	const char *const *missing;     /* include names found nowhere */
 	size_t n_missing;
-	const struct kj__sha_alg *sha;  /* SHA-256 fetched once (the daemon's), or NULL: looked up per key */
 };
 int kj__cache_key(const struct kj__key_input *in, char hex[65]);
 /* 1 if backend's entry points are part of its keys (vulkan: shaderc's entry

@@ -25,10 +25,9 @@
  *     order; absent when there are none, so older keys are unchanged
  *
  * Every field is length-prefixed and tagged, so no two different inputs
- * encode to the same bytes.  The hash is SHA-256 through the caller's
- * algorithm handle when it has one (kjitd fetches it once at start: OpenSSL
- * 3 looks EVP_sha256() up again per context), the same bytes either way.  Nothing here allocates except the sorted index
- * arrays; nothing is kept between calls.
+ * encode to the same bytes.  The hash is SHA-256 (common/sha.h).  Nothing
+ * here allocates except the sorted index arrays and the hash's context;
+ * nothing is kept between calls.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -148,7 +147,7 @@ static int key_of(const struct kj__key_input *in, int with_entries, char hex[65]
 		return r;
 	if ((r = sorted_index(in->entries, in->n_entries, &ent)) < 0 ||
 	    (r = sorted_index(in->header_names, in->n_headers, &hdr)) < 0 ||
-	    (r = kj__sha_new_with(in->sha, &s)) < 0)
+	    (r = kj__sha_new(&s)) < 0)
 		goto out;
 	/* Two headers of one name would make the key depend on which one the
 	 * compiler picks: refuse them. */

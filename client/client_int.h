@@ -55,7 +55,6 @@ struct kjit_client {
 	int attach_refused;          /* the daemon does not know ATTACH: do not ask again */
 	struct kj__hittab_reader *hits; /* the daemon's hit table, mapped read-only, or NULL */
 	struct kj__hitctr *ctr;      /* this connection's fast-path hit counters, or NULL */
-	struct kj__sha_alg *sha;     /* SHA-256 fetched once for the local key, or NULL */
 };
 
 /* A reply is read with one recv of this much room first: most replies

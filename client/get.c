@@ -311,7 +311,7 @@ void kj__get_local_key(kjit_client *c, const kjit_request *req, const struct kj_
 	lk->gen = c->hits ? kj__hittab_reader_gen(c->hits) : 0;
 	lk->sink = NULL;
 	lk->ok = (c->memo || c->hits) &&
-		 kj__sha256_with(c->sha, b->p + KJ_FRAME_HDR_SIZE, b->len - KJ_FRAME_HDR_SIZE, lk->fp) == 0;
+		 kj__sha256(b->p + KJ_FRAME_HDR_SIZE, b->len - KJ_FRAME_HDR_SIZE, lk->fp) == 0;
 }
 
 /* Answers from the process memo, then the shared hit table: 1 with res

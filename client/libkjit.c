@@ -41,7 +41,6 @@
 #include "client_int.h"
 #include "hittab.h"
 #include "procmemo.h"
-#include "sha.h"
 #include "util.h"
 
 /* Longest administrative argument (a path plus a list of targets); kjitd
@@ -109,8 +108,6 @@ int kjit_open(kjit_client **out, const kjit_open_options *opt)
 	r = kj__procmemo_new(&c->memo, kj__procmemo_enabled_by_env() ? KJ_PROCESS_MEMO_BYTES : 0);
 	if (r < 0)
 		goto out;
-	if (kj__sha_alg_new(&c->sha) < 0)
-		c->sha = NULL; /* hashed by kj__sha256's own lookup instead */
 	const char *fp = getenv("KJIT_FAST_PATH");
 	c->fast_path = !(fp && strcmp(fp, "0") == 0);
 	r = kj__client_open_conn(c);
@@ -137,7 +134,6 @@ void kjit_close(kjit_client *c)
 	kj__procmemo_free(c->memo);
 	kj__hittab_reader_close(c->hits);
 	kj__hitctr_free(c->ctr);
-	kj__sha_alg_free(c->sha);
 	free(c);
 }
 

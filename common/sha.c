@@ -1,6 +1,17 @@
-/* sha.c: SHA-256 through OpenSSL's EVP interface (see sha.h). */
+/* sha.c: SHA-256 through OpenSSL's SHA256_* functions (see sha.h).
+ *
+ * Not through EVP: OpenSSL 3 builds its provider and algorithm tables the
+ * first time a process fetches any algorithm, about 4 ms of a short
+ * process's life on the 2-core VM (a `kjit get` hit took 8.2 ms, 4.2 of
+ * them there; docs/hitpath.md, "The fingerprint"), and looks the digest up
+ * again in every EVP_Digest that names it.  The SHA256_* functions run the
+ * same assembly (SHA instructions or AVX2, chosen when libcrypto loads)
+ * with no set-up at all.  OpenSSL 3 marks them deprecated, not removed (as
+ * 4.0 still ships them); the warning is silenced in this file alone.
+ */
+#define OPENSSL_SUPPRESS_DEPRECATED
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
+#include <openssl/sha.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,7 +19,7 @@
 #include "sha.h"
 
 struct kj__sha {
-	EVP_MD_CTX *ctx;
+	SHA256_CTX ctx;
 };
 
 int kj__sha_init(void)
@@ -18,19 +29,13 @@ int kj__sha_init(void)
 
 int kj__sha_new(struct kj__sha **out)
 {
-	return kj__sha_new_with(NULL, out);
-}
-
-int kj__sha_new_with(const struct kj__sha_alg *a, struct kj__sha **out)
-{
-	struct kj__sha *s = calloc(1, sizeof *s);
+	struct kj__sha *s = malloc(sizeof *s);
 
 	if (s == NULL)
 		return KJIT_ENOMEM;
-	s->ctx = EVP_MD_CTX_new();
-	if (s->ctx == NULL || EVP_DigestInit_ex(s->ctx, a ? (const EVP_MD *)a : EVP_sha256(), NULL) != 1) {
-		kj__sha_free(s);
-		return KJIT_ENOMEM;
+	if (SHA256_Init(&s->ctx) != 1) {
+		free(s);
+		return KJIT_EINTERNAL;
 	}
 	*out = s;
 	return 0;
@@ -38,50 +43,24 @@ int kj__sha_new_with(const struct kj__sha_alg *a, struct kj__sha **out)
 
 int kj__sha_update(struct kj__sha *s, const void *p, size_t n)
 {
-	return EVP_DigestUpdate(s->ctx, p, n) == 1 ? 0 : KJIT_EINTERNAL;
+	return SHA256_Update(&s->ctx, p, n) == 1 ? 0 : KJIT_EINTERNAL;
 }
 
 int kj__sha_final(struct kj__sha *s, uint8_t out[KJ_SHA256_LEN])
 {
-	unsigned int n = 0;
-	return EVP_DigestFinal_ex(s->ctx, out, &n) == 1 && n == KJ_SHA256_LEN ? 0 : KJIT_EINTERNAL;
+	return SHA256_Final(out, &s->ctx) == 1 ? 0 : KJIT_EINTERNAL;
 }
 
 void kj__sha_free(struct kj__sha *s)
 {
-	if (s == NULL)
-		return;
-	EVP_MD_CTX_free(s->ctx);
 	free(s);
 }
 
 int kj__sha256(const void *p, size_t n, uint8_t out[KJ_SHA256_LEN])
 {
-	unsigned int len = 0;
-	return EVP_Digest(p, n, out, &len, EVP_sha256(), NULL) == 1 && len == KJ_SHA256_LEN ? 0 : KJIT_EINTERNAL;
-}
+	SHA256_CTX ctx;
 
-/* The handle is the EVP_MD itself: the struct is never defined. */
-int kj__sha_alg_new(struct kj__sha_alg **out)
-{
-	EVP_MD *md = EVP_MD_fetch(NULL, "SHA256", NULL);
-
-	*out = (struct kj__sha_alg *)md;
-	return md ? 0 : KJIT_EINTERNAL;
-}
-
-void kj__sha_alg_free(struct kj__sha_alg *a)
-{
-	EVP_MD_free((EVP_MD *)a);
-}
-
-int kj__sha256_with(const struct kj__sha_alg *a, const void *p, size_t n, uint8_t out[KJ_SHA256_LEN])
-{
-	unsigned int len = 0;
-
-	if (a == NULL)
-		return kj__sha256(p, n, out);
-	return EVP_Digest(p, n, out, &len, (const EVP_MD *)a, NULL) == 1 && len == KJ_SHA256_LEN ? 0 :
+	return SHA256_Init(&ctx) == 1 && SHA256_Update(&ctx, p, n) == 1 && SHA256_Final(out, &ctx) == 1 ? 0 :
 	       KJIT_EINTERNAL;
 }
 

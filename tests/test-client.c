@@ -1103,33 +1103,6 @@ static void test_strings(void)
 	CHECK_EQ_INT(kjit_open(NULL, NULL), KJIT_EINVAL);
 }
 
-/* The fetched SHA-256 the local key uses gives what kj__sha256 gives
- * (FIPS 180-2's "abc", and every length over a block boundary or two);
- * without a handle kj__sha256_with is kj__sha256. */
-static void test_sha_alg(void)
-{
-	static const char abc[] = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
-	struct kj__sha_alg *a = NULL;
-	uint8_t buf[300], x[KJ_SHA256_LEN], y[KJ_SHA256_LEN], z[KJ_SHA256_LEN];
-	char hex[KJ_SHA256_HEX_LEN + 1];
-
-	CHECK_EQ_INT(kj__sha_alg_new(&a), 0);
-	CHECK(a != NULL);
-	CHECK_EQ_INT(kj__sha256_with(a, "abc", 3, x), 0);
-	kj__hex(x, hex);
-	CHECK_EQ_STR(hex, abc);
-	for (size_t i = 0; i < sizeof buf; i++)
-		buf[i] = (uint8_t)(i * 13 + 5);
-	for (size_t n = 0; n <= sizeof buf; n += 7) {
-		CHECK_EQ_INT(kj__sha256(buf, n, x), 0);
-		CHECK_EQ_INT(kj__sha256_with(a, buf, n, y), 0);
-		CHECK_EQ_INT(kj__sha256_with(NULL, buf, n, z), 0);
-		CHECK(memcmp(x, y, sizeof x) == 0 && memcmp(x, z, sizeof x) == 0);
-	}
-	kj__sha_alg_free(a);
-	kj__sha_alg_free(NULL);
-}
-
 TEST_LIST(
 	TEST(ping)
 	TEST(get_roundtrip)
@@ -1159,5 +1132,4 @@ TEST_LIST(
 	TEST(process_memo_adopt)
 	TEST(process_memo_into)
 	TEST(strings)
-	TEST(sha_alg)
 )

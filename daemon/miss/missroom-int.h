@@ -16,7 +16,6 @@ struct kj__missroom {
 	struct kj__negcache *negcache; /* recently failed compiles (negcache.c) */
 	struct kj__flights *flights;   /* misses in progress, by key (miss.c) */
 	struct kj__remote *remote;     /* the fleet tier (miss.c); NULL without --remote */
-	struct kj__sha_alg *sha;       /* the keys' SHA-256, fetched once (kj__miss_open), or NULL; read-only after */
 	size_t pub_n;                  /* publish.c: publishes in flight, and their object bytes */
 	uint64_t pub_bytes;
 };

@@ -16,7 +16,6 @@
 #include "daemon.h"
 #include "kj_types.h"
 #include "missroom-int.h"
-#include "sha.h"
 #include "util.h"
 
 int kj__miss_init(struct kj__daemon *d)
@@ -32,10 +31,6 @@ int kj__miss_open(struct kj__daemon *d, char *err, size_t errlen)
 	if (kj__memo_new(&d->miss->memo, d->cfg.memo_size) < 0 || kj__flights_new(&d->miss->flights) < 0 ||
 	    kj__negcache_new(&d->miss->negcache, d->cfg.failed_ttl_ms) < 0)
 		return KJIT_ENOMEM;
-	/* the keys' SHA-256 fetched once rather than looked up in OpenSSL's
-	 * providers for every request (offhash.c); none: each key looks it up */
-	if (kj__sha_alg_new(&d->miss->sha) < 0)
-		d->miss->sha = NULL;
 	return kj__manifest_load(d->cfg.kernels_dir, &d->miss->manifest, err, errlen);
 }
 
@@ -61,7 +56,6 @@ void kj__miss_free(struct kj__daemon *d)
 	kj__memo_free(d->miss->memo);
 	kj__negcache_free(d->miss->negcache);
 	kj__manifest_free(&d->miss->manifest);
-	kj__sha_alg_free(d->miss->sha);
 	free(d->miss);
 	d->miss = NULL;
 }

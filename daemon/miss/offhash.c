@@ -170,7 +170,6 @@ static void on_work(struct kj__offwork *w)
 		.n_headers = h->inc.n,
 		.missing = (const char *const *)h->inc.missing,
 		.n_missing = h->inc.n_missing,
-		.sha = h->sha,
 	};
 	r = kj__cache_key(&h->ki, h->key);
 	if (r < 0)
@@ -187,7 +186,7 @@ static void on_work(struct kj__offwork *w)
 	if (h->raw && !kj__get_req_wants_lowered(q))
 		kj__memo_gather(h->raw, h->raw_len, q, &h->inc, h->incdir, &h->memo);
 	if (h->has_fp) /* asked for on the loop: the hit table is there */
-		h->has_fp = kj__sha256_with(h->sha, h->raw, h->raw_len, h->fp) == 0;
+		h->has_fp = kj__sha256(h->raw, h->raw_len, h->fp) == 0;
 	if (q->explain) /* made before the loop knows whether it is a hit: a hit frees it */
 		h->explain = kj__explain_run(h->ex, h->key, &h->ki);
 out:
@@ -267,7 +266,6 @@ int kj__offhash_start(struct kj__offhash *h)
 		return KJIT_ENOMEM;
 	h->want_legacy = h->want != NULL && kj__cache_may_hold_legacy(d->cache);
 	h->has_fp = h->raw != NULL && kj__hits_on(d);
-	h->sha = d->miss->sha;
 	h->hits_gen = kj__hits_gen(d); /* before the thread reads any file */
 	h->work = (struct kj__offwork){ .ops = &resolve_ops, .uid = h->uid };
 	h->here = small(h);

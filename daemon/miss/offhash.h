@@ -33,7 +33,6 @@ struct kj__offhash {
 	char compiler[256];
 	char *incdir;                  /* <kernels>/include, for the memo */
 	char *want;                    /* entries to check (hip, cuda), "NAME\n" each; NULL: none */
-	const struct kj__sha_alg *sha; /* the daemon's SHA-256, fetched once (d->miss->sha): for the keys and fp */
 	int want_legacy;               /* want, and the index may hold legacy keys: the thread computes legacy */
 	struct kj__includes inc;
 	struct kj__key_input ki;       /* the key's inputs: points into the above and q */

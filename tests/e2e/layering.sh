@@ -172,6 +172,13 @@ check "daemon/offwork.c calls uv_queue_work" grep -q 'uv_queue_work(' daemon/off
 inc=$(grep -hE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' daemon/offwork.c daemon/offwork.h |
 	sed -E 's/.*"(.*)".*/\1/' | grep -vxE 'offwork\.h|kj_types\.h' | tr '\n' ' ' | sed 's/ $//')
 check "daemon/offwork.[ch] include no daemon header (include: ${inc:-only offwork.h, kj_types.h})" [ -z "$inc" ]
+# OpenSSL's EVP is the fleet tier's alone (its HMAC and GCM): its provider
+# set-up costs a process ~4 ms the first time it fetches anything (about
+# half of a `kjit get` hit), so libkjit, the drop-ins and the key hash
+# SHA-256 through common/sha.c's SHA256_* calls (issue 35).
+bad=$(grep -v -e '^tests/' -e '^bench/' -e '^remote/' "$T/src" | xargs grep -lE 'EVP_[A-Za-z_0-9]+[[:space:]]*\(' |
+	tr '\n' ' ' | sed 's/ $//')
+check "only remote/ calls OpenSSL's EVP functions (also: ${bad:-none})" [ -z "$bad" ]
 big=$(sed -n 's|/[^/]*\.c$||p' "$T/src" | grep -v '^tests' | sort | uniq -c | awk '$1 > 20 { printf " %s (%d)", $2, $1 }')
 check "no product folder holds more than 20 .c files (over:${big:- none})" [ -z "$big" ]
 exit 0
