@@ -2,9 +2,9 @@
  *
  * Not through EVP: OpenSSL 3 builds its provider and algorithm tables the
  * first time a process fetches any algorithm, about 4 ms of a short
- * process's life on the 2-core VM (a `kjit get` hit took 8.2 ms, 4.2 of
- * them there; docs/hitpath.md, "The fingerprint"), and looks the digest up
- * again in every EVP_Digest that names it.  The SHA256_* functions run the
+ * process's life on the 2-core VM (a `kjit get` hit as a process took
+ * 8.6 ms, 4 of them there: bench/rounds.md, "Issue 35, round thirteen"),
+ * and looks the digest up again in every EVP_Digest that names it.  The SHA256_* functions run the
  * same assembly (SHA instructions or AVX2, chosen when libcrypto loads)
  * with no set-up at all.  OpenSSL 3 marks them deprecated, not removed (as
  * 4.0 still ships them); the warning is silenced in this file alone.
