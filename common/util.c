@@ -84,6 +84,21 @@ int kj__stat_same(const struct stat *a, const struct stat *b)
 	       a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
+/* How long before a read a file's last change (its ctime) must be for a stat
+ * to prove the file still holds what was read: a change during or after the
+ * read has a ctime at most a tick before it; one second is far more. */
+#define KJ_FILE_SETTLED_NS 1000000000LL
+
+int kj__file_unchanged_since(const char *path, const struct stat *seen, const struct timespec *before,
+			     struct stat *st)
+{
+	if (stat(path, st) != 0 || !kj__stat_same(st, seen))
+		return 0;
+	long long c = (long long)st->st_ctim.tv_sec * 1000000000LL + st->st_ctim.tv_nsec;
+	long long b = (long long)before->tv_sec * 1000000000LL + before->tv_nsec;
+	return c < b - KJ_FILE_SETTLED_NS;
+}
+
 /* kj__read_file, and with seen and before set kj__read_file_st's extras
  * (the clock before the open, the fstat after the read): the plain read
  * pays for neither. */

@@ -54,6 +54,16 @@ int kj__read_file_st(const char *path, size_t max, uint8_t **data, size_t *len, 
 /* 1 if a and b name the same file with the same size, mtime and ctime (the
  * memo's proof that a file is unchanged), else 0. */
 int kj__stat_same(const struct stat *a, const struct stat *b);
+/* 1 if path still holds what was read from it by kj__read_file_st (its
+ * seen and before), proven by a stat alone (no re-read): same file
+ * (device, inode), same size, mtime and ctime, and its last change (ctime:
+ * every write, truncate, utimes and rename sets it, and no call sets it
+ * back) settled well before the read began (KJ_FILE_SETTLED_NS: the
+ * kernel stamps ctime from a clock that may lag by a tick).  The stat is
+ * copied into *st.  Else 0 (changed, gone, or changed too near the read
+ * to tell). */
+int kj__file_unchanged_since(const char *path, const struct stat *seen, const struct timespec *before,
+			     struct stat *st);
 /* rm -rf: removes path and everything below it, not following links.  0
  * (also when path does not exist) or -errno of the first failure. */
 int kj__rm_rf(const char *path);

@@ -219,10 +219,17 @@ struct kj__kernel {
 	size_t n_entries;
 	char **options;
 	size_t n_options;
+	/* its source as last read (request.c), reused while a stat proves the
+	 * file unchanged (kj__file_unchanged_since); NULL: none kept */
+	uint8_t *text;               /* text_len bytes and a NUL */
+	size_t text_len;
+	struct stat text_st;         /* the read's fstat, and the clock before it */
+	struct timespec text_read_at;
 };
 struct kj__manifest {
 	struct kj__kernel *k;
 	size_t n;
+	size_t text_bytes;           /* the kernels' kept texts, at most KJ_KERNEL_TEXT_TOTAL */
 };
 /* Parses <dir>/MANIFEST.  A missing manifest is an empty one.  0, or
  * KJIT_EINVAL with the bad line in err. */
@@ -515,9 +522,13 @@ struct kj__get_req {
 int kj__get_req_parse(struct kj__get_req *g, const struct kj__msg *m, char *err, size_t errlen);
 /* For a request naming a bundled kernel: reads its source from kernels_dir
  * and puts the manifest's entries (unless the request has some) and
- * options (before the request's) in.  0, KJIT_ENOKERNEL, KJIT_EIO or
+ * options (before the request's) in.  The source is a copy of the text m
+ * kept from an earlier read when a stat proves the file unchanged since
+ * (the proof the memo takes for a key: kj__file_unchanged_since), else
+ * read, and kept in m when small (KJ_KERNEL_TEXT_MAX, KJ_KERNEL_TEXT_TOTAL
+ * in all) and its read proven whole.  0, KJIT_ENOKERNEL, KJIT_EIO or
  * KJIT_ENOMEM, reason in err. */
-int kj__get_req_load_kernel(struct kj__get_req *g, const struct kj__manifest *m, const char *kernels_dir, char *err,
+int kj__get_req_load_kernel(struct kj__get_req *g, struct kj__manifest *m, const char *kernels_dir, char *err,
 			    size_t errlen);
 /* Frees what g holds and zeroes it (NULL: nothing). */
 void kj__get_req_clear(struct kj__get_req *g);

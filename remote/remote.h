@@ -141,9 +141,16 @@ int kj__remote_value_decode(const char *rkey, const uint8_t *v, size_t n, const 
  * (HMAC, AES-256-GCM) instead of looking them up at each use (NULL: look
  * them up, as the plain calls do).  algs_new: 0, KJIT_ENOMEM, or
  * KJIT_EINTERNAL (OpenSSL has no such provider; the caller goes on with
- * NULL).  A handle is read-only once made: any thread may use it. */
+ * NULL).  The handle also holds AES-256-GCM contexts keyed once: the
+ * public checksum's, and (algs_key: 0, KJIT_EINVAL if already keyed or no
+ * secret, KJIT_ENOMEM, KJIT_EINTERNAL; without it the GMAC key is derived
+ * per value, as before) the fleet secret's, used for calls given that same
+ * secret; a call sets only its IV.  Any thread may use a handle once made
+ * (and keyed): one at a time uses the keyed contexts, another keys its own
+ * for that call; the bytes are the same either way. */
 struct kj__remote_algs;
 int kj__remote_algs_new(struct kj__remote_algs **out);
+int kj__remote_algs_key(struct kj__remote_algs *a, const uint8_t *secret, size_t secret_len);
 void kj__remote_algs_free(struct kj__remote_algs *a);
 int kj__remote_hmac_with(const struct kj__remote_algs *a, const uint8_t *secret, size_t secret_len, const char *rkey,
 			 const uint8_t *v, size_t n, uint8_t out[KJ_SHA256_LEN]);

@@ -4,7 +4,11 @@
  * and whose stat still equals the read's fstat, is proven by that stat alone
  * (not read again: 0.4 ms a MiB); anything else is read again and compared,
  * as before: a file edited after the read, its size and mtime put back, is
- * refused; so is one written moments before the read whose bytes changed. */
+ * refused; so is one written moments before the read whose bytes changed.
+ * The same proof lets kj__get_req_load_kernel serve a bundled kernel's
+ * source from the text it kept at an earlier read (issue 35, round
+ * thirteen): kept while proven, read again once the file changed or while
+ * its change is too recent to prove. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +18,7 @@
 
 #include "daemon.h"
 #include "includes.h"
+#include "kj_types.h"
 #include "test.h"
 #include "util.h"
 
@@ -110,4 +115,74 @@ static void test_edit_with_mtime_put_back_refused(void)
 	CHECK(kj__rm_rf(dir) == 0);
 }
 
-TEST_LIST(TEST(settled_source_proven_by_stat) TEST(fresh_source_read_again) TEST(edit_with_mtime_put_back_refused))
+/* A kernels folder with one kernel, k1.hip holding text; m loaded. */
+static void kernels_with(struct kj__manifest *m, const char *text)
+{
+	char path[96], err[256];
+	make_dir();
+	snprintf(path, sizeof path, "%s/MANIFEST", dir);
+	put(path, "k1 hip k1.hip main\n");
+	snprintf(path, sizeof path, "%s/k1.hip", dir);
+	put(path, text);
+	CHECK_EQ_INT(kj__manifest_load(dir, m, err, sizeof err), 0);
+}
+
+/* q loaded as a GET for k1 is (its source as text, its proof's clock in *at). */
+static void load_k1(struct kj__manifest *m, const char *text, struct timespec *at)
+{
+	struct kj__get_req q = { 0 };
+	char err[256];
+
+	q.kernel = kj__strdup("k1");
+	q.backend = KJIT_BACKEND_HIP;
+	CHECK_EQ_INT(kj__get_req_load_kernel(&q, m, dir, err, sizeof err), 0);
+	CHECK(q.source_len == strlen(text) && memcmp(q.source, text, q.source_len) == 0 && q.source[q.source_len] == 0);
+	*at = q.kernel_read_at;
+	kj__get_req_clear(&q);
+}
+
+static int same_time(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+static void test_kernel_text_kept_while_proven(void)
+{
+	struct kj__manifest m;
+	struct timespec a, b, c;
+	char path[96];
+
+	kernels_with(&m, "kernel A\n");
+	sleep(2);
+	load_k1(&m, "kernel A\n", &a);
+	load_k1(&m, "kernel A\n", &b);
+	CHECK(same_time(&a, &b)); /* the kept text: no second read (its clock would be later) */
+	CHECK(m.text_bytes == strlen("kernel A\n") + 1);
+	snprintf(path, sizeof path, "%s/k1.hip", dir);
+	edit_same_size_mtime_back(path); /* "kernel C", only the ctime moved */
+	load_k1(&m, "kernel C\n", &c);
+	CHECK(!same_time(&a, &c));
+	CHECK(m.text_bytes == strlen("kernel C\n") + 1);
+	kj__manifest_free(&m);
+	CHECK(kj__rm_rf(dir) == 0);
+}
+
+static void test_kernel_text_fresh_read_again(void)
+{
+	struct kj__manifest m;
+	struct timespec a, b;
+	char path[96];
+
+	kernels_with(&m, "kernel A\n");
+	load_k1(&m, "kernel A\n", &a);
+	load_k1(&m, "kernel A\n", &b);
+	CHECK(!same_time(&a, &b)); /* written just now: not provable, read again */
+	snprintf(path, sizeof path, "%s/k1.hip", dir);
+	put(path, "kernel Z\n"); /* same size, at once */
+	load_k1(&m, "kernel Z\n", &a);
+	kj__manifest_free(&m);
+	CHECK(kj__rm_rf(dir) == 0);
+}
+
+TEST_LIST(TEST(settled_source_proven_by_stat) TEST(fresh_source_read_again) TEST(edit_with_mtime_put_back_refused)
+	  TEST(kernel_text_kept_while_proven) TEST(kernel_text_fresh_read_again))

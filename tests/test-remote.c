@@ -1093,6 +1093,34 @@ static void test_value_algs(void)
 	CHECK_EQ_INT(kj__remote_hmac_with(a, test_secret, sl, k, obj.p, obj.n, h1), 0);
 	CHECK_EQ_INT(kj__remote_hmac(test_secret, sl, k, obj.p, obj.n, h2), 0);
 	CHECK(memcmp(h1, h2, 32) == 0);
+	/* keyed once (issue 35 round thirteen): the contexts are reused, so
+	 * every use must give the bytes of a fresh one; with the secret's
+	 * context, a value it signs verifies without the handle and back, a
+	 * changed tag or key is forged, another secret is derived per value */
+	CHECK_EQ_INT(kj__remote_algs_key(a, NULL, 0), KJIT_EINVAL);
+	CHECK_EQ_INT(kj__remote_algs_key(a, test_secret, sl), 0);
+	CHECK_EQ_INT(kj__remote_algs_key(a, test_secret, sl), KJIT_EINVAL);
+	for (int i = 0; i < 3; i++) {
+		b.len = c.len = 0;
+		CHECK_EQ_INT(kj__remote_value_encode_with(a, i == 1 ? "kjit:v2:00ab" : k, &v, NULL, 0, &b), 0);
+		CHECK_EQ_INT(kj__remote_value_encode(i == 1 ? "kjit:v2:00ab" : k, &v, NULL, 0, &c), 0);
+		CHECK(b.len == c.len && memcmp(b.p, c.p, b.len) == 0);
+		CHECK_EQ_INT(kj__remote_value_decode_with(a, i == 1 ? "kjit:v2:00ab" : k, b.p, b.len, NULL, 0, &w), 0);
+		CHECK(w.checksummed);
+		b.len = c.len = 0;
+		CHECK_EQ_INT(kj__remote_value_encode_with(a, k, &v, test_secret, sl, &b), 0);
+		CHECK_EQ_INT(kj__remote_value_encode(k, &v, test_secret, sl, &c), 0);
+		CHECK_EQ_INT(kj__remote_value_decode(k, b.p, b.len, test_secret, sl, &w), 0);
+		CHECK(w.authenticated && w.size == obj.n && memcmp(w.data, obj.p, obj.n) == 0);
+		CHECK_EQ_INT(kj__remote_value_decode_with(a, k, c.p, c.len, test_secret, sl, &w), 0);
+		CHECK(w.authenticated);
+		CHECK_EQ_INT(kj__remote_value_decode_with(a, "kjit:v2:00ab", c.p, c.len, test_secret, sl, &w), KJIT_EDENIED);
+		c.p[c.len - 1 - (size_t)i] ^= 1;
+		CHECK_EQ_INT(kj__remote_value_decode_with(a, k, c.p, c.len, test_secret, sl, &w), KJIT_EDENIED);
+		/* another fleet's secret: not the keyed one, still checked */
+		CHECK_EQ_INT(kj__remote_value_decode_with(a, k, b.p, b.len, (const uint8_t *)"another secret, 32 bytes long..", 31, &w),
+			     KJIT_EDENIED);
+	}
 	kj__remote_algs_free(a);
 	kj__remote_algs_free(NULL);
 	kj__buf_free(&b);

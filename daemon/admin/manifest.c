@@ -25,6 +25,7 @@ static void kernel_free(struct kj__kernel *k)
 	for (size_t i = 0; i < k->n_options; i++)
 		free(k->options[i]);
 	free(k->options);
+	free(k->text);
 }
 
 /* A relative path of safe components: "rms_norm.cu", "vulkan/rms_norm.comp". */
@@ -108,6 +109,7 @@ int kj__manifest_load(const char *dir, struct kj__manifest *m, char *err, size_t
 
 	m->k = NULL;
 	m->n = 0;
+	m->text_bytes = 0;
 	if (path == NULL)
 		return KJIT_ENOMEM;
 	r = kj__read_file(path, MANIFEST_MAX, &text, &len);
@@ -167,4 +169,5 @@ void kj__manifest_free(struct kj__manifest *m)
 	free(m->k);
 	m->k = NULL;
 	m->n = 0;
+	m->text_bytes = 0;
 }

@@ -17,7 +17,7 @@
  * on the disk): kj__memo_gather (at the end) stats the files a key was
  * computed from and re-reads them, so the identity kept matches the bytes
  * that were hashed; a bundled kernel's source is not re-read when its stat
- * proves it unchanged since the read (file_unchanged_since: issue 35, 0.4 ms
+ * proves it unchanged since the read (kj__file_unchanged_since: issue 35, 0.4 ms
  * a MiB saved; a file changed within a second of the read is re-read, as
  * before).  It touches only its arguments and runs with the resolve
  * (offhash.c: a pool thread, or the loop for a small request that read no
@@ -216,27 +216,6 @@ static int file_holds(const char *path, const uint8_t *p, size_t n)
 	return same;
 }
 
-/* How long before a read a file's last change (its ctime) must be for a stat
- * to prove the file still holds what was read: the kernel stamps ctime from a
- * clock that lags by up to a tick, so a change during or after the read has
- * a ctime at most a tick before it; one second is far more than a tick. */
-#define KJ_MEMO_SETTLED_NS 1000000000LL
-
-/* 1 if path still holds what was read from it at `before`, the read's fstat
- * being `seen`, proven by a stat alone (no re-read): same file (device,
- * inode), same size, mtime and ctime, and its last change (ctime: every
- * write, truncate, utimes and rename sets it, and no call sets it back)
- * settled well before the read began.  Copied into *st. */
-static int file_unchanged_since(const char *path, const struct stat *seen, const struct timespec *before,
-				struct stat *st)
-{
-	if (stat(path, st) != 0 || !kj__stat_same(st, seen))
-		return 0;
-	long long c = (long long)st->st_ctim.tv_sec * 1000000000LL + st->st_ctim.tv_nsec;
-	long long b = (long long)before->tv_sec * 1000000000LL + before->tv_nsec;
-	return c < b - KJ_MEMO_SETTLED_NS;
-}
-
 /* The deepest existing directory of incdir/name's path (incdir itself at
  * worst), stat'ed into st: its mtime changes when name, or a directory on
  * the way to it, is created.  malloc'd, or NULL (no memory, or no
@@ -291,7 +270,7 @@ int kj__memo_gather(const uint8_t *raw, size_t raw_len, const struct kj__get_req
 
 	memset(f, 0, sizeof *f);
 	if (ok && q->kernel_path)
-		ok = (file_unchanged_since(q->kernel_path, &q->kernel_st, &q->kernel_read_at, &st) ||
+		ok = (kj__file_unchanged_since(q->kernel_path, &q->kernel_st, &q->kernel_read_at, &st) ||
 		      (stat(q->kernel_path, &st) == 0 && file_holds(q->kernel_path, q->source, q->source_len))) &&
 		     files_add(f, kj__strdup(q->kernel_path), &st) == 0;
 	for (size_t i = 0; ok && i < inc->n; i++) {

@@ -4,7 +4,10 @@
  * frame is only valid while it is dispatched) and checks each against the
  * limits of kj_limits.h; a bad request gets one line that says what is
  * wrong.  kj__get_req_load_kernel fills in a bundled kernel's source,
- * entries and options from the manifest.  A COMPILER field must name a
+ * entries and options from the manifest; the source is a copy of the text
+ * the manifest kept from an earlier read while a stat proves the file
+ * unchanged since (the memo's proof, kj__file_unchanged_since), else read
+ * (and kept, when small).  A COMPILER field must name a
  * family of the compiler table (compilers/compiler.c) that builds for the
  * request's backend.  Nothing here touches the cache, the pools or a
  * connection, so the fuzz target (tests/fuzz/fuzz-get.c) exercises exactly
@@ -332,13 +335,52 @@ static int module_entries(struct kj__get_req *g, const struct kj__manifest *m, c
 	return r < 0 ? KJIT_ENOMEM : 0;
 }
 
-/* Replaces the request's source by the bundled kernel's. */
-int kj__get_req_load_kernel(struct kj__get_req *g, const struct kj__manifest *m, const char *kernels_dir, char *err,
+/* g's source from k's kept text, if a stat of path proves the file
+ * unchanged since that read: 1, else 0 (read it). */
+static int kept_text(const struct kj__kernel *k, const char *path, struct kj__get_req *g)
+{
+	struct stat st;
+
+	if (k->text == NULL || !kj__file_unchanged_since(path, &k->text_st, &k->text_read_at, &st) ||
+	    (g->source = malloc(k->text_len + 1)) == NULL)
+		return 0;
+	memcpy(g->source, k->text, k->text_len + 1);
+	g->source_len = k->text_len;
+	g->kernel_st = k->text_st;
+	g->kernel_read_at = k->text_read_at;
+	return 1;
+}
+
+/* Keeps g's source, just read, as k's text: when small, and when the read
+ * was not overlapped by a change (its clock kept: kj__read_file_st), so a
+ * later stat can prove it.  Without memory, nothing is kept. */
+static void keep_text(struct kj__manifest *m, struct kj__kernel *k, const struct kj__get_req *g)
+{
+	size_t had = k->text ? k->text_len + 1 : 0;
+	uint8_t *p;
+
+	if (g->source_len > KJ_KERNEL_TEXT_MAX || (g->kernel_read_at.tv_sec == 0 && g->kernel_read_at.tv_nsec == 0) ||
+	    m->text_bytes - had + g->source_len + 1 > KJ_KERNEL_TEXT_TOTAL || (p = malloc(g->source_len + 1)) == NULL)
+		return;
+	memcpy(p, g->source, g->source_len + 1);
+	free(k->text);
+	m->text_bytes = m->text_bytes - had + g->source_len + 1;
+	k->text = p;
+	k->text_len = g->source_len;
+	k->text_st = g->kernel_st;
+	k->text_read_at = g->kernel_read_at;
+}
+
+/* Replaces the request's source by the bundled kernel's: its kept text
+ * while a stat proves it current (issue 35: a 16 KiB source's open, fstat,
+ * read, fstat and close cost ~40 us of a cold remote hit), else read. */
+int kj__get_req_load_kernel(struct kj__get_req *g, struct kj__manifest *m, const char *kernels_dir, char *err,
 			    size_t errlen)
 {
-	const struct kj__kernel *k = kj__manifest_find(m, g->kernel, g->backend);
+	const struct kj__kernel *found = kj__manifest_find(m, g->kernel, g->backend);
+	struct kj__kernel *k = found ? &m->k[found - m->k] : NULL;
 	char *path = NULL;
-	int r;
+	int r = 0;
 
 	if (k == NULL) {
 		snprintf(err, errlen, "no bundled %s kernel named '%s'; `kjit warm --backend %s` lists what there is",
@@ -348,7 +390,9 @@ int kj__get_req_load_kernel(struct kj__get_req *g, const struct kj__manifest *m,
 	path = kj__asprintf("%s/%s", kernels_dir, k->file);
 	if (path == NULL)
 		return KJIT_ENOMEM;
-	r = kj__read_file_st(path, KJ_SOURCE_MAX, &g->source, &g->source_len, &g->kernel_st, &g->kernel_read_at);
+	if (!kept_text(k, path, g) &&
+	    (r = kj__read_file_st(path, KJ_SOURCE_MAX, &g->source, &g->source_len, &g->kernel_st, &g->kernel_read_at)) == 0)
+		keep_text(m, k, g);
 	g->kernel_path = path;
 	if (r < 0) {
 		snprintf(err, errlen, "bundled kernel '%s': cannot read %s: %s", g->kernel, k->file, strerror(-r));

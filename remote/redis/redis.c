@@ -147,6 +147,8 @@ int kj__redis_new(uv_loop_t *loop, const struct kj__remote_options *opt, struct 
 	}
 	if (kj__remote_algs_new(&r->algs) < 0) /* none: each value looks them up (remote-value.c) */
 		r->algs = NULL;
+	else if (r->secret) /* its GMAC key schedule once; on failure each value derives it, for the same bytes */
+		(void)kj__remote_algs_key(r->algs, r->secret, r->secret_len);
 	uv_timer_init(loop, &r->tick);
 	r->tick.data = r;
 	r->tick_open = 1;

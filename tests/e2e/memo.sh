@@ -40,6 +40,12 @@ touch -r "$K/include/defs.h" "$K/k.hip"
 sleep 1.2
 check "a settled source compiles" [ "$(get e)" = compiled ]
 check "and then hits (memo)" [ "$(get e2)" = hit ]
+# Round thirteen: a new request of the settled kernel (another -D: a memo
+# miss) is served the source kept from the read before (request.c), and
+# the object shows it is that source.
+check "another request of the settled source compiles" \
+	[ "$("$KJIT" get --kernel k --backend hip --target gfx90a -D KEPT=1 -o "$T/e3" 2>&1 | cut -d' ' -f1)" = compiled ]
+check "from the kept source" grep -q 'x\[2\]' "$T/e3"
 printf 'extern "C" __global__ void k(float *x) { x[3] = 7.0f; }\n' >"$K/k.hip"
 touch -r "$K/include/defs.h" "$K/k.hip"
 check "same size, mtime put back: compiled again" [ "$(get f)" = compiled ]
