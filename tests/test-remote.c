@@ -1055,6 +1055,22 @@ static int decode(const char *rkey, const struct kj__buf *b, const uint8_t *secr
 	return kj__remote_value_decode(rkey, b->p, b->len, secret, secret ? sizeof test_secret - 1 : 0, v);
 }
 
+/* v signed for k into b through a and into c through the per-use lookup,
+ * each verified through the other way. */
+static void signed_both_ways(const struct kj__remote_algs *a, const char *k, const struct kj__remote_object *v,
+			     const struct object *obj, struct kj__buf *b, struct kj__buf *c)
+{
+	const size_t sl = sizeof test_secret - 1;
+	struct kj__remote_object w;
+
+	CHECK_EQ_INT(kj__remote_value_encode_with(a, k, v, test_secret, sl, b), 0);
+	CHECK_EQ_INT(kj__remote_value_encode(k, v, test_secret, sl, c), 0);
+	CHECK_EQ_INT(kj__remote_value_decode(k, b->p, b->len, test_secret, sl, &w), 0);
+	CHECK(w.authenticated && w.size == obj->n && memcmp(w.data, obj->p, obj->n) == 0);
+	CHECK_EQ_INT(kj__remote_value_decode_with(a, k, c->p, c->len, test_secret, sl, &w), 0);
+	CHECK(w.authenticated);
+}
+
 /* The MAC's algorithms fetched once (the backend's handle, r->algs) give
  * the same bytes as the per-use lookup: an unsigned value's checksum
  * trailer is byte-equal either way, a GMAC value signed through one
@@ -1081,12 +1097,7 @@ static void test_value_algs(void)
 	CHECK(w.checksummed && w.size == obj.n && memcmp(w.data, obj.p, obj.n) == 0);
 	/* signed through the fetched ones, verified through the lookup, and back */
 	b.len = c.len = 0;
-	CHECK_EQ_INT(kj__remote_value_encode_with(a, k, &v, test_secret, sl, &b), 0);
-	CHECK_EQ_INT(kj__remote_value_encode(k, &v, test_secret, sl, &c), 0);
-	CHECK_EQ_INT(kj__remote_value_decode(k, b.p, b.len, test_secret, sl, &w), 0);
-	CHECK(w.authenticated && w.size == obj.n && memcmp(w.data, obj.p, obj.n) == 0);
-	CHECK_EQ_INT(kj__remote_value_decode_with(a, k, c.p, c.len, test_secret, sl, &w), 0);
-	CHECK(w.authenticated);
+	signed_both_ways(a, k, &v, &obj, &b, &c);
 	b.p[b.len - 1] ^= 1; /* a tag changed: forged, either way */
 	CHECK_EQ_INT(kj__remote_value_decode_with(a, k, b.p, b.len, test_secret, sl, &w), KJIT_EDENIED);
 	CHECK_EQ_INT(kj__remote_value_decode_with(a, "kjit:v2:00ab", c.p, c.len, test_secret, sl, &w), KJIT_EDENIED);
@@ -1108,12 +1119,7 @@ static void test_value_algs(void)
 		CHECK_EQ_INT(kj__remote_value_decode_with(a, i == 1 ? "kjit:v2:00ab" : k, b.p, b.len, NULL, 0, &w), 0);
 		CHECK(w.checksummed);
 		b.len = c.len = 0;
-		CHECK_EQ_INT(kj__remote_value_encode_with(a, k, &v, test_secret, sl, &b), 0);
-		CHECK_EQ_INT(kj__remote_value_encode(k, &v, test_secret, sl, &c), 0);
-		CHECK_EQ_INT(kj__remote_value_decode(k, b.p, b.len, test_secret, sl, &w), 0);
-		CHECK(w.authenticated && w.size == obj.n && memcmp(w.data, obj.p, obj.n) == 0);
-		CHECK_EQ_INT(kj__remote_value_decode_with(a, k, c.p, c.len, test_secret, sl, &w), 0);
-		CHECK(w.authenticated);
+		signed_both_ways(a, k, &v, &obj, &b, &c);
 		CHECK_EQ_INT(kj__remote_value_decode_with(a, "kjit:v2:00ab", c.p, c.len, test_secret, sl, &w), KJIT_EDENIED);
 		c.p[c.len - 1 - (size_t)i] ^= 1;
 		CHECK_EQ_INT(kj__remote_value_decode_with(a, k, c.p, c.len, test_secret, sl, &w), KJIT_EDENIED);
