@@ -64,7 +64,6 @@
 #include <openssl/evp.h>
 #include <openssl/params.h>
 #include <openssl/rand.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,13 +102,11 @@ static uint64_t get_le(const uint8_t *p, int n)
 /* ck and sk: AES-256-GCM contexts keyed once (the key schedule, OpenSSL's
  * context and provider set-up: ~6 us of a cold 16 KiB remote hit's ~27 us
  * decode on the 2-core VM, issue 35 round thirteen; with a secret also the
- * HMAC that derives the key); a use sets only the IV.  lock: the
- * one user of both at a time; another thread finding it taken keys its own
- * context, as without a handle, so the handle stays usable from any thread. */
+ * HMAC that derives the key); a use sets only the IV, so the handle is
+ * one thread's at a time (remote.h): the Redis backend's, on kjitd's loop. */
 struct kj__remote_algs {
 	EVP_MAC *hmac;
 	EVP_CIPHER *gcm;             /* AES-256-GCM */
-	pthread_mutex_t lock;
 	EVP_CIPHER_CTX *ck;          /* keyed with CK_KEY */
 	EVP_CIPHER_CTX *sk;          /* keyed with secret's GMAC key (kj__remote_algs_key), or NULL */
 	uint8_t *secret;             /* sk's secret, to match a caller's */
@@ -136,10 +133,6 @@ int kj__remote_algs_new(struct kj__remote_algs **out)
 	*out = NULL;
 	if (a == NULL)
 		return KJIT_ENOMEM;
-	if (pthread_mutex_init(&a->lock, NULL) != 0) {
-		free(a);
-		return KJIT_ENOMEM;
-	}
 	a->hmac = EVP_MAC_fetch(NULL, "HMAC", NULL);
 	a->gcm = EVP_CIPHER_fetch(NULL, "AES-256-GCM", NULL);
 	if (a->hmac == NULL || a->gcm == NULL || (a->ck = keyed(a->gcm, (const uint8_t *)CK_KEY)) == NULL) {
@@ -179,7 +172,6 @@ void kj__remote_algs_free(struct kj__remote_algs *a)
 	if (a->secret)
 		OPENSSL_cleanse(a->secret, a->secret_len);
 	free(a->secret);
-	(void)pthread_mutex_destroy(&a->lock);
 	free(a);
 }
 
@@ -229,18 +221,6 @@ static int gmac_run(EVP_CIPHER_CTX *ctx, const char *rkey, const uint8_t *v, siz
 		       : KJIT_EINTERNAL;
 }
 
-/* gmac_run through pre, a context of a keyed once, when no other thread
- * holds a's lock: 1 (its result in *r), else 0. */
-static int gmac_pre(const struct kj__remote_algs *a, EVP_CIPHER_CTX *pre, const char *rkey, const uint8_t *v,
-		    size_t n, const uint8_t iv[GMAC_IV], uint8_t tag[GMAC_TAG], int *r)
-{
-	if (a == NULL || pre == NULL || pthread_mutex_trylock((pthread_mutex_t *)&a->lock) != 0)
-		return 0;
-	*r = gmac_run(pre, rkey, v, n, iv, tag);
-	(void)pthread_mutex_unlock((pthread_mutex_t *)&a->lock);
-	return 1;
-}
-
 /* gmac_run through a context keyed here with key. */
 static int gmac_key(const struct kj__remote_algs *a, const uint8_t key[32], const char *rkey, const uint8_t *v,
 		    size_t n, const uint8_t iv[GMAC_IV], uint8_t tag[GMAC_TAG])
@@ -256,11 +236,9 @@ static int gmac_key(const struct kj__remote_algs *a, const uint8_t key[32], cons
 static int gmac_ck(const struct kj__remote_algs *a, const char *rkey, const uint8_t *v, size_t n,
 		   const uint8_t iv[GMAC_IV], uint8_t tag[GMAC_TAG])
 {
-	int r;
-
-	if (gmac_pre(a, a ? a->ck : NULL, rkey, v, n, iv, tag, &r))
-		return r;
-	return gmac_key(a, (const uint8_t *)CK_KEY, rkey, v, n, iv, tag);
+	if (a != NULL) /* keyed at algs_new */
+		return gmac_run(a->ck, rkey, v, n, iv, tag);
+	return gmac_key(NULL, (const uint8_t *)CK_KEY, rkey, v, n, iv, tag);
 }
 
 /* The GMAC under the key derived from secret (GMAC_LABEL): a's keyed
@@ -271,9 +249,8 @@ static int gmac(const struct kj__remote_algs *a, const uint8_t *secret, size_t s
 	uint8_t key[KJ_SHA256_LEN];
 	int r;
 
-	if (a && a->sk && a->secret_len == secret_len && CRYPTO_memcmp(a->secret, secret, secret_len) == 0 &&
-	    gmac_pre(a, a->sk, rkey, v, n, iv, tag, &r))
-		return r;
+	if (a && a->sk && a->secret_len == secret_len && CRYPTO_memcmp(a->secret, secret, secret_len) == 0)
+		return gmac_run(a->sk, rkey, v, n, iv, tag);
 	r = kj__remote_hmac_with(a, secret, secret_len, "", (const uint8_t *)GMAC_LABEL, strlen(GMAC_LABEL), key);
 	if (r == 0)
 		r = gmac_key(a, key, rkey, v, n, iv, tag);

@@ -145,9 +145,8 @@ int kj__remote_value_decode(const char *rkey, const uint8_t *v, size_t n, const 
  * public checksum's, and (algs_key: 0, KJIT_EINVAL if already keyed or no
  * secret, KJIT_ENOMEM, KJIT_EINTERNAL; without it the GMAC key is derived
  * per value, as before) the fleet secret's, used for calls given that same
- * secret; a call sets only its IV.  Any thread may use a handle once made
- * (and keyed): one at a time uses the keyed contexts, another keys its own
- * for that call; the bytes are the same either way. */
+ * secret; a call sets only its IV, so one thread at a time uses a handle
+ * (the backend's: kjitd's loop); the bytes are those of the plain calls. */
 struct kj__remote_algs;
 int kj__remote_algs_new(struct kj__remote_algs **out);
 int kj__remote_algs_key(struct kj__remote_algs *a, const uint8_t *secret, size_t secret_len);
