@@ -197,24 +197,44 @@ static int over_budget(struct resolver *rv)
 	return KJIT_EBUSY;
 }
 
-/* Reads dir/name if it exists and lies under a root: 1 read (*data, *len),
- * 0 not there, or a negative code with err written. */
-static int kj__inc_read_under(struct resolver *rv, const char *dir, const char *name, uint8_t **data, size_t *len,
-		     const char *where, size_t line, char open, const char *shown)
+/* A header the scan may not open (on kjitd's loop): its kept text when
+ * the caller has one a stat proves current (kj__inc_keep), else the
+ * budget ran out.  1 (*data, *len, pf filled) or KJIT_EBUSY. */
+static int kept_or_over(struct resolver *rv, uint8_t **data, size_t *len, struct kj__inc_proof *pf)
 {
-	char path[PATH_MAX], real[PATH_MAX];
-	int n = snprintf(path, sizeof path, "%s/%s", dir, name);
+	if (!pf->from_dir || rv->keep == NULL || rv->keep->kept == NULL ||
+	    rv->keep->kept(rv->keep->arg, pf->real, data, len, &pf->st, &pf->read_at) != 1)
+		return over_budget(rv);
+	pf->kept = 1;
+	return 1;
+}
+
+/* Reads dir/name if it exists and lies under a root: 1 read (*data, *len),
+ * 0 not there, or a negative code with err written.  pf->from_dir set by
+ * the caller (dir is an allowed directory, not the tree's folder): with a
+ * caller keeping texts (rv->keep), pf gets the real path and the read's
+ * proof (kj__read_file_st), or the kept text's. */
+static int kj__inc_read_under(struct resolver *rv, const char *dir, const char *name, uint8_t **data, size_t *len,
+		     const char *where, size_t line, char open, const char *shown, struct kj__inc_proof *pf)
+{
+	char path[PATH_MAX], *real = pf->real;
+	int n = snprintf(path, sizeof path, "%s/%s", dir, name), r;
 
 	if (rv->budget && rv->probes_left-- == 0) /* a scan on kjitd's loop: only a few looks */
 		return over_budget(rv);
+	/* realpath runs even for a kept text: a stat follows a link that now
+	 * leads outside the roots, where the same file may be hard-linked */
 	if (n < 0 || (size_t)n >= sizeof path || realpath(path, real) == NULL)
 		return 0; /* not there (or a dangling link) */
 	if (!kj__inc_under_a_root(rv, real))
 		return kj__inc_fail(rv, KJIT_EINCLUDE, where, line, open, shown, strlen(shown),
 			    "resolves outside the allowed include directories");
 	if (rv->budget) /* found: never opened on kjitd's loop */
-		return over_budget(rv);
-	int r = kj__read_file(real, KJ_HEADERS_MAX_TOTAL, data, len);
+		return kept_or_over(rv, data, len, pf);
+	if (pf->from_dir && rv->keep)
+		r = kj__read_file_st(real, KJ_HEADERS_MAX_TOTAL, data, len, &pf->st, &pf->read_at);
+	else
+		r = kj__read_file(real, KJ_HEADERS_MAX_TOTAL, data, len);
 	if (r == -EFBIG)
 		return kj__inc_fail(rv, KJIT_ETOOBIG, where, line, open, shown, strlen(shown), "header too large");
 	if (r < 0)
@@ -256,9 +276,10 @@ int kj__inc_lookup(struct resolver *rv, const char *name, size_t *idx, const cha
 	}
 	for (size_t i = 0; i <= rv->n_dirs; i++) {
 		const char *dir = i == 0 ? (use_anc ? rv->anc : NULL) : rv->dirs[i - 1];
+		struct kj__inc_proof pf = { .from_dir = i > 0 };
 		if (dir == NULL)
 			continue;
-		if ((r = kj__inc_read_under(rv, dir, name, &data, &len, where, line, open, shown)) <= 0) {
+		if ((r = kj__inc_read_under(rv, dir, name, &data, &len, where, line, open, shown, &pf)) <= 0) {
 			if (r < 0)
 				return r;
 			continue;
@@ -269,8 +290,12 @@ int kj__inc_lookup(struct resolver *rv, const char *name, size_t *idx, const cha
 			return KJIT_ENOMEM;
 		}
 		*idx = rv->out->n;
-		r = kj__inc_add_resolved(rv, copy, data, len);
-		return r < 0 ? r : 1;
+		if ((r = kj__inc_add_resolved(rv, copy, data, len)) < 0)
+			return r;
+		if (pf.from_dir && rv->keep && rv->keep->seen)
+			rv->keep->seen(rv->keep->arg, name, pf.real, rv->out->data[*idx], len, &pf.st, &pf.read_at,
+				       pf.kept);
+		return 1;
 	}
 	return 0;
 }
@@ -311,6 +336,7 @@ int kj__inc_open_roots(struct resolver *rv, const char *const *allowed_dirs, siz
 		rv->budget = tree->probes_max != 0;
 		rv->probes_left = tree->probes_max;
 		rv->over = &tree->over;
+		rv->keep = tree->keep;
 	}
 	if ((rv->dirs = calloc(n_dirs + 1, sizeof *rv->dirs)) == NULL ||
 	    (rv->roots = calloc(n_dirs + 1, sizeof *rv->roots)) == NULL)
