@@ -1,6 +1,7 @@
-/* include-int.h: what common/include.c (the scan) and common/incfind.c (the
- * lookups in the tree, on disk and among the request's headers) share.
- * Private to those two files.
+/* include-int.h: what common/include.c (the scan), common/incfind.c (the
+ * lookups in the tree, on disk and among the request's headers),
+ * common/incmacro.c (computed includes) and common/incsplice.c (the
+ * lexer's phases 1 and 2) share.  Private to those files.
  */
 #ifndef KJ_INCLUDE_INT_H
 #define KJ_INCLUDE_INT_H
