@@ -11,15 +11,20 @@
  * more than its resolve (issue 35): its include scan has a budget (no
  * header opened from disk, at most KJ_RESOLVE_INLINE_PROBES names looked
  * up there), and one that outgrows it is resolved again on a thread from
- * the start, so the loop never reads a header nor hashes much.  The
- * results, and the memo's checks, are the same either way.
+ * the start, so the loop never reads a header nor hashes much.  A header
+ * of <kernels>/include read before stands in for its read while a stat
+ * proves its kept text current (hdrkeep.c, round fourteen): the thread
+ * records what it read (h->reads), done keeps it.  The results, and the
+ * memo's checks, are the same either way.
  *
  * Invariants:
  *  - A run touches only its own struct kj__offhash, the request it points
  *    to (read-only), and the file system: the target, the pool's identity
  *    and runtime version, <kernels>/include are copied in on the loop
  *    before it is queued.  The loop's tables (memo, index, flights, hit
- *    table, negcache, stats) are read and changed only in done, on the loop.
+ *    table, negcache, stats, kept headers) are read and changed only in
+ *    done, on the loop; a run on the loop (here) also reads the kept
+ *    headers (kept_header), never one on a thread.
  *  - The queueing is offwork.c's (its resolve queue): at most
  *    KJ_RESOLVE_RUNNING_MAX runs are on the pool at once, so a publish or
  *    an admin task queued behind them waits for at most that many; the
