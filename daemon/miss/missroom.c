@@ -1,9 +1,9 @@
 /* missroom.c: the miss room's part of kjitd's context seen from the other
  * rooms (issue 33, docs/house-plan.md).  The part is struct kj__missroom
  * (missroom-int.h, d->miss), allocated here by kj__miss_init from main.c's
- * rooms_new.  main.c makes the room's tables (the memo, the kept headers, the recent
- * failures, the open flights, the bundled-kernel manifest) through
- * kj__miss_open, frees the pools and flights while the loop can still
+ * rooms_new.  main.c makes the room's tables (the memo, the kept
+ * headers, the recent failures, the open flights, the bundled-kernel
+ * manifest) through kj__miss_open, frees the pools and flights while the loop can still
  * close their handles (kj__miss_close) and the rest at exit
  * (kj__miss_free); the server shuts the pools down at stop and asks
  * whether a miss is open (kj__miss_stop, kj__miss_busy); admin.c reads
