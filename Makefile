@@ -49,11 +49,11 @@ COMMON_SRC   := $(wildcard common/*.c)
 # environment, and SHA-256 (sha.c), which
 # fingerprints request bodies for the process memo and the shared hit table
 # (hittab.c, whose reader libkjit uses; hitctr.c, its per-client counters),
-# and the include scan (include.c, incfind.c, incmacro.c), which libkjit runs itself for
+# and the include scan (include.c, incfind.c, incmacro.c, incsplice.c), which libkjit runs itself for
 # -I (client/ccopts.c) and which needs only libc and util.c; outfile.c
 # writes the command's -o like cp.
 CLIENT_COMMON_SRC := common/alloc.c common/buf.c common/err.c common/frames.c common/hitctr.c common/hittab.c common/incfind.c \
-	common/htab.c common/incmacro.c common/include.c common/lowered.c common/outfile.c common/proto.c common/resolve.c common/sha.c \
+	common/htab.c common/incmacro.c common/incsplice.c common/include.c common/lowered.c common/outfile.c common/proto.c common/resolve.c common/sha.c \
 	common/targetid.c common/util.c
 DETECT_SRC   := $(wildcard daemon/detect/*.c)
 CACHE_SRC    := $(wildcard cache/*.c)

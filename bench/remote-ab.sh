@@ -13,7 +13,10 @@
 # the base build's (e.g. the same secret, to compare like with like).
 # $KERNELS (default "blob16384 blob1048576 small1m": a 16 KiB object from
 # a 16 KiB source, a 1 MiB object from a 1 MiB source, whose SHA-256 is
-# the key's, and a 1 MiB object from a 16 KiB source, the common shape).
+# the key's, and a 1 MiB object from a 16 KiB source, the common shape;
+# any other name is a hip kernel of kernels_src/MANIFEST, its source and
+# kernels_src/include copied: e.g. rms_norm_f32, whose headers are read
+# from <kernels>/include).
 # $ROUNDS rounds (default 2), the two builds alternating in each; $GAP ms
 # between gets (default 20; 0: back to back).  Prints one line per (build,
 # size, round): p50 / p99 us and the serving kjitd's CPU time per hit
@@ -27,7 +30,18 @@ shift 2
 blob blob16384 16384
 blob blob1048576 1048576
 fat small1m 16384 1048576
-objsize() { case $1 in blob*) echo "${1#blob}" ;; *) echo 1048576 ;; esac; }
+# bundled NAME: kernels_src's hip kernel NAME as $T/k/NAME.src, with its
+# manifest line and kernels_src/include (the test compiler's object is the source).
+bundled() {
+	local line
+	line=$(grep "^$1 hip " "$TOP/kernels_src/MANIFEST") || { echo "remote-ab.sh: no hip kernel $1 in kernels_src" >&2; exit 2; }
+	mkdir -p "$T/k/include"
+	cp "$TOP/kernels_src/include/"*.h "$T/k/include/"
+	cp "$TOP/kernels_src/$(echo "$line" | awk '{ print $3 }')" "$T/k/$1.src"
+	echo "$line" | awk '{ $3 = $1 ".src"; print }' >>"$T/k/MANIFEST"
+}
+for kern in ${KERNELS:-}; do case $kern in blob16384 | blob1048576 | small1m) ;; *) bundled "$kern" ;; esac; done
+objsize() { case $1 in blob*) echo "${1#blob}" ;; small1m) echo 1048576 ;; *) wc -c <"$T/k/$1.src" ;; esac; }
 hits() { # LABEL A B KERNEL N SALT
 	local label=$1 a=$2 b=$3 kern=$4 n=$5 salt=$6 sz
 	sz=$(objsize "$kern")

@@ -11,11 +11,14 @@
  * directories and the source's folder), so no file outside them can change
  * a key or leak into a log.  Found headers are kept in the caller's
  * kj__includes, each once; names found nowhere are listed as missing for
- * the key.  Also here, for the scan: its lexer's phases 1 and 2
- * (kj__inc_splice: trigraphs, line splices, the variants of issue 30), the
- * sorting and freeing of a result, and the record of macro definitions
- * (#define lines, -D/-U) and its index by name, which common/incmacro.c
- * expands computed includes with.  No state outside the resolver the caller holds.
+ * the key.  A caller may keep the texts of headers read from an allowed
+ * directory (kj__inc_keep: kjitd's loop takes a kept text a stat proves
+ * current, after the same realpath and root check).  Also here, for the
+ * scan: the sorting and freeing of a result, and the record of macro
+ * definitions (#define lines, -D/-U) and its index by name, which
+ * common/incmacro.c expands computed includes with (the lexer's phases 1
+ * and 2 are common/incsplice.c's).  No state outside the resolver the
+ * caller holds.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -197,24 +200,44 @@ static int over_budget(struct resolver *rv)
 	return KJIT_EBUSY;
 }
 
-/* Reads dir/name if it exists and lies under a root: 1 read (*data, *len),
- * 0 not there, or a negative code with err written. */
-static int kj__inc_read_under(struct resolver *rv, const char *dir, const char *name, uint8_t **data, size_t *len,
-		     const char *where, size_t line, char open, const char *shown)
+/* A header the scan may not open (on kjitd's loop): its kept text when
+ * the caller has one a stat proves current (kj__inc_keep), else the
+ * budget ran out.  1 (*data, *len, pf filled) or KJIT_EBUSY. */
+static int kept_or_over(struct resolver *rv, uint8_t **data, size_t *len, struct kj__inc_proof *pf)
 {
-	char path[PATH_MAX], real[PATH_MAX];
-	int n = snprintf(path, sizeof path, "%s/%s", dir, name);
+	if (!pf->from_dir || rv->keep == NULL || rv->keep->kept == NULL ||
+	    rv->keep->kept(rv->keep->arg, pf->real, data, len, &pf->st, &pf->read_at) != 1)
+		return over_budget(rv);
+	pf->kept = 1;
+	return 1;
+}
+
+/* Reads dir/name if it exists and lies under a root: 1 read (*data, *len),
+ * 0 not there, or a negative code with err written.  pf->from_dir set by
+ * the caller (dir is an allowed directory, not the tree's folder): with a
+ * caller keeping texts (rv->keep), pf gets the real path and the read's
+ * proof (kj__read_file_st), or the kept text's. */
+static int kj__inc_read_under(struct resolver *rv, const char *dir, const char *name, uint8_t **data, size_t *len,
+		     const char *where, size_t line, char open, const char *shown, struct kj__inc_proof *pf)
+{
+	char path[PATH_MAX], *real = pf->real;
+	int n = snprintf(path, sizeof path, "%s/%s", dir, name), r;
 
 	if (rv->budget && rv->probes_left-- == 0) /* a scan on kjitd's loop: only a few looks */
 		return over_budget(rv);
+	/* realpath runs even for a kept text: a stat follows a link that now
+	 * leads outside the roots, where the same file may be hard-linked */
 	if (n < 0 || (size_t)n >= sizeof path || realpath(path, real) == NULL)
 		return 0; /* not there (or a dangling link) */
 	if (!kj__inc_under_a_root(rv, real))
 		return kj__inc_fail(rv, KJIT_EINCLUDE, where, line, open, shown, strlen(shown),
 			    "resolves outside the allowed include directories");
 	if (rv->budget) /* found: never opened on kjitd's loop */
-		return over_budget(rv);
-	int r = kj__read_file(real, KJ_HEADERS_MAX_TOTAL, data, len);
+		return kept_or_over(rv, data, len, pf);
+	if (pf->from_dir && rv->keep)
+		r = kj__read_file_st(real, KJ_HEADERS_MAX_TOTAL, data, len, &pf->st, &pf->read_at);
+	else
+		r = kj__read_file(real, KJ_HEADERS_MAX_TOTAL, data, len);
 	if (r == -EFBIG)
 		return kj__inc_fail(rv, KJIT_ETOOBIG, where, line, open, shown, strlen(shown), "header too large");
 	if (r < 0)
@@ -256,9 +279,10 @@ int kj__inc_lookup(struct resolver *rv, const char *name, size_t *idx, const cha
 	}
 	for (size_t i = 0; i <= rv->n_dirs; i++) {
 		const char *dir = i == 0 ? (use_anc ? rv->anc : NULL) : rv->dirs[i - 1];
+		struct kj__inc_proof pf = { .from_dir = i > 0 };
 		if (dir == NULL)
 			continue;
-		if ((r = kj__inc_read_under(rv, dir, name, &data, &len, where, line, open, shown)) <= 0) {
+		if ((r = kj__inc_read_under(rv, dir, name, &data, &len, where, line, open, shown, &pf)) <= 0) {
 			if (r < 0)
 				return r;
 			continue;
@@ -269,8 +293,12 @@ int kj__inc_lookup(struct resolver *rv, const char *name, size_t *idx, const cha
 			return KJIT_ENOMEM;
 		}
 		*idx = rv->out->n;
-		r = kj__inc_add_resolved(rv, copy, data, len);
-		return r < 0 ? r : 1;
+		if ((r = kj__inc_add_resolved(rv, copy, data, len)) < 0)
+			return r;
+		if (pf.from_dir && rv->keep && rv->keep->seen)
+			rv->keep->seen(rv->keep->arg, name, pf.real, rv->out->data[*idx], len, &pf.st, &pf.read_at,
+				       pf.kept);
+		return 1;
 	}
 	return 0;
 }
@@ -311,6 +339,7 @@ int kj__inc_open_roots(struct resolver *rv, const char *const *allowed_dirs, siz
 		rv->budget = tree->probes_max != 0;
 		rv->probes_left = tree->probes_max;
 		rv->over = &tree->over;
+		rv->keep = tree->keep;
 	}
 	if ((rv->dirs = calloc(n_dirs + 1, sizeof *rv->dirs)) == NULL ||
 	    (rv->roots = calloc(n_dirs + 1, sizeof *rv->roots)) == NULL)
@@ -324,96 +353,6 @@ int kj__inc_open_roots(struct resolver *rv, const char *const *allowed_dirs, siz
 		rv->n_roots++;
 	if (tree && tree->anc)
 		rv->anc = realpath(tree->anc, NULL);
-	return 0;
-}
-
-/* The lexer's variants (issue 30): clang and gcc also splice a backslash
- * followed by blanks before the newline (with a warning), NVRTC's and
- * glslang's lexers may not; trigraphs ("??=" for '#') are replaced under
- * ISO modes (-std=c++14, not gnu++14) and not otherwise.  The scan takes
- * the union: a file holding either is scanned once per variant. */
-/* Trigraph ??c's replacement, or 0. */
-static char trigraph(uint8_t c)
-{
-	static const char from[] = "=/'()!<>-", to[] = "#\\^[]|{}~";
-	const char *f = c ? strchr(from, c) : NULL;
-	return f ? to[f - from] : 0;
-}
-
-/* The length of a splice at src[i] (a backslash): backslash-newline (or
- * CRLF), or with KJ_SPLICE_BLANKS blanks between them; 0 if none.  *blanks is
- * set when blanks would make one. */
-static size_t splice_len(const uint8_t *src, size_t i, size_t len, int flags, int *blanks)
-{
-	size_t j = i + 1;
-
-	while (j < len && (src[j] == ' ' || src[j] == '\t' || src[j] == '\f' || src[j] == '\v'))
-		j++;
-	size_t nl = j < len && src[j] == '\n' ? 1 : j + 1 < len && src[j] == '\r' && src[j + 1] == '\n' ? 2 : 0;
-	if (nl == 0)
-		return 0;
-	if (j > i + 1) {
-		*blanks = 1;
-		if (!(flags & KJ_SPLICE_BLANKS))
-			return 0;
-	}
-	return j + nl - i;
-}
-
-/* Translation phases 1 and 2 into a malloc'd, NUL-terminated copy:
- * trigraphs replaced (with KJ_SPLICE_TRIGRAPHS), then backslash-newline pairs
- * removed.  *seen gets the variants this file has (KJ_SPLICE_BLANKS: a
- * backslash and blanks before a newline; KJ_SPLICE_TRIGRAPHS: a trigraph).
- * Line numbers in errors count the spliced text. */
-int kj__inc_splice(const uint8_t *src, size_t len, int flags, char **out, size_t *outlen, int *seen)
-{
-	char *p = malloc(len + 1);
-	uint8_t *tri = NULL;
-	size_t i = 0, k = 0;
-	int blanks = 0;
-
-	if (p == NULL)
-		return KJIT_ENOMEM;
-	*seen = 0;
-	/* memchr is vectorised (memmem of "??" is not: it doubled the scan) */
-	for (const uint8_t *q = src, *e = src + len; len >= 3 && q + 2 < e && (q = memchr(q, '?', (size_t)(e - q - 2))); q++)
-		if (q[1] == '?' && trigraph(q[2])) {
-			*seen |= KJ_SPLICE_TRIGRAPHS;
-			break;
-		}
-	if ((flags & KJ_SPLICE_TRIGRAPHS) && (*seen & KJ_SPLICE_TRIGRAPHS)) {
-		size_t w = 0;
-		if ((tri = malloc(len + 1)) == NULL) {
-			free(p);
-			return KJIT_ENOMEM;
-		}
-		for (size_t r = 0; r < len; r++) {
-			char t = r + 2 < len && src[r] == '?' && src[r + 1] == '?' ? trigraph(src[r + 2]) : 0;
-			tri[w++] = t ? (uint8_t)t : src[r];
-			r += t ? 2 : 0;
-		}
-		src = tri;
-		len = w;
-	}
-	while (i < len) { /* copy up to the next backslash in one go */
-		const uint8_t *b = memchr(src + i, '\\', len - i);
-		size_t e = b ? (size_t)(b - src) : len;
-		memcpy(p + k, src + i, e - i);
-		k += e - i;
-		i = e;
-		if (i >= len)
-			break;
-		size_t sl = splice_len(src, i, len, flags, &blanks);
-		if (sl)
-			i += sl;
-		else
-			p[k++] = (char)src[i++];
-	}
-	p[k] = '\0';
-	free(tri);
-	*seen |= blanks ? KJ_SPLICE_BLANKS : 0;
-	*out = p;
-	*outlen = k;
 	return 0;
 }
 

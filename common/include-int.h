@@ -1,12 +1,16 @@
-/* include-int.h: what common/include.c (the scan) and common/incfind.c (the
- * lookups in the tree, on disk and among the request's headers) share.
- * Private to those two files.
+/* include-int.h: what common/include.c (the scan), common/incfind.c (the
+ * lookups in the tree, on disk and among the request's headers),
+ * common/incmacro.c (computed includes) and common/incsplice.c (the
+ * lexer's phases 1 and 2) share.  Private to those files.
  */
 #ifndef KJ_INCLUDE_INT_H
 #define KJ_INCLUDE_INT_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include "includes.h"
 
@@ -47,6 +51,16 @@ struct resolver {
 	unsigned probes_left;
 	int *over;                   /* the tree's: set when the budget ran out (KJIT_EBUSY) */
 	int collect;                 /* a pass that only records #define lines */
+	const struct kj__inc_keep *keep; /* the tree's (kept headers), or NULL */
+};
+
+/* What a header read from an allowed directory came with (kj__inc_keep). */
+struct kj__inc_proof {
+	struct stat st;
+	struct timespec read_at;
+	int kept;                    /* from keep->kept, not read */
+	int from_dir;                /* read from an allowed directory (else: none of this is set) */
+	char real[PATH_MAX];
 };
 
 /* A macro definition: name, then the rest of its line (parameters and

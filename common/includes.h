@@ -63,6 +63,34 @@ struct kj__include_tree {
 	 * changes a result, only where it is computed. */
 	unsigned probes_max;
 	int over;
+	/* Headers read from disk, kept by the caller (kjitd: daemon/miss/hdrkeep.c,
+	 * issue 35), or NULL. */
+	const struct kj__inc_keep *keep;
+};
+
+/* A scan's hooks for the texts of headers it reads from an allowed
+ * directory (never the tree's folder nor a request's header).  The name
+ * is looked up, its realpath taken and checked under the roots as always;
+ * then:
+ *  - kept (with a budget, NULL: none): 1 with *data (malloc'd, a NUL after
+ *    *len bytes) the text kept from an earlier read of the file at real,
+ *    proven by a stat to be what the file holds (*st, *read_at: that read's
+ *    proof, kj__read_file_st), used instead of going over budget; else 0.
+ *    The bytes, and so the includes and the key, are those a read gives.
+ *  - seen (NULL: none): each such header once it joined the result, read
+ *    now (kept 0: *st and *read_at of kj__read_file_st; read_at zero when
+ *    the read overlapped a change) or taken from kept (kept 1).  name is
+ *    its tree path, data its bytes in the result (valid while the result
+ *    holds them); both only for the call.
+ * Both run where the scan runs. */
+struct stat;
+struct timespec;
+struct kj__inc_keep {
+	int (*kept)(void *arg, const char *real, uint8_t **data, size_t *len, struct stat *st,
+		    struct timespec *read_at);
+	void (*seen)(void *arg, const char *name, const char *real, const uint8_t *data, size_t len,
+		     const struct stat *st, const struct timespec *read_at, int kept);
+	void *arg;
 };
 
 /* A request's option naming a pre-included header (nvcc's and hipcc's

@@ -265,24 +265,61 @@ struct kj__memo_files {
 	struct stat *st;
 	size_t n, cap;
 };
+/* A header of <kernels>/include a resolve read from disk or took from the
+ * kept texts (offhash.c, hdrkeep.c), with the proof of its bytes: the
+ * read's fstat after it and clock before it (kj__read_file_st; read_at
+ * zero: the read overlapped a change, nothing proven). */
+struct kj__hdr_read {
+	char *name;                  /* its tree path: the includes' name */
+	char *real;                  /* its real path, hdrkeep.c's key */
+	const uint8_t *data;         /* its bytes: the resolve's includes' own */
+	size_t len;
+	struct stat st;
+	struct timespec read_at;
+	int kept;                    /* taken from the kept texts, not read */
+};
+struct kj__hdr_reads {
+	struct kj__hdr_read *v;
+	size_t n, cap;
+};
 /* Gathers into f (overwritten) the files the request bytes raw (decoded
  * into q) resolved through: each is stat'ed, then read again and compared
  * with the bytes that were hashed, so a file that changed meanwhile means
  * nothing will be remembered (a bundled kernel's source whose stat equals
- * q->kernel_st and whose ctime is a second before q->kernel_read_at is
- * proven by the stat alone, not read again); for an include name found nowhere, the
+ * q->kernel_st and whose ctime is a second before q->kernel_read_at, and a
+ * header whose read in reads (NULL: none) is proven so, are proven by the
+ * stat alone, not read again); for an include name found nowhere, the
  * directory where it would appear (under incdir) is watched instead.
  * Touches only its arguments and the file system: safe on any thread.  0,
  * or -1 (f->ok 0: not to be remembered).  Free f with _files_free. */
 struct kj__get_req;
 int kj__memo_gather(const uint8_t *raw, size_t raw_len, const struct kj__get_req *q, const struct kj__includes *inc,
-		    const char *incdir, struct kj__memo_files *f);
+		    const char *incdir, const struct kj__hdr_reads *reads, struct kj__memo_files *f);
 /* Remembers, on the loop, that raw resolved to key/target/version with
  * the files f gathered; nothing when f is not ok or raw is NULL. */
 void kj__memo_enter(struct kj__memo *m, const uint8_t *raw, size_t raw_len, const struct kj__memo_files *f,
 		    int backend, const char *key, const char *target, const char *version);
 /* Frees what f holds (f zeroed); NULL-safe fields. */
 void kj__memo_files_free(struct kj__memo_files *f);
+
+/* hdrkeep.c: the texts of headers read from <kernels>/include (docs in
+ * hdrkeep.c), for a resolve on the loop.  new: 0 or KJIT_ENOMEM.  free:
+ * NULL-safe.  find (the loop): 1 with *data a malloc'd copy (a NUL after
+ * *len bytes) of the text kept for the real path real, and *st, *read_at
+ * the proof of its read, when a stat proves the file unchanged since that
+ * read (kj__file_unchanged_since); else 0.  put (the loop): keeps len bytes
+ * read from real with their proof (kj__read_file_st), replacing real's
+ * entry; nothing kept past KJ_HEADER_TEXT_MAX, KJ_HEADER_TEXT_TOTAL in all,
+ * an unproven read (read_at zero) or without memory.  bytes: what the kept
+ * entries cost. */
+struct kj__hdrkeep;
+int kj__hdrkeep_new(struct kj__hdrkeep **out);
+void kj__hdrkeep_free(struct kj__hdrkeep *k);
+int kj__hdrkeep_find(const struct kj__hdrkeep *k, const char *real, uint8_t **data, size_t *len, struct stat *st,
+		     struct timespec *read_at);
+void kj__hdrkeep_put(struct kj__hdrkeep *k, const char *real, const uint8_t *data, size_t len, const struct stat *st,
+		     const struct timespec *read_at);
+size_t kj__hdrkeep_bytes(const struct kj__hdrkeep *k);
 
 /* negcache.c: failed compiles remembered for ttl_ms (docs in negcache.c).
  * ttl_ms 0 remembers nothing.  _get returns 1 with the code, error line and

@@ -57,7 +57,7 @@ static int gather_after(const char *path, const char *hashed, void (*between)(co
 	q.kernel_path = (char *)path;
 	q.source = hashed ? (uint8_t *)hashed : data; /* what the key was computed from */
 	q.source_len = hashed ? strlen(hashed) : len;
-	int r = kj__memo_gather(raw, sizeof raw, &q, &inc, dir, &f);
+	int r = kj__memo_gather(raw, sizeof raw, &q, &inc, dir, NULL, &f);
 	kj__memo_files_free(&f);
 	free(data);
 	return r;

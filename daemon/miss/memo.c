@@ -19,10 +19,12 @@
  * that were hashed; a bundled kernel's source is not re-read when its stat
  * proves it unchanged since the read (kj__file_unchanged_since: issue 35, 0.4 ms
  * a MiB saved; a file changed within a second of the read is re-read, as
- * before).  It touches only its arguments and runs with the resolve
- * (offhash.c: a pool thread, or the loop for a small request that read no
- * header from disk).  kj__memo_enter then puts the result in the
- * memo, on the loop: the table itself is the loop's alone.
+ * before), nor a header of <kernels>/include whose read (or kept text,
+ * hdrkeep.c) the same stat proves.  It touches only its arguments and runs
+ * with the resolve (offhash.c: a pool thread, or the loop for a small
+ * request whose headers from disk, if any, were kept texts).
+ * kj__memo_enter then puts the result in the memo, on the loop: the table
+ * itself is the loop's alone.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -262,8 +264,17 @@ static int files_add(struct kj__memo_files *f, char *path, const struct stat *st
 	return 0;
 }
 
+/* The proof reads holds for the header named name, or NULL. */
+static const struct kj__hdr_read *read_of(const struct kj__hdr_reads *reads, const char *name)
+{
+	for (size_t i = 0; reads && i < reads->n; i++)
+		if (strcmp(reads->v[i].name, name) == 0)
+			return &reads->v[i];
+	return NULL;
+}
+
 int kj__memo_gather(const uint8_t *raw, size_t raw_len, const struct kj__get_req *q, const struct kj__includes *inc,
-		    const char *incdir, struct kj__memo_files *f)
+		    const char *incdir, const struct kj__hdr_reads *reads, struct kj__memo_files *f)
 {
 	struct stat st;
 	int ok = raw != NULL;
@@ -280,7 +291,9 @@ int kj__memo_gather(const uint8_t *raw, size_t raw_len, const struct kj__get_req
 		if (from_request)
 			continue; /* its bytes are in the request */
 		char *path = kj__asprintf("%s/%s", incdir, inc->names[i]);
-		ok = path && stat(path, &st) == 0 && file_holds(path, inc->data[i], inc->len[i]);
+		const struct kj__hdr_read *rd = read_of(reads, inc->names[i]);
+		int proven = rd && rd->data == inc->data[i] && kj__file_unchanged_since(path, &rd->st, &rd->read_at, &st);
+		ok = path && (proven || (stat(path, &st) == 0 && file_holds(path, inc->data[i], inc->len[i])));
 		if (!ok)
 			free(path);
 		else

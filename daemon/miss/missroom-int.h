@@ -13,6 +13,7 @@ struct kj__missroom {
 	struct kj__pool *alt_pools[4]; /* by backend: the other family a request chose (--compiler) */
 	struct kj__manifest manifest;  /* the bundled kernels */
 	struct kj__memo *memo;         /* request bytes -> key, for the hit path */
+	struct kj__hdrkeep *hdrs;      /* texts of <kernels>/include's headers (hdrkeep.c) */
 	struct kj__negcache *negcache; /* recently failed compiles (negcache.c) */
 	struct kj__flights *flights;   /* misses in progress, by key (miss.c) */
 	struct kj__remote *remote;     /* the fleet tier (miss.c); NULL without --remote */

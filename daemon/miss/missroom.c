@@ -1,9 +1,9 @@
 /* missroom.c: the miss room's part of kjitd's context seen from the other
  * rooms (issue 33, docs/house-plan.md).  The part is struct kj__missroom
  * (missroom-int.h, d->miss), allocated here by kj__miss_init from main.c's
- * rooms_new.  main.c makes the room's tables (the memo, the recent
- * failures, the open flights, the bundled-kernel manifest) through
- * kj__miss_open, frees the pools and flights while the loop can still
+ * rooms_new.  main.c makes the room's tables (the memo, the kept
+ * headers, the recent failures, the open flights, the bundled-kernel
+ * manifest) through kj__miss_open, frees the pools and flights while the loop can still
  * close their handles (kj__miss_close) and the rest at exit
  * (kj__miss_free); the server shuts the pools down at stop and asks
  * whether a miss is open (kj__miss_stop, kj__miss_busy); admin.c reads
@@ -28,7 +28,8 @@ int kj__miss_init(struct kj__daemon *d)
 int kj__miss_open(struct kj__daemon *d, char *err, size_t errlen)
 {
 	err[0] = '\0';
-	if (kj__memo_new(&d->miss->memo, d->cfg.memo_size) < 0 || kj__flights_new(&d->miss->flights) < 0 ||
+	if (kj__memo_new(&d->miss->memo, d->cfg.memo_size) < 0 || kj__hdrkeep_new(&d->miss->hdrs) < 0 ||
+	    kj__flights_new(&d->miss->flights) < 0 ||
 	    kj__negcache_new(&d->miss->negcache, d->cfg.failed_ttl_ms) < 0)
 		return KJIT_ENOMEM;
 	return kj__manifest_load(d->cfg.kernels_dir, &d->miss->manifest, err, errlen);
@@ -54,6 +55,7 @@ void kj__miss_free(struct kj__daemon *d)
 		return;
 	kj__miss_close(d); /* nothing left there after main.c's close */
 	kj__memo_free(d->miss->memo);
+	kj__hdrkeep_free(d->miss->hdrs);
 	kj__negcache_free(d->miss->negcache);
 	kj__manifest_free(&d->miss->manifest);
 	free(d->miss);

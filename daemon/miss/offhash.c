@@ -11,15 +11,20 @@
  * more than its resolve (issue 35): its include scan has a budget (no
  * header opened from disk, at most KJ_RESOLVE_INLINE_PROBES names looked
  * up there), and one that outgrows it is resolved again on a thread from
- * the start, so the loop never reads a header nor hashes much.  The
- * results, and the memo's checks, are the same either way.
+ * the start, so the loop never reads a header nor hashes much.  A header
+ * of <kernels>/include read before stands in for its read while a stat
+ * proves its kept text current (hdrkeep.c, round fourteen): the thread
+ * records what it read (h->reads), done keeps it.  The results, and the
+ * memo's checks, are the same either way.
  *
  * Invariants:
  *  - A run touches only its own struct kj__offhash, the request it points
  *    to (read-only), and the file system: the target, the pool's identity
  *    and runtime version, <kernels>/include are copied in on the loop
  *    before it is queued.  The loop's tables (memo, index, flights, hit
- *    table, negcache, stats) are read and changed only in done, on the loop.
+ *    table, negcache, stats, kept headers) are read and changed only in
+ *    done, on the loop; a run on the loop (here) also reads the kept
+ *    headers (kept_header), never one on a thread.
  *  - The queueing is offwork.c's (its resolve queue): at most
  *    KJ_RESOLVE_RUNNING_MAX runs are on the pool at once, so a publish or
  *    an admin task queued behind them waits for at most that many; the
@@ -118,6 +123,62 @@ static void compatible_keys(struct kj__offhash *h)
 	}
 }
 
+/* The include scan's kept (on the loop only): a header of <kernels>/include
+ * from the kept texts while a stat proves it current and the bytes to hash
+ * stay within KJ_RESOLVE_INLINE_BYTES; 1, else 0 (a thread reads it). */
+static int kept_header(void *arg, const char *real, uint8_t **data, size_t *len, struct stat *st,
+		       struct timespec *read_at)
+{
+	struct kj__offhash *h = arg;
+
+	if (kj__hdrkeep_find(h->d->miss->hdrs, real, data, len, st, read_at) != 1)
+		return 0;
+	if (*len > h->inline_left) {
+		free(*data);
+		*data = NULL;
+		return 0;
+	}
+	h->inline_left -= *len;
+	return 1;
+}
+
+/* The include scan's seen: each header of <kernels>/include, recorded in
+ * h->reads (its own: any thread).  Without memory it is not: the memo
+ * reads that header again, and done does not keep it. */
+static void seen_header(void *arg, const char *name, const char *real, const uint8_t *data, size_t len,
+			const struct stat *st, const struct timespec *read_at, int kept)
+{
+	struct kj__offhash *h = arg;
+	struct kj__hdr_reads *rs = &h->reads;
+
+	if (rs->n == rs->cap) {
+		size_t cap = rs->cap ? 2 * rs->cap : 8;
+		struct kj__hdr_read *v = realloc(rs->v, cap * sizeof *v);
+		if (v == NULL)
+			return;
+		rs->v = v;
+		rs->cap = cap;
+	}
+	struct kj__hdr_read *r = &rs->v[rs->n];
+	*r = (struct kj__hdr_read){ kj__strdup(name), kj__strdup(real), data, len, *st, *read_at, kept };
+	if (r->name == NULL || r->real == NULL) {
+		free(r->name);
+		free(r->real);
+		return;
+	}
+	rs->n++;
+}
+
+static void reads_free(struct kj__hdr_reads *rs)
+{
+	for (size_t i = 0; i < rs->n; i++) {
+		free(rs->v[i].name);
+		free(rs->v[i].real);
+	}
+	free(rs->v);
+	memset(rs, 0, sizeof *rs);
+}
+
 /* On a thread: includes, key, legacy and compatible keys, the memo's files,
  * the hit table's fingerprint. */
 static void on_work(struct kj__offwork *w)
@@ -126,8 +187,10 @@ static void on_work(struct kj__offwork *w)
 	const struct kj__get_req *q = h->q;
 	const char *dir = h->incdir;
 	/* the options carry -D/-U (computed includes) and pre-included headers */
-	struct kj__include_tree opts = { .options = (const char *const *)q->options, .n_options = q->n_options };
-	if (h->here) /* on the loop: no header read from disk, few names looked up */
+	struct kj__inc_keep keep = { h->here ? kept_header : NULL, seen_header, h };
+	struct kj__include_tree opts = { .options = (const char *const *)q->options, .n_options = q->n_options,
+					 .keep = &keep };
+	if (h->here) /* on the loop: no header read from disk (a kept text may do), few names looked up */
 		opts.probes_max = KJ_RESOLVE_INLINE_PROBES;
 	int r = kj__includes_resolve_tree(q->source_name, q->source, q->source_len, (const char *const *)q->hnames,
 					  (const uint8_t *const *)q->hdata, q->hlen, q->n_headers, &dir, 1, &opts,
@@ -137,6 +200,7 @@ static void on_work(struct kj__offwork *w)
 		h->over = 1;
 		h->err[0] = '\0';
 		kj__includes_free(&h->inc);
+		reads_free(&h->reads);
 		return;
 	}
 	if (r < 0)
@@ -184,7 +248,7 @@ static void on_work(struct kj__offwork *w)
 	if (q->target == NULL || q->target_from != NULL)
 		compatible_keys(h);
 	if (h->raw && !kj__get_req_wants_lowered(q))
-		kj__memo_gather(h->raw, h->raw_len, q, &h->inc, h->incdir, &h->memo);
+		kj__memo_gather(h->raw, h->raw_len, q, &h->inc, h->incdir, &h->reads, &h->memo);
 	if (h->has_fp) /* asked for on the loop: the hit table is there */
 		h->has_fp = kj__sha256(h->raw, h->raw_len, h->fp) == 0;
 	if (q->explain) /* made before the loop knows whether it is a hit: a hit frees it */
@@ -212,6 +276,11 @@ static int on_done(struct kj__offwork *w, int code)
 	d->stats[KJ_STAT_LEGACY_KEYS] += code == 0 && h->code == 0 && h->legacy[0] != '\0';
 	if (code < 0 || d->stopping)
 		h->code = KJIT_ESHUTDOWN;
+	for (size_t i = 0; h->code == 0 && i < h->reads.n; i++) { /* the texts read, for the next resolve here */
+		const struct kj__hdr_read *r = &h->reads.v[i];
+		if (!r->kept)
+			kj__hdrkeep_put(d->miss->hdrs, r->real, r->data, r->len, &r->st, &r->read_at);
+	}
 	h->done(h);
 	return 0;
 }
@@ -225,13 +294,14 @@ static const struct kj__offwork_ops resolve_ops = { NULL, on_work, on_done };
  * include scan is bounded in on_work: a header to read from <kernels>/include
  * (a disk may be slow: offhash.sh) or more than KJ_RESOLVE_INLINE_PROBES
  * names looked up there send it to a thread, from the start. */
-static int small(const struct kj__offhash *h)
+static int small(struct kj__offhash *h)
 {
 	const struct kj__get_req *q = h->q;
 	uint64_t n = (uint64_t)q->source_len + (h->has_fp ? h->raw_len : 0);
 
 	for (size_t i = 0; i < q->n_headers; i++)
 		n += q->hlen[i];
+	h->inline_left = n <= KJ_RESOLVE_INLINE_BYTES ? KJ_RESOLVE_INLINE_BYTES - (size_t)n : 0;
 	return !q->explain && n <= KJ_RESOLVE_INLINE_BYTES;
 }
 
@@ -278,6 +348,7 @@ void kj__offhash_clear(struct kj__offhash *h)
 {
 	kj__includes_free(&h->inc);
 	kj__memo_files_free(&h->memo);
+	reads_free(&h->reads);
 	free(h->incdir);
 	free(h->want);
 	free(h->explain);

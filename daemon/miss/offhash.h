@@ -37,6 +37,8 @@ struct kj__offhash {
 	struct kj__includes inc;
 	struct kj__key_input ki;       /* the key's inputs: points into the above and q */
 	struct kj__memo_files memo;    /* memo.ok: what kj__memo_enter may keep */
+	struct kj__hdr_reads reads;    /* headers taken from <kernels>/include: their proofs for the memo;
+					* those read (not kept) are kept in done (hdrkeep.c) */
 	char *explain;                 /* with q->explain: why it would not be a hit (explain.c), malloc'd */
 	int has_fp;                    /* fp: raw's SHA-256, the hit table's name for it */
 	uint8_t fp[KJ_SHA256_LEN];
@@ -50,6 +52,7 @@ struct kj__offhash {
 	struct kj__offwork work;
 	int here;                      /* tried on the loop, with the include scan's budget */
 	int over;                      /* ... which ran out: resolved again on a thread */
+	size_t inline_left;            /* ... bytes kept headers may add to hash there (KJ_RESOLVE_INLINE_BYTES) */
 };
 
 /* Resolves h->q's target on the loop (request, configuration, detection),

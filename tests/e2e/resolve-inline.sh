@@ -10,7 +10,11 @@
 #    (the loop never opens a header), right bytes, and its memo still
 #    watches the header (changed: a new key);
 #  - a small source including a slow header (tests/e2e/slowopen.c) and a
-#    1 MiB one: `kjit ping` and a memo hit are answered while they resolve.
+#    1 MiB one: `kjit ping` and a memo hit are answered while they resolve;
+#  - a header of <kernels>/include settled on disk, read once on a thread:
+#    kept (daemon/miss/hdrkeep.c), so the next small request including it is
+#    resolved on the loop, to the key a fresh read gives (--explain resolves
+#    on a thread); changed on disk, it is read again on a thread: a new key.
 . "$(dirname "$0")/lib.sh"
 
 SHIM="$T/slowopen.so"
@@ -25,6 +29,7 @@ FLAG="$T/slow.flag"
 mkdir -p "$SRC" "$KERNELS/include"
 echo '#define KJIT_INLINE_COMMON 1' >"$KERNELS/include/common.h"
 echo '#define KJIT_INLINE_SLOW 1' >"$KERNELS/include/kjit-slow.h"
+echo '#define KJIT_INLINE_KEPT 1' >"$KERNELS/include/kept.h"
 
 # mk NAME BYTES [HEADER]: a distinct source of about BYTES bytes (no '#'
 # but the include).
@@ -94,4 +99,26 @@ check "the hit's bytes" sh -c "grep -q '^hit' '$SRC/small.get' && cmp -s '$SRC/s
 wait $P1 $P2
 check "the requests through the slow header get their bytes" sh -c "$(command -v cmp) -s '$SRC/slowsmall.hip' '$SRC/slowsmall.out' && cmp -s '$SRC/slowbig.hip' '$SRC/slowbig.out'"
 check "both on threads ($(counts))" [ "$(counts)" = "1 5" ]
+
+# -- a kept header: its ctime must be a second before the read that keeps it --
+while [ $(($(date +%s) - $(stat -c %Z "$KERNELS/include/kept.h"))) -lt 2 ]; do sleep 0.2; done
+key() { head -n1 "$SRC/$1.get" | cut -d' ' -f2; }
+mk kept1 1024 kept.h
+get kept1
+check "a request including a settled header: read on a thread ($(counts))" [ "$(counts)" = "1 6" ]
+check "... right bytes" right kept1
+mk kept2 1024 kept.h
+get kept2
+check "another including it: the kept text, resolved on the loop ($(counts))" [ "$(counts)" = "2 6" ]
+check "... right bytes" right kept2
+k_inline=$(key kept2)
+"$KJIT" get --source "$SRC/kept2.hip" --backend hip --target gfx90a --explain -o "$SRC/kept2.x" >"$SRC/kept2.get" 2>&1
+check "the key of the kept text is a fresh read's (--explain, on a thread: $k_inline $(key kept2), $(counts))" \
+	sh -c "[ -n '$k_inline' ] && [ '$k_inline' = '$(key kept2)' ] && [ '$(counts)' = '2 7' ]"
+c0=$(stat_value compiles)
+echo '#define KJIT_INLINE_KEPT 3' >"$KERNELS/include/kept.h"
+get kept2
+check "the kept header changed on disk: read again on a thread ($(counts)), a new key, compiled" \
+	sh -c "[ '$(counts)' = '2 8' ] && [ '$(key kept2)' != '$k_inline' ] && [ $(stat_value compiles) = $((c0 + 1)) ]"
+check "... right bytes" right kept2
 finish
