@@ -279,7 +279,10 @@ int kj__inc_lookup(struct resolver *rv, const char *name, size_t *idx, const cha
 	}
 	for (size_t i = 0; i <= rv->n_dirs; i++) {
 		const char *dir = i == 0 ? (use_anc ? rv->anc : NULL) : rv->dirs[i - 1];
-		struct kj__inc_proof pf = { .from_dir = i > 0 };
+		struct kj__inc_proof pf; /* not zeroed whole: 4 KiB a probe; read_under fills what is used */
+
+		pf.from_dir = i > 0;
+		pf.kept = 0;
 		if (dir == NULL)
 			continue;
 		if ((r = kj__inc_read_under(rv, dir, name, &data, &len, where, line, open, shown, &pf)) <= 0) {

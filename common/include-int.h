@@ -54,13 +54,14 @@ struct resolver {
 	const struct kj__inc_keep *keep; /* the tree's (kept headers), or NULL */
 };
 
-/* What a header read from an allowed directory came with (kj__inc_keep). */
+/* A header found by a lookup in the allowed directories (rv->dirs, not
+ * the tree's folder) and what came with it, for kj__inc_keep. */
 struct kj__inc_proof {
-	struct stat st;
-	struct timespec read_at;
+	int from_dir;                /* a lookup in rv->dirs: the rest is set only then, and with rv->keep */
 	int kept;                    /* from keep->kept, not read */
-	int from_dir;                /* read from an allowed directory (else: none of this is set) */
-	char real[PATH_MAX];
+	struct stat st;              /* the read's proof (kj__read_file_st), or the kept text's */
+	struct timespec read_at;
+	char real[PATH_MAX];         /* its real path (set by every lookup) */
 };
 
 /* A macro definition: name, then the rest of its line (parameters and
@@ -98,7 +99,7 @@ int kj__inc_define_options(struct resolver *rv);
  * 0; KJIT_EINCLUDE (err written) when none spells one or the expansion
  * branches past KJ_INC_EXPANSIONS_MAX; fn's negative code. */
 int kj__inc_expand(struct resolver *rv, const struct kj__inc_pending *p, kj__inc_name_fn fn, void *ctx);
-/* Lexer variants a file may need (common/incfind.c, kj__inc_splice). */
+/* Lexer variants a file may need (common/incsplice.c, kj__inc_splice). */
 enum { KJ_SPLICE_BLANKS = 1, KJ_SPLICE_TRIGRAPHS = 2 };
 /* Translation phases 1 and 2 of src into a malloc'd, NUL-terminated copy
  * (*out, *outlen): trigraphs replaced (with KJ_SPLICE_TRIGRAPHS), then

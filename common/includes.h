@@ -9,6 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct stat;
+struct timespec;
+
 /* Include resolution: the headers a source may include, found by scanning
  * every #include line of the source and, recursively, of what it includes
  * (a literal "#if 0" group is skipped; every other conditional counts as
@@ -83,8 +86,6 @@ struct kj__include_tree {
  *    its tree path, data its bytes in the result (valid while the result
  *    holds them); both only for the call.
  * Both run where the scan runs. */
-struct stat;
-struct timespec;
 struct kj__inc_keep {
 	int (*kept)(void *arg, const char *real, uint8_t **data, size_t *len, struct stat *st,
 		    struct timespec *read_at);

@@ -11,8 +11,8 @@
 #define KJ_SOURCE_MAX (4u << 20)           /* a kernel source larger than this is a mistake */
 #define KJ_KERNEL_TEXT_MAX (256u << 10)    /* a bundled kernel's source up to this is kept in memory after a read (daemon/miss/request.c) */
 #define KJ_KERNEL_TEXT_TOTAL (16u << 20)   /* ... and all of them kept together at most this */
-#define KJ_HEADER_TEXT_MAX (64u << 10)    /* a header of <kernels>/include up to this is kept in memory after a read (daemon/miss/hdrkeep.c): a resolve on kjitd's loop hashes at most KJ_RESOLVE_INLINE_BYTES anyway */
-#define KJ_HEADER_TEXT_TOTAL (4u << 20)   /* ... and all of them kept together (texts, paths, entries) at most this; the bundled ones are 29 KB */
+#define KJ_HEADER_TEXT_MAX (32u << 10)    /* a header of <kernels>/include up to this is kept in memory after a read (daemon/miss/hdrkeep.c): half a loop resolve's KJ_RESOLVE_INLINE_BYTES, which its source shares; a larger one would seldom fit */
+#define KJ_HEADER_TEXT_TOTAL (4u << 20)   /* ... and all of them kept together (texts, paths, entries) at most this, the least recently used dropped; the bundled ones are 29 KB */
 #define KJ_HEADERS_MAX_TOTAL (16u << 20)   /* all headers of one request together */
 #define KJ_OBJECT_MAX (48u << 20)          /* largest code object we store or serve */
 #define KJ_PUBLISH_PENDING_MAX (256ull << 20) /* object bytes whose publish may wait on a thread (daemon/miss/publish.c); past it, on the loop */

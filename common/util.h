@@ -61,7 +61,10 @@ int kj__stat_same(const struct stat *a, const struct stat *b);
  * back) settled well before the read began (KJ_FILE_SETTLED_NS: the
  * kernel stamps ctime from a clock that may lag by a tick).  The stat is
  * copied into *st.  Else 0 (changed, gone, or changed too near the read
- * to tell). */
+ * to tell).  Not seen: a write through a shared mapping of a page already
+ * dirty (it leaves the ctime alone), an NFS client's stale attributes; the
+ * callers trust it only for files their owner changes by write or rename
+ * (a bundled kernel, <kernels>/include, the memo's). */
 int kj__file_unchanged_since(const char *path, const struct stat *seen, const struct timespec *before,
 			     struct stat *st);
 /* rm -rf: removes path and everything below it, not following links.  0

@@ -303,20 +303,22 @@ void kj__memo_enter(struct kj__memo *m, const uint8_t *raw, size_t raw_len, cons
 void kj__memo_files_free(struct kj__memo_files *f);
 
 /* hdrkeep.c: the texts of headers read from <kernels>/include (docs in
- * hdrkeep.c), for a resolve on the loop.  new: 0 or KJIT_ENOMEM.  free:
- * NULL-safe.  find (the loop): 1 with *data a malloc'd copy (a NUL after
- * *len bytes) of the text kept for the real path real, and *st, *read_at
- * the proof of its read, when a stat proves the file unchanged since that
- * read (kj__file_unchanged_since); else 0.  put (the loop): keeps len bytes
- * read from real with their proof (kj__read_file_st), replacing real's
- * entry; nothing kept past KJ_HEADER_TEXT_MAX, KJ_HEADER_TEXT_TOTAL in all,
- * an unproven read (read_at zero) or without memory.  bytes: what the kept
- * entries cost. */
+ * hdrkeep.c), for a resolve on the loop; all on the loop.  new: 0 or
+ * KJIT_ENOMEM.  free: NULL-safe.  find: 1 with *data a malloc'd copy (a NUL
+ * after *len bytes) of the text kept for the real path real, at most
+ * max_len bytes, and *st, *read_at the proof of its read, when a stat
+ * proves the file unchanged since that read (kj__file_unchanged_since; an
+ * entry not proven is dropped); else 0.  put: keeps len bytes read from
+ * real with their proof (kj__read_file_st), replacing real's entry unless
+ * the file's stat is the kept one's; nothing kept past KJ_HEADER_TEXT_MAX,
+ * for an unproven read (read_at zero) or without memory; the least
+ * recently used dropped to stay within KJ_HEADER_TEXT_TOTAL.  bytes: what
+ * the kept entries cost. */
 struct kj__hdrkeep;
 int kj__hdrkeep_new(struct kj__hdrkeep **out);
 void kj__hdrkeep_free(struct kj__hdrkeep *k);
-int kj__hdrkeep_find(const struct kj__hdrkeep *k, const char *real, uint8_t **data, size_t *len, struct stat *st,
-		     struct timespec *read_at);
+int kj__hdrkeep_find(struct kj__hdrkeep *k, const char *real, size_t max_len, uint8_t **data, size_t *len,
+		     struct stat *st, struct timespec *read_at);
 void kj__hdrkeep_put(struct kj__hdrkeep *k, const char *real, const uint8_t *data, size_t len, const struct stat *st,
 		     const struct timespec *read_at);
 size_t kj__hdrkeep_bytes(const struct kj__hdrkeep *k);

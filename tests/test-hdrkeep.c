@@ -59,7 +59,7 @@ struct keeper {
 
 static int kept(void *arg, const char *real, uint8_t **data, size_t *len, struct stat *st, struct timespec *at)
 {
-	return kj__hdrkeep_find(((struct keeper *)arg)->k, real, data, len, st, at);
+	return kj__hdrkeep_find(((struct keeper *)arg)->k, real, KJ_RESOLVE_INLINE_BYTES, data, len, st, at);
 }
 
 static void seen(void *arg, const char *name, const char *real, const uint8_t *data, size_t len,
@@ -146,8 +146,9 @@ static void test_kept_header_used_under_budget(void)
 
 /* b.h edited after it was kept, same size and mtime put back (only the
  * ctime moved): not proven, so over budget; read again, the new bytes, a
- * new key; that read too recent to prove, the next scan on the loop is
- * still over budget. */
+ * new key; that read too recent to prove (when it came within the second:
+ * a loaded machine may take longer), the next scan on the loop is still
+ * over budget. */
 static void test_changed_header_read_again(void)
 {
 	struct keeper kp = { 0 };
@@ -162,6 +163,7 @@ static void test_changed_header_read_again(void)
 	CHECK_EQ_INT(scan(&kp, 0, &before, &over, err, sizeof err), 0);
 	snprintf(p, sizeof p, "%s/b.h", inc);
 	CHECK(stat(p, &st) == 0);
+	uint64_t written = kj__now_us();
 	put(p, "int b = 2;\n");
 	struct timespec ts[2] = { st.st_atim, st.st_mtim };
 	CHECK(utimensat(AT_FDCWD, p, ts, 0) == 0);
@@ -174,7 +176,10 @@ static void test_changed_header_read_again(void)
 	key_of(&after, k2);
 	CHECK(strcmp(k1, k2) != 0);
 	kj__includes_free(&after);
-	CHECK_EQ_INT(scan(&kp, 1, &after, &over, err, sizeof err), KJIT_EBUSY);
+	if (kj__now_us() - written < 900000)
+		CHECK_EQ_INT(scan(&kp, 1, &after, &over, err, sizeof err), KJIT_EBUSY);
+	else
+		fprintf(stderr, "# changed_header_read_again: the re-read came over 0.9 s after the write: its proof not checked\n");
 	kj__includes_free(&before);
 	kj__hdrkeep_free(kp.k);
 	CHECK(kj__rm_rf(root) == 0);
@@ -249,5 +254,95 @@ static void test_bound_holds(void)
 	free(big);
 }
 
+/* Past KJ_HEADER_TEXT_TOTAL the least recently used entry goes (a find
+ * counts as a use): the newest header is kept, the oldest unused one not,
+ * the one used all along stays; a text over find's max_len is not handed
+ * out; a file read again with the kept stat leaves its entry alone; an
+ * entry whose file changed is dropped when looked up. */
+static int keep_file(struct kj__hdrkeep *k, const char *path)
+{
+	uint8_t *data;
+	size_t len;
+	struct stat st;
+	struct timespec at;
+
+	if (kj__read_file_st(path, 1 << 20, &data, &len, &st, &at) != 0)
+		return -1;
+	kj__hdrkeep_put(k, path, data, len, &st, &at);
+	free(data);
+	return 0;
+}
+
+static int found(struct kj__hdrkeep *k, const char *path)
+{
+	uint8_t *data = NULL;
+	size_t len;
+	struct stat st;
+	struct timespec at;
+	int r = kj__hdrkeep_find(k, path, KJ_RESOLVE_INLINE_BYTES, &data, &len, &st, &at);
+
+	free(data);
+	return r;
+}
+
+static void test_lru_reread_and_drop(void)
+{
+	struct kj__hdrkeep *k;
+	struct stat st;
+	struct timespec at;
+	uint8_t *data;
+	size_t len, n = KJ_HEADER_TEXT_TOTAL / KJ_HEADER_TEXT_MAX + 2;
+	char p[160], q[160], *big = malloc(KJ_HEADER_TEXT_MAX + 1);
+
+	CHECK(big != NULL);
+	memset(big, 'x', KJ_HEADER_TEXT_MAX);
+	big[KJ_HEADER_TEXT_MAX] = '\0';
+	setup();
+	for (size_t i = 0; i < n; i++) {
+		snprintf(q, sizeof q, "%s/h%zu.h", inc, i);
+		put(q, big);
+	}
+	CHECK_EQ_INT(kj__hdrkeep_new(&k), 0);
+	snprintf(p, sizeof p, "%s/b.h", inc);
+	sleep(2); /* every file settled: a read of it is proven */
+	CHECK_EQ_INT(keep_file(k, p), 0);
+	size_t one = kj__hdrkeep_bytes(k);
+	CHECK(one > strlen("int b = 1;\n"));
+	CHECK_EQ_INT(kj__hdrkeep_find(k, p, 3, &data, &len, &st, &at), 0); /* over max_len */
+	CHECK_EQ_INT(kj__hdrkeep_find(k, p, KJ_RESOLVE_INLINE_BYTES, &data, &len, &st, &at), 1);
+	CHECK(len == strlen("int b = 1;\n") && memcmp(data, "int b = 1;\n", len) == 0);
+	free(data);
+
+	/* the same file read again (same stat): the entry stays, its proof the first read's */
+	struct timespec later = { at.tv_sec + 5, at.tv_nsec };
+	kj__hdrkeep_put(k, p, (const uint8_t *)"int b = 1;\n", strlen("int b = 1;\n"), &st, &later);
+	CHECK_EQ_INT(kj__hdrkeep_bytes(k), one);
+	struct timespec first = at;
+	CHECK_EQ_INT(kj__hdrkeep_find(k, p, KJ_RESOLVE_INLINE_BYTES, &data, &len, &st, &at), 1);
+	CHECK(at.tv_sec == first.tv_sec && at.tv_nsec == first.tv_nsec);
+	free(data);
+
+	/* past the total: b.h, used after each put, stays; h0 goes; the last is kept */
+	for (size_t i = 0; i < n; i++) {
+		snprintf(q, sizeof q, "%s/h%zu.h", inc, i);
+		CHECK_EQ_INT(keep_file(k, q), 0);
+		CHECK(kj__hdrkeep_bytes(k) <= KJ_HEADER_TEXT_TOTAL);
+		CHECK_EQ_INT(found(k, p), 1);
+	}
+	snprintf(q, sizeof q, "%s/h%zu.h", inc, n - 1);
+	CHECK_EQ_INT(found(k, q), 1);
+	snprintf(q, sizeof q, "%s/h0.h", inc);
+	CHECK_EQ_INT(found(k, q), 0);
+
+	/* b.h changed on disk: its entry is dropped by the find that fails */
+	size_t full = kj__hdrkeep_bytes(k);
+	put(p, "int b = 22;\n");
+	CHECK_EQ_INT(found(k, p), 0);
+	CHECK_EQ_INT(kj__hdrkeep_bytes(k), full - one);
+	kj__hdrkeep_free(k);
+	free(big);
+	CHECK(kj__rm_rf(root) == 0);
+}
+
 TEST_LIST(TEST(kept_header_used_under_budget) TEST(changed_header_read_again) TEST(link_outside_refused)
-	  TEST(bound_holds))
+	  TEST(bound_holds) TEST(lru_reread_and_drop))

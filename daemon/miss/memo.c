@@ -292,7 +292,7 @@ int kj__memo_gather(const uint8_t *raw, size_t raw_len, const struct kj__get_req
 			continue; /* its bytes are in the request */
 		char *path = kj__asprintf("%s/%s", incdir, inc->names[i]);
 		const struct kj__hdr_read *rd = read_of(reads, inc->names[i]);
-		int proven = rd && rd->data == inc->data[i] && kj__file_unchanged_since(path, &rd->st, &rd->read_at, &st);
+		int proven = path && rd && rd->data == inc->data[i] && kj__file_unchanged_since(path, &rd->st, &rd->read_at, &st);
 		ok = path && (proven || (stat(path, &st) == 0 && file_holds(path, inc->data[i], inc->len[i])));
 		if (!ok)
 			free(path);

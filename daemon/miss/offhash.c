@@ -131,13 +131,8 @@ static int kept_header(void *arg, const char *real, uint8_t **data, size_t *len,
 {
 	struct kj__offhash *h = arg;
 
-	if (kj__hdrkeep_find(h->d->miss->hdrs, real, data, len, st, read_at) != 1)
+	if (kj__hdrkeep_find(h->d->miss->hdrs, real, h->inline_left, data, len, st, read_at) != 1)
 		return 0;
-	if (*len > h->inline_left) {
-		free(*data);
-		*data = NULL;
-		return 0;
-	}
 	h->inline_left -= *len;
 	return 1;
 }
@@ -203,8 +198,10 @@ static void on_work(struct kj__offwork *w)
 		reads_free(&h->reads);
 		return;
 	}
-	if (r < 0)
+	if (r < 0) { /* the scan freed its result, which the reads point into */
+		reads_free(&h->reads);
 		goto out;
+	}
 	/* whatever the scan admits, a /proc or /dev path never reaches a compiler
 	 * (one that blocks reading /proc/self/fd/2 holds its worker) */
 	for (size_t i = 0; r == 0 && i < h->inc.n + h->inc.n_missing; i++) {
