@@ -9,11 +9,13 @@
  * its read gives the new bytes, a new key.  A link that now leads outside
  * the root to the very same file is refused, as a fresh read refuses it
  * (the realpath still runs).  The store stays within its bounds. */
+#include <errno.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cache.h"
@@ -32,6 +34,18 @@ static void put(const char *path, const char *text)
 	CHECK(f != NULL);
 	CHECK(fputs(text, f) >= 0);
 	CHECK(fclose(f) == 0);
+}
+
+/* Waits until every change made so far is settled for the proof
+ * (kj__file_unchanged_since: a ctime a second before the read), with a
+ * tenth of a second to spare: a ctime is never later than the moment of its
+ * change, and a read after this takes its clock later still. */
+static void settle(void)
+{
+	struct timespec ts = { 1, 100000000 };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
 }
 
 /* root holds inc/ (the allowed directory) with sub/a.h including b.h. */
@@ -127,7 +141,7 @@ static void test_kept_header_used_under_budget(void)
 	CHECK_EQ_INT(kj__hdrkeep_new(&kp.k), 0);
 	CHECK_EQ_INT(scan(&kp, 1, &loop, &over, err, sizeof err), KJIT_EBUSY); /* nothing kept yet */
 	CHECK_EQ_INT(over, 1);
-	sleep(2); /* the headers' ctime now settled well before the read */
+	settle(); /* the headers' ctime now settled before the read */
 	CHECK_EQ_INT(scan(&kp, 0, &fresh, &over, err, sizeof err), 0);
 	CHECK_EQ_INT(kp.n_read, 2);
 	CHECK_EQ_INT(scan(&kp, 1, &loop, &over, err, sizeof err), 0);
@@ -159,7 +173,7 @@ static void test_changed_header_read_again(void)
 
 	setup();
 	CHECK_EQ_INT(kj__hdrkeep_new(&kp.k), 0);
-	sleep(2);
+	settle();
 	CHECK_EQ_INT(scan(&kp, 0, &before, &over, err, sizeof err), 0);
 	snprintf(p, sizeof p, "%s/b.h", inc);
 	CHECK(stat(p, &st) == 0);
@@ -204,7 +218,7 @@ static void test_link_outside_refused(void)
 	snprintf(p, sizeof p, "%s/sub/a.h", inc);
 	snprintf(q, sizeof q, "%s/out/a.h", root);
 	CHECK(link(p, q) == 0);
-	sleep(2);
+	settle();
 	CHECK_EQ_INT(scan(&kp, 0, &out, &over, err, sizeof err), 0);
 	kj__includes_free(&out);
 	snprintf(p, sizeof p, "%s/sub", inc);
@@ -304,7 +318,7 @@ static void test_lru_reread_and_drop(void)
 	}
 	CHECK_EQ_INT(kj__hdrkeep_new(&k), 0);
 	snprintf(p, sizeof p, "%s/b.h", inc);
-	sleep(2); /* every file settled: a read of it is proven */
+	settle(); /* every file settled: a read of it is proven */
 	CHECK_EQ_INT(keep_file(k, p), 0);
 	size_t one = kj__hdrkeep_bytes(k);
 	CHECK(one > strlen("int b = 1;\n"));
