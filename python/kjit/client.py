@@ -15,9 +15,12 @@ the kjit_request of a call is built once and kept (per Client, keyed on the
 call's arguments; up to _PREPARED_MAX of them), and the call goes through
 the C extension kjit._hit (python/kjit/_hit.c; kjit._lib.extension() says
 where it is found) when it loads: one kjit_get on the kept request with the
-GIL released, the Object made in C, its data copied once from libkjit's
-buffer into a bytes.  get(..., view=True) skips that copy: Object.data is a
-read-only memoryview over the kjit_result itself, which is freed when the
+GIL released, the Object made in C, its data copied once, from the
+process memo, the shared table or the reply straight into the bytes get()
+returns (libkjit's kj__get_into).  get(..., view=True) gives Object.data as
+a read-only memoryview over the kjit_result instead (libkjit's own one copy:
+no fewer copies than the bytes, and a little slower at 16 KB; for a caller
+that wants the memory back at a release of its choosing), which is freed when the
 view is released (Object.release(), memoryview.release()) or collected;
 the view keeps the result alive, so it can never point into freed memory,
 and a released view raises ValueError on use.  Without the extension (a
