@@ -19,8 +19,9 @@
  * that were hashed; a bundled kernel's source is not re-read when its stat
  * proves it unchanged since the read (kj__file_unchanged_since: issue 35, 0.4 ms
  * a MiB saved; a file changed within a second of the read is re-read, as
- * before), nor a header of <kernels>/include whose read (or kept text,
- * hdrkeep.c) the same stat proves.  It touches only its arguments and runs
+ * before), nor a header of <kernels>/include whose read the same stat
+ * proves, nor a kept text (hdrkeep.c), whose stat the same resolve took
+ * when it used it.  It touches only its arguments and runs
  * with the resolve (offhash.c: a pool thread, or the loop for a small
  * request whose headers from disk, if any, were kept texts).
  * kj__memo_enter then puts the result in the memo, on the loop: the table
@@ -292,7 +293,14 @@ int kj__memo_gather(const uint8_t *raw, size_t raw_len, const struct kj__get_req
 			continue; /* its bytes are in the request */
 		char *path = kj__asprintf("%s/%s", incdir, inc->names[i]);
 		const struct kj__hdr_read *rd = read_of(reads, inc->names[i]);
-		int proven = path && rd && rd->data == inc->data[i] && kj__file_unchanged_since(path, &rd->st, &rd->read_at, &st);
+		int proven = 0;
+		if (path && rd && rd->data == inc->data[i]) {
+			proven = 1;
+			if (rd->kept) /* proven by a stat in this very resolve (kj__hdrkeep_find): not a second */
+				st = rd->st;
+			else
+				proven = kj__file_unchanged_since(path, &rd->st, &rd->read_at, &st);
+		}
 		ok = path && (proven || (stat(path, &st) == 0 && file_holds(path, inc->data[i], inc->len[i])));
 		if (!ok)
 			free(path);
