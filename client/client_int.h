@@ -54,6 +54,7 @@ struct kjit_client {
 	int fast_path;               /* attach to the shared hit table (KJIT_FAST_PATH != 0) */
 	int attach_refused;          /* the daemon does not know ATTACH: do not ask again */
 	struct kj__hittab_reader *hits; /* the daemon's hit table, mapped read-only, or NULL */
+	uint32_t attaches;           /* tables mapped so far: each reader's id (kj__hittab_reader_set_id) */
 	struct kj__hitctr *ctr;      /* this connection's fast-path hit counters, or NULL */
 };
 

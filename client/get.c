@@ -455,8 +455,16 @@ int kj__get_flags(kjit_client *c, const kjit_request *req, unsigned flags, kjit_
 
 int kj__get_into(kjit_client *c, const kjit_request *req, kjit_result *res, kj__get_alloc_fn *alloc, void *ctx)
 {
-	struct kj__sink sink = { alloc, ctx };
+	return kj__get_into_kept(c, req, res, alloc, NULL, ctx, NULL);
+}
 
+int kj__get_into_kept(kjit_client *c, const kjit_request *req, kjit_result *res, kj__get_alloc_fn *alloc,
+		      kj__get_have_fn *have, void *ctx, uint64_t id[2])
+{
+	struct kj__sink sink = { alloc, ctx, have, id };
+
+	if (id)
+		id[0] = id[1] = 0;
 	if (alloc == NULL)
 		return get_one(c, req, 0, NULL, res);
 	return get_one(c, req, 0, &sink, res);

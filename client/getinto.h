@@ -10,6 +10,7 @@
 #define KJ_GETINTO_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "kjit.h"
 
@@ -29,5 +30,22 @@ typedef void *kj__get_alloc_fn(void *ctx, size_t size);
  * alloc NULL: exactly kjit_get. */
 KJIT_EXPORT int kj__get_into(kjit_client *c, const kjit_request *req, kjit_result *res, kj__get_alloc_fn *alloc,
 			     void *ctx);
+
+/* Nonzero when the caller still holds the bytes (size of them) of the
+ * answer whose id is id: they are not copied again. */
+typedef int kj__get_have_fn(void *ctx, const uint64_t id[2], size_t size);
+
+/* kj__get_into, for a caller that keeps what it was given.  An answer of
+ * the handle's process memo or of the shared hit table has an id, two
+ * words naming its bytes: the bytes under an id never change, and no other
+ * bytes ever take it, for as long as the handle is open (ids are the
+ * handle's own: another handle, or this one after kjit_close, may give the
+ * same id to other bytes).  Such an answer first asks have(ctx, id, size);
+ * when the caller still holds those bytes nothing is copied and alloc is
+ * not called (res->data NULL, res->size the size, as ever).  id (when not
+ * NULL) receives the id of the answer given, {0, 0} for one without (the
+ * socket's, a failure).  have NULL: exactly kj__get_into. */
+KJIT_EXPORT int kj__get_into_kept(kjit_client *c, const kjit_request *req, kjit_result *res,
+				  kj__get_alloc_fn *alloc, kj__get_have_fn *have, void *ctx, uint64_t id[2]);
 
 #endif /* KJ_GETINTO_H */

@@ -376,6 +376,8 @@ static int attach(kjit_client *c)
 	if (kj__hittab_reader_open(&c->hits, fds[0]) < 0 || kj__hittab_reader_slots(c->hits) != slots ||
 	    kj__hitctr_map(&c->ctr, fds[1], slots) < 0)
 		detach(c);
+	else /* a table of its own in the ids of its answers (struct kj__sink) */
+		kj__hittab_reader_set_id(c->hits, ++c->attaches);
 out:
 	for (int i = 0; i < nfds; i++)
 		close(fds[i]);

@@ -29,6 +29,7 @@
 struct pm_ent {
 	uint8_t fp[KJ_SHA256_LEN];
 	uint64_t gen;
+	uint64_t serial; /* this entry's number: m->serials when it was entered (its id {1, serial}) */
 	uint8_t *data;
 	size_t size;
 	uint8_t *base; /* what to free: data, or the reply frame data points into (kj__procmemo_adopt) */
@@ -45,6 +46,7 @@ struct kj__procmemo {
 	struct kj__htab tab;
 	struct kj__ilist lru; /* most recently used first */
 	size_t bytes, max_bytes;
+	uint64_t serials; /* entries ever entered: the last one's number (struct kj__sink's ids) */
 };
 
 int kj__procmemo_new(struct kj__procmemo **out, size_t max_bytes)
@@ -148,17 +150,23 @@ int kj__procmemo_get_into(struct kj__procmemo *m, const uint8_t fp[KJ_SHA256_LEN
 		return 0;
 	}
 	memset(res, 0, sizeof *res);
-	uint8_t *to = sink ? sink->alloc(sink->ctx, e->size) : malloc(e->size);
+	/* The caller holds these very bytes already: nothing to copy. */
+	uint64_t id[2] = { 1, e->serial };
+	int held = sink && sink->have && sink->have(sink->ctx, id, e->size);
+	uint8_t *to = held ? NULL : sink ? sink->alloc(sink->ctx, e->size) : malloc(e->size);
 	if (!sink)
 		res->data = to;
-	if (to == NULL || (res->target = kj__strdup(e->target)) == NULL ||
+	if ((to == NULL && !held) || (res->target = kj__strdup(e->target)) == NULL ||
 	    (res->runtime_version = kj__strdup(e->version)) == NULL ||
 	    copy_lowered(e->lowered, e->n_lowered, &res->lowered_names) < 0) {
 		kjit_result_free(res);
 		return KJIT_ENOMEM;
 	}
 	res->n_lowered_names = e->n_lowered;
-	memcpy(to, e->data, e->size);
+	if (!held)
+		memcpy(to, e->data, e->size);
+	if (sink && sink->id)
+		memcpy(sink->id, id, sizeof id);
 	res->size = e->size;
 	memcpy(res->key, e->key, sizeof res->key);
 	res->status = KJIT_STATUS_HIT;
@@ -193,6 +201,7 @@ static int enter(struct kj__procmemo *m, const uint8_t fp[KJ_SHA256_LEN], uint64
 	e->n_lowered = res->n_lowered_names;
 	memcpy(e->fp, fp, KJ_SHA256_LEN);
 	e->gen = gen;
+	e->serial = ++m->serials;
 	if (buf) {
 		e->base = *buf;
 		e->data = res->data;

@@ -25,7 +25,9 @@ int kj__procmemo_enabled_by_env(void);
 int kj__procmemo_get(struct kj__procmemo *m, const uint8_t fp[KJ_SHA256_LEN], uint64_t gen, kjit_result *res);
 /* kj__procmemo_get with the object copied into the buffer sink gives
  * (common/hittab.h) instead of res->data, which stays NULL (res->size is
- * the object's size); a NULL buffer gives KJIT_ENOMEM, res zeroed. */
+ * the object's size), or not copied at all when the sink's have() says its
+ * caller holds the entry's bytes; sink->id (when set) receives the entry's
+ * id, {1, its number}.  A NULL buffer gives KJIT_ENOMEM, res zeroed. */
 int kj__procmemo_get_into(struct kj__procmemo *m, const uint8_t fp[KJ_SHA256_LEN], uint64_t gen, kjit_result *res,
 			  const struct kj__sink *sink);
 /* Remembers a successful res for fp at generation gen (copies), evicting

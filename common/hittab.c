@@ -440,6 +440,7 @@ struct kj__hittab_reader {
 	const uint8_t *arena;
 	uint64_t arena_size;
 	uint32_t n_slots;
+	uint32_t id; /* kj__hittab_reader_set_id */
 };
 
 int kj__hittab_reader_open(struct kj__hittab_reader **out, int fd)
@@ -519,6 +520,11 @@ uint32_t kj__hittab_reader_slots(const struct kj__hittab_reader *r)
 	return r->n_slots;
 }
 
+void kj__hittab_reader_set_id(struct kj__hittab_reader *r, uint32_t id)
+{
+	r->id = id;
+}
+
 enum { TRY_MISS, TRY_HIT, TRY_RACED, TRY_CORRUPT, TRY_NOMEM };
 
 /* One seqlock read of slot i.  TRY_*; on TRY_HIT *hit is filled, its
@@ -556,15 +562,21 @@ static int try_slot(struct kj__hittab_reader *r, uint32_t i, const uint8_t fp[KJ
 		atomic_thread_fence(memory_order_acquire);
 		return atomic_load_explicit(&s->seq, memory_order_relaxed) != s1 ? TRY_RACED : TRY_CORRUPT;
 	}
-	uint8_t *data = sink ? sink->alloc(sink->ctx, rh.obj_len) : malloc(rh.obj_len);
-	if (data == NULL)
+	/* The record's bytes stay as they are while the slot's seq does
+	 * (the writer clears every slot on bytes before reusing them), so
+	 * bytes the caller kept from this slot at this seq are these. */
+	uint64_t id[2] = { (uint64_t)r->id << 32 | (i + 2u), s1 };
+	int held = sink && sink->have && sink->have(sink->ctx, id, rh.obj_len);
+	uint8_t *data = held ? NULL : sink ? sink->alloc(sink->ctx, rh.obj_len) : malloc(rh.obj_len);
+	if (data == NULL && !held)
 		return TRY_NOMEM;
 	const uint8_t *p = r->arena + off + REC_HDR_SIZE;
 	memcpy(hit->target, p, rh.target_len);
 	hit->target[rh.target_len] = '\0';
 	memcpy(hit->version, p + rh.target_len, rh.version_len);
 	hit->version[rh.version_len] = '\0';
-	memcpy(data, p + rh.target_len + rh.version_len, rh.obj_len);
+	if (!held)
+		memcpy(data, p + rh.target_len + rh.version_len, rh.obj_len);
 	atomic_thread_fence(memory_order_acquire);
 	if (atomic_load_explicit(&s->seq, memory_order_relaxed) != s1 ||
 	    atomic_load_explicit(hgen, memory_order_relaxed) != g) {
@@ -582,6 +594,8 @@ static int try_slot(struct kj__hittab_reader *r, uint32_t i, const uint8_t fp[KJ
 	hit->size = rh.obj_len;
 	memcpy(hit->key, rh.key, sizeof hit->key);
 	hit->slot = i;
+	if (sink && sink->id)
+		memcpy(sink->id, id, sizeof id);
 	return TRY_HIT;
 }
 

@@ -30,10 +30,22 @@
  * bytes that the object is copied into, or NULL (out of memory).  It may
  * be called more than once for one answer (a read that raced a rewrite is
  * copied again); the object is in the buffer of the last call.  The
- * buffers are the caller's: nothing here frees them. */
+ * buffers are the caller's: nothing here frees them.
+ *
+ * Bytes the caller kept (both may be NULL): an answer of the process
+ * memo or of the table has an id, two words naming its bytes among all
+ * the answers one client handle can give (a memo entry: {1, its number};
+ * a table slot: {the reader's id << 32 | slot + 2, the slot's seq}, the
+ * reader's id set by its owner, kj__hittab_reader_set_id).  Bytes under an
+ * id never change, and no other bytes ever take it.  have(ctx, id, size)
+ * returns nonzero when the caller still holds the bytes of id: nothing is
+ * then copied and alloc is not called.  id (when set) receives the id of
+ * the answer given, {0, 0} when it has none. */
 struct kj__sink {
 	void *(*alloc)(void *ctx, size_t size);
 	void *ctx;
+	int (*have)(void *ctx, const uint64_t id[2], size_t size);
+	uint64_t *id;
 };
 
 /* What a reader copies out of a hit.  data is malloc'd (the caller frees
@@ -125,6 +137,10 @@ int kj__hittab_lookup_into(struct kj__hittab_reader *r, const uint8_t fp[KJ_SHA2
  * it, so that an invalidation reaches them too). */
 uint64_t kj__hittab_reader_gen(const struct kj__hittab_reader *r);
 uint32_t kj__hittab_reader_slots(const struct kj__hittab_reader *r);
+/* Names r among the readers one client handle opens (the first word of
+ * its answers' ids, struct kj__sink): a handle gives each table it maps a
+ * number of its own.  0 until set. */
+void kj__hittab_reader_set_id(struct kj__hittab_reader *r, uint32_t id);
 
 /* ---- per-client hit counters ---- */
 

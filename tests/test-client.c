@@ -1049,6 +1049,15 @@ static void *memo_sink_alloc(void *ctx, size_t size)
 	return s->fail || size > sizeof s->buf ? NULL : s->buf;
 }
 
+/* Whether the sink's buffer holds memo_res's bytes of fill. */
+static int ms_is(const uint8_t *b, uint8_t fill)
+{
+	for (size_t i = 0; i < 100; i++)
+		if (b[i] != fill)
+			return 0;
+	return 1;
+}
+
 /* kj__procmemo_get_into: the object into the sink's buffer, res->data
  * NULL, the rest as kj__procmemo_get; no buffer: KJIT_ENOMEM, res zeroed. */
 static void test_process_memo_into(void)
@@ -1056,7 +1065,7 @@ static void test_process_memo_into(void)
 	struct kj__procmemo *m = NULL;
 	static uint8_t buf[100];
 	static struct memo_sink ms;
-	struct kj__sink sink = { memo_sink_alloc, &ms };
+	struct kj__sink sink = { memo_sink_alloc, &ms, NULL, NULL };
 	uint8_t fp[KJ_SHA256_LEN];
 	kjit_result in, out;
 
@@ -1075,6 +1084,83 @@ static void test_process_memo_into(void)
 	CHECK(out.data == NULL && out.size == 0 && out.target == NULL);
 	CHECK_EQ_INT(kj__procmemo_get(m, fp, 0, &out), 1); /* still there */
 	CHECK(out.data != NULL && memcmp(out.data, buf, sizeof buf) == 0);
+	kjit_result_free(&out);
+	kj__procmemo_free(m);
+}
+
+/* A sink whose caller holds the bytes of memo entry `holds` (0: none). */
+struct kept_sink {
+	struct memo_sink ms;
+	uint64_t holds;
+	int asked;
+};
+
+static int kept_sink_have(void *ctx, const uint64_t id[2], size_t size)
+{
+	struct kept_sink *k = ctx;
+	k->asked++;
+	return id[0] == 1 && id[1] != 0 && id[1] == k->holds && size == 100;
+}
+
+static void *kept_sink_alloc(void *ctx, size_t size)
+{
+	return memo_sink_alloc(&((struct kept_sink *)ctx)->ms, size);
+}
+
+/* The sink's have() and id (kj__get_into_kept): each entry entered gets
+ * a number of its own, its id {1, number}, never reused (not by the same
+ * fingerprint entered again, nor after a generation's drop); an answer
+ * whose id the caller holds copies nothing and asks for no buffer; every
+ * memo answer says its id. */
+static void test_process_memo_kept(void)
+{
+	struct kj__procmemo *m = NULL;
+	static uint8_t buf[100];
+	static struct kept_sink ks;
+	uint64_t id[2] = { 99, 99 };
+	struct kj__sink sink = { kept_sink_alloc, &ks, kept_sink_have, id };
+	uint8_t fp[KJ_SHA256_LEN], fp2[KJ_SHA256_LEN];
+	kjit_result in, out;
+
+	CHECK_EQ_INT(kj__procmemo_new(&m, 100000), 0);
+	memset(fp, 5, sizeof fp);
+	memset(fp2, 6, sizeof fp2);
+	memo_res(&in, buf, sizeof buf, 5);
+	CHECK_EQ_INT(kj__procmemo_put(m, fp, 0, &in), 0);
+	memo_res(&in, buf, sizeof buf, 6);
+	CHECK_EQ_INT(kj__procmemo_put(m, fp2, 0, &in), 0);
+	/* Not held: copied, its number said. */
+	CHECK_EQ_INT(kj__procmemo_get_into(m, fp, 0, &out, &sink), 1);
+	CHECK(ks.asked == 1 && ks.ms.calls == 1 && ms_is(ks.ms.buf, 5) && id[0] == 1 && id[1] == 1);
+	kjit_result_free(&out);
+	/* Held: nothing copied, no buffer asked for, the rest of the answer whole. */
+	ks.holds = 1;
+	memset(ks.ms.buf, 0, sizeof ks.ms.buf);
+	id[0] = id[1] = 0;
+	CHECK_EQ_INT(kj__procmemo_get_into(m, fp, 0, &out, &sink), 1);
+	CHECK(ks.asked == 2 && ks.ms.calls == 1 && ks.ms.buf[0] == 0 && id[0] == 1 && id[1] == 1);
+	CHECK(out.data == NULL && out.size == sizeof buf && out.status == KJIT_STATUS_HIT);
+	CHECK(out.target && strcmp(out.target, "sm_90") == 0);
+	CHECK_EQ_STR(out.key, FAKE_KEY);
+	kjit_result_free(&out);
+	/* Another entry: its own number, not the held one. */
+	CHECK_EQ_INT(kj__procmemo_get_into(m, fp2, 0, &out, &sink), 1);
+	CHECK(ks.ms.calls == 2 && ms_is(ks.ms.buf, 6) && id[0] == 1 && id[1] == 2);
+	kjit_result_free(&out);
+	/* The same fingerprint entered again (other bytes): a new number, so
+	 * what the caller holds of the old entry is not taken for it. */
+	memo_res(&in, buf, sizeof buf, 7);
+	CHECK_EQ_INT(kj__procmemo_put(m, fp, 0, &in), 0);
+	CHECK_EQ_INT(kj__procmemo_get_into(m, fp, 0, &out, &sink), 1);
+	CHECK(ks.ms.calls == 3 && ms_is(ks.ms.buf, 7) && id[0] == 1 && id[1] == 3);
+	kjit_result_free(&out);
+	/* Dropped by another generation and entered again: a new number too. */
+	ks.holds = 3;
+	CHECK_EQ_INT(kj__procmemo_get_into(m, fp, 1, &out, &sink), 0);
+	memo_res(&in, buf, sizeof buf, 8);
+	CHECK_EQ_INT(kj__procmemo_put(m, fp, 1, &in), 0);
+	CHECK_EQ_INT(kj__procmemo_get_into(m, fp, 1, &out, &sink), 1);
+	CHECK(ks.ms.calls == 4 && ms_is(ks.ms.buf, 8) && id[0] == 1 && id[1] == 4);
 	kjit_result_free(&out);
 	kj__procmemo_free(m);
 }
@@ -1131,5 +1217,6 @@ TEST_LIST(
 	TEST(process_memo_lowered)
 	TEST(process_memo_adopt)
 	TEST(process_memo_into)
+	TEST(process_memo_kept)
 	TEST(strings)
 )

@@ -209,13 +209,123 @@ static void *one_buf_alloc(void *ctx, size_t size)
 	return size <= sizeof b->buf ? b->buf : NULL;
 }
 
-/* A writer rewriting a small table as fast as it can while four reader
+/* A sink keeping a copy of each answer by its id (struct kj__sink's
+ * have), as the Python extension keeps bytes: 64 slots by the id's hash. */
+struct keeper {
+	struct {
+		uint64_t id[2];
+		size_t n;
+		uint8_t buf[16384];
+	} slot[64];
+	uint8_t fresh[16384];
+	uint64_t got[2];
+	unsigned long calls, asked, held;
+};
+
+static unsigned keeper_slot(const uint64_t id[2])
+{
+	return (unsigned)((id[0] * 0x9e3779b97f4a7c15ull ^ id[1]) % 64);
+}
+
+static void *keeper_alloc(void *ctx, size_t size)
+{
+	struct keeper *k = ctx;
+	k->calls++;
+	return size <= sizeof k->fresh ? k->fresh : NULL;
+}
+
+static int keeper_have(void *ctx, const uint64_t id[2], size_t size)
+{
+	struct keeper *k = ctx;
+	unsigned s = keeper_slot(id);
+	k->asked++;
+	return k->slot[s].id[0] == id[0] && k->slot[s].id[1] == id[1] && k->slot[s].n == size && size > 0;
+}
+
+/* One lookup through k: the answer's bytes (the kept copy when it was
+ * held, the fresh copy, now kept, otherwise) in *out; the lookup's code. */
+static int keeper_lookup(struct keeper *k, struct kj__hittab_reader *r, const uint8_t fp[KJ_SHA256_LEN],
+			 struct kj__hit *hit, const uint8_t **out, size_t *n)
+{
+	struct kj__sink sink = { keeper_alloc, k, keeper_have, k->got };
+	unsigned long before = k->calls;
+	int rc = kj__hittab_lookup_into(r, fp, hit, &sink);
+	if (rc != 0)
+		return rc;
+	unsigned s = keeper_slot(k->got);
+	if (hit->data == NULL && k->calls == before) { /* held: nothing copied */
+		k->held++;
+		*out = k->slot[s].buf;
+	} else {
+		memcpy(k->slot[s].buf, k->fresh, hit->size);
+		memcpy(k->slot[s].id, k->got, sizeof k->got);
+		k->slot[s].n = hit->size;
+		*out = k->slot[s].buf;
+	}
+	*n = hit->size;
+	return 0;
+}
+
+/* The ids of table answers: bytes kept under one are never another
+ * object's.  A held answer copies nothing and asks for no buffer; a slot
+ * rewritten (another version of the same request, or the table
+ * invalidated and the request put again) gives a new id; two readers of
+ * one table named apart give ids apart. */
+static void test_kept_ids(void)
+{
+	struct kj__hittab *w = NULL;
+	static struct keeper k;
+	struct kj__hit hit;
+	uint8_t fp[KJ_SHA256_LEN];
+	const uint8_t *p;
+	size_t n;
+	uint32_t ver;
+
+	CHECK_EQ_INT(kj__hittab_create(&w, SMALL_BYTES, SMALL_SLOTS), 0);
+	struct kj__hittab_reader *r = reader_of(w), *r2 = reader_of(w);
+	kj__hittab_reader_set_id(r, 1);
+	kj__hittab_reader_set_id(r2, 2);
+	put_obj(w, 3, 1, 4096);
+	fp_of(3, fp);
+	CHECK_EQ_INT(keeper_lookup(&k, r, fp, &hit, &p, &n), 0);
+	CHECK(k.calls == 1 && k.held == 0 && obj_ok(3, p, n, 4096));
+	uint64_t first[2] = { k.got[0], k.got[1] };
+	CHECK(first[0] >> 32 == 1 && (uint32_t)first[0] >= 2);
+	CHECK_EQ_INT(keeper_lookup(&k, r, fp, &hit, &p, &n), 0);
+	CHECK(k.calls == 1 && k.held == 1 && obj_ok(3, p, n, 4096));
+	CHECK(k.got[0] == first[0] && k.got[1] == first[1]);
+	CHECK(strcmp(hit.target, "gfx90a:xnack-") == 0 && strcmp(hit.version, "6.2") == 0 && hit.key[0] == 3);
+	/* Another reader's id for the same slot: not taken for this one's. */
+	CHECK_EQ_INT(keeper_lookup(&k, r2, fp, &hit, &p, &n), 0);
+	CHECK(k.calls == 2 && k.got[0] >> 32 == 2 && obj_ok(3, p, n, 4096));
+	/* Rewritten: version 2 under a new id, copied. */
+	put_obj(w, 3, 2, 4096);
+	CHECK_EQ_INT(keeper_lookup(&k, r, fp, &hit, &p, &n), 0);
+	memcpy(&ver, p + 4, 4);
+	CHECK(k.calls == 3 && ver == 2 && obj_ok(3, p, n, 4096));
+	CHECK(k.got[1] != first[1]);
+	/* Invalidated, then put again: a new id again. */
+	uint64_t second[2] = { k.got[0], k.got[1] };
+	kj__hittab_invalidate(w);
+	CHECK_EQ_INT(keeper_lookup(&k, r, fp, &hit, &p, &n), KJIT_ENOENT);
+	put_obj(w, 3, 3, 4096);
+	CHECK_EQ_INT(keeper_lookup(&k, r, fp, &hit, &p, &n), 0);
+	memcpy(&ver, p + 4, 4);
+	CHECK(k.calls == 4 && ver == 3 && (k.got[0] != second[0] || k.got[1] != second[1]));
+	kj__hittab_reader_close(r);
+	kj__hittab_reader_close(r2);
+	kj__hittab_free(w);
+}
+
+/* A writer rewriting a small table as fast as it can while five reader
  * processes copy entries out, two into malloc'd buffers
  * (kj__hittab_lookup), two into a sink's one buffer (_into: a raced copy
- * is made again in the same buffer): no copy may be torn. */
+ * is made again in the same buffer), and one keeping what it copied by the
+ * answers' ids (have): no copy may be torn, and no kept copy may be given
+ * for another request's answer. */
 static void test_race(void)
 {
-	enum { READERS = 4, IDS = 40, RUN_MS = 1500 };
+	enum { READERS = 5, IDS = 40, RUN_MS = 1500 };
 	struct kj__hittab *w = NULL;
 	pid_t pids[READERS];
 	int pipes[READERS][2];
@@ -235,9 +345,20 @@ static void test_race(void)
 			struct kj__hit hit;
 			uint8_t fp[KJ_SHA256_LEN];
 			static struct one_buf ob;
-			struct kj__sink sink = { one_buf_alloc, &ob };
+			static struct keeper kp;
+			struct kj__sink sink = { one_buf_alloc, &ob, NULL, NULL };
 			for (uint32_t i = (uint32_t)k; kj__now_us() < end; i++) {
 				fp_of(i % IDS, fp);
+				if (k == 4) { /* the keeper */
+					const uint8_t *p;
+					size_t n;
+					int rc = keeper_lookup(&kp, r, fp, &hit, &p, &n);
+					if (rc == 0)
+						res[obj_ok(i % IDS, p, n, 16384) ? 0 : 3]++;
+					else
+						res[rc == KJIT_ETIMEDOUT ? 2 : rc == KJIT_ENOENT ? 1 : 3]++;
+					continue;
+				}
 				int rc = k % 2 ? kj__hittab_lookup_into(r, fp, &hit, &sink) : kj__hittab_lookup(r, fp, &hit);
 				if (rc == 0) {
 					res[obj_ok(i % IDS, hit.data, hit.size, 16384) ? 0 : 3]++;
@@ -560,6 +681,7 @@ TEST_LIST(
 	TEST(roundtrip)
 	TEST(slots_allocated)
 	TEST(eviction)
+	TEST(kept_ids)
 	TEST(race)
 	TEST(client_cannot_write)
 	TEST(refuses_unsealed)
