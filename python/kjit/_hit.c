@@ -183,12 +183,13 @@ static int hitter_take_type(Hitter *h, PyObject *type)
 
 static PyObject *hitter_new(PyTypeObject *t, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "get", "free", "object_type", "statuses", "prepared", "forks", "get_into", NULL };
-	unsigned long long get_at, free_at, into_at = 0;
+	static char *kwlist[] = { "get",   "free",     "object_type", "statuses", "prepared",
+				  "forks", "get_into", "get_kept",    NULL };
+	unsigned long long get_at, free_at, into_at = 0, kept_at = 0;
 	PyObject *type, *statuses, *prepared = NULL, *forks = NULL;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "KKOO!|$O!O!K:Hitter", kwlist, &get_at, &free_at, &type,
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "KKOO!|$O!O!KK:Hitter", kwlist, &get_at, &free_at, &type,
 					 &PyDict_Type, &statuses, &PyDict_Type, &prepared, &PyList_Type, &forks,
-					 &into_at))
+					 &into_at, &kept_at))
 		return NULL;
 	if ((prepared == NULL) != (forks == NULL)) {
 		PyErr_SetString(PyExc_TypeError, "kjit._hit.Hitter: prepared and forks go together");
@@ -208,6 +209,7 @@ static PyObject *hitter_new(PyTypeObject *t, PyObject *args, PyObject *kw)
 	h->get = (kj__get_fn *)(uintptr_t)get_at;
 	h->free = (kj__free_fn *)(uintptr_t)free_at;
 	h->get_into = (kj__hit_into_fn *)(uintptr_t)into_at;
+	h->get_kept = into_at ? (kj__hit_kept_fn *)(uintptr_t)kept_at : NULL;
 	if (hitter_take_type(h, type) < 0)
 		goto fail;
 	for (int s = 1; s < N_STATUS; s++) {
@@ -230,9 +232,20 @@ fail:
 	return NULL;
 }
 
+/* Drops the bytes h keeps (the handle changed, or h goes). */
+static void kept_clear(Hitter *h)
+{
+	for (int i = 0; i < KEPT_SLOTS; i++) {
+		h->kept[i].id[0] = h->kept[i].id[1] = 0;
+		Py_CLEAR(h->kept[i].bytes);
+	}
+	h->kept_of = NULL;
+}
+
 static void hitter_dealloc(PyObject *self)
 {
 	Hitter *h = (Hitter *)self;
+	kept_clear(h);
 	Py_XDECREF(h->type);
 	for (int i = 0; i < F_N; i++)
 		Py_XDECREF(h->field[i]);
@@ -381,7 +394,44 @@ struct into {
 	PyThreadState *ts; /* this thread's, while the GIL is released */
 	PyObject *bytes;   /* the last one made, or NULL */
 	int given;         /* libkjit asked for it (a bytes made ahead may not be) */
+	const Hitter *h;   /* whose kept bytes into_have looks at */
+	PyObject *held;    /* the kept bytes libkjit was told this caller holds (borrowed), or NULL */
 };
+
+/* The kept slot of the answer id. */
+static unsigned kept_slot(const uint64_t id[2])
+{
+	uint64_t x = (id[0] * 0x9e3779b97f4a7c15ull) ^ id[1];
+	return (unsigned)((x ^ x >> 29) % KEPT_SLOTS);
+}
+
+/* kj__get_into_kept's have(): whether h keeps the bytes of the answer id.
+ * Runs without the GIL: it only reads h->kept, which changes only under
+ * the Client's lock, held by this call's caller. */
+static int into_have(void *ctx, const uint64_t id[2], size_t size)
+{
+	struct into *in = ctx;
+	unsigned s = kept_slot(id);
+	PyObject *b = in->h->kept[s].bytes;
+	in->held = NULL;
+	if (b == NULL || in->h->kept[s].id[0] != id[0] || in->h->kept[s].id[1] != id[1] ||
+	    (size_t)PyBytes_GET_SIZE(b) != size)
+		return 0;
+	in->held = b;
+	return 1;
+}
+
+/* Keeps b, the bytes of the answer id ({0, 0}: none), in its slot of h. */
+static void kept_put(Hitter *h, const uint64_t id[2], PyObject *b)
+{
+	if ((id[0] == 0 && id[1] == 0) || PyBytes_GET_SIZE(b) > KEPT_MAX)
+		return;
+	unsigned s = kept_slot(id);
+	Py_INCREF(b);
+	h->kept[s].id[0] = id[0];
+	h->kept[s].id[1] = id[1];
+	Py_XSETREF(h->kept[s].bytes, b);
+}
 
 static void *into_alloc(void *ctx, size_t size)
 {
@@ -409,21 +459,36 @@ static void *into_alloc(void *ctx, size_t size)
  * bytes), else kjit_get and a copy of its result. */
 static int fetch_bytes(Hitter *h, kjit_client *c, const kjit_request *req, kjit_result *res, PyObject **data)
 {
-	struct into in = { NULL, NULL, 0 };
+	struct into in = { NULL, NULL, 0, h, NULL };
+	uint64_t id[2] = { 0, 0 };
 	int code;
+	if (h->kept_of != c)
+		kept_clear(h); /* the numbers are the memo's of another handle */
+	h->kept_of = c;
 	if (h->get_into && h->last_size > 0 && (in.bytes = PyBytes_FromStringAndSize(NULL, h->last_size)) == NULL)
 		PyErr_Clear(); /* into_alloc tries again */
 	in.ts = PyEval_SaveThread();
-	code = h->get_into ? h->get_into(c, req, res, into_alloc, &in) : h->get(c, req, res);
+	if (h->get_kept)
+		code = h->get_kept(c, req, res, into_alloc, into_have, &in, id);
+	else
+		code = h->get_into ? h->get_into(c, req, res, into_alloc, &in) : h->get(c, req, res);
 	PyEval_RestoreThread(in.ts);
 	*data = NULL;
 	if (code < 0) {
 		Py_XDECREF(in.bytes);
 		return code;
 	}
+	if (res->data == NULL && in.held != NULL && (id[0] || id[1]) && (size_t)PyBytes_GET_SIZE(in.held) == res->size) {
+		Py_XDECREF(in.bytes); /* made ahead, not needed: a repeat of a kept answer */
+		h->last_size = 0;
+		Py_INCREF(in.held);
+		*data = in.held; /* kept since they were copied */
+		return code;
+	}
 	if (res->data == NULL && in.given && (size_t)PyBytes_GET_SIZE(in.bytes) == res->size) {
 		*data = in.bytes; /* the object is in it */
 		h->last_size = PyBytes_GET_SIZE(in.bytes);
+		kept_put(h, id, in.bytes);
 		return code;
 	}
 	Py_XDECREF(in.bytes);
@@ -547,6 +612,7 @@ static PyObject *hitter_bind(PyObject *self, PyObject *const *args, Py_ssize_t n
 	if (c == NULL && PyErr_Occurred())
 		return NULL;
 	h->handle = c;
+	kept_clear(h); /* a new handle numbers its memo's entries from 1 again */
 	Py_INCREF(args[1]);
 	Py_XSETREF(h->stamp, args[1]);
 	Py_RETURN_NONE;
@@ -564,6 +630,7 @@ static PyObject *hitter_renew(PyObject *self, PyObject *unused)
 	h->mutex = m;
 	h->locked = 0;
 	h->handle = NULL;
+	kept_clear(h);
 	Py_RETURN_NONE;
 }
 

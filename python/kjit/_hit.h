@@ -14,12 +14,28 @@
 typedef void *kj__hit_alloc_fn(void *ctx, size_t size);
 typedef int kj__hit_into_fn(kjit_client *c, const kjit_request *req, kjit_result *res, kj__hit_alloc_fn *alloc,
 			    void *ctx);
+/* and kj__get_into_kept, with its have() */
+typedef int kj__hit_have_fn(void *ctx, const uint64_t id[2], size_t size);
+typedef int kj__hit_kept_fn(kjit_client *c, const kjit_request *req, kjit_result *res, kj__hit_alloc_fn *alloc,
+			    kj__hit_have_fn *have, void *ctx, uint64_t id[2]);
 #ifdef KJ_GETINTO_CHECK
 #include "getinto.h"
 _Static_assert(__builtin_types_compatible_p(kj__get_alloc_fn, kj__hit_alloc_fn) &&
-		       __builtin_types_compatible_p(__typeof__(kj__get_into), kj__hit_into_fn),
-	       "python/kjit/_hit.h's kj__get_into differs from client/getinto.h's");
+		       __builtin_types_compatible_p(__typeof__(kj__get_into), kj__hit_into_fn) &&
+		       __builtin_types_compatible_p(kj__get_have_fn, kj__hit_have_fn) &&
+		       __builtin_types_compatible_p(__typeof__(kj__get_into_kept), kj__hit_kept_fn),
+	       "python/kjit/_hit.h's kj__get_into or kj__get_into_kept differs from client/getinto.h's");
 #endif
+
+/* Bytes objects a Hitter keeps after returning them, by the id of the
+ * answer they were copied from (kj__get_into_kept: a process memo entry or
+ * a hit table slot at one seq): a repeat of that answer returns the same
+ * bytes (immutable, so sharing them is safe) instead of a new copy.  Slot:
+ * a hash of the id modulo KEPT_SLOTS; only objects up to KEPT_MAX bytes,
+ * so at most 16 x 256 KiB are held.  Dropped whenever the handle changes
+ * (Hitter.bind, renew, another handle in a call): ids are a handle's own. */
+#define KEPT_SLOTS 16
+#define KEPT_MAX (256 * 1024)
 
 /* kjit.Object's slots, in the order of its __init__. */
 enum { F_DATA, F_STATUS, F_KEY, F_TARGET, F_VERSION, F_LOG, F_BACKEND, F_LOWERED, F_EXPLAIN, F_N };
@@ -43,6 +59,13 @@ typedef struct {
 	/* libkjit's kj__get_into, or NULL (a libkjit without it): the bytes
 	 * path then copies kjit_get's result once more */
 	kj__hit_into_fn *get_into;
+	/* libkjit's kj__get_into_kept, or NULL: then nothing is kept */
+	kj__hit_kept_fn *get_kept;
+	struct {
+		uint64_t id[2];   /* the answer's id; {0, 0}: empty */
+		PyObject *bytes;  /* its bytes, or NULL */
+	} kept[KEPT_SLOTS];
+	kjit_client *kept_of; /* the handle the kept numbers are of */
 	Py_ssize_t last_size; /* of the last object kj__get_into made: the next bytes is made that size
 			       * before the GIL is released, so that a repeat need not take it back */
 	PyTypeObject *type;         /* kjit.Object */

@@ -17,7 +17,10 @@ the C extension kjit._hit (python/kjit/_hit.c; kjit._lib.extension() says
 where it is found) when it loads: one kjit_get on the kept request with the
 GIL released, the Object made in C, its data copied once, from the
 process memo, the shared table or the reply straight into the bytes get()
-returns (libkjit's kj__get_into).  get(..., view=True) gives Object.data as
+returns (libkjit's kj__get_into); a repeat of an answer of the process
+memo or of the shared table returns the same bytes object again, not a
+new copy (bytes are immutable; libkjit's kj__get_into_kept says when the
+answer is the one those bytes were copied from).  get(..., view=True) gives Object.data as
 a read-only memoryview over the kjit_result instead (libkjit's own one copy:
 no fewer copies than the bytes, and a little slower at 16 KB; for a caller
 that wants the memory back at a release of its choosing), which is freed when the
@@ -228,12 +231,16 @@ class Client:
         self._hitter = None
         if ext is not None:
             # libkjit's kj__get_into (client/getinto.h): the object copied
-            # straight into the bytes get() returns; 0 for a libkjit without it
+            # straight into the bytes get() returns; and kj__get_into_kept:
+            # a repeat of a memo or table answer returns the bytes returned
+            # before, not a new copy; 0 for a libkjit without them
             into = getattr(self._lib, "kj__get_into", None)
+            kept = getattr(self._lib, "kj__get_into_kept", None)
             self._hitter = ext.Hitter(ctypes.cast(self._lib.kjit_get, c_void_p).value,
                                       ctypes.cast(self._lib.kjit_result_free, c_void_p).value, Object, STATUSES,
                                       prepared=self._prepared, forks=_forks,
-                                      get_into=(ctypes.cast(into, c_void_p).value or 0) if into else 0)
+                                      get_into=(ctypes.cast(into, c_void_p).value or 0) if into else 0,
+                                      get_kept=(ctypes.cast(kept, c_void_p).value or 0) if kept else 0)
             self._lock = self._hitter  # type: ignore[assignment]  # a lock C takes without a call
             if not _FORK_CHECK and not isinstance(Client.__dict__["get"], ext.Get):
                 # c.get(...) in C for a Client with a Hitter and a prepared

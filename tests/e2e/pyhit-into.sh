@@ -15,6 +15,9 @@ for n in 100 16384 300000; do
 	head -c $n /dev/urandom | od -An -tx1 -v | tr -d ' \n' | head -c $n >"$T/k/blob$n.src"
 	echo "blob$n hip blob$n.src main" >>"$T/k/MANIFEST"
 done
+# blob16384's twin in size, for the kept bytes at the end
+head -c 16384 /dev/urandom | od -An -tx1 -v | tr -d ' \n' | head -c 16384 >"$T/k/twin16384.src"
+echo "twin16384 hip twin16384.src main" >>"$T/k/MANIFEST"
 start_daemon --hip-compiler test --kernels-dir "$T/k" || { not_ok start "kjitd did not start"; exit 1; }
 check "the table is on" grep -q "shared hit table on" "$T/kjitd.log"
 for n in 100 16384 300000; do
@@ -108,4 +111,80 @@ check "two Python readers under a rewriting daemon always get the C client's byt
 	[ $rc1 -eq 0 -a $rc2 -eq 0 ]
 check "the table was invalidated meanwhile" grep -q "hit table invalidated" "$T/kjitd.log"
 check "the readers went through the table ($((f1 - f0)) fast hits)" [ $((f1 - f0)) -gt 1000 ]
+
+# -- kept bytes (kj__get_into_kept): a repeat of a process memo answer, or
+#    with the memo off of a table answer, returns the bytes object returned
+#    before; a forked child's new handle, whose memo numbers its entries
+#    from 1 again, never gets the parent's bytes for its own entry of the
+#    same number and size; after the kernel changes (same size), the new
+#    bytes, never the kept ones.
+"$KJIT" get --backend hip --target gfx90a --kernel twin16384 -o "$T/ctwin" >/dev/null 2>"$T/ctwin.err" || cat "$T/ctwin.err" >&2
+cat >"$T/kept.py" <<'PY'
+# kept.py DIR KERNEL: prints "kept ok", or what went wrong; leaves
+# KERNEL's source rewritten.
+import os, sys, time, kjit
+d, kern = sys.argv[1], sys.argv[2]
+def get(c, name):
+    return c.get(kernel=name, backend="hip", target="gfx90a")
+c = kjit.Client()
+bad = []
+blob, twin = open(f"{d}/k/{kern}.src", "rb").read(), open(f"{d}/ctwin", "rb").read()
+a = [get(c, kern) for _ in range(4)]  # the first from the table: the memo's entry 1
+if [x.data for x in a] != [blob] * 4:
+    bad.append(f"{kern}: other bytes")
+if not (a[2].data is a[1].data and a[3].data is a[1].data):
+    bad.append("a repeat of a memo answer was copied again")
+if type(a[3].data) is not bytes:
+    bad.append(f"data is {type(a[3].data).__name__}")
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:  # a new handle: its first entry, twin16384, is number 1 too
+    os.close(r)
+    t = [get(c, "twin16384").data for _ in range(3)]
+    os.write(w, b"ok" if t == [twin] * 3 else b"the child got other bytes for twin16384")
+    os._exit(0)
+os.close(w)
+msg = os.read(r, 200).decode()
+os.waitpid(pid, 0)
+if msg != "ok":
+    bad.append(msg or "the child said nothing")
+if get(c, kern).data is not a[1].data:
+    bad.append("the parent's kept bytes went with the child's fork")
+new = os.urandom(8192).hex().encode()
+with open(f"{d}/k/{kern}.src.new", "wb") as f:
+    f.write(new)
+os.rename(f"{d}/k/{kern}.src.new", f"{d}/k/{kern}.src")
+end, seen = time.monotonic() + 10, None
+while time.monotonic() < end:
+    seen = get(c, kern).data
+    if seen not in (blob, new):
+        bad.append(f"{kern} rewritten: {len(seen)} bytes that are neither the old nor the new")
+        break
+    if seen == new:
+        break
+    time.sleep(0.05)
+if seen != new:
+    bad.append(f"{kern} rewritten: the old bytes for 10 s")
+else:  # kept again once the daemon answers from its table (or the memo) again
+    end, same = time.monotonic() + 5, False
+    while not same and time.monotonic() < end:
+        x, y = get(c, kern).data, get(c, kern).data
+        same = x is y and x == new
+        if x != new or y != new:
+            bad.append(f"{kern} rewritten: the old bytes again")
+            break
+    if not same:
+        bad.append("the new entry's repeats were copied again for 5 s")
+print("\n".join(bad) or "kept ok")
+PY
+env $(san_python_env) python3 "$T/kept.py" "$T" blob16384 >"$T/kept.out" 2>&1
+[ "$(cat "$T/kept.out")" = "kept ok" ] || cat "$T/kept.out" >&2
+check "a repeat of a memo answer is the same bytes; a child's handle, a rewritten kernel get their own ($(head -c 200 "$T/kept.out"))" \
+	[ "$(cat "$T/kept.out")" = "kept ok" ]
+head -c 16384 /dev/urandom | od -An -tx1 -v | tr -d ' \n' | head -c 16384 >"$T/k/blob100.src.new"
+mv "$T/k/blob100.src.new" "$T/k/blob100.src"
+"$KJIT" get --backend hip --target gfx90a --kernel blob100 -o /dev/null >/dev/null 2>&1
+env $(san_python_env) KJIT_PROCESS_MEMO=0 python3 "$T/kept.py" "$T" blob100 >"$T/kept0.out" 2>&1
+[ "$(cat "$T/kept0.out")" = "kept ok" ] || cat "$T/kept0.out" >&2
+check "the same with the memo off, from the table ($(head -c 200 "$T/kept0.out"))" [ "$(cat "$T/kept0.out")" = "kept ok" ]
 finish
