@@ -174,13 +174,13 @@ python_hit() {
 			cs="$cs $c" ps="$ps $p50" p99s="$p99s $p99" rs="$rs $(ratio "$p50" "$c")"
 		done
 		p50=$(echo $ps | tr ' ' '\n' | median) p99=$(echo $p99s | tr ' ' '\n' | median) r=$(echo $rs | tr ' ' '\n' | median)
-		p50=${p50:-n/a} p99=${p99:-n/a} r=${r:-n/a}
-		row 1 "$label, p50 / p99 us (median of 5 runs: ${ps# })" "$p50 / $p99" "" ""
+		p50=${p50:-n/a} p99=${p99:-n/a} r=${r:-n/a} k=$(echo $rs | wc -w)
+		row 1 "$label, p50 / p99 us (median of $k runs: ${ps# })" "$p50 / $p99" "" ""
 		row 1 "C hit (bench-hitlat) just before each of those runs, p50 us" "${cs# }" "" ""
 		case $how in
-		ext) row 1 "ratio 16KB: Python hit / C hit (kjit_get), p50, median of the 5 pairs (${rs# })" "${r}x" "<= 2x (issue 35)" "$(verdict "$r" le 2)" ;;
-		view) row 1 "ratio 16KB: Python hit, view=True / C hit, p50, median of the 5 pairs" "${r}x" "" "" ;;
-		ctypes) row 1 "ratio 16KB: Python hit through ctypes / C hit, p50, median of the 5 pairs" "${r}x" "" "" ;;
+		ext) row 1 "ratio 16KB: Python hit / C hit (kjit_get), p50, median of the $k pairs (${rs# })" "${r}x" "<= 2x (issue 35)" "$(verdict "$r" le 2)" ;;
+		view) row 1 "ratio 16KB: Python hit, view=True / C hit, p50, median of the $k pairs" "${r}x" "" "" ;;
+		ctypes) row 1 "ratio 16KB: Python hit through ctypes / C hit, p50, median of the $k pairs" "${r}x" "" "" ;;
 		esac
 	done
 }

@@ -431,6 +431,8 @@ static int get_one(kjit_client *c, const kjit_request *req, unsigned flags, cons
 			kj__buf_free(&b);
 			return 0;
 		}
+		if (sink && sink->id) /* a table answer given up (out of memory) may have set it */
+			sink->id[0] = sink->id[1] = 0;
 		r = kj__client_call(c, &b, &body, &m, &code);
 	}
 	if (r == 0)

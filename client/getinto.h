@@ -44,7 +44,11 @@ typedef int kj__get_have_fn(void *ctx, const uint64_t id[2], size_t size);
  * when the caller still holds those bytes nothing is copied and alloc is
  * not called (res->data NULL, res->size the size, as ever).  id (when not
  * NULL) receives the id of the answer given, {0, 0} for one without (the
- * socket's, a failure).  have NULL: exactly kj__get_into. */
+ * socket's, a failure).  have may be asked more than once in one call (a
+ * table read that raced a rewrite is tried again), and a yes may still be
+ * followed by alloc (the next try, or the socket): the answer was the held
+ * bytes when id is not {0, 0} and alloc was not called after the last yes.
+ * have NULL: exactly kj__get_into. */
 KJIT_EXPORT int kj__get_into_kept(kjit_client *c, const kjit_request *req, kjit_result *res,
 				  kj__get_alloc_fn *alloc, kj__get_have_fn *have, void *ctx, uint64_t id[2]);
 

@@ -332,12 +332,10 @@ static int attach(kjit_client *c)
 	if (c->next_id == 0)
 		c->next_id = 1;
 	/* A new connection after one that had a table: maybe a new daemon, whose
-	 * generations say nothing about the old one's, so the memo starts over. */
-	if (c->hits && c->memo) {
-		kj__procmemo_free(c->memo);
-		if (kj__procmemo_new(&c->memo, KJ_PROCESS_MEMO_BYTES) < 0)
-			c->memo = NULL;
-	}
+	 * generations say nothing about the old one's, so the memo starts over
+	 * (its entries' numbers go on: an id never names two entries' bytes). */
+	if (c->hits)
+		kj__procmemo_clear(c->memo);
 	detach(c);
 	if (!c->fast_path || c->attach_refused)
 		return 0;

@@ -110,12 +110,17 @@ static void drop(struct kj__procmemo *m, struct pm_ent *e)
 	ent_free(e);
 }
 
+void kj__procmemo_clear(struct kj__procmemo *m)
+{
+	while (m && m->lru.head)
+		drop(m, KJ_CONTAINER_OF(m->lru.head, struct pm_ent, lru));
+}
+
 void kj__procmemo_free(struct kj__procmemo *m)
 {
 	if (m == NULL)
 		return;
-	while (m->lru.head)
-		drop(m, KJ_CONTAINER_OF(m->lru.head, struct pm_ent, lru));
+	kj__procmemo_clear(m);
 	kj__htab_fini(&m->tab);
 	free(m);
 }

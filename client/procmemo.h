@@ -16,6 +16,10 @@ struct kj__procmemo;
  * every call below accepts.  0 or KJIT_ENOMEM. */
 int kj__procmemo_new(struct kj__procmemo **out, size_t max_bytes);
 void kj__procmemo_free(struct kj__procmemo *m);
+/* Drops every entry of m (NULL: nothing); the numbers of entries entered
+ * later go on from the last one's, so no id (struct kj__sink) is given to
+ * two entries' bytes. */
+void kj__procmemo_clear(struct kj__procmemo *m);
 /* 0 when KJIT_PROCESS_MEMO is "0", else 1. */
 int kj__procmemo_enabled_by_env(void);
 

@@ -1162,6 +1162,17 @@ static void test_process_memo_kept(void)
 	CHECK_EQ_INT(kj__procmemo_get_into(m, fp, 1, &out, &sink), 1);
 	CHECK(ks.ms.calls == 4 && ms_is(ks.ms.buf, 8) && id[0] == 1 && id[1] == 4);
 	kjit_result_free(&out);
+	/* Cleared (a reconnect): the numbers go on, so an entry made after it
+	 * is never taken for one the caller kept from before. */
+	ks.holds = 1; /* what it kept of the memo's first entry */
+	kj__procmemo_clear(m);
+	CHECK_EQ_INT(kj__procmemo_get_into(m, fp2, 0, &out, &sink), 0);
+	memo_res(&in, buf, sizeof buf, 9);
+	CHECK_EQ_INT(kj__procmemo_put(m, fp2, 0, &in), 0);
+	CHECK_EQ_INT(kj__procmemo_get_into(m, fp2, 0, &out, &sink), 1);
+	CHECK(ks.ms.calls == 5 && ms_is(ks.ms.buf, 9) && id[0] == 1 && id[1] == 5);
+	kjit_result_free(&out);
+	kj__procmemo_clear(NULL);
 	kj__procmemo_free(m);
 }
 

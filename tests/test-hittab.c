@@ -341,7 +341,7 @@ static void test_race(void)
 		CHECK(pids[k] >= 0);
 		if (pids[k] == 0) {
 			struct kj__hittab_reader *r = reader_of(w);
-			unsigned long res[4] = { 0 }; /* hits, misses, raced, torn */
+			unsigned long res[5] = { 0 }; /* hits, misses, raced, torn, held */
 			struct kj__hit hit;
 			uint8_t fp[KJ_SHA256_LEN];
 			static struct one_buf ob;
@@ -352,11 +352,24 @@ static void test_race(void)
 				if (k == 4) { /* the keeper */
 					const uint8_t *p;
 					size_t n;
+					unsigned long held = kp.held;
 					int rc = keeper_lookup(&kp, r, fp, &hit, &p, &n);
-					if (rc == 0)
-						res[obj_ok(i % IDS, p, n, 16384) ? 0 : 3]++;
-					else
+					if (rc != 0) {
 						res[rc == KJIT_ETIMEDOUT ? 2 : rc == KJIT_ENOENT ? 1 : 3]++;
+						continue;
+					}
+					res[obj_ok(i % IDS, p, n, 16384) ? 0 : 3]++;
+					if (kp.held == held)
+						continue;
+					/* Held: copy the slot again; when it still has the same
+					 * id, its bytes must be the kept ones. */
+					uint64_t id[2];
+					struct kj__sink plain = { one_buf_alloc, &ob, NULL, id };
+					uint64_t was[2] = { kp.got[0], kp.got[1] };
+					res[4]++;
+					if (kj__hittab_lookup_into(r, fp, &hit, &plain) == 0 && id[0] == was[0] &&
+					    id[1] == was[1] && (hit.size != n || memcmp(ob.buf, p, n) != 0))
+						res[3]++;
 					continue;
 				}
 				int rc = k % 2 ? kj__hittab_lookup_into(r, fp, &hit, &sink) : kj__hittab_lookup(r, fp, &hit);
@@ -382,18 +395,19 @@ static void test_race(void)
 		if (v % 997 == 0)
 			kj__hittab_invalidate(w);
 	}
-	unsigned long tot[4] = { 0 };
+	unsigned long tot[5] = { 0 };
 	for (int k = 0; k < READERS; k++) {
-		unsigned long res[4];
+		unsigned long res[5];
 		int st;
 		CHECK(read(pipes[k][0], res, sizeof res) == sizeof res);
 		CHECK(waitpid(pids[k], &st, 0) == pids[k] && WIFEXITED(st) && WEXITSTATUS(st) == 0);
-		for (int j = 0; j < 4; j++)
+		for (int j = 0; j < 5; j++)
 			tot[j] += res[j];
 	}
-	fprintf(stderr, "race: %lu writes; reads: %lu hits, %lu misses, %lu gave up racing, %lu torn\n",
-		writes, tot[0], tot[1], tot[2], tot[3]);
+	fprintf(stderr, "race: %lu writes; reads: %lu hits, %lu misses, %lu gave up racing, %lu torn; %lu held\n",
+		writes, tot[0], tot[1], tot[2], tot[3], tot[4]);
 	CHECK_EQ_INT(tot[3], 0);
+	CHECK(tot[4] > 0); /* the keeper was answered from what it kept */
 	CHECK(tot[0] > 1000 && writes > 1000);
 	kj__hittab_free(w);
 }

@@ -22,7 +22,10 @@
  * lock) holds kjit.Object's type, the member descriptors of its nine slots
  * (checked once: an Object grown a slot is refused, not half-filled), and
  * the last key, target and version strings it made, reused while equal (a
- * repeated hit allocates no string).  A Result holds a reference to its
+ * repeated hit allocates no string), and the bytes objects it returned,
+ * by the id of the answer they were copied from (_hit.h's KEPT_SLOTS:
+ * libkjit's kj__get_into_kept then copies nothing for a repeat of that
+ * answer, and the same bytes are returned again).  A Result holds a reference to its
  * Hitter (the free function; the count of live Results, `live`) and its
  * kjit_result.  While a memoryview exports its buffer it cannot be
  * released (BufferError); once released it exports nothing (ValueError).
@@ -437,6 +440,7 @@ static void *into_alloc(void *ctx, size_t size)
 {
 	struct into *in = ctx;
 	in->given = 0;
+	in->held = NULL; /* asked for a buffer: whatever have() said before is not the answer */
 	if (in->bytes != NULL && (size_t)PyBytes_GET_SIZE(in->bytes) == size) {
 		in->given = 1; /* made ahead at the last object's size, or a retry after a raced copy */
 		return PyBytes_AS_STRING(in->bytes);
@@ -669,7 +673,7 @@ PyTypeObject kj__hitter_type = {
 	.tp_basicsize = sizeof(Hitter),
 	.tp_dealloc = hitter_dealloc,
 	.tp_flags = Py_TPFLAGS_DEFAULT,
-	.tp_doc = "Hitter(get, free, object_type, statuses, *, prepared, forks, get_into): kjit_get for one\n"
+	.tp_doc = "Hitter(get, free, object_type, statuses, *, prepared, forks, get_into, get_kept): kjit_get for one\n"
 		  "kjit.Client, and its lock.",
 	.tp_methods = hitter_methods,
 	.tp_getset = hitter_getset,

@@ -236,11 +236,14 @@ class Client:
             # before, not a new copy; 0 for a libkjit without them
             into = getattr(self._lib, "kj__get_into", None)
             kept = getattr(self._lib, "kj__get_into_kept", None)
-            self._hitter = ext.Hitter(ctypes.cast(self._lib.kjit_get, c_void_p).value,
-                                      ctypes.cast(self._lib.kjit_result_free, c_void_p).value, Object, STATUSES,
-                                      prepared=self._prepared, forks=_forks,
-                                      get_into=(ctypes.cast(into, c_void_p).value or 0) if into else 0,
-                                      get_kept=(ctypes.cast(kept, c_void_p).value or 0) if kept else 0)
+            args = (ctypes.cast(self._lib.kjit_get, c_void_p).value,
+                    ctypes.cast(self._lib.kjit_result_free, c_void_p).value, Object, STATUSES)
+            kw = {"prepared": self._prepared, "forks": _forks,
+                  "get_into": (ctypes.cast(into, c_void_p).value or 0) if into else 0}
+            try:
+                self._hitter = ext.Hitter(*args, **kw, get_kept=(ctypes.cast(kept, c_void_p).value or 0) if kept else 0)
+            except TypeError:  # an extension from before kj__get_into_kept: it copies every hit
+                self._hitter = ext.Hitter(*args, **kw)
             self._lock = self._hitter  # type: ignore[assignment]  # a lock C takes without a call
             if not _FORK_CHECK and not isinstance(Client.__dict__["get"], ext.Get):
                 # c.get(...) in C for a Client with a Hitter and a prepared
