@@ -186,12 +186,14 @@ static int exchange(struct many *m)
 	int r = 0;
 
 	for (int attempt = 0;; attempt++) {
-		if (c->fd < 0 && (r = kj__client_open_conn(c)) < 0)
+		int fresh = c->fd < 0;
+		if (fresh && (r = kj__client_open_conn(c)) < 0)
 			return r;
 		r = send_some(m);
-		/* A connection the daemon closed while idle: once more, fresh
-		 * (nothing was sent on it). */
-		if (r == KJIT_ECONNECT && m->out_off == 0 && c->used > 0 && attempt == 0) {
+		/* A connection the daemon closed while idle (made before this call,
+		 * whether or not it carried requests): once more, fresh (nothing of
+		 * this call was sent on it). */
+		if (r == KJIT_ECONNECT && m->out_off == 0 && !fresh && attempt == 0) {
 			close(c->fd);
 			c->fd = -1;
 			continue;

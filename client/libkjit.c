@@ -10,8 +10,9 @@
  * step, so the connection is closed and the next call connects again.  A
  * connection the daemon closed while it sat idle (a restart between two
  * calls) is replaced before sending, and a request whose sending fails on
- * a reused connection is sent once more on a fresh one; a request that was
- * sent is never sent twice.  kjitd may refuse a connection (not allowed,
+ * a connection made before this call (whether or not it carried requests)
+ * is sent once more on a fresh one; a request that was sent is never sent
+ * twice.  kjitd may refuse a connection (not allowed,
  * too many connections, busy) with one REPLY of id 0 and close it; that
  * reply is read even when the send failed because the daemon had already
  * closed, so the client shows its reason, not "closed the connection".
@@ -489,13 +490,16 @@ static int exchange(kjit_client *c, struct kj__buf *req, uint8_t **body, struct 
 	if (c->next_id == 0)
 		c->next_id = 1;
 	kj__client_set_id(req, id);
-	/* A daemon that went away since the last request shows as EPIPE on
-	 * the send (Unix sockets fail at once): reconnect and send again. */
+	/* A daemon that went away since the connection was made shows as EPIPE
+	 * on the send (Unix sockets fail at once): reconnect and send again.
+	 * The connection may have carried no request (kjit_open's, whose hits
+	 * all came from the shared table or the memo): it is no fresher for it. */
 	for (int attempt = 0;; attempt++) {
-		if (c->fd < 0 && (r = kj__client_open_conn(c)) < 0)
+		int fresh = c->fd < 0;
+		if (fresh && (r = kj__client_open_conn(c)) < 0)
 			return r;
 		r = kj__client_send_all(c, req);
-		if (r == KJIT_ECONNECT && c->used > 0 && attempt == 0) {
+		if (r == KJIT_ECONNECT && !fresh && attempt == 0) {
 			drop_connection(c);
 			continue;
 		}

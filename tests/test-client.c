@@ -42,6 +42,7 @@ enum fake_mode {
 	FM_SILENT,         /* never answers */
 	FM_CLOSE_AFTER,    /* closes the connection after each reply */
 	FM_CLOSE_AT_ONCE,  /* closes each connection as soon as it is accepted */
+	FM_CLOSE_FIRST,    /* the first connection: refuses ATTACH (no table), then closes; serves the others */
 };
 
 #define FAKE_KEY "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -243,7 +244,7 @@ static void __attribute__((noreturn)) fake_serve(int lfd, int mode)
 {
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGCHLD, SIG_IGN); /* connection children reap themselves */
-	for (;;) {
+	for (int n = 0;; n++) {
 		struct pollfd p = { .fd = lfd, .events = POLLIN };
 		if (poll(&p, 1, FAKE_IDLE_MS) <= 0)
 			_exit(0);
@@ -251,6 +252,20 @@ static void __attribute__((noreturn)) fake_serve(int lfd, int mode)
 		if (fd < 0)
 			continue;
 		if (mode == FM_CLOSE_AT_ONCE) {
+			close(fd);
+			continue;
+		}
+		if (mode == FM_CLOSE_FIRST && n == 0) { /* kept by the client, then gone */
+			struct kj__frame_hdr h;
+			uint8_t *body = NULL;
+			if (kj__frame_read_fd(fd, FAKE_IDLE_MS, &h, &body) == 0 && h.type == KJ_MSG_ATTACH) {
+				struct kj__buf b = { 0 };
+				kj__msg_begin(&b, KJ_MSG_REPLY, h.id);
+				kj__msg_put_i32(&b, KJ_F_CODE, KJIT_ENOENT);
+				reply(fd, &b);
+				kj__buf_free(&b);
+			}
+			free(body);
 			close(fd);
 			continue;
 		}
@@ -558,6 +573,37 @@ static void test_reconnect_after_close(void)
 		CHECK_EQ_INT(kjit_ping(c), 0);
 		nanosleep(&ts, NULL);
 	}
+	kjit_close(c);
+	fake_stop(&f);
+}
+
+/* A connection the daemon closed before it carried any request (a client
+ * whose hits all came from the shared table or its memo, then a kjitd
+ * restart): the next request is sent again on a fresh connection, as on
+ * one that had carried requests. */
+static void test_reconnect_unused(void)
+{
+	struct fake f;
+	struct timespec ts = { 0, 50 * 1000000L };
+	fake_start(&f, FM_CLOSE_FIRST);
+	kjit_client *c = open_at(f.sock, 0);
+	nanosleep(&ts, NULL);
+	CHECK_EQ_INT(kjit_ping(c), 0);
+	CHECK_EQ_INT(kjit_ping(c), 0);
+	kjit_close(c);
+	fake_stop(&f);
+	/* The same for a batch (kjit_get_many's own exchange). */
+	kjit_request req = { .backend = KJIT_BACKEND_HIP, .target = "gfx90a", .runtime_version = "5.2",
+			     .kernel = "vadd" };
+	kjit_result res[1] = { { 0 } };
+	int codes[1] = { 1 };
+	env_clear();
+	fake_start(&f, FM_CLOSE_FIRST);
+	c = open_at(f.sock, 0);
+	nanosleep(&ts, NULL);
+	CHECK_EQ_INT(kjit_get_many(c, &req, 1, res, codes, NULL, NULL), 0);
+	CHECK(codes[0] == 0 && res[0].size == FAKE_OBJ_SIZE);
+	kjit_result_free(&res[0]);
 	kjit_close(c);
 	fake_stop(&f);
 }
@@ -1215,6 +1261,7 @@ TEST_LIST(
 	TEST(timeout)
 	TEST(sigpipe_safe)
 	TEST(reconnect_after_close)
+	TEST(reconnect_unused)
 	TEST(admin)
 	TEST(stop)
 	TEST(validation)
