@@ -194,6 +194,9 @@ static int exchange(struct many *m)
 		 * whether or not it carried requests): once more, fresh (nothing of
 		 * this call was sent on it). */
 		if (r == KJIT_ECONNECT && m->out_off == 0 && !fresh && attempt == 0) {
+			(void)read_some(m); /* a refusal waiting on it is the answer */
+			if (m->refused)
+				break;
 			close(c->fd);
 			c->fd = -1;
 			continue;

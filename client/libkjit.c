@@ -11,8 +11,8 @@
  * connection the daemon closed while it sat idle (a restart between two
  * calls) is replaced before sending, and a request whose sending fails on
  * a connection made before this call (whether or not it carried requests)
- * is sent once more on a fresh one; a request that was sent is never sent
- * twice.  kjitd may refuse a connection (not allowed,
+ * is sent once more on a fresh one, unless a refusal waits on the old one;
+ * a request that was sent is never sent twice.  kjitd may refuse a connection (not allowed,
  * too many connections, busy) with one REPLY of id 0 and close it; that
  * reply is read even when the send failed because the daemon had already
  * closed, so the client shows its reason, not "closed the connection".
@@ -499,13 +499,15 @@ static int exchange(kjit_client *c, struct kj__buf *req, uint8_t **body, struct 
 		if (fresh && (r = kj__client_open_conn(c)) < 0)
 			return r;
 		r = kj__client_send_all(c, req);
-		if (r == KJIT_ECONNECT && !fresh && attempt == 0) {
-			drop_connection(c);
-			continue;
-		}
+		/* A refusal waiting on the connection is the answer, on an old
+		 * connection as on a fresh one. */
 		if (r == KJIT_ECONNECT && pending_reply(c, id, h, body)) {
 			drop_connection(c);
 			return 0;
+		}
+		if (r == KJIT_ECONNECT && !fresh && attempt == 0) {
+			drop_connection(c);
+			continue;
 		}
 		if (r < 0)
 			return kj__client_transport_fail(c, r, "sending a request");

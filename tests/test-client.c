@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "client_int.h"
 #include "resolve.h"
 #include "sha.h"
 #include "kjit.h"
@@ -43,6 +44,7 @@ enum fake_mode {
 	FM_CLOSE_AFTER,    /* closes the connection after each reply */
 	FM_CLOSE_AT_ONCE,  /* closes each connection as soon as it is accepted */
 	FM_CLOSE_FIRST,    /* the first connection: refuses ATTACH (no table), then closes; serves the others */
+	FM_REFUSE_FIRST,   /* the first connection: a refusal (a REPLY of id 0), then closes; serves the others */
 };
 
 #define FAKE_KEY "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -220,6 +222,9 @@ static void serve_conn(int fd, int mode)
 		} else if (h.type == KJ_MSG_PING) {
 			kj__msg_put_i32(&b, KJ_F_CODE, 0);
 			reply(fd, &b);
+		} else if (h.type == KJ_MSG_ATTACH) { /* no shared table here */
+			kj__msg_put_i32(&b, KJ_F_CODE, KJIT_ENOENT);
+			reply(fd, &b);
 		} else if (h.type == KJ_MSG_GET) {
 			answer_get(fd, &b, &m);
 		} else if (h.type == KJ_MSG_ADMIN) {
@@ -233,7 +238,7 @@ static void serve_conn(int fd, int mode)
 		kj__buf_free(&b);
 		kj__msg_free(&m);
 		free(body);
-		if (mode == FM_CLOSE_AFTER)
+		if (mode == FM_CLOSE_AFTER && h.type != KJ_MSG_ATTACH)
 			break;
 	}
 	_exit(0);
@@ -252,6 +257,16 @@ static void __attribute__((noreturn)) fake_serve(int lfd, int mode)
 		if (fd < 0)
 			continue;
 		if (mode == FM_CLOSE_AT_ONCE) {
+			close(fd);
+			continue;
+		}
+		if (mode == FM_REFUSE_FIRST && n == 0) { /* as kjitd refuses at accept */
+			struct kj__buf b = { 0 };
+			kj__msg_begin(&b, KJ_MSG_REPLY, 0);
+			kj__msg_put_i32(&b, KJ_F_CODE, KJIT_EBUSY);
+			kj__msg_put_str(&b, KJ_F_ERROR, "fake kjitd: too many connections");
+			reply(fd, &b);
+			kj__buf_free(&b);
 			close(fd);
 			continue;
 		}
@@ -581,13 +596,20 @@ static void test_reconnect_after_close(void)
  * whose hits all came from the shared table or its memo, then a kjitd
  * restart): the next request is sent again on a fresh connection, as on
  * one that had carried requests. */
+/* Waits (5 s at most) until the daemon has closed c's connection (what
+ * it sent before is left unread). */
+static void wait_hangup(kjit_client *c)
+{
+	struct pollfd p = { .fd = c->fd, .events = POLLRDHUP };
+	CHECK(c->fd >= 0 && poll(&p, 1, 5000) == 1 && (p.revents & (POLLRDHUP | POLLHUP)));
+}
+
 static void test_reconnect_unused(void)
 {
 	struct fake f;
-	struct timespec ts = { 0, 50 * 1000000L };
 	fake_start(&f, FM_CLOSE_FIRST);
 	kjit_client *c = open_at(f.sock, 0);
-	nanosleep(&ts, NULL);
+	wait_hangup(c);
 	CHECK_EQ_INT(kjit_ping(c), 0);
 	CHECK_EQ_INT(kjit_ping(c), 0);
 	kjit_close(c);
@@ -600,12 +622,23 @@ static void test_reconnect_unused(void)
 	env_clear();
 	fake_start(&f, FM_CLOSE_FIRST);
 	c = open_at(f.sock, 0);
-	nanosleep(&ts, NULL);
+	wait_hangup(c);
 	CHECK_EQ_INT(kjit_get_many(c, &req, 1, res, codes, NULL, NULL), 0);
 	CHECK(codes[0] == 0 && res[0].size == FAKE_OBJ_SIZE);
 	kjit_result_free(&res[0]);
 	kjit_close(c);
 	fake_stop(&f);
+	/* A refusal waiting on kjit_open's connection (no ATTACH read it: the
+	 * fast path off) is the answer, not a reason to connect again. */
+	setenv("KJIT_FAST_PATH", "0", 1);
+	fake_start(&f, FM_REFUSE_FIRST);
+	c = open_at(f.sock, 0);
+	wait_hangup(c);
+	CHECK_EQ_INT(kjit_ping(c), KJIT_EBUSY);
+	CHECK(strstr(kjit_last_error(c), "too many connections") != NULL);
+	kjit_close(c);
+	fake_stop(&f);
+	unsetenv("KJIT_FAST_PATH");
 }
 
 static void test_admin(void)
@@ -1212,6 +1245,9 @@ static void test_process_memo_kept(void)
 	 * is never taken for one the caller kept from before. */
 	ks.holds = 1; /* what it kept of the memo's first entry */
 	kj__procmemo_clear(m);
+	size_t n_ent, n_bytes;
+	kj__procmemo_usage(m, &n_ent, &n_bytes);
+	CHECK(n_ent == 0 && n_bytes == 0);
 	CHECK_EQ_INT(kj__procmemo_get_into(m, fp2, 0, &out, &sink), 0);
 	memo_res(&in, buf, sizeof buf, 9);
 	CHECK_EQ_INT(kj__procmemo_put(m, fp2, 0, &in), 0);
