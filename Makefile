@@ -210,7 +210,7 @@ PYTHONDIR ?= $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_path("p
 PY_INCLUDE := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
 PY_EXT := $(BUILD)/python/kjit/_hit$(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
 all: $(PY_EXT)
-$(PY_EXT): python/kjit/_hit.c python/kjit/_hitcall.c python/kjit/_hit.h include/kjit.h client/getinto.h $(DEPS_OK)
+$(PY_EXT): python/kjit/_hit.c python/kjit/_hitbytes.c python/kjit/_hitcall.c python/kjit/_hit.h include/kjit.h client/getinto.h $(DEPS_OK)
 	@test -f '$(PY_INCLUDE)/Python.h' || { echo "$@: no Python.h for $(PYTHON) (install python3-dev: scripts/deps.sh)" >&2; exit 1; }
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_KJ) $(CFLAGS) -Iinclude -Iclient -DKJ_GETINTO_CHECK -isystem '$(PY_INCLUDE)' -shared $(LDFLAGS_KJ) $(LDFLAGS) -o $@ \

@@ -9,7 +9,7 @@ and, when the tree has been built (``make``: ``build/libkjit.so``, or the
 is tagged for this platform (``py3-none-linux_x86_64``), one without it is
 pure (``py3-none-any``) and finds an installed libkjit.
 
-The wheel also carries the C extension kjit._hit (kjit/_hit.c, _hitcall.c:
+The wheel also carries the C extension kjit._hit (kjit/_hit.c, _hitbytes.c, _hitcall.c:
 Client.get's hit path, issue 35), compiled here for the interpreter running
 the build (its Python.h; ``$CC`` or the compiler Python was built with) and
 include/kjit.h; the wheel is then tagged for that interpreter
@@ -38,7 +38,7 @@ import zipfile
 NAME = "kjit"
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # python/
 SUMMARY = "Client of kjitd, the shared JIT cache for GPU kernels (ctypes over libkjit)"
-EXT_SOURCES = ("kjit/_hit.c", "kjit/_hitcall.c")
+EXT_SOURCES = ("kjit/_hit.c", "kjit/_hitbytes.c", "kjit/_hitcall.c")
 EXT_FILES = EXT_SOURCES + ("kjit/_hit.h",)
 
 

@@ -1,6 +1,7 @@
-/* _hit.h: what the two files of kjit._hit share (python/kjit/_hit.c, the
+/* _hit.h: what the three files of kjit._hit share (python/kjit/_hit.c, the
  * module, its Hitter and Result types and the making of a kjit.Object;
- * _hitcall.c, Client.get's arguments bound to a prepared request in C).
+ * _hitbytes.c, the object's bytes and the bytes kept; _hitcall.c,
+ * Client.get's arguments bound to a prepared request in C).
  * Private to the extension; include Python.h first. */
 #ifndef KJIT_PY_HIT_H
 #define KJIT_PY_HIT_H
@@ -105,6 +106,15 @@ extern PyTypeObject kj__get_type;
  * exception set.  The GIL is released during kjit_get. */
 PyObject *kj__hit_fetch(Hitter *h, kjit_client *c, const kjit_request *req, PyObject *backend, PyObject *exprs,
 			int view);
+
+/* _hitbytes.c: kjit_get(c, req, res) into a bytes object, the GIL released
+ * meanwhile: the code; on success *data is the object's bytes (a new
+ * reference; NULL with an exception set when they cannot be made): the
+ * bytes h keeps of that very answer, or a new bytes the object was copied
+ * into once (kj__get_into), or a copy of kjit_get's result. */
+int kj__hit_fetch_bytes(Hitter *h, kjit_client *c, const kjit_request *req, kjit_result *res, PyObject **data);
+/* Drops the bytes h keeps (the handle changed, or h goes). */
+void kj__hit_kept_clear(Hitter *h);
 
 /* Takes h's lock, the GIL released while it waits: 0, or -1 with the
  * exception of a signal handler (KeyboardInterrupt) set. */
