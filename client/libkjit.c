@@ -12,10 +12,11 @@
  * calls) is replaced before sending, and a request whose sending fails on
  * a connection made before this call (whether or not it carried requests)
  * is sent once more on a fresh one, unless a refusal waits on the old one;
- * a request that was sent is never sent twice.  kjitd may refuse a connection (not allowed,
- * too many connections, busy) with one REPLY of id 0 and close it; that
- * reply is read even when the send failed because the daemon had already
- * closed, so the client shows its reason, not "closed the connection".
+ * a request that was sent is never sent twice.  kjitd may refuse a
+ * connection (not allowed, too many connections, busy) with one REPLY of
+ * id 0 and close it; that reply is read even when the send failed because
+ * the daemon had already closed, so the client shows its reason, not
+ * "closed the connection".
  *
  * Every new connection is offered the shared hit table (ATTACH, unless
  * KJIT_FAST_PATH=0): the reply's first byte carries two descriptors by

@@ -157,8 +157,8 @@ int kj__procmemo_get_into(struct kj__procmemo *m, const uint8_t fp[KJ_SHA256_LEN
 	memset(res, 0, sizeof *res);
 	/* The caller holds these very bytes already: nothing to copy. */
 	uint64_t id[2] = { 1, e->serial };
-	int held = sink && sink->have && sink->have(sink->ctx, id, e->size);
-	uint8_t *to = held ? NULL : sink ? sink->alloc(sink->ctx, e->size) : malloc(e->size);
+	int held;
+	uint8_t *to = kj__sink_take(sink, id, e->size, &held);
 	if (!sink)
 		res->data = to;
 	if ((to == NULL && !held) || (res->target = kj__strdup(e->target)) == NULL ||
@@ -170,8 +170,7 @@ int kj__procmemo_get_into(struct kj__procmemo *m, const uint8_t fp[KJ_SHA256_LEN
 	res->n_lowered_names = e->n_lowered;
 	if (!held)
 		memcpy(to, e->data, e->size);
-	if (sink && sink->id)
-		memcpy(sink->id, id, sizeof id);
+	kj__sink_answered(sink, id);
 	res->size = e->size;
 	memcpy(res->key, e->key, sizeof res->key);
 	res->status = KJIT_STATUS_HIT;

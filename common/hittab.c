@@ -525,6 +525,20 @@ void kj__hittab_reader_set_id(struct kj__hittab_reader *r, uint32_t id)
 	r->id = id;
 }
 
+void *kj__sink_take(const struct kj__sink *sink, const uint64_t id[2], size_t size, int *held)
+{
+	*held = sink && sink->have && sink->have(sink->ctx, id, size);
+	if (*held)
+		return NULL;
+	return sink ? sink->alloc(sink->ctx, size) : malloc(size);
+}
+
+void kj__sink_answered(const struct kj__sink *sink, const uint64_t id[2])
+{
+	if (sink && sink->id)
+		memcpy(sink->id, id, 2 * sizeof *id);
+}
+
 enum { TRY_MISS, TRY_HIT, TRY_RACED, TRY_CORRUPT, TRY_NOMEM };
 
 /* One seqlock read of slot i.  TRY_*; on TRY_HIT *hit is filled, its
@@ -566,8 +580,8 @@ static int try_slot(struct kj__hittab_reader *r, uint32_t i, const uint8_t fp[KJ
 	 * (the writer clears every slot on bytes before reusing them), so
 	 * bytes the caller kept from this slot at this seq are these. */
 	uint64_t id[2] = { (uint64_t)r->id << 32 | (i + 2u), s1 };
-	int held = sink && sink->have && sink->have(sink->ctx, id, rh.obj_len);
-	uint8_t *data = held ? NULL : sink ? sink->alloc(sink->ctx, rh.obj_len) : malloc(rh.obj_len);
+	int held;
+	uint8_t *data = kj__sink_take(sink, id, rh.obj_len, &held);
 	if (data == NULL && !held)
 		return TRY_NOMEM;
 	const uint8_t *p = r->arena + off + REC_HDR_SIZE;
@@ -594,8 +608,7 @@ static int try_slot(struct kj__hittab_reader *r, uint32_t i, const uint8_t fp[KJ
 	hit->size = rh.obj_len;
 	memcpy(hit->key, rh.key, sizeof hit->key);
 	hit->slot = i;
-	if (sink && sink->id)
-		memcpy(sink->id, id, sizeof id);
+	kj__sink_answered(sink, id);
 	return TRY_HIT;
 }
 

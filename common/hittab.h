@@ -48,6 +48,14 @@ struct kj__sink {
 	uint64_t *id;
 };
 
+/* The buffer an answer of size bytes whose id is id is copied into: a
+ * malloc'd one (sink NULL: the caller's to free), the sink's, or none when
+ * the sink's caller holds those bytes (*held set).  NULL with *held 0: out
+ * of memory. */
+void *kj__sink_take(const struct kj__sink *sink, const uint64_t id[2], size_t size, int *held);
+/* Gives the sink (when it asks) the id of the answer given. */
+void kj__sink_answered(const struct kj__sink *sink, const uint64_t id[2]);
+
 /* What a reader copies out of a hit.  data is malloc'd (the caller frees
  * it) or, from kj__hittab_lookup_into, the sink's buffer (not freed here);
  * target and version are NUL-terminated. */

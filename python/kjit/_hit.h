@@ -34,7 +34,8 @@ _Static_assert(__builtin_types_compatible_p(kj__get_alloc_fn, kj__hit_alloc_fn) 
  * bytes (immutable, so sharing them is safe) instead of a new copy.  Slot:
  * a hash of the id modulo KEPT_SLOTS; only objects up to KEPT_MAX bytes,
  * so at most 16 x 256 KiB are held.  Dropped whenever the handle changes
- * (Hitter.bind, renew, another handle in a call): ids are a handle's own. */
+ * (Hitter.bind, renew), and used for the bound handle only: ids are a
+ * handle's own. */
 #define KEPT_SLOTS 16
 #define KEPT_MAX (256 * 1024)
 
@@ -65,8 +66,7 @@ typedef struct {
 	struct {
 		uint64_t id[2];   /* the answer's id; {0, 0}: empty */
 		PyObject *bytes;  /* its bytes, or NULL */
-	} kept[KEPT_SLOTS];
-	kjit_client *kept_of; /* the handle the kept numbers are of */
+	} kept[KEPT_SLOTS];         /* of the bound handle only (handle, below) */
 	Py_ssize_t last_size; /* of the last object kj__get_into made: the next bytes is made that size
 			       * before the GIL is released, so that a repeat need not take it back */
 	PyTypeObject *type;         /* kjit.Object */

@@ -21,7 +21,6 @@ void kj__hit_kept_clear(Hitter *h)
 		h->kept[i].id[0] = h->kept[i].id[1] = 0;
 		Py_CLEAR(h->kept[i].bytes);
 	}
-	h->kept_of = NULL;
 }
 
 /* kj__get_into's buffer: a bytes object made for it, under the GIL taken
@@ -99,14 +98,14 @@ int kj__hit_fetch_bytes(Hitter *h, kjit_client *c, const kjit_request *req, kjit
 	struct into in = { NULL, NULL, 0, h, NULL };
 	uint64_t id[2] = { 0, 0 };
 	int code;
-	if (h->kept_of != c)
-		kj__hit_kept_clear(h); /* the numbers are the memo's of another handle */
-	h->kept_of = c;
+	/* The kept ids are those of the handle bound (Hitter.bind drops them when
+	 * it changes): on any other handle nothing is kept. */
+	kj__hit_kept_fn *kept = c == h->handle ? h->get_kept : NULL;
 	if (h->get_into && h->last_size > 0 && (in.bytes = PyBytes_FromStringAndSize(NULL, h->last_size)) == NULL)
 		PyErr_Clear(); /* into_alloc tries again */
 	in.ts = PyEval_SaveThread();
-	if (h->get_kept)
-		code = h->get_kept(c, req, res, into_alloc, into_have, &in, id);
+	if (kept)
+		code = kept(c, req, res, into_alloc, into_have, &in, id);
 	else
 		code = h->get_into ? h->get_into(c, req, res, into_alloc, &in) : h->get(c, req, res);
 	PyEval_RestoreThread(in.ts);
